@@ -1,0 +1,154 @@
+# Nereus — build.
+#
+#   make          build bin/nereus (and the tools) with what is installed
+#   make deps     install the missing Debian packages (as root), or print the command
+#   make run      deps + build + the tiny PPO deck on one rank
+#   make test     deps + build + every test (last line: "N passed, N failed")
+#   make bench    deps + build + benchmarks (table on stdout, build/bench.txt)
+#
+# Options: USE_PAPI=auto|0|1, USE_HDF5=auto|0|1, ARCH=<gcc -march flags>,
+# NP=<ranks for make run>. The CUDA backend is issue #8; nvcc is only reported.
+
+SHELL := /bin/bash
+CC := mpicc
+ARCH ?= -march=x86-64-v3
+CFLAGS ?= -O3 $(ARCH) -g
+CFLAGS += -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Wall -Wextra -Werror -Wno-unused-parameter \
+          -Iinclude -MMD -MP
+LDLIBS := -lm
+USE_PAPI ?= auto
+USE_HDF5 ?= auto
+
+# Debian packages a fresh Debian 12 machine needs (build, run, test, plots).
+DEB_PACKAGES := openmpi-bin libopenmpi-dev libopenblas-dev pkg-config libhdf5-openmpi-dev hdf5-tools \
+                libpapi-dev papi-tools python3-h5py python3-matplotlib
+
+have_pc = $(shell pkg-config --exists $(1) 2>/dev/null && echo 1)
+
+ifeq ($(call have_pc,openblas),1)
+  CFLAGS += $(shell pkg-config --cflags openblas)
+  LDLIBS += $(shell pkg-config --libs openblas)
+  FOUND += "✓ OpenBLAS $(shell pkg-config --modversion openblas)"
+else
+  FOUND += "✗ OpenBLAS not found (required: make deps)"
+  MISSING_REQUIRED := 1
+endif
+ifneq ($(USE_HDF5),0)
+  ifeq ($(call have_pc,hdf5-openmpi),1)
+    CFLAGS += $(shell pkg-config --cflags hdf5-openmpi) -DNEREUS_HAVE_HDF5=1
+    LDLIBS += $(shell pkg-config --libs hdf5-openmpi)
+    FOUND += "✓ parallel HDF5 $(shell pkg-config --modversion hdf5-openmpi)"
+  else
+    FOUND += "✗ parallel HDF5 not found (checkpoints and traces need it: make deps)"
+  endif
+else
+  FOUND += "- parallel HDF5 disabled (USE_HDF5=0)"
+endif
+ifneq ($(USE_PAPI),0)
+  ifeq ($(call have_pc,papi),1)
+    CFLAGS += $(shell pkg-config --cflags papi) -DNEREUS_HAVE_PAPI=1
+    LDLIBS += $(shell pkg-config --libs papi)
+    FOUND += "✓ PAPI $(shell pkg-config --modversion papi)"
+  else
+    FOUND += "✗ PAPI not found (counters fall back to timers)"
+  endif
+else
+  FOUND += "- PAPI disabled (USE_PAPI=0)"
+endif
+ifneq ($(shell command -v mpicc 2>/dev/null),)
+  FOUND += "✓ Open MPI $(shell mpirun --version 2>/dev/null | head -1 | awk '{print $$NF}') (mpicc)"
+else
+  FOUND += "✗ mpicc not found (required: make deps)"
+  MISSING_REQUIRED := 1
+endif
+ifneq ($(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null),)
+  FOUND += "- nvcc found; the CUDA backend is not part of this build yet (issue \#8)"
+endif
+
+LIB_SRC := $(wildcard src/util/*.c src/deck/*.c src/backend/cpu/*.c src/backend/*.c src/model/*.c \
+                      src/ppo/*.c src/task/*.c) src/run.c
+LIB_OBJ := $(LIB_SRC:%.c=build/obj/%.o)
+TEST_PROGS := test_deck test_backend_grad test_model test_ppo_pure test_task
+TEST_BIN := $(TEST_PROGS:%=build/tests/%)
+TOOLS := bin/nereus-task-tokens
+
+.PHONY: all build deps run test bench clean found
+.SECONDARY:
+all: build
+build: found bin/nereus $(TOOLS) $(TEST_BIN) build/bench/bench_step
+
+found:
+	@for l in $(FOUND); do echo "  $$l"; done
+ifeq ($(MISSING_REQUIRED),1)
+	@echo "nereus: required libraries are missing; run 'make deps' (or 'make run' / 'make test', which do it)"; exit 1
+endif
+
+# V=1 shows the full commands
+Q := $(if $(V),,@)
+build/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(CFLAGS) -c $< -o $@
+
+build/libnereus.a: $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	$(Q)ar rcs $@ $^
+
+bin/nereus: build/obj/src/main.o build/libnereus.a
+	@mkdir -p bin
+	@$(if $(Q),echo "  LINK    $@")
+	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+
+bin/nereus-%: build/obj/tools/%.o build/libnereus.a
+	@mkdir -p bin
+	@$(if $(Q),echo "  LINK    $@")
+	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+
+build/tests/test_backend_grad: build/obj/tests/test_backend_grad.o build/obj/tests/ref_ops.o build/libnereus.a
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LINK    $@")
+	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+
+build/tests/%: build/obj/tests/%.o build/libnereus.a
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LINK    $@")
+	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+
+build/bench/%: build/obj/tests/bench/%.o build/libnereus.a
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LINK    $@")
+	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+
+# Installs what is missing when run as root; otherwise prints the command and stops.
+deps:
+	@missing=""; for p in $(DEB_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -z "$$missing" ]; then echo "deps: all Debian packages present"; exit 0; fi; \
+	if [ "$$(id -u)" = 0 ]; then \
+	  echo "deps: installing:$$missing"; \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  apt-get update -qq && apt-get install -y -qq --no-install-recommends $$missing >/dev/null || \
+	    { echo "deps: apt-get failed"; exit 1; }; \
+	else \
+	  echo "deps: missing Debian packages:$$missing"; \
+	  echo "deps: run: sudo apt-get install -y$$missing"; exit 1; \
+	fi
+
+NP ?= 1
+run: deps
+	@$(MAKE) --no-print-directory build
+	jobs/local.sh -np $(NP) bin/nereus inputs/tiny.deck
+
+test: deps
+	@$(MAKE) --no-print-directory build
+	tests/run.sh
+
+bench: deps
+	@$(MAKE) --no-print-directory build
+	tests/bench/run.sh
+
+clean:
+	rm -rf build bin
+
+-include $(LIB_OBJ:.o=.d) $(wildcard build/obj/tests/*.d build/obj/tools/*.d build/obj/src/*.d)

@@ -1,0 +1,136 @@
+/* backend.h — the kernel interface every model computation goes through.
+ *
+ * A Backend is a struct of function pointers (as in nccl-tests), filled by one
+ * small file per implementation: src/backend/cpu/ (fp32, OpenBLAS for every
+ * GEMM) and, in a later issue, cuda/ (cuBLAS). The model never calls BLAS or
+ * CUDA itself; it calls be->op(...).
+ *
+ * Conventions (llm.c): outputs first, then inputs, then sizes, all row-major.
+ * Every forward has a backward with the same shapes. Backward functions
+ * ACCUMULATE (+=) into parameter gradients and input gradients unless the
+ * comment says "overwrites"; any gradient pointer may be NULL to skip it.
+ * Buffers live in backend memory (host memory for the CPU backend): allocate
+ * them with be->alloc and move data with be->upload / be->download.
+ */
+#ifndef NEREUS_BACKEND_H
+#define NEREUS_BACKEND_H
+
+#include <stddef.h>
+
+typedef struct Backend {
+    const char *name; /* "cpu" or "cuda" */
+
+    /* --- memory ------------------------------------------------------- */
+    void *(*alloc)(size_t bytes);               /* zero-filled; aborts on failure */
+    void (*free)(void *p);
+    void (*upload)(void *dst, const void *host_src, size_t bytes);
+    void (*download)(void *host_dst, const void *src, size_t bytes);
+    void (*copy)(void *dst, const void *src, size_t bytes);   /* backend to backend */
+    void (*zero)(void *p, size_t bytes);
+    void (*set_threads)(int nthreads);          /* BLAS / kernel threads per rank */
+
+    /* --- dense layers ------------------------------------------------- */
+    /* out (N, OC) = inp (N, IC) · weight(OC, IC)^T + bias (OC); bias may be NULL */
+    void (*matmul_forward)(float *out, const float *inp, const float *weight,
+                           const float *bias, int N, int IC, int OC);
+    /* dinp (N,IC) += dout·weight; dweight (OC,IC) += dout^T·inp; dbias (OC) += Σ_n dout */
+    void (*matmul_backward)(float *dinp, float *dweight, float *dbias,
+                            const float *dout, const float *inp, const float *weight,
+                            int N, int IC, int OC);
+
+    /* out, inp (N, C); weight, bias (C); mean, rstd (N) saved for backward */
+    void (*layernorm_forward)(float *out, float *mean, float *rstd, const float *inp,
+                              const float *weight, const float *bias, int N, int C);
+    void (*layernorm_backward)(float *dinp, float *dweight, float *dbias,
+                               const float *dout, const float *inp, const float *weight,
+                               const float *mean, const float *rstd, int N, int C);
+
+    /* GELU, tanh approximation (GPT-2). out, inp (N) */
+    void (*gelu_forward)(float *out, const float *inp, size_t N);
+    void (*gelu_backward)(float *dinp, const float *inp, const float *dout, size_t N);
+
+    /* out = a + b (N); backward: da += dout, db += dout */
+    void (*residual_forward)(float *out, const float *a, const float *b, size_t N);
+    void (*residual_backward)(float *da, float *db, const float *dout, size_t N);
+
+    /* --- attention ---------------------------------------------------- */
+    /* Causal multi-head self-attention over packed QKV.
+     * inp (B, T, 3C): per token [q (NH,hs) | k (NH,hs) | v (NH,hs)], C = NH·hs.
+     * out (B, T, C); preatt, att (B, NH, T, T) saved for backward (att = softmax
+     * of scaled, causally masked preatt; entries above the diagonal are 0). */
+    void (*attention_forward)(float *out, float *preatt, float *att, const float *inp,
+                              int B, int T, int C, int NH);
+    /* dinp (B,T,3C) +=; dpreatt, datt (B,NH,T,T) are scratch (overwritten). */
+    void (*attention_backward)(float *dinp, float *dpreatt, float *datt,
+                               const float *dout, const float *inp, const float *att,
+                               int B, int T, int C, int NH);
+    /* KV-cache decode of one new token per sequence at position pos (0-based).
+     * qkv (B, 3C) for the new tokens; kcache, vcache (B, NH, Tmax, hs): the new
+     * k, v are written at [.., pos, ..] then attended over positions 0..pos.
+     * out (B, C). Must equal attention_forward's row `pos` on the same tokens. */
+    void (*attention_decode)(float *out, float *kcache, float *vcache, const float *qkv,
+                             int B, int pos, int Tmax, int C, int NH);
+    /* Fill the cache from a prefix already run through attention_forward:
+     * qkv (B, T, 3C) → kcache, vcache (B, NH, Tmax, hs) positions 0..T-1. */
+    void (*kv_fill)(float *kcache, float *vcache, const float *qkv,
+                    int B, int T, int Tmax, int C, int NH);
+
+    /* --- embeddings --------------------------------------------------- */
+    /* out (B,T,C) = wte[inp[b,t]] + wpe[t + pos0]; inp (B,T); wte (V,C); wpe (maxT,C) */
+    void (*encoder_forward)(float *out, const int *inp, const float *wte, const float *wpe,
+                            int B, int T, int C, int pos0);
+    void (*encoder_backward)(float *dwte, float *dwpe, const float *dout, const int *inp,
+                             int B, int T, int C, int pos0);
+
+    /* --- output heads ------------------------------------------------- */
+    /* Log-probability of a target token, with entropy, over rows of logits.
+     * logits (N, V) → probs (N, V) (softmax; may alias logits), logp (N) =
+     * log p[target], ent (N) = −Σ p log p (ent may be NULL). targets[n] < 0
+     * marks a row to skip (logp = ent = 0, probs left unspecified). */
+    void (*logprob_forward)(float *probs, float *logp, float *ent, const float *logits,
+                            const int *targets, int N, int V);
+    /* dlogits (N, V) OVERWRITES (may alias probs):
+     *   dlogp[n]·(onehot(target) − p) + dent[n]·(−p·(log p + H)).
+     * dent may be NULL; skipped rows (target < 0) get 0. */
+    void (*logprob_backward)(float *dlogits, const float *dlogp, const float *dent,
+                             const float *probs, const float *ent, const int *targets,
+                             int N, int V);
+
+    /* Sampling from logits (B, V): temperature > 0 scales, top_k > 0 keeps the k
+     * largest (ties by lower index), u (B) one uniform in [0,1) per row, so the
+     * choice is a pure function of (logits, u). temperature == 0 is argmax. */
+    void (*sample_tokens)(int *out, const float *logits, const float *u,
+                          int B, int V, float temperature, int top_k);
+
+    /* --- PPO per-token losses ----------------------------------------- */
+    /* Clipped surrogate over N tokens, weight w (N) (mask / normaliser):
+     *   ratio = exp(logp − logp_old); l = max(−A·ratio, −A·clip(ratio, 1±eps))
+     * loss (1) = Σ w·l; dlogp (N) OVERWRITES = w·∂l/∂logp; clipfrac (1) = Σ w·[clipped]
+     * / Σ w; approx_kl (1) = Σ w·(ratio−1−log ratio) / Σ w. */
+    void (*ppo_policy_loss)(float *loss, float *dlogp, float *clipfrac, float *approx_kl,
+                            const float *logp, const float *logp_old, const float *adv,
+                            const float *w, int N, float eps);
+    /* Clipped value loss: vc = v_old + clip(v − v_old, ±eps);
+     *   l = 0.5·max((v − R)², (vc − R)²); loss (1) = Σ w·l; dv (N) OVERWRITES. */
+    void (*ppo_value_loss)(float *loss, float *dv, const float *v, const float *v_old,
+                           const float *ret, const float *w, int N, float eps);
+
+    /* --- optimiser ---------------------------------------------------- */
+    /* AdamW with bias correction, step t ≥ 1; decoupled weight decay wd·lr·p.
+     * params, grads, m, v (n). */
+    void (*adamw_update)(float *params, const float *grads, float *m, float *v, size_t n,
+                         float lr, float beta1, float beta2, float eps, float wd, int t);
+    /* Σ g² over n elements, accumulated in double (for gradient-norm clipping) */
+    double (*sumsq)(const float *g, size_t n);
+    /* x (n) *= s */
+    void (*scale)(float *x, float s, size_t n);
+} Backend;
+
+/* The CPU backend (always available). */
+const Backend *backend_cpu(void);
+
+/* Choose a backend by name: "cpu", "cuda" or "auto". Returns NULL and fills
+ * why (a sentence) when the request cannot be met (e.g. cuda not built). */
+const Backend *backend_select(const char *name, char *why, size_t why_len);
+
+#endif

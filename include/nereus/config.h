@@ -1,0 +1,90 @@
+/* config.h — the validated run configuration that an input deck resolves to.
+ *
+ * Flat, fixed-size, no pointers: rank 0 and every other rank parse the same
+ * deck bytes into it (deck.h), so it is identical everywhere. Each field is
+ * one deck key `[section] key`; the deck reference table (src/deck/keys.c)
+ * gives its type, default, range and meaning, and inputs/REFERENCE.md is
+ * generated from that table.
+ */
+#ifndef NEREUS_CONFIG_H
+#define NEREUS_CONFIG_H
+
+#define CFG_STR 256
+
+typedef struct RunConfig {
+    char name[CFG_STR];      /* [run] name: label for output; default: deck file stem */
+    long long seed;          /* [run] seed */
+    char backend[16];        /* [run] backend: auto | cpu | cuda */
+    int blas_threads;        /* [run] blas_threads: BLAS threads per rank */
+    int log_every;           /* [run] log_every: print a progress line every N steps */
+} RunConfig;
+
+typedef struct ModelConfig {
+    int n_layer;             /* [model] n_layer (required) */
+    int n_embd;              /* [model] n_embd (required) */
+    int n_head;              /* [model] n_head (required; must divide n_embd) */
+    int max_seq;             /* [model] max_seq: context length (positions) */
+    int vocab_size;          /* [model] vocab_size: 0 = auto (the task vocabulary) */
+    float init_std;          /* [model] init_std: std of the normal initialisation */
+} ModelConfig;
+
+typedef struct TaskConfig {
+    char names[CFG_STR];     /* [task] names: comma list of reverse, sort, add */
+    int digits;              /* [task] digits: digits per prompt */
+} TaskConfig;
+
+typedef struct OptimConfig {
+    float beta1, beta2, eps; /* [optim] beta1 beta2 eps */
+    float weight_decay;      /* [optim] weight_decay */
+    float max_grad_norm;     /* [optim] max_grad_norm: 0 disables clipping */
+} OptimConfig;
+
+typedef struct SftConfig {
+    int steps;               /* [sft] steps: warm-start steps before PPO (0 = none) */
+    int batch;               /* [sft] batch: sequences per step */
+    float lr;                /* [sft] lr */
+    char data[16];           /* [sft] data: task | tokens */
+    char tokens_file[CFG_STR]; /* [sft] tokens_file: llm.c token file (data = tokens) */
+    int seq;                 /* [sft] seq: sequence length for data = tokens; 0 = max_seq */
+} SftConfig;
+
+typedef struct PpoConfig {
+    int steps;               /* [ppo] steps */
+    int batch;               /* [ppo] batch: prompts (= sequences) per step */
+    int epochs;              /* [ppo] epochs over the batch per step */
+    int minibatch;           /* [ppo] minibatch: sequences per update (divides batch) */
+    float actor_lr;          /* [ppo] actor_lr */
+    float critic_lr;         /* [ppo] critic_lr */
+    float clip;              /* [ppo] clip: surrogate ratio clip ε */
+    float value_clip;        /* [ppo] value_clip: value clip ε */
+    float gamma;             /* [ppo] gamma: discount */
+    float lam;               /* [ppo] lam: GAE λ */
+    float kl_beta;           /* [ppo] kl_beta: β of the per-token KL(actor‖ref) penalty */
+    float entropy_coef;      /* [ppo] entropy_coef: entropy bonus weight */
+    int whiten_advantages;   /* [ppo] whiten_advantages: bool */
+    float temperature;       /* [ppo] temperature: sampling temperature */
+    int top_k;               /* [ppo] top_k: 0 = full distribution */
+    int max_response;        /* [ppo] max_response: most tokens generated per prompt */
+} PpoConfig;
+
+typedef struct RewardConfig {
+    int network;             /* [reward] network: bool, add a frozen reward network's score */
+    float network_weight;    /* [reward] network_weight: weight of that score */
+} RewardConfig;
+
+typedef struct InjectConfig {
+    int nan_loss_step;       /* [inject] nan_loss_step: INJECTED fault, −1 = off */
+} InjectConfig;
+
+typedef struct Config {
+    RunConfig run;
+    ModelConfig model;
+    TaskConfig task;
+    OptimConfig optim;
+    SftConfig sft;
+    PpoConfig ppo;
+    RewardConfig reward;
+    InjectConfig inject;
+} Config;
+
+#endif

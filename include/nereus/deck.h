@@ -1,0 +1,87 @@
+/* deck.h — reading an input deck into a validated Config.
+ *
+ * A deck is an INI-like text file (`[section]`, `key = value`, `#` comments;
+ * the format is described in inputs/REFERENCE.md). The deck module owns
+ * everything between the file and a filled Config: reading the file on rank 0
+ * and broadcasting its bytes, lexing, typed resolution with defaults,
+ * range and cross-key validation, the error messages (`FILE:LINE: error: ...`
+ * with a nearest-key suggestion), the resolved deck as text for output files,
+ * and the reference document generated from the key table (src/deck/keys.c).
+ * Following the LAMMPS/SWIFT model, every rank parses the same bytes, so
+ * every rank fails the same way: a bad deck makes every rank return 2, only
+ * rank 0 prints, and nothing runs.
+ *
+ * Keys are named "section.key" in this API (e.g. "ppo.minibatch").
+ */
+#ifndef NEREUS_DECK_H
+#define NEREUS_DECK_H
+
+#include <stddef.h>
+#include <stdio.h>
+#include <mpi.h>
+
+#include "nereus/config.h"
+
+/* Exit status for a bad deck (collective input error). */
+#define DECK_EXIT_BAD 2
+/* Largest deck accepted: far above any real deck, small enough to broadcast. */
+#define DECK_MAX_BYTES ((size_t)16 << 20)
+
+/* Opaque: the file name, its raw bytes, the line of every key that was set
+ * (0 = defaulted), the line of every section header, the last message. */
+typedef struct Deck Deck;
+
+/* collective over comm: rank 0 reads the file and broadcasts its bytes (or
+ * the read error) with MPI_Bcast; every rank parses the same bytes and
+ * resolves cfg. Returns 0 on success. On any error rank 0 prints the message
+ * to stderr and every rank returns 2 (the caller exits with 2); cfg is then
+ * left unchanged. *out is set in both cases (NULL only when out of memory)
+ * so that deck_last_error() can be asked; free it with deck_free(). */
+int deck_load(const char *path, MPI_Comm comm, Config *cfg, Deck **out);
+
+/* No MPI; for tests and tools. name is the file name used in messages and
+ * for the default [run] name (its stem); NULL means "<string>". text need
+ * not be NUL-terminated. quiet=1 suppresses printing (the message is still
+ * stored). Same return convention as deck_load; out may be NULL. */
+int deck_parse_string(const char *name, const char *text, size_t len, Config *cfg,
+                      Deck **out, int quiet);
+
+/* The last message (all its lines, without the final newline), "" if none.
+ * Set by a failed load or parse and by deck_error_at(). */
+const char *deck_last_error(const Deck *d);
+
+/* Line of that key in the deck; 0 if it was defaulted; -1 if no such key. */
+int deck_line(const Deck *d, const char *section_dot_key);
+
+/* The deck's file name as given, and its raw bytes (for storing the deck as
+ * written in output files). The bytes are NUL-terminated; *len (if not NULL)
+ * receives their length. */
+const char *deck_path(const Deck *d);
+const char *deck_text(const Deck *d, size_t *len);
+
+/* For checks the deck module cannot do (they need another module's
+ * knowledge, e.g. max_seq vs prompt length): prints
+ * "FILE:LINE: error: <msg>" (the line of that key, or "FILE: error: <msg>"
+ * when it was defaulted) on stderr, unless the deck is quiet (parsed with
+ * quiet=1, or on a rank other than 0 under deck_load), stores it as the last
+ * message, and returns 2. Call it on every rank, like the parse. */
+int deck_error_at(const Deck *d, const char *section_dot_key, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Every key with its resolved value, as deck text, each line marked
+ * "# (default)" or "# line N". The output is itself a valid deck that
+ * resolves to the same Config. */
+void deck_print_resolved(const Deck *d, const Config *cfg, FILE *f);
+
+/* The same text, malloc'd and NUL-terminated (free() it); NULL if out of
+ * memory. For the `deck` attribute of checkpoints and traces. */
+char *deck_resolved_text(const Deck *d, const Config *cfg);
+
+/* The deck reference as markdown: a preamble on the format, then one table
+ * per section (key, type, default, range/choices, meaning). This is how
+ * inputs/REFERENCE.md is made. Returns 0, or -1 on a write error. */
+int deck_write_reference(FILE *f);
+
+void deck_free(Deck *d);
+
+#endif

@@ -1,0 +1,88 @@
+/* ppo.h — one PPO step on the four models: rollout (gen), scoring (inf),
+ * advantages, and clipped-surrogate / clipped-value updates (train); and the
+ * SFT warm-start. Drives the models through model.h only: no MPI here.
+ *
+ * Per-position arrays are (B, Tcap) and aligned with the logits: entry t
+ * concerns the prediction of token t+1, so response token j (0-based) of
+ * sequence b sits at t = P − 1 + j. mask[b,t] is 1 exactly there.
+ */
+#ifndef NEREUS_PPO_H
+#define NEREUS_PPO_H
+
+#include "nereus/config.h"
+#include "nereus/model.h"
+#include "nereus/task.h"
+
+typedef struct Models {
+    GPT actor, ref, critic, reward;
+    int have_reward_net;
+} Models;
+
+typedef struct Rollout {
+    int B, P, T, Tcap;     /* sequences, prompt length, current length, capacity */
+    int *tokens;           /* (B, Tcap) prompt, response, EOS padding (generation) */
+    int *seq;              /* (B, T) the same sequences, dense, from ppo_score on */
+    int *targets;          /* (B, T) next token where mask, else −1 */
+    int *resp_len;         /* (B) generated tokens incl. a final EOS */
+    int amax;              /* task_max_answer: the answer stride */
+    int *answer;           /* (B, amax) */
+    int *answer_len;       /* (B) */
+    int *kind;             /* (B) task kind */
+    float *task_reward;    /* (B) rule reward in [0, 1] */
+    float *score;          /* (B) task reward (+ weighted reward-network score) */
+    float *logp_old, *logp_ref, *values, *rewards, *adv, *ret, *mask; /* (B, T) dense */
+    float *logits;         /* (B, V) decode logits */
+    int *next;             /* (B) */
+} Rollout;
+
+typedef struct StepStats {
+    double reward;         /* mean task reward */
+    double score;          /* mean total score */
+    double kl;             /* mean per-token log(actor/ref) on sampled tokens */
+    double pg_loss, vf_loss, entropy, clipfrac, approx_kl, grad_norm_actor, grad_norm_critic;
+    double resp_len;       /* mean response length (tokens incl. EOS) */
+    double t_gen, t_inf, t_train;  /* seconds */
+    double tokens;         /* sequence tokens processed in the step (B × T) */
+    int finite;            /* 0 when a loss or gradient norm was not finite */
+    char sample[128];      /* one decoded example "R1234=4321$ (1.00)" */
+} StepStats;
+
+/* Allocate the rollout buffers for cfg. */
+void rollout_alloc(Rollout *r, const Config *cfg, const TaskSet *ts, int V);
+void rollout_free(Rollout *r);
+
+/* gen: prompts of global samples step·B .. step·B+B−1, then sampling from
+ * the actor with the KV cache. Random numbers depend on (seed, sample,
+ * position) only. */
+void ppo_generate(Rollout *r, GPT *actor, const Config *cfg, const TaskSet *ts, int step);
+/* gen without the KV cache (full forward per token): the baseline that the
+ * cached path must reproduce exactly, and a benchmark. */
+void ppo_generate_nocache(Rollout *r, GPT *actor, const Config *cfg, const TaskSet *ts, int step);
+/* inf: old log-probs, ref log-probs, values, rule and network scores, then
+ * per-token rewards, GAE advantages and returns. */
+void ppo_score(Rollout *r, Models *ms, const Config *cfg, StepStats *st);
+/* train: epochs × minibatches of actor and critic updates. */
+void ppo_train(Rollout *r, Models *ms, const Config *cfg, int step, StepStats *st);
+
+/* ---- pure pieces (unit-tested) ---- */
+/* GAE over one sequence of n response positions: rewards r, values v; the
+ * value after the last position is 0 (the episode ends). adv, ret (n). */
+void gae_sequence(float *adv, float *ret, const float *r, const float *v, int n, float gamma, float lam);
+/* x ← (x − mean) / (std + 1e-8) over entries with mask ≠ 0; others set to 0. */
+void whiten_masked(float *x, const float *mask, size_t n);
+
+/* ---- SFT warm-start ---- */
+typedef struct SftData {
+    int use_tokens;
+    TokenFile tf;
+    int T;                 /* sequence length */
+    int *tokens, *targets; /* (batch, T) */
+    float *logp, *dlogp;   /* (batch, T) */
+} SftData;
+/* Returns 0, or 2 with a message on stderr (rank 0) for bad data. */
+int sft_open(SftData *d, const Config *cfg, const TaskSet *ts, int V, const char *deck_path);
+void sft_close(SftData *d);
+/* One SFT step; returns the mean token cross-entropy before the update. */
+float sft_step(SftData *d, GPT *actor, const Config *cfg, const TaskSet *ts, int step);
+
+#endif

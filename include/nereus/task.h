@@ -1,0 +1,53 @@
+/* task.h — verifiable tasks: a character tokenizer, prompt generators, rule
+ * rewards with partial credit, demonstrations for SFT, and llm.c token files.
+ *
+ * Every prompt has the same length P = digits + 2, so a batch prefills
+ * together; answers differ in length and end with TOK_EOS:
+ *   reverse  "R d1..dn ="   → dn..d1          e.g. R1234= → 4321
+ *   sort     "S d1..dn ="   → digits ascending     S3141= → 1134
+ *   add      "a+b="         → a+b in decimal       12+34= → 46   (a: n/2 digits, b: the rest)
+ * Reward in [0, 1]: positions where the response (up to its EOS) matches the
+ * answer, over the longer of the two lengths — dense partial credit.
+ */
+#ifndef NEREUS_TASK_H
+#define NEREUS_TASK_H
+
+#include <stdint.h>
+#include <stddef.h>
+
+enum { TOK_PLUS = 10, TOK_EQ = 11, TOK_REV = 12, TOK_SORT = 13, TOK_EOS = 14, TASK_VOCAB = 15 };
+enum { TASK_REVERSE = 0, TASK_SORT = 1, TASK_ADD = 2, TASK_NKINDS = 3 };
+
+typedef struct TaskSet {
+    int kinds[TASK_NKINDS]; /* the enabled task kinds */
+    int nkinds;
+    int digits;
+    uint64_t seed;
+} TaskSet;
+
+/* Parse "reverse,sort,add". Returns 0, or −1 with why filled. */
+int task_parse(TaskSet *ts, const char *names, int digits, uint64_t seed, char *why, size_t why_len);
+int task_prompt_len(const TaskSet *ts);   /* P = digits + 2 */
+int task_max_answer(const TaskSet *ts);   /* longest answer, without EOS */
+/* The prompt of global sample g: prompt (P) tokens; answer (max_answer) and
+ * its length. Pure function of (seed, g). */
+int task_make(const TaskSet *ts, uint64_t g, int *prompt, int *answer, int *answer_len);
+/* Rule reward of a response (len tokens, may contain EOS: scored up to it). */
+float task_reward(const int *answer, int answer_len, const int *response, int len);
+/* Printable form of tokens, e.g. "R1234=" (buf at least n+1). */
+void task_detok(const int *tok, int n, char *buf);
+const char *task_kind_name(int kind);
+
+/* llm.c token files: 256 int32 header (magic 20240520, version 1, count),
+ * then count uint16 tokens. */
+typedef struct TokenFile {
+    uint16_t *tokens;
+    size_t count;
+    int max_token;
+} TokenFile;
+/* Returns 0, or −1 with why filled (file named, what was wrong). */
+int tokens_read(TokenFile *tf, const char *path, char *why, size_t why_len);
+int tokens_write(const char *path, const uint16_t *tokens, size_t count, char *why, size_t why_len);
+void tokens_free(TokenFile *tf);
+
+#endif

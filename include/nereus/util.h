@@ -1,0 +1,63 @@
+/* util.h — checks, logging, timers and the counter-based RNG shared by all modules.
+ *
+ * Errors: a failing library call on one rank is a *local* error: it names the
+ * call, the file, the line, the rank and the reason, then MPI_Abort()s the job
+ * (STYLE.md: "two kinds of error"). Bad input is a *collective* error handled
+ * by the deck and the callers: every rank returns 2 and main exits with 2.
+ *
+ * RNG: every random number is a pure function of (seed, stream, a, b), a
+ * counter-based hash (SplitMix64 finaliser over a combined key). Nothing
+ * carries hidden state, so a sample's random numbers depend only on its
+ * global index — not on which rank or plan draws them.
+ */
+#ifndef NEREUS_UTIL_H
+#define NEREUS_UTIL_H
+
+#include <stdint.h>
+#include <stddef.h>
+#include <stdio.h>
+
+/* ---- errors ---------------------------------------------------------- */
+void nr_fatal_at(const char *file, int line, const char *fmt, ...)
+    __attribute__((noreturn, format(printf, 3, 4)));
+#define nr_fatal(...) nr_fatal_at(__FILE__, __LINE__, __VA_ARGS__)
+
+/* MPI: names the call and the MPI error string. */
+void nr_mpi_fail(int err, const char *call, const char *file, int line) __attribute__((noreturn));
+#define mpiCheck(call) do { int e_ = (call); if (e_ != 0) nr_mpi_fail(e_, #call, __FILE__, __LINE__); } while (0)
+
+/* ---- logging --------------------------------------------------------- */
+int nr_rank(void);            /* rank in MPI_COMM_WORLD (0 before MPI_Init) */
+/* printf on rank 0 only (stdout), flushed */
+void nr_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* warning on any rank (stderr), prefixed with the rank */
+void nr_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---- time ------------------------------------------------------------ */
+double nr_now(void);          /* monotonic seconds */
+
+/* ---- counter-based RNG ----------------------------------------------- */
+/* Streams keep the uses apart, so adding one use never shifts another. */
+enum {
+    RNG_INIT = 1,      /* parameter initialisation: (tensor id, element) */
+    RNG_PROMPT = 2,    /* prompt generation: (global sample index, draw) */
+    RNG_SAMPLE = 3,    /* token sampling: (global sample index, position) */
+    RNG_SHUFFLE = 4,   /* minibatch order: (step, epoch) */
+    RNG_SFT = 5,       /* SFT demonstrations: (global sample index, draw) */
+    RNG_TEST = 99
+};
+uint64_t rng_u64(uint64_t seed, uint64_t stream, uint64_t a, uint64_t b);
+/* uniform in [0, 1) with 24 random bits (exactly representable as float) */
+float rng_uniform(uint64_t seed, uint64_t stream, uint64_t a, uint64_t b);
+/* standard normal (Box–Muller over two derived uniforms) */
+float rng_normal(uint64_t seed, uint64_t stream, uint64_t a, uint64_t b);
+/* integer in [0, n) */
+int rng_below(uint64_t seed, uint64_t stream, uint64_t a, uint64_t b, int n);
+
+/* ---- misc ------------------------------------------------------------ */
+void *nr_xmalloc(size_t bytes);   /* aborts with the size on failure */
+void *nr_xcalloc(size_t n, size_t size);
+#define NR_MIN(a, b) ((a) < (b) ? (a) : (b))
+#define NR_MAX(a, b) ((a) > (b) ? (a) : (b))
+
+#endif

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# jobs/local.sh — launch Nereus on this machine with mpirun.
+#   jobs/local.sh [-np N] bin/nereus DECK [args...]
+# Sets what this kind of machine needs: the run-as-root variables when root,
+# oversubscription when N exceeds the cores, waiting ranks that yield the core
+# instead of busy-polling, shared-memory transfers without CMA single-copy
+# (3-4x faster point-to-point here), and one BLAS thread per rank.
+set -euo pipefail
+np=1
+if [ "${1:-}" = "-np" ] || [ "${1:-}" = "-n" ]; then np="$2"; shift 2; fi
+[ $# -ge 1 ] || { echo "usage: jobs/local.sh [-np N] PROGRAM [ARGS...]" >&2; exit 2; }
+if [ "$(id -u)" = 0 ]; then
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+fi
+export OMPI_MCA_btl_vader_single_copy_mechanism=none
+export OMPI_MCA_mpi_yield_when_idle=1
+export OMPI_MCA_rmaps_base_oversubscribe=1
+export OPENBLAS_NUM_THREADS="${OPENBLAS_NUM_THREADS:-1}"
+extra=()
+if [ "$np" -gt "$(nproc)" ]; then extra+=(--oversubscribe --bind-to none); fi
+exec mpirun "${extra[@]}" -np "$np" "$@"

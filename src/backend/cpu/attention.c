@@ -1,0 +1,171 @@
+/* attention.c — causal multi-head self-attention of the CPU backend, as in
+ * llm.c train_gpt2.c (scale 1/sqrt(hs), causal mask, softmax with the row
+ * maximum subtracted), plus the KV-cache pair used by rollouts: kv_fill copies
+ * the k and v of a prefix into the cache and attention_decode attends one new
+ * token per sequence over positions 0..pos. Every inner loop runs over hs
+ * contiguous floats (a q·k dot product or a v axpy), which gcc vectorises.
+ *
+ * Layouts: inp (B, T, 3C) per token [q (NH,hs) | k (NH,hs) | v (NH,hs)];
+ * preatt, att, dpreatt, datt (B, NH, T, T); kcache, vcache (B, NH, Tmax, hs).
+ * The softmax backward uses dpreatt = att·(datt − Σ att·datt), O(T) per row
+ * instead of llm.c's O(T²) double loop.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "cpu_internal.h"
+
+/* positions scored at once by attention_decode (stack buffer); longer caches
+ * are handled by rescaling the running sums, flash-attention style */
+#define DECODE_CHUNK 1024
+
+static void cpu_attention_forward(float *out, float *preatt, float *att, const float *inp,
+                                  int B, int T, int C, int NH) {
+    const int C3 = 3 * C, hs = C / NH;
+    const float scale = 1.0f / sqrtf((float)hs);
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++)
+            for (int h = 0; h < NH; h++) {
+                const float *q = inp + ((size_t)b * T + t) * C3 + h * hs;
+                float *pre = preatt + (((size_t)b * NH + h) * T + t) * T;
+                float *a = att + (((size_t)b * NH + h) * T + t) * T;
+                /* scores against keys 0..t, and their maximum */
+                float maxv = -INFINITY;
+                for (int t2 = 0; t2 <= t; t2++) {
+                    const float *k = inp + ((size_t)b * T + t2) * C3 + C + h * hs;
+                    float s = cpu_dot(q, k, hs) * scale;
+                    pre[t2] = s;
+                    if (s > maxv) maxv = s;
+                }
+                float sum = 0.0f;
+                for (int t2 = 0; t2 <= t; t2++) {
+                    float e = expf(pre[t2] - maxv);
+                    a[t2] = e;
+                    sum += e;
+                }
+                float inv = sum == 0.0f ? 0.0f : 1.0f / sum;
+                for (int t2 = 0; t2 <= t; t2++) a[t2] *= inv;
+                for (int t2 = t + 1; t2 < T; t2++) a[t2] = pre[t2] = 0.0f;
+                /* out = Σ att·v */
+                float *o = out + ((size_t)b * T + t) * C + h * hs;
+                memset(o, 0, (size_t)hs * sizeof(float));
+                for (int t2 = 0; t2 <= t; t2++) {
+                    const float *v = inp + ((size_t)b * T + t2) * C3 + 2 * C + h * hs;
+                    cpu_axpy(o, a[t2], v, hs);
+                }
+            }
+}
+
+static void cpu_attention_backward(float *dinp, float *dpreatt, float *datt,
+                                   const float *dout, const float *inp, const float *att,
+                                   int B, int T, int C, int NH) {
+    const int C3 = 3 * C, hs = C / NH;
+    const float scale = 1.0f / sqrtf((float)hs);
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++)
+            for (int h = 0; h < NH; h++) {
+                const size_t row = (((size_t)b * NH + h) * T + t) * T;
+                const float *a = att + row;
+                float *da = datt + row;
+                float *dp = dpreatt + row;
+                const float *dy = dout + ((size_t)b * T + t) * C + h * hs;
+                const float *q = inp + ((size_t)b * T + t) * C3 + h * hs;
+                float *dq = dinp + ((size_t)b * T + t) * C3 + h * hs;
+
+                /* out = Σ att·v: datt = dy·v, dv += att·dy */
+                float dot = 0.0f;
+                for (int t2 = 0; t2 <= t; t2++) {
+                    const size_t tok = ((size_t)b * T + t2) * C3 + 2 * C + h * hs;
+                    da[t2] = cpu_dot(inp + tok, dy, hs);
+                    cpu_axpy(dinp + tok, a[t2], dy, hs);
+                    dot += a[t2] * da[t2];
+                }
+                /* softmax: dpre = att·(datt − Σ att·datt) */
+                for (int t2 = 0; t2 <= t; t2++) dp[t2] = a[t2] * (da[t2] - dot);
+                for (int t2 = t + 1; t2 < T; t2++) da[t2] = dp[t2] = 0.0f;
+                /* pre = scale·q·k: dq += scale·dpre·k, dk += scale·dpre·q */
+                for (int t2 = 0; t2 <= t; t2++) {
+                    const size_t tok = ((size_t)b * T + t2) * C3 + C + h * hs;
+                    float g = dp[t2] * scale;
+                    cpu_axpy(dq, g, inp + tok, hs);
+                    cpu_axpy(dinp + tok, g, q, hs);
+                }
+            }
+}
+
+/* kcache, vcache (B, NH, Tmax, hs) positions 0..T-1 ← k, v of qkv (B, T, 3C) */
+static void cpu_kv_fill(float *kcache, float *vcache, const float *qkv,
+                        int B, int T, int Tmax, int C, int NH) {
+    const int C3 = 3 * C, hs = C / NH;
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < NH; h++)
+            for (int t = 0; t < T; t++) {
+                const float *src = qkv + ((size_t)b * T + t) * C3 + h * hs;
+                size_t dst = (((size_t)b * NH + h) * Tmax + t) * hs;
+                memcpy(kcache + dst, src + C, (size_t)hs * sizeof(float));
+                memcpy(vcache + dst, src + 2 * C, (size_t)hs * sizeof(float));
+            }
+}
+
+/* One new token per sequence at position pos: qkv (B, 3C) → out (B, C). The
+ * scores of a chunk of positions sit in a stack buffer; if a later chunk
+ * raises the running maximum, the partial sum and output are rescaled. For
+ * pos < DECODE_CHUNK this is the forward's computation in one pass. */
+static void cpu_attention_decode(float *out, float *kcache, float *vcache, const float *qkv,
+                                 int B, int pos, int Tmax, int C, int NH) {
+    const int C3 = 3 * C, hs = C / NH;
+    const float scale = 1.0f / sqrtf((float)hs);
+    float s[DECODE_CHUNK];
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < NH; h++) {
+            const float *q = qkv + (size_t)b * C3 + h * hs;
+            float *kc = kcache + ((size_t)b * NH + h) * Tmax * hs;
+            float *vc = vcache + ((size_t)b * NH + h) * Tmax * hs;
+            memcpy(kc + (size_t)pos * hs, q + C, (size_t)hs * sizeof(float));
+            memcpy(vc + (size_t)pos * hs, q + 2 * C, (size_t)hs * sizeof(float));
+
+            float *o = out + (size_t)b * C + h * hs;
+            memset(o, 0, (size_t)hs * sizeof(float));
+            float maxv = -INFINITY, sum = 0.0f;
+            int normalised = 0;
+            for (int t0 = 0; t0 <= pos; t0 += DECODE_CHUNK) {
+                int n = pos + 1 - t0 < DECODE_CHUNK ? pos + 1 - t0 : DECODE_CHUNK;
+                float cmax = maxv;
+                for (int i = 0; i < n; i++) {
+                    s[i] = cpu_dot(q, kc + (size_t)(t0 + i) * hs, hs) * scale;
+                    if (s[i] > cmax) cmax = s[i];
+                }
+                if (cmax > maxv && t0 > 0) {
+                    float r = expf(maxv - cmax);
+                    sum *= r;
+                    for (int i = 0; i < hs; i++) o[i] *= r;
+                }
+                maxv = cmax;
+                for (int i = 0; i < n; i++) {
+                    float e = expf(s[i] - maxv);
+                    s[i] = e;
+                    sum += e;
+                }
+                /* normalise like the forward (att = e/sum, then Σ att·v) when
+                 * there is a single chunk, so decode matches it to rounding */
+                if (t0 == 0 && n == pos + 1) {
+                    float inv = sum == 0.0f ? 0.0f : 1.0f / sum;
+                    for (int i = 0; i < n; i++) cpu_axpy(o, s[i] * inv, vc + (size_t)i * hs, hs);
+                    normalised = 1;
+                    break;
+                }
+                for (int i = 0; i < n; i++) cpu_axpy(o, s[i], vc + (size_t)(t0 + i) * hs, hs);
+            }
+            if (!normalised) {
+                float inv = sum == 0.0f ? 0.0f : 1.0f / sum;
+                for (int i = 0; i < hs; i++) o[i] *= inv;
+            }
+        }
+}
+
+void cpu_register_attention(Backend *be) {
+    be->attention_forward = cpu_attention_forward;
+    be->attention_backward = cpu_attention_backward;
+    be->attention_decode = cpu_attention_decode;
+    be->kv_fill = cpu_kv_fill;
+}

@@ -1,0 +1,66 @@
+/* memory.c — buffers of the CPU backend: host memory, 64-byte aligned (one
+ * cache line, one AVX-512 register) and zero-filled, so that every kernel can
+ * assume aligned rows and every gradient buffer starts at zero. Allocation
+ * failure aborts with the size requested: there is no sensible recovery in the
+ * middle of a training step, and the model allocates everything up front.
+ * Also the thread knob: the plain C kernels are single-threaded, so threads
+ * per rank means OpenBLAS threads.
+ */
+#include <cblas.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu_internal.h"
+
+#define CPU_ALIGN 64
+
+static void *cpu_alloc(size_t bytes) {
+    /* aligned_alloc needs a size that is a multiple of the alignment */
+    size_t rounded = bytes == 0 ? CPU_ALIGN : (bytes + CPU_ALIGN - 1) / CPU_ALIGN * CPU_ALIGN;
+    if (rounded < bytes) {
+        fprintf(stderr, "nereus cpu backend: alloc of %zu bytes overflows\n", bytes);
+        abort();
+    }
+    void *p = aligned_alloc(CPU_ALIGN, rounded);
+    if (!p) {
+        fprintf(stderr, "nereus cpu backend: out of host memory allocating %zu bytes (%.2f GiB)\n",
+                bytes, (double)bytes / (1024.0 * 1024.0 * 1024.0));
+        abort();
+    }
+    memset(p, 0, rounded);
+    return p;
+}
+
+static void cpu_free(void *p) { free(p); }
+
+static void cpu_upload(void *dst, const void *host_src, size_t bytes) {
+    if (bytes) memcpy(dst, host_src, bytes);
+}
+
+static void cpu_download(void *host_dst, const void *src, size_t bytes) {
+    if (bytes) memcpy(host_dst, src, bytes);
+}
+
+static void cpu_copy(void *dst, const void *src, size_t bytes) {
+    if (bytes && dst != src) memmove(dst, src, bytes);
+}
+
+static void cpu_zero(void *p, size_t bytes) {
+    if (bytes) memset(p, 0, bytes);
+}
+
+static void cpu_set_threads(int nthreads) {
+    openblas_set_num_threads(nthreads > 0 ? nthreads : 1);
+}
+
+void cpu_register_memory(Backend *be) {
+    be->alloc = cpu_alloc;
+    be->free = cpu_free;
+    be->upload = cpu_upload;
+    be->download = cpu_download;
+    be->copy = cpu_copy;
+    be->zero = cpu_zero;
+    be->set_threads = cpu_set_threads;
+}

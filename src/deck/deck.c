@@ -1,0 +1,987 @@
+/* deck.c — from deck bytes to a validated Config: typed resolution of every
+ * key through the table in keys.c, defaults, range checks, cross-key checks,
+ * the one error message a bad deck gets (with a nearest-key suggestion),
+ * reading the file on rank 0 and broadcasting it, the resolved deck as text,
+ * and the markdown reference generated from the table.
+ *
+ * Policy: stop at the first error, in file order (lexing and each key's
+ * value, line by line), then missing required keys, then cross-key checks.
+ * One message is simpler for users to act on and for tests to pin down.
+ * Values are resolved into a local Config that is copied out only when the
+ * whole deck is good, so a caller never sees a half-resolved config.
+ */
+#define _POSIX_C_SOURCE 200809L /* fileno, fstat, strnlen */
+
+#include "nereus/deck.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "deck_int.h"
+
+/* Room for the error line and the note line, each with a path up to PATH_MAX. */
+#define DECK_MSG_MAX 10240
+
+struct Deck {
+    char *path;        /* as given, used in every message */
+    char *text;        /* the deck bytes, NUL-terminated copy */
+    size_t len;
+    int *key_line;     /* [deck_nkeys]: line where the key was set, 0 = defaulted */
+    int *section_line; /* [deck_nsections]: line of the first header, 0 = absent */
+    char *msg;         /* [DECK_MSG_MAX]: last message. Behind a pointer so that
+                        * deck_error_at, which takes a const Deck, can record it. */
+    int quiet;         /* do not print (tests; ranks other than 0) */
+};
+
+/* ---- small helpers ------------------------------------------------------ */
+
+static Deck *deck_new(const char *path, int quiet)
+{
+    Deck *d = calloc(1, sizeof *d);
+    if (!d) return NULL;
+    const char *p = path ? path : "<string>";
+    d->path = malloc(strlen(p) + 1);
+    d->key_line = calloc(deck_nkeys, sizeof *d->key_line);
+    d->section_line = calloc(deck_nsections, sizeof *d->section_line);
+    d->msg = calloc(DECK_MSG_MAX, 1);
+    if (!d->path || !d->key_line || !d->section_line || !d->msg) {
+        deck_free(d);
+        return NULL;
+    }
+    strcpy(d->path, p);
+    d->quiet = quiet;
+    return d;
+}
+
+void deck_free(Deck *d)
+{
+    if (!d) return;
+    free(d->path);
+    free(d->text);
+    free(d->key_line);
+    free(d->section_line);
+    free(d->msg);
+    free(d);
+}
+
+/* Records (and unless quiet prints) "PATH:LINE: error: MSG", with an
+ * optional second line "PATH:LINE: note: NOTE". line 0 = no line. Returns 2. */
+static int deck_vreport(const Deck *d, int line, const char *note, const char *fmt, va_list ap)
+{
+    char body[2048], where[64] = "";
+    vsnprintf(body, sizeof body, fmt, ap);
+    if (line > 0) snprintf(where, sizeof where, ":%d", line);
+    int n = snprintf(d->msg, DECK_MSG_MAX, "%s%s: error: %s", d->path, where, body);
+    if (note && n >= 0 && (size_t)n < DECK_MSG_MAX)
+        snprintf(d->msg + n, DECK_MSG_MAX - (size_t)n, "\n%s%s: note: %s", d->path, where, note);
+    if (!d->quiet) {
+        fprintf(stderr, "%s\n", d->msg);
+        fflush(stderr);
+    }
+    return DECK_EXIT_BAD;
+}
+
+static int deck_report(const Deck *d, int line, const char *note, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int deck_report(const Deck *d, int line, const char *note, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = deck_vreport(d, line, note, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+/* The value as written, clipped for a message. */
+#define DECK_CLIP(buf, s, n) \
+    char buf[80];            \
+    deck_clip(buf, sizeof buf, (s), (n))
+
+/* A bound as people write it: 1000000, not 1e+06; 0.5 and 1e-08 as %g. */
+static void deck_bound_text(double v, char *buf, size_t n)
+{
+    if (v == floor(v) && fabs(v) < 1e15) snprintf(buf, n, "%.0f", v);
+    else snprintf(buf, n, "%g", v);
+}
+
+/* "> 0 and ≤ 10", "≥ 0", "" (no bounds): the explicit bounds of a numeric key. */
+static void deck_range_phrase(const DeckKey *k, char *buf, size_t n)
+{
+    char lo[48] = "", hi[48] = "", v[32];
+    if (k->lo_kind != DECK_B_NONE) {
+        deck_bound_text(k->lo, v, sizeof v);
+        snprintf(lo, sizeof lo, "%s %s", k->lo_kind == DECK_B_INCL ? "≥" : ">", v);
+    }
+    if (k->hi_kind != DECK_B_NONE) {
+        deck_bound_text(k->hi, v, sizeof v);
+        snprintf(hi, sizeof hi, "%s %s", k->hi_kind == DECK_B_INCL ? "≤" : "<", v);
+    }
+    snprintf(buf, n, "%s%s%s", lo, (*lo && *hi) ? " and " : "", hi);
+}
+
+/* "a, b, c" (sep ", ") or "`a`, `b`" (tick = 1) from "a|b|c". */
+static void deck_choices_phrase(const char *choices, int tick, char *buf, size_t n)
+{
+    size_t o = 0;
+    buf[0] = '\0';
+    for (const char *c = choices; *c && o + 1 < n;) {
+        const char *bar = strchr(c, '|');
+        size_t len = bar ? (size_t)(bar - c) : strlen(c);
+        int w = snprintf(buf + o, n - o, "%s%s%.*s%s", o ? ", " : "", tick ? "`" : "", (int)len, c,
+                         tick ? "`" : "");
+        if (w < 0) break;
+        o += (size_t)w;
+        if (o >= n) { buf[n - 1] = '\0'; break; }
+        c = bar ? bar + 1 : c + len;
+    }
+}
+
+/* What a key accepts, for messages: "an integer, ≥ 1 and ≤ 4096". */
+static void deck_expect_phrase(const DeckKey *k, char *buf, size_t n)
+{
+    char r[128], ch[128];
+    deck_range_phrase(k, r, sizeof r);
+    switch (k->type) {
+    case DECK_T_INT:
+    case DECK_T_INT64: snprintf(buf, n, "an integer%s%s", *r ? ", " : "", r); break;
+    case DECK_T_INT_AUTO: snprintf(buf, n, "auto, or an integer%s%s", *r ? ", " : "", r); break;
+    case DECK_T_FLOAT: snprintf(buf, n, "a finite number%s%s", *r ? ", " : "", r); break;
+    case DECK_T_BOOL: snprintf(buf, n, "true/false, yes/no, on/off or 1/0"); break;
+    case DECK_T_STRING: snprintf(buf, n, "a string"); break;
+    case DECK_T_CHOICE:
+        deck_choices_phrase(k->choices, 0, ch, sizeof ch);
+        snprintf(buf, n, "one of %s", ch);
+        break;
+    case DECK_T_LIST:
+        deck_choices_phrase(k->choices, 0, ch, sizeof ch);
+        snprintf(buf, n, "a comma list of distinct items of %s", ch);
+        break;
+    }
+}
+
+static int deck_in_range(const DeckKey *k, double v)
+{
+    if (k->lo_kind == DECK_B_INCL && !(v >= k->lo)) return 0;
+    if (k->lo_kind == DECK_B_EXCL && !(v > k->lo)) return 0;
+    if (k->hi_kind == DECK_B_INCL && !(v <= k->hi)) return 0;
+    if (k->hi_kind == DECK_B_EXCL && !(v < k->hi)) return 0;
+    return 1;
+}
+
+static int deck_is_one_of(const char *choices, const char *s, size_t len)
+{
+    for (const char *c = choices; *c;) {
+        const char *bar = strchr(c, '|');
+        size_t clen = bar ? (size_t)(bar - c) : strlen(c);
+        if (clen == len && memcmp(c, s, len) == 0) return 1;
+        c = bar ? bar + 1 : c + clen;
+    }
+    return 0;
+}
+
+static int deck_ieq(const char *a, const char *s, size_t len)
+{
+    if (strlen(a) != len) return 0;
+    for (size_t i = 0; i < len; i++)
+        if (tolower((unsigned char)s[i]) != a[i]) return 0;
+    return 1;
+}
+
+/* ---- typed values --------------------------------------------------------- */
+
+/* Decimal integer over the whole token. Returns 0 ok, 1 no digits, 2 junk
+ * after the digits (*stop = where), 3 overflow of long long. */
+static int deck_parse_ll(const char *s, size_t n, long long *out, size_t *stop)
+{
+    size_t i = 0;
+    int neg = 0;
+    if (i < n && (s[i] == '+' || s[i] == '-')) neg = s[i++] == '-';
+    size_t d0 = i;
+    unsigned long long acc = 0, lim = neg ? (unsigned long long)LLONG_MAX + 1u : (unsigned long long)LLONG_MAX;
+    int over = 0;
+    while (i < n && s[i] >= '0' && s[i] <= '9') {
+        unsigned dig = (unsigned)(s[i] - '0');
+        if (acc > (lim - dig) / 10) over = 1;
+        else acc = acc * 10 + dig;
+        i++;
+    }
+    *stop = i;
+    if (i == d0) return 1;
+    if (i < n) return 2;
+    if (over) return 3;
+    *out = neg ? (acc == (unsigned long long)LLONG_MAX + 1u ? LLONG_MIN : -(long long)acc) : (long long)acc;
+    return 0;
+}
+
+static int deck_set_int(const Deck *d, const DeckKey *k, const char *v, size_t n, int line, void *field)
+{
+    DECK_CLIP(shown, v, n);
+    char exp[192], r[128];
+    deck_expect_phrase(k, exp, sizeof exp);
+    deck_range_phrase(k, r, sizeof r);
+    if (k->type == DECK_T_INT_AUTO && n == 4 && memcmp(v, "auto", 4) == 0) {
+        *(int *)field = 0;
+        return 0;
+    }
+    long long x = 0;
+    size_t stop = 0;
+    int rc = deck_parse_ll(v, n, &x, &stop);
+    if (rc == 1)
+        return deck_report(d, line, NULL, "[%s] %s = %s is not an integer (expected %s)", k->section, k->key, shown,
+                           exp);
+    if (rc == 2) {
+        DECK_CLIP(num, v, stop);
+        DECK_CLIP(junk, v + stop, n - stop);
+        return deck_report(d, line, NULL,
+                           "[%s] %s = %s is not an integer: unexpected '%s' after %s (expected %s)", k->section,
+                           k->key, shown, junk, num, exp);
+    }
+    if (rc == 3 || !deck_in_range(k, (double)x))
+        return deck_report(d, line, NULL, "[%s] %s = %s is out of range (must be %s)", k->section, k->key, shown,
+                           *r ? r : "a 64-bit integer");
+    if (k->type == DECK_T_INT64) {
+        *(long long *)field = x;
+        return 0;
+    }
+    /* keys with no upper bound still have the one of an int field */
+    if (x > INT_MAX || x < INT_MIN)
+        return deck_report(d, line, NULL, "[%s] %s = %s is out of range (must be %s%s%s %d)", k->section, k->key,
+                           shown, r, *r ? " and " : "", x > INT_MAX ? "≤" : "≥", x > INT_MAX ? INT_MAX : INT_MIN);
+    *(int *)field = (int)x;
+    return 0;
+}
+
+static int deck_set_float(const Deck *d, const DeckKey *k, const char *v, size_t n, int line, float *field)
+{
+    DECK_CLIP(shown, v, n);
+    char exp[192], r[128];
+    deck_expect_phrase(k, exp, sizeof exp);
+    deck_range_phrase(k, r, sizeof r);
+    /* strtod needs a terminated string; the value may be any length */
+    char *buf = malloc(n + 1);
+    if (!buf) return deck_report(d, line, NULL, "out of memory reading [%s] %s", k->section, k->key);
+    memcpy(buf, v, n);
+    buf[n] = '\0';
+    char *end = NULL;
+    errno = 0;
+    double x = strtod(buf, &end);
+    size_t stop = (size_t)(end - buf);
+    free(buf);
+    /* strtod skips leading space; the lexer trimmed it, so stop == 0 is "no number" */
+    if (stop == 0 || isspace((unsigned char)v[0]))
+        return deck_report(d, line, NULL, "[%s] %s = %s is not a number (expected %s)", k->section, k->key, shown,
+                           exp);
+    if (stop < n) {
+        DECK_CLIP(num, v, stop);
+        DECK_CLIP(junk, v + stop, n - stop);
+        return deck_report(d, line, NULL, "[%s] %s = %s is not a number: unexpected '%s' after %s (expected %s)",
+                           k->section, k->key, shown, junk, num, exp);
+    }
+    if (!isfinite(x))
+        return deck_report(d, line, NULL, "[%s] %s = %s is not a finite number (expected %s)", k->section, k->key,
+                           shown, exp);
+    if (!deck_in_range(k, x))
+        return deck_report(d, line, NULL, "[%s] %s = %s is out of range (must be %s)", k->section, k->key, shown,
+                           *r ? r : "finite");
+    float f = (float)x;
+    if (!isfinite(f))
+        return deck_report(d, line, NULL, "[%s] %s = %s is too large for a 32-bit float (at most %g)", k->section,
+                           k->key, shown, (double)3.40282347e38f);
+    /* the field is a float: the value that is used must be in range too
+     * (1e-50 for a "> 0" key becomes 0, 0.999999999 for "< 1" becomes 1) */
+    if (!deck_in_range(k, (double)f))
+        return deck_report(d, line, NULL,
+                           "[%s] %s = %s rounds to %.9g as a 32-bit float, which is out of range (must be %s)",
+                           k->section, k->key, shown, (double)f, r);
+    *field = f;
+    return 0;
+}
+
+static int deck_set_list(const Deck *d, const DeckKey *k, const char *v, size_t n, int line, char *field)
+{
+    DECK_CLIP(shown, v, n);
+    char ch[128];
+    deck_choices_phrase(k->choices, 0, ch, sizeof ch);
+    char out[CFG_STR];
+    size_t o = 0;
+    const char *p = v, *e = v + n;
+    for (;;) {
+        const char *comma = memchr(p, ',', (size_t)(e - p));
+        const char *ie = comma ? comma : e, *is = p;
+        while (is < ie && (*is == ' ' || *is == '\t')) is++;
+        while (ie > is && (ie[-1] == ' ' || ie[-1] == '\t')) ie--;
+        size_t len = (size_t)(ie - is);
+        DECK_CLIP(item, is, len);
+        if (len == 0)
+            return deck_report(d, line, NULL,
+                               "[%s] %s = %s has an empty item (write items of %s separated by single commas)",
+                               k->section, k->key, shown, ch);
+        if (!deck_is_one_of(k->choices, is, len))
+            return deck_report(d, line, NULL, "[%s] %s: '%s' is not one of %s", k->section, k->key, item, ch);
+        /* distinct: look for the item in what is stored so far */
+        for (const char *q = out; o && q < out + o;) {
+            const char *qc = memchr(q, ',', (size_t)(out + o - q));
+            size_t ql = qc ? (size_t)(qc - q) : (size_t)(out + o - q);
+            if (ql == len && memcmp(q, is, len) == 0)
+                return deck_report(d, line, NULL, "[%s] %s = %s lists '%s' twice", k->section, k->key, shown,
+                                   item);
+            q += ql + 1;
+        }
+        if (o + (o ? 1 : 0) + len + 1 > k->size || k->size > sizeof out)
+            return deck_report(d, line, NULL, "[%s] %s is too long (at most %zu bytes)", k->section, k->key,
+                               k->size - 1);
+        if (o) out[o++] = ',';
+        memcpy(out + o, is, len);
+        o += len;
+        if (!comma) break;
+        p = comma + 1;
+    }
+    out[o] = '\0';
+    memcpy(field, out, o + 1);
+    return 0;
+}
+
+/* Resolves one value (from the deck, or a default when line is 0) into c. */
+static int deck_set(const Deck *d, const DeckKey *k, const char *v, size_t n, int quoted, int line, Config *c)
+{
+    void *field = (char *)c + k->offset;
+    char exp[192];
+    deck_expect_phrase(k, exp, sizeof exp);
+    DECK_CLIP(shown, v, n);
+    int stringy = k->type == DECK_T_STRING || k->type == DECK_T_CHOICE || k->type == DECK_T_LIST;
+    if (quoted && !stringy)
+        return deck_report(d, line, NULL, "[%s] %s = \"%s\" is quoted, but only strings are (expected %s)",
+                           k->section, k->key, shown, exp);
+    if (n == 0 && k->type != DECK_T_STRING)
+        return deck_report(d, line, NULL, "[%s] %s has an empty value (expected %s)", k->section, k->key, exp);
+    switch (k->type) {
+    case DECK_T_INT:
+    case DECK_T_INT64:
+    case DECK_T_INT_AUTO: return deck_set_int(d, k, v, n, line, field);
+    case DECK_T_FLOAT: return deck_set_float(d, k, v, n, line, field);
+    case DECK_T_BOOL: {
+        static const char *const yes[] = {"true", "yes", "on", "1"}, *const no[] = {"false", "no", "off", "0"};
+        for (size_t i = 0; i < 4; i++) {
+            if (deck_ieq(yes[i], v, n)) { *(int *)field = 1; return 0; }
+            if (deck_ieq(no[i], v, n)) { *(int *)field = 0; return 0; }
+        }
+        return deck_report(d, line, NULL, "[%s] %s = %s is not a boolean (expected %s)", k->section, k->key, shown,
+                           exp);
+    }
+    case DECK_T_CHOICE:
+        if (!deck_is_one_of(k->choices, v, n))
+            return deck_report(d, line, NULL, "[%s] %s = %s is not allowed (expected %s)", k->section, k->key,
+                               shown, exp);
+        memcpy(field, v, n);
+        ((char *)field)[n] = '\0';
+        return 0;
+    case DECK_T_LIST: return deck_set_list(d, k, v, n, line, field);
+    case DECK_T_STRING:
+        /* no escapes, so a quote inside could not be written back out */
+        if (memchr(v, '"', n))
+            return deck_report(d, line, NULL,
+                               "[%s] %s = %s contains a '\"' (double quotes may only enclose the whole value)",
+                               k->section, k->key, shown);
+        if (n + 1 > k->size)
+            return deck_report(d, line, NULL, "[%s] %s is too long (%zu bytes; at most %zu)", k->section, k->key,
+                               n, k->size - 1);
+        memcpy(field, v, n);
+        ((char *)field)[n] = '\0';
+        return 0;
+    }
+    return deck_report(d, line, NULL, "[%s] %s: internal error: unknown type", k->section, k->key);
+}
+
+/* ---- suggestions ---------------------------------------------------------- */
+
+/* Case-insensitive Levenshtein distance; a is at most 128 bytes. */
+static size_t deck_lev(const char *a, size_t n, const char *b, size_t m)
+{
+    size_t row[129];
+    for (size_t i = 0; i <= n; i++) row[i] = i;
+    for (size_t j = 1; j <= m; j++) {
+        size_t diag = row[0];
+        row[0] = j;
+        for (size_t i = 1; i <= n; i++) {
+            size_t up = row[i];
+            size_t cost = tolower((unsigned char)a[i - 1]) != tolower((unsigned char)b[j - 1]);
+            size_t best = diag + cost;
+            if (row[i] + 1 < best) best = row[i] + 1;
+            if (row[i - 1] + 1 < best) best = row[i - 1] + 1;
+            row[i] = best;
+            diag = up;
+        }
+    }
+    return row[n];
+}
+
+static size_t deck_lev_limit(size_t len) { return len / 3 > 2 ? len / 3 : 2; }
+
+/* Note for an unknown key: the same key name in other sections first (it
+ * was put under the wrong header), else the nearest "section.key". sec is
+ * the current section index, or -1 outside any section. */
+static int deck_suggest_key(int sec, const char *name, size_t len, char *note, size_t n)
+{
+    int hits[3], nh = 0;
+    for (size_t i = 0; i < deck_nkeys && nh < 3; i++)
+        if (deck_ieq(deck_keys[i].key, name, len)) hits[nh++] = (int)i;
+    if (nh > 0) {
+        size_t o = (size_t)snprintf(note, n, "did you mean");
+        for (int h = 0; h < nh && o < n; h++)
+            o += (size_t)snprintf(note + o, n - o, "%s '%s.%s'", h ? " or" : "", deck_keys[hits[h]].section,
+                                  deck_keys[hits[h]].key);
+        if (o < n) snprintf(note + o, n - o, "?");
+        return 1;
+    }
+    char q[160];
+    int dotted = memchr(name, '.', len) != NULL;
+    if (len > 100) return 0;
+    if (sec >= 0) snprintf(q, sizeof q, "%s.%.*s", deck_sections[sec], (int)len, name);
+    else snprintf(q, sizeof q, "%.*s", (int)len, name);
+    size_t qlen = strlen(q), best = (size_t)-1;
+    int bi = -1;
+    for (size_t i = 0; i < deck_nkeys; i++) {
+        char cand[160];
+        if (sec >= 0 || dotted) snprintf(cand, sizeof cand, "%s.%s", deck_keys[i].section, deck_keys[i].key);
+        else snprintf(cand, sizeof cand, "%s", deck_keys[i].key);
+        size_t dist = deck_lev(q, qlen, cand, strlen(cand));
+        if (dist < best) { best = dist; bi = (int)i; }
+    }
+    if (bi < 0 || best > deck_lev_limit(qlen)) return 0;
+    snprintf(note, n, "did you mean '%s.%s'?", deck_keys[bi].section, deck_keys[bi].key);
+    return 1;
+}
+
+static int deck_suggest_section(const char *name, size_t len, char *note, size_t n)
+{
+    if (len > 100) return 0;
+    size_t best = (size_t)-1;
+    int bi = -1;
+    for (size_t i = 0; i < deck_nsections; i++) {
+        const char *s = deck_sections[i];
+        size_t sl = strlen(s);
+        size_t dist = deck_lev(name, len, s, sl);
+        /* "[optimizer]" for [optim], "[models]" for [model]: a known name as a prefix */
+        if (dist > deck_lev_limit(len) && len >= 3 && len > sl && deck_lev(name, sl, s, sl) == 0) dist = 1;
+        if (dist < best) { best = dist; bi = (int)i; }
+    }
+    if (bi < 0 || best > deck_lev_limit(len)) return 0;
+    snprintf(note, n, "did you mean '[%s]'?", deck_sections[bi]);
+    return 1;
+}
+
+/* ---- resolution ------------------------------------------------------------ */
+
+/* "tiny" for "inputs/tiny.deck": the default [run] name. */
+static void deck_stem(const char *path, char *out, size_t n)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    const char *dot = strrchr(base, '.');
+    size_t len = (dot && dot != base) ? (size_t)(dot - base) : strlen(base);
+    if (len >= n) len = n - 1; /* a file name is at most NAME_MAX (255) < CFG_STR */
+    memcpy(out, base, len);
+    out[len] = '\0';
+}
+
+static int deck_cross_checks(const Deck *d, const Config *c)
+{
+    int li = deck_key_find_dotted("model.n_head");
+    if (c->model.n_embd % c->model.n_head != 0)
+        return deck_report(d, d->key_line[li], NULL,
+                           "[model] n_head = %d does not divide n_embd = %d (n_embd must be a multiple of n_head)",
+                           c->model.n_head, c->model.n_embd);
+    if (c->ppo.batch % c->ppo.minibatch != 0) {
+        int line = d->key_line[deck_key_find_dotted("ppo.minibatch")];
+        if (!line) line = d->key_line[deck_key_find_dotted("ppo.batch")];
+        return deck_report(d, line, NULL,
+                           "[ppo] minibatch = %d does not divide batch = %d (batch must be a multiple of minibatch)",
+                           c->ppo.minibatch, c->ppo.batch);
+    }
+    if (strcmp(c->sft.data, "tokens") == 0 && c->sft.tokens_file[0] == '\0')
+        return deck_report(d, d->key_line[deck_key_find_dotted("sft.data")], NULL,
+                           "[sft] data = tokens needs a token file, but [sft] tokens_file is %s",
+                           d->key_line[deck_key_find_dotted("sft.tokens_file")] ? "empty" : "not set");
+    if (c->sft.seq != 0 && c->sft.seq > c->model.max_seq)
+        return deck_report(d, d->key_line[deck_key_find_dotted("sft.seq")], NULL,
+                           "[sft] seq = %d exceeds [model] max_seq = %d (a training sequence must fit the context)",
+                           c->sft.seq, c->model.max_seq);
+    return 0;
+}
+
+static int deck_resolve(Deck *d, Config *out)
+{
+    char why[128];
+    if (d->len > DECK_MAX_BYTES)
+        return deck_report(d, 0, NULL, "deck is too large (%zu bytes; at most %zu MiB)", d->len,
+                           DECK_MAX_BYTES >> 20);
+    if (deck_lex_is_binary(d->text, d->len, why, sizeof why))
+        return deck_report(d, 0, NULL, "this looks like a binary file, not a deck (%s)", why);
+
+    Config c;
+    memset(&c, 0, sizeof c);
+    DeckLexer lx;
+    deck_lex_init(&lx, d->text, d->len);
+    int sec = -1;
+    char err[512], note[256];
+    for (;;) {
+        DeckTok t = deck_lex_next(&lx, err, sizeof err);
+        if (t.kind == DECK_TOK_END) break;
+        if (t.kind == DECK_TOK_ERROR) return deck_report(d, t.line, NULL, "%s", err);
+        DECK_CLIP(name, t.name, t.name_len);
+        if (t.kind == DECK_TOK_SECTION) {
+            sec = deck_section_find(t.name, t.name_len);
+            if (sec < 0) {
+                int has = deck_suggest_section(t.name, t.name_len, note, sizeof note);
+                char all[160];
+                size_t o = 0;
+                for (size_t i = 0; i < deck_nsections; i++)
+                    o += (size_t)snprintf(all + o, sizeof all - o, "%s[%s]", i ? " " : "", deck_sections[i]);
+                return deck_report(d, t.line, has ? note : NULL, "unknown section [%s] (sections are %s)", name,
+                                   all);
+            }
+            if (!d->section_line[sec]) d->section_line[sec] = t.line;
+            continue;
+        }
+        if (sec < 0) {
+            int has = deck_suggest_key(-1, t.name, t.name_len, note, sizeof note);
+            return deck_report(d, t.line, has ? note : NULL,
+                               "key '%s' is outside any section (put it under a [section] header)", name);
+        }
+        int ki = deck_key_find(deck_sections[sec], strlen(deck_sections[sec]), t.name, t.name_len);
+        if (ki < 0) {
+            int has = deck_suggest_key(sec, t.name, t.name_len, note, sizeof note);
+            return deck_report(d, t.line, has ? note : NULL, "unknown key [%s] %s", deck_sections[sec], name);
+        }
+        if (d->key_line[ki])
+            return deck_report(d, t.line, NULL, "duplicate key [%s] %s (first set at line %d; a key may appear once)",
+                               deck_sections[sec], name, d->key_line[ki]);
+        d->key_line[ki] = t.line;
+        int rc = deck_set(d, &deck_keys[ki], t.value, t.value_len, t.quoted, t.line, &c);
+        if (rc) return rc;
+    }
+
+    for (size_t i = 0; i < deck_nkeys; i++) {
+        const DeckKey *k = &deck_keys[i];
+        if (d->key_line[i]) continue;
+        if (k->flags & DECK_F_REQUIRED) {
+            char exp[192];
+            deck_expect_phrase(k, exp, sizeof exp);
+            int s = deck_section_find(k->section, strlen(k->section));
+            return deck_report(d, d->section_line[s], NULL, "[%s] %s is required but missing (expected %s)",
+                               k->section, k->key, exp);
+        }
+        if (k->flags & DECK_F_STEM) {
+            deck_stem(d->path, (char *)&c + k->offset, k->size);
+            continue;
+        }
+        int rc = deck_set(d, k, k->def, strlen(k->def), 0, 0, &c);
+        if (rc) return rc; /* a bad default in keys.c; the unit test resolves all defaults */
+    }
+
+    int rc = deck_cross_checks(d, &c);
+    if (rc) return rc;
+    if (out) memcpy(out, &c, sizeof c);
+    return 0;
+}
+
+int deck_parse_string(const char *name, const char *text, size_t len, Config *cfg, Deck **out, int quiet)
+{
+    if (out) *out = NULL;
+    Deck *d = deck_new(name, quiet);
+    if (!d) {
+        if (!quiet) fprintf(stderr, "%s: error: out of memory reading the deck\n", name ? name : "<string>");
+        return DECK_EXIT_BAD;
+    }
+    int rc;
+    /* keep at most the cap (+1 so that "too large" is still seen) */
+    size_t keep = len > DECK_MAX_BYTES ? DECK_MAX_BYTES + 1 : len;
+    d->text = malloc(keep + 1);
+    if (!d->text) {
+        rc = deck_report(d, 0, NULL, "out of memory reading the deck (%zu bytes)", len);
+    } else {
+        if (keep) memcpy(d->text, text, keep);
+        d->text[keep] = '\0';
+        d->len = keep;
+        rc = deck_resolve(d, cfg);
+    }
+    if (out) *out = d;
+    else deck_free(d);
+    return rc;
+}
+
+/* ---- reading and broadcasting --------------------------------------------- */
+
+/* Rank 0: the whole file, at most DECK_MAX_BYTES + 1 bytes (one more so that
+ * an oversized deck is seen). On failure *buf holds the message instead. */
+static int deck_read_file(const char *path, char **buf, size_t *len)
+{
+    char msg[512];
+    *buf = NULL;
+    *len = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(msg, sizeof msg, "cannot open deck: %s", strerror(errno));
+        goto fail;
+    }
+    struct stat st;
+    if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+        snprintf(msg, sizeof msg, "cannot read deck: it is a directory, not a file");
+        fclose(f);
+        goto fail;
+    }
+    size_t cap = 1 << 16, n = 0;
+    char *b = malloc(cap);
+    while (b) {
+        if (n == cap) {
+            size_t ncap = cap * 2 > DECK_MAX_BYTES + 1 ? DECK_MAX_BYTES + 1 : cap * 2;
+            if (ncap == cap) break; /* at the cap: oversized */
+            char *nb = realloc(b, ncap);
+            if (!nb) { free(b); b = NULL; break; }
+            b = nb;
+            cap = ncap;
+        }
+        size_t got = fread(b + n, 1, cap - n, f);
+        n += got;
+        if (got == 0) break;
+    }
+    if (!b) {
+        snprintf(msg, sizeof msg, "out of memory reading the deck");
+        fclose(f);
+        goto fail;
+    }
+    if (ferror(f)) {
+        snprintf(msg, sizeof msg, "cannot read deck: %s", strerror(errno));
+        free(b);
+        fclose(f);
+        goto fail;
+    }
+    fclose(f);
+    *buf = b;
+    *len = n;
+    return 0;
+fail:
+    *len = strlen(msg);
+    *buf = malloc(*len + 1);
+    if (*buf) memcpy(*buf, msg, *len + 1);
+    else *len = 0;
+    return 1;
+}
+
+/* A failed MPI call is a local failure, not a bad deck: abort the job with
+ * the call, the rank and the reason (the LAMMPS split of errors). */
+static void deck_mpi_check(int rc, const char *call, MPI_Comm comm)
+{
+    if (rc == MPI_SUCCESS) return;
+    char s[MPI_MAX_ERROR_STRING];
+    int sl = 0, rank = -1;
+    MPI_Error_string(rc, s, &sl);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    fprintf(stderr, "nereus: rank %d: %s failed in deck_load: %s\n", rank, call, s);
+    MPI_Abort(comm, 1);
+}
+
+/* collective over comm: rank 0 reads, everyone parses the same bytes (deck.h) */
+int deck_load(const char *path, MPI_Comm comm, Config *cfg, Deck **out)
+{
+    int rank = 0;
+    deck_mpi_check(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank", comm);
+    if (out) *out = NULL;
+    int no_path = !path || !*path;
+    if (no_path) path = "<no deck>";
+
+    /* header: {read status, byte count}; then the bytes, or the read error */
+    int64_t head[2] = {0, 0};
+    char *buf = NULL;
+    size_t len = 0;
+    if (rank == 0) {
+        if (no_path) {
+            static const char m[] = "no deck file given";
+            buf = malloc(sizeof m);
+            if (buf) memcpy(buf, m, sizeof m);
+            len = buf ? sizeof m - 1 : 0;
+            head[0] = 1;
+        } else {
+            head[0] = deck_read_file(path, &buf, &len);
+        }
+        if (!buf) head[0] = 2; /* out of memory even for the message */
+        head[1] = (int64_t)len;
+    }
+    deck_mpi_check(MPI_Bcast(head, 2, MPI_INT64_T, 0, comm), "MPI_Bcast(deck header)", comm);
+    len = (size_t)head[1];
+    if (rank != 0) buf = malloc(len + 1);
+    int have = buf != NULL, all = 0;
+    /* every rank must be able to hold the bytes before any waits for them */
+    deck_mpi_check(MPI_Allreduce(&have, &all, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce", comm);
+    if (!all) {
+        free(buf);
+        if (rank == 0) fprintf(stderr, "%s: error: out of memory reading the deck\n", path);
+        return DECK_EXIT_BAD;
+    }
+    if (len > 0) deck_mpi_check(MPI_Bcast(buf, (int)len, MPI_CHAR, 0, comm), "MPI_Bcast(deck bytes)", comm);
+    buf[len] = '\0';
+
+    int rc;
+    if (head[0] == 0) {
+        rc = deck_parse_string(path, buf, len, cfg, out, rank != 0);
+    } else {
+        Deck *d = deck_new(path, rank != 0);
+        if (d) deck_report(d, 0, NULL, "%s", buf);
+        else if (rank == 0) fprintf(stderr, "%s: error: %s\n", path, buf);
+        if (out) *out = d;
+        else deck_free(d);
+        rc = DECK_EXIT_BAD;
+    }
+    free(buf);
+    return rc;
+}
+
+/* ---- queries and caller errors ---------------------------------------------- */
+
+const char *deck_last_error(const Deck *d) { return d ? d->msg : ""; }
+
+int deck_line(const Deck *d, const char *section_dot_key)
+{
+    int i = deck_key_find_dotted(section_dot_key);
+    if (i < 0) return -1;
+    return d ? d->key_line[i] : 0;
+}
+
+const char *deck_path(const Deck *d) { return d ? d->path : ""; }
+
+const char *deck_text(const Deck *d, size_t *len)
+{
+    if (len) *len = d && d->text ? d->len : 0;
+    return d && d->text ? d->text : "";
+}
+
+int deck_error_at(const Deck *d, const char *section_dot_key, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int rc;
+    if (d) {
+        int line = deck_line(d, section_dot_key);
+        rc = deck_vreport(d, line > 0 ? line : 0, NULL, fmt, ap);
+    } else {
+        fprintf(stderr, "<deck>: error: ");
+        vfprintf(stderr, fmt, ap);
+        fputc('\n', stderr);
+        rc = DECK_EXIT_BAD;
+    }
+    va_end(ap);
+    return rc;
+}
+
+/* ---- the resolved deck as text ---------------------------------------------- */
+
+typedef struct DeckBuf {
+    char *p;
+    size_t n, cap;
+    int oom;
+} DeckBuf;
+
+static void deck_buf_printf(DeckBuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void deck_buf_printf(DeckBuf *b, const char *fmt, ...)
+{
+    if (b->oom) return;
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int w = vsnprintf(b->p ? b->p + b->n : NULL, b->p ? b->cap - b->n : 0, fmt, ap);
+        va_end(ap);
+        if (w < 0) { b->oom = 1; return; }
+        if (b->p && b->n + (size_t)w < b->cap) { b->n += (size_t)w; return; }
+        size_t ncap = (b->cap ? b->cap : 1024);
+        while (ncap < b->n + (size_t)w + 1) ncap *= 2;
+        char *np = realloc(b->p, ncap);
+        if (!np) { b->oom = 1; return; }
+        b->p = np;
+        b->cap = ncap;
+    }
+}
+
+/* Shortest %g text that reads back as the same float (0.02, not 0.0199999996). */
+static void deck_format_float(float f, char *buf, size_t n)
+{
+    for (int prec = 6; prec <= 9; prec++) {
+        snprintf(buf, n, "%.*g", prec, (double)f);
+        if (strtof(buf, NULL) == f) return;
+    }
+}
+
+static void deck_format_value(const DeckKey *k, const Config *c, char *buf, size_t n)
+{
+    const char *field = (const char *)c + k->offset;
+    switch (k->type) {
+    case DECK_T_INT: snprintf(buf, n, "%d", *(const int *)field); break;
+    case DECK_T_INT64: snprintf(buf, n, "%lld", *(const long long *)field); break;
+    case DECK_T_INT_AUTO:
+        if (*(const int *)field == 0) snprintf(buf, n, "auto");
+        else snprintf(buf, n, "%d", *(const int *)field);
+        break;
+    case DECK_T_FLOAT: deck_format_float(*(const float *)field, buf, n); break;
+    case DECK_T_BOOL: snprintf(buf, n, "%s", *(const int *)field ? "true" : "false"); break;
+    case DECK_T_CHOICE:
+    case DECK_T_LIST: snprintf(buf, n, "%.*s", (int)strnlen(field, k->size), field); break;
+    case DECK_T_STRING: snprintf(buf, n, "\"%.*s\"", (int)strnlen(field, k->size), field); break;
+    }
+}
+
+static char *deck_format_resolved(const Deck *d, const Config *cfg)
+{
+    DeckBuf b = {0};
+    deck_buf_printf(&b, "# resolved deck: %s\n", d ? d->path : "<deck>");
+    const char *sec = NULL;
+    for (size_t i = 0; i < deck_nkeys; i++) {
+        const DeckKey *k = &deck_keys[i];
+        if (!sec || strcmp(sec, k->section) != 0) {
+            deck_buf_printf(&b, "%s[%s]\n", sec ? "\n" : "", k->section);
+            sec = k->section;
+        }
+        char val[CFG_STR + 8], kv[CFG_STR + 64];
+        deck_format_value(k, cfg, val, sizeof val);
+        snprintf(kv, sizeof kv, "%s = %s", k->key, val);
+        int line = d ? d->key_line[i] : 0;
+        if (line) deck_buf_printf(&b, "%-36s # line %d\n", kv, line);
+        else deck_buf_printf(&b, "%-36s # (default)\n", kv);
+    }
+    if (b.oom) {
+        free(b.p);
+        return NULL;
+    }
+    return b.p;
+}
+
+char *deck_resolved_text(const Deck *d, const Config *cfg) { return deck_format_resolved(d, cfg); }
+
+void deck_print_resolved(const Deck *d, const Config *cfg, FILE *f)
+{
+    char *t = deck_format_resolved(d, cfg);
+    if (t) fputs(t, f);
+    else fprintf(f, "# resolved deck: out of memory\n");
+    free(t);
+}
+
+/* ---- the reference ------------------------------------------------------------ */
+
+static const char deck_reference_preamble[] =
+    "# Nereus input deck reference\n"
+    "\n"
+    "A run is described by one input deck: `mpirun -np N bin/nereus inputs/x.deck`.\n"
+    "This file is generated from the key table in `src/deck/keys.c` (the\n"
+    "tables below) by `deck_write_reference()`; do not edit the tables by hand.\n"
+    "\n"
+    "## Format\n"
+    "\n"
+    "- INI-like text, UTF-8 (a byte-order mark is accepted), LF or CRLF line\n"
+    "  ends, at most 16 MiB. Lines may be of any length; there are no\n"
+    "  continuation lines.\n"
+    "- `[section]` starts a section; `key = value` sets a key of the current\n"
+    "  section. Section names and keys are lower-case identifiers. A key outside\n"
+    "  any section is an error. A section header may appear again; a key may be\n"
+    "  set only once per deck.\n"
+    "- `#` starts a comment: on a line of its own, or after a value or a header\n"
+    "  when preceded by whitespace (`name = a#b` keeps `a#b`). Blank lines are\n"
+    "  ignored; whitespace around keys and values is trimmed.\n"
+    "- Value types:\n"
+    "  - **int**: decimal with an optional sign; anything after the digits is an\n"
+    "    error (`12x`, and `1.5` for an int).\n"
+    "  - **float**: a number as C's `strtod` reads it, the whole token, finite;\n"
+    "    stored as a 32-bit float, and the stored value must be in range.\n"
+    "  - **bool**: `true`/`false`, `yes`/`no`, `on`/`off`, `1`/`0`.\n"
+    "  - **string**: the rest of the line, optionally in double quotes (inside\n"
+    "    quotes `#` is literal and whitespace is kept); no escapes, so a string\n"
+    "    cannot contain `\"`. Strings longer than 255 bytes are an error.\n"
+    "  - **choice**: one of a fixed set of words; **list**: a comma list of\n"
+    "    distinct words from a fixed set (spaces around commas allowed).\n"
+    "  - **int or auto**: an int, or `auto` (stored as 0).\n"
+    "- A key left out takes its default; a key marked **required** must be set.\n"
+    "- Cross-key checks: `model.n_head` divides `model.n_embd`;\n"
+    "  `ppo.minibatch` divides `ppo.batch`; `sft.data = tokens` needs a\n"
+    "  non-empty `sft.tokens_file`; a non-zero `sft.seq` is at most\n"
+    "  `model.max_seq`. Other modules check more (e.g. that prompts fit\n"
+    "  `model.max_seq`) and report through the same message format.\n"
+    "- A bad deck stops the run before anything else happens, with exit status 2\n"
+    "  and one message on stderr, `FILE:LINE: error: MESSAGE` (or\n"
+    "  `FILE: error: MESSAGE` when no line applies); an unknown key or section\n"
+    "  also gets `FILE:LINE: note: did you mean '...'?`.\n"
+    "- The resolved deck (every key, marked `# (default)` or `# line N`) is\n"
+    "  itself a valid deck that resolves to the same values; it is what gets\n"
+    "  printed at start-up and stored in output files.\n"
+    "\n"
+    "Example:\n"
+    "\n"
+    "```\n"
+    "[run]\n"
+    "seed = 7            # fixes prompts, sampling and initialisation\n"
+    "\n"
+    "[model]\n"
+    "n_layer = 2\n"
+    "n_embd  = 64\n"
+    "n_head  = 4\n"
+    "\n"
+    "[ppo]\n"
+    "batch     = 32\n"
+    "minibatch = 8\n"
+    "```\n";
+
+static const char *deck_type_name(DeckType t)
+{
+    switch (t) {
+    case DECK_T_INT: return "int";
+    case DECK_T_INT64: return "int (64-bit)";
+    case DECK_T_FLOAT: return "float";
+    case DECK_T_BOOL: return "bool";
+    case DECK_T_STRING: return "string";
+    case DECK_T_CHOICE: return "choice";
+    case DECK_T_LIST: return "list";
+    case DECK_T_INT_AUTO: return "int or auto";
+    }
+    return "?";
+}
+
+int deck_write_reference(FILE *f)
+{
+    fputs(deck_reference_preamble, f);
+    const char *sec = NULL;
+    for (size_t i = 0; i < deck_nkeys; i++) {
+        const DeckKey *k = &deck_keys[i];
+        if (!sec || strcmp(sec, k->section) != 0) {
+            fprintf(f, "\n## [%s]\n\n| key | type | default | range / choices | meaning |\n| --- | --- | --- | --- | --- |\n",
+                    k->section);
+            sec = k->section;
+        }
+        char def[96], range[192], ch[128], r[128];
+        if (k->flags & DECK_F_REQUIRED) snprintf(def, sizeof def, "**required**");
+        else if (k->flags & DECK_F_STEM) snprintf(def, sizeof def, "deck file stem");
+        else if (k->type == DECK_T_STRING) snprintf(def, sizeof def, "`\"%s\"`", k->def);
+        else snprintf(def, sizeof def, "`%s`", k->def);
+        deck_range_phrase(k, r, sizeof r);
+        switch (k->type) {
+        case DECK_T_CHOICE:
+            deck_choices_phrase(k->choices, 1, ch, sizeof ch);
+            snprintf(range, sizeof range, "%s", ch);
+            break;
+        case DECK_T_LIST:
+            deck_choices_phrase(k->choices, 1, ch, sizeof ch);
+            snprintf(range, sizeof range, "distinct items of %s", ch);
+            break;
+        case DECK_T_BOOL: snprintf(range, sizeof range, "true/false, yes/no, on/off, 1/0"); break;
+        case DECK_T_STRING: snprintf(range, sizeof range, "at most %zu bytes", k->size - 1); break;
+        case DECK_T_INT_AUTO: snprintf(range, sizeof range, "`auto`, or %s", r); break;
+        case DECK_T_FLOAT: snprintf(range, sizeof range, "%s", *r ? r : "any finite number"); break;
+        default: snprintf(range, sizeof range, "%s", *r ? r : "any"); break;
+        }
+        fprintf(f, "| `%s` | %s | %s | %s | %s |\n", k->key, deck_type_name(k->type), def, range, k->meaning);
+    }
+    fflush(f);
+    return ferror(f) ? -1 : 0;
+}

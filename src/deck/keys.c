@@ -1,0 +1,165 @@
+/* keys.c — the deck reference table: every key of every section, with its
+ * type, default, allowed range or choices, one-line meaning and where it
+ * lives in Config. This table is the single source of truth: deck.c resolves
+ * and validates values from it, prints the resolved deck from it, and
+ * generates inputs/REFERENCE.md from it. A new Config field is one new row.
+ *
+ * Defaults are written as deck text and resolved through the same code as a
+ * value from a file, so a default is checked against its own range (the
+ * unit test resolves an all-defaults deck).
+ */
+#include <stddef.h>
+#include <string.h>
+
+#include "nereus/config.h"
+#include "deck_int.h"
+
+/* Where a field lives, with a compile-time check that the member has the C
+ * type the row claims (_Generic fails to compile otherwise): a row cannot
+ * point an int parser at a float field. */
+#define DECK_M(member) (((Config *)0)->member)
+#define F_INT(m)   _Generic(DECK_M(m), int: offsetof(Config, m)), sizeof DECK_M(m)
+#define F_I64(m)   _Generic(DECK_M(m), long long: offsetof(Config, m)), sizeof DECK_M(m)
+#define F_FLT(m)   _Generic(DECK_M(m), float: offsetof(Config, m)), sizeof DECK_M(m)
+#define F_STR(m)   _Generic(DECK_M(m), char *: offsetof(Config, m)), sizeof DECK_M(m)
+
+#define NONE DECK_B_NONE, 0.0
+#define GE(x) DECK_B_INCL, (x)
+#define GT(x) DECK_B_EXCL, (x)
+#define LE(x) DECK_B_INCL, (x)
+#define LT(x) DECK_B_EXCL, (x)
+
+#define REQ DECK_F_REQUIRED
+#define STEM DECK_F_STEM
+
+/* clang-format off */
+const DeckKey deck_keys[] = {
+    /* section, key, type, flags, default, low, high, choices, field, meaning */
+    {"run", "name", DECK_T_STRING, STEM, NULL, NONE, NONE, NULL, F_STR(run.name),
+     "label of the run in logs and output files"},
+    {"run", "seed", DECK_T_INT64, 0, "1234", GE(0), NONE, NULL, F_I64(run.seed),
+     "seed of every random stream: prompts, sampling, initialisation"},
+    {"run", "backend", DECK_T_CHOICE, 0, "auto", NONE, NONE, "auto|cpu|cuda", F_STR(run.backend),
+     "compute backend; auto = cuda when a GPU is present and the build has CUDA, else cpu"},
+    {"run", "blas_threads", DECK_T_INT, 0, "1", GE(1), LE(256), NULL, F_INT(run.blas_threads),
+     "BLAS threads per rank"},
+    {"run", "log_every", DECK_T_INT, 0, "1", GE(1), LE(1000000), NULL, F_INT(run.log_every),
+     "print a progress line every N steps"},
+
+    {"model", "n_layer", DECK_T_INT, REQ, NULL, GE(1), LE(4096), NULL, F_INT(model.n_layer),
+     "number of transformer blocks"},
+    {"model", "n_embd", DECK_T_INT, REQ, NULL, GE(1), LE(65536), NULL, F_INT(model.n_embd),
+     "embedding width C (a multiple of n_head)"},
+    {"model", "n_head", DECK_T_INT, REQ, NULL, GE(1), LE(1024), NULL, F_INT(model.n_head),
+     "attention heads (must divide n_embd)"},
+    {"model", "max_seq", DECK_T_INT, 0, "64", GE(2), LE(1048576), NULL, F_INT(model.max_seq),
+     "context length: number of learned positions"},
+    {"model", "vocab_size", DECK_T_INT_AUTO, 0, "auto", GE(1), LE(1000000), NULL, F_INT(model.vocab_size),
+     "vocabulary size; auto (stored as 0) = the task vocabulary"},
+    {"model", "init_std", DECK_T_FLOAT, 0, "0.02", GT(0), LE(1), NULL, F_FLT(model.init_std),
+     "standard deviation of the normal weight initialisation"},
+
+    {"task", "names", DECK_T_LIST, 0, "reverse,sort", NONE, NONE, "reverse|sort|add", F_STR(task.names),
+     "tasks that prompts are drawn from, comma separated"},
+    {"task", "digits", DECK_T_INT, 0, "4", GE(1), LE(16), NULL, F_INT(task.digits),
+     "digits per prompt"},
+
+    {"optim", "beta1", DECK_T_FLOAT, 0, "0.9", GE(0), LT(1), NULL, F_FLT(optim.beta1),
+     "AdamW first-moment decay"},
+    {"optim", "beta2", DECK_T_FLOAT, 0, "0.95", GE(0), LT(1), NULL, F_FLT(optim.beta2),
+     "AdamW second-moment decay"},
+    {"optim", "eps", DECK_T_FLOAT, 0, "1e-8", GT(0), NONE, NULL, F_FLT(optim.eps),
+     "AdamW denominator epsilon"},
+    {"optim", "weight_decay", DECK_T_FLOAT, 0, "0.0", GE(0), NONE, NULL, F_FLT(optim.weight_decay),
+     "AdamW decoupled weight decay"},
+    {"optim", "max_grad_norm", DECK_T_FLOAT, 0, "1.0", GE(0), NONE, NULL, F_FLT(optim.max_grad_norm),
+     "clip the global gradient norm to this; 0 disables clipping"},
+
+    {"sft", "steps", DECK_T_INT, 0, "0", GE(0), NONE, NULL, F_INT(sft.steps),
+     "supervised warm-start steps before PPO; 0 = none"},
+    {"sft", "batch", DECK_T_INT, 0, "32", GE(1), LE(65536), NULL, F_INT(sft.batch),
+     "sequences per SFT step"},
+    {"sft", "lr", DECK_T_FLOAT, 0, "3e-3", GT(0), LE(10), NULL, F_FLT(sft.lr),
+     "SFT learning rate"},
+    {"sft", "data", DECK_T_CHOICE, 0, "task", NONE, NONE, "task|tokens", F_STR(sft.data),
+     "SFT data: task = solved task prompts, tokens = an llm.c token file"},
+    {"sft", "tokens_file", DECK_T_STRING, 0, "", NONE, NONE, NULL, F_STR(sft.tokens_file),
+     "llm.c token file; required when data = tokens"},
+    {"sft", "seq", DECK_T_INT, 0, "0", GE(0), NONE, NULL, F_INT(sft.seq),
+     "sequence length for data = tokens; 0 = model.max_seq; at most model.max_seq"},
+
+    {"ppo", "steps", DECK_T_INT, 0, "20", GE(0), NONE, NULL, F_INT(ppo.steps),
+     "PPO steps"},
+    {"ppo", "batch", DECK_T_INT, 0, "32", GE(1), LE(65536), NULL, F_INT(ppo.batch),
+     "prompts (= sequences) per PPO step"},
+    {"ppo", "epochs", DECK_T_INT, 0, "2", GE(1), LE(1000), NULL, F_INT(ppo.epochs),
+     "passes over the batch per PPO step"},
+    {"ppo", "minibatch", DECK_T_INT, 0, "8", GE(1), LE(65536), NULL, F_INT(ppo.minibatch),
+     "sequences per optimiser update; must divide batch"},
+    {"ppo", "actor_lr", DECK_T_FLOAT, 0, "1e-3", GT(0), LE(10), NULL, F_FLT(ppo.actor_lr),
+     "actor (policy) learning rate"},
+    {"ppo", "critic_lr", DECK_T_FLOAT, 0, "3e-3", GT(0), LE(10), NULL, F_FLT(ppo.critic_lr),
+     "critic (value) learning rate"},
+    {"ppo", "clip", DECK_T_FLOAT, 0, "0.2", GT(0), LE(10), NULL, F_FLT(ppo.clip),
+     "surrogate ratio clip epsilon"},
+    {"ppo", "value_clip", DECK_T_FLOAT, 0, "0.2", GT(0), LE(1e6), NULL, F_FLT(ppo.value_clip),
+     "value-function clip epsilon"},
+    {"ppo", "gamma", DECK_T_FLOAT, 0, "1.0", GE(0), LE(1), NULL, F_FLT(ppo.gamma),
+     "discount factor"},
+    {"ppo", "lam", DECK_T_FLOAT, 0, "0.95", GE(0), LE(1), NULL, F_FLT(ppo.lam),
+     "GAE lambda"},
+    {"ppo", "kl_beta", DECK_T_FLOAT, 0, "0.02", GE(0), NONE, NULL, F_FLT(ppo.kl_beta),
+     "beta of the per-token KL(actor‖ref) penalty on the reward"},
+    {"ppo", "entropy_coef", DECK_T_FLOAT, 0, "0.0", GE(0), NONE, NULL, F_FLT(ppo.entropy_coef),
+     "entropy bonus weight"},
+    {"ppo", "whiten_advantages", DECK_T_BOOL, 0, "true", NONE, NONE, NULL, F_INT(ppo.whiten_advantages),
+     "normalise advantages to zero mean and unit variance over the batch"},
+    {"ppo", "temperature", DECK_T_FLOAT, 0, "1.0", GE(0), LE(100), NULL, F_FLT(ppo.temperature),
+     "sampling temperature; 0 = greedy"},
+    {"ppo", "top_k", DECK_T_INT, 0, "0", GE(0), NONE, NULL, F_INT(ppo.top_k),
+     "sample from the k most likely tokens; 0 = the full distribution"},
+    {"ppo", "max_response", DECK_T_INT, 0, "8", GE(1), LE(1000000), NULL, F_INT(ppo.max_response),
+     "most tokens generated per prompt"},
+
+    {"reward", "network", DECK_T_BOOL, 0, "false", NONE, NONE, NULL, F_INT(reward.network),
+     "add a frozen reward network's score to the rule reward"},
+    {"reward", "network_weight", DECK_T_FLOAT, 0, "0.0", NONE, NONE, NULL, F_FLT(reward.network_weight),
+     "weight of the reward network's score"},
+
+    {"inject", "nan_loss_step", DECK_T_INT, 0, "-1", GE(-1), NONE, NULL, F_INT(inject.nan_loss_step),
+     "INJECTED fault for tests: make the policy loss NaN at this PPO step; -1 = off"},
+};
+/* clang-format on */
+
+const size_t deck_nkeys = sizeof deck_keys / sizeof deck_keys[0];
+
+const char *const deck_sections[] = {"run", "model", "task", "optim", "sft", "ppo", "reward", "inject"};
+const size_t deck_nsections = sizeof deck_sections / sizeof deck_sections[0];
+
+static int deck_name_eq(const char *name, const char *s, size_t len)
+{
+    return strlen(name) == len && memcmp(name, s, len) == 0;
+}
+
+int deck_key_find(const char *sec, size_t sec_len, const char *key, size_t key_len)
+{
+    for (size_t i = 0; i < deck_nkeys; i++)
+        if (deck_name_eq(deck_keys[i].section, sec, sec_len) && deck_name_eq(deck_keys[i].key, key, key_len))
+            return (int)i;
+    return -1;
+}
+
+int deck_key_find_dotted(const char *section_dot_key)
+{
+    if (!section_dot_key) return -1;
+    const char *dot = strchr(section_dot_key, '.');
+    if (!dot) return -1;
+    return deck_key_find(section_dot_key, (size_t)(dot - section_dot_key), dot + 1, strlen(dot + 1));
+}
+
+int deck_section_find(const char *sec, size_t sec_len)
+{
+    for (size_t i = 0; i < deck_nsections; i++)
+        if (deck_name_eq(deck_sections[i], sec, sec_len)) return (int)i;
+    return -1;
+}

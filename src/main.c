@@ -1,0 +1,64 @@
+/* main.c — the batch job's entry point: command line, MPI, the deck, run. */
+#include <mpi.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "nereus/deck.h"
+#include "nereus/run.h"
+#include "nereus/util.h"
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: nereus DECK                 run the job described by an input deck\n"
+            "       nereus --deck-reference     print every deck section and key (markdown)\n"
+            "       nereus --help\n"
+            "launch: mpirun -np N bin/nereus DECK   (or: srun -n N bin/nereus DECK)\n"
+            "deck format and keys: inputs/REFERENCE.md\n");
+}
+
+int main(int argc, char **argv) {
+    mpiCheck(MPI_Init(&argc, &argv));
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    const char *deck_path = NULL;
+    int rc = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            if (rank == 0) usage(stdout);
+            MPI_Finalize();
+            return 0;
+        } else if (strcmp(argv[i], "--deck-reference") == 0) {
+            if (rank == 0) deck_write_reference(stdout);
+            MPI_Finalize();
+            return 0;
+        } else if (argv[i][0] == '-' && argv[i][1] != 0) {
+            if (rank == 0) {
+                fprintf(stderr, "nereus: unknown option '%s'\n", argv[i]);
+                usage(stderr);
+            }
+            MPI_Finalize();
+            return 2;
+        } else if (deck_path) {
+            if (rank == 0) fprintf(stderr, "nereus: more than one deck given ('%s' and '%s')\n", deck_path, argv[i]);
+            MPI_Finalize();
+            return 2;
+        } else {
+            deck_path = argv[i];
+        }
+    }
+    if (!deck_path) {
+        if (rank == 0) {
+            fprintf(stderr, "nereus: no input deck given\n");
+            usage(stderr);
+        }
+        MPI_Finalize();
+        return 2;
+    }
+    Config cfg;
+    Deck *deck = NULL;
+    rc = deck_load(deck_path, MPI_COMM_WORLD, &cfg, &deck);
+    if (rc == 0) rc = run_job(&cfg, deck, deck_path);
+    deck_free(deck);
+    MPI_Finalize();
+    return rc;
+}

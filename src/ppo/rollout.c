@@ -1,0 +1,112 @@
+/* rollout.c — the gen stage: build the step's prompts from the global sample
+ * order and sample responses from the actor, with the KV cache (the run's
+ * path) or by re-running the whole prefix (the reference and benchmark). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "nereus/ppo.h"
+#include "nereus/util.h"
+
+void rollout_alloc(Rollout *r, const Config *cfg, const TaskSet *ts, int V) {
+    memset(r, 0, sizeof *r);
+    int B = cfg->ppo.batch, P = task_prompt_len(ts);
+    r->B = B;
+    r->P = P;
+    r->Tcap = P + cfg->ppo.max_response;
+    size_t BT = (size_t)B * r->Tcap;
+    r->tokens = nr_xcalloc(BT, sizeof(int));
+    r->seq = nr_xcalloc(BT, sizeof(int));
+    r->amax = task_max_answer(ts);
+    r->targets = nr_xcalloc(BT, sizeof(int));
+    r->resp_len = nr_xcalloc(B, sizeof(int));
+    r->answer = nr_xcalloc((size_t)B * r->amax, sizeof(int));
+    r->answer_len = nr_xcalloc(B, sizeof(int));
+    r->kind = nr_xcalloc(B, sizeof(int));
+    r->task_reward = nr_xcalloc(B, sizeof(float));
+    r->score = nr_xcalloc(B, sizeof(float));
+    float **f[] = {&r->logp_old, &r->logp_ref, &r->values, &r->rewards, &r->adv, &r->ret, &r->mask};
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) *f[i] = nr_xcalloc(BT, sizeof(float));
+    r->logits = nr_xcalloc((size_t)B * V, sizeof(float));
+    r->next = nr_xcalloc(B, sizeof(int));
+}
+
+void rollout_free(Rollout *r) {
+    void *p[] = {r->tokens, r->seq, r->targets, r->resp_len, r->answer, r->answer_len, r->kind, r->task_reward,
+                 r->score, r->logp_old, r->logp_ref, r->values, r->rewards, r->adv, r->ret, r->mask,
+                 r->logits, r->next};
+    for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) free(p[i]);
+    memset(r, 0, sizeof *r);
+}
+
+/* Prompts of this step's samples into tokens[:, :P]; answers kept for scoring. */
+static void rollout_prompts(Rollout *r, const TaskSet *ts, int step) {
+    for (int b = 0; b < r->B; b++) {
+        uint64_t g = (uint64_t)step * (uint64_t)r->B + (uint64_t)b;
+        r->kind[b] = task_make(ts, g, r->tokens + (size_t)b * r->Tcap, r->answer + (size_t)b * r->amax,
+                               &r->answer_len[b]);
+        r->resp_len[b] = 0;
+    }
+}
+
+/* Sample one token per sequence from r->logits for response position j;
+ * finished sequences get EOS padding. Returns the number still running. */
+static int rollout_sample(Rollout *r, const Backend *be, const Config *cfg, int V, int step, int j) {
+    float *u = (float *)r->rewards; /* scratch (B) before scoring overwrites it */
+    for (int b = 0; b < r->B; b++) {
+        uint64_t g = (uint64_t)step * (uint64_t)r->B + (uint64_t)b;
+        u[b] = rng_uniform((uint64_t)cfg->run.seed, RNG_SAMPLE, g, (uint64_t)(r->P + j));
+    }
+    be->sample_tokens(r->next, r->logits, u, r->B, V, cfg->ppo.temperature, cfg->ppo.top_k);
+    int running = 0;
+    for (int b = 0; b < r->B; b++) {
+        int *seq = r->tokens + (size_t)b * r->Tcap;
+        int done = r->resp_len[b] > 0 && seq[r->P + r->resp_len[b] - 1] == TOK_EOS;
+        if (done) { /* finished earlier: pad */
+            r->next[b] = TOK_EOS;
+            seq[r->P + j] = TOK_EOS;
+            continue;
+        }
+        seq[r->P + j] = r->next[b];
+        r->resp_len[b] = j + 1;
+        if (r->next[b] != TOK_EOS) running++;
+    }
+    return running;
+}
+
+void ppo_generate(Rollout *r, GPT *actor, const Config *cfg, const TaskSet *ts, int step) {
+    rollout_prompts(r, ts, step);
+    int V = actor->cfg.V, R = cfg->ppo.max_response;
+    /* the prompts as a dense (B, P) block for the prefill */
+    int *prompt = nr_xmalloc((size_t)r->B * r->P * sizeof(int));
+    for (int b = 0; b < r->B; b++) memcpy(prompt + (size_t)b * r->P, r->tokens + (size_t)b * r->Tcap, r->P * sizeof(int));
+    gpt_prefill(actor, prompt, r->B, r->P, r->logits);
+    free(prompt);
+    int j = 0;
+    for (; j < R; j++) {
+        int running = rollout_sample(r, actor->be, cfg, V, step, j);
+        if (running == 0 || j + 1 == R) break;
+        gpt_decode(actor, r->next, r->B, r->P + j, r->logits);
+    }
+    r->T = r->P + j + 1;
+}
+
+void ppo_generate_nocache(Rollout *r, GPT *actor, const Config *cfg, const TaskSet *ts, int step) {
+    rollout_prompts(r, ts, step);
+    int V = actor->cfg.V, R = cfg->ppo.max_response, C = actor->cfg.C;
+    int *dense = nr_xmalloc((size_t)r->B * r->Tcap * sizeof(int));
+    int j = 0;
+    for (; j < R; j++) {
+        int T = r->P + j;
+        for (int b = 0; b < r->B; b++) memcpy(dense + (size_t)b * T, r->tokens + (size_t)b * r->Tcap, T * sizeof(int));
+        gpt_forward(actor, dense, r->B, T, 0, 0);
+        /* last position's logits only, as the cached path computes them */
+        for (int b = 0; b < r->B; b++)
+            actor->be->copy(actor->d_ln + (size_t)b * C, actor->a.lnf + ((size_t)b * T + T - 1) * C, C * sizeof(float));
+        actor->be->matmul_forward(actor->d_logits, actor->d_ln, actor->p[GPT_WTE], NULL, r->B, C, V);
+        actor->be->download(r->logits, actor->d_logits, (size_t)r->B * V * sizeof(float));
+        int running = rollout_sample(r, actor->be, cfg, V, step, j);
+        if (running == 0 || j + 1 == R) break;
+    }
+    r->T = r->P + j + 1;
+    free(dense);
+}

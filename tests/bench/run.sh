@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# tests/bench/run.sh — `make bench`: every benchmark, a table on stdout and
+# one `metric: value` per line in build/bench.txt. Ratios are taken against
+# baselines measured in the same run. Pass --quick for a short smoke run.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+mkdir -p build
+out=build/bench.txt
+: > "$out"
+echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)" >> "$out"
+echo "cpu: $(lscpu | sed -n 's/^Model name: *//p' | head -1) x $(nproc)" >> "$out"
+if [ "$(id -u)" = 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
+build/bench/bench_step "$out" "${1:-}"
+echo
+echo "bench: wrote $out"
