@@ -137,7 +137,7 @@ int run_job(const Config *cfg, const Deck *deck, const char *deck_path) {
     int done_steps = 0;
     if (cfg->ppo.steps > 0 && status == 0) {
         Rollout ro;
-        rollout_alloc(&ro, cfg, &ts, V);
+        rollout_alloc(&ro, cfg, &ts, be);
         double run0 = nr_now();
         for (int step = 0; step < cfg->ppo.steps; step++) {
             StepStats st;

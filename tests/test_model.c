@@ -132,8 +132,8 @@ static void test_generate(void) {
     GPT m;
     gpt_build(&m, &c, backend_cpu(), 8, 12, 0, 3, 0.3f);
     Rollout a, b;
-    rollout_alloc(&a, &cfg, &ts, c.V);
-    rollout_alloc(&b, &cfg, &ts, c.V);
+    rollout_alloc(&a, &cfg, &ts, m.be);
+    rollout_alloc(&b, &cfg, &ts, m.be);
     int same = 1;
     for (int step = 0; step < 3; step++) {
         ppo_generate(&a, &m, &cfg, &ts, step);

@@ -117,13 +117,14 @@ typedef struct Backend {
 
     /* --- optimiser ---------------------------------------------------- */
     /* AdamW with bias correction, step t ≥ 1; decoupled weight decay wd·lr·p.
-     * params, grads, m, v (n). */
+     * params, grads, m, v (n). The gradient used is grad_scale·grads (the
+     * global-norm clip, folded in so that clipping costs no extra pass). */
     void (*adamw_update)(float *params, const float *grads, float *m, float *v, size_t n,
-                         float lr, float beta1, float beta2, float eps, float wd, int t);
-    /* Σ g² over n elements, accumulated in double (for gradient-norm clipping) */
+                         float lr, float beta1, float beta2, float eps, float wd,
+                         float grad_scale, int t);
+    /* Σ g² over n elements, accumulated in double (for gradient-norm clipping);
+     * the same value for the same thread count, run after run */
     double (*sumsq)(const float *g, size_t n);
-    /* x (n) *= s */
-    void (*scale)(float *x, float s, size_t n);
 } Backend;
 
 /* The CPU backend (always available). */

@@ -142,9 +142,10 @@ void gpt_zero_grad(GPT *m);
 float gpt_update(GPT *m, float lr, float beta1, float beta2, float eps, float wd, float max_norm);
 
 /* KV-cached decoding. gpt_prefill runs the prompt tokens (B, P) through the
- * model, fills the cache, and writes the last position's logits (B, V) to
- * logits_out. gpt_decode then consumes one token per sequence at position
- * pos (= P, P+1, ...) and writes the next logits (B, V). */
+ * model, fills the cache, and leaves the last position's logits (B, V) in
+ * m->d_logits (backend memory; also copied to the host array logits_out
+ * unless it is NULL). gpt_decode then consumes one token per sequence at
+ * position pos (= P, P+1, ...) and leaves the next logits the same way. */
 void gpt_prefill(GPT *m, const int *tokens, int B, int P, float *logits_out);
 void gpt_decode(GPT *m, const int *tok, int B, int pos, float *logits_out);
 

@@ -31,8 +31,10 @@ typedef struct Rollout {
     float *task_reward;    /* (B) rule reward in [0, 1] */
     float *score;          /* (B) task reward (+ weighted reward-network score) */
     float *logp_old, *logp_ref, *values, *rewards, *adv, *ret, *mask; /* (B, T) dense */
-    float *logits;         /* (B, V) decode logits */
-    int *next;             /* (B) */
+    int *next;             /* (B) sampled tokens (host) */
+    const Backend *be;     /* the actor's backend, for the buffers below */
+    float *d_u;            /* (B) backend: one uniform per sequence */
+    int *d_next;           /* (B) backend: sampled tokens */
 } Rollout;
 
 typedef struct StepStats {
@@ -47,8 +49,8 @@ typedef struct StepStats {
     char sample[128];      /* one decoded example "R1234=4321$ (1.00)" */
 } StepStats;
 
-/* Allocate the rollout buffers for cfg. */
-void rollout_alloc(Rollout *r, const Config *cfg, const TaskSet *ts, int V);
+/* Allocate the rollout buffers for cfg (host, and a few on backend be). */
+void rollout_alloc(Rollout *r, const Config *cfg, const TaskSet *ts, const Backend *be);
 void rollout_free(Rollout *r);
 
 /* gen: prompts of global samples step·B .. step·B+B−1, then sampling from

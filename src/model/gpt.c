@@ -358,9 +358,9 @@ void gpt_zero_grad(GPT *m) {
 float gpt_update(GPT *m, float lr, float beta1, float beta2, float eps, float wd, float max_norm) {
     const Backend *be = m->be;
     double norm = sqrt(be->sumsq(m->grads, m->nparams));
-    if (max_norm > 0.0f && norm > (double)max_norm) be->scale(m->grads, (float)(max_norm / norm), m->nparams);
+    float gscale = (max_norm > 0.0f && norm > (double)max_norm) ? (float)(max_norm / norm) : 1.0f;
     m->adam_t++;
-    be->adamw_update(m->params, m->grads, m->m, m->v, m->nparams, lr, beta1, beta2, eps, wd, m->adam_t);
+    be->adamw_update(m->params, m->grads, m->m, m->v, m->nparams, lr, beta1, beta2, eps, wd, gscale, m->adam_t);
     return (float)norm;
 }
 
@@ -383,7 +383,7 @@ void gpt_prefill(GPT *m, const int *tokens, int B, int P, float *logits_out) {
     for (int b = 0; b < B; b++)
         be->copy(m->d_ln + (size_t)b * C, m->a.lnf + ((size_t)b * P + P - 1) * C, (size_t)C * sizeof(float));
     be->matmul_forward(m->d_logits, m->d_ln, m->p[GPT_WTE], NULL, B, C, c->V);
-    be->download(logits_out, m->d_logits, (size_t)B * c->V * sizeof(float));
+    if (logits_out) be->download(logits_out, m->d_logits, (size_t)B * c->V * sizeof(float));
 }
 
 void gpt_decode(GPT *m, const int *tok, int B, int pos, float *logits_out) {
@@ -415,7 +415,7 @@ void gpt_decode(GPT *m, const int *tok, int B, int pos, float *logits_out) {
     }
     be->layernorm_forward(m->d_ln, m->d_mean, m->d_rstd, m->d_x, m->p[GPT_LNFW], m->p[GPT_LNFB], B, C);
     be->matmul_forward(m->d_logits, m->d_ln, m->p[GPT_WTE], NULL, B, C, c->V);
-    be->download(logits_out, m->d_logits, (size_t)B * c->V * sizeof(float));
+    if (logits_out) be->download(logits_out, m->d_logits, (size_t)B * c->V * sizeof(float));
 }
 
 /* ---- accounting ---------------------------------------------------------- */

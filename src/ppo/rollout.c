@@ -7,7 +7,7 @@
 #include "nereus/ppo.h"
 #include "nereus/util.h"
 
-void rollout_alloc(Rollout *r, const Config *cfg, const TaskSet *ts, int V) {
+void rollout_alloc(Rollout *r, const Config *cfg, const TaskSet *ts, const Backend *be) {
     memset(r, 0, sizeof *r);
     int B = cfg->ppo.batch, P = task_prompt_len(ts);
     r->B = B;
@@ -26,15 +26,21 @@ void rollout_alloc(Rollout *r, const Config *cfg, const TaskSet *ts, int V) {
     r->score = nr_xcalloc(B, sizeof(float));
     float **f[] = {&r->logp_old, &r->logp_ref, &r->values, &r->rewards, &r->adv, &r->ret, &r->mask};
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) *f[i] = nr_xcalloc(BT, sizeof(float));
-    r->logits = nr_xcalloc((size_t)B * V, sizeof(float));
     r->next = nr_xcalloc(B, sizeof(int));
+    r->be = be;
+    r->d_u = be->alloc((size_t)B * sizeof(float));
+    r->d_next = be->alloc((size_t)B * sizeof(int));
 }
 
 void rollout_free(Rollout *r) {
     void *p[] = {r->tokens, r->seq, r->targets, r->resp_len, r->answer, r->answer_len, r->kind, r->task_reward,
                  r->score, r->logp_old, r->logp_ref, r->values, r->rewards, r->adv, r->ret, r->mask,
-                 r->logits, r->next};
+                 r->next};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) free(p[i]);
+    if (r->be) {
+        r->be->free(r->d_u);
+        r->be->free(r->d_next);
+    }
     memset(r, 0, sizeof *r);
 }
 
@@ -48,15 +54,18 @@ static void rollout_prompts(Rollout *r, const TaskSet *ts, int step) {
     }
 }
 
-/* Sample one token per sequence from r->logits for response position j;
- * finished sequences get EOS padding. Returns the number still running. */
-static int rollout_sample(Rollout *r, const Backend *be, const Config *cfg, int V, int step, int j) {
-    float *u = (float *)r->rewards; /* scratch (B) before scoring overwrites it */
+/* Sample one token per sequence from the actor's logits (B, V) for response
+ * position j; finished sequences get EOS padding. Returns the number still running. */
+static int rollout_sample(Rollout *r, const GPT *actor, const Config *cfg, int step, int j) {
+    const Backend *be = actor->be;
+    float *u = (float *)r->rewards; /* host scratch (B) before scoring overwrites it */
     for (int b = 0; b < r->B; b++) {
         uint64_t g = (uint64_t)step * (uint64_t)r->B + (uint64_t)b;
         u[b] = rng_uniform((uint64_t)cfg->run.seed, RNG_SAMPLE, g, (uint64_t)(r->P + j));
     }
-    be->sample_tokens(r->next, r->logits, u, r->B, V, cfg->ppo.temperature, cfg->ppo.top_k);
+    be->upload(r->d_u, u, (size_t)r->B * sizeof(float));
+    be->sample_tokens(r->d_next, actor->d_logits, r->d_u, r->B, actor->cfg.V, cfg->ppo.temperature, cfg->ppo.top_k);
+    be->download(r->next, r->d_next, (size_t)r->B * sizeof(int));
     int running = 0;
     for (int b = 0; b < r->B; b++) {
         int *seq = r->tokens + (size_t)b * r->Tcap;
@@ -75,17 +84,17 @@ static int rollout_sample(Rollout *r, const Backend *be, const Config *cfg, int 
 
 void ppo_generate(Rollout *r, GPT *actor, const Config *cfg, const TaskSet *ts, int step) {
     rollout_prompts(r, ts, step);
-    int V = actor->cfg.V, R = cfg->ppo.max_response;
+    int R = cfg->ppo.max_response;
     /* the prompts as a dense (B, P) block for the prefill */
     int *prompt = nr_xmalloc((size_t)r->B * r->P * sizeof(int));
     for (int b = 0; b < r->B; b++) memcpy(prompt + (size_t)b * r->P, r->tokens + (size_t)b * r->Tcap, r->P * sizeof(int));
-    gpt_prefill(actor, prompt, r->B, r->P, r->logits);
+    gpt_prefill(actor, prompt, r->B, r->P, NULL);
     free(prompt);
     int j = 0;
     for (; j < R; j++) {
-        int running = rollout_sample(r, actor->be, cfg, V, step, j);
+        int running = rollout_sample(r, actor, cfg, step, j);
         if (running == 0 || j + 1 == R) break;
-        gpt_decode(actor, r->next, r->B, r->P + j, r->logits);
+        gpt_decode(actor, r->next, r->B, r->P + j, NULL);
     }
     r->T = r->P + j + 1;
 }
@@ -103,8 +112,7 @@ void ppo_generate_nocache(Rollout *r, GPT *actor, const Config *cfg, const TaskS
         for (int b = 0; b < r->B; b++)
             actor->be->copy(actor->d_ln + (size_t)b * C, actor->a.lnf + ((size_t)b * T + T - 1) * C, C * sizeof(float));
         actor->be->matmul_forward(actor->d_logits, actor->d_ln, actor->p[GPT_WTE], NULL, r->B, C, V);
-        actor->be->download(r->logits, actor->d_logits, (size_t)r->B * V * sizeof(float));
-        int running = rollout_sample(r, actor->be, cfg, V, step, j);
+        int running = rollout_sample(r, actor, cfg, step, j);
         if (running == 0 || j + 1 == R) break;
     }
     r->T = r->P + j + 1;

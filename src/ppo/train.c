@@ -11,26 +11,37 @@
 
 typedef struct Minibatch {
     int n, T;
-    int *tokens, *targets;                               /* (n, T) */
-    float *logp_old, *adv, *v_old, *ret, *w;             /* (n, T) */
-    float *logp, *ent, *dlogp, *dent, *v, *dv;           /* (n, T) */
+    int *tokens, *targets;                               /* (n, T) host */
+    float *logp_old, *adv, *v_old, *ret, *w;             /* (n, T) host */
+    float *ent, *dlogp, *dent, *dv;                      /* (n, T) host */
+    /* the loss kernels' operands in backend memory */
+    const Backend *be;
+    float *d_logp_old, *d_adv, *d_v_old, *d_ret, *d_w;   /* (n, T) */
+    float *d_dlogp, *d_dv;                               /* (n, T) */
+    float *d_scalars;                                    /* (4): pg loss, clipfrac, approx KL, value loss */
 } Minibatch;
 
-static void mb_alloc(Minibatch *mb, int n, int T) {
+static void mb_alloc(Minibatch *mb, int n, int T, const Backend *be) {
     size_t k = (size_t)n * T;
     mb->n = n;
     mb->T = T;
+    mb->be = be;
+    float **d[] = {&mb->d_logp_old, &mb->d_adv, &mb->d_v_old, &mb->d_ret, &mb->d_w, &mb->d_dlogp, &mb->d_dv};
+    for (size_t i = 0; i < sizeof d / sizeof d[0]; i++) *d[i] = be->alloc(k * sizeof(float));
+    mb->d_scalars = be->alloc(4 * sizeof(float));
     mb->tokens = nr_xcalloc(k, sizeof(int));
     mb->targets = nr_xcalloc(k, sizeof(int));
-    float **f[] = {&mb->logp_old, &mb->adv, &mb->v_old, &mb->ret, &mb->w, &mb->logp,
-                   &mb->ent, &mb->dlogp, &mb->dent, &mb->v, &mb->dv};
+    float **f[] = {&mb->logp_old, &mb->adv, &mb->v_old, &mb->ret, &mb->w,
+                   &mb->ent, &mb->dlogp, &mb->dent, &mb->dv};
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) *f[i] = nr_xcalloc(k, sizeof(float));
 }
 
 static void mb_free(Minibatch *mb) {
     void *p[] = {mb->tokens, mb->targets, mb->logp_old, mb->adv, mb->v_old, mb->ret, mb->w,
-                 mb->logp, mb->ent, mb->dlogp, mb->dent, mb->v, mb->dv};
+                 mb->ent, mb->dlogp, mb->dent, mb->dv};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) free(p[i]);
+    void *d[] = {mb->d_logp_old, mb->d_adv, mb->d_v_old, mb->d_ret, mb->d_w, mb->d_dlogp, mb->d_dv, mb->d_scalars};
+    for (size_t i = 0; i < sizeof d / sizeof d[0]; i++) mb->be->free(d[i]);
 }
 
 /* rows idx[0..n) of the rollout into the minibatch; w = mask / tokens */
@@ -49,8 +60,15 @@ static void mb_gather(Minibatch *mb, const Rollout *r, const int *idx) {
         memcpy(mb->w + d, r->mask + s, row * sizeof(float));
         for (size_t t = 0; t < row; t++) ntok += r->mask[s + t];
     }
+    size_t k = (size_t)mb->n * row;
     float inv = ntok > 0 ? (float)(1.0 / ntok) : 0.0f;
-    for (size_t k = 0; k < (size_t)mb->n * row; k++) mb->w[k] *= inv;
+    for (size_t i = 0; i < k; i++) mb->w[i] *= inv;
+    const Backend *be = mb->be;
+    be->upload(mb->d_logp_old, mb->logp_old, k * sizeof(float));
+    be->upload(mb->d_adv, mb->adv, k * sizeof(float));
+    be->upload(mb->d_v_old, mb->v_old, k * sizeof(float));
+    be->upload(mb->d_ret, mb->ret, k * sizeof(float));
+    be->upload(mb->d_w, mb->w, k * sizeof(float));
 }
 
 /* Fisher–Yates over 0..n−1, from the counter RNG at (step, epoch) */
@@ -70,7 +88,7 @@ void ppo_train(Rollout *r, Models *ms, const Config *cfg, int step, StepStats *s
     int B = r->B, T = r->T, n = pc->minibatch;
     const Backend *be = ms->actor.be;
     Minibatch mb;
-    mb_alloc(&mb, n, T);
+    mb_alloc(&mb, n, T, be);
     int *perm = nr_xmalloc((size_t)B * sizeof(int));
     double pg = 0, vf = 0, ent = 0, cf = 0, akl = 0, gna = 0, gnc = 0;
     int updates = 0;
@@ -83,10 +101,13 @@ void ppo_train(Rollout *r, Models *ms, const Config *cfg, int step, StepStats *s
             /* actor: clipped surrogate minus the entropy bonus */
             gpt_zero_grad(&ms->actor);
             gpt_forward(&ms->actor, mb.tokens, n, T, 1, 0);
-            gpt_logprob(&ms->actor, mb.targets, mb.logp, mb.ent);
-            float loss, clipfrac, approx_kl;
-            be->ppo_policy_loss(&loss, mb.dlogp, &clipfrac, &approx_kl, mb.logp, mb.logp_old, mb.adv, mb.w, N,
-                                pc->clip);
+            gpt_logprob(&ms->actor, mb.targets, NULL, mb.ent); /* log-probs stay in actor.logp */
+            be->ppo_policy_loss(mb.d_scalars + 0, mb.d_dlogp, mb.d_scalars + 1, mb.d_scalars + 2, ms->actor.logp,
+                                mb.d_logp_old, mb.d_adv, mb.d_w, N, pc->clip);
+            float sc[3];
+            be->download(sc, mb.d_scalars, 3 * sizeof(float));
+            be->download(mb.dlogp, mb.d_dlogp, (size_t)N * sizeof(float));
+            float loss = sc[0], clipfrac = sc[1], approx_kl = sc[2];
             double mean_ent = 0;
             for (int k = 0; k < N; k++) {
                 mean_ent += (double)mb.w[k] * mb.ent[k];
@@ -102,9 +123,11 @@ void ppo_train(Rollout *r, Models *ms, const Config *cfg, int step, StepStats *s
             /* critic: clipped value loss */
             gpt_zero_grad(&ms->critic);
             gpt_forward(&ms->critic, mb.tokens, n, T, 0, 1);
-            be->download(mb.v, ms->critic.a.values, (size_t)N * sizeof(float));
+            be->ppo_value_loss(mb.d_scalars + 3, mb.d_dv, ms->critic.a.values, mb.d_v_old, mb.d_ret, mb.d_w, N,
+                               pc->value_clip);
             float vloss;
-            be->ppo_value_loss(&vloss, mb.dv, mb.v, mb.v_old, mb.ret, mb.w, N, pc->value_clip);
+            be->download(&vloss, mb.d_scalars + 3, sizeof(float));
+            be->download(mb.dv, mb.d_dv, (size_t)N * sizeof(float));
             float gc = 0;
             if (isfinite(vloss)) {
                 gpt_backward(&ms->critic, NULL, NULL, mb.dv);

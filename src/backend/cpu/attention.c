@@ -23,6 +23,7 @@ static void cpu_attention_forward(float *out, float *preatt, float *att, const f
                                   int B, int T, int C, int NH) {
     const int C3 = 3 * C, hs = C / NH;
     const float scale = 1.0f / sqrtf((float)hs);
+#pragma omp parallel for collapse(3) schedule(static) if ((size_t)B * NH * T * T * hs >= CPU_OMP_MIN)
     for (int b = 0; b < B; b++)
         for (int t = 0; t < T; t++)
             for (int h = 0; h < NH; h++) {
@@ -61,9 +62,12 @@ static void cpu_attention_backward(float *dinp, float *dpreatt, float *datt,
                                    int B, int T, int C, int NH) {
     const int C3 = 3 * C, hs = C / NH;
     const float scale = 1.0f / sqrtf((float)hs);
+    /* parallel over (b, h): each owns its head's slice of dinp at every token and
+     * walks t in increasing order, so the result is bit-identical to the serial loop */
+#pragma omp parallel for collapse(2) schedule(static) if ((size_t)B * NH * T * T * hs >= CPU_OMP_MIN)
     for (int b = 0; b < B; b++)
-        for (int t = 0; t < T; t++)
-            for (int h = 0; h < NH; h++) {
+        for (int h = 0; h < NH; h++)
+            for (int t = 0; t < T; t++) {
                 const size_t row = (((size_t)b * NH + h) * T + t) * T;
                 const float *a = att + row;
                 float *da = datt + row;

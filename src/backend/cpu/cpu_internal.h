@@ -14,6 +14,10 @@
 #include <stddef.h>
 #include "nereus/backend.h"
 
+/* Work (elements) below which a kernel stays on one thread: an OpenMP region
+ * costs microseconds, which the tiny model's small ops cannot repay. */
+#define CPU_OMP_MIN 32768
+
 void cpu_register_memory(Backend *be);
 void cpu_register_dense(Backend *be);
 void cpu_register_norm(Backend *be);

@@ -56,6 +56,7 @@ static void cpu_matmul_backward(float *dinp, float *dweight, float *dbias,
 static void cpu_gelu_forward(float *out, const float *inp, size_t N) {
     float *o = out;
     const float *x = inp;
+    #pragma omp parallel for schedule(static) if (N >= CPU_OMP_MIN)
     for (size_t i = 0; i < N; i++) {
         float xi = x[i];
         float cube = 0.044715f * xi * xi * xi;
@@ -69,6 +70,7 @@ static void cpu_gelu_backward(float *dinp, const float *inp, const float *dout, 
     float *dx = dinp;
     const float *x = inp;
     const float *dy = dout;
+    #pragma omp parallel for schedule(static) if (N >= CPU_OMP_MIN)
     for (size_t i = 0; i < N; i++) {
         float xi = x[i];
         float cube = 0.044715f * xi * xi * xi;
@@ -83,6 +85,7 @@ static void cpu_gelu_backward(float *dinp, const float *inp, const float *dout, 
 
 /* out (N) = a + b; out may alias a or b (the loop is elementwise) */
 static void cpu_residual_forward(float *out, const float *a, const float *b, size_t N) {
+    #pragma omp parallel for schedule(static) if (N >= CPU_OMP_MIN)
     for (size_t i = 0; i < N; i++) out[i] = a[i] + b[i];
 }
 

@@ -35,6 +35,7 @@ static float row_max(const float *restrict x, int n) {
 /* logits (N, V) → probs (N, V) (may alias), logp (N), ent (N) (may be NULL) */
 static void cpu_logprob_forward(float *probs, float *logp, float *ent, const float *logits,
                                 const int *targets, int N, int V) {
+#pragma omp parallel for schedule(static) if ((size_t)N * V >= CPU_OMP_MIN)
     for (int n = 0; n < N; n++) {
         int tgt = targets[n];
         if (tgt < 0) {
@@ -67,6 +68,7 @@ static void cpu_logprob_forward(float *probs, float *logp, float *ent, const flo
 static void cpu_logprob_backward(float *dlogits, const float *dlogp, const float *dent,
                                  const float *probs, const float *ent, const int *targets,
                                  int N, int V) {
+#pragma omp parallel for schedule(static) if ((size_t)N * V >= CPU_OMP_MIN)
     for (int n = 0; n < N; n++) {
         float *d = dlogits + (size_t)n * V;
         const float *p = probs + (size_t)n * V; /* may equal d: no restrict */

@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <omp.h>
+
 #include "cpu_internal.h"
 
 #define CPU_ALIGN 64
@@ -51,8 +53,10 @@ static void cpu_zero(void *p, size_t bytes) {
     if (bytes) memset(p, 0, bytes);
 }
 
+/* BLAS threads and the OpenMP threads of the non-GEMM kernels */
 static void cpu_set_threads(int nthreads) {
     openblas_set_num_threads(nthreads > 0 ? nthreads : 1);
+    omp_set_num_threads(nthreads > 0 ? nthreads : 1);
 }
 
 void cpu_register_memory(Backend *be) {

@@ -12,6 +12,7 @@
 /* out, inp (N, C); weight, bias (C); mean, rstd (N) */
 static void cpu_layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
                                   const float *weight, const float *bias, int N, int C) {
+#pragma omp parallel for schedule(static) if ((size_t)N * C >= CPU_OMP_MIN)
     for (int n = 0; n < N; n++) {
         const float *restrict x = inp + (size_t)n * C;
         float *restrict o = out + (size_t)n * C;
