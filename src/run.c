@@ -107,6 +107,10 @@ int run_job(const Config *cfg, const Deck *deck, const char *deck_path) {
         sft_close(&sd);
     }
 
+    int eval_B = Bmax, eval_n = NR_MAX(1, 256 / Bmax);
+    double eval_before = ppo_eval_greedy(&ms.actor, cfg, &ts, eval_B, eval_n);
+    nr_log("eval: greedy task reward on %d held-out prompts: %.4f\n", eval_B * eval_n, eval_before);
+
     /* ref = frozen copy of the (warm-started) actor; critic = its trunk plus a value head */
     GPTConfig cc = gc;
     cc.value_head = 1;
@@ -132,6 +136,7 @@ int run_job(const Config *cfg, const Deck *deck, const char *deck_path) {
         }
     }
 
+    double eval_before_after[2] = {eval_before, NAN};
     double *rewards = nr_xcalloc((size_t)cfg->ppo.steps + 1, sizeof(double));
     double *kls = nr_xcalloc((size_t)cfg->ppo.steps + 1, sizeof(double));
     int done_steps = 0;
@@ -171,6 +176,12 @@ int run_job(const Config *cfg, const Deck *deck, const char *deck_path) {
             }
         }
         nr_log("ppo: %d steps in %.2fs\n", done_steps, nr_now() - run0);
+        if (status == 0) {
+            double eval_after = ppo_eval_greedy(&ms.actor, cfg, &ts, eval_B, eval_n);
+            nr_log("eval: greedy task reward on %d held-out prompts: %.4f after PPO (%.4f before)\n",
+                   eval_B * eval_n, eval_after, eval_before);
+            eval_before_after[1] = eval_after;
+        }
         rollout_free(&ro);
     }
 
@@ -191,6 +202,8 @@ int run_job(const Config *cfg, const Deck *deck, const char *deck_path) {
         nr_log("verify.reward_gain: %+.6f\n", r_last - r_first);
         nr_log("verify.kl_last10: %.6f\n", mean_range(kls, n - k, n));
     }
+    nr_log("verify.eval_greedy_before_ppo: %.6f\n", eval_before_after[0]);
+    if (n > 0 && status == 0) nr_log("verify.eval_greedy_after_ppo: %.6f\n", eval_before_after[1]);
     print_checksum("actor", &ms.actor);
     if (cfg->ppo.steps > 0) {
         print_checksum("ref", &ms.ref);

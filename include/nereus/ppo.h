@@ -20,6 +20,7 @@ typedef struct Models {
 
 typedef struct Rollout {
     int B, P, T, Tcap;     /* sequences, prompt length, current length, capacity */
+    uint64_t sample_base;  /* global sample index of sequence b at step s: base + s·B + b */
     int *tokens;           /* (B, Tcap) prompt, response, EOS padding (generation) */
     int *seq;              /* (B, T) the same sequences, dense, from ppo_score on */
     int *targets;          /* (B, T) next token where mask, else −1 */
@@ -65,6 +66,11 @@ void ppo_generate_nocache(Rollout *r, GPT *actor, const Config *cfg, const TaskS
 void ppo_score(Rollout *r, Models *ms, const Config *cfg, StepStats *st);
 /* train: epochs × minibatches of actor and critic updates. */
 void ppo_train(Rollout *r, Models *ms, const Config *cfg, int step, StepStats *st);
+
+/* Mean task reward of greedy decoding (temperature 0) on nbatches × B
+ * held-out prompts: sample indices from 2^50, which neither SFT (2^40) nor
+ * PPO (0 ..) ever draws. */
+double ppo_eval_greedy(GPT *actor, const Config *cfg, const TaskSet *ts, int B, int nbatches);
 
 /* ---- pure pieces (unit-tested) ---- */
 /* GAE over one sequence of n response positions: rewards r, values v; the

@@ -47,7 +47,7 @@ void rollout_free(Rollout *r) {
 /* Prompts of this step's samples into tokens[:, :P]; answers kept for scoring. */
 static void rollout_prompts(Rollout *r, const TaskSet *ts, int step) {
     for (int b = 0; b < r->B; b++) {
-        uint64_t g = (uint64_t)step * (uint64_t)r->B + (uint64_t)b;
+        uint64_t g = r->sample_base + (uint64_t)step * (uint64_t)r->B + (uint64_t)b;
         r->kind[b] = task_make(ts, g, r->tokens + (size_t)b * r->Tcap, r->answer + (size_t)b * r->amax,
                                &r->answer_len[b]);
         r->resp_len[b] = 0;
@@ -60,7 +60,7 @@ static int rollout_sample(Rollout *r, const GPT *actor, const Config *cfg, int s
     const Backend *be = actor->be;
     float *u = (float *)r->rewards; /* host scratch (B) before scoring overwrites it */
     for (int b = 0; b < r->B; b++) {
-        uint64_t g = (uint64_t)step * (uint64_t)r->B + (uint64_t)b;
+        uint64_t g = r->sample_base + (uint64_t)step * (uint64_t)r->B + (uint64_t)b;
         u[b] = rng_uniform((uint64_t)cfg->run.seed, RNG_SAMPLE, g, (uint64_t)(r->P + j));
     }
     be->upload(r->d_u, u, (size_t)r->B * sizeof(float));
@@ -117,4 +117,24 @@ void ppo_generate_nocache(Rollout *r, GPT *actor, const Config *cfg, const TaskS
     }
     r->T = r->P + j + 1;
     free(dense);
+}
+
+double ppo_eval_greedy(GPT *actor, const Config *cfg, const TaskSet *ts, int B, int nbatches) {
+    Config ec = *cfg;
+    ec.ppo.batch = B;
+    ec.ppo.temperature = 0.0f;
+    ec.ppo.top_k = 0;
+    ec.ppo.max_response = actor->Tmax - task_prompt_len(ts); /* the longest response the actor holds */
+    Rollout r;
+    rollout_alloc(&r, &ec, ts, actor->be);
+    r.sample_base = 1ULL << 50;
+    double sum = 0.0;
+    for (int k = 0; k < nbatches; k++) {
+        ppo_generate(&r, actor, &ec, ts, k);
+        for (int b = 0; b < B; b++)
+            sum += task_reward(r.answer + (size_t)b * r.amax, r.answer_len[b], r.tokens + (size_t)b * r.Tcap + r.P,
+                               r.resp_len[b]);
+    }
+    rollout_free(&r);
+    return sum / ((double)B * nbatches);
 }
