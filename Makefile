@@ -6,8 +6,9 @@
 #   make test     deps + build + every test (last line: "N passed, N failed")
 #   make bench    deps + build + benchmarks (table on stdout, build/bench.txt)
 #
-# Options: USE_PAPI=auto|0|1, USE_HDF5=auto|0|1, ARCH=<gcc -march flags>,
-# NP=<ranks for make run>. The CUDA backend is issue #8; nvcc is only reported.
+# Options: USE_CUDA=auto|0|1 (cuda/cuda.mk), USE_PAPI=auto|0|1,
+# USE_HDF5=auto|0|1, ARCH=<gcc -march flags>, NP=<ranks for make run>, V=1.
+# Changing an option rebuilds what it affects (objects depend on build/.flags).
 
 SHELL := /bin/bash
 CC := mpicc
@@ -76,14 +77,16 @@ else
   FOUND += "✗ mpicc not found (required: make deps)"
   MISSING_REQUIRED := 1
 endif
-ifneq ($(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null),)
-  FOUND += "- nvcc found; the CUDA backend is not part of this build yet (issue \#8)"
-endif
+# V=1 shows the full commands
+Q := $(if $(V),,@)
+FLAGS_STAMP := build/.flags
+include cuda/cuda.mk
 
 LIB_SRC := $(wildcard src/util/*.c src/deck/*.c src/backend/cpu/*.c src/backend/*.c src/model/*.c src/emu/*.c \
                       src/ppo/*.c src/task/*.c) src/run.c
-LIB_OBJ := $(LIB_SRC:%.c=build/obj/%.o)
-TEST_PROGS := test_deck test_backend_grad test_model test_ppo_pure test_task
+LIB_OBJ := $(LIB_SRC:%.c=build/obj/%.o) $(CUDA_OBJ)
+LDLIBS += $(CUDA_LDLIBS)
+TEST_PROGS := test_deck test_backend_grad test_model test_ppo_pure test_task gpu/parity
 TEST_BIN := $(TEST_PROGS:%=build/tests/%)
 TOOLS := bin/nereus-task-tokens
 
@@ -98,9 +101,11 @@ ifeq ($(MISSING_REQUIRED),1)
 	@echo "nereus: required libraries are missing; run 'make deps' (or 'make run' / 'make test', which do it)"; exit 1
 endif
 
-# V=1 shows the full commands
-Q := $(if $(V),,@)
-build/obj/%.o: %.c
+# Objects depend on a stamp of the flags: changing USE_CUDA, ARCH, ... rebuilds them.
+FLAGS_NOW := $(CC) $(CFLAGS) $(LDLIBS) $(NVCCFLAGS)
+$(shell mkdir -p build && { [ -f $(FLAGS_STAMP) ] && [ "$$(cat $(FLAGS_STAMP))" = '$(FLAGS_NOW)' ] || echo '$(FLAGS_NOW)' > $(FLAGS_STAMP); })
+
+build/obj/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(CFLAGS) -c $< -o $@

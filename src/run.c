@@ -37,9 +37,10 @@ int run_job(const Config *cfg, const Deck *deck, const char *deck_path) {
                             "multi-rank EMU plans come with issue #3\n", world);
         return 2;
     }
-    char why[512];
+    char why[512] = "";
     const Backend *be = backend_select(cfg->run.backend, why, sizeof why);
     if (!be) return deck_error_at(deck, "run.backend", "%s", why);
+    if (why[0]) nr_log("nereus: %s\n", why); /* e.g. why "auto" did not pick CUDA */
     be->set_threads(cfg->run.blas_threads);
 
     TaskSet ts;

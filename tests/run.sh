@@ -45,6 +45,10 @@ verify() { sed -n "s/^verify\.$2: //p" "$1" | head -1; }
 
 echo "== unit tests"
 for p in test_deck test_backend_grad test_model test_ppo_pure test_task; do t "$p" 300 "build/tests/$p"; done
+# CUDA parity (every CUDA op against the CPU backend): runs where a GPU is, skipped (exit 77) elsewhere
+t0=$(date +%s.%N); timeout 300 build/tests/gpu/parity >"$LOG/gpu-parity.log" 2>&1; rc=$?
+secs=$(echo "$(date +%s.%N) - $t0" | bc)
+case $rc in 0) result gpu-parity 0 "$secs";; 77) result gpu-parity 77 "$secs" "$(grep -m1 SKIP "$LOG/gpu-parity.log")";; *) result gpu-parity 1 "$secs" "exit $rc";; esac
 
 echo "== bad input"
 for f in tests/decks/bad/*.deck; do

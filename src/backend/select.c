@@ -1,9 +1,10 @@
 /* select.c — picks the backend a run asks for ([run] backend = auto|cpu|cuda).
- * The CPU backend is always built. A CUDA build (USE_CUDA=1, which defines
- * NEREUS_CUDA and links src/backend/cuda/) provides backend_cuda_probe(),
+ * The CPU backend is always built. A CUDA build (USE_CUDA=auto|1 with nvcc,
+ * which defines NEREUS_CUDA and links cuda/) provides backend_cuda_probe(),
  * which returns the CUDA backend, or NULL with a reason when no usable device
- * is present; "auto" then falls back to the CPU. That probe is the one
- * extension point: nothing else here changes when CUDA arrives.
+ * is present; "auto" then falls back to the CPU and leaves that reason in
+ * `why` ("CUDA not used (…)") for the caller to log, even though it succeeded.
+ * That probe is the one extension point: nothing else here changes.
  */
 #include <stdio.h>
 #include <string.h>
@@ -11,8 +12,7 @@
 #include "nereus/backend.h"
 
 #ifdef NEREUS_CUDA
-/* src/backend/cuda/: the CUDA backend if a device is usable, else NULL + why */
-const Backend *backend_cuda_probe(char *why, size_t why_len);
+#include "nereus/backend_cuda.h" /* backend_cuda_probe: cuda/cuda.cu */
 #endif
 
 static void set_why(char *why, size_t why_len, const char *msg) {
@@ -23,16 +23,21 @@ const Backend *backend_select(const char *name, char *why, size_t why_len) {
     set_why(why, why_len, "");
     if (!name || !strcmp(name, "auto")) {
 #ifdef NEREUS_CUDA
-        char reason[256];
+        char reason[400];
         const Backend *be = backend_cuda_probe(reason, sizeof reason);
         if (be) return be;
+        if (why && why_len) snprintf(why, why_len, "CUDA not used (%s); using the CPU backend", reason);
 #endif
         return backend_cpu();
     }
     if (!strcmp(name, "cpu")) return backend_cpu();
     if (!strcmp(name, "cuda")) {
 #ifdef NEREUS_CUDA
-        return backend_cuda_probe(why, why_len);
+        char reason[400];
+        const Backend *be = backend_cuda_probe(reason, sizeof reason);
+        if (!be && why && why_len)
+            snprintf(why, why_len, "backend 'cuda' requested but no usable CUDA device: %s", reason);
+        return be;
 #else
         set_why(why, why_len,
                 "this build has no CUDA backend (rebuild with USE_CUDA=1 where nvcc is present)");

@@ -1,0 +1,197 @@
+/* cuda.cu — assembles the CUDA backend: the device probe (which device, by
+ * local rank), the cuBLAS handle and its math mode (fp32 or TF32), the memory
+ * ops (plain cudaMalloc, never managed memory; zero-filled like the CPU's),
+ * and the Backend struct filled by the cuda_register_* of each file.
+ *
+ * The probe never aborts: a machine without a driver or a device gets NULL
+ * and the CUDA error string in `why`, so "auto" can fall back to the CPU and
+ * "cuda" can fail as a collective deck error. Only after a device has been
+ * chosen do failures abort (cudaCheck).
+ */
+#define OMPI_SKIP_MPICXX 1 /* the C API only */
+#define MPICH_SKIP_MPICXX 1
+#include <mpi.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cuda_internal.h"
+
+static Backend cuda_backend;
+static int cuda_state;          /* 0 not probed, 1 ready, -1 failed */
+static char cuda_fail_why[512];
+static char cuda_dev_name[320];
+static cublasHandle_t cuda_handle;
+static int cuda_tf32;
+
+cublasHandle_t cuda_cublas(void) { return cuda_handle; }
+
+extern "C" const char *backend_cuda_device_name(void) { return cuda_state == 1 ? cuda_dev_name : ""; }
+
+extern "C" void backend_cuda_set_tf32(int on) {
+    cuda_tf32 = on ? 1 : 0;
+    if (cuda_state == 1)
+        cublasCheck(cublasSetMathMode(cuda_handle, cuda_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH
+                                                              : CUBLAS_DEFAULT_MATH));
+}
+
+extern "C" int backend_cuda_get_tf32(void) { return cuda_tf32; }
+
+/* --- memory ------------------------------------------------------------------ */
+
+#define CUDA_ALIGN 256
+
+static void *cuda_alloc(size_t bytes) {
+    size_t rounded = bytes == 0 ? CUDA_ALIGN : (bytes + CUDA_ALIGN - 1) / CUDA_ALIGN * CUDA_ALIGN;
+    if (rounded < bytes) nr_fatal("cuda backend: alloc of %zu bytes overflows", bytes);
+    void *p = NULL;
+    cudaError_t e = cudaMalloc(&p, rounded);
+    if (e != cudaSuccess) {
+        size_t fr = 0, tot = 0;
+        cudaGetLastError();
+        cudaMemGetInfo(&fr, &tot);
+        nr_fatal("cudaMalloc(%zu bytes, %.2f GiB) failed: %s (%.2f GiB free of %.2f GiB on %s)",
+                 bytes, (double)bytes / 1073741824.0, cudaGetErrorString(e),
+                 (double)fr / 1073741824.0, (double)tot / 1073741824.0, cuda_dev_name);
+    }
+    cudaCheck(cudaMemset(p, 0, rounded));
+    return p;
+}
+
+static void cuda_free(void *p) {
+    if (p) cudaCheck(cudaFree(p));
+}
+
+static void cuda_upload(void *dst, const void *host_src, size_t bytes) {
+    if (bytes) cudaCheck(cudaMemcpy(dst, host_src, bytes, cudaMemcpyHostToDevice));
+}
+
+static void cuda_download(void *host_dst, const void *src, size_t bytes) {
+    if (bytes) cudaCheck(cudaMemcpy(host_dst, src, bytes, cudaMemcpyDeviceToHost));
+}
+
+/* memmove semantics like the CPU backend: overlapping ranges go through a
+ * temporary (cudaMemcpy on overlapping device ranges is undefined) */
+static void cuda_copy(void *dst, const void *src, size_t bytes) {
+    if (!bytes || dst == src) return;
+    const char *d = (const char *)dst, *s = (const char *)src;
+    if (d < s + bytes && s < d + bytes) {
+        void *tmp = NULL;
+        cudaCheck(cudaMalloc(&tmp, bytes));
+        cudaCheck(cudaMemcpy(tmp, src, bytes, cudaMemcpyDeviceToDevice));
+        cudaCheck(cudaMemcpy(dst, tmp, bytes, cudaMemcpyDeviceToDevice));
+        cudaCheck(cudaFree(tmp));
+        return;
+    }
+    cudaCheck(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToDevice));
+}
+
+static void cuda_zero(void *p, size_t bytes) {
+    if (bytes) cudaCheck(cudaMemset(p, 0, bytes));
+}
+
+/* kernels size their own grids: host threads per rank do not apply */
+static void cuda_set_threads(int nthreads) { (void)nthreads; }
+
+void cuda_register_memory(Backend *be) {
+    be->alloc = cuda_alloc;
+    be->free = cuda_free;
+    be->upload = cuda_upload;
+    be->download = cuda_download;
+    be->copy = cuda_copy;
+    be->zero = cuda_zero;
+    be->set_threads = cuda_set_threads;
+}
+
+/* --- probe ------------------------------------------------------------------- */
+
+static void set_why(char *why, size_t len, const char *msg) {
+    if (why && len) snprintf(why, len, "%s", msg);
+}
+
+/* rank among the ranks of this node (0 without MPI) */
+static int local_rank(void) {
+    int init = 0, fin = 0;
+    MPI_Initialized(&init);
+    MPI_Finalized(&fin);
+    if (!init || fin) return 0;
+    MPI_Comm node;
+    int r = 0, wr = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &wr);
+    mpiCheck(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, wr, MPI_INFO_NULL, &node));
+    mpiCheck(MPI_Comm_rank(node, &r));
+    mpiCheck(MPI_Comm_free(&node));
+    return r;
+}
+
+#define PROBE_FAIL(...)                                                                        \
+    do {                                                                                       \
+        snprintf(cuda_fail_why, sizeof cuda_fail_why, __VA_ARGS__);                            \
+        cuda_state = -1;                                                                       \
+        set_why(why, why_len, cuda_fail_why);                                                  \
+        return NULL;                                                                           \
+    } while (0)
+
+extern "C" const Backend *backend_cuda_probe(char *why, size_t why_len) {
+    set_why(why, why_len, "");
+    if (cuda_state == 1) return &cuda_backend;
+    if (cuda_state == -1) {
+        set_why(why, why_len, cuda_fail_why);
+        return NULL;
+    }
+    /* the split is collective: every rank does it, device or not */
+    int lr = local_rank();
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        PROBE_FAIL("cudaGetDeviceCount failed: %s (error %d)", cudaGetErrorString(e), (int)e);
+    }
+    if (n <= 0) PROBE_FAIL("cudaGetDeviceCount found no CUDA device");
+    int dev = lr % n;
+    e = cudaSetDevice(dev);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        PROBE_FAIL("cudaSetDevice(%d) failed: %s (error %d)", dev, cudaGetErrorString(e), (int)e);
+    }
+    cudaDeviceProp prop;
+    e = cudaGetDeviceProperties(&prop, dev);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        PROBE_FAIL("cudaGetDeviceProperties(%d) failed: %s (error %d)", dev, cudaGetErrorString(e), (int)e);
+    }
+    char pn[128];
+    snprintf(pn, sizeof pn, "%.127s", prop.name);
+    if (prop.major < 9)
+        PROBE_FAIL("CUDA device %d (%s) is sm_%d%d; this build has code for sm_90 and newer only",
+                   dev, pn, prop.major, prop.minor);
+    /* a first real call: creates the context, so a broken device fails here */
+    e = cudaFree(0);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        PROBE_FAIL("creating a CUDA context on device %d (%s) failed: %s (error %d)", dev, pn,
+                   cudaGetErrorString(e), (int)e);
+    }
+    cublasStatus_t s = cublasCreate(&cuda_handle);
+    if (s != CUBLAS_STATUS_SUCCESS)
+        PROBE_FAIL("cublasCreate failed on device %d (%s): %s", dev, pn, cublasGetStatusString(s));
+    cublasCheck(cublasSetStream(cuda_handle, 0));
+    cublasCheck(cublasSetPointerMode(cuda_handle, CUBLAS_POINTER_MODE_HOST));
+    snprintf(cuda_dev_name, sizeof cuda_dev_name, "%s (device %d of %d, sm_%d%d)", pn, dev, n,
+             prop.major, prop.minor);
+
+    Backend be;
+    memset(&be, 0, sizeof be);
+    be.name = "cuda";
+    cuda_register_memory(&be);
+    cuda_register_dense(&be);
+    cuda_register_norm(&be);
+    cuda_register_attention(&be);
+    cuda_register_embed(&be);
+    cuda_register_heads(&be);
+    cuda_register_ppo(&be);
+    cuda_register_adamw(&be);
+    cuda_backend = be;
+    cuda_state = 1;
+    backend_cuda_set_tf32(cuda_tf32);
+    return &cuda_backend;
+}

@@ -1,0 +1,154 @@
+/* dense.cu — matmul (cuBLAS), GELU and the residual add of the CUDA backend.
+ *
+ * Row-major through column-major cuBLAS by the usual transpose trick: a
+ * row-major (R, C) matrix is a column-major (C, R) one, so
+ *   out (N,OC) = inp (N,IC) · W (OC,IC)^T   is   out^T = W^T' · inp^T
+ * i.e. cublasSgemm(T, N, OC, N, IC, W, IC, inp, IC, out, OC). As on the CPU the
+ * bias is copied into out first and the GEMM adds with beta = 1; backwards
+ * accumulate with beta = 1. dbias is a column sum in a fixed order (one
+ * thread column per output channel, a fixed tree over 32 row groups), so it
+ * is deterministic. The math mode (fp32 / TF32) is the handle's, set by
+ * backend_cuda_set_tf32.
+ */
+#include "cuda_internal.h"
+
+/* out (N, OC) = bias broadcast */
+__global__ static void bias_fill_kernel(float *out, const float *bias, size_t N, int OC) {
+    size_t total = N * (size_t)OC;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total;
+         i += (size_t)gridDim.x * blockDim.x)
+        out[i] = bias[i % OC];
+}
+
+/* dst (C) += Σ_n src (N, C)[n]: block (32, 32), column tile of 32, 32 row groups */
+__global__ static void colsum_accum_kernel(float *dst, const float *src, int N, int C) {
+    __shared__ float part[32][33];
+    int c = blockIdx.x * 32 + threadIdx.x;
+    float s = 0.0f;
+    if (c < C)
+        for (int n = threadIdx.y; n < N; n += 32) s += src[(size_t)n * C + c];
+    part[threadIdx.y][threadIdx.x] = s;
+    __syncthreads();
+    if (threadIdx.y == 0 && c < C) {
+        float t = 0.0f;
+        for (int g = 0; g < 32; g++) t += part[g][threadIdx.x];
+        dst[c] += t;
+    }
+}
+
+void cuda_colsum_accum(float *dst, const float *src, int N, int C) {
+    if (N <= 0 || C <= 0) return;
+    colsum_accum_kernel<<<(C + 31) / 32, dim3(32, 32)>>>(dst, src, N, C);
+    cudaCheckLaunch("colsum_accum_kernel");
+}
+
+static void cuda_matmul_forward(float *out, const float *inp, const float *weight,
+                                const float *bias, int N, int IC, int OC) {
+    if (N <= 0 || OC <= 0) return;
+    float beta = 0.0f;
+    const size_t total = (size_t)N * OC;
+    if (bias) {
+        bias_fill_kernel<<<cuda_blocks(total, 256), 256>>>(out, bias, (size_t)N, OC);
+        cudaCheckLaunch("bias_fill_kernel");
+        beta = 1.0f;
+    }
+    if (IC <= 0) {
+        if (!bias) cudaCheck(cudaMemset(out, 0, total * sizeof(float)));
+        return;
+    }
+    const float one = 1.0f;
+    cublasCheck(cublasSgemm(cuda_cublas(), CUBLAS_OP_T, CUBLAS_OP_N, OC, N, IC, &one, weight, IC,
+                            inp, IC, &beta, out, OC));
+}
+
+static void cuda_matmul_backward(float *dinp, float *dweight, float *dbias,
+                                 const float *dout, const float *inp, const float *weight,
+                                 int N, int IC, int OC) {
+    if (N <= 0 || OC <= 0) return;
+    const float one = 1.0f;
+    if (IC > 0) {
+        /* dinp^T (IC, N) += W^T (IC, OC) · dout^T (OC, N) */
+        if (dinp)
+            cublasCheck(cublasSgemm(cuda_cublas(), CUBLAS_OP_N, CUBLAS_OP_N, IC, N, OC, &one, weight,
+                                    IC, dout, OC, &one, dinp, IC));
+        /* dW^T (IC, OC) += inp^T (IC, N) · dout (N, OC) */
+        if (dweight)
+            cublasCheck(cublasSgemm(cuda_cublas(), CUBLAS_OP_N, CUBLAS_OP_T, IC, OC, N, &one, inp, IC,
+                                    dout, OC, &one, dweight, IC));
+    }
+    if (dbias) cuda_colsum_accum(dbias, dout, N, OC);
+}
+
+#define GELU_SCALE 0.7978845608028654f /* sqrt(2/pi) */
+
+__global__ static void gelu_forward_kernel(float *out, const float *inp, size_t N) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < N;
+         i += (size_t)gridDim.x * blockDim.x) {
+        float xi = inp[i];
+        float cube = 0.044715f * xi * xi * xi;
+        out[i] = 0.5f * xi * (1.0f + tanhf(GELU_SCALE * (xi + cube)));
+    }
+}
+
+/* dinp may equal dout (elementwise, read before write) */
+__global__ static void gelu_backward_kernel(float *dinp, const float *inp, const float *dout, size_t N) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < N;
+         i += (size_t)gridDim.x * blockDim.x) {
+        float xi = inp[i];
+        float cube = 0.044715f * xi * xi * xi;
+        float th = tanhf(GELU_SCALE * (xi + cube));
+        float sech2 = 1.0f - th * th;
+        float local = 0.5f * (1.0f + th) +
+                      0.5f * xi * sech2 * GELU_SCALE * (1.0f + 3.0f * 0.044715f * xi * xi);
+        float g = dout[i];
+        dinp[i] += local * g;
+    }
+}
+
+static void cuda_gelu_forward(float *out, const float *inp, size_t N) {
+    if (!N) return;
+    gelu_forward_kernel<<<cuda_blocks(N, 256), 256>>>(out, inp, N);
+    cudaCheckLaunch("gelu_forward_kernel");
+}
+
+static void cuda_gelu_backward(float *dinp, const float *inp, const float *dout, size_t N) {
+    if (!N) return;
+    gelu_backward_kernel<<<cuda_blocks(N, 256), 256>>>(dinp, inp, dout, N);
+    cudaCheckLaunch("gelu_backward_kernel");
+}
+
+__global__ static void residual_forward_kernel(float *out, const float *a, const float *b, size_t N) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < N;
+         i += (size_t)gridDim.x * blockDim.x)
+        out[i] = a[i] + b[i];
+}
+
+__global__ static void residual_backward_kernel(float *da, float *db, const float *dout, size_t N) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < N;
+         i += (size_t)gridDim.x * blockDim.x) {
+        float g = dout[i];
+        if (da) da[i] += g;
+        if (db) db[i] += g;
+    }
+}
+
+static void cuda_residual_forward(float *out, const float *a, const float *b, size_t N) {
+    if (!N) return;
+    residual_forward_kernel<<<cuda_blocks(N, 256), 256>>>(out, a, b, N);
+    cudaCheckLaunch("residual_forward_kernel");
+}
+
+static void cuda_residual_backward(float *da, float *db, const float *dout, size_t N) {
+    if (!N || (!da && !db)) return;
+    residual_backward_kernel<<<cuda_blocks(N, 256), 256>>>(da, db, dout, N);
+    cudaCheckLaunch("residual_backward_kernel");
+}
+
+void cuda_register_dense(Backend *be) {
+    be->matmul_forward = cuda_matmul_forward;
+    be->matmul_backward = cuda_matmul_backward;
+    be->gelu_forward = cuda_gelu_forward;
+    be->gelu_backward = cuda_gelu_backward;
+    be->residual_forward = cuda_residual_forward;
+    be->residual_backward = cuda_residual_backward;
+}

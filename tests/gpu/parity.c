@@ -1,0 +1,662 @@
+/* parity.c — checks every op of the CUDA backend against the CPU backend (the
+ * oracle) on fresh random inputs, then benchmarks matmul_forward against a
+ * bare cublasSgemm on GPT-2 124M shapes, and runs the NCCL helper on the
+ * ranks it was started with.
+ *
+ * Rules: every output is poisoned (NaN) on both backends before an op that
+ * overwrites it, so an element the CUDA kernel never writes fails; outputs an
+ * op accumulates into start from the same random values on both. A check
+ * passes when no compared element is NaN/Inf where the CPU's is finite and
+ * the norm-wise relative error max|gpu − cpu| / max|cpu| is ≤ tol (1e-5 in
+ * fp32, 3e-3 for matmul under TF32), written !(err <= tol) so NaN never
+ * passes. Sampling must give the CPU's tokens exactly. One line per check,
+ * then the GEMM table and a verdict line; exit 0 (all passed), 1 (a check
+ * failed) or 77 with "SKIP: no CUDA device (<reason>)" (no usable device, or
+ * a build without CUDA).
+ */
+#include <math.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nereus/backend.h"
+#include "nereus/util.h"
+
+#ifndef NEREUS_CUDA
+int main(int argc, char **argv) {
+    (void)argc;
+    (void)argv;
+    printf("SKIP: no CUDA device (this build has no CUDA backend: rebuild with USE_CUDA=1 where nvcc is present)\n");
+    return 77;
+}
+#else
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include "cuda_check.h"
+#include "nereus/backend_cuda.h"
+#ifdef NEREUS_NCCL
+#include "nccl_comm.h"
+#endif
+
+static const Backend *CPU, *GPU;
+static int n_pass, n_fail;
+static uint64_t draw_id = 1; /* every random array gets a fresh stream index */
+
+/* ---- host/device helpers ------------------------------------------------ */
+
+static float *h_rand(size_t n, float lo, float hi) {
+    float *x = nr_xmalloc(n * sizeof(float) + 1);
+    uint64_t id = draw_id++;
+    for (size_t i = 0; i < n; i++) x[i] = lo + (hi - lo) * rng_uniform(4242, RNG_TEST, id, i);
+    return x;
+}
+
+static float *h_nan(size_t n) {
+    float *x = nr_xmalloc(n * sizeof(float) + 1);
+    for (size_t i = 0; i < n; i++) x[i] = NAN;
+    return x;
+}
+
+/* one buffer on each backend, both holding the same host contents */
+typedef struct {
+    float *c, *g;
+    size_t n;
+} Pair;
+
+static Pair pair_from(const float *h, size_t n) {
+    Pair p = {CPU->alloc(n * sizeof(float)), GPU->alloc(n * sizeof(float)), n};
+    CPU->upload(p.c, h, n * sizeof(float));
+    GPU->upload(p.g, h, n * sizeof(float));
+    return p;
+}
+
+static Pair pair_rand(size_t n, float lo, float hi) {
+    float *h = h_rand(n, lo, hi);
+    Pair p = pair_from(h, n);
+    free(h);
+    return p;
+}
+
+static Pair pair_nan(size_t n) {
+    float *h = h_nan(n);
+    Pair p = pair_from(h, n);
+    free(h);
+    return p;
+}
+
+static void pair_poison(Pair p) {
+    float *h = h_nan(p.n);
+    CPU->upload(p.c, h, p.n * sizeof(float));
+    GPU->upload(p.g, h, p.n * sizeof(float));
+    free(h);
+}
+
+static void pair_free(Pair p) {
+    CPU->free(p.c);
+    GPU->free(p.g);
+}
+
+typedef struct {
+    int *c, *g;
+} IPair;
+
+static IPair ipair_from(const int *h, size_t n) {
+    IPair p = {CPU->alloc(n * sizeof(int)), GPU->alloc(n * sizeof(int))};
+    CPU->upload(p.c, h, n * sizeof(int));
+    GPU->upload(p.g, h, n * sizeof(int));
+    return p;
+}
+
+static void ipair_free(IPair p) {
+    CPU->free(p.c);
+    GPU->free(p.g);
+}
+
+/* ---- comparison ----------------------------------------------------------- */
+
+static void verdict(const char *name, int ok, const char *fmt, double val, double tol) {
+    if (ok) n_pass++;
+    else n_fail++;
+    printf("%-4s  %-52s ", ok ? "ok" : "FAIL", name);
+    if (*fmt) printf(fmt, val, tol);
+    printf("\n");
+    fflush(stdout);
+}
+
+/* elements [off + k·stride, off + k·stride + len) for k < count (stride 0: one run) */
+static double rel_err_rows(const float *cpu, const float *gpu, size_t count, size_t len, size_t stride,
+                           long *bad) {
+    double maxd = 0.0, maxa = 0.0;
+    long nbad = 0;
+    for (size_t k = 0; k < count; k++)
+        for (size_t i = 0; i < len; i++) {
+            size_t j = k * stride + i;
+            double a = cpu[j], b = gpu[j];
+            if (!isfinite(b) || !isfinite(a)) {
+                nbad++;
+                continue;
+            }
+            double d = fabs(a - b);
+            if (d > maxd) maxd = d;
+            if (fabs(a) > maxa) maxa = fabs(a);
+        }
+    *bad = nbad;
+    return maxa > 0.0 ? maxd / maxa : maxd;
+}
+
+/* compares the whole pair (download both) */
+static void check(const char *name, Pair p, double tol) {
+    float *hc = nr_xmalloc(p.n * sizeof(float) + 1), *hg = nr_xmalloc(p.n * sizeof(float) + 1);
+    CPU->download(hc, p.c, p.n * sizeof(float));
+    GPU->download(hg, p.g, p.n * sizeof(float));
+    long bad = 0;
+    double err = rel_err_rows(hc, hg, 1, p.n, 0, &bad);
+    if (bad) {
+        char nm[160];
+        snprintf(nm, sizeof nm, "%s (%ld non-finite)", name, bad);
+        verdict(nm, 0, "rel err %.2e (tol %.0e)", err, tol);
+    } else {
+        verdict(name, err <= tol, "rel err %.2e (tol %.0e)", err, tol);
+    }
+    free(hc);
+    free(hg);
+}
+
+/* compares rows selected by a mask (rows of length len) */
+static void check_rows(const char *name, Pair p, size_t rows, size_t len, const int *keep, double tol) {
+    float *hc = nr_xmalloc(p.n * sizeof(float) + 1), *hg = nr_xmalloc(p.n * sizeof(float) + 1);
+    CPU->download(hc, p.c, p.n * sizeof(float));
+    GPU->download(hg, p.g, p.n * sizeof(float));
+    double err = 0.0;
+    long bad = 0;
+    for (size_t r = 0; r < rows; r++) {
+        if (!keep[r]) continue;
+        long b = 0;
+        double e = rel_err_rows(hc + r * len, hg + r * len, 1, len, 0, &b);
+        bad += b;
+        if (!(e <= err)) err = e;
+    }
+    verdict(name, bad == 0 && err <= tol, "rel err %.2e (tol %.0e)", err, tol);
+    free(hc);
+    free(hg);
+}
+
+#define TOL 1e-5
+#define TOL_TF32 3e-3
+
+/* ---- op checks -------------------------------------------------------------- */
+
+static void check_memory(void) {
+    const size_t n = 100003;
+    float *z = GPU->alloc(n * sizeof(float)), *h = h_rand(n, -1, 1), *back = h_nan(n);
+    GPU->download(back, z, n * sizeof(float));
+    int ok = 1;
+    for (size_t i = 0; i < n; i++) ok &= back[i] == 0.0f;
+    verdict("alloc is zero-filled", ok, "", 0, 0);
+    GPU->upload(z, h, n * sizeof(float));
+    GPU->download(back, z, n * sizeof(float));
+    verdict("upload/download round trip", !memcmp(h, back, n * sizeof(float)), "", 0, 0);
+    float *z2 = GPU->alloc(n * sizeof(float));
+    GPU->copy(z2, z, n * sizeof(float));
+    GPU->download(back, z2, n * sizeof(float));
+    verdict("copy", !memcmp(h, back, n * sizeof(float)), "", 0, 0);
+    GPU->copy(z + 7, z, (n - 7) * sizeof(float)); /* overlapping: memmove semantics */
+    GPU->download(back, z, n * sizeof(float));
+    ok = !memcmp(back + 7, h, (n - 7) * sizeof(float)) && !memcmp(back, h, 7 * sizeof(float));
+    verdict("copy (overlapping, memmove)", ok, "", 0, 0);
+    GPU->zero(z2 + 5, 100 * sizeof(float));
+    GPU->download(back, z2, n * sizeof(float));
+    ok = back[4] == h[4] && back[105] == h[105];
+    for (int i = 5; i < 105; i++) ok &= back[i] == 0.0f;
+    verdict("zero (a sub-range)", ok, "", 0, 0);
+    GPU->set_threads(4);
+    void *e = GPU->alloc(0);
+    verdict("alloc(0) gives a pointer", e != NULL, "", 0, 0);
+    GPU->free(e);
+    GPU->free(z);
+    GPU->free(z2);
+    free(h);
+    free(back);
+}
+
+static void check_matmul(int N, int IC, int OC, int with_bias, double tol, const char *mode) {
+    char nm[128];
+    Pair inp = pair_rand((size_t)N * IC, -1, 1), w = pair_rand((size_t)OC * IC, -0.5f, 0.5f);
+    Pair bias = pair_rand((size_t)OC, -1, 1), out = pair_nan((size_t)N * OC);
+    CPU->matmul_forward(out.c, inp.c, w.c, with_bias ? bias.c : NULL, N, IC, OC);
+    GPU->matmul_forward(out.g, inp.g, w.g, with_bias ? bias.g : NULL, N, IC, OC);
+    snprintf(nm, sizeof nm, "matmul_forward %s N%d IC%d OC%d%s", mode, N, IC, OC, with_bias ? " +b" : "");
+    check(nm, out, tol);
+    Pair dout = pair_rand((size_t)N * OC, -1, 1);
+    Pair dinp = pair_rand((size_t)N * IC, -1, 1), dw = pair_rand((size_t)OC * IC, -1, 1);
+    Pair db = pair_rand((size_t)OC, -1, 1);
+    CPU->matmul_backward(dinp.c, dw.c, with_bias ? db.c : NULL, dout.c, inp.c, w.c, N, IC, OC);
+    GPU->matmul_backward(dinp.g, dw.g, with_bias ? db.g : NULL, dout.g, inp.g, w.g, N, IC, OC);
+    snprintf(nm, sizeof nm, "matmul_backward dinp %s N%d IC%d OC%d", mode, N, IC, OC);
+    check(nm, dinp, tol);
+    snprintf(nm, sizeof nm, "matmul_backward dweight %s N%d IC%d OC%d", mode, N, IC, OC);
+    check(nm, dw, tol);
+    if (with_bias) {
+        snprintf(nm, sizeof nm, "matmul_backward dbias N%d OC%d", N, OC);
+        check(nm, db, TOL);
+    }
+    pair_free(inp); pair_free(w); pair_free(bias); pair_free(out);
+    pair_free(dout); pair_free(dinp); pair_free(dw); pair_free(db);
+}
+
+static void check_layernorm(int N, int C) {
+    char nm[128];
+    Pair inp = pair_rand((size_t)N * C, -2, 3), w = pair_rand(C, 0.5f, 1.5f), b = pair_rand(C, -1, 1);
+    Pair out = pair_nan((size_t)N * C), mean = pair_nan(N), rstd = pair_nan(N);
+    CPU->layernorm_forward(out.c, mean.c, rstd.c, inp.c, w.c, b.c, N, C);
+    GPU->layernorm_forward(out.g, mean.g, rstd.g, inp.g, w.g, b.g, N, C);
+    snprintf(nm, sizeof nm, "layernorm_forward out N%d C%d", N, C);
+    check(nm, out, TOL);
+    check("layernorm_forward mean", mean, TOL);
+    check("layernorm_forward rstd", rstd, TOL);
+    Pair dout = pair_rand((size_t)N * C, -1, 1), dinp = pair_rand((size_t)N * C, -1, 1);
+    Pair dw = pair_rand(C, -1, 1), db = pair_rand(C, -1, 1);
+    CPU->layernorm_backward(dinp.c, dw.c, db.c, dout.c, inp.c, w.c, mean.c, rstd.c, N, C);
+    GPU->layernorm_backward(dinp.g, dw.g, db.g, dout.g, inp.g, w.g, mean.g, rstd.g, N, C);
+    snprintf(nm, sizeof nm, "layernorm_backward dinp N%d C%d", N, C);
+    check(nm, dinp, TOL);
+    check("layernorm_backward dweight", dw, TOL);
+    check("layernorm_backward dbias", db, TOL);
+    pair_free(inp); pair_free(w); pair_free(b); pair_free(out); pair_free(mean); pair_free(rstd);
+    pair_free(dout); pair_free(dinp); pair_free(dw); pair_free(db);
+}
+
+static void check_pointwise(size_t N) {
+    Pair x = pair_rand(N, -6, 6), y = pair_rand(N, -3, 3), out = pair_nan(N);
+    CPU->gelu_forward(out.c, x.c, N);
+    GPU->gelu_forward(out.g, x.g, N);
+    check("gelu_forward", out, TOL);
+    Pair dx = pair_rand(N, -1, 1), dy = pair_rand(N, -1, 1);
+    CPU->gelu_backward(dx.c, x.c, dy.c, N);
+    GPU->gelu_backward(dx.g, x.g, dy.g, N);
+    check("gelu_backward", dx, TOL);
+    CPU->gelu_backward(dy.c, x.c, dy.c, N); /* in place: dinp == dout */
+    GPU->gelu_backward(dy.g, x.g, dy.g, N);
+    check("gelu_backward (in place)", dy, TOL);
+    pair_poison(out);
+    CPU->residual_forward(out.c, x.c, y.c, N);
+    GPU->residual_forward(out.g, x.g, y.g, N);
+    check("residual_forward", out, TOL);
+    CPU->residual_backward(x.c, y.c, dx.c, N);
+    GPU->residual_backward(x.g, y.g, dx.g, N);
+    check("residual_backward da", x, TOL);
+    check("residual_backward db", y, TOL);
+    pair_free(x); pair_free(y); pair_free(out); pair_free(dx); pair_free(dy);
+}
+
+static void check_attention(int B, int T, int C, int NH) {
+    char nm[128];
+    const size_t nin = (size_t)B * T * 3 * C, natt = (size_t)B * NH * T * T, nout = (size_t)B * T * C;
+    Pair inp = pair_rand(nin, -1.5f, 1.5f), out = pair_nan(nout);
+    Pair pre = pair_nan(natt), att = pair_nan(natt);
+    CPU->attention_forward(out.c, pre.c, att.c, inp.c, B, T, C, NH);
+    GPU->attention_forward(out.g, pre.g, att.g, inp.g, B, T, C, NH);
+    snprintf(nm, sizeof nm, "attention_forward out B%d T%d C%d NH%d", B, T, C, NH);
+    check(nm, out, TOL);
+    check("attention_forward preatt", pre, TOL);
+    check("attention_forward att", att, TOL);
+    Pair dout = pair_rand(nout, -1, 1), dinp = pair_rand(nin, -1, 1);
+    Pair dpre = pair_nan(natt), datt = pair_nan(natt);
+    CPU->attention_backward(dinp.c, dpre.c, datt.c, dout.c, inp.c, att.c, B, T, C, NH);
+    GPU->attention_backward(dinp.g, dpre.g, datt.g, dout.g, inp.g, att.g, B, T, C, NH);
+    snprintf(nm, sizeof nm, "attention_backward dinp B%d T%d C%d NH%d", B, T, C, NH);
+    check(nm, dinp, TOL);
+    check("attention_backward dpreatt", dpre, TOL);
+    check("attention_backward datt", datt, TOL);
+
+    /* KV cache: fill from the first T-1 tokens, decode token T-1 at pos T-1 */
+    const int Tmax = T + 9, hs = C / NH, pos = T - 1;
+    const size_t ncache = (size_t)B * NH * Tmax * hs;
+    Pair kc = pair_nan(ncache), vc = pair_nan(ncache);
+    /* prefix qkv (B, T-1, 3C) and the new token's qkv (B, 3C), cut from inp */
+    float *h = nr_xmalloc(nin * sizeof(float));
+    CPU->download(h, inp.c, nin * sizeof(float));
+    float *hp = nr_xmalloc(nin * sizeof(float)), *hq = nr_xmalloc((size_t)B * 3 * C * sizeof(float));
+    for (int b = 0; b < B; b++) {
+        memcpy(hp + (size_t)b * pos * 3 * C, h + (size_t)b * T * 3 * C, (size_t)pos * 3 * C * sizeof(float));
+        memcpy(hq + (size_t)b * 3 * C, h + ((size_t)b * T + pos) * 3 * C, (size_t)3 * C * sizeof(float));
+    }
+    Pair pref = pair_from(hp, (size_t)B * pos * 3 * C), q = pair_from(hq, (size_t)B * 3 * C);
+    CPU->kv_fill(kc.c, vc.c, pref.c, B, pos, Tmax, C, NH);
+    GPU->kv_fill(kc.g, vc.g, pref.g, B, pos, Tmax, C, NH);
+    Pair dec = pair_nan((size_t)B * C);
+    CPU->attention_decode(dec.c, kc.c, vc.c, q.c, B, pos, Tmax, C, NH);
+    GPU->attention_decode(dec.g, kc.g, vc.g, q.g, B, pos, Tmax, C, NH);
+    snprintf(nm, sizeof nm, "attention_decode out B%d pos%d Tmax%d", B, pos, Tmax);
+    check(nm, dec, TOL);
+    /* cache positions 0..pos of every (b, h) */
+    int *keep = nr_xcalloc((size_t)B * NH * Tmax, sizeof(int));
+    for (size_t r = 0; r < (size_t)B * NH * Tmax; r++) keep[r] = (int)(r % Tmax) <= pos;
+    check_rows("kv_fill + decode kcache", kc, (size_t)B * NH * Tmax, hs, keep, 0.0);
+    check_rows("kv_fill + decode vcache", vc, (size_t)B * NH * Tmax, hs, keep, 0.0);
+    /* decode must equal the forward's row pos (GPU against GPU) */
+    float *fo = nr_xmalloc(nout * sizeof(float)), *dg = nr_xmalloc((size_t)B * C * sizeof(float));
+    GPU->download(fo, out.g, nout * sizeof(float));
+    GPU->download(dg, dec.g, (size_t)B * C * sizeof(float));
+    double err = 0.0;
+    long bad = 0;
+    for (int b = 0; b < B; b++) {
+        long bb = 0;
+        double e = rel_err_rows(fo + ((size_t)b * T + pos) * C, dg + (size_t)b * C, 1, C, 0, &bb);
+        bad += bb;
+        if (!(e <= err)) err = e;
+    }
+    verdict("cuda decode == cuda forward row pos", bad == 0 && err <= TOL, "rel err %.2e (tol %.0e)", err, TOL);
+    free(h); free(hp); free(hq); free(keep); free(fo); free(dg);
+    pair_free(inp); pair_free(out); pair_free(pre); pair_free(att); pair_free(dout); pair_free(dinp);
+    pair_free(dpre); pair_free(datt); pair_free(kc); pair_free(vc); pair_free(pref); pair_free(q);
+    pair_free(dec);
+}
+
+static void check_encoder(int B, int T, int C, int V, int maxT, int pos0) {
+    int *tok = nr_xmalloc((size_t)B * T * sizeof(int));
+    for (int i = 0; i < B * T; i++) tok[i] = rng_below(4242, RNG_TEST, 777, (uint64_t)i, V);
+    tok[1] = tok[0]; /* a repeat for certain */
+    IPair it = ipair_from(tok, (size_t)B * T);
+    Pair wte = pair_rand((size_t)V * C, -1, 1), wpe = pair_rand((size_t)maxT * C, -1, 1);
+    Pair out = pair_nan((size_t)B * T * C);
+    CPU->encoder_forward(out.c, it.c, wte.c, wpe.c, B, T, C, pos0);
+    GPU->encoder_forward(out.g, it.g, wte.g, wpe.g, B, T, C, pos0);
+    check("encoder_forward", out, TOL);
+    Pair dout = pair_rand((size_t)B * T * C, -1, 1);
+    CPU->encoder_backward(wte.c, wpe.c, dout.c, it.c, B, T, C, pos0);
+    GPU->encoder_backward(wte.g, wpe.g, dout.g, it.g, B, T, C, pos0);
+    check("encoder_backward dwte", wte, TOL);
+    check("encoder_backward dwpe", wpe, TOL);
+    /* determinism: the same call twice from the same start gives the same bits */
+    size_t nw = (size_t)V * C;
+    float *a = nr_xmalloc(nw * sizeof(float)), *b2 = nr_xmalloc(nw * sizeof(float));
+    GPU->zero(wte.g, nw * sizeof(float));
+    GPU->encoder_backward(wte.g, NULL, dout.g, it.g, B, T, C, pos0);
+    GPU->download(a, wte.g, nw * sizeof(float));
+    GPU->zero(wte.g, nw * sizeof(float));
+    GPU->encoder_backward(wte.g, NULL, dout.g, it.g, B, T, C, pos0);
+    GPU->download(b2, wte.g, nw * sizeof(float));
+    verdict("encoder_backward dwte deterministic", !memcmp(a, b2, nw * sizeof(float)), "", 0, 0);
+    free(a); free(b2); free(tok);
+    ipair_free(it); pair_free(wte); pair_free(wpe); pair_free(out); pair_free(dout);
+}
+
+static void check_logprob(int N, int V, int with_ent, int alias) {
+    char nm[160];
+    int *tg = nr_xmalloc((size_t)N * sizeof(int)), *keep = nr_xmalloc((size_t)N * sizeof(int));
+    for (int n = 0; n < N; n++) {
+        tg[n] = n == 1 ? -1 : rng_below(4242, RNG_TEST, 778, (uint64_t)n, V);
+        keep[n] = tg[n] >= 0;
+    }
+    IPair t = ipair_from(tg, N);
+    Pair logits = pair_rand((size_t)N * V, -8, 8);
+    Pair probs = alias ? logits : pair_nan((size_t)N * V);
+    Pair logp = pair_nan(N), ent = pair_nan(N);
+    CPU->logprob_forward(probs.c, logp.c, with_ent ? ent.c : NULL, logits.c, t.c, N, V);
+    GPU->logprob_forward(probs.g, logp.g, with_ent ? ent.g : NULL, logits.g, t.g, N, V);
+    snprintf(nm, sizeof nm, "logprob_forward probs N%d V%d%s%s", N, V, with_ent ? " +ent" : "", alias ? " alias" : "");
+    check_rows(nm, probs, N, V, keep, TOL);
+    check("logprob_forward logp", logp, TOL);
+    if (with_ent) check("logprob_forward ent", ent, TOL);
+    Pair dlogp = pair_rand(N, -1, 1), dent = pair_rand(N, -1, 1);
+    Pair dl = alias ? probs : pair_nan((size_t)N * V);
+    /* backward with dent, and ent given (with_ent) or recomputed from probs */
+    CPU->logprob_backward(dl.c, dlogp.c, dent.c, probs.c, with_ent ? ent.c : NULL, t.c, N, V);
+    GPU->logprob_backward(dl.g, dlogp.g, dent.g, probs.g, with_ent ? ent.g : NULL, t.g, N, V);
+    snprintf(nm, sizeof nm, "logprob_backward N%d V%d%s%s", N, V, with_ent ? " ent" : " ent recomputed",
+             alias ? " alias" : "");
+    check(nm, dl, TOL);
+    if (!alias) { /* dent NULL */
+        pair_poison(dl);
+        CPU->logprob_backward(dl.c, dlogp.c, NULL, probs.c, NULL, t.c, N, V);
+        GPU->logprob_backward(dl.g, dlogp.g, NULL, probs.g, NULL, t.g, N, V);
+        check("logprob_backward dent NULL", dl, TOL);
+        pair_free(dl);
+        pair_free(probs);
+    }
+    free(tg); free(keep);
+    ipair_free(t); pair_free(logits); pair_free(logp); pair_free(ent); pair_free(dlogp); pair_free(dent);
+}
+
+static void check_sample(int B, int V, float temperature, int top_k, int ties) {
+    char nm[128];
+    float *h = h_rand((size_t)B * V, -6, 6);
+    if (ties) /* few distinct values: ties at the top_k threshold */
+        for (size_t i = 0; i < (size_t)B * V; i++) h[i] = roundf(h[i]);
+    Pair logits = pair_from(h, (size_t)B * V), u = pair_rand(B, 0, 1);
+    int *oc = nr_xmalloc((size_t)B * sizeof(int)), *og = nr_xmalloc((size_t)B * sizeof(int));
+    int *init = nr_xmalloc((size_t)B * sizeof(int));
+    for (int b = 0; b < B; b++) init[b] = -7;
+    IPair out = ipair_from(init, B);
+    CPU->sample_tokens(out.c, logits.c, u.c, B, V, temperature, top_k);
+    GPU->sample_tokens(out.g, logits.g, u.g, B, V, temperature, top_k);
+    CPU->download(oc, out.c, (size_t)B * sizeof(int));
+    GPU->download(og, out.g, (size_t)B * sizeof(int));
+    int diff = 0;
+    for (int b = 0; b < B; b++) diff += oc[b] != og[b];
+    snprintf(nm, sizeof nm, "sample_tokens B%d V%d temp %.2g top_k %d%s", B, V, temperature, top_k,
+             ties ? " ties" : "");
+    verdict(nm, diff == 0, "%.0f rows differ", diff, 0);
+    free(h); free(oc); free(og); free(init);
+    pair_free(logits); pair_free(u); ipair_free(out);
+}
+
+/* compare one scalar in backend memory */
+static void check_scalar(const char *name, const float *c, const float *g, double tol) {
+    float a, b;
+    CPU->download(&a, c, sizeof a);
+    GPU->download(&b, g, sizeof b);
+    double err = fabs((double)a - b) / (fabs(a) > 0 ? fabs(a) : 1.0);
+    verdict(name, isfinite(b) && err <= tol, "rel err %.2e (tol %.0e)", err, tol);
+}
+
+static void check_ppo(int N, int expect_clipping) {
+    Pair lp = pair_rand(N, -3, -0.1f), lpo = pair_rand(N, -3, -0.1f), adv = pair_rand(N, -2, 2);
+    Pair w = pair_rand(N, 0, 1.0f / N);
+    Pair loss = pair_nan(1), dlogp = pair_nan(N), cf = pair_nan(1), kl = pair_nan(1);
+    CPU->ppo_policy_loss(loss.c, dlogp.c, cf.c, kl.c, lp.c, lpo.c, adv.c, w.c, N, 0.2f);
+    GPU->ppo_policy_loss(loss.g, dlogp.g, cf.g, kl.g, lp.g, lpo.g, adv.g, w.g, N, 0.2f);
+    check_scalar("ppo_policy_loss loss", loss.c, loss.g, TOL);
+    check("ppo_policy_loss dlogp", dlogp, TOL);
+    check_scalar("ppo_policy_loss clipfrac", cf.c, cf.g, TOL);
+    check_scalar("ppo_policy_loss approx_kl", kl.c, kl.g, TOL);
+    float cfh = 0;
+    CPU->download(&cfh, cf.c, sizeof cfh);
+    if (expect_clipping) verdict("ppo_policy_loss exercises clipping", cfh > 0.05f && cfh < 0.95f, "clipfrac %.3f", cfh, 0);
+    Pair v = pair_rand(N, -1, 1), vo = pair_rand(N, -1, 1), ret = pair_rand(N, -1, 1), dv = pair_nan(N);
+    pair_poison(loss);
+    CPU->ppo_value_loss(loss.c, dv.c, v.c, vo.c, ret.c, w.c, N, 0.2f);
+    GPU->ppo_value_loss(loss.g, dv.g, v.g, vo.g, ret.g, w.g, N, 0.2f);
+    check_scalar("ppo_value_loss loss", loss.c, loss.g, TOL);
+    check("ppo_value_loss dv", dv, TOL);
+    pair_free(lp); pair_free(lpo); pair_free(adv); pair_free(w); pair_free(loss); pair_free(dlogp);
+    pair_free(cf); pair_free(kl); pair_free(v); pair_free(vo); pair_free(ret); pair_free(dv);
+}
+
+static void check_adamw(size_t n) {
+    Pair p = pair_rand(n, -1, 1), g = pair_rand(n, -0.1f, 0.1f), m = pair_rand(n, -0.01f, 0.01f);
+    Pair v = pair_rand(n, 0, 1e-4f);
+    for (int t = 1; t <= 3; t++) {
+        CPU->adamw_update(p.c, g.c, m.c, v.c, n, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.7f, t);
+        GPU->adamw_update(p.g, g.g, m.g, v.g, n, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.7f, t);
+    }
+    check("adamw_update params (3 steps)", p, TOL);
+    check("adamw_update m", m, TOL);
+    check("adamw_update v", v, TOL);
+    pair_free(p); pair_free(g); pair_free(m); pair_free(v);
+}
+
+static void check_sumsq(size_t n) {
+    Pair g = pair_rand(n, -1, 1);
+    double a = CPU->sumsq(g.c, n), b = GPU->sumsq(g.g, n), b2 = GPU->sumsq(g.g, n);
+    double err = fabs(a - b) / a;
+    verdict("sumsq", err <= 1e-10, "rel err %.2e (tol %.0e)", err, 1e-10);
+    verdict("sumsq deterministic (bitwise, twice)", !memcmp(&b, &b2, sizeof b), "", 0, 0);
+    pair_free(g);
+}
+
+/* ---- GEMM benchmark ------------------------------------------------------- */
+
+static double time_ms(void (*fn)(void *), void *arg, int iters) {
+    cudaEvent_t e0, e1;
+    cudaCheck(cudaEventCreate(&e0));
+    cudaCheck(cudaEventCreate(&e1));
+    fn(arg); /* warm-up */
+    cudaCheck(cudaEventRecord(e0, 0));
+    for (int i = 0; i < iters; i++) fn(arg);
+    cudaCheck(cudaEventRecord(e1, 0));
+    cudaCheck(cudaEventSynchronize(e1));
+    float ms = 0;
+    cudaCheck(cudaEventElapsedTime(&ms, e0, e1));
+    cudaCheck(cudaEventDestroy(e0));
+    cudaCheck(cudaEventDestroy(e1));
+    return ms / iters;
+}
+
+typedef struct {
+    float *out, *inp, *w, *bias;
+    int N, IC, OC;
+    cublasHandle_t h;
+} Gemm;
+
+static void run_backend(void *a) {
+    Gemm *g = a;
+    GPU->matmul_forward(g->out, g->inp, g->w, g->bias, g->N, g->IC, g->OC);
+}
+
+static void run_bare(void *a) {
+    Gemm *g = a;
+    const float one = 1.0f, zero = 0.0f;
+    cublasCheck(cublasSgemm(g->h, CUBLAS_OP_T, CUBLAS_OP_N, g->OC, g->N, g->IC, &one, g->w, g->IC, g->inp,
+                            g->IC, &zero, g->out, g->OC));
+}
+
+static void gemm_bench(void) {
+    static const struct { const char *name; int IC, OC, bias; } shapes[] = {
+        {"qkv", 768, 2304, 1}, {"attproj", 768, 768, 1}, {"fc", 768, 3072, 1},
+        {"fcproj", 3072, 768, 1}, {"lm_head", 768, 50257, 0},
+    };
+    static const int Ns[] = {4 * 64, 8 * 1024};
+    cublasHandle_t h;
+    cublasCheck(cublasCreate(&h));
+    printf("\nGEMM matmul_forward vs bare cublasSgemm (GPT-2 124M shapes; TFLOP/s = 2·N·IC·OC / time)\n");
+    printf("%-8s %6s %6s %6s %5s %12s %12s %7s\n", "layer", "N", "IC", "OC", "math", "backend", "cublas", "ratio");
+    for (int mode = 0; mode < 2; mode++) {
+        backend_cuda_set_tf32(mode);
+        cublasCheck(cublasSetMathMode(h, mode ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+        for (size_t ni = 0; ni < sizeof Ns / sizeof Ns[0]; ni++)
+            for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+                Gemm g = {0};
+                g.N = Ns[ni]; g.IC = shapes[si].IC; g.OC = shapes[si].OC; g.h = h;
+                g.out = GPU->alloc((size_t)g.N * g.OC * sizeof(float));
+                g.inp = GPU->alloc((size_t)g.N * g.IC * sizeof(float));
+                g.w = GPU->alloc((size_t)g.OC * g.IC * sizeof(float));
+                g.bias = shapes[si].bias ? GPU->alloc((size_t)g.OC * sizeof(float)) : NULL;
+                double flop = 2.0 * g.N * g.IC * g.OC;
+                int iters = flop > 1e11 ? 10 : 50;
+                double tb = time_ms(run_backend, &g, iters), tc = time_ms(run_bare, &g, iters);
+                printf("%-8s %6d %6d %6d %5s %12.1f %12.1f %7.3f\n", shapes[si].name, g.N, g.IC, g.OC,
+                       mode ? "tf32" : "fp32", flop / tb / 1e9, flop / tc / 1e9, tc / tb);
+                GPU->free(g.out); GPU->free(g.inp); GPU->free(g.w);
+                if (g.bias) GPU->free(g.bias);
+            }
+    }
+    printf("(ratio = cublas time / backend time; the backend adds the bias broadcast)\n");
+    backend_cuda_set_tf32(0);
+    cublasCheck(cublasDestroy(h));
+}
+
+/* ---- NCCL ------------------------------------------------------------------ */
+
+static void check_nccl(void) {
+#ifdef NEREUS_NCCL
+    int size = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    ncclComm_t comm;
+    nccl_comm_from_mpi(MPI_COMM_WORLD, &comm);
+    const size_t n = 4099;
+    float *h = nr_xmalloc(n * sizeof(float)), *d = GPU->alloc(n * sizeof(float));
+    for (size_t i = 0; i < n; i++) h[i] = 0.5f * (float)i - 7.0f;
+    GPU->upload(d, h, n * sizeof(float));
+    nccl_allreduce_sum(comm, d, n, 0);
+    GPU->download(h, d, n * sizeof(float));
+    int ok = 1;
+    for (size_t i = 0; i < n; i++) ok &= h[i] == (float)size * (0.5f * (float)i - 7.0f);
+    char nm[80];
+    snprintf(nm, sizeof nm, "nccl allreduce-sum on %d rank(s)", size);
+    verdict(nm, ok, "", 0, 0);
+    nccl_comm_destroy(comm);
+    GPU->free(d);
+    free(h);
+#else
+    printf("note  NCCL not built: no NCCL check\n");
+#endif
+}
+
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    int bench = 1;
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--no-bench")) bench = 0;
+    char why[512];
+    GPU = backend_cuda_probe(why, sizeof why);
+    if (!GPU) {
+        printf("SKIP: no CUDA device (%s)\n", why);
+        MPI_Finalize();
+        return 77;
+    }
+    CPU = backend_cpu();
+    CPU->set_threads(4);
+    printf("parity: CUDA backend on %s against the CPU backend\n", backend_cuda_device_name());
+    double t0 = nr_now();
+
+    check_memory();
+    backend_cuda_set_tf32(0);
+    check_matmul(100, 96, 70, 1, TOL, "fp32");
+    check_matmul(97, 64, 33, 0, TOL, "fp32");
+    check_matmul(256, 768, 3072, 1, TOL, "fp32");
+    check_matmul(256, 3072, 768, 1, TOL, "fp32");
+    backend_cuda_set_tf32(1);
+    check_matmul(256, 768, 2304, 1, TOL_TF32, "tf32");
+    check_matmul(100, 96, 70, 0, TOL_TF32, "tf32");
+    backend_cuda_set_tf32(0);
+    check_layernorm(100, 768);
+    check_layernorm(37, 50);
+    check_pointwise(100003);
+    check_attention(2, 37, 96, 4);
+    check_attention(2, 64, 768, 12);
+    check_attention(1, 300, 64, 2);
+    check_encoder(3, 17, 96, 50, 32, 5);
+    check_encoder(4, 64, 768, 50257, 1024, 0);
+    check_logprob(7, 100, 1, 0);
+    check_logprob(9, 50257, 1, 0);
+    check_logprob(9, 50257, 0, 0);
+    check_logprob(5, 1000, 1, 1);
+    const int Vs[] = {1000, 50257};
+    for (int vi = 0; vi < 2; vi++) {
+        int V = Vs[vi];
+        check_sample(64, V, 1.0f, 0, 0);
+        check_sample(64, V, 0.7f, 50, 0);
+        check_sample(64, V, 1.3f, 300, 0);
+        check_sample(64, V, 1.0f, V, 0);
+        check_sample(64, V, 0.0f, 0, 0);
+        check_sample(64, V, 1.0f, 1, 0);
+        check_sample(64, V, 1.0f, 40, 1);
+        check_sample(64, V, 0.9f, 700, 1);
+        check_sample(64, V, 0.0f, 0, 1);
+    }
+    check_ppo(1000, 1);
+    check_ppo(5, 0);
+    check_adamw(100003);
+    check_sumsq(1000003);
+    check_nccl();
+    printf("parity: %d passed, %d failed (%.1f s)\n", n_pass, n_fail, nr_now() - t0);
+    if (bench) gemm_bench();
+    printf("%s\n", n_fail ? "VERDICT: FAIL" : "VERDICT: PASS");
+    MPI_Finalize();
+    return n_fail ? 1 : 0;
+}
+#endif
