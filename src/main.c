@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "nereus/deck.h"
+#include "nereus/plan.h"
 #include "nereus/run.h"
 #include "nereus/util.h"
 
@@ -57,6 +58,15 @@ int main(int argc, char **argv) {
     Config cfg;
     Deck *deck = NULL;
     rc = deck_load(deck_path, MPI_COMM_WORLD, &cfg, &deck);
+    if (rc == 0) {
+        /* the plan against this job and model, before any compute: every
+         * rank resolves the same bytes, so every rank fails the same way */
+        int world = 1;
+        mpiCheck(MPI_Comm_size(MPI_COMM_WORLD, &world));
+        PlanLimits lim = {world, cfg.model.n_head, cfg.model.n_layer, cfg.ppo.batch, cfg.ppo.minibatch};
+        PlanError perr;
+        if (plan_resolve(&cfg.plan, &lim, &perr) != 0) rc = deck_error_at(deck, perr.key, "%s", perr.msg);
+    }
     if (rc == 0) rc = run_job(&cfg, deck, deck_path);
     deck_free(deck);
     MPI_Finalize();

@@ -44,7 +44,9 @@ bad() {
 verify() { sed -n "s/^verify\.$2: //p" "$1" | head -1; }
 
 echo "== unit tests"
-for p in test_deck test_backend_grad test_model test_ppo_pure test_task; do t "$p" 300 "build/tests/$p"; done
+for p in test_deck test_backend_grad test_model test_ppo_pure test_task test_grid; do t "$p" 300 "build/tests/$p"; done
+# EMU communicators against the pure grid math, 8 ranks on the 2 cores
+t emu-comms 120 jobs/local.sh -np 8 build/tests/test_emu_comms
 # CUDA parity (every CUDA op against the CPU backend): runs where a GPU is, skipped (exit 77) elsewhere
 t0=$(date +%s.%N); timeout 300 build/tests/gpu/parity >"$LOG/gpu-parity.log" 2>&1; rc=$?
 secs=$(echo "$(date +%s.%N) - $t0" | bc)
@@ -55,6 +57,17 @@ for f in tests/decks/bad/*.deck; do
   re=$(sed -n 's/^# expect: //p' "$f" | head -1 | tr -d '\r')
   bad "deck-$(basename "$f" .deck)" "$re" bin/nereus "$f"
 done
+echo "== bad plans (mpirun, ranks per deck from '# ranks: N')"
+for f in tests/decks/bad_plans/*.deck; do
+  n=plan-$(basename "$f" .deck)
+  re=$(sed -n 's/^# expect: //p' "$f" | head -1 | tr -d '\r')
+  np=$(sed -n 's/^# ranks: //p' "$f" | head -1 | tr -d '\r')
+  bad "$n" "$re" jobs/local.sh -np "$np" bin/nereus "$f"
+  note=$(sed -n 's/^# expect-note: //p' "$f" | head -1 | tr -d '\r')
+  if [ -n "$note" ]; then
+    if grep -qE -- "$note" "$LOG/$n.log"; then result "$n-note" 0 0; else result "$n-note" 1 0 "no /$note/"; fi
+  fi
+done
 bad deck-nonexistent 'no/such\.deck.*(No such file|cannot|does not exist)' bin/nereus tests/decks/no/such.deck
 bad deck-directory 'tests/decks.*(directory|cannot read|not a regular)' bin/nereus tests/decks
 bad deck-binary 'bin/nereus.*binary' bin/nereus bin/nereus
@@ -62,6 +75,10 @@ bad cli-no-deck 'no input deck' bin/nereus
 bad cli-unknown-option "unknown option '--bogus'" bin/nereus --bogus inputs/tiny.deck
 bad deck-max-seq 'max_seq_short\.deck:[0-9]+: error: .*max_seq' bin/nereus tests/decks/max_seq_short.deck
 bad deck-missing-token-file 'tokens_file.*/nonexistent/tokens\.bin' bin/nereus tests/decks/missing_tokens.deck
+
+# the committed deck reference is the one the key table generates
+if bin/nereus --deck-reference 2>/dev/null | diff -u inputs/REFERENCE.md - >"$LOG/deck-reference.log"; then result deck-reference-current 0 0
+else result deck-reference-current 1 0 "inputs/REFERENCE.md is stale: bin/nereus --deck-reference > inputs/REFERENCE.md"; fi
 
 echo "== end to end (mpirun -np 1)"
 L=jobs/local.sh

@@ -189,7 +189,16 @@ static const char FULL[] =
     "network = YES\n"
     "network_weight = -0.5\n"
     "[inject]\n"
-    "nan_loss_step = 3\n";
+    "nan_loss_step = 3\n"
+    "[plan]\n"
+    "default = colocated\n"
+    "actor.gen = tp2 pp1 dp2 @ 0-3\n"
+    "actor.inf = dp4 @ 3,2,1,0\n"
+    "actor.train = tp2 pp2\n"
+    "ref.inf = pp2 @ all\n"
+    "critic.inf = tp1 pp1 dp1 @ 7\n"
+    "critic.train = dp2 @ 4-5 , 8 - 9\n"
+    "reward.inf = tp4@0-3\n";
 
 static void good_full(Tally *t, const char *text, const char *what)
 {
@@ -219,6 +228,14 @@ static void good_full(Tally *t, const char *text, const char *what)
           "%s: ppo values", what);
     check(t, c.reward.network == 1 && c.reward.network_weight == -0.5f && c.inject.nan_loss_step == 3,
           "%s: reward and inject values", what);
+    const PlanStage *ps = c.plan.stage;
+    check(t, strcmp(c.plan.fill, "colocated") == 0 && ps[PLAN_ACTOR_GEN].src == PLAN_SRC_DECK &&
+                 ps[PLAN_ACTOR_GEN].tp == 2 && ps[PLAN_ACTOR_GEN].pp == 1 && ps[PLAN_ACTOR_GEN].dp == 2 &&
+                 ps[PLAN_ACTOR_GEN].nranks == 4 && ps[PLAN_ACTOR_GEN].ranks[3] == 3 &&
+                 ps[PLAN_ACTOR_INF].tp == 0 && ps[PLAN_ACTOR_INF].ranks[0] == 3 && ps[PLAN_ACTOR_TRAIN].nranks == 0 &&
+                 ps[PLAN_REF_INF].all == 1 && ps[PLAN_CRITIC_TRAIN].nranks == 4 && ps[PLAN_CRITIC_TRAIN].ranks[2] == 8 &&
+                 ps[PLAN_REWARD_INF].tp == 4 && ps[PLAN_REWARD_INF].nranks == 4,
+          "%s: plan values", what);
     check(t, deck_line(d, "run.name") == 3 && deck_line(d, "model.n_head") == 12 && deck_line(d, "inject.nan_loss_step") == 53,
           "%s: line numbers (name %d n_head %d nan_loss_step %d)", what, deck_line(d, "run.name"),
           deck_line(d, "model.n_head"), deck_line(d, "inject.nan_loss_step"));
@@ -529,7 +546,7 @@ static void table_checks(Tally *t)
         if (deck_section_find(k->section, strlen(k->section)) < 0) dup = 1;
         if (((k->flags & (DECK_F_REQUIRED | DECK_F_STEM)) != 0) == (k->def != NULL)) dup = 1;
     }
-    size_t end = offsetof(Config, inject.nan_loss_step) + sizeof(int);
+    size_t end = offsetof(Config, plan) + sizeof(PlanConfig);
     check(t, !overlap && !dup && covered == end,
           "key table: %zu rows cover %zu of %zu field bytes of Config, no overlap, unique names, one default each",
           deck_nkeys, covered, end);
@@ -549,7 +566,8 @@ static void table_checks(Tally *t)
                           "weight_decay", "max_grad_norm", "steps", "batch", "lr", "data", "tokens_file", "seq",
                           "epochs", "minibatch", "actor_lr", "critic_lr", "clip", "value_clip", "gamma", "lam",
                           "kl_beta", "entropy_coef", "whiten_advantages", "temperature", "top_k", "max_response",
-                          "network", "network_weight", "nan_loss_step"};
+                          "network", "network_weight", "nan_loss_step", "default", "actor.gen", "actor.inf",
+                          "actor.train", "ref.inf", "critic.inf", "critic.train", "reward.inf"};
     int all = 1;
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         char pat[64];
@@ -570,7 +588,7 @@ static void table_checks(Tally *t)
         }
         l = nl ? nl + 1 : l + ll;
     }
-    check(t, rows == 43 && broken == 0, "reference: %d key rows, %d with a stray '|'", rows, broken);
+    check(t, rows == 51 && broken == 0, "reference: %d key rows, %d with a stray '|'", rows, broken);
     check(t, buf && strstr(buf, "| `value_clip` | float | `0.2` | > 0 and ≤ 1000000 |"), "bounds print as written (1000000)");
     free(buf);
 }

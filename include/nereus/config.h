@@ -9,6 +9,8 @@
 #ifndef NEREUS_CONFIG_H
 #define NEREUS_CONFIG_H
 
+#include "nereus/plan.h" /* PlanConfig: flat and pointer-free like the rest */
+
 #define CFG_STR 256
 
 typedef struct RunConfig {
@@ -85,6 +87,7 @@ typedef struct Config {
     PpoConfig ppo;
     RewardConfig reward;
     InjectConfig inject;
+    PlanConfig plan;         /* [plan] default and one key per model-stage (plan.h) */
 } Config;
 
 #endif

@@ -24,6 +24,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "nereus/plan.h"
 #include "deck_int.h"
 
 /* Room for the error line and the note line, each with a path up to PATH_MAX. */
@@ -163,6 +164,7 @@ static void deck_expect_phrase(const DeckKey *k, char *buf, size_t n)
         deck_choices_phrase(k->choices, 0, ch, sizeof ch);
         snprintf(buf, n, "a comma list of distinct items of %s", ch);
         break;
+    case DECK_T_PLAN: snprintf(buf, n, "a layout such as 'tp2 pp1 dp4 @ 0-7', or 'default'"); break;
     }
 }
 
@@ -383,6 +385,12 @@ static int deck_set(const Deck *d, const DeckKey *k, const char *v, size_t n, in
         ((char *)field)[n] = '\0';
         return 0;
     case DECK_T_LIST: return deck_set_list(d, k, v, n, line, field);
+    case DECK_T_PLAN: {
+        char why[256];
+        if (plan_stage_parse(v, n, (PlanStage *)field, why, sizeof why))
+            return deck_report(d, line, NULL, "[%s] %s = %s: %s", k->section, k->key, shown, why);
+        return 0;
+    }
     case DECK_T_STRING:
         /* no escapes, so a quote inside could not be written back out */
         if (memchr(v, '"', n))
@@ -513,6 +521,23 @@ static int deck_cross_checks(const Deck *d, const Config *c)
         return deck_report(d, d->key_line[deck_key_find_dotted("sft.seq")], NULL,
                            "[sft] seq = %d exceeds [model] max_seq = %d (a training sequence must fit the context)",
                            c->sft.seq, c->model.max_seq);
+    /* default = auto: a plan is all seven model-stages or none (plan.h);
+     * the job-dependent checks are plan_resolve's, after the deck */
+    if (strcmp(c->plan.fill, "auto") == 0) {
+        int listed = 0;
+        char missing[160] = "";
+        size_t o = 0;
+        for (int i = 0; i < PLAN_NSTAGES; i++) {
+            if (c->plan.stage[i].src != PLAN_SRC_NONE) listed++;
+            else if (o < sizeof missing)
+                o += (size_t)snprintf(missing + o, sizeof missing - o, "%s%s", o ? ", " : "", plan_stage_name(i));
+        }
+        if (listed > 0 && listed < PLAN_NSTAGES)
+            return deck_report(d, d->section_line[deck_section_find("plan", 4)], NULL,
+                               "[plan] leaves %s without ranks (with default = auto every model-stage must be "
+                               "listed; or set default = colocated or disaggregated to fill the rest)",
+                               missing);
+    }
     return 0;
 }
 
@@ -832,6 +857,7 @@ static void deck_format_value(const DeckKey *k, const Config *c, char *buf, size
     case DECK_T_CHOICE:
     case DECK_T_LIST: snprintf(buf, n, "%.*s", (int)strnlen(field, k->size), field); break;
     case DECK_T_STRING: snprintf(buf, n, "\"%.*s\"", (int)strnlen(field, k->size), field); break;
+    case DECK_T_PLAN: plan_stage_format((const PlanStage *)field, buf, n); break;
     }
 }
 
@@ -846,7 +872,8 @@ static char *deck_format_resolved(const Deck *d, const Config *cfg)
             deck_buf_printf(&b, "%s[%s]\n", sec ? "\n" : "", k->section);
             sec = k->section;
         }
-        char val[CFG_STR + 8], kv[CFG_STR + 64];
+        /* a plan key's rank list can be long: 1024 ranks in any order */
+        char val[8 * PLAN_MAX_RANKS], kv[8 * PLAN_MAX_RANKS + 64];
         deck_format_value(k, cfg, val, sizeof val);
         snprintf(kv, sizeof kv, "%s = %s", k->key, val);
         int line = d ? d->key_line[i] : 0;
@@ -907,7 +934,8 @@ static const char deck_reference_preamble[] =
     "- Cross-key checks: `model.n_head` divides `model.n_embd`;\n"
     "  `ppo.minibatch` divides `ppo.batch`; `sft.data = tokens` needs a\n"
     "  non-empty `sft.tokens_file`; a non-zero `sft.seq` is at most\n"
-    "  `model.max_seq`. Other modules check more (e.g. that prompts fit\n"
+    "  `model.max_seq`; with `[plan] default = auto`, all seven model-stages\n"
+    "  or none. Other modules check more (e.g. that prompts fit\n"
     "  `model.max_seq`) and report through the same message format.\n"
     "- A bad deck stops the run before anything else happens, with exit status 2\n"
     "  and one message on stderr, `FILE:LINE: error: MESSAGE` (or\n"
@@ -916,6 +944,51 @@ static const char deck_reference_preamble[] =
     "- The resolved deck (every key, marked `# (default)` or `# line N`) is\n"
     "  itself a valid deck that resolves to the same values; it is what gets\n"
     "  printed at start-up and stored in output files.\n"
+    "\n"
+    "## Plans: the [plan] section\n"
+    "\n"
+    "A plan gives every model-stage (`actor.gen`, `actor.inf`, `actor.train`,\n"
+    "`ref.inf`, `critic.inf`, `critic.train`, `reward.inf`) its EMU: a layout\n"
+    "`(tp, pp, dp)` and the ordered job ranks that hold it. The keys of\n"
+    "`[plan]` are the model-stage names; a value is\n"
+    "\n"
+    "```\n"
+    "tpN ppN dpN @ RANKS\n"
+    "```\n"
+    "\n"
+    "- `tpN`, `ppN`, `dpN` (N ≥ 1) in any order, each at most once; a left-out\n"
+    "  `tp` or `pp` is 1, a left-out `dp` is (number of ranks) / (tp·pp).\n"
+    "- `RANKS` is `all` (every rank of the job) or a comma list of ranks `R`\n"
+    "  and inclusive ranges `A-B`; the list is ordered: its i-th rank is grid\n"
+    "  position i, `i = t + tp·(d + dp·p)` (TP fastest, then DP, then PP, as in\n"
+    "  Megatron). Without `@ RANKS` the ranks are `0 .. tp·pp·dp−1`.\n"
+    "- `default` (the value every model-stage key defaults to) takes the\n"
+    "  model-stage from the default plan chosen by `[plan] default`:\n"
+    "  `auto` (every model-stage listed, or none: then the colocated default),\n"
+    "  `colocated` (all model-stages on ranks 0..N−1 with the largest dp that\n"
+    "  divides the batch, then the largest tp: `tp1 pp1 dpN @ all` when N\n"
+    "  divides `ppo.batch` and `ppo.minibatch`), `disaggregated` (seven\n"
+    "  consecutive blocks of ranks, one per model-stage, as equal as possible;\n"
+    "  needs N ≥ 7).\n"
+    "- Model-stages whose ranks overlap are colocated and run one after another;\n"
+    "  model-stages on disjoint ranks run side by side.\n"
+    "- Checked before anything runs, each error at the key's line: tp divides\n"
+    "  `model.n_head`; pp divides `model.n_layer`; dp divides `ppo.batch`, and\n"
+    "  for `actor.train` and `critic.train` also `ppo.minibatch`; tp·pp·dp is\n"
+    "  the number of ranks listed; every rank is in `0..N−1` for a job of N\n"
+    "  ranks, no rank appears twice in one EMU, no EMU has more ranks than the\n"
+    "  job; with `default = auto` a partial plan is an error at the `[plan]` line.\n"
+    "\n"
+    "```\n"
+    "[plan]                       # 8 ranks: generation beside training\n"
+    "actor.gen    = tp2 dp2 @ 0-3\n"
+    "actor.inf    = dp4 @ 0-3\n"
+    "ref.inf      = dp4 @ 0-3\n"
+    "reward.inf   = dp1 @ 3\n"
+    "critic.inf   = tp2 pp2 @ 4-7\n"
+    "actor.train  = tp2 pp1 dp2 @ 4-7\n"
+    "critic.train = pp2 dp2 @ 4,6,5,7\n"
+    "```\n"
     "\n"
     "Example:\n"
     "\n"
@@ -944,6 +1017,7 @@ static const char *deck_type_name(DeckType t)
     case DECK_T_CHOICE: return "choice";
     case DECK_T_LIST: return "list";
     case DECK_T_INT_AUTO: return "int or auto";
+    case DECK_T_PLAN: return "layout";
     }
     return "?";
 }
@@ -977,6 +1051,7 @@ int deck_write_reference(FILE *f)
         case DECK_T_BOOL: snprintf(range, sizeof range, "true/false, yes/no, on/off, 1/0"); break;
         case DECK_T_STRING: snprintf(range, sizeof range, "at most %zu bytes", k->size - 1); break;
         case DECK_T_INT_AUTO: snprintf(range, sizeof range, "`auto`, or %s", r); break;
+        case DECK_T_PLAN: snprintf(range, sizeof range, "`tpN ppN dpN @ RANKS`, or `default` (see [plan] above)"); break;
         case DECK_T_FLOAT: snprintf(range, sizeof range, "%s", *r ? r : "any finite number"); break;
         default: snprintf(range, sizeof range, "%s", *r ? r : "any"); break;
         }

@@ -17,7 +17,8 @@ typedef enum DeckType {
     DECK_T_STRING,   /* char[size]; rest of the line, optional double quotes */
     DECK_T_CHOICE,   /* char[size]; one of choices ("a|b|c") */
     DECK_T_LIST,     /* char[size]; comma list of distinct items of choices, stored as "a,b" */
-    DECK_T_INT_AUTO  /* int field; "auto" is stored as 0 */
+    DECK_T_INT_AUTO, /* int field; "auto" is stored as 0 */
+    DECK_T_PLAN      /* PlanStage field; one model-stage's layout and ranks (plan.h syntax) */
 } DeckType;
 
 typedef enum DeckBound { DECK_B_NONE, DECK_B_INCL, DECK_B_EXCL } DeckBound;

@@ -22,6 +22,7 @@
 #define F_I64(m)   _Generic(DECK_M(m), long long: offsetof(Config, m)), sizeof DECK_M(m)
 #define F_FLT(m)   _Generic(DECK_M(m), float: offsetof(Config, m)), sizeof DECK_M(m)
 #define F_STR(m)   _Generic(DECK_M(m), char *: offsetof(Config, m)), sizeof DECK_M(m)
+#define F_PLAN(m)  _Generic(DECK_M(m), PlanStage: offsetof(Config, m)), sizeof DECK_M(m)
 
 #define NONE DECK_B_NONE, 0.0
 #define GE(x) DECK_B_INCL, (x)
@@ -128,12 +129,30 @@ const DeckKey deck_keys[] = {
 
     {"inject", "nan_loss_step", DECK_T_INT, 0, "-1", GE(-1), NONE, NULL, F_INT(inject.nan_loss_step),
      "INJECTED fault for tests: make the policy loss NaN at this PPO step; -1 = off"},
+
+    /* [plan]: the keys are the model-stage names, in PlanStageId order */
+    {"plan", "default", DECK_T_CHOICE, 0, "auto", NONE, NONE, "auto|colocated|disaggregated", F_STR(plan.fill),
+     "unlisted model-stages: auto = all listed, or none (then the colocated default plan); colocated / disaggregated = take them from that default plan"},
+    {"plan", "actor.gen", DECK_T_PLAN, 0, "default", NONE, NONE, NULL, F_PLAN(plan.stage[PLAN_ACTOR_GEN]),
+     "EMU of the actor's rollout (generation)"},
+    {"plan", "actor.inf", DECK_T_PLAN, 0, "default", NONE, NONE, NULL, F_PLAN(plan.stage[PLAN_ACTOR_INF]),
+     "EMU of the actor's scoring (old log-probs)"},
+    {"plan", "actor.train", DECK_T_PLAN, 0, "default", NONE, NONE, NULL, F_PLAN(plan.stage[PLAN_ACTOR_TRAIN]),
+     "EMU of the actor's PPO update (dp must also divide ppo.minibatch)"},
+    {"plan", "ref.inf", DECK_T_PLAN, 0, "default", NONE, NONE, NULL, F_PLAN(plan.stage[PLAN_REF_INF]),
+     "EMU of the frozen reference policy's scoring"},
+    {"plan", "critic.inf", DECK_T_PLAN, 0, "default", NONE, NONE, NULL, F_PLAN(plan.stage[PLAN_CRITIC_INF]),
+     "EMU of the critic's value scoring"},
+    {"plan", "critic.train", DECK_T_PLAN, 0, "default", NONE, NONE, NULL, F_PLAN(plan.stage[PLAN_CRITIC_TRAIN]),
+     "EMU of the critic's update (dp must also divide ppo.minibatch)"},
+    {"plan", "reward.inf", DECK_T_PLAN, 0, "default", NONE, NONE, NULL, F_PLAN(plan.stage[PLAN_REWARD_INF]),
+     "EMU of the reward (rule scorer, or the frozen reward network)"},
 };
 /* clang-format on */
 
 const size_t deck_nkeys = sizeof deck_keys / sizeof deck_keys[0];
 
-const char *const deck_sections[] = {"run", "model", "task", "optim", "sft", "ppo", "reward", "inject"};
+const char *const deck_sections[] = {"run", "model", "task", "optim", "sft", "ppo", "reward", "inject", "plan"};
 const size_t deck_nsections = sizeof deck_sections / sizeof deck_sections[0];
 
 static int deck_name_eq(const char *name, const char *s, size_t len)

@@ -1,0 +1,54 @@
+/* emu.h — an Elastic Model Unit: one model-stage's layout, its ranks, this
+ * rank's place in its grid, and the communicators it owns.
+ *
+ * The grid follows grid.h (TP fastest, then DP, then PP). Communicators
+ * come from MPI_Comm_split of the job communicator, one split per group
+ * kind, with the grid's group color and index as color and key, so each
+ * communicator's rank order is the grid order. A rank outside the EMU gets
+ * MPI_COMM_NULL for all of them, and so does a rank on a middle pipeline
+ * stage (or any rank when pp == 1) for embd. There are no global
+ * communicators: an EMU owns its groups and emu_free frees them.
+ */
+#ifndef NEREUS_EMU_H
+#define NEREUS_EMU_H
+
+#include <mpi.h>
+
+#include "nereus/grid.h"
+#include "nereus/plan.h"
+
+typedef struct Emu {
+    char name[32];      /* the model-stage ("actor.train") or a test label */
+    GridLayout layout;  /* tp, pp, dp */
+    int n;              /* tp*pp*dp */
+    int *ranks;         /* [n] job ranks in grid-position order (owned) */
+    int pos;            /* this rank's grid position; -1: not a member */
+    GridCoord coord;    /* this rank's (t, d, p); all -1 when not a member */
+    MPI_Comm job;       /* the job communicator it was split from (not owned) */
+    MPI_Comm all;       /* every member, by position */
+    MPI_Comm tp;        /* same (d, p), by t */
+    MPI_Comm dp;        /* same (t, p), by d */
+    MPI_Comm pp;        /* same (t, d), by p */
+    MPI_Comm embd;      /* first and last pp stage at the same (t, d), when pp > 1 */
+} Emu;
+
+/* collective over job: every rank of job must call emu_build for every EMU,
+ * in the same order, with the same arguments (one MPI_Comm_split per group
+ * kind). ranks[0..tp*pp*dp) are ranks of job in grid-position order, all
+ * distinct and in range (plan_validate_stage checks a plan's; an invalid
+ * list here is a programming error and aborts). */
+void emu_build(Emu *e, MPI_Comm job, const char *name, GridLayout layout, const int *ranks);
+
+/* collective over job: the EMU of one stage of a resolved plan. */
+void emu_build_stage(Emu *e, MPI_Comm job, const PlanConfig *plan, int stage);
+
+/* The communicator of one group kind (MPI_COMM_NULL where not a member). */
+MPI_Comm emu_comm(const Emu *e, GridGroup g);
+
+/* collective over e->all (MPI_Comm_free is collective over each
+ * communicator; call it on every job rank, members or not, in the same
+ * order as the builds): frees the communicators and the rank list and
+ * leaves every communicator MPI_COMM_NULL. Safe to call twice. */
+void emu_free(Emu *e);
+
+#endif

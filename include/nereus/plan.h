@@ -1,0 +1,164 @@
+/* plan.h — an execution plan: one EMU per model-stage, each with its layout
+ * (tp, pp, dp) and the ordered list of job ranks that hold it.
+ *
+ * The plan types are flat, fixed-size and pointer-free, because a plan lives
+ * inside Config (config.h includes this header): every rank parses the same
+ * deck into the same bytes. Everything here is pure (no MPI): parsing the
+ * deck syntax of one model-stage, the default plan for a rank count,
+ * validation against the job and the model, formatting, and the
+ * colocation query (which model-stages share ranks).
+ *
+ * Deck syntax of one model-stage (section [plan], key = the model-stage name):
+ *
+ *     actor.train = tp2 pp2 dp2 @ 0-7
+ *     ref.inf     = dp4 @ 0-3            # tp, pp left out are 1
+ *     critic.inf  = tp2 @ 4,6,5,7        # dp left out = ranks / (tp*pp) = 2
+ *     reward.inf  = tp1 pp1 dp1 @ 7
+ *     actor.gen   = dp8 @ all            # all = every rank of the job, 0..N-1
+ *     actor.inf   = tp2 dp2              # no '@': ranks 0 .. tp*pp*dp-1
+ *     critic.train = default             # taken from the default plan
+ *
+ * Degrees are written `tpN`, `ppN`, `dpN` (each at most once, any order,
+ * N ≥ 1). The rank list after '@' is `all` or comma-separated items `R` or
+ * `A-B` (inclusive, A ≤ B); the list is ordered: its i-th rank is grid
+ * position i (grid.h: pos = t + tp*(d + dp*p), TP fastest, then DP, then PP).
+ *
+ * [plan] default = auto | colocated | disaggregated says what happens to
+ * model-stages the deck does not list (or lists as `default`):
+ *   auto          the default: a deck that lists no model-stage gets the
+ *                 colocated default plan; one that lists any must list all
+ *                 seven (a model-stage without ranks is an error).
+ *   colocated     unlisted model-stages take their colocated default EMU.
+ *   disaggregated unlisted model-stages take their disaggregated default EMU.
+ * The default plans (plan_default) are documented there.
+ */
+#ifndef NEREUS_PLAN_H
+#define NEREUS_PLAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define PLAN_MAX_RANKS 1024 /* ranks of a job that a plan can place */
+
+/* The model-stages, in the order the deck lists and the job builds them. */
+typedef enum PlanStageId {
+    PLAN_ACTOR_GEN,
+    PLAN_ACTOR_INF,
+    PLAN_ACTOR_TRAIN,
+    PLAN_REF_INF,
+    PLAN_CRITIC_INF,
+    PLAN_CRITIC_TRAIN,
+    PLAN_REWARD_INF,
+    PLAN_NSTAGES
+} PlanStageId;
+
+/* Where a stage's EMU came from. */
+enum {
+    PLAN_SRC_NONE = 0,    /* not in the deck (or `default`): plan_resolve fills it */
+    PLAN_SRC_DECK = 1,    /* written in the deck */
+    PLAN_SRC_DEFAULT = 2  /* filled by plan_resolve from the default plan */
+};
+
+/* One model-stage's EMU. */
+typedef struct PlanStage {
+    int src;        /* PLAN_SRC_* */
+    int tp, pp, dp; /* degrees; 0 = not written (tp, pp: 1; dp: ranks/(tp*pp), 1 without @) */
+    int all;        /* 1: the rank list is `all` (every job rank), filled by plan_resolve */
+    int nranks;     /* ranks listed; 0 with all = 1, or with no '@' (ranks 0..tp*pp*dp-1) */
+    int16_t ranks[PLAN_MAX_RANKS]; /* job ranks in grid-position order */
+} PlanStage;
+
+/* [plan]: the default rule and the seven EMUs (indexed by PlanStageId). */
+typedef struct PlanConfig {
+    char fill[16];                  /* [plan] default: auto | colocated | disaggregated */
+    PlanStage stage[PLAN_NSTAGES];
+} PlanConfig;
+
+/* "actor.gen", ...; NULL for an id out of range. */
+const char *plan_stage_name(int id);
+/* Id of a model-stage name (len bytes), or -1. */
+int plan_stage_find(const char *name, size_t len);
+/* 1 for actor.train and critic.train (their dp must also divide ppo.minibatch). */
+int plan_stage_is_train(int id);
+
+/* Parses one model-stage value (the syntax above; `default` gives src =
+ * PLAN_SRC_NONE) into *out. Returns 0, or -1 with a one-line reason in err
+ * (without file or key: the deck adds those). Ranks are checked only for
+ * being numbers in 0..PLAN_MAX_RANKS-1 here; the job size is plan_resolve's. */
+int plan_stage_parse(const char *text, size_t len, PlanStage *out, char *err, size_t errsz);
+
+/* The stage in deck syntax ("tp2 pp1 dp4 @ 0-3,8-11"; "default" for
+ * PLAN_SRC_NONE; only the degrees that are set, "@ all" while unresolved),
+ * so that it parses back to the same PlanStage. Returns the length it needed
+ * (like snprintf); buf is always terminated when n > 0. */
+int plan_stage_format(const PlanStage *s, char *buf, size_t n);
+/* A rank list as compact text: ascending runs as "A-B", "0-3,8-11,5". */
+int plan_ranks_format(const int16_t *ranks, int n, char *buf, size_t bufsz);
+
+/* What validation needs from the job and the model. */
+typedef struct PlanLimits {
+    int world;      /* ranks in the job */
+    int n_head;     /* tp must divide it */
+    int n_layer;    /* pp must divide it */
+    int batch;      /* ppo.batch: every stage's dp must divide it */
+    int minibatch;  /* ppo.minibatch: a *.train stage's dp must divide it too */
+} PlanLimits;
+
+/* A validation failure: the deck key to blame ("plan.actor.gen", or
+ * "plan.default") and the message (without file:line). */
+typedef struct PlanError {
+    char key[32];
+    char msg[512];
+} PlanError;
+
+/* The default EMU of every model-stage for lim->world ranks, written into
+ * plan->stage[] (src = PLAN_SRC_DEFAULT) for the stages where only_missing is
+ * 0 or the stage has src PLAN_SRC_NONE. kind is "colocated" or
+ * "disaggregated" (anything else: colocated).
+ *
+ * colocated: every model-stage on the same ranks 0..M-1, where M is the
+ *   largest M ≤ world that has a valid layout (M = world whenever one
+ *   exists, M = 1 always does). Among the valid (tp, pp, dp) with
+ *   tp*pp*dp = M the largest dp is taken (data parallelism needs no model
+ *   parallelism), then the largest tp (TP beats PP on one node), then pp.
+ *   So N ranks with N dividing the batch (and the minibatch) give
+ *   tp1 pp1 dpN on all ranks.
+ * disaggregated: the ranks are cut into seven consecutive blocks, one per
+ *   model-stage in PlanStageId order, as equal as possible (the first
+ *   world % 7 blocks one rank larger); each block is then laid out by the
+ *   colocated rule above. Needs world ≥ 7; fewer ranks are an error.
+ * Returns 0, or -1 with *err set (key "plan.default"). */
+int plan_default(PlanConfig *plan, const char *kind, const PlanLimits *lim, int only_missing, PlanError *err);
+
+/* Checks one resolved stage: src != NONE; tp, pp, dp ≥ 1; tp*pp*dp equals
+ * the number of ranks; no more ranks than the job has; each rank in
+ * 0..world-1; no rank twice; tp | n_head, pp | n_layer, dp | batch, and for
+ * *.train stages dp | minibatch. Returns 0 or -1 with *err. */
+int plan_validate_stage(const PlanStage *s, int id, const PlanLimits *lim, PlanError *err);
+
+/* Resolves a plan as it came from the deck against the job: fills
+ * unlisted stages from the default plan named by plan->fill, expands `all`
+ * and implicit rank lists, infers a left-out dp (ranks / (tp*pp)) and
+ * defaults tp, pp to 1, then validates every stage (plan_validate_stage).
+ * After success every stage has src != NONE, tp, pp, dp ≥ 1, all = 0 and
+ * nranks = tp*pp*dp. Returns 0, or -1 with *err (the first failure in stage
+ * order); the caller reports it at the key's deck line:
+ *     deck_error_at(deck, err.key, "%s", err.msg)   (returns 2)
+ * On failure *plan may be partly resolved. */
+int plan_resolve(PlanConfig *plan, const PlanLimits *lim, PlanError *err);
+
+/* 1 when stages a and b of a resolved plan share at least one rank
+ * (colocated: they run one after another), 0 when their ranks are disjoint
+ * (they run side by side). a == b gives 1. */
+int plan_overlap(const PlanConfig *plan, int a, int b);
+/* Colocation groups: the connected components of the overlap relation.
+ * group[i] is the smallest stage id of stage i's component. Returns the
+ * number of groups. */
+int plan_colocation(const PlanConfig *plan, int group[PLAN_NSTAGES]);
+
+/* One line per model-stage, for printing:
+ *     "actor.gen     tp1 pp1 dp8  ranks 0-7  (deck; shares ranks with actor.inf, ...)"
+ * Writes into buf (terminated); returns the length needed. */
+int plan_format(const PlanConfig *plan, char *buf, size_t n);
+
+#endif

@@ -1,0 +1,91 @@
+/* emu.c — building and freeing an EMU's communicators (emu.h) from the pure
+ * grid math (grid.h): for each group kind, every job rank calls
+ * MPI_Comm_split with the color of its group (MPI_UNDEFINED when it is in
+ * none) and its index in the group as the key, so the new communicator's
+ * rank order is the grid order. */
+#include "nereus/emu.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nereus/util.h"
+
+/* collective over job */
+void emu_build(Emu *e, MPI_Comm job, const char *name, GridLayout l, const int *ranks)
+{
+    memset(e, 0, sizeof *e);
+    snprintf(e->name, sizeof e->name, "%s", name ? name : "emu");
+    e->layout = l;
+    e->job = job;
+    e->all = e->tp = e->dp = e->pp = e->embd = MPI_COMM_NULL;
+    int jsize = 0, me = 0;
+    mpiCheck(MPI_Comm_size(job, &jsize));
+    mpiCheck(MPI_Comm_rank(job, &me));
+    if (l.tp < 1 || l.pp < 1 || l.dp < 1 || grid_size(l) > jsize)
+        nr_fatal("emu_build(%s): layout tp%d pp%d dp%d does not fit a job of %d ranks", e->name, l.tp, l.pp, l.dp,
+                 jsize);
+    e->n = grid_size(l);
+    e->ranks = nr_xmalloc((size_t)e->n * sizeof *e->ranks);
+    for (int i = 0; i < e->n; i++) {
+        if (ranks[i] < 0 || ranks[i] >= jsize || grid_find(ranks, i, ranks[i]) >= 0)
+            nr_fatal("emu_build(%s): rank %d at position %d is out of range or repeated", e->name, ranks[i], i);
+        e->ranks[i] = ranks[i];
+    }
+    e->pos = grid_find(e->ranks, e->n, me);
+    if (e->pos >= 0) e->coord = grid_coord(l, e->pos);
+    else e->coord.t = e->coord.d = e->coord.p = -1;
+
+    static const GridGroup kinds[] = {GRID_ALL, GRID_TP, GRID_DP, GRID_PP, GRID_EMBD};
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+        GridGroup g = kinds[k];
+        int color = e->pos >= 0 ? grid_group_color(l, g, e->pos) : -1;
+        int key = e->pos >= 0 ? grid_group_index(l, g, e->pos) : 0;
+        MPI_Comm c = MPI_COMM_NULL;
+        mpiCheck(MPI_Comm_split(job, color >= 0 ? color : MPI_UNDEFINED, key, &c));
+        switch (g) {
+        case GRID_ALL: e->all = c; break;
+        case GRID_TP: e->tp = c; break;
+        case GRID_DP: e->dp = c; break;
+        case GRID_PP: e->pp = c; break;
+        case GRID_EMBD: e->embd = c; break;
+        default: break;
+        }
+    }
+}
+
+/* collective over job */
+void emu_build_stage(Emu *e, MPI_Comm job, const PlanConfig *plan, int stage)
+{
+    const PlanStage *s = &plan->stage[stage];
+    int ranks[PLAN_MAX_RANKS];
+    for (int i = 0; i < s->nranks; i++) ranks[i] = s->ranks[i];
+    GridLayout l = {s->tp, s->pp, s->dp};
+    if (s->nranks != grid_size(l))
+        nr_fatal("emu_build_stage(%s): the plan is not resolved (%d ranks for tp%d pp%d dp%d)",
+                 plan_stage_name(stage), s->nranks, s->tp, s->pp, s->dp);
+    emu_build(e, job, plan_stage_name(stage), l, ranks);
+}
+
+MPI_Comm emu_comm(const Emu *e, GridGroup g)
+{
+    switch (g) {
+    case GRID_ALL: return e->all;
+    case GRID_TP: return e->tp;
+    case GRID_DP: return e->dp;
+    case GRID_PP: return e->pp;
+    case GRID_EMBD: return e->embd;
+    default: return MPI_COMM_NULL;
+    }
+}
+
+void emu_free(Emu *e)
+{
+    MPI_Comm *cs[] = {&e->all, &e->tp, &e->dp, &e->pp, &e->embd};
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++)
+        if (*cs[i] != MPI_COMM_NULL) mpiCheck(MPI_Comm_free(cs[i]));
+    free(e->ranks);
+    e->ranks = NULL;
+    e->n = 0;
+    e->pos = -1;
+}

@@ -1,0 +1,308 @@
+/* test_emu_comms.c — MPI test of EMU communicators (emu.h) and the comm
+ * facade (comm.h) against the pure grid math (grid.h).
+ *
+ *   mpirun --oversubscribe -np 8 build/tests/test_emu_comms [ROUNDS]
+ *
+ * Each round draws (from a counter-based RNG, so every rank draws the same)
+ * one to three EMUs with random tp, pp, dp (tp*pp*dp ≤ the job size) on
+ * random ordered subsets of the job's ranks — either drawn independently
+ * (EMUs share ranks) or cut from one permutation (EMUs on disjoint ranks) —
+ * builds them all, and on every rank checks each communicator: exactly the
+ * job ranks the grid math says, in grid order (MPI_Group_translate_ranks),
+ * this rank's place in it, and MPI_COMM_NULL where the rank is no member.
+ * Over every group it checks that comm_allreduce_sum_f32 (with a random
+ * chunk, so the chunking loop runs) gives the exact sum, and per EMU a
+ * broadcast and a pipeline send/receive. Then it checks that comm_wait
+ * sleeps: the other ranks wait in comm_barrier while rank 0 sleeps 0.5 s,
+ * and their CPU time must stay under 20% of the wall time.
+ * Rank 0 prints the summary; the exit status is non-zero if any rank failed.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <mpi.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "nereus/comm.h"
+#include "nereus/emu.h"
+#include "nereus/grid.h"
+#include "nereus/util.h"
+
+#define SEED 20240603u
+#define MAX_EMUS 3
+
+static int me, world;
+static long fails, comms_checked, nulls_checked, reductions;
+
+static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void fail(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "FAIL rank %d: ", me);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    fails++;
+}
+
+static int draw(int round, int k, int n) { return rng_below(SEED, RNG_TEST, (uint64_t)round, (uint64_t)k, n); }
+
+/* A random permutation of 0..n-1 (Fisher–Yates over the RNG). */
+static void permutation(int *p, int n, int round, int *k)
+{
+    for (int i = 0; i < n; i++) p[i] = i;
+    for (int i = n - 1; i > 0; i--) {
+        int j = draw(round, (*k)++, i + 1);
+        int t = p[i];
+        p[i] = p[j];
+        p[j] = t;
+    }
+}
+
+/* A random layout with tp*pp*dp ≤ maxn (uniform over all such triples). */
+static GridLayout random_layout(int maxn, int round, int *k)
+{
+    GridLayout all[512];
+    int n = 0;
+    for (int tp = 1; tp <= maxn; tp++)
+        for (int pp = 1; tp * pp <= maxn; pp++)
+            for (int dp = 1; tp * pp * dp <= maxn && n < 512; dp++) all[n++] = (GridLayout){tp, pp, dp};
+    return all[draw(round, (*k)++, n)];
+}
+
+static double cpu_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* The value rank r contributes at element i: small integers, so float sums are exact. */
+static float contrib(int r, size_t i) { return (float)((r + 1) * 3 + (int)(i % 17)); }
+
+static void check_group(const Emu *e, GridGroup g, int round, int chunk)
+{
+    MPI_Comm c = emu_comm(e, g);
+    int want[PLAN_MAX_RANKS];
+    int k = e->pos >= 0 ? grid_group_ranks(e->layout, e->ranks, g, e->pos, want) : 0;
+    if (k == 0) {
+        if (c != MPI_COMM_NULL) fail("round %d %s: %s comm should be MPI_COMM_NULL", round, e->name, grid_group_name(g));
+        nulls_checked++;
+        return;
+    }
+    if (c == MPI_COMM_NULL) {
+        fail("round %d %s: %s comm is MPI_COMM_NULL for a member", round, e->name, grid_group_name(g));
+        return;
+    }
+    comms_checked++;
+    int size = comm_size(c), rank = comm_rank(c);
+    if (size != k) fail("round %d %s: %s comm has %d ranks, want %d", round, e->name, grid_group_name(g), size, k);
+    if (rank != grid_group_index(e->layout, g, e->pos))
+        fail("round %d %s: %s rank %d, want %d", round, e->name, grid_group_name(g), rank,
+             grid_group_index(e->layout, g, e->pos));
+    if (size == k) {
+        MPI_Group cg, jg;
+        mpiCheck(MPI_Comm_group(c, &cg));
+        mpiCheck(MPI_Comm_group(e->job, &jg));
+        int idx[PLAN_MAX_RANKS], got[PLAN_MAX_RANKS];
+        for (int i = 0; i < k; i++) idx[i] = i;
+        mpiCheck(MPI_Group_translate_ranks(cg, k, idx, jg, got));
+        for (int i = 0; i < k; i++)
+            if (got[i] != want[i]) {
+                fail("round %d %s: %s member %d is job rank %d, want %d", round, e->name, grid_group_name(g), i,
+                     got[i], want[i]);
+                break;
+            }
+        mpiCheck(MPI_Group_free(&cg));
+        mpiCheck(MPI_Group_free(&jg));
+    }
+    /* the exact sum over the group, through the chunked reduction */
+    enum { N = 37 };
+    float buf[N];
+    for (size_t i = 0; i < N; i++) buf[i] = contrib(me, i);
+    if (chunk > 0) comm_allreduce_sum_f32_chunk(c, buf, N, (size_t)chunk);
+    else comm_allreduce_sum_f32(c, buf, N);
+    reductions++;
+    for (size_t i = 0; i < N; i++) {
+        float s = 0;
+        for (int m = 0; m < k; m++) s += contrib(want[m], i);
+        if (buf[i] != s) {
+            fail("round %d %s: allreduce over %s, element %zu = %g, want %g", round, e->name, grid_group_name(g), i,
+                 (double)buf[i], (double)s);
+            break;
+        }
+    }
+}
+
+/* Broadcast over the EMU from its last position; pipeline send/recv stage p -> p+1. */
+static void check_p2p(const Emu *e, int round)
+{
+    if (e->pos < 0) return;
+    /* with a wrong rank order the sends below could wait forever: skip them
+     * once any member of this EMU has failed (the failure is counted) */
+    int64_t f = fails;
+    comm_allreduce_max_i64(e->all, &f, 1);
+    if (f > 0) return;
+    float v[5];
+    int root = e->n - 1;
+    for (int i = 0; i < 5; i++) v[i] = e->pos == root ? (float)(100 * round + i) : -1.0f;
+    comm_bcast_f32(e->all, v, 5, root);
+    for (int i = 0; i < 5; i++)
+        if (v[i] != (float)(100 * round + i)) {
+            fail("round %d %s: bcast element %d = %g", round, e->name, i, (double)v[i]);
+            break;
+        }
+    if (e->layout.pp > 1) {
+        int p = e->coord.p;
+        float x = (float)e->ranks[e->pos], y = -1;
+        if (p + 1 < e->layout.pp) comm_send_f32(e->pp, &x, 1, p + 1, 7);
+        if (p > 0) {
+            comm_recv_f32(e->pp, &y, 1, p - 1, 7);
+            GridCoord q = e->coord;
+            q.p = p - 1;
+            if (y != (float)e->ranks[grid_pos(e->layout, q)])
+                fail("round %d %s: pp recv %g from the previous stage", round, e->name, (double)y);
+        }
+    }
+}
+
+static void format_emu(const Emu *e, char *buf, size_t n)
+{
+    int o = snprintf(buf, n, "tp%d pp%d dp%d @ ", e->layout.tp, e->layout.pp, e->layout.dp);
+    for (int i = 0; i < e->n && o > 0 && (size_t)o < n; i++) o += snprintf(buf + o, n - (size_t)o, "%s%d", i ? "," : "", e->ranks[i]);
+}
+
+static void sleep_check(void)
+{
+    /* rank 0 arrives 0.5 s late; everyone else waits in comm_barrier */
+    double w0 = nr_now(), c0 = cpu_now();
+    if (me == 0) {
+        struct timespec ts = {0, 500000000L};
+        nanosleep(&ts, NULL);
+    }
+    comm_barrier(MPI_COMM_WORLD);
+    double wall = nr_now() - w0, cpu = cpu_now() - c0;
+    double mine[2] = {wall, cpu}, all[2 * 1024];
+    mpiCheck(MPI_Gather(mine, 2, MPI_DOUBLE, all, 2, MPI_DOUBLE, 0, MPI_COMM_WORLD));
+
+    /* for comparison only: Open MPI's own blocking barrier */
+    w0 = nr_now(), c0 = cpu_now();
+    if (me == 0) {
+        struct timespec ts = {0, 300000000L};
+        nanosleep(&ts, NULL);
+    }
+    mpiCheck(MPI_Barrier(MPI_COMM_WORLD));
+    double bmine[2] = {nr_now() - w0, cpu_now() - c0}, ball[2 * 1024];
+    mpiCheck(MPI_Gather(bmine, 2, MPI_DOUBLE, ball, 2, MPI_DOUBLE, 0, MPI_COMM_WORLD));
+    if (me != 0) return;
+    double worst = 0, bworst = 0;
+    int bad = 0;
+    for (int r = 1; r < world; r++) {
+        double ratio = all[2 * r + 1] / all[2 * r];
+        if (ratio > worst) worst = ratio;
+        if (all[2 * r] < 0.4 || ratio >= 0.20) {
+            bad = 1;
+            fail("comm_wait: rank %d waited %.3f s wall with %.3f s CPU (%.1f%%; want < 20%%)", r, all[2 * r],
+                 all[2 * r + 1], 100 * ratio);
+        }
+        double b = ball[2 * r + 1] / ball[2 * r];
+        if (b > bworst) bworst = b;
+    }
+    printf("%s comm_wait sleeps: %d ranks waited ~%.2f s in comm_barrier; worst CPU/wall %.1f%% (limit 20%%); "
+           "MPI_Barrier for comparison: worst %.1f%%\n",
+           bad ? "FAIL" : "ok  ", world - 1, all[2], 100 * worst, 100 * bworst);
+}
+
+int main(int argc, char **argv)
+{
+    mpiCheck(MPI_Init(&argc, &argv));
+    mpiCheck(MPI_Comm_rank(MPI_COMM_WORLD, &me));
+    mpiCheck(MPI_Comm_size(MPI_COMM_WORLD, &world));
+    int rounds = argc > 1 ? atoi(argv[1]) : 40;
+    if (rounds < 1) rounds = 40;
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    double t0 = nr_now();
+    int layouts = 0, shared_rounds = 0, disjoint_rounds = 0;
+
+    for (int round = 0; round < rounds; round++) {
+        int k = 0;
+        int nemu = 1 + draw(round, k++, MAX_EMUS);
+        int disjoint = draw(round, k++, 2);
+        int perm[PLAN_MAX_RANKS], left = world, used = 0;
+        if (disjoint) permutation(perm, world, round, &k);
+        Emu emus[MAX_EMUS];
+        char desc[2048];
+        int o = snprintf(desc, sizeof desc, "round %2d (%s):", round, disjoint ? "disjoint" : "shared");
+        int built = 0;
+        for (int i = 0; i < nemu; i++) {
+            if (disjoint && left == 0) break;
+            GridLayout l = random_layout(disjoint ? left : world, round, &k);
+            int n = grid_size(l), ranks[PLAN_MAX_RANKS];
+            if (disjoint) {
+                memcpy(ranks, perm + used, (size_t)n * sizeof *ranks);
+                used += n;
+                left -= n;
+            } else {
+                int p[PLAN_MAX_RANKS];
+                permutation(p, world, round, &k);
+                memcpy(ranks, p, (size_t)n * sizeof *ranks);
+            }
+            char name[32];
+            snprintf(name, sizeof name, "emu%d.%d", round, i);
+            emu_build(&emus[built], MPI_COMM_WORLD, name, l, ranks); /* collective over the job */
+            char f[512];
+            format_emu(&emus[built], f, sizeof f);
+            o += snprintf(desc + o, sizeof desc - (size_t)o, "%s %s", built ? " |" : "", f);
+            built++;
+            layouts++;
+        }
+        disjoint ? disjoint_rounds++ : shared_rounds++;
+        for (int i = 0; i < built; i++) {
+            const Emu *e = &emus[i];
+            int pos = grid_find(e->ranks, e->n, me);
+            if (pos != e->pos) fail("round %d %s: pos %d, want %d", round, e->name, e->pos, pos);
+            if (pos >= 0) {
+                GridCoord c = grid_coord(e->layout, pos);
+                if (c.t != e->coord.t || c.d != e->coord.d || c.p != e->coord.p)
+                    fail("round %d %s: coordinate mismatch", round, e->name);
+            }
+            for (GridGroup g = GRID_TP; g < GRID_NGROUPS; g++)
+                check_group(e, g, round, (i + (int)g) % 4 == 3 ? 0 : 1 + draw(round, 1000 + 10 * i + (int)g, 16));
+            check_p2p(e, round);
+        }
+        for (int i = 0; i < built; i++) {
+            emu_free(&emus[i]);
+            emu_free(&emus[i]); /* twice is harmless */
+            for (GridGroup g = GRID_TP; g < GRID_NGROUPS; g++)
+                if (emu_comm(&emus[i], g) != MPI_COMM_NULL) fail("round %d: emu_free left a %s comm", round, grid_group_name(g));
+        }
+        if (me == 0) printf("     %s\n", desc);
+    }
+
+    /* zero-length and default-chunk reductions, and i64 counts */
+    float none[1] = {42.0f};
+    comm_allreduce_sum_f32(MPI_COMM_WORLD, none, 0);
+    if (none[0] != 42.0f) fail("a zero-length allreduce touched the buffer");
+
+    sleep_check();
+
+    int64_t tot[4] = {fails, comms_checked, nulls_checked, reductions};
+    comm_allreduce_sum_i64(MPI_COMM_WORLD, tot, 4);
+    int64_t anyfail = fails;
+    comm_allreduce_max_i64(MPI_COMM_WORLD, &anyfail, 1);
+    if (me == 0) {
+        printf("%s %d rounds (%d shared, %d disjoint), %d EMU layouts on %d ranks: %lld communicators matched the grid "
+               "math, %lld MPI_COMM_NULL where not a member, %lld exact allreduces\n",
+               tot[0] ? "FAIL" : "ok  ", rounds, shared_rounds, disjoint_rounds, layouts, world, (long long)tot[1],
+               (long long)tot[2], (long long)tot[3]);
+        printf("%s: test_emu_comms, %lld failures over all ranks (%.1f s)\n", tot[0] ? "FAIL" : "PASS",
+               (long long)tot[0], nr_now() - t0);
+    }
+    mpiCheck(MPI_Finalize());
+    return me == 0 && (tot[0] || anyfail) ? 1 : 0;
+}
