@@ -47,6 +47,8 @@ echo "== unit tests"
 for p in test_deck test_backend_grad test_model test_ppo_pure test_task test_grid; do t "$p" 300 "build/tests/$p"; done
 # EMU communicators against the pure grid math, 8 ranks on the 2 cores
 t emu-comms 120 jobs/local.sh -np 8 build/tests/test_emu_comms
+# tensor parallelism in the model: tp = 1, 2, 4 against the unsharded model
+t model-tp 120 jobs/local.sh -np 4 build/tests/test_model_tp
 # CUDA parity (every CUDA op against the CPU backend): runs where a GPU is, skipped (exit 77) elsewhere
 t0=$(date +%s.%N); timeout 300 build/tests/gpu/parity >"$LOG/gpu-parity.log" 2>&1; rc=$?
 secs=$(echo "$(date +%s.%N) - $t0" | bc)
@@ -102,6 +104,31 @@ t sft-tokens 300 $L -np 1 bin/nereus tests/decks/sft_tokens.deck
 a=$(verify "$LOG/sft-tokens.log" sft_loss_first); b=$(verify "$LOG/sft-tokens.log" sft_loss_last)
 if [ -n "$a" ] && [ -n "$b" ] && awk "BEGIN{exit !($b < 0.7 * $a)}"; then result sft-tokens-learns 0 0 "loss $a -> $b"
 else result sft-tokens-learns 1 0 "loss '$a' -> '$b' (want below 0.7x the first; the random prompt digits keep the floor near 0.9)"; fi
+
+echo "== equivalence: the same 5 PPO steps under every plan of tests/equiv_plans.txt"
+t equiv-1rank 300 $L -np 1 bin/nereus tests/decks/equiv.deck
+ref=$LOG/equiv-1rank.log
+while IFS='|' read -r -u 3 name np plan; do
+  name=$(echo $name); np=$(echo $np)
+  case "$name" in ''|'#'*) continue;; esac
+  deck=$LOG/equiv-$name.deck
+  { cat tests/decks/equiv.deck; echo "[plan]"; echo "$plan" | tr ';' '\n' | sed 's/^ *//'; } > "$deck"
+  t "equiv-$name-run" 300 $L -np "$np" bin/nereus "$deck"
+  out=$LOG/equiv-$name-run.log
+  why=""
+  for k in tokens_hash reward_first10 reward_last10 ppo_steps status; do
+    [ "$(verify "$ref" $k)" = "$(verify "$out" $k)" ] || why="$why $k differs;"
+  done
+  worst=0
+  for k in checksum.actor checksum.ref checksum.critic; do
+    a=$(verify "$ref" $k); b=$(verify "$out" $k)
+    d=$(awk -v a="$a" -v b="$b" 'BEGIN{ if (a=="" || b=="") { print "nan"; exit } d=(a-b)/a; if (d<0) d=-d; printf "%.1e", d }')
+    awk -v d="$d" 'BEGIN{exit !(d != "nan" && d+0 <= 1e-5)}' || why="$why $k $a vs $b;"
+    worst=$(awk -v d="$d" -v w="$worst" 'BEGIN{ print (d=="nan" || d+0 > w+0) ? d : w }')
+  done
+  if [ -z "$why" ]; then result "equiv-$name" 0 0 "$np ranks: tokens, rewards identical; checksums within $worst (limit 1e-5)"
+  else result "equiv-$name" 1 0 "$why"; fi
+done 3< tests/equiv_plans.txt
 
 echo "== summary"
 for f in "${failed[@]}"; do echo "failed: $f"; done

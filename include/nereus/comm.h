@@ -40,6 +40,7 @@ void comm_allreduce_sum_f64(MPI_Comm c, double *buf, size_t n);
 void comm_allreduce_sum_i64(MPI_Comm c, int64_t *buf, size_t n);
 /* collective over c: elementwise max / min of int64 values (flags, counts). */
 void comm_allreduce_max_i64(MPI_Comm c, int64_t *buf, size_t n);
+void comm_allreduce_max_f64(MPI_Comm c, double *buf, size_t n);
 void comm_allreduce_min_i64(MPI_Comm c, int64_t *buf, size_t n);
 
 /* collective over c: bytes bytes of buf from root to every rank of c. */

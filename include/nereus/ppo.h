@@ -13,14 +13,10 @@
 #include "nereus/model.h"
 #include "nereus/task.h"
 
-typedef struct Models {
-    GPT actor, ref, critic, reward;
-    int have_reward_net;
-} Models;
-
 typedef struct Rollout {
     int B, P, T, Tcap;     /* sequences, prompt length, current length, capacity */
-    uint64_t sample_base;  /* global sample index of sequence b at step s: base + s·B + b */
+    int Bg, b0;            /* the step's global batch, and the first of this rollout's B rows in it */
+    uint64_t sample_base;  /* global sample index of row b at step s: base + s·Bg + b0 + b */
     int *tokens;           /* (B, Tcap) prompt, response, EOS padding (generation) */
     int *seq;              /* (B, T) the same sequences, dense, from ppo_score on */
     int *targets;          /* (B, T) next token where mask, else −1 */
@@ -31,7 +27,7 @@ typedef struct Rollout {
     int *kind;             /* (B) task kind */
     float *task_reward;    /* (B) rule reward in [0, 1] */
     float *score;          /* (B) task reward (+ weighted reward-network score) */
-    float *logp_old, *logp_ref, *values, *rewards, *adv, *ret, *mask; /* (B, T) dense */
+    float *logp_old, *logp_ref, *values, *rm_values, *rewards, *adv, *ret, *mask; /* (B, T) dense */
     int *next;             /* (B) sampled tokens (host) */
     const Backend *be;     /* the actor's backend, for the buffers below */
     float *d_u;            /* (B) backend: one uniform per sequence */
@@ -50,9 +46,15 @@ typedef struct StepStats {
     char sample[128];      /* one decoded example "R1234=4321$ (1.00)" */
 } StepStats;
 
-/* Allocate the rollout buffers for cfg (host, and a few on backend be). */
-void rollout_alloc(Rollout *r, const Config *cfg, const TaskSet *ts, const Backend *be);
+/* Allocate the buffers for B rows (rows b0 .. b0+B−1 of a global batch of
+ * Bg) of cfg's PPO step: host arrays, and a few on backend be. */
+void rollout_alloc(Rollout *r, const Config *cfg, const TaskSet *ts, const Backend *be, int B, int Bg, int b0);
 void rollout_free(Rollout *r);
+/* Prompts and answers of the step's rows (pure: every rank can make them). */
+void rollout_prompts(Rollout *r, const TaskSet *ts, int step);
+/* After generation: T from the response lengths, the dense EOS-padded
+ * sequences seq (B, T), targets and mask. */
+void rollout_finish(Rollout *r);
 
 /* gen: prompts of global samples step·B .. step·B+B−1, then sampling from
  * the actor with the KV cache. Random numbers depend on (seed, sample,
@@ -61,16 +63,36 @@ void ppo_generate(Rollout *r, GPT *actor, const Config *cfg, const TaskSet *ts, 
 /* gen without the KV cache (full forward per token): the baseline that the
  * cached path must reproduce exactly, and a benchmark. */
 void ppo_generate_nocache(Rollout *r, GPT *actor, const Config *cfg, const TaskSet *ts, int step);
-/* inf: old log-probs, ref log-probs, values, rule and network scores, then
- * per-token rewards, GAE advantages and returns. */
-void ppo_score(Rollout *r, Models *ms, const Config *cfg, StepStats *st);
-/* train: epochs × minibatches of actor and critic updates. */
-void ppo_train(Rollout *r, Models *ms, const Config *cfg, int step, StepStats *st);
+/* inf, one model over rows [row0, row0 + n) of a finished rollout: the
+ * log-probs of the sampled tokens (out (n, T)) or the values (out (n, T)). */
+void ppo_infer_logp(GPT *m, const Rollout *r, int row0, int n, float *out);
+void ppo_infer_values(GPT *m, const Rollout *r, int row0, int n, float *out);
+/* From logp_old, logp_ref, values (and rm_values when have_rm): rule and
+ * network scores, per-token KL-penalised rewards, GAE advantages, returns.
+ * Pure: every rank holding the rollout computes the same numbers. */
+void ppo_advantages(Rollout *r, const Config *cfg, int have_rm, StepStats *st);
 
-/* Mean task reward of greedy decoding (temperature 0) on nbatches × B
- * held-out prompts: sample indices from 2^50, which neither SFT (2^40) nor
- * PPO (0 ..) ever draws. */
-double ppo_eval_greedy(GPT *actor, const Config *cfg, const TaskSet *ts, int B, int nbatches);
+/* Data parallelism seen from a training loop: this replica's index and the
+ * replica count, and the hook that sums gradients over the replicas after
+ * each backward (NULL with one replica). */
+typedef struct ReplicaShare {
+    int d, dp;
+    void (*grad_sync)(GPT *m, void *ctx);
+    void *ctx;
+} ReplicaShare;
+enum { PPO_ACTOR = 0, PPO_CRITIC = 1 };
+/* train: epochs × minibatches of updates of one model (PPO_ACTOR: clipped
+ * surrogate − entropy bonus; PPO_CRITIC: clipped value loss). Replica d
+ * takes rows [d·n/dp, (d+1)·n/dp) of each minibatch of n; losses are
+ * normalised by the whole minibatch's tokens, so the summed gradients equal
+ * one replica's on the whole minibatch. st gets this replica's loss sums. */
+void ppo_train_model(int which, GPT *m, const Rollout *r, const Config *cfg, int step, const ReplicaShare *sh,
+                     StepStats *st);
+
+/* Σ task reward of greedy decoding (temperature 0) over rows b0 .. b0+B−1
+ * of nbatches held-out batches of Bg prompts: sample indices from 2^50,
+ * which neither SFT (2^40) nor PPO (0 ..) ever draws. */
+double ppo_eval_greedy(GPT *actor, const Config *cfg, const TaskSet *ts, int B, int Bg, int b0, int nbatches);
 
 /* ---- pure pieces (unit-tested) ---- */
 /* GAE over one sequence of n response positions: rewards r, values v; the
@@ -90,7 +112,9 @@ typedef struct SftData {
 /* Returns 0, or 2 with a message on stderr (rank 0) for bad data. */
 int sft_open(SftData *d, const Config *cfg, const TaskSet *ts, int V, const char *deck_path);
 void sft_close(SftData *d);
-/* One SFT step; returns the mean token cross-entropy before the update. */
-float sft_step(SftData *d, GPT *actor, const Config *cfg, const TaskSet *ts, int step);
+/* One SFT step; rows [d·batch/dp, (d+1)·batch/dp) of the step's batch are
+ * this replica's. Returns this replica's share of the mean token
+ * cross-entropy before the update (the shares sum to the batch's mean). */
+float sft_step(SftData *d, GPT *actor, const Config *cfg, const TaskSet *ts, int step, const ReplicaShare *sh);
 
 #endif

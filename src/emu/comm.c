@@ -68,6 +68,7 @@ void comm_allreduce_sum_f32(MPI_Comm c, float *buf, size_t n) { comm_allreduce_s
 void comm_allreduce_sum_f64(MPI_Comm c, double *buf, size_t n) { comm_allreduce(c, buf, n, sizeof *buf, MPI_DOUBLE, MPI_SUM, 0); }
 void comm_allreduce_sum_i64(MPI_Comm c, int64_t *buf, size_t n) { comm_allreduce(c, buf, n, sizeof *buf, MPI_INT64_T, MPI_SUM, 0); }
 void comm_allreduce_max_i64(MPI_Comm c, int64_t *buf, size_t n) { comm_allreduce(c, buf, n, sizeof *buf, MPI_INT64_T, MPI_MAX, 0); }
+void comm_allreduce_max_f64(MPI_Comm c, double *buf, size_t n) { comm_allreduce(c, buf, n, sizeof *buf, MPI_DOUBLE, MPI_MAX, 0); }
 void comm_allreduce_min_i64(MPI_Comm c, int64_t *buf, size_t n) { comm_allreduce(c, buf, n, sizeof *buf, MPI_INT64_T, MPI_MIN, 0); }
 
 void comm_bcast(MPI_Comm c, void *buf, size_t bytes, int root)

@@ -7,10 +7,12 @@
 #include "nereus/ppo.h"
 #include "nereus/util.h"
 
-void rollout_alloc(Rollout *r, const Config *cfg, const TaskSet *ts, const Backend *be) {
+void rollout_alloc(Rollout *r, const Config *cfg, const TaskSet *ts, const Backend *be, int B, int Bg, int b0) {
     memset(r, 0, sizeof *r);
-    int B = cfg->ppo.batch, P = task_prompt_len(ts);
+    int P = task_prompt_len(ts);
     r->B = B;
+    r->Bg = Bg;
+    r->b0 = b0;
     r->P = P;
     r->Tcap = P + cfg->ppo.max_response;
     size_t BT = (size_t)B * r->Tcap;
@@ -24,7 +26,7 @@ void rollout_alloc(Rollout *r, const Config *cfg, const TaskSet *ts, const Backe
     r->kind = nr_xcalloc(B, sizeof(int));
     r->task_reward = nr_xcalloc(B, sizeof(float));
     r->score = nr_xcalloc(B, sizeof(float));
-    float **f[] = {&r->logp_old, &r->logp_ref, &r->values, &r->rewards, &r->adv, &r->ret, &r->mask};
+    float **f[] = {&r->logp_old, &r->logp_ref, &r->values, &r->rm_values, &r->rewards, &r->adv, &r->ret, &r->mask};
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) *f[i] = nr_xcalloc(BT, sizeof(float));
     r->next = nr_xcalloc(B, sizeof(int));
     r->be = be;
@@ -34,7 +36,7 @@ void rollout_alloc(Rollout *r, const Config *cfg, const TaskSet *ts, const Backe
 
 void rollout_free(Rollout *r) {
     void *p[] = {r->tokens, r->seq, r->targets, r->resp_len, r->answer, r->answer_len, r->kind, r->task_reward,
-                 r->score, r->logp_old, r->logp_ref, r->values, r->rewards, r->adv, r->ret, r->mask,
+                 r->score, r->logp_old, r->logp_ref, r->values, r->rm_values, r->rewards, r->adv, r->ret, r->mask,
                  r->next};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) free(p[i]);
     if (r->be) {
@@ -45,9 +47,13 @@ void rollout_free(Rollout *r) {
 }
 
 /* Prompts of this step's samples into tokens[:, :P]; answers kept for scoring. */
-static void rollout_prompts(Rollout *r, const TaskSet *ts, int step) {
+static uint64_t rollout_sample_index(const Rollout *r, int step, int b) {
+    return r->sample_base + (uint64_t)step * (uint64_t)r->Bg + (uint64_t)(r->b0 + b);
+}
+
+void rollout_prompts(Rollout *r, const TaskSet *ts, int step) {
     for (int b = 0; b < r->B; b++) {
-        uint64_t g = r->sample_base + (uint64_t)step * (uint64_t)r->B + (uint64_t)b;
+        uint64_t g = rollout_sample_index(r, step, b);
         r->kind[b] = task_make(ts, g, r->tokens + (size_t)b * r->Tcap, r->answer + (size_t)b * r->amax,
                                &r->answer_len[b]);
         r->resp_len[b] = 0;
@@ -60,7 +66,7 @@ static int rollout_sample(Rollout *r, const GPT *actor, const Config *cfg, int s
     const Backend *be = actor->be;
     float *u = (float *)r->rewards; /* host scratch (B) before scoring overwrites it */
     for (int b = 0; b < r->B; b++) {
-        uint64_t g = r->sample_base + (uint64_t)step * (uint64_t)r->B + (uint64_t)b;
+        uint64_t g = rollout_sample_index(r, step, b);
         u[b] = rng_uniform((uint64_t)cfg->run.seed, RNG_SAMPLE, g, (uint64_t)(r->P + j));
     }
     be->upload(r->d_u, u, (size_t)r->B * sizeof(float));
@@ -90,21 +96,18 @@ void ppo_generate(Rollout *r, GPT *actor, const Config *cfg, const TaskSet *ts, 
     for (int b = 0; b < r->B; b++) memcpy(prompt + (size_t)b * r->P, r->tokens + (size_t)b * r->Tcap, r->P * sizeof(int));
     gpt_prefill(actor, prompt, r->B, r->P, NULL);
     free(prompt);
-    int j = 0;
-    for (; j < R; j++) {
+    for (int j = 0; j < R; j++) {
         int running = rollout_sample(r, actor, cfg, step, j);
         if (running == 0 || j + 1 == R) break;
         gpt_decode(actor, r->next, r->B, r->P + j, NULL);
     }
-    r->T = r->P + j + 1;
 }
 
 void ppo_generate_nocache(Rollout *r, GPT *actor, const Config *cfg, const TaskSet *ts, int step) {
     rollout_prompts(r, ts, step);
     int V = actor->cfg.V, R = cfg->ppo.max_response, C = actor->cfg.C;
     int *dense = nr_xmalloc((size_t)r->B * r->Tcap * sizeof(int));
-    int j = 0;
-    for (; j < R; j++) {
+    for (int j = 0; j < R; j++) {
         int T = r->P + j;
         for (int b = 0; b < r->B; b++) memcpy(dense + (size_t)b * T, r->tokens + (size_t)b * r->Tcap, T * sizeof(int));
         gpt_forward(actor, dense, r->B, T, 0, 0);
@@ -115,18 +118,17 @@ void ppo_generate_nocache(Rollout *r, GPT *actor, const Config *cfg, const TaskS
         int running = rollout_sample(r, actor, cfg, step, j);
         if (running == 0 || j + 1 == R) break;
     }
-    r->T = r->P + j + 1;
     free(dense);
 }
 
-double ppo_eval_greedy(GPT *actor, const Config *cfg, const TaskSet *ts, int B, int nbatches) {
+double ppo_eval_greedy(GPT *actor, const Config *cfg, const TaskSet *ts, int B, int Bg, int b0, int nbatches) {
     Config ec = *cfg;
     ec.ppo.batch = B;
     ec.ppo.temperature = 0.0f;
     ec.ppo.top_k = 0;
     ec.ppo.max_response = actor->Tmax - task_prompt_len(ts); /* the longest response the actor holds */
     Rollout r;
-    rollout_alloc(&r, &ec, ts, actor->be);
+    rollout_alloc(&r, &ec, ts, actor->be, B, Bg, b0);
     r.sample_base = 1ULL << 50;
     double sum = 0.0;
     for (int k = 0; k < nbatches; k++) {
@@ -136,5 +138,5 @@ double ppo_eval_greedy(GPT *actor, const Config *cfg, const TaskSet *ts, int B, 
                                r.resp_len[b]);
     }
     rollout_free(&r);
-    return sum / ((double)B * nbatches);
+    return sum;
 }

@@ -1,15 +1,17 @@
-/* score.c — the inf stage: actor and ref log-probs of the sampled tokens,
- * critic values, rule rewards (plus an optional frozen reward network), the
- * per-token KL-penalised rewards, and GAE advantages and returns. */
+/* score.c — the inf stage: log-probs and values of one model over a slice
+ * of the rollout's rows, and the pure step from those to advantages: rule
+ * rewards (plus an optional frozen reward network's score), per-token
+ * KL-penalised rewards, GAE advantages and returns. */
 #include <math.h>
 #include <string.h>
 
 #include "nereus/ppo.h"
 #include "nereus/util.h"
 
-/* Dense (B, T) sequences, EOS-padded, with targets and mask. */
-static void rollout_finish(Rollout *r) {
-    int T = r->T;
+void rollout_finish(Rollout *r) {
+    int rmax = 1;
+    for (int b = 0; b < r->B; b++) rmax = NR_MAX(rmax, r->resp_len[b]);
+    int T = r->T = r->P + rmax;
     for (int b = 0; b < r->B; b++) {
         int *src = r->tokens + (size_t)b * r->Tcap, *seq = r->seq + (size_t)b * T;
         memcpy(seq, src, (size_t)T * sizeof(int));
@@ -23,27 +25,27 @@ static void rollout_finish(Rollout *r) {
     }
 }
 
-void ppo_score(Rollout *r, Models *ms, const Config *cfg, StepStats *st) {
+void ppo_infer_logp(GPT *m, const Rollout *r, int row0, int n, float *out) {
+    size_t o = (size_t)row0 * r->T;
+    gpt_forward(m, r->seq + o, n, r->T, 1, 0);
+    gpt_logprob(m, r->targets + o, out, NULL);
+}
+
+void ppo_infer_values(GPT *m, const Rollout *r, int row0, int n, float *out) {
+    gpt_forward(m, r->seq + (size_t)row0 * r->T, n, r->T, 0, 1);
+    m->be->download(out, m->a.values, (size_t)n * r->T * sizeof(float));
+}
+
+void ppo_advantages(Rollout *r, const Config *cfg, int have_rm, StepStats *st) {
     int B = r->B, T = r->T;
-    rollout_finish(r);
-    gpt_forward(&ms->actor, r->seq, B, T, 1, 0);
-    gpt_logprob(&ms->actor, r->targets, r->logp_old, NULL);
-    gpt_forward(&ms->ref, r->seq, B, T, 1, 0);
-    gpt_logprob(&ms->ref, r->targets, r->logp_ref, NULL);
-    gpt_forward(&ms->critic, r->seq, B, T, 0, 1);
-    ms->critic.be->download(r->values, ms->critic.a.values, (size_t)B * T * sizeof(float));
-    if (ms->have_reward_net) {
-        /* the frozen network's value at the last response token; rewards is scratch until formed below */
-        gpt_forward(&ms->reward, r->seq, B, T, 0, 1);
-        ms->reward.be->download(r->rewards, ms->reward.a.values, (size_t)B * T * sizeof(float));
-    }
     double sum_rew = 0, sum_score = 0, sum_kl = 0, ntok = 0, sum_len = 0;
     for (int b = 0; b < B; b++) {
         const int *seq = r->seq + (size_t)b * T;
         float tr = task_reward(r->answer + (size_t)b * r->amax, r->answer_len[b], seq + r->P, r->resp_len[b]);
         r->task_reward[b] = tr;
         float sc = tr;
-        if (ms->have_reward_net) sc += cfg->reward.network_weight * r->rewards[(size_t)b * T + r->P - 1 + r->resp_len[b]];
+        /* the reward network's value at the last response token */
+        if (have_rm) sc += cfg->reward.network_weight * r->rm_values[(size_t)b * T + r->P - 1 + r->resp_len[b]];
         r->score[b] = sc;
         sum_rew += tr;
         sum_score += sc;

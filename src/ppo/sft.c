@@ -58,12 +58,13 @@ void sft_close(SftData *d) {
     memset(d, 0, sizeof *d);
 }
 
-static void sft_fill_task(SftData *d, const TaskSet *ts, int B, int step) {
+/* rows b0 .. b0+n−1 of the step's batch of B */
+static void sft_fill_task(SftData *d, const TaskSet *ts, int B, int b0, int n, int step) {
     int P = task_prompt_len(ts), T = d->T;
     int answer[64], alen;
-    for (int b = 0; b < B; b++) {
+    for (int b = 0; b < n; b++) {
         int *seq = d->tokens + (size_t)b * T, *tg = d->targets + (size_t)b * T;
-        task_make(ts, SFT_SAMPLE_BASE + (uint64_t)step * B + b, seq, answer, &alen);
+        task_make(ts, SFT_SAMPLE_BASE + (uint64_t)step * B + (uint64_t)(b0 + b), seq, answer, &alen);
         for (int j = 0; j < alen; j++) seq[P + j] = answer[j];
         for (int t = P + alen; t < T; t++) seq[t] = TOK_EOS;
         for (int t = 0; t < T; t++) {
@@ -73,11 +74,11 @@ static void sft_fill_task(SftData *d, const TaskSet *ts, int B, int step) {
     }
 }
 
-static void sft_fill_tokens(SftData *d, int B, int step) {
+static void sft_fill_tokens(SftData *d, int B, int b0, int n, int step) {
     int T = d->T;
     size_t span = d->tf.count - (size_t)T - 1 + 1; /* window starts 0 .. count−T−1 */
-    for (int b = 0; b < B; b++) {
-        size_t start = (((size_t)step * B + b) * (size_t)T) % span;
+    for (int b = 0; b < n; b++) {
+        size_t start = (((size_t)step * B + (size_t)(b0 + b)) * (size_t)T) % span;
         for (int t = 0; t < T; t++) {
             d->tokens[(size_t)b * T + t] = d->tf.tokens[start + t];
             d->targets[(size_t)b * T + t] = d->tf.tokens[start + t + 1];
@@ -85,15 +86,20 @@ static void sft_fill_tokens(SftData *d, int B, int step) {
     }
 }
 
-float sft_step(SftData *d, GPT *actor, const Config *cfg, const TaskSet *ts, int step) {
-    int B = cfg->sft.batch, T = d->T;
-    if (d->use_tokens) sft_fill_tokens(d, B, step);
-    else sft_fill_task(d, ts, B, step);
-    size_t n = (size_t)B * T;
+float sft_step(SftData *d, GPT *actor, const Config *cfg, const TaskSet *ts, int step, const ReplicaShare *sh) {
+    int B = cfg->sft.batch, T = d->T, nb = B / sh->dp, b0 = sh->d * nb;
+    /* the mean is over the whole batch's tokens: count them from every row first */
     double ntok = 0;
-    for (size_t k = 0; k < n; k++) ntok += d->targets[k] >= 0;
+    for (int p = 0; p < sh->dp; p++) {
+        if (d->use_tokens) sft_fill_tokens(d, B, p * nb, nb, step);
+        else sft_fill_task(d, ts, B, p * nb, nb, step);
+        for (size_t k = 0; k < (size_t)nb * T; k++) ntok += d->targets[k] >= 0;
+    }
+    if (d->use_tokens) sft_fill_tokens(d, B, b0, nb, step);
+    else sft_fill_task(d, ts, B, b0, nb, step);
+    size_t n = (size_t)nb * T;
     gpt_zero_grad(actor);
-    gpt_forward(actor, d->tokens, B, T, 1, 0);
+    gpt_forward(actor, d->tokens, nb, T, 1, 0);
     gpt_logprob(actor, d->targets, d->logp, NULL);
     double loss = 0;
     for (size_t k = 0; k < n; k++) {
@@ -103,6 +109,7 @@ float sft_step(SftData *d, GPT *actor, const Config *cfg, const TaskSet *ts, int
     }
     loss /= ntok;
     gpt_backward(actor, d->dlogp, NULL, NULL);
+    if (sh->grad_sync) sh->grad_sync(actor, sh->ctx);
     const OptimConfig *oc = &cfg->optim;
     gpt_update(actor, cfg->sft.lr, oc->beta1, oc->beta2, oc->eps, oc->weight_decay, oc->max_grad_norm);
     return (float)loss;

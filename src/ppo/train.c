@@ -1,7 +1,10 @@
-/* train.c — the train stage: PPO epochs over shuffled minibatches; per
- * minibatch one actor update (clipped surrogate − entropy bonus) and one
- * critic update (clipped value loss). Per-token losses come from the
- * backend; they are averaged over the minibatch's response tokens. */
+/* train.c — the train stage of one model: PPO epochs over shuffled
+ * minibatches, one update per minibatch — the actor's clipped surrogate
+ * minus the entropy bonus, or the critic's clipped value loss. Per-token
+ * losses come from the backend, averaged over the minibatch's response
+ * tokens. Under data parallelism a replica takes a contiguous slice of each
+ * minibatch; the weights stay those of the whole minibatch, so the summed
+ * gradients (grad_sync) are the one-replica gradient up to summation order. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,11 +47,10 @@ static void mb_free(Minibatch *mb) {
     for (size_t i = 0; i < sizeof d / sizeof d[0]; i++) mb->be->free(d[i]);
 }
 
-/* rows idx[0..n) of the rollout into the minibatch; w = mask / tokens */
-static void mb_gather(Minibatch *mb, const Rollout *r, const int *idx) {
-    int T = r->T;
-    size_t row = (size_t)T;
-    double ntok = 0;
+/* rows idx[0..n) of the rollout into the minibatch; w = mask / ntok, where
+ * ntok counts the response tokens of the whole minibatch (all replicas) */
+static void mb_gather(Minibatch *mb, const Rollout *r, const int *idx, double ntok) {
+    size_t row = (size_t)r->T;
     for (int i = 0; i < mb->n; i++) {
         size_t s = (size_t)idx[i] * row, d = (size_t)i * row;
         memcpy(mb->tokens + d, r->seq + s, row * sizeof(int));
@@ -58,7 +60,6 @@ static void mb_gather(Minibatch *mb, const Rollout *r, const int *idx) {
         memcpy(mb->v_old + d, r->values + s, row * sizeof(float));
         memcpy(mb->ret + d, r->ret + s, row * sizeof(float));
         memcpy(mb->w + d, r->mask + s, row * sizeof(float));
-        for (size_t t = 0; t < row; t++) ntok += r->mask[s + t];
     }
     size_t k = (size_t)mb->n * row;
     float inv = ntok > 0 ? (float)(1.0 / ntok) : 0.0f;
@@ -71,7 +72,8 @@ static void mb_gather(Minibatch *mb, const Rollout *r, const int *idx) {
     be->upload(mb->d_w, mb->w, k * sizeof(float));
 }
 
-/* Fisher–Yates over 0..n−1, from the counter RNG at (step, epoch) */
+/* Fisher–Yates over 0..n−1, from the counter RNG at (step, epoch): the same
+ * order on every rank and for both models */
 static void shuffle(int *perm, int n, uint64_t seed, int step, int epoch) {
     for (int i = 0; i < n; i++) perm[i] = i;
     for (int i = n - 1; i > 0; i--) {
@@ -82,86 +84,99 @@ static void shuffle(int *perm, int n, uint64_t seed, int step, int epoch) {
     }
 }
 
-void ppo_train(Rollout *r, Models *ms, const Config *cfg, int step, StepStats *st) {
+/* One actor update on the gathered minibatch; returns the loss share and
+ * adds this replica's shares of entropy, clip fraction and approx KL. */
+static float actor_minibatch(GPT *m, Minibatch *mb, const Config *cfg, int step, double *ent, double *cf,
+                             double *akl) {
+    const PpoConfig *pc = &cfg->ppo;
+    const Backend *be = m->be;
+    int N = mb->n * mb->T;
+    gpt_forward(m, mb->tokens, mb->n, mb->T, 1, 0);
+    gpt_logprob(m, mb->targets, NULL, mb->ent); /* log-probs stay in m->logp */
+    be->ppo_policy_loss(mb->d_scalars + 0, mb->d_dlogp, mb->d_scalars + 1, mb->d_scalars + 2, m->logp,
+                        mb->d_logp_old, mb->d_adv, mb->d_w, N, pc->clip);
+    float sc[3];
+    be->download(sc, mb->d_scalars, 3 * sizeof(float));
+    be->download(mb->dlogp, mb->d_dlogp, (size_t)N * sizeof(float));
+    /* clipfrac and approx_kl come normalised by this slice's weight: scale
+     * them back so the replicas' shares add up */
+    double wsum = 0, e = 0;
+    for (int k = 0; k < N; k++) {
+        wsum += mb->w[k];
+        e += (double)mb->w[k] * mb->ent[k];
+        mb->dent[k] = -pc->entropy_coef * mb->w[k];
+    }
+    *ent += e;
+    *cf += sc[1] * wsum;
+    *akl += sc[2] * wsum;
+    float loss = sc[0]; /* the surrogate alone; the entropy bonus is reported beside it */
+    if (cfg->inject.nan_loss_step == step) { /* INJECTED fault (deck [inject]): poison loss and gradient alike */
+        loss = NAN;
+        mb->dlogp[0] = NAN;
+    }
+    gpt_backward(m, mb->dlogp, pc->entropy_coef > 0 ? mb->dent : NULL, NULL);
+    return loss;
+}
+
+static float critic_minibatch(GPT *m, Minibatch *mb, const Config *cfg) {
+    const Backend *be = m->be;
+    int N = mb->n * mb->T;
+    gpt_forward(m, mb->tokens, mb->n, mb->T, 0, 1);
+    be->ppo_value_loss(mb->d_scalars + 3, mb->d_dv, m->a.values, mb->d_v_old, mb->d_ret, mb->d_w, N,
+                       cfg->ppo.value_clip);
+    float vloss;
+    be->download(&vloss, mb->d_scalars + 3, sizeof(float));
+    be->download(mb->dv, mb->d_dv, (size_t)N * sizeof(float));
+    gpt_backward(m, NULL, NULL, mb->dv);
+    return vloss;
+}
+
+void ppo_train_model(int which, GPT *m, const Rollout *r, const Config *cfg, int step, const ReplicaShare *sh,
+                     StepStats *st) {
     const PpoConfig *pc = &cfg->ppo;
     const OptimConfig *oc = &cfg->optim;
-    int B = r->B, T = r->T, n = pc->minibatch;
-    const Backend *be = ms->actor.be;
+    int B = r->B, T = r->T, n = pc->minibatch, nl = n / sh->dp;
+    float lr = which == PPO_ACTOR ? pc->actor_lr : pc->critic_lr;
     Minibatch mb;
-    mb_alloc(&mb, n, T, be);
+    mb_alloc(&mb, nl, T, m->be);
     int *perm = nr_xmalloc((size_t)B * sizeof(int));
-    double pg = 0, vf = 0, ent = 0, cf = 0, akl = 0, gna = 0, gnc = 0;
-    int updates = 0;
-    st->finite = 1;
+    double loss_sum = 0, ent = 0, cf = 0, akl = 0, gn_sum = 0;
+    int updates = 0, finite = 1;
     for (int e = 0; e < pc->epochs; e++) {
         shuffle(perm, B, (uint64_t)cfg->run.seed, step, e);
         for (int s0 = 0; s0 + n <= B; s0 += n) {
-            mb_gather(&mb, r, perm + s0);
-            int N = n * T;
-            /* actor: clipped surrogate minus the entropy bonus */
-            gpt_zero_grad(&ms->actor);
-            gpt_forward(&ms->actor, mb.tokens, n, T, 1, 0);
-            gpt_logprob(&ms->actor, mb.targets, NULL, mb.ent); /* log-probs stay in actor.logp */
-            be->ppo_policy_loss(mb.d_scalars + 0, mb.d_dlogp, mb.d_scalars + 1, mb.d_scalars + 2, ms->actor.logp,
-                                mb.d_logp_old, mb.d_adv, mb.d_w, N, pc->clip);
-            float sc[3];
-            be->download(sc, mb.d_scalars, 3 * sizeof(float));
-            be->download(mb.dlogp, mb.d_dlogp, (size_t)N * sizeof(float));
-            float loss = sc[0], clipfrac = sc[1], approx_kl = sc[2];
-            double mean_ent = 0;
-            for (int k = 0; k < N; k++) {
-                mean_ent += (double)mb.w[k] * mb.ent[k];
-                mb.dent[k] = -pc->entropy_coef * mb.w[k];
-            }
-            if (cfg->inject.nan_loss_step == step) loss = NAN; /* INJECTED fault (deck [inject]) */
-            float gn = 0;
-            if (isfinite(loss)) {
-                gpt_backward(&ms->actor, mb.dlogp, pc->entropy_coef > 0 ? mb.dent : NULL, NULL);
-                gn = gpt_update(&ms->actor, pc->actor_lr, oc->beta1, oc->beta2, oc->eps, oc->weight_decay,
-                                oc->max_grad_norm);
-            }
-            /* critic: clipped value loss */
-            gpt_zero_grad(&ms->critic);
-            gpt_forward(&ms->critic, mb.tokens, n, T, 0, 1);
-            be->ppo_value_loss(mb.d_scalars + 3, mb.d_dv, ms->critic.a.values, mb.d_v_old, mb.d_ret, mb.d_w, N,
-                               pc->value_clip);
-            float vloss;
-            be->download(&vloss, mb.d_scalars + 3, sizeof(float));
-            be->download(mb.dv, mb.d_dv, (size_t)N * sizeof(float));
-            float gc = 0;
-            if (isfinite(vloss)) {
-                gpt_backward(&ms->critic, NULL, NULL, mb.dv);
-                gc = gpt_update(&ms->critic, pc->critic_lr, oc->beta1, oc->beta2, oc->eps, oc->weight_decay,
-                                oc->max_grad_norm);
-            }
-            if (!isfinite(loss) || !isfinite(vloss) || !isfinite(gn) || !isfinite(gc)) {
-                st->finite = 0;
-                pg = loss;
-                vf = vloss;
+            double ntok = 0; /* the whole minibatch's response tokens */
+            for (int i = 0; i < n; i++)
+                for (int t = 0; t < T; t++) ntok += r->mask[(size_t)perm[s0 + i] * T + t];
+            mb_gather(&mb, r, perm + s0 + sh->d * nl, ntok);
+            gpt_zero_grad(m);
+            float loss = which == PPO_ACTOR ? actor_minibatch(m, &mb, cfg, step, &ent, &cf, &akl)
+                                            : critic_minibatch(m, &mb, cfg);
+            if (sh->grad_sync) sh->grad_sync(m, sh->ctx);
+            /* the norm is taken after the sum over replicas, so every replica sees the same one;
+             * a non-finite loss anywhere makes it non-finite everywhere */
+            float gn = gpt_update(m, lr, oc->beta1, oc->beta2, oc->eps, oc->weight_decay, oc->max_grad_norm);
+            loss_sum += loss;
+            gn_sum += gn;
+            updates++;
+            if (!isfinite(loss) || !isfinite(gn)) {
+                finite = 0;
                 goto out;
             }
-            pg += loss;
-            vf += vloss;
-            ent += mean_ent;
-            cf += clipfrac;
-            akl += approx_kl;
-            gna += gn;
-            gnc += gc;
-            updates++;
         }
     }
 out:
-    if (updates > 0 && st->finite) {
-        st->pg_loss = pg / updates;
-        st->vf_loss = vf / updates;
-        st->entropy = ent / updates;
-        st->clipfrac = cf / updates;
-        st->approx_kl = akl / updates;
-        st->grad_norm_actor = gna / updates;
-        st->grad_norm_critic = gnc / updates;
+    st->finite = finite;
+    double u = updates > 0 ? updates : 1;
+    if (which == PPO_ACTOR) {
+        st->pg_loss = loss_sum / u;
+        st->entropy = ent / u;
+        st->clipfrac = cf / u;
+        st->approx_kl = akl / u;
+        st->grad_norm_actor = gn_sum / u;
     } else {
-        st->pg_loss = pg;
-        st->vf_loss = vf;
+        st->vf_loss = loss_sum / u;
+        st->grad_norm_critic = gn_sum / u;
     }
     free(perm);
     mb_free(&mb);

@@ -127,7 +127,7 @@ static void bench_gen(const char *name, GPTConfig c, int B, int digits, int R, i
     GPT m;
     gpt_build(&m, &c, be, B, T, 0, 3, 0.02f);
     Rollout r;
-    rollout_alloc(&r, &cfg, &ts, be);
+    rollout_alloc(&r, &cfg, &ts, be, B, B, 0);
     double tc[8] = {0}, tn[8] = {0}, ntok = 0;
     for (int k = 0; k < reps; k++) {
         double t0 = nr_now();

@@ -1,0 +1,83 @@
+/* job.h — the running job as this rank sees it: the resolved plan's seven
+ * EMUs (one per model-stage), the model each EMU holds on this rank, and the
+ * operations across EMUs — assembling a model's logical parameters,
+ * per-step weight sync, checksums, and the distributed PPO step.
+ *
+ * Data flow of a step (job_step): every rank keeps the whole step's rollout
+ * (the prompts are a pure function of the sample index, so every rank makes
+ * them). actor.gen's replicas generate their rows; the rows are assembled on
+ * every rank by one all-reduce of disjoint contributions. Each inference EMU
+ * scores its replicas' rows and the results are assembled the same way, so
+ * advantages are computed identically everywhere. Each training EMU splits
+ * every minibatch over its replicas and sums gradients over its dp group.
+ * Then the trained weights go to actor.gen, actor.inf and critic.inf.
+ * Gathering everything everywhere is the simple, correct baseline; the
+ * transition engine (issue #5) replaces the weight sync with minimal-byte
+ * transfers.
+ */
+#ifndef NEREUS_JOB_H
+#define NEREUS_JOB_H
+
+#include <mpi.h>
+
+#include "nereus/config.h"
+#include "nereus/emu.h"
+#include "nereus/model.h"
+#include "nereus/ppo.h"
+#include "nereus/task.h"
+
+typedef struct Stage {
+    int id;          /* PlanStageId */
+    Emu emu;         /* built on every rank; MPI_COMM_NULL groups where not a member */
+    int member;      /* this rank holds the model-stage */
+    int d, dp;       /* this rank's replica and the replica count */
+    int leader;      /* the member that reports its replica's results (tp coordinate 0) */
+    int root;        /* job rank of grid position 0 (replica 0's leader) */
+    int B;           /* rows per replica in a step (gen, inf) */
+    GPT model;       /* the stage's model on this rank (when member) */
+} Stage;
+
+typedef struct Job {
+    MPI_Comm world;
+    int rank, size;
+    const Config *cfg;
+    const Backend *be;
+    TaskSet ts;
+    int V, P, Tgen, Tsft;
+    int have_rm;               /* reward.inf holds a reward network */
+    Stage st[7];               /* indexed by PlanStageId */
+    size_t n_actor, n_critic;  /* logical parameter counts (actor: no value head) */
+    float *full;               /* (n_critic) logical staging buffer */
+    Rollout G;                 /* the step's whole rollout (every rank) */
+    Rollout L;                 /* this rank's gen rows (actor.gen members) */
+    float *scratch;            /* (Bg, Tgen) inference rows / assembly */
+    double sync_bytes;         /* bytes received by ranks in the last weight sync */
+} Job;
+
+/* collective over world: EMUs of the resolved plan, this rank's models
+ * (initialised from the seed: every stage of a model starts equal), the
+ * rollout buffers. */
+void job_build(Job *j, MPI_Comm world, const Config *cfg, const Backend *be, const TaskSet *ts, int V, int Tsft);
+void job_free(Job *j);
+
+/* collective over world: the logical parameters of stage src's model
+ * (replica 0) into full (n floats) on every rank. */
+void job_assemble(Job *j, int src, float *full, size_t n);
+/* collective over world: import full's first n floats into every member of
+ * stage dst (a critic takes an actor's n_actor floats as its trunk). */
+void job_import(Job *j, int dst, const float *full, size_t n);
+/* collective over world: copy src's parameters into each stage of dst[]. */
+void job_sync(Job *j, int src, const int *dst, int ndst);
+/* collective over world: Σ|x| over the logical parameters of stage src. */
+double job_checksum(Job *j, int src);
+
+/* collective over world: one SFT step on actor.train; returns the batch's mean loss. */
+float job_sft_step(Job *j, SftData *sd, int step);
+/* collective over world: one PPO step; stage times (max over ranks) in
+ * times[4] = gen, inf, train, sync. Returns 0, or 1 when a loss or gradient
+ * norm was not finite (on every rank alike). */
+int job_step(Job *j, int step, StepStats *st, double times[4]);
+/* collective over world: greedy held-out task reward of actor.gen. */
+double job_eval_greedy(Job *j);
+
+#endif

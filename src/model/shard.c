@@ -1,0 +1,182 @@
+/* shard.c — the GPT tensor table with its Megatron TP shard specs, the map
+ * between a rank's local flat buffer and the full logical vector (import /
+ * export for weight sync, checkpoints and transitions), and the logical
+ * checksums. A cut tensor's local block is, for every index of the axes
+ * before cut_axis, one contiguous run of lshape[cut_axis]·inner floats both
+ * locally and in the logical order, so every copy here is a handful of
+ * memcpy-sized runs (at most 3L per tensor). */
+#include "nereus/model.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nereus/comm.h"
+#include "nereus/util.h"
+
+/* cut: -1 replicated, else the axis cut tp ways (tp_rank's block kept) */
+static void set_tensor(TensorInfo *t, const char *name, int ndim, int s0, int s1, int s2, int s3, int cut,
+                       int tp, int tp_rank, size_t *offset, size_t *loffset) {
+    int s[4] = {s0, s1, s2, s3};
+    if (tp == 1) cut = -1; /* tp = 1: nothing is cut, the table is the historical one */
+    t->name = name;
+    t->ndim = ndim;
+    t->cut_axis = cut;
+    t->cut_start = 0;
+    t->numel = 1;
+    t->lnumel = 1;
+    for (int i = 0; i < 4; i++) {
+        t->shape[i] = i < ndim ? s[i] : 0;
+        t->lshape[i] = t->shape[i];
+        if (i == cut) {
+            if (s[i] % tp != 0) nr_fatal("gpt tensor %s: axis %d of size %d does not divide by tp %d", name, i, s[i], tp);
+            t->lshape[i] = s[i] / tp;
+            t->cut_start = tp_rank * t->lshape[i];
+        }
+        if (i < ndim) {
+            t->numel *= (size_t)t->shape[i];
+            t->lnumel *= (size_t)t->lshape[i];
+        }
+    }
+    t->offset = *offset;
+    t->loffset = *loffset;
+    /* keep each tensor 16-float (64-byte) aligned inside the flat buffer */
+    *offset += (t->lnumel + 15) & ~(size_t)15;
+    *loffset += t->numel;
+}
+
+size_t gpt_tensor_table(const GPTConfig *c, int tp, int tp_rank, TensorInfo t[GPT_NUM_TENSORS], int *ntensors) {
+    int V = c->V, T = c->maxT, L = c->L, C = c->C;
+    size_t off = 0, loff = 0;
+#define S(id, name, nd, a, b, cc, d, cut) set_tensor(&t[id], name, nd, a, b, cc, d, cut, tp, tp_rank, &off, &loff)
+    S(GPT_WTE, "wte", 2, V, C, 0, 0, -1);               /* (V, C) replicated (vocab-parallel: later) */
+    S(GPT_WPE, "wpe", 2, T, C, 0, 0, -1);               /* (maxT, C) */
+    S(GPT_LN1W, "ln1w", 2, L, C, 0, 0, -1);             /* (L, C) */
+    S(GPT_LN1B, "ln1b", 2, L, C, 0, 0, -1);             /* (L, C) */
+    S(GPT_QKVW, "qkvw", 4, L, 3, C, C, 2);              /* (L, 3, C, C) → (L, 3, C/tp, C): heads */
+    S(GPT_QKVB, "qkvb", 3, L, 3, C, 0, 2);              /* (L, 3, C) → (L, 3, C/tp) */
+    S(GPT_ATTPROJW, "attprojw", 3, L, C, C, 0, 2);      /* (L, C, C) → (L, C, C/tp): input columns */
+    S(GPT_ATTPROJB, "attprojb", 2, L, C, 0, 0, -1);     /* (L, C) */
+    S(GPT_LN2W, "ln2w", 2, L, C, 0, 0, -1);             /* (L, C) */
+    S(GPT_LN2B, "ln2b", 2, L, C, 0, 0, -1);             /* (L, C) */
+    S(GPT_FCW, "fcw", 3, L, 4 * C, C, 0, 1);            /* (L, 4C, C) → (L, 4C/tp, C) */
+    S(GPT_FCB, "fcb", 2, L, 4 * C, 0, 0, 1);            /* (L, 4C) → (L, 4C/tp) */
+    S(GPT_FCPROJW, "fcprojw", 3, L, C, 4 * C, 0, 2);    /* (L, C, 4C) → (L, C, 4C/tp) */
+    S(GPT_FCPROJB, "fcprojb", 2, L, C, 0, 0, -1);       /* (L, C) */
+    S(GPT_LNFW, "lnfw", 1, C, 0, 0, 0, -1);             /* (C) */
+    S(GPT_LNFB, "lnfb", 1, C, 0, 0, 0, -1);             /* (C) */
+    *ntensors = GPT_VHW;
+    if (c->value_head) {
+        S(GPT_VHW, "vhw", 1, C, 0, 0, 0, -1);           /* (C) = (1, C) matmul weight */
+        S(GPT_VHB, "vhb", 1, 1, 0, 0, 0, -1);           /* (1) */
+        *ntensors = GPT_NUM_TENSORS;
+    }
+#undef S
+    return off;
+}
+
+size_t gpt_logical_numel(const GPTConfig *cfg) {
+    TensorInfo t[GPT_NUM_TENSORS];
+    int n;
+    gpt_tensor_table(cfg, 1, 0, t, &n);
+    return t[n - 1].loffset + t[n - 1].numel;
+}
+
+/* The runs of tensor t: run o (0 ≤ o < *nruns) is *len floats at local
+ * o·(*len) and at logical o·(*lstride) + (*lstart), both from the tensor's
+ * start. Replicated: one run of numel. */
+void gpt_tensor_runs(const TensorInfo *t, size_t *nruns, size_t *len, size_t *lstride, size_t *lstart) {
+    if (t->cut_axis < 0) {
+        *nruns = 1;
+        *len = t->numel;
+        *lstride = t->numel;
+        *lstart = 0;
+        return;
+    }
+    size_t outer = 1, inner = 1;
+    for (int i = 0; i < t->cut_axis; i++) outer *= (size_t)t->shape[i];
+    for (int i = t->cut_axis + 1; i < t->ndim; i++) inner *= (size_t)t->shape[i];
+    *nruns = outer;
+    *len = (size_t)t->lshape[t->cut_axis] * inner;
+    *lstride = (size_t)t->shape[t->cut_axis] * inner;
+    *lstart = (size_t)t->cut_start * inner;
+}
+
+static float *gpt_buf(const GPT *m, int which, const char *who) {
+    float *b = which == GPT_BUF_PARAMS ? m->params : which == GPT_BUF_GRADS ? m->grads
+             : which == GPT_BUF_ADAM_M ? m->m : which == GPT_BUF_ADAM_V ? m->v : NULL;
+    if (which < GPT_BUF_PARAMS || which > GPT_BUF_ADAM_V) nr_fatal("%s: unknown buffer %d", who, which);
+    if (!b) nr_fatal("%s: buffer %d asked of a frozen model", who, which);
+    return b;
+}
+
+void gpt_export_logical(const GPT *m, int which, float *full) {
+    const float *buf = gpt_buf(m, which, "gpt_export_logical");
+    for (int i = 0; i < m->ntensors; i++) {
+        const TensorInfo *t = &m->tensors[i];
+        size_t nr, len, ls, l0;
+        gpt_tensor_runs(t, &nr, &len, &ls, &l0);
+        for (size_t o = 0; o < nr; o++)
+            m->be->download(full + t->loffset + o * ls + l0, buf + t->offset + o * len, len * sizeof(float));
+    }
+}
+
+void gpt_import_logical(GPT *m, int which, const float *full) {
+    float *buf = gpt_buf(m, which, "gpt_import_logical");
+    for (int i = 0; i < m->ntensors; i++) {
+        const TensorInfo *t = &m->tensors[i];
+        size_t nr, len, ls, l0;
+        gpt_tensor_runs(t, &nr, &len, &ls, &l0);
+        for (size_t o = 0; o < nr; o++)
+            m->be->upload(buf + t->offset + o * len, full + t->loffset + o * ls + l0, len * sizeof(float));
+    }
+}
+
+/* ---- checksums ----------------------------------------------------------- */
+
+static double sum_abs(const float *x, size_t n) {
+    double s = 0.0;
+    for (size_t k = 0; k < n; k++) s += fabs((double)x[k]);
+    return s;
+}
+
+/* collective over m->sh.tp_comm: s[i] = logical Σ|x| of tensor i of buffer
+ * `which`, for every i (cut tensors summed over the group, replicated ones
+ * from TP rank 0 only, so counted once) */
+static void gpt_tensor_sums(const GPT *m, int which, double *s) {
+    const float *buf = gpt_buf(m, which, "gpt_checksum");
+    float *host = nr_xmalloc(m->nparams * sizeof(float));
+    m->be->download(host, buf, m->nparams * sizeof(float));
+    for (int i = 0; i < m->ntensors; i++) {
+        const TensorInfo *t = &m->tensors[i];
+        s[i] = (t->cut_axis < 0 && m->sh.tp_rank != 0) ? 0.0 : sum_abs(host + t->offset, t->lnumel);
+    }
+    free(host);
+    if (m->sh.tp > 1) comm_allreduce_sum_f64(m->sh.tp_comm, s, (size_t)m->ntensors);
+}
+
+double gpt_checksum(const GPT *m) {
+    if (m->sh.tp == 1) {
+        /* one running sum in logical element order (the historical value, bit for bit) */
+        float *host = nr_xmalloc(m->nparams * sizeof(float));
+        m->be->download(host, m->params, m->nparams * sizeof(float));
+        double s = 0.0;
+        for (int i = 0; i < m->ntensors; i++) {
+            const TensorInfo *t = &m->tensors[i];
+            for (size_t k = 0; k < t->numel; k++) s += fabs((double)host[t->offset + k]);
+        }
+        free(host);
+        return s;
+    }
+    double s[GPT_NUM_TENSORS], tot = 0.0;
+    gpt_tensor_sums(m, GPT_BUF_PARAMS, s);
+    for (int i = 0; i < m->ntensors; i++) tot += s[i];
+    return tot;
+}
+
+double gpt_checksum_tensor(const GPT *m, int which, int i) {
+    if (i < 0 || i >= m->ntensors) nr_fatal("gpt_checksum_tensor: no tensor %d", i);
+    double s[GPT_NUM_TENSORS];
+    gpt_tensor_sums(m, which, s);
+    return s[i];
+}

@@ -1,0 +1,146 @@
+/* job.c — set-up of the job's EMUs and models, and the operations across
+ * EMUs that move whole models: logical assembly, import, per-step weight
+ * sync and checksums (job.h). The logical vector of a model is its tensors
+ * concatenated in table order, each in logical row-major order: the same
+ * vector whatever the plan, so it is also what checkpoints will hold. */
+#include "nereus/job.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nereus/comm.h"
+#include "nereus/plan.h"
+#include "nereus/util.h"
+
+/* this rank's model → logical vector (tp = 1: every tensor whole) */
+static void model_export(const GPT *m, float *full) {
+    size_t o = 0;
+    for (int i = 0; i < m->ntensors; i++) {
+        const TensorInfo *t = &m->tensors[i];
+        m->be->download(full + o, m->p[i], t->numel * sizeof(float));
+        o += t->numel;
+    }
+}
+
+/* the first n floats of a logical vector → this rank's model; tensors past n
+ * (a critic's value head, when n is an actor's size) keep their values */
+static void model_import(GPT *m, const float *full, size_t n) {
+    size_t o = 0;
+    for (int i = 0; i < m->ntensors && o < n; i++) {
+        const TensorInfo *t = &m->tensors[i];
+        if (o + t->numel > n) nr_fatal("model_import: vector of %zu floats ends inside tensor %s", n, t->name);
+        m->be->upload(m->p[i], full + o, t->numel * sizeof(float));
+        o += t->numel;
+    }
+}
+
+static size_t logical_numel(const GPTConfig *c) {
+    size_t C = (size_t)c->C, L = (size_t)c->L;
+    size_t n = (size_t)c->V * C + (size_t)c->maxT * C + L * (2 * C + 3 * C * C + 3 * C + C * C + C + 2 * C +
+                                                              4 * C * C + 4 * C + 4 * C * C + C) + 2 * C;
+    return c->value_head ? n + C + 1 : n;
+}
+
+static int stage_is_critic(int id) { return id == PLAN_CRITIC_INF || id == PLAN_CRITIC_TRAIN || id == PLAN_REWARD_INF; }
+
+void job_build(Job *j, MPI_Comm world, const Config *cfg, const Backend *be, const TaskSet *ts, int V, int Tsft) {
+    memset(j, 0, sizeof *j);
+    j->world = world;
+    MPI_Comm_rank(world, &j->rank);
+    MPI_Comm_size(world, &j->size);
+    j->cfg = cfg;
+    j->be = be;
+    j->ts = *ts;
+    j->V = V;
+    j->P = task_prompt_len(ts);
+    j->Tsft = Tsft;
+    /* generation holds prompt + max_response, or (SFT-only runs, for the
+     * greedy evaluation) prompt + the longest answer + EOS */
+    int Tresp = cfg->ppo.steps > 0 ? cfg->ppo.max_response : task_max_answer(ts) + 1;
+    j->Tgen = NR_MIN(cfg->model.max_seq, j->P + Tresp);
+    j->have_rm = cfg->reward.network && cfg->ppo.steps > 0;
+    int Bg = cfg->ppo.batch;
+    uint64_t seed = (uint64_t)cfg->run.seed;
+    GPTConfig ac = {V, cfg->model.max_seq, cfg->model.n_layer, cfg->model.n_embd, cfg->model.n_head, 0};
+    GPTConfig cc = ac;
+    cc.value_head = 1;
+    j->n_actor = logical_numel(&ac);
+    j->n_critic = logical_numel(&cc);
+    j->full = nr_xmalloc(j->n_critic * sizeof(float));
+    for (int i = 0; i < PLAN_NSTAGES; i++) {
+        Stage *s = &j->st[i];
+        s->id = i;
+        emu_build_stage(&s->emu, world, &cfg->plan, i);
+        s->member = s->emu.pos >= 0;
+        s->dp = s->emu.layout.dp;
+        s->d = s->member ? s->emu.coord.d : -1;
+        s->leader = s->member && s->emu.coord.t == 0;
+        s->root = s->emu.ranks[0];
+        s->B = Bg / s->dp;
+        if (!s->member || (i == PLAN_REWARD_INF && !j->have_rm)) continue;
+        int critic = stage_is_critic(i);
+        int train = plan_stage_is_train(i);
+        int Bmax = s->B, Tmax = j->Tgen;
+        if (train) {
+            Bmax = cfg->ppo.minibatch / s->dp;
+            if (i == PLAN_ACTOR_TRAIN && cfg->sft.steps > 0) {
+                Bmax = NR_MAX(Bmax, cfg->sft.batch / s->dp);
+                Tmax = NR_MAX(Tmax, Tsft);
+            }
+        }
+        /* same seed for every stage of a model: they start equal; the critic
+         * and reward heads get their own */
+        uint64_t sd = i == PLAN_REWARD_INF ? seed + 2 : critic ? seed + 1 : seed;
+        gpt_build(&s->model, critic ? &cc : &ac, be, Bmax, Tmax, train, sd, cfg->model.init_std);
+        if (i == PLAN_REWARD_INF) {
+            /* a frozen reward network: value head drawn from the seed (UNTRAINED until checkpoints load one) */
+            float *vh = nr_xmalloc((size_t)cc.C * sizeof(float));
+            for (int c = 0; c < cc.C; c++) vh[c] = cfg->model.init_std * rng_normal(seed + 2, RNG_INIT, 1000, c);
+            be->upload(s->model.p[GPT_VHW], vh, (size_t)cc.C * sizeof(float));
+            free(vh);
+        }
+    }
+    Stage *g = &j->st[PLAN_ACTOR_GEN];
+    rollout_alloc(&j->G, cfg, ts, be, Bg, Bg, 0);
+    if (g->member) rollout_alloc(&j->L, cfg, ts, be, g->B, Bg, g->d * g->B);
+    j->scratch = nr_xcalloc((size_t)Bg * j->G.Tcap * 2 + 2 * (size_t)Bg, sizeof(double));
+}
+
+void job_free(Job *j) {
+    for (int i = PLAN_NSTAGES - 1; i >= 0; i--) {
+        gpt_free(&j->st[i].model);
+        emu_free(&j->st[i].emu);
+    }
+    rollout_free(&j->G);
+    rollout_free(&j->L);
+    free(j->full);
+    free(j->scratch);
+    memset(j, 0, sizeof *j);
+}
+
+void job_assemble(Job *j, int src, float *full, size_t n) {
+    Stage *s = &j->st[src];
+    if (j->rank == s->root) model_export(&s->model, full);
+    comm_bcast_f32(j->world, full, n, s->root);
+}
+
+void job_import(Job *j, int dst, const float *full, size_t n) {
+    Stage *s = &j->st[dst];
+    if (s->member && s->model.params) model_import(&s->model, full, n);
+}
+
+void job_sync(Job *j, int src, const int *dst, int ndst) {
+    size_t n = stage_is_critic(src) ? j->n_critic : j->n_actor;
+    job_assemble(j, src, j->full, n);
+    for (int k = 0; k < ndst; k++) job_import(j, dst[k], j->full, n);
+    j->sync_bytes = (double)n * sizeof(float) * (j->size - 1); /* the broadcast reaches every other rank */
+}
+
+double job_checksum(Job *j, int src) {
+    size_t n = stage_is_critic(src) ? j->n_critic : j->n_actor;
+    job_assemble(j, src, j->full, n);
+    double s = 0.0;
+    for (size_t i = 0; i < n; i++) s += fabs((double)j->full[i]);
+    return s;
+}

@@ -1,0 +1,238 @@
+/* run.c — the job driver: checks what the deck means for the models (vocab,
+ * context, what the plan asks of this build), builds the job's EMUs and
+ * models, runs the SFT warm-start and the PPO steps, prints one line per
+ * step (rank 0) and the verification block. */
+#include "nereus/run.h"
+
+#include <math.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nereus/backend.h"
+#include "nereus/comm.h"
+#include "nereus/job.h"
+#include "nereus/plan.h"
+#include "nereus/util.h"
+
+#define GPT2_VOCAB 50257
+
+/* Mean of xs[lo, hi) */
+static double mean_range(const double *xs, int lo, int hi) {
+    double s = 0;
+    for (int i = lo; i < hi; i++) s += xs[i];
+    return hi > lo ? s / (hi - lo) : 0.0;
+}
+
+/* 64-bit FNV-1a over the step's sampled sequences: equal hashes mean equal tokens */
+static uint64_t hash_tokens(uint64_t h, const Rollout *r) {
+    for (int b = 0; b < r->B; b++) {
+        const int *s = r->seq + (size_t)b * r->T;
+        for (int t = r->P; t < r->P + r->resp_len[b]; t++) {
+            h ^= (uint64_t)(uint32_t)s[t];
+            h *= 0x100000001b3ULL;
+        }
+        h ^= 0xffULL; /* sequence boundary */
+        h *= 0x100000001b3ULL;
+    }
+    return h;
+}
+
+/* What this build can run of a valid plan: returns 2 with a message at the
+ * plan line otherwise. */
+static int check_plan_supported(const Config *cfg, const Deck *deck) {
+    for (int i = 0; i < PLAN_NSTAGES; i++) {
+        const PlanStage *s = &cfg->plan.stage[i];
+        char key[40];
+        snprintf(key, sizeof key, "plan.%s", plan_stage_name(i));
+        if (s->tp > 1 || s->pp > 1)
+            return deck_error_at(deck, key,
+                                 "[plan] %s = tp%d pp%d dp%d: this build runs data parallelism only (tp = pp = 1); "
+                                 "tensor and pipeline parallelism are the next part of issue #3",
+                                 plan_stage_name(i), s->tp, s->pp, s->dp);
+    }
+    if (cfg->sft.steps > 0 && cfg->sft.batch % cfg->plan.stage[PLAN_ACTOR_TRAIN].dp != 0)
+        return deck_error_at(deck, "sft.batch", "[sft] batch = %d is not divisible by actor.train's dp = %d",
+                             cfg->sft.batch, cfg->plan.stage[PLAN_ACTOR_TRAIN].dp);
+    return 0;
+}
+
+int run_job(const Config *cfg, const Deck *deck, const char *deck_path) {
+    int world = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &world);
+    char why[512] = "";
+    const Backend *be = backend_select(cfg->run.backend, why, sizeof why);
+    if (!be) return deck_error_at(deck, "run.backend", "%s", why);
+    if (why[0]) nr_log("nereus: %s\n", why); /* e.g. why "auto" did not pick CUDA */
+    be->set_threads(cfg->run.blas_threads);
+
+    TaskSet ts;
+    if (task_parse(&ts, cfg->task.names, cfg->task.digits, (uint64_t)cfg->run.seed, why, sizeof why) != 0)
+        return deck_error_at(deck, "task.names", "%s", why);
+    int use_tokens = strcmp(cfg->sft.data, "tokens") == 0 && cfg->sft.steps > 0;
+    int V = cfg->model.vocab_size ? cfg->model.vocab_size : (use_tokens ? GPT2_VOCAB : TASK_VOCAB);
+    if (V < TASK_VOCAB && cfg->ppo.steps > 0)
+        return deck_error_at(deck, "model.vocab_size", "vocab_size %d is smaller than the task vocabulary (%d tokens)",
+                             V, TASK_VOCAB);
+    int P = task_prompt_len(&ts);
+    int Tppo = P + cfg->ppo.max_response;
+    int Tsft = use_tokens ? (cfg->sft.seq > 0 ? cfg->sft.seq : cfg->model.max_seq) : P + task_max_answer(&ts) + 1;
+    if (cfg->ppo.steps > 0 && Tppo > cfg->model.max_seq)
+        return deck_error_at(deck, "model.max_seq",
+                             "max_seq %d is shorter than a prompt (%d tokens for %d digits) plus max_response %d",
+                             cfg->model.max_seq, P, cfg->task.digits, cfg->ppo.max_response);
+    if (cfg->sft.steps > 0 && Tsft > cfg->model.max_seq)
+        return deck_error_at(deck, "model.max_seq", "max_seq %d is shorter than an SFT sequence (%d tokens)",
+                             cfg->model.max_seq, Tsft);
+    int rc = check_plan_supported(cfg, deck);
+    if (rc) return rc;
+    if (cfg->ppo.max_response < task_max_answer(&ts) + 1)
+        nr_log("note: [ppo] max_response %d cannot hold the longest answer (%d tokens + EOS); rewards are capped\n",
+               cfg->ppo.max_response, task_max_answer(&ts));
+
+    nr_log("nereus: %s — deck %s, %d rank(s), backend %s, %d BLAS thread(s) per rank\n", cfg->run.name, deck_path,
+           world, be->name, cfg->run.blas_threads);
+    nr_log("--- resolved deck ---\n");
+    if (nr_rank() == 0) deck_print_resolved(deck, cfg, stdout);
+    nr_log("---------------------\n");
+    char plan_text[4096];
+    plan_format(&cfg->plan, plan_text, sizeof plan_text);
+    nr_log("plan:\n%s", plan_text);
+
+    Job job;
+    job_build(&job, MPI_COMM_WORLD, cfg, be, &ts, V, Tsft);
+    nr_log("model: GPT-2 L=%d C=%d NH=%d V=%d T=%d: %zu parameters (actor), %zu (critic)\n", cfg->model.n_layer,
+           cfg->model.n_embd, cfg->model.n_head, V, cfg->model.max_seq, job.n_actor, job.n_critic);
+
+    int status = 0;
+    double sft_first = NAN, sft_last = NAN;
+    if (cfg->sft.steps > 0) {
+        SftData sd;
+        int member = job.st[PLAN_ACTOR_TRAIN].member;
+        rc = member ? sft_open(&sd, cfg, &ts, V, deck_path) : 0;
+        /* a data error seen by actor.train's ranks stops every rank */
+        double bad = rc;
+        comm_allreduce_max_f64(MPI_COMM_WORLD, &bad, 1);
+        if (bad != 0) {
+            if (member && rc == 0) sft_close(&sd);
+            job_free(&job);
+            return 2;
+        }
+        double t0 = nr_now();
+        for (int s = 0; s < cfg->sft.steps; s++) {
+            double ts0 = nr_now();
+            float loss = job_sft_step(&job, &sd, s);
+            if (s == 0) sft_first = loss;
+            sft_last = loss;
+            if (!isfinite(loss)) {
+                nr_log("sft %4d | loss %g: non-finite loss, stopping\n", s, loss);
+                status = 1;
+                break;
+            }
+            if (s % cfg->run.log_every == 0 || s + 1 == cfg->sft.steps)
+                nr_log("sft %4d | loss %.4f | %.3fs | %s\n", s, loss, nr_now() - ts0, use_tokens ? "tokens" : "task");
+        }
+        nr_log("sft: %d steps in %.2fs, loss %.4f -> %.4f\n", cfg->sft.steps, nr_now() - t0, sft_first, sft_last);
+        if (member) sft_close(&sd);
+    }
+    /* every stage starts from the (warm-started) actor: gen, inf and ref take
+     * it whole, the critic and reward network take it as their trunk */
+    int from_actor[6] = {PLAN_ACTOR_GEN, PLAN_ACTOR_INF, PLAN_REF_INF, PLAN_CRITIC_INF, PLAN_CRITIC_TRAIN,
+                         PLAN_REWARD_INF};
+    job_sync(&job, PLAN_ACTOR_TRAIN, from_actor, 6);
+
+    double eval_before = job_eval_greedy(&job), eval_after = NAN;
+    nr_log("eval: greedy task reward on held-out prompts: %.4f\n", eval_before);
+    if (cfg->ppo.steps > 0) {
+        if (job.have_rm)
+            nr_log("reward: rule reward + %.3g x frozen reward network (UNTRAINED: random value head)\n",
+                   cfg->reward.network_weight);
+        else
+            nr_log("reward: rule-based task reward (%s), partial credit per position\n", cfg->task.names);
+    }
+
+    double *rewards = nr_xcalloc((size_t)cfg->ppo.steps + 1, sizeof(double));
+    double *kls = nr_xcalloc((size_t)cfg->ppo.steps + 1, sizeof(double));
+    int done_steps = 0;
+    uint64_t tok_hash = 0xcbf29ce484222325ULL;
+    double sync_time = 0, sync_bytes = 0;
+    if (cfg->ppo.steps > 0 && status == 0) {
+        double run0 = nr_now();
+        for (int step = 0; step < cfg->ppo.steps; step++) {
+            StepStats st;
+            memset(&st, 0, sizeof st);
+            double times[4], t0 = nr_now();
+            int bad = job_step(&job, step, &st, times);
+            double dt = nr_now() - t0;
+            rewards[step] = st.reward;
+            kls[step] = st.kl;
+            tok_hash = hash_tokens(tok_hash, &job.G);
+            done_steps = step + 1;
+            sync_time += times[3];
+            sync_bytes = job.sync_bytes;
+            if (bad) {
+                nr_log("step %4d | non-finite loss or gradient (policy %g, value %g): stopping the run\n", step,
+                       st.pg_loss, st.vf_loss);
+                status = 1;
+                break;
+            }
+            if (step % cfg->run.log_every == 0 || step + 1 == cfg->ppo.steps) {
+                char ex[96];
+                task_detok(job.G.seq, job.G.P + job.G.resp_len[0], ex);
+                nr_log("step %4d | reward %.3f | kl %+.4f | pg %+.4f | vf %.4f | ent %.3f | len %.2f | "
+                       "gen %.3fs inf %.3fs train %.3fs sync %.3fs | %.0f tok/s | %s (%.2f)\n",
+                       step, st.reward, st.kl, st.pg_loss, st.vf_loss, st.entropy, st.resp_len, times[0], times[1],
+                       times[2], times[3], st.tokens / dt, ex, job.G.task_reward[0]);
+            }
+        }
+        nr_log("ppo: %d steps in %.2fs; weight sync %.3fs in all, %.0f bytes per step\n", done_steps,
+               nr_now() - run0, sync_time, sync_bytes);
+        if (status == 0) {
+            eval_after = job_eval_greedy(&job);
+            nr_log("eval: greedy task reward on held-out prompts: %.4f after PPO (%.4f before)\n", eval_after,
+                   eval_before);
+        }
+    }
+
+    /* ---- verification block: stable numbers only (no times), one per line ---- */
+    int n = done_steps, k = NR_MIN(10, n);
+    int finite = status == 0;
+    for (int i = 0; i < n; i++) finite = finite && isfinite(rewards[i]);
+    double cs_actor = job_checksum(&job, PLAN_ACTOR_TRAIN);
+    double cs_ref = 0, cs_critic = 0, cs_reward = 0;
+    if (cfg->ppo.steps > 0) {
+        cs_ref = job_checksum(&job, PLAN_REF_INF);
+        cs_critic = job_checksum(&job, PLAN_CRITIC_TRAIN);
+        if (job.have_rm) cs_reward = job_checksum(&job, PLAN_REWARD_INF);
+    }
+    nr_log("--- verification ---\n");
+    if (cfg->sft.steps > 0) {
+        nr_log("verify.sft_steps: %d\n", cfg->sft.steps);
+        nr_log("verify.sft_loss_first: %.6f\n", sft_first);
+        nr_log("verify.sft_loss_last: %.6f\n", sft_last);
+    }
+    nr_log("verify.ppo_steps: %d\n", n);
+    if (n > 0) { /* task reward means of the first and last min(10, n) PPO steps */
+        nr_log("verify.reward_first10: %.6f\n", mean_range(rewards, 0, k));
+        nr_log("verify.reward_last10: %.6f\n", mean_range(rewards, n - k, n));
+        nr_log("verify.reward_gain: %+.6f\n", mean_range(rewards, n - k, n) - mean_range(rewards, 0, k));
+        nr_log("verify.kl_last10: %.6f\n", mean_range(kls, n - k, n));
+        nr_log("verify.tokens_hash: %016llx\n", (unsigned long long)tok_hash);
+    }
+    nr_log("verify.eval_greedy_before_ppo: %.6f\n", eval_before);
+    if (n > 0 && status == 0) nr_log("verify.eval_greedy_after_ppo: %.6f\n", eval_after);
+    nr_log("verify.checksum.actor: %.12e\n", cs_actor);
+    if (cfg->ppo.steps > 0) {
+        nr_log("verify.checksum.ref: %.12e\n", cs_ref);
+        nr_log("verify.checksum.critic: %.12e\n", cs_critic);
+        if (job.have_rm) nr_log("verify.checksum.reward: %.12e\n", cs_reward);
+        else nr_log("verify.checksum.reward: none (rule-based reward, no network)\n");
+    }
+    nr_log("verify.finite: %s\n", finite ? "yes" : "no");
+    nr_log("verify.status: %s\n", finite ? "pass" : "fail");
+    free(rewards);
+    free(kls);
+    job_free(&job);
+    return finite ? 0 : 1;
+}

@@ -1,0 +1,335 @@
+/* test_model_tp.c — Megatron tensor parallelism of the GPT model against the
+ * unsharded model, under mpirun (jobs/local.sh -np 4 build/tests/test_model_tp).
+ *
+ * For tp in {1, 2, 4} the world is cut into groups of tp consecutive ranks
+ * (leftover ranks idle); every group builds a sharded actor and critic and,
+ * on every rank, the unsharded (gpt_build) model of the same seed, and
+ * compares: init (bit-exact), checksum, logical import/export round trips
+ * (bit-exact), then, with both models loaded from one perturbed logical
+ * vector, logits, values, logp/entropy, the gathered logical gradients of a
+ * random loss (norm-wise per tensor), the gradient norm and parameters after
+ * one gpt_update, KV-cached decode logits, and that replicated tensors and
+ * outputs are bitwise the same on every TP rank. Each check is reduced over
+ * the world (worst error, every group) and printed once by rank 0; rank 0
+ * exits non-zero when any check failed anywhere. */
+#include <math.h>
+#include <mpi.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "nereus/comm.h"
+#include "nereus/model.h"
+#include "nereus/util.h"
+
+#define NCHK 128
+typedef struct Checks {
+    int n;
+    double err[NCHK], tol[NCHK];
+    char msg[NCHK][128];
+} Checks;
+
+static void note(Checks *k, double err, double tol, const char *fmt, const char *a, const char *b) {
+    if (k->n >= NCHK) nr_fatal("test_model_tp: too many checks");
+    k->err[k->n] = fabs(err); /* fabs clears a NaN's sign: it stays NaN and fails */
+    k->tol[k->n] = tol;
+    snprintf(k->msg[k->n], sizeof k->msg[0], fmt, a ? a : "", b ? b : "");
+    k->n++;
+}
+
+/* collective over MPI_COMM_WORLD: worst error of each check over all ranks
+ * (idle ranks contribute 0), printed by rank 0. A non-negative double's bit
+ * pattern orders as the double does, and NaN's above +inf, so an int64 max
+ * of the patterns is the worst error (NaN wins and fails). */
+static void flush(Checks *k, int tp) {
+    int64_t n = k->n;
+    comm_allreduce_max_i64(MPI_COMM_WORLD, &n, 1);
+    int64_t bits[NCHK];
+    for (int i = 0; i < n; i++) {
+        double e = i < k->n ? k->err[i] : 0.0;
+        memcpy(&bits[i], &e, sizeof e);
+    }
+    comm_allreduce_max_i64(MPI_COMM_WORLD, bits, (size_t)n);
+    if (nr_rank() == 0)
+        for (int i = 0; i < n; i++) {
+            double e;
+            memcpy(&e, &bits[i], sizeof e);
+            CHECK(e <= k->tol[i], "tp=%d %s: worst %.2e (tol %.0e)", tp, k->msg[i], e, k->tol[i]);
+        }
+    k->n = 0;
+}
+
+static double rel_err(const float *a, const float *b, size_t n) {
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = (double)a[i] - (double)b[i];
+        num += d * d;
+        den += (double)b[i] * b[i];
+    }
+    if (num == 0) return 0;
+    return sqrt(num) / fmax(sqrt(den), 1e-30);
+}
+
+static double mismatches(const float *a, const float *b, size_t n) {
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++) bad += memcmp(&a[i], &b[i], sizeof(float)) != 0;
+    return (double)bad;
+}
+
+/* collective over m->sh.tp_comm: the full logical vector of buffer which,
+ * gathered (zero-filled, each rank exports its part, replicated tensors
+ * count from TP rank 0 only, then a sum: x + 0 is exact, so bit-exact) */
+static void gather_logical(const GPT *m, int which, float *full, size_t nl) {
+    memset(full, 0, nl * sizeof(float));
+    gpt_export_logical(m, which, full);
+    if (m->sh.tp == 1) return;
+    if (m->sh.tp_rank != 0)
+        for (int i = 0; i < m->ntensors; i++)
+            if (m->tensors[i].cut_axis < 0) memset(full + m->tensors[i].loffset, 0, m->tensors[i].numel * sizeof(float));
+    comm_allreduce_sum_f32(m->sh.tp_comm, full, nl);
+}
+
+/* per-tensor norm-wise error of two logical vectors; worst over the tensors
+ * noted as one check per tensor */
+static void note_tensors(Checks *k, const GPT *ref, const float *a, const float *b, double tol, const char *what,
+                         const char *model) {
+    for (int i = 0; i < ref->ntensors; i++) {
+        const TensorInfo *t = &ref->tensors[i];
+        char fmt[96];
+        snprintf(fmt, sizeof fmt, "%%s %s %s: rel err (norm-wise)", what, t->name);
+        note(k, rel_err(a + t->loffset, b + t->loffset, t->numel), tol, fmt, model, NULL);
+    }
+}
+
+/* collective over tp: mismatches between this rank's buf and TP rank 0's */
+static double diff_from_rank0(MPI_Comm tp, const float *buf, size_t n) {
+    if (tp == MPI_COMM_NULL) return 0;
+    float *r0 = nr_xmalloc(n * sizeof(float));
+    memcpy(r0, buf, n * sizeof(float));
+    comm_bcast_f32(tp, r0, n, 0);
+    double bad = mismatches(buf, r0, n);
+    free(r0);
+    return bad;
+}
+
+/* collective over sh->tp_comm: one model kind (actor or critic) at one tp */
+static void test_one(Checks *k, const GPTShard *sh, int value_head) {
+    const char *kind = value_head ? "critic" : "actor";
+    GPTConfig c = {15, 16, 2, 32, 4, value_head};
+    int B = 3, T = 10, P = 4, BT = B * T;
+    const Backend *be = backend_cpu();
+    uint64_t seed = 21 + (uint64_t)value_head;
+    GPT ref, tp;
+    gpt_build(&ref, &c, be, B, T, 1, seed, 0.2f);
+    gpt_build_shard(&tp, &c, sh, be, B, T, 1, seed, 0.2f);
+    size_t nl = gpt_logical_numel(&c);
+    float *fr = nr_xmalloc(nl * sizeof(float)), *ft = nr_xmalloc(nl * sizeof(float));
+
+    /* table and init */
+    size_t sum_l = 0, sum_local = 0;
+    for (int i = 0; i < tp.ntensors; i++) sum_l += tp.tensors[i].numel, sum_local += tp.tensors[i].lnumel;
+    TensorInfo tt[GPT_NUM_TENSORS];
+    int ntt = 0;
+    size_t np_pure = gpt_tensor_table(&c, sh->tp, sh->tp_rank, tt, &ntt);
+    for (int i = 0; i < ntt && i < tp.ntensors; i++) {
+        const TensorInfo *a = &tt[i], *b = &tp.tensors[i];
+        if (strcmp(a->name, b->name) || a->cut_axis != b->cut_axis || a->cut_start != b->cut_start ||
+            a->offset != b->offset || a->loffset != b->loffset || a->lnumel != b->lnumel ||
+            memcmp(a->lshape, b->lshape, sizeof a->lshape))
+            np_pure = 0; /* fails below */
+    }
+    size_t expect_local = sum_l; /* cut tensors are 1/tp of their logical size */
+    for (int i = 0; i < tp.ntensors; i++)
+        if (tp.tensors[i].cut_axis >= 0) expect_local -= tp.tensors[i].numel - tp.tensors[i].numel / sh->tp;
+    note(k, (double)(sum_l != nl) + (double)(tp.nparams < sum_local) + (double)(sum_local != expect_local) +
+            (double)(np_pure != tp.nparams || ntt != tp.ntensors),
+         0, "%s tensor table: logical numel = gpt_logical_numel, local = 1/tp of cut tensors, pure table = model's%s",
+         kind, NULL);
+    gather_logical(&ref, GPT_BUF_PARAMS, fr, nl);
+    gather_logical(&tp, GPT_BUF_PARAMS, ft, nl);
+    note(k, mismatches(ft, fr, nl), 0, "%s init: gathered shards equal the unsharded model bit for bit (mismatches)%s",
+         kind, NULL);
+    double cr = gpt_checksum(&ref), ct = gpt_checksum(&tp);
+    note(k, fabs(ct - cr) / cr, 1e-12, "%s checksum equals the unsharded one (rel)%s", kind, NULL);
+
+    /* round trips: export then import into a zeroed buffer gives the same local floats */
+    float *keep = nr_xmalloc(tp.nparams * sizeof(float));
+    const char *bufname[4] = {"params", "grads", "adam m", "adam v"};
+    float *bufs[4] = {tp.params, tp.grads, tp.m, tp.v};
+    for (int w = 0; w < 4; w++) {
+        for (size_t i = 0; i < tp.nparams; i++) bufs[w][i] = rng_normal(5, RNG_TEST, (uint64_t)w, i); /* padding too */
+        for (int i = 0; i < tp.ntensors; i++) /* padding left as zero: import never writes it */
+            memset(bufs[w] + tp.tensors[i].offset + tp.tensors[i].lnumel, 0,
+                   (((tp.tensors[i].lnumel + 15) & ~(size_t)15) - tp.tensors[i].lnumel) * sizeof(float));
+        memcpy(keep, bufs[w], tp.nparams * sizeof(float));
+        for (size_t i = 0; i < nl; i++) ft[i] = NAN;
+        gpt_export_logical(&tp, w, ft);
+        memset(bufs[w], 0, tp.nparams * sizeof(float));
+        gpt_import_logical(&tp, w, ft);
+        note(k, mismatches(bufs[w], keep, tp.nparams), 0, "%s import(export(%s)) bit-exact (mismatches)", kind,
+             bufname[w]);
+        /* export leaves the rest of full untouched: exactly the other ranks' slices stay NaN */
+        size_t untouched = 0, expect = 0;
+        for (size_t i = 0; i < nl; i++) untouched += isnan(ft[i]);
+        for (int i = 0; i < tp.ntensors; i++) expect += tp.tensors[i].numel - tp.tensors[i].lnumel;
+        note(k, (double)(untouched != expect), 0, "%s export(%s) writes exactly this rank's elements", kind,
+             bufname[w]);
+    }
+    free(keep);
+    gpt_zero_grad(&tp);
+    memset(tp.m, 0, tp.nparams * sizeof(float));
+    memset(tp.v, 0, tp.nparams * sizeof(float));
+
+    /* one perturbed logical vector (biases, gains, value head non-trivial) into both models */
+    gpt_export_logical(&ref, GPT_BUF_PARAMS, fr);
+    for (size_t i = 0; i < nl; i++) fr[i] += 0.05f * rng_normal(3, RNG_TEST, 1, i);
+    gpt_import_logical(&ref, GPT_BUF_PARAMS, fr);
+    gpt_import_logical(&tp, GPT_BUF_PARAMS, fr);
+
+    int tok[30], tg[30];
+    float wl[30], we[30], wv[30], lr_[30], lt[30], er[30], et[30];
+    for (int i = 0; i < BT; i++) {
+        tok[i] = rng_below(1, RNG_TEST, 2, i, c.V);
+        tg[i] = (i % T == 0) ? -1 : rng_below(1, RNG_TEST, 3, i, c.V);
+        wl[i] = rng_normal(1, RNG_TEST, 4, i);
+        we[i] = 0.3f * rng_normal(1, RNG_TEST, 6, i);
+        wv[i] = rng_normal(1, RNG_TEST, 5, i);
+    }
+    gpt_zero_grad(&ref);
+    gpt_zero_grad(&tp);
+    if (!value_head) {
+        gpt_forward(&ref, tok, B, T, 1, 0);
+        gpt_forward(&tp, tok, B, T, 1, 0);
+        note(k, rel_err(tp.a.logits, ref.a.logits, (size_t)BT * c.V), 1e-5,
+             "%s logits after importing the unsharded logical params (rel)%s", kind, NULL);
+        note(k, diff_from_rank0(sh->tp_comm, tp.a.logits, (size_t)BT * c.V), 0,
+             "%s logits bitwise the same on every TP rank (mismatches)%s", kind, NULL);
+        gpt_logprob(&ref, tg, lr_, er);
+        gpt_logprob(&tp, tg, lt, et);
+        note(k, rel_err(lt, lr_, BT), 1e-5, "%s logp (rel)%s", kind, NULL);
+        note(k, rel_err(et, er, BT), 1e-5, "%s entropy (rel)%s", kind, NULL);
+        gpt_backward(&ref, wl, we, NULL);
+        gpt_backward(&tp, wl, we, NULL);
+    } else {
+        gpt_forward(&ref, tok, B, T, 0, 1);
+        gpt_forward(&tp, tok, B, T, 0, 1);
+        note(k, rel_err(tp.a.values, ref.a.values, BT), 1e-5,
+             "%s values after importing the unsharded logical params (rel)%s", kind, NULL);
+        note(k, diff_from_rank0(sh->tp_comm, tp.a.values, BT), 0,
+             "%s values bitwise the same on every TP rank (mismatches)%s", kind, NULL);
+        gpt_backward(&ref, NULL, NULL, wv);
+        gpt_backward(&tp, NULL, NULL, wv);
+    }
+    gather_logical(&ref, GPT_BUF_GRADS, fr, nl);
+    gather_logical(&tp, GPT_BUF_GRADS, ft, nl);
+    note_tensors(k, &ref, ft, fr, 1e-5, "grad", kind);
+    double rep_bad = 0;
+    for (int i = 0; i < tp.ntensors; i++)
+        if (tp.tensors[i].cut_axis < 0)
+            rep_bad += diff_from_rank0(sh->tp_comm, tp.g[i], tp.tensors[i].lnumel);
+    note(k, rep_bad, 0, "%s replicated gradients bitwise the same on every TP rank (mismatches)%s", kind, NULL);
+
+    /* one AdamW step with clipping active, from the SAME logical gradients
+     * (the unsharded model's, imported): this checks gpt_update itself. From
+     * each model's own gradients the parameters would differ where a gradient
+     * is analytically zero and only rounding noise (the k bias: softmax is
+     * shift-invariant), since Adam's g/sqrt(v) turns noise into ±lr steps. */
+    gpt_import_logical(&tp, GPT_BUF_GRADS, fr);
+    float nr = gpt_update(&ref, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.5f);
+    float nt = gpt_update(&tp, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.5f);
+    note(k, fabs((double)nt - nr) / nr, 1e-5, "%s gpt_update gradient norm is the logical one (rel)%s", kind, NULL);
+    gather_logical(&ref, GPT_BUF_PARAMS, fr, nl);
+    gather_logical(&tp, GPT_BUF_PARAMS, ft, nl);
+    note_tensors(k, &ref, ft, fr, 1e-5, "params after gpt_update", kind);
+    rep_bad = 0;
+    for (int i = 0; i < tp.ntensors; i++)
+        if (tp.tensors[i].cut_axis < 0)
+            rep_bad += diff_from_rank0(sh->tp_comm, tp.p[i], tp.tensors[i].lnumel);
+    note(k, rep_bad, 0, "%s replicated params after gpt_update bitwise the same on every TP rank (mismatches)%s", kind,
+         NULL);
+    gather_logical(&tp, GPT_BUF_ADAM_V, ft, nl);
+    gather_logical(&ref, GPT_BUF_ADAM_V, fr, nl);
+    note(k, rel_err(ft, fr, nl), 1e-5, "%s AdamW v after gpt_update (rel)%s", kind, NULL);
+    cr = gpt_checksum(&ref);
+    ct = gpt_checksum(&tp);
+    note(k, fabs(ct - cr) / cr, 1e-6, "%s checksum after gpt_update (rel)%s", kind, NULL);
+    double ctr = gpt_checksum_tensor(&ref, GPT_BUF_PARAMS, GPT_QKVW), ctt = gpt_checksum_tensor(&tp, GPT_BUF_PARAMS, GPT_QKVW);
+    note(k, fabs(ctt - ctr) / ctr, 1e-6, "%s gpt_checksum_tensor(qkvw) (rel)%s", kind, NULL);
+
+    /* KV-cached decode against the unsharded model's decode and full forward */
+    if (!value_head) {
+        int ptok[12], step[3];
+        float gr[3 * 15], gt[3 * 15];
+        double worst = 0, worst_full = 0, rank_bad = 0;
+        for (int b = 0; b < B; b++) memcpy(ptok + b * P, tok + b * T, P * sizeof(int));
+        gpt_forward(&ref, tok, B, T, 1, 0);
+        float *full = nr_xmalloc((size_t)BT * c.V * sizeof(float));
+        memcpy(full, ref.a.logits, (size_t)BT * c.V * sizeof(float));
+        gpt_prefill(&ref, ptok, B, P, gr);
+        gpt_prefill(&tp, ptok, B, P, gt);
+        for (int pos = P - 1; pos < T; pos++) {
+            if (pos >= P) {
+                for (int b = 0; b < B; b++) step[b] = tok[b * T + pos];
+                gpt_decode(&ref, step, B, pos, gr);
+                gpt_decode(&tp, step, B, pos, gt);
+            }
+            worst = fmax(worst, rel_err(gt, gr, (size_t)B * c.V));
+            float rows[3 * 15];
+            for (int b = 0; b < B; b++) memcpy(rows + b * c.V, full + ((size_t)b * T + pos) * c.V, c.V * sizeof(float));
+            worst_full = fmax(worst_full, rel_err(gt, rows, (size_t)B * c.V));
+            rank_bad += diff_from_rank0(sh->tp_comm, gt, (size_t)B * c.V);
+        }
+        free(full);
+        note(k, worst, 1e-5, "%s KV-cached prefill/decode logits vs the unsharded decode (rel)%s", kind, NULL);
+        note(k, worst_full, 1e-5, "%s KV-cached decode logits vs the unsharded full forward (rel)%s", kind, NULL);
+        note(k, rank_bad, 0, "%s decode logits bitwise the same on every TP rank (mismatches)%s", kind, NULL);
+        /* the cache holds this rank's heads only */
+        size_t hs = (size_t)(c.C / c.NH);
+        note(k, (double)(tp.NHl * sh->tp != c.NH || tp.Cl != (int)(tp.NHl * hs)), 0,
+             "%s KV cache sized for NH/tp heads%s", kind, NULL);
+    }
+
+    /* gpt_copy_params between two models of the same shard */
+    GPT cp;
+    gpt_build_shard(&cp, &c, sh, be, B, T, 0, seed + 7, 0.2f);
+    gpt_copy_params(&cp, &tp);
+    note(k, fabs(gpt_checksum(&cp) - gpt_checksum(&tp)), 0, "%s gpt_copy_params between same-shard models%s", kind,
+         NULL);
+    gpt_free(&cp);
+
+    free(fr);
+    free(ft);
+    gpt_free(&ref);
+    gpt_free(&tp);
+}
+
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    int rank = comm_rank(MPI_COMM_WORLD), W = comm_size(MPI_COMM_WORLD);
+    Checks *k = nr_xcalloc(1, sizeof *k);
+    int tps[3] = {1, 2, 4};
+    for (int i = 0; i < 3; i++) {
+        int t = tps[i];
+        if (W < t) {
+            if (rank == 0) printf("SKIP tp=%d: needs %d ranks, have %d\n", t, t, W);
+            continue;
+        }
+        int groups = W / t, color = rank < groups * t ? rank / t : MPI_UNDEFINED;
+        MPI_Comm g = MPI_COMM_NULL;
+        mpiCheck(MPI_Comm_split(MPI_COMM_WORLD, color, rank, &g));
+        if (g != MPI_COMM_NULL) {
+            GPTShard sh = {t, comm_rank(g), t > 1 ? g : MPI_COMM_NULL};
+            test_one(k, &sh, 0);
+            test_one(k, &sh, 1);
+            mpiCheck(MPI_Comm_free(&g));
+        }
+        flush(k, t);
+    }
+    free(k);
+    int64_t fails = check_failures;
+    comm_allreduce_max_i64(MPI_COMM_WORLD, &fails, 1);
+    int rc = 0;
+    if (rank == 0) rc = CHECK_DONE();
+    MPI_Finalize();
+    return rank == 0 ? rc : 0;
+}
