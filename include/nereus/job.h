@@ -47,7 +47,7 @@ typedef struct Job {
     int have_rm;               /* reward.inf holds a reward network */
     Stage st[7];               /* indexed by PlanStageId */
     size_t n_actor, n_critic;  /* logical parameter counts (actor: no value head) */
-    float *full;               /* (n_critic) logical staging buffer */
+    float *full, *tmp;         /* (n_critic) logical staging buffers */
     Rollout G;                 /* the step's whole rollout (every rank) */
     Rollout L;                 /* this rank's gen rows (actor.gen members) */
     float *scratch;            /* (Bg, Tgen) inference rows / assembly */

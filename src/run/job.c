@@ -13,33 +13,26 @@
 #include "nereus/plan.h"
 #include "nereus/util.h"
 
-/* this rank's model → logical vector (tp = 1: every tensor whole) */
-static void model_export(const GPT *m, float *full) {
-    size_t o = 0;
-    for (int i = 0; i < m->ntensors; i++) {
-        const TensorInfo *t = &m->tensors[i];
-        m->be->download(full + o, m->p[i], t->numel * sizeof(float));
-        o += t->numel;
-    }
+/* This rank's share of the logical vector, to be summed over the ranks of
+ * one replica: its slice of every cut tensor, and the replicated tensors
+ * from TP rank 0 only (every TP rank holds them, identical). */
+static void model_contribute(const GPT *m, float *full, size_t n) {
+    memset(full, 0, n * sizeof(float));
+    gpt_export_logical(m, GPT_BUF_PARAMS, full);
+    if (m->sh.tp_rank == 0) return;
+    for (int i = 0; i < m->ntensors; i++)
+        if (m->tensors[i].cut_axis < 0) memset(full + m->tensors[i].loffset, 0, m->tensors[i].numel * sizeof(float));
 }
 
-/* the first n floats of a logical vector → this rank's model; tensors past n
- * (a critic's value head, when n is an actor's size) keep their values */
-static void model_import(GPT *m, const float *full, size_t n) {
-    size_t o = 0;
-    for (int i = 0; i < m->ntensors && o < n; i++) {
-        const TensorInfo *t = &m->tensors[i];
-        if (o + t->numel > n) nr_fatal("model_import: vector of %zu floats ends inside tensor %s", n, t->name);
-        m->be->upload(m->p[i], full + o, t->numel * sizeof(float));
-        o += t->numel;
-    }
-}
-
-static size_t logical_numel(const GPTConfig *c) {
-    size_t C = (size_t)c->C, L = (size_t)c->L;
-    size_t n = (size_t)c->V * C + (size_t)c->maxT * C + L * (2 * C + 3 * C * C + 3 * C + C * C + C + 2 * C +
-                                                              4 * C * C + 4 * C + 4 * C * C + C) + 2 * C;
-    return c->value_head ? n + C + 1 : n;
+/* The first n floats of a logical vector into this rank's model; tensors
+ * past n (a critic's value head, when full is an actor's vector) keep their
+ * values: the model's own vector is the base, the first n floats replaced. */
+static void model_import(GPT *m, const float *full, size_t n, float *tmp) {
+    size_t nm = gpt_logical_numel(&m->cfg);
+    if (n > nm) nr_fatal("model_import: a vector of %zu floats into a model of %zu", n, nm);
+    if (n < nm) gpt_export_logical(m, GPT_BUF_PARAMS, tmp);
+    memcpy(tmp, full, n * sizeof(float));
+    gpt_import_logical(m, GPT_BUF_PARAMS, tmp);
 }
 
 static int stage_is_critic(int id) { return id == PLAN_CRITIC_INF || id == PLAN_CRITIC_TRAIN || id == PLAN_REWARD_INF; }
@@ -65,9 +58,10 @@ void job_build(Job *j, MPI_Comm world, const Config *cfg, const Backend *be, con
     GPTConfig ac = {V, cfg->model.max_seq, cfg->model.n_layer, cfg->model.n_embd, cfg->model.n_head, 0};
     GPTConfig cc = ac;
     cc.value_head = 1;
-    j->n_actor = logical_numel(&ac);
-    j->n_critic = logical_numel(&cc);
+    j->n_actor = gpt_logical_numel(&ac);
+    j->n_critic = gpt_logical_numel(&cc);
     j->full = nr_xmalloc(j->n_critic * sizeof(float));
+    j->tmp = nr_xmalloc(j->n_critic * sizeof(float));
     for (int i = 0; i < PLAN_NSTAGES; i++) {
         Stage *s = &j->st[i];
         s->id = i;
@@ -92,7 +86,12 @@ void job_build(Job *j, MPI_Comm world, const Config *cfg, const Backend *be, con
         /* same seed for every stage of a model: they start equal; the critic
          * and reward heads get their own */
         uint64_t sd = i == PLAN_REWARD_INF ? seed + 2 : critic ? seed + 1 : seed;
-        gpt_build(&s->model, critic ? &cc : &ac, be, Bmax, Tmax, train, sd, cfg->model.init_std);
+        GPTShard sh;
+        memset(&sh, 0, sizeof sh);
+        sh.tp = s->emu.layout.tp;
+        sh.tp_rank = s->emu.coord.t;
+        sh.tp_comm = sh.tp > 1 ? s->emu.tp : MPI_COMM_NULL;
+        gpt_build_shard(&s->model, critic ? &cc : &ac, &sh, be, Bmax, Tmax, train, sd, cfg->model.init_std);
         if (i == PLAN_REWARD_INF) {
             /* a frozen reward network: value head drawn from the seed (UNTRAINED until checkpoints load one) */
             float *vh = nr_xmalloc((size_t)cc.C * sizeof(float));
@@ -115,19 +114,27 @@ void job_free(Job *j) {
     rollout_free(&j->G);
     rollout_free(&j->L);
     free(j->full);
+    free(j->tmp);
     free(j->scratch);
     memset(j, 0, sizeof *j);
 }
 
 void job_assemble(Job *j, int src, float *full, size_t n) {
     Stage *s = &j->st[src];
-    if (j->rank == s->root) model_export(&s->model, full);
-    comm_bcast_f32(j->world, full, n, s->root);
+    if (s->emu.layout.tp == 1) { /* replica 0 is one rank: it holds the whole vector */
+        if (j->rank == s->root) gpt_export_logical(&s->model, GPT_BUF_PARAMS, full);
+        comm_bcast_f32(j->world, full, n, s->root);
+        return;
+    }
+    /* replica 0's TP ranks each hold a slice: sum their disjoint shares */
+    if (s->member && s->d == 0) model_contribute(&s->model, full, n);
+    else memset(full, 0, n * sizeof(float));
+    comm_allreduce_sum_f32(j->world, full, n);
 }
 
 void job_import(Job *j, int dst, const float *full, size_t n) {
     Stage *s = &j->st[dst];
-    if (s->member && s->model.params) model_import(&s->model, full, n);
+    if (s->member && s->model.params) model_import(&s->model, full, n, j->tmp);
 }
 
 void job_sync(Job *j, int src, const int *dst, int ndst) {

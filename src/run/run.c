@@ -46,11 +46,14 @@ static int check_plan_supported(const Config *cfg, const Deck *deck) {
         const PlanStage *s = &cfg->plan.stage[i];
         char key[40];
         snprintf(key, sizeof key, "plan.%s", plan_stage_name(i));
-        if (s->tp > 1 || s->pp > 1)
+        if (s->pp > 1 && i == PLAN_ACTOR_GEN)
             return deck_error_at(deck, key,
-                                 "[plan] %s = tp%d pp%d dp%d: this build runs data parallelism only (tp = pp = 1); "
-                                 "tensor and pipeline parallelism are the next part of issue #3",
-                                 plan_stage_name(i), s->tp, s->pp, s->dp);
+                                 "[plan] actor.gen = tp%d pp%d dp%d: generation runs TP x DP; pipelined generation is "
+                                 "not supported (give actor.gen pp = 1)", s->tp, s->pp, s->dp);
+        if (s->pp > 1)
+            return deck_error_at(deck, key,
+                                 "[plan] %s = tp%d pp%d dp%d: pipeline parallelism is not wired into the job yet "
+                                 "(issue #3); use pp = 1", plan_stage_name(i), s->tp, s->pp, s->dp);
     }
     if (cfg->sft.steps > 0 && cfg->sft.batch % cfg->plan.stage[PLAN_ACTOR_TRAIN].dp != 0)
         return deck_error_at(deck, "sft.batch", "[sft] batch = %d is not divisible by actor.train's dp = %d",
