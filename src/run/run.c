@@ -184,9 +184,9 @@ int run_job(const Config *cfg, const Deck *deck, const char *deck_path) {
                 char ex[96];
                 task_detok(job.G.seq, job.G.P + job.G.resp_len[0], ex);
                 nr_log("step %4d | reward %.3f | kl %+.4f | pg %+.4f | vf %.4f | ent %.3f | len %.2f | "
-                       "gen %.3fs inf %.3fs train %.3fs sync %.3fs | %.0f tok/s | %s (%.2f)\n",
-                       step, st.reward, st.kl, st.pg_loss, st.vf_loss, st.entropy, st.resp_len, times[0], times[1],
-                       times[2], times[3], st.tokens / dt, ex, job.G.task_reward[0]);
+                       "%.3fs: gen %.3fs inf %.3fs train %.3fs sync %.3fs | %.0f tok/s | %s (%.2f)\n",
+                       step, st.reward, st.kl, st.pg_loss, st.vf_loss, st.entropy, st.resp_len, dt, times[0],
+                       times[1], times[2], times[3], st.tokens / dt, ex, job.G.task_reward[0]);
             }
         }
         nr_log("ppo: %d steps in %.2fs; weight sync %.3fs in all, %.0f bytes per step\n", done_steps,

@@ -99,6 +99,9 @@ int job_step(Job *j, int step, StepStats *st, double times[4]) {
         ReplicaShare sh = stage_share(&S[PLAN_CRITIC_TRAIN]);
         ppo_train_model(PPO_CRITIC, &S[PLAN_CRITIC_TRAIN].model, G, cfg, step, &sh, &sc);
     }
+    /* the sync needs every training EMU done: wait here, so that the wait
+     * counts as training time and the sync time is the transfer alone */
+    comm_barrier(j->world);
     double t3 = nr_now();
     /* the replicas' loss shares add up; the gradient norms are the same on every replica (replica 0 reports) */
     int la = S[PLAN_ACTOR_TRAIN].leader, lc = S[PLAN_CRITIC_TRAIN].leader;

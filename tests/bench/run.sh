@@ -11,5 +11,6 @@ echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)" >> "$out"
 echo "cpu: $(lscpu | sed -n 's/^Model name: *//p' | head -1) x $(nproc)" >> "$out"
 if [ "$(id -u)" = 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
 build/bench/bench_step "$out" "${1:-}"
+tests/bench/plans.sh "$out"
 echo
 echo "bench: wrote $out"

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# tests/bench/plans.sh OUT — the PPO step under the 8-rank plans of
+# tests/equiv_plans.txt (and 1 rank as the baseline): median step and stage
+# times over steps 1.. (step 0 warms up), and the per-step weight sync's bytes
+# and time. 8 ranks share this machine's cores, so absolute times measure an
+# oversubscribed CPU; the ratios within the table are the comparison.
+set -euo pipefail
+out=$1
+dir=build/bench-plans; mkdir -p "$dir"
+med() { sort -g | awk '{a[NR]=$1} END{ if (NR==0) {print "nan"; exit} print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2) }'; }
+run_plan() { # NAME NP PLAN
+  local name=$1 np=$2 plan=$3 deck=$dir/$1.deck log=$dir/$1.log
+  { cat tests/bench/plans.deck; if [ -n "$plan" ]; then echo "[plan]"; echo "$plan" | tr ';' '\n' | sed 's/^ *//'; fi; } > "$deck"
+  jobs/local.sh -np "$np" bin/nereus "$deck" > "$log" 2>&1 || { echo "bench: $name failed (see $log)" >&2; return 1; }
+  grep '^step' "$log" | tail -n +2 > "$dir/$name.steps"
+  local step gen inf train sync
+  step=$(sed -n 's/.*| \([0-9.]*\)s: gen.*/\1/p' "$dir/$name.steps" | med)
+  gen=$(sed -n 's/.* gen \([0-9.]*\)s .*/\1/p' "$dir/$name.steps" | med)
+  inf=$(sed -n 's/.* inf \([0-9.]*\)s .*/\1/p' "$dir/$name.steps" | med)
+  train=$(sed -n 's/.* train \([0-9.]*\)s .*/\1/p' "$dir/$name.steps" | med)
+  sync=$(sed -n 's/.* sync \([0-9.]*\)s .*/\1/p' "$dir/$name.steps" | med)
+  local bytes; bytes=$(sed -n 's/.*, \([0-9]*\) bytes per step.*/\1/p' "$log")
+  [ -n "$base" ] || base=$step
+  printf '%-20s %5d %8.3f %8.3f %8.3f %8.3f %8.4f %10.2f %8.2f\n' "$name" "$np" "$step" "$gen" "$inf" "$train" "$sync" \
+    "$(echo "$bytes / 1048576" | bc -l)" "$(echo "$step / $base" | bc -l)"
+  { echo "plans.$name.ranks: $np"; echo "plans.$name.step_s: $step"; echo "plans.$name.gen_s: $gen"; echo "plans.$name.inf_s: $inf"
+    echo "plans.$name.train_s: $train"; echo "plans.$name.sync_s: $sync"; echo "plans.$name.sync_bytes: $bytes"
+    echo "plans.$name.step_over_1rank: $(echo "$step / $base" | bc -l | cut -c1-6)"; } >> "$out"
+}
+echo
+echo "== PPO step under plans (tiny model, 8 PPO steps, medians of steps 1-7; 8 ranks OVERSUBSCRIBE 2 cores)"
+printf '%-20s %5s %8s %8s %8s %8s %8s %10s %8s\n' plan ranks step_s gen_s inf_s train_s sync_s sync_MiB vs_1rank
+base=""
+run_plan 1rank 1 ""
+while IFS='|' read -r -u 3 name np plan; do
+  name=$(echo $name); np=$(echo $np)
+  case "$name" in ''|'#'*) continue;; esac
+  [ "$np" = 8 ] || continue
+  run_plan "$name" "$np" "$plan"
+done 3< tests/equiv_plans.txt
+echo "  sync: weight sync after each step (actor.train -> actor.gen, actor.inf; critic.train -> critic.inf),"
+echo "  the simple baseline (whole logical model to every rank); sync_MiB = bytes received by all ranks per step"
