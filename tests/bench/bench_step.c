@@ -8,7 +8,11 @@
  *     says how close the step gets to the BLAS it is built on.
  *  3. Generation tokens/s with and without the KV cache (the same sampled
  *     tokens either way; test_model checks that).
- * Prints a table and writes `metric: value` lines to the file in argv[1]. */
+ * Prints a table and writes `metric: value` lines to the file in argv[1].
+ * Options after it: --quick (fewer repetitions), --backend cpu|cuda (the
+ * model's backend; the bare-sgemm baseline is OpenBLAS, so it is skipped on
+ * cuda — tests/gpu/parity times bare cuBLAS), --tf32, --peak-tflops X
+ * (prints MFU = step FLOP/s over X, the device's peak for the precision). */
 #include <cblas.h>
 #include <math.h>
 #include <mpi.h>
@@ -17,10 +21,15 @@
 #include <string.h>
 
 #include "nereus/model.h"
+#ifdef NEREUS_CUDA
+#include "nereus/backend_cuda.h"
+#endif
 #include "nereus/ppo.h"
 #include "nereus/util.h"
 
 static FILE *out_txt;
+static const Backend *bench_be; /* the model's backend */
+static double peak_tflops;      /* > 0: report MFU against it */
 
 static void metric(const char *name, double v) {
     if (out_txt) fprintf(out_txt, "%s: %.6g\n", name, v);
@@ -69,7 +78,8 @@ static double sgemm_step(const GPTConfig *c, int N, float *A, float *Bm, float *
 typedef struct Shape { const char *name; GPTConfig c; int B, T, reps; } Shape;
 
 static void bench_train(const Shape *s, int threads) {
-    const Backend *be = backend_cpu();
+    const Backend *be = bench_be;
+    int cpu = strcmp(be->name, "cpu") == 0;
     be->set_threads(threads);
     GPT m;
     gpt_build(&m, &s->c, be, s->B, s->T, 1, 1, 0.02f);
@@ -89,29 +99,38 @@ static void bench_train(const Shape *s, int threads) {
     for (size_t i = 0; i < nb; i++) Bm[i] = 1e-3f * (float)(i % 13);
     train_step(&m, tok, tg, dl, s->B, s->T); /* warm-up */
     double flops_g = 0;
-    sgemm_step(&s->c, BT, A, Bm, Cm, &flops_g);
+    if (cpu) sgemm_step(&s->c, BT, A, Bm, Cm, &flops_g);
     double ts[16] = {0}, tg_[16] = {0};
     int reps = s->reps;
     for (int r = 0; r < reps; r++) { /* interleave so drift hits both alike */
         ts[r] = train_step(&m, tok, tg, dl, s->B, s->T);
-        tg_[r] = sgemm_step(&s->c, BT, A, Bm, Cm, &flops_g);
+        if (cpu) tg_[r] = sgemm_step(&s->c, BT, A, Bm, Cm, &flops_g);
     }
-    double t_step = median(ts, reps), t_gemm = median(tg_, reps);
+    double t_step = median(ts, reps), t_gemm = cpu ? median(tg_, reps) : NAN;
     double flops_step = 3.0 * gpt_flops_per_token_fwd(&s->c, s->T) * BT;
-    double tok_s = BT / t_step, gf_step = flops_step / t_step * 1e-9, gf_gemm = flops_g / t_gemm * 1e-9;
-    printf("%-22s %4d %3d %3d %7d %12.0f %10.2f %10.2f %8.2f\n", s->name, threads, s->B, s->T, reps, tok_s, gf_step,
+    double tok_s = BT / t_step, gf_step = flops_step / t_step * 1e-9, gf_gemm = cpu ? flops_g / t_gemm * 1e-9 : NAN;
+    printf("%-22s %4d %3d %3d %7d %12.0f %10.2f %10.2f %8.2f", s->name, threads, s->B, s->T, reps, tok_s, gf_step,
            gf_gemm, gf_step / gf_gemm);
+    if (peak_tflops > 0) printf("  MFU %.1f%%", 100.0 * gf_step / (peak_tflops * 1e3));
+    printf("\n");
     char key[128];
-    snprintf(key, sizeof key, "train.%s.t%d.tokens_per_s", s->name, threads); metric(key, tok_s);
-    snprintf(key, sizeof key, "train.%s.t%d.step_gflops", s->name, threads); metric(key, gf_step);
-    snprintf(key, sizeof key, "train.%s.t%d.sgemm_gflops", s->name, threads); metric(key, gf_gemm);
-    snprintf(key, sizeof key, "train.%s.t%d.step_over_sgemm", s->name, threads); metric(key, gf_step / gf_gemm);
+    const char *bn = be->name;
+    snprintf(key, sizeof key, "train.%s.%s.t%d.tokens_per_s", bn, s->name, threads); metric(key, tok_s);
+    snprintf(key, sizeof key, "train.%s.%s.t%d.step_gflops", bn, s->name, threads); metric(key, gf_step);
+    if (cpu) {
+        snprintf(key, sizeof key, "train.%s.%s.t%d.sgemm_gflops", bn, s->name, threads); metric(key, gf_gemm);
+        snprintf(key, sizeof key, "train.%s.%s.t%d.step_over_sgemm", bn, s->name, threads); metric(key, gf_step / gf_gemm);
+    }
+    if (peak_tflops > 0) {
+        snprintf(key, sizeof key, "train.%s.%s.t%d.mfu", bn, s->name, threads);
+        metric(key, gf_step / (peak_tflops * 1e3));
+    }
     free(A); free(Bm); free(Cm); free(tok); free(tg); free(dl);
     gpt_free(&m);
 }
 
 static void bench_gen(const char *name, GPTConfig c, int B, int digits, int R, int reps) {
-    const Backend *be = backend_cpu();
+    const Backend *be = bench_be;
     be->set_threads(1);
     Config cfg;
     memset(&cfg, 0, sizeof cfg);
@@ -143,9 +162,9 @@ static void bench_gen(const char *name, GPTConfig c, int B, int digits, int R, i
     double c_s = ntok / median(tc, reps), n_s = ntok / median(tn, reps);
     printf("%-22s %4d %5d %3d %9.0f %9.0f %8.2f\n", name, B, task_prompt_len(&ts), R, c_s, n_s, c_s / n_s);
     char key[128];
-    snprintf(key, sizeof key, "gen.%s.kv_cache.tokens_per_s", name); metric(key, c_s);
-    snprintf(key, sizeof key, "gen.%s.no_cache.tokens_per_s", name); metric(key, n_s);
-    snprintf(key, sizeof key, "gen.%s.cache_speedup", name); metric(key, c_s / n_s);
+    snprintf(key, sizeof key, "gen.%s.%s.kv_cache.tokens_per_s", be->name, name); metric(key, c_s);
+    snprintf(key, sizeof key, "gen.%s.%s.no_cache.tokens_per_s", be->name, name); metric(key, n_s);
+    snprintf(key, sizeof key, "gen.%s.%s.cache_speedup", be->name, name); metric(key, c_s / n_s);
     rollout_free(&r);
     gpt_free(&m);
 }
@@ -153,12 +172,29 @@ static void bench_gen(const char *name, GPTConfig c, int B, int digits, int R, i
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     out_txt = argc > 1 ? fopen(argv[1], "a") : NULL;
-    int quick = argc > 2 && strcmp(argv[2], "--quick") == 0;
+    int quick = 0, tf32 = 0;
+    const char *bname = "cpu";
+    for (int i = 2; i < argc; i++) {
+        if (strcmp(argv[i], "--quick") == 0) quick = 1;
+        else if (strcmp(argv[i], "--tf32") == 0) tf32 = 1;
+        else if (strcmp(argv[i], "--backend") == 0 && i + 1 < argc) bname = argv[++i];
+        else if (strcmp(argv[i], "--peak-tflops") == 0 && i + 1 < argc) peak_tflops = atof(argv[++i]);
+        else if (argv[i][0]) { fprintf(stderr, "bench_step: unknown option '%s'\n", argv[i]); return 2; }
+    }
+    char why[512] = "";
+    bench_be = backend_select(bname, why, sizeof why);
+    if (!bench_be) { fprintf(stderr, "bench_step: backend %s: %s\n", bname, why); return 2; }
+#ifdef NEREUS_CUDA
+    if (tf32) backend_cuda_set_tf32(1);
+#else
+    if (tf32) { fprintf(stderr, "bench_step: --tf32 needs the CUDA backend\n"); return 2; }
+#endif
+    printf("backend: %s%s\n", bench_be->name, tf32 ? " (TF32)" : "");
     Shape shapes[2] = {
         {"tiny", {TASK_VOCAB, 64, 2, 64, 4, 0}, 4, 64, quick ? 3 : 9},
         {"gpt2-124M", {50257, 64, 12, 768, 12, 0}, 4, 64, quick ? 1 : 3},
     };
-    printf("\n== training step (forward + backward + AdamW), one rank, CPU backend\n");
+    printf("\n== training step (forward + backward + AdamW), one rank, %s backend\n", bench_be->name);
     printf("%-22s %4s %3s %3s %7s %12s %10s %10s %8s\n", "model", "thr", "B", "T", "reps", "tokens/s", "step GF/s",
            "sgemm GF/s", "ratio");
     for (int s = 0; s < 2; s++)

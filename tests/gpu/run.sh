@@ -36,12 +36,28 @@ echo "gpu: parity $(( $(date +%s) - t0 )) s, exit $rc"
 if [ "$rc" = 77 ]; then echo "gpu: SKIP (no usable CUDA device)"; exit 77; fi
 [ "$rc" = 0 ] || fail+=("parity (exit $rc)")
 
-# 3. ---- LEAD: end-to-end GPU runs go here --------------------------------------
-#   - tiny PPO on the GPU: bin/nereus with [run] backend = cuda on inputs/tiny.deck,
-#     checking that the reward rises and the verification block passes
-#   - the GPT-2 124M step: time per step and MFU (bench_step on the cuda backend)
-#   Append to fail+=("name") on failure; keep the total under 8 minutes.
-# ---------------------------------------------------------------------------------
+# 3. end-to-end: the tiny PPO deck on the GPU beside the same deck on the CPU.
+#    The reward must rise as on the CPU; the first steps' rewards are compared
+#    (fp32 on both, so they agree until a sampled token flips on rounding).
+make USE_CUDA=1 -j"$(nproc)" build/bench/bench_step >>"$LOG/build.log" 2>&1 || fail+=("build bench_step")
+sed 's/^\[run\]$/[run]\nbackend = cuda/' inputs/tiny.deck > "$LOG/tiny-cuda.deck"
+sed 's/^\[run\]$/[run]\nbackend = cpu/' inputs/tiny.deck > "$LOG/tiny-cpu.deck"
+for b in cuda cpu; do
+  t0=$(date +%s)
+  timeout 240 bin/nereus "$LOG/tiny-$b.deck" > "$LOG/tiny-$b.log" 2>&1; rc=$?
+  echo "gpu: tiny deck on $b: exit $rc, $(( $(date +%s) - t0 )) s, $(grep -m1 '^nereus:.*backend' "$LOG/tiny-$b.log")"
+  [ $rc = 0 ] || fail+=("tiny deck on $b (exit $rc)")
+done
+grep -E '^verify\.(reward|eval|status)' "$LOG/tiny-cuda.log" | sed 's/^/  cuda /'
+grep -E '^verify\.(reward|eval|status)' "$LOG/tiny-cpu.log" | sed 's/^/  cpu  /'
+paste <(grep '^step' "$LOG/tiny-cuda.log" | head -5 | cut -d'|' -f1,2) <(grep '^step' "$LOG/tiny-cpu.log" | head -5 | cut -d'|' -f2) | sed 's/^/  first steps (cuda | cpu): /'
+g=$(sed -n 's/^verify.reward_gain: //p' "$LOG/tiny-cuda.log")
+awk "BEGIN{exit !(\"$g\" != \"\" && $g >= 0.15)}" 2>/dev/null || fail+=("tiny deck on cuda: reward gain '$g' < 0.15")
+
+# 4. the training step on the GPU: tiny and GPT-2 124M (B=4, T=64), fp32 and TF32,
+#    MFU against the H200's dense peaks (fp32 67 TFLOP/s, TF32 tensor cores 494)
+timeout 240 build/bench/bench_step "$LOG/bench-gpu.txt" --backend cuda --peak-tflops 67 2>&1 | tee "$LOG/bench-fp32.log" || fail+=("bench fp32")
+timeout 240 build/bench/bench_step "$LOG/bench-gpu.txt" --backend cuda --tf32 --peak-tflops 494 2>&1 | tee "$LOG/bench-tf32.log" || fail+=("bench tf32")
 
 if [ ${#fail[@]} -eq 0 ]; then echo "gpu: PASS"; exit 0; fi
 echo "gpu: FAIL (${fail[*]})"; exit 1
