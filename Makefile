@@ -86,7 +86,7 @@ LIB_SRC := $(wildcard src/util/*.c src/deck/*.c src/backend/cpu/*.c src/backend/
                       src/ppo/*.c src/task/*.c src/run/*.c)
 LIB_OBJ := $(LIB_SRC:%.c=build/obj/%.o) $(CUDA_OBJ)
 LDLIBS += $(CUDA_LDLIBS)
-TEST_PROGS := test_deck test_backend_grad test_model test_model_tp test_ppo_pure test_task test_grid test_emu_comms gpu/parity
+TEST_PROGS := test_deck test_backend_grad test_model test_model_tp test_model_pp test_ppo_pure test_task test_grid test_emu_comms gpu/parity
 TEST_BIN := $(TEST_PROGS:%=build/tests/%)
 TOOLS := bin/nereus-task-tokens
 

@@ -49,6 +49,8 @@ for p in test_deck test_backend_grad test_model test_ppo_pure test_task test_gri
 t emu-comms 120 jobs/local.sh -np 8 build/tests/test_emu_comms
 # tensor parallelism in the model: tp = 1, 2, 4 against the unsharded model
 t model-tp 120 jobs/local.sh -np 4 build/tests/test_model_tp
+# pipeline parallelism (GPipe) with TP: (pp, tp) in (2,1) (4,1) (2,2) (4,2) (2,4) against the unsharded model
+t model-pp 120 jobs/local.sh -np 8 build/tests/test_model_pp
 # CUDA parity (every CUDA op against the CPU backend): runs where a GPU is, skipped (exit 77) elsewhere
 t0=$(date +%s.%N); timeout 300 build/tests/gpu/parity >"$LOG/gpu-parity.log" 2>&1; rc=$?
 secs=$(echo "$(date +%s.%N) - $t0" | bc)

@@ -17,100 +17,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
+#include "model_check.h"
 #include "nereus/comm.h"
 #include "nereus/model.h"
 #include "nereus/util.h"
-
-#define NCHK 128
-typedef struct Checks {
-    int n;
-    double err[NCHK], tol[NCHK];
-    char msg[NCHK][128];
-} Checks;
-
-static void note(Checks *k, double err, double tol, const char *fmt, const char *a, const char *b) {
-    if (k->n >= NCHK) nr_fatal("test_model_tp: too many checks");
-    k->err[k->n] = fabs(err); /* fabs clears a NaN's sign: it stays NaN and fails */
-    k->tol[k->n] = tol;
-    snprintf(k->msg[k->n], sizeof k->msg[0], fmt, a ? a : "", b ? b : "");
-    k->n++;
-}
-
-/* collective over MPI_COMM_WORLD: worst error of each check over all ranks
- * (idle ranks contribute 0), printed by rank 0. A non-negative double's bit
- * pattern orders as the double does, and NaN's above +inf, so an int64 max
- * of the patterns is the worst error (NaN wins and fails). */
-static void flush(Checks *k, int tp) {
-    int64_t n = k->n;
-    comm_allreduce_max_i64(MPI_COMM_WORLD, &n, 1);
-    int64_t bits[NCHK];
-    for (int i = 0; i < n; i++) {
-        double e = i < k->n ? k->err[i] : 0.0;
-        memcpy(&bits[i], &e, sizeof e);
-    }
-    comm_allreduce_max_i64(MPI_COMM_WORLD, bits, (size_t)n);
-    if (nr_rank() == 0)
-        for (int i = 0; i < n; i++) {
-            double e;
-            memcpy(&e, &bits[i], sizeof e);
-            CHECK(e <= k->tol[i], "tp=%d %s: worst %.2e (tol %.0e)", tp, k->msg[i], e, k->tol[i]);
-        }
-    k->n = 0;
-}
-
-static double rel_err(const float *a, const float *b, size_t n) {
-    double num = 0, den = 0;
-    for (size_t i = 0; i < n; i++) {
-        double d = (double)a[i] - (double)b[i];
-        num += d * d;
-        den += (double)b[i] * b[i];
-    }
-    if (num == 0) return 0;
-    return sqrt(num) / fmax(sqrt(den), 1e-30);
-}
-
-static double mismatches(const float *a, const float *b, size_t n) {
-    size_t bad = 0;
-    for (size_t i = 0; i < n; i++) bad += memcmp(&a[i], &b[i], sizeof(float)) != 0;
-    return (double)bad;
-}
-
-/* collective over m->sh.tp_comm: the full logical vector of buffer which,
- * gathered (zero-filled, each rank exports its part, replicated tensors
- * count from TP rank 0 only, then a sum: x + 0 is exact, so bit-exact) */
-static void gather_logical(const GPT *m, int which, float *full, size_t nl) {
-    memset(full, 0, nl * sizeof(float));
-    gpt_export_logical(m, which, full);
-    if (m->sh.tp == 1) return;
-    if (m->sh.tp_rank != 0)
-        for (int i = 0; i < m->ntensors; i++)
-            if (m->tensors[i].cut_axis < 0) memset(full + m->tensors[i].loffset, 0, m->tensors[i].numel * sizeof(float));
-    comm_allreduce_sum_f32(m->sh.tp_comm, full, nl);
-}
-
-/* per-tensor norm-wise error of two logical vectors; worst over the tensors
- * noted as one check per tensor */
-static void note_tensors(Checks *k, const GPT *ref, const float *a, const float *b, double tol, const char *what,
-                         const char *model) {
-    for (int i = 0; i < ref->ntensors; i++) {
-        const TensorInfo *t = &ref->tensors[i];
-        char fmt[96];
-        snprintf(fmt, sizeof fmt, "%%s %s %s: rel err (norm-wise)", what, t->name);
-        note(k, rel_err(a + t->loffset, b + t->loffset, t->numel), tol, fmt, model, NULL);
-    }
-}
-
-/* collective over tp: mismatches between this rank's buf and TP rank 0's */
-static double diff_from_rank0(MPI_Comm tp, const float *buf, size_t n) {
-    if (tp == MPI_COMM_NULL) return 0;
-    float *r0 = nr_xmalloc(n * sizeof(float));
-    memcpy(r0, buf, n * sizeof(float));
-    comm_bcast_f32(tp, r0, n, 0);
-    double bad = mismatches(buf, r0, n);
-    free(r0);
-    return bad;
-}
 
 /* collective over sh->tp_comm: one model kind (actor or critic) at one tp */
 static void test_one(Checks *k, const GPTShard *sh, int value_head) {
@@ -145,8 +55,8 @@ static void test_one(Checks *k, const GPTShard *sh, int value_head) {
             (double)(np_pure != tp.nparams || ntt != tp.ntensors),
          0, "%s tensor table: logical numel = gpt_logical_numel, local = 1/tp of cut tensors, pure table = model's%s",
          kind, NULL);
-    gather_logical(&ref, GPT_BUF_PARAMS, fr, nl);
-    gather_logical(&tp, GPT_BUF_PARAMS, ft, nl);
+    gather_logical(&ref, MPI_COMM_NULL, GPT_BUF_PARAMS, fr, nl);
+    gather_logical(&tp, tp.sh.tp_comm, GPT_BUF_PARAMS, ft, nl);
     note(k, mismatches(ft, fr, nl), 0, "%s init: gathered shards equal the unsharded model bit for bit (mismatches)%s",
          kind, NULL);
     double cr = gpt_checksum(&ref), ct = gpt_checksum(&tp);
@@ -220,8 +130,8 @@ static void test_one(Checks *k, const GPTShard *sh, int value_head) {
         gpt_backward(&ref, NULL, NULL, wv);
         gpt_backward(&tp, NULL, NULL, wv);
     }
-    gather_logical(&ref, GPT_BUF_GRADS, fr, nl);
-    gather_logical(&tp, GPT_BUF_GRADS, ft, nl);
+    gather_logical(&ref, MPI_COMM_NULL, GPT_BUF_GRADS, fr, nl);
+    gather_logical(&tp, tp.sh.tp_comm, GPT_BUF_GRADS, ft, nl);
     note_tensors(k, &ref, ft, fr, 1e-5, "grad", kind);
     double rep_bad = 0;
     for (int i = 0; i < tp.ntensors; i++)
@@ -238,8 +148,8 @@ static void test_one(Checks *k, const GPTShard *sh, int value_head) {
     float nr = gpt_update(&ref, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.5f);
     float nt = gpt_update(&tp, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.5f);
     note(k, fabs((double)nt - nr) / nr, 1e-5, "%s gpt_update gradient norm is the logical one (rel)%s", kind, NULL);
-    gather_logical(&ref, GPT_BUF_PARAMS, fr, nl);
-    gather_logical(&tp, GPT_BUF_PARAMS, ft, nl);
+    gather_logical(&ref, MPI_COMM_NULL, GPT_BUF_PARAMS, fr, nl);
+    gather_logical(&tp, tp.sh.tp_comm, GPT_BUF_PARAMS, ft, nl);
     note_tensors(k, &ref, ft, fr, 1e-5, "params after gpt_update", kind);
     rep_bad = 0;
     for (int i = 0; i < tp.ntensors; i++)
@@ -247,8 +157,8 @@ static void test_one(Checks *k, const GPTShard *sh, int value_head) {
             rep_bad += diff_from_rank0(sh->tp_comm, tp.p[i], tp.tensors[i].lnumel);
     note(k, rep_bad, 0, "%s replicated params after gpt_update bitwise the same on every TP rank (mismatches)%s", kind,
          NULL);
-    gather_logical(&tp, GPT_BUF_ADAM_V, ft, nl);
-    gather_logical(&ref, GPT_BUF_ADAM_V, fr, nl);
+    gather_logical(&tp, tp.sh.tp_comm, GPT_BUF_ADAM_V, ft, nl);
+    gather_logical(&ref, MPI_COMM_NULL, GPT_BUF_ADAM_V, fr, nl);
     note(k, rel_err(ft, fr, nl), 1e-5, "%s AdamW v after gpt_update (rel)%s", kind, NULL);
     cr = gpt_checksum(&ref);
     ct = gpt_checksum(&tp);
@@ -318,12 +228,14 @@ int main(int argc, char **argv) {
         MPI_Comm g = MPI_COMM_NULL;
         mpiCheck(MPI_Comm_split(MPI_COMM_WORLD, color, rank, &g));
         if (g != MPI_COMM_NULL) {
-            GPTShard sh = {t, comm_rank(g), t > 1 ? g : MPI_COMM_NULL};
+            GPTShard sh = {.tp = t, .tp_rank = comm_rank(g), .tp_comm = t > 1 ? g : MPI_COMM_NULL}; /* pp = 0: no pipeline */
             test_one(k, &sh, 0);
             test_one(k, &sh, 1);
             mpiCheck(MPI_Comm_free(&g));
         }
-        flush(k, t);
+        char label[16];
+        snprintf(label, sizeof label, "tp=%d", t);
+        flush(k, label);
     }
     free(k);
     int64_t fails = check_failures;

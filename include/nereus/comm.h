@@ -53,6 +53,20 @@ void comm_bcast_f32(MPI_Comm c, float *buf, size_t n, int root);
 void comm_send_f32(MPI_Comm c, const float *buf, size_t n, int dest, int tag);
 void comm_recv_f32(MPI_Comm c, float *buf, size_t n, int src, int tag);
 
+/* Non-blocking point to point within c: starts sending / receiving n floats
+ * (n ≤ COMM_CHUNK_MAX: one request) to dest / from src with tag and
+ * returns its request, to be finished with comm_wait / comm_waitall (which
+ * do not spin). buf must stay untouched (send) / unread (receive) until
+ * then. Messages between two ranks with the same tag match in order. */
+MPI_Request comm_isend_f32(MPI_Comm c, const float *buf, size_t n, int dest, int tag);
+MPI_Request comm_irecv_f32(MPI_Comm c, float *buf, size_t n, int src, int tag);
+
+/* Local: one MPI_Testall over reqs[0..n) (MPI_REQUEST_NULL entries are
+ * fine): 1 when all are done (and freed), else 0 and none is touched. Also
+ * what drives a large non-blocking transfer forward while its rank computes
+ * (Open MPI moves rendezvous messages only inside MPI calls). */
+int comm_testall(int n, MPI_Request *reqs);
+
 /* collective over c: MPI_Ibarrier + comm_wait. */
 void comm_barrier(MPI_Comm c);
 

@@ -26,6 +26,27 @@
  * (gpt_export_logical) is what checkpoints, weight sync and transitions see.
  * A model built with tp = 1 is the whole model and makes no MPI call.
  *
+ * Pipeline parallelism: a model built with pp > 1 holds, on stage p of its
+ * PP group, layers [p·L/pp, (p+1)·L/pp) of every layer-stacked tensor (cut
+ * on axis 0, in addition to any TP cut on another axis); the first stage
+ * also holds wte and wpe, the last stage lnf, the value head and its own
+ * copy of wte (the tied LM head). The other tensors are not held there
+ * (TensorInfo.held = 0, no storage). A forward runs the batch's rows as
+ * microbatches through the stages (GPipe: every microbatch forward in
+ * gpt_forward, every microbatch backward in gpt_backward — the callers
+ * compute the loss of the whole batch between the two, so 1F1B, which
+ * needs a microbatch's loss before later microbatches run forward, cannot
+ * be scheduled behind this API; with activations stored for the whole
+ * batch anyway, 1F1B's only gain, memory, would be nil and the bubble
+ * (pp−1)/(m+pp−1) is the same). Activations go forward and their
+ * gradients backward point to point over pp_comm, non-blocking so that
+ * stages overlap across microbatches. The last stage broadcasts what the
+ * callers read (values, logp, entropy) over pp_comm, so every rank of the
+ * model sees the same outputs and computes the same loss; backward ignores
+ * the loss gradients on all but the last stage. The two copies of wte get
+ * their gradients summed over embd_comm (first and last stage) at the end
+ * of backward, so they stay equal. Generation (prefill/decode) needs pp = 1.
+ *
  * Memory: one allocation each for parameters, gradients, AdamW m, AdamW v
  * (the last three only for trainable models), forward activations sized for
  * (Bmax, Tmax), one layer of backward scratch, and the KV cache. Nothing is
@@ -56,25 +77,43 @@ enum {
     GPT_VHW, GPT_VHB, GPT_NUM_TENSORS
 };
 
-/* How a model is cut over its TP group. The model does not own tp_comm
- * (it is the EMU's): it must outlive the model. */
+/* How a model is cut over its TP and PP groups. The model does not own the
+ * communicators (they are the EMU's: emu.h tp, pp, embd): they must outlive
+ * the model. A zero-filled GPTShard with only the TP fields set is a TP-only
+ * shard (pp = 0 reads as 1, the PP communicators are then ignored). */
 typedef struct GPTShard {
     int tp, tp_rank;     /* heads and MLP columns cut tp ways; tp = 1: the whole model */
     MPI_Comm tp_comm;    /* the TP group (MPI_COMM_NULL when tp = 1) */
+    int pp, pp_rank;     /* layers cut into pp contiguous stages; this rank is stage pp_rank */
+    MPI_Comm pp_comm;    /* the PP group, by stage (ignored when pp = 1) */
+    MPI_Comm embd_comm;  /* first and last stage (size 2, first stage rank 0); ignored on middle
+                            stages and when pp = 1 */
+    int microbatches;    /* microbatches per forward/backward; 0: the default, pp (1 when pp = 1);
+                            capped by the batch; rows split as evenly as possible (any B works) */
 } GPTShard;
 
 /* One logical tensor, its shard spec and where this rank's part lives. A
  * cut tensor is split into tp equal blocks along cut_axis; this rank holds
  * block tp_rank, i.e. indices [cut_start, cut_start + lshape[cut_axis]) of
- * that axis, stored row-major in lshape. */
+ * that axis. A layer-stacked tensor under pp > 1 is also cut on axis 0
+ * (pp_axis = 0): this stage holds layers [pp_start, pp_start + lshape[0]).
+ * The block is stored row-major in lshape. A tensor this stage does not
+ * hold (wte on a middle stage, wpe past the first, lnf and the value head
+ * before the last) has held = 0, lnumel = 0, lshape all 0 and no storage. */
 typedef struct TensorInfo {
     const char *name;  /* "wte", "qkvw", ... (llm.c names) */
     int ndim;
     int shape[4];      /* LOGICAL shape */
     size_t numel;      /* LOGICAL element count */
-    int cut_axis;      /* TP-cut axis, -1 = replicated */
+    int cut_axis;      /* TP-cut axis, -1 = replicated over the TP group */
     int cut_start;     /* first index of this rank's block on cut_axis (0 if replicated) */
-    int lshape[4];     /* this rank's local shape (= shape when replicated or tp = 1) */
+    int pp_axis;       /* PP-cut axis: 0 for layer-stacked tensors when pp > 1, else -1 */
+    int pp_start;      /* first layer of this stage's block (0 if not PP-cut) */
+    int held;          /* 1: this rank holds (its block of) the tensor; 0: another stage's */
+    int owner;         /* 1: this rank is the canonical contributor of its block to a logical
+                          assembly (held; TP rank 0 for a TP-replicated tensor; wte: the first
+                          stage only, though the last stage holds an equal copy) */
+    int lshape[4];     /* this rank's local shape (= shape when not cut) */
     size_t lnumel;     /* local element count */
     size_t offset;     /* in floats, into params / grads / m / v (local, 16-float aligned) */
     size_t loffset;    /* in floats, into the full logical vector (gpt_export_logical) */
@@ -83,7 +122,9 @@ typedef struct TensorInfo {
 /* Activation shapes: C is the full width; Cl = C/tp and NHl = NH/tp are this
  * rank's attention width and heads (= C, NH when tp = 1). */
 typedef struct GPTActs {
-    float *encoded;   /* (B, T, C) */
+    /* L here is this stage's layers L/pp; lnf, its statistics and logits exist
+     * on the last stage only (NULL elsewhere) */
+    float *encoded;   /* (B, T, C) the stage's input: the embeddings, or the previous stage's output */
     float *ln1;       /* (L, B, T, C) */
     float *ln1_mean, *ln1_rstd;   /* (L, B, T) */
     float *qkv;       /* (L, B, T, 3Cl) this rank's heads: [q | k | v] (NHl, hs) each */
@@ -101,7 +142,7 @@ typedef struct GPTActs {
     float *lnf;       /* (B, T, C) */
     float *lnf_mean, *lnf_rstd;   /* (B, T) */
     float *logits;    /* (B, T, V): logits, then probs after gpt_logprob */
-    float *values;    /* (B, T) value head output */
+    float *values;    /* (B, T) value head output (on every stage after a forward with values) */
 } GPTActs;
 
 /* Backward scratch: one layer's worth, reused layer by layer. */
@@ -121,8 +162,11 @@ typedef struct GPTGradScratch {
 
 typedef struct GPT {
     GPTConfig cfg;
-    GPTShard sh;           /* the TP cut this rank holds (tp = 1: the whole model) */
+    GPTShard sh;           /* the TP and PP cut this rank holds (tp = pp = 1: the whole model) */
     int Cl, NHl;           /* this rank's attention width C/tp and heads NH/tp */
+    int Ll, l0;            /* this stage's layers L/pp, the first of them pp_rank·L/pp */
+    int first, last;       /* this rank is on the first / last pipeline stage (both when pp = 1) */
+    int nmb;               /* microbatches of the last forward */
     const Backend *be;
     TensorInfo tensors[GPT_NUM_TENSORS];
     int ntensors;          /* GPT_NUM_TENSORS with value head, GPT_VHW without */
@@ -148,6 +192,9 @@ typedef struct GPT {
     float *decode_mem;
     float *tp_host;           /* (Bmax·Tmax·C) host staging of the TP sums; only tp > 1 on a
                                  backend whose memory is not host memory */
+    float *pp_host;           /* (2, Bmax·Tmax·C) host staging of the PP sends [0] and receives
+                                 [1]; only pp > 1 on such a backend */
+    MPI_Request *pp_req;      /* (2·Bmax) the pipeline's point-to-point requests; only pp > 1 */
 } GPT;
 
 /* Build: lay out the tensor table, allocate everything for batches of up to
@@ -159,25 +206,40 @@ void gpt_build(GPT *m, const GPTConfig *cfg, const Backend *be, int Bmax, int Tm
                int trainable, uint64_t seed, float init_std);
 /* Local (no communication): the same for this rank's shard. Element k of
  * tensor i (k its LOGICAL row-major index) is drawn from rng_normal(seed,
- * RNG_INIT, i, k) whatever the cut, so the shards of a tp-way model are
- * bit for bit the slices of the tp = 1 model. Needs NH % tp == 0, and, when
- * tp > 1, tp_comm of size tp in which this rank is tp_rank. */
+ * RNG_INIT, i, k) whatever the cut, so the shards of a (tp, pp) model are
+ * bit for bit the slices of the unsharded model. Needs NH % tp == 0 and
+ * L % pp == 0; when tp > 1, tp_comm of size tp in which this rank is
+ * tp_rank; when pp > 1, pp_comm of size pp in which this rank is pp_rank
+ * and, on the first and last stage, embd_comm of size 2 (first stage rank
+ * 0). With pp > 1 no KV cache is allocated (generation needs pp = 1). */
 void gpt_build_shard(GPT *m, const GPTConfig *cfg, const GPTShard *sh, const Backend *be, int Bmax, int Tmax,
                      int trainable, uint64_t seed, float init_std);
 void gpt_free(GPT *m);
 
 /* The tensor table of cfg cut for (tp, tp_rank), without building a model
  * (pure; for the layout and transition code): fills t[0..*ntensors) and
- * returns the local floats (nparams) of such a shard. */
+ * returns the local floats (nparams) of such a shard. pp = 1. */
 size_t gpt_tensor_table(const GPTConfig *cfg, int tp, int tp_rank, TensorInfo t[GPT_NUM_TENSORS], int *ntensors);
+/* Pure: the same cut for (tp, tp_rank) on pipeline stage pp_rank of pp
+ * (pp = 1: gpt_tensor_table). Needs L % pp == 0. */
+size_t gpt_tensor_table_pp(const GPTConfig *cfg, int tp, int tp_rank, int pp, int pp_rank,
+                           TensorInfo t[GPT_NUM_TENSORS], int *ntensors);
 /* Pure: this rank's part of tensor t as *nruns contiguous runs of *len
  * floats; run o is at local o·len (from t->offset) and at logical
- * o·(*lstride) + *lstart (from t->loffset). Replicated: one run of numel. */
+ * o·(*lstride) + *lstart (from t->loffset). Not cut: one run of numel. Not
+ * held: no runs. */
 void gpt_tensor_runs(const TensorInfo *t, size_t *nruns, size_t *len, size_t *lstride, size_t *lstart);
+/* Local: 1 when this rank is the canonical contributor of tensor i to a
+ * logical assembly (m->tensors[i].owner): it holds the tensor and is TP
+ * rank 0 for a TP-replicated tensor, and, for wte under pp > 1, is on the
+ * first stage (the last stage holds an equal copy and contributes nothing).
+ * Summing every rank's export with non-owned tensors zeroed assembles each
+ * logical element exactly once. */
+int gpt_tensor_owner(const GPT *m, int i);
 
 /* Copy all parameters that both models have (by name and shape): e.g. the
  * critic trunk from the SFT actor. Value-head tensors are left as they are.
- * Both models must hold the same shard (tp, tp_rank). Local. */
+ * Both models must hold the same shard (tp, tp_rank, pp, pp_rank). Local. */
 void gpt_copy_params(GPT *dst, const GPT *src);
 
 /* ---- logical tensors (weight sync, checkpoints, transitions) ----------- */
@@ -188,40 +250,54 @@ size_t gpt_logical_numel(const GPTConfig *cfg);
 /* The full logical vector: tensors concatenated in table order (at
  * TensorInfo.loffset, no padding), each in its logical row-major order.
  * Local (no communication). Export writes this rank's elements of buffer
- * `which` (its slice of a cut tensor, all of a replicated one) and leaves
- * the rest of full untouched; import loads this rank's elements from full.
- * full is a host array of gpt_logical_numel floats. GRADS / ADAM_* need a
- * trainable model. */
+ * `which` (its slice of a cut tensor, all of a replicated one, nothing of a
+ * tensor its stage does not hold) and leaves the rest of full untouched;
+ * import loads this rank's elements from full. Under pp > 1 wte is held,
+ * and so exported and imported, on both the first and the last stage: the
+ * caller decides who contributes (gpt_tensor_owner) and must import the
+ * same wte on both. full is a host array of gpt_logical_numel floats.
+ * GRADS / ADAM_* need a trainable model. */
 void gpt_export_logical(const GPT *m, int which, float *full);
 void gpt_import_logical(GPT *m, int which, const float *full);
 
-/* collective over m->sh.tp_comm (as are backward, update, prefill, decode and
- * the checksums; gpt_logprob and gpt_zero_grad are local; tp = 1: no MPI).
+/* collective over m->sh.tp_comm and m->sh.pp_comm (as are backward, update,
+ * prefill, decode and the checksums, and gpt_logprob under pp > 1;
+ * gpt_zero_grad is local; tp = pp = 1: no MPI).
  * Forward over tokens (B, T) (host ints). Computes the trunk and, as asked,
- * the logits (B,T,V) and/or the values (B,T). Every TP rank passes the same
- * tokens and gets the full logits and values. */
+ * the logits (B,T,V) and/or the values (B,T). Every rank of the model passes
+ * the same tokens; the logits are on every TP rank of the LAST stage (other
+ * stages have none), the values on every rank (broadcast over pp_comm). */
 void gpt_forward(GPT *m, const int *tokens, int B, int T, int want_logits, int want_values);
 
-/* Local. After a forward with logits: logp (B,T) of targets (B,T) (−1 = skip → 0),
- * entropy ent (B,T) (may be NULL). Turns the logits into probs in place. */
+/* Local when pp = 1; collective over m->sh.pp_comm when pp > 1 (the last
+ * stage computes, then broadcasts logp and ent). After a forward with
+ * logits: logp (B,T) of targets (B,T) (−1 = skip → 0), entropy ent (B,T)
+ * (may be NULL), also left in m->logp, m->ent on every rank. Turns the
+ * logits into probs in place. */
 void gpt_logprob(GPT *m, const int *targets, float *logp, float *ent);
 
-/* collective over m->sh.tp_comm
+/* collective over m->sh.tp_comm, m->sh.pp_comm and m->sh.embd_comm
  * Backward of a scalar loss given dloss/dlogp (B,T), dloss/dent (B,T) (may be
  * NULL) and/or dloss/dvalues (B,T) (may be NULL). Accumulates into m->grads.
- * Every TP rank must pass the same dlogp / dent / dvalues; gradients of
- * replicated tensors come out the same on all TP ranks (no reduce needed);
- * a DP reduce of m->grads (nparams floats) is the caller's. */
+ * Every rank must pass the same dlogp / dent / dvalues (only the last stage
+ * reads them); gradients of replicated tensors come out the same on all TP
+ * ranks (no reduce needed), and wte's on the first and last stage (summed
+ * over embd_comm; to keep accumulation right the last stage's copy is
+ * restarted from zero, so the two copies must be equal between calls, as
+ * every caller that treats all ranks alike keeps them); a DP reduce of
+ * m->grads (nparams floats) is the caller's. */
 void gpt_backward(GPT *m, const float *dlogp, const float *dent, const float *dvalues);
 
 void gpt_zero_grad(GPT *m);
-/* collective over m->sh.tp_comm
+/* collective over m->sh.tp_comm and m->sh.pp_comm
  * Clip the global gradient norm to max_norm (0 = no clip), take one AdamW
  * step. Returns the gradient norm before clipping: the LOGICAL norm (cut
- * tensors summed over the TP group, replicated ones counted once). */
+ * tensors summed over the TP and PP groups, replicated ones and wte counted
+ * once), the same on every rank of the model. */
 float gpt_update(GPT *m, float lr, float beta1, float beta2, float eps, float wd, float max_norm);
 
-/* collective over m->sh.tp_comm
+/* collective over m->sh.tp_comm; pp = 1 only (pipelined generation is not
+ * supported: a pp > 1 model fails with that message).
  * KV-cached decoding (the cache holds this rank's heads). gpt_prefill runs the prompt tokens (B, P) through the
  * model, fills the cache, and leaves the last position's logits (B, V) in
  * m->d_logits (backend memory; also copied to the host array logits_out
@@ -230,13 +306,14 @@ float gpt_update(GPT *m, float lr, float beta1, float beta2, float eps, float wd
 void gpt_prefill(GPT *m, const int *tokens, int B, int P, float *logits_out);
 void gpt_decode(GPT *m, const int *tok, int B, int pos, float *logits_out);
 
-/* collective over m->sh.tp_comm
- * Parameter checksum over the logical tensors: Σ|x| in double (cut tensors
- * summed over the TP group, replicated ones counted once). tp = 1 sums in
- * logical element order; under tp > 1 the same weights give the same value
- * up to the order of the double sums (~1e-15 relative). */
+/* collective over m->sh.tp_comm and m->sh.pp_comm
+ * Parameter checksum over the logical tensors: Σ|x| in double, each logical
+ * element once (owners only: gpt_tensor_owner). tp = pp = 1 sums in logical
+ * element order; otherwise the same weights give the same value up to the
+ * order of the double sums (~1e-15 relative). The same on every rank. */
 double gpt_checksum(const GPT *m);
-/* collective over m->sh.tp_comm: the same for tensor i alone (buffer which). */
+/* collective over m->sh.tp_comm and m->sh.pp_comm: the same for tensor i
+ * alone (buffer which). */
 double gpt_checksum_tensor(const GPT *m, int which, int i);
 
 /* Forward FLOPs per token for a sequence of length T (2·params in matmuls

@@ -114,6 +114,29 @@ void comm_recv_f32(MPI_Comm c, float *buf, size_t n, int src, int tag)
     }
 }
 
+MPI_Request comm_isend_f32(MPI_Comm c, const float *buf, size_t n, int dest, int tag)
+{
+    if (n > COMM_CHUNK_MAX) nr_fatal("comm_isend_f32: %zu floats in one message (at most %zu)", n, COMM_CHUNK_MAX);
+    MPI_Request r;
+    mpiCheck(MPI_Isend(buf, (int)n, MPI_FLOAT, dest, tag, c, &r));
+    return r;
+}
+
+MPI_Request comm_irecv_f32(MPI_Comm c, float *buf, size_t n, int src, int tag)
+{
+    if (n > COMM_CHUNK_MAX) nr_fatal("comm_irecv_f32: %zu floats in one message (at most %zu)", n, COMM_CHUNK_MAX);
+    MPI_Request r;
+    mpiCheck(MPI_Irecv(buf, (int)n, MPI_FLOAT, src, tag, c, &r));
+    return r;
+}
+
+int comm_testall(int n, MPI_Request *reqs)
+{
+    int done = 0;
+    if (n > 0) mpiCheck(MPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE));
+    return n <= 0 || done;
+}
+
 void comm_barrier(MPI_Comm c)
 {
     MPI_Request r;

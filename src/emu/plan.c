@@ -325,6 +325,11 @@ int plan_validate_stage(const PlanStage *s, int id, const PlanLimits *l, PlanErr
         return plan_fail(err, key, "[plan] %s has no ranks (every model-stage needs an EMU)", name);
     if (s->tp < 1 || s->pp < 1 || s->dp < 1)
         return plan_fail(err, key, "[plan] %s: degrees must be at least 1 (tp%d pp%d dp%d)", name, s->tp, s->pp, s->dp);
+    /* decoding goes token by token through every layer: pipeline stages would idle in turn */
+    if (id == PLAN_ACTOR_GEN && s->pp > 1)
+        return plan_fail(err, key,
+                         "[plan] actor.gen = tp%d pp%d dp%d: generation runs TP x DP; pipelined generation is not "
+                         "supported (give actor.gen pp = 1)", s->tp, s->pp, s->dp);
     long size = (long)s->tp * s->pp * s->dp;
     if (s->nranks > l->world)
         return plan_fail(err, key, "[plan] %s lists %d ranks, more than the job has (%d ranks, 0-%d)", name,

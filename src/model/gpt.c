@@ -2,10 +2,13 @@
  * table (shard.c), forward, backward (layer by layer through one layer of
  * scratch), AdamW with gradient-norm clipping, and KV-cached decoding, each
  * on this rank's TP shard with the Megatron sums over the TP group (two in
- * forward, two in backward per layer). Shapes, the cuts and the init rule
- * are in model.h; the op contracts are in backend.h. All pointers in this
- * file's public functions are host pointers; buffers inside the struct live
- * in backend memory. */
+ * forward, two in backward per layer) and on this rank's pipeline stage:
+ * its layers only, the batch's rows run as microbatches, activations and
+ * their gradients passed to the neighbouring stages with non-blocking
+ * point-to-point (GPipe schedule; why not 1F1B is in model.h). Shapes, the
+ * cuts and the init rule are in model.h; the op contracts are in
+ * backend.h. All pointers in this file's public functions are host
+ * pointers; buffers inside the struct live in backend memory. */
 #include "nereus/model.h"
 
 #include <math.h>
@@ -35,6 +38,73 @@ static const float *gpt_rowpar_bias(const GPT *m, const float *bias) {
     return m->sh.tp_rank == 0 ? bias : NULL;
 }
 
+/* ---- pipeline helpers ------------------------------------------------------ */
+
+/* Microbatches of a forward over B rows: the shard's count (default pp), at
+ * most B. */
+static int gpt_microbatches(const GPT *m, int B) {
+    int k = m->sh.microbatches > 0 ? m->sh.microbatches : m->sh.pp;
+    return k < B ? k : B;
+}
+
+/* Rows [*r0, *r0 + *n) of microbatch k of nmb over B rows: as even as
+ * possible, the first B % nmb microbatches one row longer. */
+static void gpt_mb_rows(int B, int nmb, int k, int *r0, int *n) {
+    int q = B / nmb, r = B % nmb;
+    *r0 = k * q + (k < r ? k : r);
+    *n = q + (k < r);
+}
+
+/* Tags on pp_comm: the microbatch index. Forward messages go p → p+1 and
+ * backward ones p+1 → p, so (source, tag) never mixes the two, and messages
+ * between one pair match in order, so the wrap is harmless. */
+static int gpt_pp_tag(int k) { return k % 32768; }
+
+/* floats of one slot of the host staging: (Bmax, Tmax, C) */
+static size_t gpt_pp_slot(const GPT *m) { return (size_t)m->Bmax * (size_t)m->Tmax * (size_t)m->cfg.C; }
+
+/* Start receiving n floats of backend buffer dst from stage src; a backend
+ * whose memory is not host memory receives into the host staging at the
+ * same offset (slot 1), finished by gpt_pp_recv_done. */
+static MPI_Request gpt_pp_irecv(GPT *m, float *dst, size_t off, size_t n, int src, int k) {
+    float *buf = m->pp_host ? m->pp_host + gpt_pp_slot(m) + off : dst + off;
+    return comm_irecv_f32(m->sh.pp_comm, buf, n, src, gpt_pp_tag(k));
+}
+static void gpt_pp_recv_done(GPT *m, float *dst, size_t off, size_t n) {
+    if (m->pp_host) m->be->upload(dst + off, m->pp_host + gpt_pp_slot(m) + off, n * sizeof(float));
+}
+static MPI_Request gpt_pp_isend(GPT *m, const float *src_buf, size_t off, size_t n, int dest, int k) {
+    const float *buf = src_buf + off;
+    if (m->pp_host) {
+        m->be->download(m->pp_host + off, src_buf + off, n * sizeof(float));
+        buf = m->pp_host + off;
+    }
+    return comm_isend_f32(m->sh.pp_comm, buf, n, dest, gpt_pp_tag(k));
+}
+
+/* Progress of this stage's transfers in flight while it computes: sends
+ * sent[0..nsent) and receives recv[0..nrecv) (finished ones are
+ * MPI_REQUEST_NULL). Without it a large send could sit until the stage's
+ * next blocking call, and the next stage would idle. */
+static void gpt_pp_progress(MPI_Request *sent, int nsent, MPI_Request *recv, int nrecv) {
+    if (sent) comm_testall(nsent, sent);
+    if (recv) comm_testall(nrecv, recv);
+}
+
+/* collective over m->sh.pp_comm (no-op when pp = 1): n floats of backend
+ * buffer buf from the last stage to every stage. */
+static void gpt_pp_bcast(GPT *m, float *buf, size_t n) {
+    if (m->sh.pp == 1) return;
+    int root = m->sh.pp - 1;
+    if (m->pp_host) {
+        if (m->last) m->be->download(m->pp_host, buf, n * sizeof(float));
+        comm_bcast_f32(m->sh.pp_comm, m->pp_host, n, root);
+        if (!m->last) m->be->upload(buf, m->pp_host, n * sizeof(float));
+    } else {
+        comm_bcast_f32(m->sh.pp_comm, buf, n, root);
+    }
+}
+
 /* Bump allocator over one backend allocation: carve named arrays. */
 typedef struct Carve { float *base; size_t used; } Carve;
 static float *carve(Carve *cv, size_t n) {
@@ -45,7 +115,8 @@ static float *carve(Carve *cv, size_t n) {
 
 static size_t gpt_carve_acts(GPT *m, Carve *cv) {
     const GPTConfig *c = &m->cfg;
-    size_t B = (size_t)m->Bmax, T = (size_t)m->Tmax, L = (size_t)c->L, C = (size_t)c->C;
+    /* L: this stage's layers */
+    size_t B = (size_t)m->Bmax, T = (size_t)m->Tmax, L = (size_t)m->Ll, C = (size_t)c->C;
     size_t Cl = (size_t)m->Cl, NH = (size_t)m->NHl, V = (size_t)c->V, BT = B * T;
     GPTActs *a = &m->a;
     a->encoded = carve(cv, BT * C);
@@ -65,10 +136,11 @@ static size_t gpt_carve_acts(GPT *m, Carve *cv) {
     a->fch_gelu = carve(cv, L * BT * 4 * Cl);
     a->fcproj = carve(cv, L * BT * C);
     a->residual3 = carve(cv, L * BT * C);
-    a->lnf = carve(cv, BT * C);
-    a->lnf_mean = carve(cv, BT);
-    a->lnf_rstd = carve(cv, BT);
-    a->logits = carve(cv, BT * V);
+    /* the head activations live on the last stage only */
+    a->lnf = m->last ? carve(cv, BT * C) : NULL;
+    a->lnf_mean = m->last ? carve(cv, BT) : NULL;
+    a->lnf_rstd = m->last ? carve(cv, BT) : NULL;
+    a->logits = m->last ? carve(cv, BT * V) : NULL;
     a->values = carve(cv, BT);
     return cv->used;
 }
@@ -141,7 +213,7 @@ static void gpt_init_params(GPT *m, uint64_t seed, float std) {
 
 void gpt_build(GPT *m, const GPTConfig *cfg, const Backend *be, int Bmax, int Tmax,
                int trainable, uint64_t seed, float init_std) {
-    GPTShard whole = {1, 0, MPI_COMM_NULL};
+    GPTShard whole = {1, 0, MPI_COMM_NULL, 1, 0, MPI_COMM_NULL, MPI_COMM_NULL, 0};
     gpt_build_shard(m, cfg, &whole, be, Bmax, Tmax, trainable, seed, init_std);
 }
 
@@ -166,9 +238,35 @@ void gpt_build_shard(GPT *m, const GPTConfig *cfg, const GPTShard *sh, const Bac
         nr_fatal("gpt_build: TP communicator has size %d and this rank %d, the shard says tp %d rank %d",
                  comm_size(sh->tp_comm), comm_rank(sh->tp_comm), sh->tp, sh->tp_rank);
     }
+    if (m->sh.pp <= 0) m->sh.pp = 1; /* a TP-only initializer: no pipeline */
+    if (m->sh.pp_rank < 0 || m->sh.pp_rank >= m->sh.pp)
+        nr_fatal("gpt_build: PP stage %d of %d is not a stage", m->sh.pp_rank, m->sh.pp);
+    if (cfg->L % m->sh.pp != 0) nr_fatal("gpt_build: pp %d does not divide n_layer %d", m->sh.pp, cfg->L);
+    if (m->sh.microbatches < 0) nr_fatal("gpt_build: %d microbatches", m->sh.microbatches);
+    if (m->sh.pp == 1) {
+        m->sh.pp_rank = 0;
+        m->sh.pp_comm = MPI_COMM_NULL;
+        m->sh.embd_comm = MPI_COMM_NULL;
+    } else {
+        if (comm_size(m->sh.pp_comm) != m->sh.pp || comm_rank(m->sh.pp_comm) != m->sh.pp_rank)
+            nr_fatal("gpt_build: PP communicator has size %d and this rank %d, the shard says pp %d stage %d",
+                     comm_size(m->sh.pp_comm), comm_rank(m->sh.pp_comm), m->sh.pp, m->sh.pp_rank);
+        int end = m->sh.pp_rank == 0 || m->sh.pp_rank == m->sh.pp - 1;
+        if (!end) {
+            m->sh.embd_comm = MPI_COMM_NULL;
+        } else if (comm_size(m->sh.embd_comm) != 2 || comm_rank(m->sh.embd_comm) != (m->sh.pp_rank == 0 ? 0 : 1)) {
+            nr_fatal("gpt_build: embedding communicator has size %d and this rank %d on stage %d of %d "
+                     "(want the first and last stage, first as rank 0)",
+                     comm_size(m->sh.embd_comm), comm_rank(m->sh.embd_comm), m->sh.pp_rank, m->sh.pp);
+        }
+    }
     m->Cl = cfg->C / sh->tp;
     m->NHl = cfg->NH / sh->tp;
-    m->nparams = gpt_tensor_table(cfg, m->sh.tp, m->sh.tp_rank, m->tensors, &m->ntensors);
+    m->Ll = cfg->L / m->sh.pp;
+    m->l0 = m->sh.pp_rank * m->Ll;
+    m->first = m->sh.pp_rank == 0;
+    m->last = m->sh.pp_rank == m->sh.pp - 1;
+    m->nparams = gpt_tensor_table_pp(cfg, m->sh.tp, m->sh.tp_rank, m->sh.pp, m->sh.pp_rank, m->tensors, &m->ntensors);
     size_t pb = m->nparams * sizeof(float);
     m->params = be->alloc(pb);
     if (trainable) {
@@ -176,9 +274,10 @@ void gpt_build_shard(GPT *m, const GPTConfig *cfg, const GPTShard *sh, const Bac
         m->m = be->alloc(pb);
         m->v = be->alloc(pb);
     }
-    for (int i = 0; i < m->ntensors; i++) {
-        m->p[i] = m->params + m->tensors[i].offset;
-        m->g[i] = trainable ? m->grads + m->tensors[i].offset : NULL;
+    for (int i = 0; i < m->ntensors; i++) { /* NULL: a tensor of another stage */
+        int held = m->tensors[i].held;
+        m->p[i] = held ? m->params + m->tensors[i].offset : NULL;
+        m->g[i] = trainable && held ? m->grads + m->tensors[i].offset : NULL;
     }
     Carve cv = {NULL, 0};
     size_t na = gpt_carve_acts(m, &cv);
@@ -195,8 +294,10 @@ void gpt_build_shard(GPT *m, const GPTConfig *cfg, const GPTShard *sh, const Bac
     }
     size_t hs = (size_t)(cfg->C / cfg->NH);
     size_t kv = (size_t)cfg->L * (size_t)Bmax * (size_t)m->NHl * (size_t)Tmax * hs;
-    m->kcache = be->alloc(kv * sizeof(float));
-    m->vcache = be->alloc(kv * sizeof(float));
+    if (m->sh.pp == 1) { /* generation needs pp = 1: no cache for a pipelined model */
+        m->kcache = be->alloc(kv * sizeof(float));
+        m->vcache = be->alloc(kv * sizeof(float));
+    }
     cv = (Carve){NULL, 0};
     size_t nd = gpt_carve_decode(m, &cv);
     m->decode_mem = be->alloc(nd * sizeof(float));
@@ -206,6 +307,10 @@ void gpt_build_shard(GPT *m, const GPTConfig *cfg, const GPTShard *sh, const Bac
     m->targets = be->alloc((size_t)Bmax * (size_t)Tmax * sizeof(int));
     if (m->sh.tp > 1 && strcmp(be->name, "cpu") != 0)
         m->tp_host = nr_xmalloc((size_t)Bmax * (size_t)Tmax * (size_t)cfg->C * sizeof(float));
+    if (m->sh.pp > 1) {
+        if (strcmp(be->name, "cpu") != 0) m->pp_host = nr_xmalloc(2 * gpt_pp_slot(m) * sizeof(float));
+        m->pp_req = nr_xmalloc(2 * (size_t)Bmax * sizeof(MPI_Request));
+    }
     gpt_init_params(m, seed, init_std);
 }
 
@@ -224,6 +329,8 @@ void gpt_free(GPT *m) {
     be->free(m->tokens);
     be->free(m->targets);
     free(m->tp_host);
+    free(m->pp_host);
+    free(m->pp_req);
     memset(m, 0, sizeof *m);
 }
 
@@ -235,165 +342,289 @@ void gpt_copy_params(GPT *dst, const GPT *src) {
         if (strcmp(d->name, s->name) != 0 || d->ndim != s->ndim ||
             memcmp(d->shape, s->shape, sizeof d->shape) != 0)
             nr_fatal("gpt_copy_params: tensor %s differs in shape between models", d->name);
-        if (d->cut_axis != s->cut_axis || d->cut_start != s->cut_start ||
-            memcmp(d->lshape, s->lshape, sizeof d->lshape) != 0)
+        if (d->cut_axis != s->cut_axis || d->cut_start != s->cut_start || d->pp_axis != s->pp_axis ||
+            d->pp_start != s->pp_start || d->held != s->held || memcmp(d->lshape, s->lshape, sizeof d->lshape) != 0)
             nr_fatal("gpt_copy_params: tensor %s is cut differently in the two models", d->name);
-        dst->be->copy(dst->p[i], src->p[i], d->lnumel * sizeof(float));
+        if (d->held) dst->be->copy(dst->p[i], src->p[i], d->lnumel * sizeof(float));
     }
 }
 
 /* ---- forward ----------------------------------------------------------- */
 
-/* collective over m->sh.tp_comm */
+/* collective over m->sh.tp_comm: local layer l (global m->l0 + l) forward on
+ * rows [r0, r0 + n) of this forward's (B, T) batch. The per-layer arrays are
+ * (Ll, B, T, ·) blocks, so the rows of a microbatch are one contiguous
+ * slice of each layer's block. */
+static void gpt_layer_forward(GPT *m, int l, int r0, int n) {
+    const Backend *be = m->be;
+    int B = m->B, T = m->T, C = m->cfg.C, Cl = m->Cl, NH = m->NHl, F = 4 * m->Cl, BT = B * T, nT = n * T;
+    size_t BTC = (size_t)BT * C, BTCl = (size_t)BT * Cl, rC = (size_t)r0 * T * C, rCl = (size_t)r0 * T * Cl;
+    size_t rF = (size_t)r0 * T * F, rT = (size_t)r0 * T, nTC = (size_t)nT * C;
+    size_t attsz = (size_t)B * NH * T * T, ratt = (size_t)r0 * NH * T * T;
+    GPTActs *a = &m->a;
+    float *res = (l == 0 ? a->encoded : a->residual3 + (size_t)(l - 1) * BTC) + rC;
+    float *ln1 = a->ln1 + l * BTC + rC, *qkv = a->qkv + l * BTCl * 3 + 3 * rCl, *atty = a->atty + l * BTCl + rCl;
+    float *preatt = a->preatt + l * attsz + ratt, *att = a->att + l * attsz + ratt;
+    float *attproj = a->attproj + l * BTC + rC, *res2 = a->residual2 + l * BTC + rC;
+    float *ln2 = a->ln2 + l * BTC + rC, *fch = a->fch + (size_t)l * BT * F + rF;
+    float *fchg = a->fch_gelu + (size_t)l * BT * F + rF;
+    float *fcproj = a->fcproj + l * BTC + rC, *res3 = a->residual3 + l * BTC + rC;
+    float *l1m = a->ln1_mean + (size_t)l * BT + rT, *l1r = a->ln1_rstd + (size_t)l * BT + rT;
+    float *l2m = a->ln2_mean + (size_t)l * BT + rT, *l2r = a->ln2_rstd + (size_t)l * BT + rT;
+    be->layernorm_forward(ln1, l1m, l1r, res, m->p[GPT_LN1W] + l * C, m->p[GPT_LN1B] + l * C, nT, C);
+    /* column-parallel: this rank's heads of q, k, v */
+    be->matmul_forward(qkv, ln1, m->p[GPT_QKVW] + (size_t)l * 3 * Cl * C, m->p[GPT_QKVB] + l * 3 * Cl, nT, C, 3 * Cl);
+    be->attention_forward(atty, preatt, att, qkv, n, T, Cl, NH);
+    /* row-parallel: partial sums over this rank's heads, then the TP sum */
+    be->matmul_forward(attproj, atty, m->p[GPT_ATTPROJW] + (size_t)l * C * Cl,
+                       gpt_rowpar_bias(m, m->p[GPT_ATTPROJB] + l * C), nT, Cl, C);
+    gpt_tp_sum(m, attproj, nTC);
+    be->residual_forward(res2, res, attproj, nTC);
+    be->layernorm_forward(ln2, l2m, l2r, res2, m->p[GPT_LN2W] + l * C, m->p[GPT_LN2B] + l * C, nT, C);
+    be->matmul_forward(fch, ln2, m->p[GPT_FCW] + (size_t)l * F * C, m->p[GPT_FCB] + l * F, nT, C, F);
+    be->gelu_forward(fchg, fch, (size_t)nT * F);
+    be->matmul_forward(fcproj, fchg, m->p[GPT_FCPROJW] + (size_t)l * C * F,
+                       gpt_rowpar_bias(m, m->p[GPT_FCPROJB] + l * C), nT, F, C);
+    gpt_tp_sum(m, fcproj, nTC);
+    be->residual_forward(res3, res2, fcproj, nTC);
+}
+
+/* collective over m->sh.tp_comm and m->sh.pp_comm
+ * GPipe: every stage takes the microbatches in order; stage 0 embeds, the
+ * others receive the previous stage's output rows (all receives posted up
+ * front), every stage runs its layers and sends its output rows on without
+ * waiting, so that it starts the next microbatch while the next stage works
+ * on this one; the last stage applies lnf and the heads per microbatch.
+ * With pp = 1 and one microbatch this is the unpipelined forward, op for op. */
 void gpt_forward(GPT *m, const int *tokens, int B, int T, int want_logits, int want_values) {
     const Backend *be = m->be;
     const GPTConfig *c = &m->cfg;
     if (B > m->Bmax || T > m->Tmax || B < 1 || T < 1)
         nr_fatal("gpt_forward: batch (%d, %d) outside capacity (%d, %d)", B, T, m->Bmax, m->Tmax);
     if (want_values && !c->value_head) nr_fatal("gpt_forward: values asked of a model without a value head");
-    /* Cl, NH: this rank's attention width and heads; F: its MLP columns */
-    int C = c->C, Cl = m->Cl, NH = m->NHl, F = 4 * m->Cl, L = c->L, V = c->V, BT = B * T;
-    size_t BTC = (size_t)BT * C, BTCl = (size_t)BT * Cl;
+    int C = c->C, Ll = m->Ll, V = c->V, BT = B * T;
+    size_t BTC = (size_t)BT * C;
     m->B = B;
     m->T = T;
+    int nmb = m->nmb = gpt_microbatches(m, B);
     be->upload(m->tokens, tokens, (size_t)BT * sizeof(int));
     GPTActs *a = &m->a;
-    be->encoder_forward(a->encoded, m->tokens, m->p[GPT_WTE], m->p[GPT_WPE], B, T, C, 0);
-    for (int l = 0; l < L; l++) {
-        float *res = l == 0 ? a->encoded : a->residual3 + (size_t)(l - 1) * BTC;
-        float *ln1 = a->ln1 + l * BTC, *qkv = a->qkv + l * BTCl * 3, *atty = a->atty + l * BTCl;
-        size_t attsz = (size_t)B * NH * T * T;
-        float *preatt = a->preatt + l * attsz, *att = a->att + l * attsz;
-        float *attproj = a->attproj + l * BTC, *res2 = a->residual2 + l * BTC;
-        float *ln2 = a->ln2 + l * BTC, *fch = a->fch + (size_t)l * BT * F, *fchg = a->fch_gelu + (size_t)l * BT * F;
-        float *fcproj = a->fcproj + l * BTC, *res3 = a->residual3 + l * BTC;
-        float *l1m = a->ln1_mean + (size_t)l * BT, *l1r = a->ln1_rstd + (size_t)l * BT;
-        float *l2m = a->ln2_mean + (size_t)l * BT, *l2r = a->ln2_rstd + (size_t)l * BT;
-        be->layernorm_forward(ln1, l1m, l1r, res, m->p[GPT_LN1W] + l * C, m->p[GPT_LN1B] + l * C, BT, C);
-        /* column-parallel: this rank's heads of q, k, v */
-        be->matmul_forward(qkv, ln1, m->p[GPT_QKVW] + (size_t)l * 3 * Cl * C, m->p[GPT_QKVB] + l * 3 * Cl,
-                           BT, C, 3 * Cl);
-        be->attention_forward(atty, preatt, att, qkv, B, T, Cl, NH);
-        /* row-parallel: partial sums over this rank's heads, then the TP sum */
-        be->matmul_forward(attproj, atty, m->p[GPT_ATTPROJW] + (size_t)l * C * Cl,
-                           gpt_rowpar_bias(m, m->p[GPT_ATTPROJB] + l * C), BT, Cl, C);
-        gpt_tp_sum(m, attproj, BTC);
-        be->residual_forward(res2, res, attproj, BTC);
-        be->layernorm_forward(ln2, l2m, l2r, res2, m->p[GPT_LN2W] + l * C, m->p[GPT_LN2B] + l * C, BT, C);
-        be->matmul_forward(fch, ln2, m->p[GPT_FCW] + (size_t)l * F * C, m->p[GPT_FCB] + l * F, BT, C, F);
-        be->gelu_forward(fchg, fch, (size_t)BT * F);
-        be->matmul_forward(fcproj, fchg, m->p[GPT_FCPROJW] + (size_t)l * C * F,
-                           gpt_rowpar_bias(m, m->p[GPT_FCPROJB] + l * C), BT, F, C);
-        gpt_tp_sum(m, fcproj, BTC);
-        be->residual_forward(res3, res2, fcproj, BTC);
+    MPI_Request *rin = m->pp_req, *rout = m->pp_req ? m->pp_req + m->Bmax : NULL;
+    float *out = a->residual3 + (size_t)(Ll - 1) * BTC; /* this stage's output (B, T, C) */
+    if (!m->first)
+        for (int k = 0; k < nmb; k++) {
+            int r0, n;
+            gpt_mb_rows(B, nmb, k, &r0, &n);
+            rin[k] = gpt_pp_irecv(m, a->encoded, (size_t)r0 * T * C, (size_t)n * T * C, m->sh.pp_rank - 1, k);
+        }
+    for (int k = 0; k < nmb; k++) {
+        int r0, n;
+        gpt_mb_rows(B, nmb, k, &r0, &n);
+        size_t rC = (size_t)r0 * T * C, rT = (size_t)r0 * T, nT = (size_t)n * T;
+        if (m->first) {
+            be->encoder_forward(a->encoded + rC, m->tokens + rT, m->p[GPT_WTE], m->p[GPT_WPE], n, T, C, 0);
+        } else {
+            comm_wait(&rin[k]);
+            gpt_pp_recv_done(m, a->encoded, rC, nT * C);
+        }
+        for (int l = 0; l < Ll; l++) {
+            gpt_layer_forward(m, l, r0, n);
+            if (m->sh.pp > 1) gpt_pp_progress(m->last ? NULL : rout, k, m->first ? NULL : rin, nmb);
+        }
+        if (!m->last) {
+            rout[k] = gpt_pp_isend(m, out, rC, nT * C, m->sh.pp_rank + 1, k);
+            continue;
+        }
+        be->layernorm_forward(a->lnf + rC, a->lnf_mean + rT, a->lnf_rstd + rT, out + rC, m->p[GPT_LNFW],
+                              m->p[GPT_LNFB], (int)nT, C);
+        if (want_logits)
+            be->matmul_forward(a->logits + rT * V, a->lnf + rC, m->p[GPT_WTE], NULL, (int)nT, C, V);
+        if (want_values)
+            be->matmul_forward(a->values + rT, a->lnf + rC, m->p[GPT_VHW], m->p[GPT_VHB], (int)nT, C, 1);
     }
-    be->layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, a->residual3 + (size_t)(L - 1) * BTC,
-                          m->p[GPT_LNFW], m->p[GPT_LNFB], BT, C);
-    if (want_logits) be->matmul_forward(a->logits, a->lnf, m->p[GPT_WTE], NULL, BT, C, V);
-    if (want_values) be->matmul_forward(a->values, a->lnf, m->p[GPT_VHW], m->p[GPT_VHB], BT, C, 1);
+    if (!m->last) comm_waitall(nmb, rout);
+    /* what the callers read, the same on every stage */
+    if (want_values) gpt_pp_bcast(m, a->values, (size_t)BT);
 }
 
+/* local when pp = 1; collective over m->sh.pp_comm when pp > 1 */
 void gpt_logprob(GPT *m, const int *targets, float *logp, float *ent) {
     const Backend *be = m->be;
     int BT = m->B * m->T;
     be->upload(m->targets, targets, (size_t)BT * sizeof(int));
-    be->logprob_forward(m->a.logits, m->logp, m->ent, m->a.logits, m->targets, BT, m->cfg.V);
+    if (m->last) be->logprob_forward(m->a.logits, m->logp, m->ent, m->a.logits, m->targets, BT, m->cfg.V);
+    gpt_pp_bcast(m, m->logp, (size_t)BT);
+    gpt_pp_bcast(m, m->ent, (size_t)BT);
     if (logp) be->download(logp, m->logp, (size_t)BT * sizeof(float));
     if (ent) be->download(ent, m->ent, (size_t)BT * sizeof(float));
 }
 
 /* ---- backward ---------------------------------------------------------- */
 
-/* collective over m->sh.tp_comm */
+/* collective over m->sh.tp_comm: local layer l backward on rows [r0, r0 + n).
+ * On entry the rows' slice of s->dresidual is d residual3[l], on return d of
+ * the layer's input; the other scratch arrays are used from their start. */
+static void gpt_layer_backward(GPT *m, int l, int r0, int n) {
+    const Backend *be = m->be;
+    int B = m->B, T = m->T, C = m->cfg.C, Cl = m->Cl, NH = m->NHl, F = 4 * m->Cl, BT = B * T, nT = n * T;
+    size_t BTC = (size_t)BT * C, BTCl = (size_t)BT * Cl, BTF = (size_t)BT * F;
+    size_t rC = (size_t)r0 * T * C, rCl = (size_t)r0 * T * Cl, rF = (size_t)r0 * T * F, rT = (size_t)r0 * T;
+    size_t nTC = (size_t)nT * C, nTCl = (size_t)nT * Cl, nTF = (size_t)nT * F;
+    GPTActs *a = &m->a;
+    GPTGradScratch *s = &m->s;
+    float *dres = s->dresidual + rC;
+    float *res = (l == 0 ? a->encoded : a->residual3 + (size_t)(l - 1) * BTC) + rC;
+    float *ln1 = a->ln1 + l * BTC + rC, *qkv = a->qkv + l * BTCl * 3 + 3 * rCl, *atty = a->atty + l * BTCl + rCl;
+    size_t attsz = (size_t)B * NH * T * T;
+    float *att = a->att + l * attsz + (size_t)r0 * NH * T * T;
+    float *res2 = a->residual2 + l * BTC + rC;
+    float *ln2 = a->ln2 + l * BTC + rC, *fch = a->fch + l * BTF + rF, *fchg = a->fch_gelu + l * BTF + rF;
+    float *l1m = a->ln1_mean + (size_t)l * BT + rT, *l1r = a->ln1_rstd + (size_t)l * BT + rT;
+    float *l2m = a->ln2_mean + (size_t)l * BT + rT, *l2r = a->ln2_rstd + (size_t)l * BT + rT;
+    /* dres = d residual3[l]; residual3 = residual2 + fcproj. dres is the
+     * same on every TP rank, so the replicated fcprojb gradient is too. */
+    be->zero(s->dfch_gelu, nTF * sizeof(float));
+    be->zero(s->dfch, nTF * sizeof(float));
+    be->zero(s->dln, nTC * sizeof(float));
+    be->matmul_backward(s->dfch_gelu, m->g[GPT_FCPROJW] + (size_t)l * C * F, m->g[GPT_FCPROJB] + l * C, dres, fchg,
+                        m->p[GPT_FCPROJW] + (size_t)l * C * F, nT, F, C);
+    be->gelu_backward(s->dfch, fch, s->dfch_gelu, nTF);
+    be->matmul_backward(s->dln, m->g[GPT_FCW] + (size_t)l * F * C, m->g[GPT_FCB] + l * F, s->dfch, ln2,
+                        m->p[GPT_FCW] + (size_t)l * F * C, nT, C, F);
+    gpt_tp_sum(m, s->dln, nTC); /* this rank's MLP columns' share of d ln2 */
+    be->layernorm_backward(dres, m->g[GPT_LN2W] + l * C, m->g[GPT_LN2B] + l * C, s->dln, res2, m->p[GPT_LN2W] + l * C,
+                           l2m, l2r, nT, C);
+    /* dres = d residual2[l]; residual2 = res + attproj */
+    be->zero(s->datty, nTCl * sizeof(float));
+    be->zero(s->dqkv, nTCl * 3 * sizeof(float));
+    be->zero(s->dln, nTC * sizeof(float));
+    be->matmul_backward(s->datty, m->g[GPT_ATTPROJW] + (size_t)l * C * Cl, m->g[GPT_ATTPROJB] + l * C, dres, atty,
+                        m->p[GPT_ATTPROJW] + (size_t)l * C * Cl, nT, Cl, C);
+    be->attention_backward(s->dqkv, s->dpreatt, s->datt, s->datty, qkv, att, n, T, Cl, NH);
+    be->matmul_backward(s->dln, m->g[GPT_QKVW] + (size_t)l * 3 * Cl * C, m->g[GPT_QKVB] + l * 3 * Cl, s->dqkv, ln1,
+                        m->p[GPT_QKVW] + (size_t)l * 3 * Cl * C, nT, C, 3 * Cl);
+    /* The key bias shifts every score of a softmax row by the same q·b, so
+     * its gradient is exactly zero; what the sum leaves is rounding noise,
+     * which AdamW (g/√v) would blow up into ±lr steps that depend on the
+     * summation order, i.e. on the plan. Keep it exactly zero. */
+    be->zero(m->g[GPT_QKVB] + l * 3 * Cl + Cl, Cl * sizeof(float));
+    gpt_tp_sum(m, s->dln, nTC); /* this rank's heads' share of d ln1 */
+    be->layernorm_backward(dres, m->g[GPT_LN1W] + l * C, m->g[GPT_LN1B] + l * C, s->dln, res, m->p[GPT_LN1W] + l * C,
+                           l1m, l1r, nT, C);
+    /* dres = d res (the input of layer l) */
+}
+
+/* collective over m->sh.tp_comm, m->sh.pp_comm and m->sh.embd_comm
+ * GPipe backward, microbatches in order: the last stage starts each from the
+ * heads, the others receive the gradient of their output rows from the next
+ * stage (receives posted up front); every stage runs its layers backward and
+ * sends the gradient of its input rows to the previous stage without
+ * waiting. Each microbatch's rows keep their own slice of s->dresidual, so
+ * in-flight sends never share a buffer and, on the first stage, the slices
+ * add up to d encoded for one whole-batch embedding backward. */
 void gpt_backward(GPT *m, const float *dlogp, const float *dent, const float *dvalues) {
     if (!m->trainable) nr_fatal("gpt_backward on a frozen model");
     const Backend *be = m->be;
     const GPTConfig *c = &m->cfg;
-    int B = m->B, T = m->T, C = c->C, Cl = m->Cl, NH = m->NHl, F = 4 * m->Cl, L = c->L, V = c->V, BT = B * T;
-    size_t BTC = (size_t)BT * C, BTCl = (size_t)BT * Cl, BTF = (size_t)BT * F;
+    int B = m->B, T = m->T, C = c->C, Ll = m->Ll, V = c->V, BT = B * T, nmb = m->nmb;
+    size_t BTC = (size_t)BT * C;
     GPTActs *a = &m->a;
     GPTGradScratch *s = &m->s;
+    float *out = a->residual3 + (size_t)(Ll - 1) * BTC; /* this stage's output (B, T, C) */
     float *dlnf = s->dtmp;
-    be->zero(dlnf, BTC * sizeof(float));
-    if (dlogp) {
-        be->upload(m->dlogp, dlogp, (size_t)BT * sizeof(float));
-        if (dent) be->upload(m->dent, dent, (size_t)BT * sizeof(float));
-        be->logprob_backward(s->dlogits, m->dlogp, dent ? m->dent : NULL, a->logits, m->ent, m->targets,
-                             BT, V);
-        be->matmul_backward(dlnf, m->g[GPT_WTE], NULL, s->dlogits, a->lnf, m->p[GPT_WTE], BT, C, V);
+    MPI_Request *rin = m->pp_req, *rout = m->pp_req ? m->pp_req + m->Bmax : NULL;
+    if (m->last) {
+        if (dlogp) {
+            be->upload(m->dlogp, dlogp, (size_t)BT * sizeof(float));
+            if (dent) be->upload(m->dent, dent, (size_t)BT * sizeof(float));
+        }
+        if (dvalues) be->upload(s->dvalues, dvalues, (size_t)BT * sizeof(float));
+        /* The last stage's wte copy restarts from zero: the first stage's copy
+         * holds the gradient accumulated so far (the two are equal between
+         * calls), so the sum over embd_comm below adds this call's LM-head
+         * share to it exactly once. */
+        if (m->sh.pp > 1) be->zero(m->g[GPT_WTE], m->tensors[GPT_WTE].lnumel * sizeof(float));
+    } else {
+        for (int k = 0; k < nmb; k++) {
+            int r0, n;
+            gpt_mb_rows(B, nmb, k, &r0, &n);
+            rin[k] = gpt_pp_irecv(m, s->dresidual, (size_t)r0 * T * C, (size_t)n * T * C, m->sh.pp_rank + 1, k);
+        }
     }
-    if (dvalues) {
-        be->upload(s->dvalues, dvalues, (size_t)BT * sizeof(float));
-        be->matmul_backward(dlnf, m->g[GPT_VHW], m->g[GPT_VHB], s->dvalues, a->lnf, m->p[GPT_VHW], BT, C, 1);
+    for (int k = 0; k < nmb; k++) {
+        int r0, n;
+        gpt_mb_rows(B, nmb, k, &r0, &n);
+        size_t rC = (size_t)r0 * T * C, rT = (size_t)r0 * T, nT = (size_t)n * T;
+        if (m->last) {
+            be->zero(dlnf, nT * C * sizeof(float));
+            if (dlogp) {
+                be->logprob_backward(s->dlogits + rT * V, m->dlogp + rT, dent ? m->dent + rT : NULL,
+                                     a->logits + rT * V, m->ent + rT, m->targets + rT, (int)nT, V);
+                be->matmul_backward(dlnf, m->g[GPT_WTE], NULL, s->dlogits + rT * V, a->lnf + rC, m->p[GPT_WTE],
+                                    (int)nT, C, V);
+            }
+            if (dvalues)
+                be->matmul_backward(dlnf, m->g[GPT_VHW], m->g[GPT_VHB], s->dvalues + rT, a->lnf + rC, m->p[GPT_VHW],
+                                    (int)nT, C, 1);
+            be->zero(s->dresidual + rC, nT * C * sizeof(float));
+            be->layernorm_backward(s->dresidual + rC, m->g[GPT_LNFW], m->g[GPT_LNFB], dlnf, out + rC, m->p[GPT_LNFW],
+                                   a->lnf_mean + rT, a->lnf_rstd + rT, (int)nT, C);
+        } else {
+            comm_wait(&rin[k]);
+            gpt_pp_recv_done(m, s->dresidual, rC, nT * C);
+        }
+        for (int l = Ll - 1; l >= 0; l--) {
+            gpt_layer_backward(m, l, r0, n);
+            if (m->sh.pp > 1) gpt_pp_progress(m->first ? NULL : rout, k, m->last ? NULL : rin, nmb);
+        }
+        if (!m->first) rout[k] = gpt_pp_isend(m, s->dresidual, rC, nT * C, m->sh.pp_rank - 1, k);
     }
-    be->zero(s->dresidual, BTC * sizeof(float));
-    be->layernorm_backward(s->dresidual, m->g[GPT_LNFW], m->g[GPT_LNFB], dlnf,
-                           a->residual3 + (size_t)(L - 1) * BTC, m->p[GPT_LNFW], a->lnf_mean, a->lnf_rstd,
-                           BT, C);
-    for (int l = L - 1; l >= 0; l--) {
-        float *res = l == 0 ? a->encoded : a->residual3 + (size_t)(l - 1) * BTC;
-        float *ln1 = a->ln1 + l * BTC, *qkv = a->qkv + l * BTCl * 3, *atty = a->atty + l * BTCl;
-        size_t attsz = (size_t)B * NH * T * T;
-        float *att = a->att + l * attsz;
-        float *res2 = a->residual2 + l * BTC;
-        float *ln2 = a->ln2 + l * BTC, *fch = a->fch + l * BTF, *fchg = a->fch_gelu + l * BTF;
-        float *l1m = a->ln1_mean + (size_t)l * BT, *l1r = a->ln1_rstd + (size_t)l * BT;
-        float *l2m = a->ln2_mean + (size_t)l * BT, *l2r = a->ln2_rstd + (size_t)l * BT;
-        /* dresidual = d residual3[l]; residual3 = residual2 + fcproj. dresidual is the
-         * same on every TP rank, so the replicated fcprojb gradient is too. */
-        be->zero(s->dfch_gelu, BTF * sizeof(float));
-        be->zero(s->dfch, BTF * sizeof(float));
-        be->zero(s->dln, BTC * sizeof(float));
-        be->matmul_backward(s->dfch_gelu, m->g[GPT_FCPROJW] + (size_t)l * C * F, m->g[GPT_FCPROJB] + l * C,
-                            s->dresidual, fchg, m->p[GPT_FCPROJW] + (size_t)l * C * F, BT, F, C);
-        be->gelu_backward(s->dfch, fch, s->dfch_gelu, BTF);
-        be->matmul_backward(s->dln, m->g[GPT_FCW] + (size_t)l * F * C, m->g[GPT_FCB] + l * F, s->dfch,
-                            ln2, m->p[GPT_FCW] + (size_t)l * F * C, BT, C, F);
-        gpt_tp_sum(m, s->dln, BTC); /* this rank's MLP columns' share of d ln2 */
-        be->layernorm_backward(s->dresidual, m->g[GPT_LN2W] + l * C, m->g[GPT_LN2B] + l * C, s->dln, res2,
-                               m->p[GPT_LN2W] + l * C, l2m, l2r, BT, C);
-        /* dresidual = d residual2[l]; residual2 = res + attproj */
-        be->zero(s->datty, BTCl * sizeof(float));
-        be->zero(s->dqkv, BTCl * 3 * sizeof(float));
-        be->zero(s->dln, BTC * sizeof(float));
-        be->matmul_backward(s->datty, m->g[GPT_ATTPROJW] + (size_t)l * C * Cl, m->g[GPT_ATTPROJB] + l * C,
-                            s->dresidual, atty, m->p[GPT_ATTPROJW] + (size_t)l * C * Cl, BT, Cl, C);
-        be->attention_backward(s->dqkv, s->dpreatt, s->datt, s->datty, qkv, att, B, T, Cl, NH);
-        be->matmul_backward(s->dln, m->g[GPT_QKVW] + (size_t)l * 3 * Cl * C, m->g[GPT_QKVB] + l * 3 * Cl, s->dqkv,
-                            ln1, m->p[GPT_QKVW] + (size_t)l * 3 * Cl * C, BT, C, 3 * Cl);
-        /* The key bias shifts every score of a softmax row by the same q·b, so
-         * its gradient is exactly zero; what the sum leaves is rounding noise,
-         * which AdamW (g/√v) would blow up into ±lr steps that depend on the
-         * summation order, i.e. on the plan. Keep it exactly zero. */
-        be->zero(m->g[GPT_QKVB] + l * 3 * Cl + Cl, Cl * sizeof(float));
-        gpt_tp_sum(m, s->dln, BTC); /* this rank's heads' share of d ln1 */
-        be->layernorm_backward(s->dresidual, m->g[GPT_LN1W] + l * C, m->g[GPT_LN1B] + l * C, s->dln, res,
-                               m->p[GPT_LN1W] + l * C, l1m, l1r, BT, C);
-        /* dresidual = d res (the input of layer l) */
+    if (!m->first) comm_waitall(nmb, rout);
+    if (m->first) be->encoder_backward(m->g[GPT_WTE], m->g[GPT_WPE], s->dresidual, m->tokens, B, T, C, 0);
+    /* tied embeddings: the embedding's and the LM head's shares of wte's
+     * gradient, summed on both copies */
+    if (m->sh.pp > 1 && (m->first || m->last)) {
+        size_t n = m->tensors[GPT_WTE].lnumel;
+        float *g = m->g[GPT_WTE];
+        if (m->pp_host) { /* through the host staging, a chunk of its size at a time */
+            size_t chunk = 2 * gpt_pp_slot(m);
+            for (size_t o = 0; o < n; o += chunk) {
+                size_t k = n - o < chunk ? n - o : chunk;
+                be->download(m->pp_host, g + o, k * sizeof(float));
+                comm_allreduce_sum_f32(m->sh.embd_comm, m->pp_host, k);
+                be->upload(g + o, m->pp_host, k * sizeof(float));
+            }
+        } else {
+            comm_allreduce_sum_f32(m->sh.embd_comm, g, n);
+        }
     }
-    be->encoder_backward(m->g[GPT_WTE], m->g[GPT_WPE], s->dresidual, m->tokens, B, T, C, 0);
 }
 
 void gpt_zero_grad(GPT *m) {
     if (m->grads) m->be->zero(m->grads, m->nparams * sizeof(float));
 }
 
-/* collective over m->sh.tp_comm */
+/* collective over m->sh.tp_comm and m->sh.pp_comm */
 float gpt_update(GPT *m, float lr, float beta1, float beta2, float eps, float wd, float max_norm) {
     const Backend *be = m->be;
     double norm;
-    if (m->sh.tp == 1) {
+    if (m->sh.tp == 1 && m->sh.pp == 1) {
         norm = sqrt(be->sumsq(m->grads, m->nparams));
     } else {
-        /* the logical norm: cut tensors summed over the group, replicated ones
-         * (the same on every TP rank) once; [0] cut, [1] replicated */
+        /* the logical norm: cut tensors summed over the TP group, replicated ones
+         * (the same on every TP rank) once; [0] cut, [1] replicated; then the
+         * stages summed, wte from the first stage only (the last stage's copy
+         * is equal) */
         double ss[2] = {0.0, 0.0};
         for (int i = 0; i < m->ntensors; i++) {
             const TensorInfo *t = &m->tensors[i];
+            if (!t->held || (i == GPT_WTE && !m->first)) continue;
             ss[t->cut_axis < 0] += be->sumsq(m->g[i], t->lnumel);
         }
-        comm_allreduce_sum_f64(m->sh.tp_comm, ss, 1);
-        norm = sqrt(ss[0] + ss[1]);
+        if (m->sh.tp > 1) comm_allreduce_sum_f64(m->sh.tp_comm, ss, 1);
+        double st = ss[0] + ss[1];
+        if (m->sh.pp > 1) comm_allreduce_sum_f64(m->sh.pp_comm, &st, 1);
+        norm = sqrt(st);
     }
     float gscale = (max_norm > 0.0f && norm > (double)max_norm) ? (float)(max_norm / norm) : 1.0f;
     m->adam_t++;
@@ -413,6 +644,7 @@ void gpt_prefill(GPT *m, const int *tokens, int B, int P, float *logits_out) {
     const Backend *be = m->be;
     const GPTConfig *c = &m->cfg;
     int C = c->C, Cl = m->Cl;
+    if (m->sh.pp > 1) nr_fatal("gpt_prefill: pipelined generation is not supported; give actor.gen pp = 1");
     gpt_forward(m, tokens, B, P, 0, 0);
     size_t BTCl = (size_t)B * P * Cl;
     for (int l = 0; l < c->L; l++)
@@ -430,6 +662,7 @@ void gpt_decode(GPT *m, const int *tok, int B, int pos, float *logits_out) {
     const Backend *be = m->be;
     const GPTConfig *c = &m->cfg;
     int C = c->C, Cl = m->Cl, NH = m->NHl, F = 4 * m->Cl;
+    if (m->sh.pp > 1) nr_fatal("gpt_decode: pipelined generation is not supported; give actor.gen pp = 1");
     if (pos >= m->Tmax || B > m->Bmax) nr_fatal("gpt_decode: position %d or batch %d beyond capacity", pos, B);
     size_t BC = (size_t)B * C;
     be->upload(m->tokens, tok, (size_t)B * sizeof(int));

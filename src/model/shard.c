@@ -1,10 +1,13 @@
-/* shard.c — the GPT tensor table with its Megatron TP shard specs, the map
- * between a rank's local flat buffer and the full logical vector (import /
- * export for weight sync, checkpoints and transitions), and the logical
- * checksums. A cut tensor's local block is, for every index of the axes
- * before cut_axis, one contiguous run of lshape[cut_axis]·inner floats both
- * locally and in the logical order, so every copy here is a handful of
- * memcpy-sized runs (at most 3L per tensor). */
+/* shard.c — the GPT tensor table with its shard specs (Megatron TP cuts,
+ * and pipeline stages: layer blocks on axis 0, the embeddings on the first
+ * stage, the final LayerNorm, the heads and the tied wte copy on the last),
+ * the map between a rank's local flat buffer and the full logical vector
+ * (import / export for weight sync, checkpoints and transitions), and the
+ * logical checksums. A cut tensor's local block is, for every index of the
+ * axes before cut_axis, one contiguous run of lshape[cut_axis]·inner floats
+ * both locally and in the logical order (a PP cut of whole layers only
+ * shifts the runs), so every copy here is a handful of memcpy-sized runs
+ * (at most 3L per tensor). */
 #include "nereus/model.h"
 
 #include <math.h>
@@ -14,15 +17,21 @@
 #include "nereus/comm.h"
 #include "nereus/util.h"
 
-/* cut: -1 replicated, else the axis cut tp ways (tp_rank's block kept) */
+/* cut: -1 replicated, else the axis cut tp ways (tp_rank's block kept).
+ * stage: 0 held whole by this stage; 1 layer-stacked, cut on axis 0 pp ways
+ * (stage pp_rank's layers kept); -1 not held by this stage. */
 static void set_tensor(TensorInfo *t, const char *name, int ndim, int s0, int s1, int s2, int s3, int cut,
-                       int tp, int tp_rank, size_t *offset, size_t *loffset) {
+                       int stage, int tp, int tp_rank, int pp, int pp_rank, size_t *offset, size_t *loffset) {
     int s[4] = {s0, s1, s2, s3};
     if (tp == 1) cut = -1; /* tp = 1: nothing is cut, the table is the historical one */
+    if (pp == 1) stage = 0;
     t->name = name;
     t->ndim = ndim;
     t->cut_axis = cut;
     t->cut_start = 0;
+    t->pp_axis = stage == 1 ? 0 : -1;
+    t->pp_start = 0;
+    t->held = stage >= 0;
     t->numel = 1;
     t->lnumel = 1;
     for (int i = 0; i < 4; i++) {
@@ -33,11 +42,19 @@ static void set_tensor(TensorInfo *t, const char *name, int ndim, int s0, int s1
             t->lshape[i] = s[i] / tp;
             t->cut_start = tp_rank * t->lshape[i];
         }
+        if (i == t->pp_axis) {
+            if (s[i] % pp != 0) nr_fatal("gpt tensor %s: %d layers do not divide by pp %d", name, s[i], pp);
+            t->lshape[i] = s[i] / pp;
+            t->pp_start = pp_rank * t->lshape[i];
+        }
+        if (!t->held) t->lshape[i] = 0;
         if (i < ndim) {
             t->numel *= (size_t)t->shape[i];
             t->lnumel *= (size_t)t->lshape[i];
         }
     }
+    if (!t->held) t->lnumel = 0;
+    t->owner = t->held && (cut >= 0 || tp_rank == 0);
     t->offset = *offset;
     t->loffset = *loffset;
     /* keep each tensor 16-float (64-byte) aligned inside the flat buffer */
@@ -46,33 +63,50 @@ static void set_tensor(TensorInfo *t, const char *name, int ndim, int s0, int s1
 }
 
 size_t gpt_tensor_table(const GPTConfig *c, int tp, int tp_rank, TensorInfo t[GPT_NUM_TENSORS], int *ntensors) {
+    return gpt_tensor_table_pp(c, tp, tp_rank, 1, 0, t, ntensors);
+}
+
+size_t gpt_tensor_table_pp(const GPTConfig *c, int tp, int tp_rank, int pp, int pp_rank, TensorInfo t[GPT_NUM_TENSORS],
+                           int *ntensors) {
     int V = c->V, T = c->maxT, L = c->L, C = c->C;
+    if (pp < 1 || pp_rank < 0 || pp_rank >= pp) nr_fatal("gpt tensor table: stage %d of %d", pp_rank, pp);
     size_t off = 0, loff = 0;
-#define S(id, name, nd, a, b, cc, d, cut) set_tensor(&t[id], name, nd, a, b, cc, d, cut, tp, tp_rank, &off, &loff)
-    S(GPT_WTE, "wte", 2, V, C, 0, 0, -1);               /* (V, C) replicated (vocab-parallel: later) */
-    S(GPT_WPE, "wpe", 2, T, C, 0, 0, -1);               /* (maxT, C) */
-    S(GPT_LN1W, "ln1w", 2, L, C, 0, 0, -1);             /* (L, C) */
-    S(GPT_LN1B, "ln1b", 2, L, C, 0, 0, -1);             /* (L, C) */
-    S(GPT_QKVW, "qkvw", 4, L, 3, C, C, 2);              /* (L, 3, C, C) → (L, 3, C/tp, C): heads */
-    S(GPT_QKVB, "qkvb", 3, L, 3, C, 0, 2);              /* (L, 3, C) → (L, 3, C/tp) */
-    S(GPT_ATTPROJW, "attprojw", 3, L, C, C, 0, 2);      /* (L, C, C) → (L, C, C/tp): input columns */
-    S(GPT_ATTPROJB, "attprojb", 2, L, C, 0, 0, -1);     /* (L, C) */
-    S(GPT_LN2W, "ln2w", 2, L, C, 0, 0, -1);             /* (L, C) */
-    S(GPT_LN2B, "ln2b", 2, L, C, 0, 0, -1);             /* (L, C) */
-    S(GPT_FCW, "fcw", 3, L, 4 * C, C, 0, 1);            /* (L, 4C, C) → (L, 4C/tp, C) */
-    S(GPT_FCB, "fcb", 2, L, 4 * C, 0, 0, 1);            /* (L, 4C) → (L, 4C/tp) */
-    S(GPT_FCPROJW, "fcprojw", 3, L, C, 4 * C, 0, 2);    /* (L, C, 4C) → (L, C, 4C/tp) */
-    S(GPT_FCPROJB, "fcprojb", 2, L, C, 0, 0, -1);       /* (L, C) */
-    S(GPT_LNFW, "lnfw", 1, C, 0, 0, 0, -1);             /* (C) */
-    S(GPT_LNFB, "lnfb", 1, C, 0, 0, 0, -1);             /* (C) */
+    /* which stage holds what: layers cut (1); embeddings on the first stage,
+     * the final LayerNorm and the heads on the last, wte on both (tied) */
+    int first = pp_rank == 0 ? 0 : -1, last = pp_rank == pp - 1 ? 0 : -1, both = (first == 0 || last == 0) ? 0 : -1;
+#define S(id, name, nd, a, b, cc, d, cut, stg) \
+    set_tensor(&t[id], name, nd, a, b, cc, d, cut, stg, tp, tp_rank, pp, pp_rank, &off, &loff)
+    S(GPT_WTE, "wte", 2, V, C, 0, 0, -1, both);            /* (V, C) replicated (vocab-parallel: later) */
+    S(GPT_WPE, "wpe", 2, T, C, 0, 0, -1, first);           /* (maxT, C) */
+    S(GPT_LN1W, "ln1w", 2, L, C, 0, 0, -1, 1);             /* (L, C) */
+    S(GPT_LN1B, "ln1b", 2, L, C, 0, 0, -1, 1);             /* (L, C) */
+    S(GPT_QKVW, "qkvw", 4, L, 3, C, C, 2, 1);              /* (L, 3, C, C) → (L, 3, C/tp, C): heads */
+    S(GPT_QKVB, "qkvb", 3, L, 3, C, 0, 2, 1);              /* (L, 3, C) → (L, 3, C/tp) */
+    S(GPT_ATTPROJW, "attprojw", 3, L, C, C, 0, 2, 1);      /* (L, C, C) → (L, C, C/tp): input columns */
+    S(GPT_ATTPROJB, "attprojb", 2, L, C, 0, 0, -1, 1);     /* (L, C) */
+    S(GPT_LN2W, "ln2w", 2, L, C, 0, 0, -1, 1);             /* (L, C) */
+    S(GPT_LN2B, "ln2b", 2, L, C, 0, 0, -1, 1);             /* (L, C) */
+    S(GPT_FCW, "fcw", 3, L, 4 * C, C, 0, 1, 1);            /* (L, 4C, C) → (L, 4C/tp, C) */
+    S(GPT_FCB, "fcb", 2, L, 4 * C, 0, 0, 1, 1);            /* (L, 4C) → (L, 4C/tp) */
+    S(GPT_FCPROJW, "fcprojw", 3, L, C, 4 * C, 0, 2, 1);    /* (L, C, 4C) → (L, C, 4C/tp) */
+    S(GPT_FCPROJB, "fcprojb", 2, L, C, 0, 0, -1, 1);       /* (L, C) */
+    S(GPT_LNFW, "lnfw", 1, C, 0, 0, 0, -1, last);          /* (C) */
+    S(GPT_LNFB, "lnfb", 1, C, 0, 0, 0, -1, last);          /* (C) */
     *ntensors = GPT_VHW;
     if (c->value_head) {
-        S(GPT_VHW, "vhw", 1, C, 0, 0, 0, -1);           /* (C) = (1, C) matmul weight */
-        S(GPT_VHB, "vhb", 1, 1, 0, 0, 0, -1);           /* (1) */
+        S(GPT_VHW, "vhw", 1, C, 0, 0, 0, -1, last);        /* (C) = (1, C) matmul weight */
+        S(GPT_VHB, "vhb", 1, 1, 0, 0, 0, -1, last);        /* (1) */
         *ntensors = GPT_NUM_TENSORS;
     }
 #undef S
+    /* the tied LM head's copy of wte on the last stage is not canonical */
+    if (pp > 1 && pp_rank != 0) t[GPT_WTE].owner = 0;
     return off;
+}
+
+int gpt_tensor_owner(const GPT *m, int i) {
+    if (i < 0 || i >= m->ntensors) nr_fatal("gpt_tensor_owner: no tensor %d", i);
+    return m->tensors[i].owner;
 }
 
 size_t gpt_logical_numel(const GPTConfig *cfg) {
@@ -84,22 +118,33 @@ size_t gpt_logical_numel(const GPTConfig *cfg) {
 
 /* The runs of tensor t: run o (0 ≤ o < *nruns) is *len floats at local
  * o·(*len) and at logical o·(*lstride) + (*lstart), both from the tensor's
- * start. Replicated: one run of numel. */
+ * start. Not cut: one run of numel; not held: none. A PP cut (axis 0, a
+ * block of whole layers) only shifts the logical start by pp_start layers:
+ * local run o = (layer i, middle index j) is logical run
+ * ((pp_start + i)·M + j), i.e. o + pp_start·M, with M the runs per layer. */
 void gpt_tensor_runs(const TensorInfo *t, size_t *nruns, size_t *len, size_t *lstride, size_t *lstart) {
-    if (t->cut_axis < 0) {
-        *nruns = 1;
-        *len = t->numel;
-        *lstride = t->numel;
+    if (!t->held) {
+        *nruns = 0;
+        *len = 0;
+        *lstride = 0;
         *lstart = 0;
         return;
     }
+    size_t layer0 = t->pp_axis == 0 ? (size_t)t->pp_start * (t->numel / (size_t)t->shape[0]) : 0;
+    if (t->cut_axis < 0) {
+        *nruns = 1;
+        *len = t->lnumel;
+        *lstride = t->lnumel;
+        *lstart = layer0;
+        return;
+    }
     size_t outer = 1, inner = 1;
-    for (int i = 0; i < t->cut_axis; i++) outer *= (size_t)t->shape[i];
+    for (int i = 0; i < t->cut_axis; i++) outer *= (size_t)t->lshape[i];
     for (int i = t->cut_axis + 1; i < t->ndim; i++) inner *= (size_t)t->shape[i];
     *nruns = outer;
     *len = (size_t)t->lshape[t->cut_axis] * inner;
     *lstride = (size_t)t->shape[t->cut_axis] * inner;
-    *lstart = (size_t)t->cut_start * inner;
+    *lstart = (size_t)t->cut_start * inner + layer0;
 }
 
 static float *gpt_buf(const GPT *m, int which, const char *who) {
@@ -140,23 +185,24 @@ static double sum_abs(const float *x, size_t n) {
     return s;
 }
 
-/* collective over m->sh.tp_comm: s[i] = logical Σ|x| of tensor i of buffer
- * `which`, for every i (cut tensors summed over the group, replicated ones
- * from TP rank 0 only, so counted once) */
+/* collective over m->sh.tp_comm and m->sh.pp_comm: s[i] = logical Σ|x| of
+ * tensor i of buffer `which`, for every i (each block from its owner only:
+ * gpt_tensor_owner, so every logical element counted once) */
 static void gpt_tensor_sums(const GPT *m, int which, double *s) {
     const float *buf = gpt_buf(m, which, "gpt_checksum");
-    float *host = nr_xmalloc(m->nparams * sizeof(float));
+    float *host = nr_xmalloc((m->nparams ? m->nparams : 1) * sizeof(float));
     m->be->download(host, buf, m->nparams * sizeof(float));
     for (int i = 0; i < m->ntensors; i++) {
         const TensorInfo *t = &m->tensors[i];
-        s[i] = (t->cut_axis < 0 && m->sh.tp_rank != 0) ? 0.0 : sum_abs(host + t->offset, t->lnumel);
+        s[i] = t->owner ? sum_abs(host + t->offset, t->lnumel) : 0.0;
     }
     free(host);
     if (m->sh.tp > 1) comm_allreduce_sum_f64(m->sh.tp_comm, s, (size_t)m->ntensors);
+    if (m->sh.pp > 1) comm_allreduce_sum_f64(m->sh.pp_comm, s, (size_t)m->ntensors);
 }
 
 double gpt_checksum(const GPT *m) {
-    if (m->sh.tp == 1) {
+    if (m->sh.tp == 1 && m->sh.pp == 1) {
         /* one running sum in logical element order (the historical value, bit for bit) */
         float *host = nr_xmalloc(m->nparams * sizeof(float));
         m->be->download(host, m->params, m->nparams * sizeof(float));

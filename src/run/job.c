@@ -14,14 +14,15 @@
 #include "nereus/util.h"
 
 /* This rank's share of the logical vector, to be summed over the ranks of
- * one replica: its slice of every cut tensor, and the replicated tensors
- * from TP rank 0 only (every TP rank holds them, identical). */
+ * one replica: the tensors it is the canonical owner of (its TP slice of a
+ * cut tensor, its stage's layers; a tensor several ranks hold identically —
+ * TP-replicated, or wte on the first and last pipeline stage — from one). */
 static void model_contribute(const GPT *m, float *full, size_t n) {
     memset(full, 0, n * sizeof(float));
     gpt_export_logical(m, GPT_BUF_PARAMS, full);
-    if (m->sh.tp_rank == 0) return;
     for (int i = 0; i < m->ntensors; i++)
-        if (m->tensors[i].cut_axis < 0) memset(full + m->tensors[i].loffset, 0, m->tensors[i].numel * sizeof(float));
+        if (!gpt_tensor_owner(m, i) && m->tensors[i].lnumel > 0)
+            memset(full + m->tensors[i].loffset, 0, m->tensors[i].numel * sizeof(float));
 }
 
 /* The first n floats of a logical vector into this rank's model; tensors
@@ -69,7 +70,9 @@ void job_build(Job *j, MPI_Comm world, const Config *cfg, const Backend *be, con
         s->member = s->emu.pos >= 0;
         s->dp = s->emu.layout.dp;
         s->d = s->member ? s->emu.coord.d : -1;
-        s->leader = s->member && s->emu.coord.t == 0;
+        /* every pipeline stage and TP rank of a replica ends with the same
+         * outputs (the last stage broadcasts them): one of them reports */
+        s->leader = s->member && s->emu.coord.t == 0 && s->emu.coord.p == s->emu.layout.pp - 1;
         s->root = s->emu.ranks[0];
         s->B = Bg / s->dp;
         if (!s->member || (i == PLAN_REWARD_INF && !j->have_rm)) continue;
@@ -91,8 +94,13 @@ void job_build(Job *j, MPI_Comm world, const Config *cfg, const Backend *be, con
         sh.tp = s->emu.layout.tp;
         sh.tp_rank = s->emu.coord.t;
         sh.tp_comm = sh.tp > 1 ? s->emu.tp : MPI_COMM_NULL;
+        sh.pp = s->emu.layout.pp;
+        sh.pp_rank = s->emu.coord.p;
+        sh.pp_comm = sh.pp > 1 ? s->emu.pp : MPI_COMM_NULL;
+        sh.embd_comm = sh.pp > 1 ? s->emu.embd : MPI_COMM_NULL;
+        sh.microbatches = 0; /* default: pp microbatches */
         gpt_build_shard(&s->model, critic ? &cc : &ac, &sh, be, Bmax, Tmax, train, sd, cfg->model.init_std);
-        if (i == PLAN_REWARD_INF) {
+        if (i == PLAN_REWARD_INF && s->model.p[GPT_VHW]) { /* the head lives on the last pipeline stage */
             /* a frozen reward network: value head drawn from the seed (UNTRAINED until checkpoints load one) */
             float *vh = nr_xmalloc((size_t)cc.C * sizeof(float));
             for (int c = 0; c < cc.C; c++) vh[c] = cfg->model.init_std * rng_normal(seed + 2, RNG_INIT, 1000, c);
@@ -121,12 +129,12 @@ void job_free(Job *j) {
 
 void job_assemble(Job *j, int src, float *full, size_t n) {
     Stage *s = &j->st[src];
-    if (s->emu.layout.tp == 1) { /* replica 0 is one rank: it holds the whole vector */
+    if (s->emu.layout.tp == 1 && s->emu.layout.pp == 1) { /* replica 0 is one rank: it holds the whole vector */
         if (j->rank == s->root) gpt_export_logical(&s->model, GPT_BUF_PARAMS, full);
         comm_bcast_f32(j->world, full, n, s->root);
         return;
     }
-    /* replica 0's TP ranks each hold a slice: sum their disjoint shares */
+    /* replica 0's TP ranks and pipeline stages each hold a part: sum their disjoint shares */
     if (s->member && s->d == 0) model_contribute(&s->model, full, n);
     else memset(full, 0, n * sizeof(float));
     comm_allreduce_sum_f32(j->world, full, n);

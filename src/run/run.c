@@ -39,22 +39,8 @@ static uint64_t hash_tokens(uint64_t h, const Rollout *r) {
     return h;
 }
 
-/* What this build can run of a valid plan: returns 2 with a message at the
- * plan line otherwise. */
+/* What the plan means for SFT: returns 2 with a message at the line otherwise. */
 static int check_plan_supported(const Config *cfg, const Deck *deck) {
-    for (int i = 0; i < PLAN_NSTAGES; i++) {
-        const PlanStage *s = &cfg->plan.stage[i];
-        char key[40];
-        snprintf(key, sizeof key, "plan.%s", plan_stage_name(i));
-        if (s->pp > 1 && i == PLAN_ACTOR_GEN)
-            return deck_error_at(deck, key,
-                                 "[plan] actor.gen = tp%d pp%d dp%d: generation runs TP x DP; pipelined generation is "
-                                 "not supported (give actor.gen pp = 1)", s->tp, s->pp, s->dp);
-        if (s->pp > 1)
-            return deck_error_at(deck, key,
-                                 "[plan] %s = tp%d pp%d dp%d: pipeline parallelism is not wired into the job yet "
-                                 "(issue #3); use pp = 1", plan_stage_name(i), s->tp, s->pp, s->dp);
-    }
     if (cfg->sft.steps > 0 && cfg->sft.batch % cfg->plan.stage[PLAN_ACTOR_TRAIN].dp != 0)
         return deck_error_at(deck, "sft.batch", "[sft] batch = %d is not divisible by actor.train's dp = %d",
                              cfg->sft.batch, cfg->plan.stage[PLAN_ACTOR_TRAIN].dp);

@@ -1,0 +1,108 @@
+/* model_check.h — what the sharded-model tests (test_model_tp, test_model_pp)
+ * share: a list of checks reduced over the world and printed once by rank 0
+ * (worst error of each check over every rank), norm-wise relative errors,
+ * bitwise mismatch counts, and the gathering of a sharded model's logical
+ * vector (each rank exports its part; tensors several ranks hold count from
+ * their canonical owner only). Static functions: each test includes it once. */
+#ifndef NEREUS_TESTS_MODEL_CHECK_H
+#define NEREUS_TESTS_MODEL_CHECK_H
+#include <math.h>
+#include <mpi.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "nereus/comm.h"
+#include "nereus/model.h"
+#include "nereus/util.h"
+
+#define NCHK 400
+typedef struct Checks {
+    int n;
+    double err[NCHK], tol[NCHK];
+    char msg[NCHK][128];
+} Checks;
+
+static void note(Checks *k, double err, double tol, const char *fmt, const char *a, const char *b) {
+    if (k->n >= NCHK) nr_fatal("model_check: too many checks");
+    k->err[k->n] = fabs(err); /* fabs clears a NaN's sign: it stays NaN and fails */
+    k->tol[k->n] = tol;
+    snprintf(k->msg[k->n], sizeof k->msg[0], fmt, a ? a : "", b ? b : "");
+    k->n++;
+}
+
+/* collective over MPI_COMM_WORLD: worst error of each check over all ranks
+ * (idle ranks contribute 0), printed by rank 0; an int64 max of the bit
+ * patterns of non-negative doubles is their max (NaN above +inf: it fails).
+ * Every member rank notes the same checks in the same order. */
+static void flush(Checks *k, const char *label) {
+    int64_t n = k->n;
+    comm_allreduce_max_i64(MPI_COMM_WORLD, &n, 1);
+    int64_t bits[NCHK];
+    for (int i = 0; i < n; i++) {
+        double e = i < k->n ? k->err[i] : 0.0;
+        memcpy(&bits[i], &e, sizeof e);
+    }
+    comm_allreduce_max_i64(MPI_COMM_WORLD, bits, (size_t)n);
+    /* messages and tolerances come from rank 0, which is in every layout's first group */
+    if (nr_rank() == 0)
+        for (int i = 0; i < n; i++) {
+            double e;
+            memcpy(&e, &bits[i], sizeof e);
+            CHECK(e <= k->tol[i], "%s %s: worst %.2e (tol %.0e)", label, k->msg[i], e, k->tol[i]);
+        }
+    k->n = 0;
+}
+
+static double rel_err(const float *a, const float *b, size_t n) {
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = (double)a[i] - (double)b[i];
+        num += d * d;
+        den += (double)b[i] * b[i];
+    }
+    if (num == 0) return 0;
+    return sqrt(num) / fmax(sqrt(den), 1e-30);
+}
+
+static double mismatches(const float *a, const float *b, size_t n) {
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++) bad += memcmp(&a[i], &b[i], sizeof(float)) != 0;
+    return (double)bad;
+}
+
+/* collective over all (every rank of the model): the full logical vector of
+ * buffer which, gathered: each rank exports into a zeroed buffer, tensors it
+ * is not the canonical owner of are zeroed again, then a sum (x + 0 is
+ * exact, so bit-exact) */
+static void gather_logical(const GPT *m, MPI_Comm all, int which, float *full, size_t nl) {
+    memset(full, 0, nl * sizeof(float));
+    gpt_export_logical(m, which, full);
+    for (int i = 0; i < m->ntensors; i++)
+        if (!gpt_tensor_owner(m, i)) memset(full + m->tensors[i].loffset, 0, m->tensors[i].numel * sizeof(float));
+    if (all != MPI_COMM_NULL && comm_size(all) > 1) comm_allreduce_sum_f32(all, full, nl);
+}
+
+static void note_tensors(Checks *k, const GPT *ref, const float *a, const float *b, double tol, const char *what,
+                         const char *model) {
+    for (int i = 0; i < ref->ntensors; i++) {
+        const TensorInfo *t = &ref->tensors[i];
+        char fmt[96];
+        snprintf(fmt, sizeof fmt, "%%s %s %s: rel err (norm-wise)", what, t->name);
+        note(k, rel_err(a + t->loffset, b + t->loffset, t->numel), tol, fmt, model, NULL);
+    }
+}
+
+/* collective over c: mismatches between this rank's buf and c's rank 0's */
+static double diff_from_rank0(MPI_Comm c, const float *buf, size_t n) {
+    if (c == MPI_COMM_NULL) return 0;
+    float *r0 = nr_xmalloc((n ? n : 1) * sizeof(float));
+    memcpy(r0, buf, n * sizeof(float));
+    comm_bcast_f32(c, r0, n, 0);
+    double bad = mismatches(buf, r0, n);
+    free(r0);
+    return bad;
+}
+
+#endif
