@@ -13,6 +13,7 @@
 #include <math.h>
 
 #include "cuda_internal.h"
+#include "nereus/ppo_token.h"
 
 #define PPO_THREADS 1024
 
@@ -21,20 +22,16 @@ __global__ static void ppo_policy_kernel(float *loss, float *dlogp, float *clipf
                                          const float *w, int N, float eps) {
     __shared__ double red[32];
     double L = 0.0, W = 0.0, clipped = 0.0, kl = 0.0;
-    const float lo = 1.0f - eps, hi = 1.0f + eps;
     for (int n = threadIdx.x; n < N; n += blockDim.x) {
-        float lr = logp[n] - logp_old[n];
-        float r = expf(lr);
-        float A = adv[n];
-        float rc = r < lo ? lo : (r > hi ? hi : r);
-        float un = -A * r, cl = -A * rc;
+        float lr = logp[n] - logp_old[n], dl;
+        int c;
+        float l = ppo_policy_token(lr, adv[n], eps, &dl, &c);
         float wn = w[n];
-        int use_clip = cl > un;
-        L += (double)wn * (use_clip ? cl : un);
-        if (dlogp) dlogp[n] = use_clip ? 0.0f : wn * un;
+        L += (double)wn * l;
+        if (dlogp) dlogp[n] = wn * dl;
         W += wn;
-        clipped += use_clip ? (double)wn : 0.0;
-        kl += (double)wn * ((double)r - 1.0 - (double)lr);
+        clipped += c ? (double)wn : 0.0;
+        kl += (double)wn * ((double)expf(lr) - 1.0 - (double)lr);
     }
     L = block_reduce(L, OpSum<double>(), 0.0, red);
     W = block_reduce(W, OpSum<double>(), 0.0, red);
@@ -52,14 +49,9 @@ __global__ static void ppo_value_kernel(float *loss, float *dv, const float *v, 
     __shared__ double red[32];
     double L = 0.0;
     for (int n = threadIdx.x; n < N; n += blockDim.x) {
-        float d = v[n] - v_old[n];
-        d = d < -eps ? -eps : (d > eps ? eps : d);
-        float vc = v_old[n] + d;
-        float eu = v[n] - ret[n], ec = vc - ret[n];
-        float su = eu * eu, sc = ec * ec;
-        int use_clip = sc > su;
-        L += 0.5 * (double)w[n] * (use_clip ? sc : su);
-        if (dv) dv[n] = use_clip ? 0.0f : w[n] * eu;
+        float dl;
+        L += (double)w[n] * ppo_value_token(v[n], v_old[n], ret[n], eps, &dl);
+        if (dv) dv[n] = w[n] * dl;
     }
     L = block_reduce(L, OpSum<double>(), 0.0, red);
     if (threadIdx.x == 0 && loss) *loss = (float)L;

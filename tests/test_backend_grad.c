@@ -12,6 +12,7 @@
  * relerr=...`; exit status 0 only if all pass, then a worst-error table.
  */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -785,11 +786,35 @@ static void test_select(void) {
     check_bool("select", "backend_cpu all entries set", "-", full);
 }
 
+/* Regression: inside the clip range the clipped value is v itself. Values
+ * where v_old + (v − v_old) rounds away from v, on the side that made the
+ * clipped square the larger, used to get a zero gradient instead of w·(v − R). */
+static void test_ppo_value_ulp_ties(void) {
+    enum { N = 64 };
+    float v[N], vo[N], ret[N], w[N], dv[N], loss;
+    int n = 0;
+    uint64_t s = 12345;
+    /* x − xo is inexact when the two are far apart in magnitude (Sterbenz: exact within a factor 2) */
+    for (long it = 0; n < N && it < 10000000; it++) {
+        s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+        float a = (float)((s >> 40) & 0xffffff) / 16777216.0f, b = (float)((s >> 16) & 0xffffff) / 16777216.0f;
+        float x = 0.15f + 0.04f * a, xo = 0.001f + 0.05f * b, r = x + 1e-4f; /* |x − xo| < 0.2: inside */
+        float vc = xo + (x - xo);
+        if (vc != x && (vc - r) * (vc - r) > (x - r) * (x - r)) { v[n] = x; vo[n] = xo; ret[n] = r; w[n] = 1.0f; n++; }
+    }
+    check_bool("ppo_value", "found 64 values where v_old + (v - v_old) rounds away from v", "N=64", n == N);
+    be->ppo_value_loss(&loss, dv, v, vo, ret, w, N, 0.2f);
+    int bad = 0;
+    for (int i = 0; i < N; i++) bad += dv[i] != v[i] - ret[i];
+    check_bool("ppo_value", "inside the clip range: gradient v - R even where v_old + (v - v_old) != v", "N=64", bad == 0);
+}
+
 int main(void) {
     be = backend_cpu();
     be->set_threads(1);
 
     test_select();
+    test_ppo_value_ulp_ties();
 
     test_matmul(10, 12, 36, 1);
     test_matmul(7, 13, 9, 1);

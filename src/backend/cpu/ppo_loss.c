@@ -10,26 +10,23 @@
 #include <math.h>
 
 #include "cpu_internal.h"
+#include "nereus/ppo_token.h"
 
 /* logp, logp_old, adv, w (N) → loss (1), dlogp (N) OVERWRITES, clipfrac (1), approx_kl (1) */
 static void cpu_ppo_policy_loss(float *loss, float *dlogp, float *clipfrac, float *approx_kl,
                                 const float *logp, const float *logp_old, const float *adv,
                                 const float *w, int N, float eps) {
     double L = 0.0, W = 0.0, clipped = 0.0, kl = 0.0;
-    const float lo = 1.0f - eps, hi = 1.0f + eps;
     for (int n = 0; n < N; n++) {
-        float lr = logp[n] - logp_old[n];
-        float r = expf(lr);
-        float A = adv[n];
-        float rc = r < lo ? lo : (r > hi ? hi : r);
-        float un = -A * r, cl = -A * rc;
+        float lr = logp[n] - logp_old[n], dl;
+        int c;
+        float l = ppo_policy_token(lr, adv[n], eps, &dl, &c);
         float wn = w[n];
-        int use_clip = cl > un;
-        L += (double)wn * (use_clip ? cl : un);
-        if (dlogp) dlogp[n] = use_clip ? 0.0f : wn * un; /* ∂(−A·e^lr)/∂lr = −A·r */
+        L += (double)wn * l;
+        if (dlogp) dlogp[n] = wn * dl;
         W += wn;
-        clipped += use_clip ? (double)wn : 0.0;
-        kl += (double)wn * ((double)r - 1.0 - (double)lr);
+        clipped += c ? (double)wn : 0.0;
+        kl += (double)wn * ((double)expf(lr) - 1.0 - (double)lr);
     }
     if (loss) *loss = (float)L;
     if (clipfrac) *clipfrac = W != 0.0 ? (float)(clipped / W) : 0.0f;
@@ -42,14 +39,9 @@ static void cpu_ppo_value_loss(float *loss, float *dv, const float *v, const flo
                                const float *ret, const float *w, int N, float eps) {
     double L = 0.0;
     for (int n = 0; n < N; n++) {
-        float d = v[n] - v_old[n];
-        d = d < -eps ? -eps : (d > eps ? eps : d);
-        float vc = v_old[n] + d;
-        float eu = v[n] - ret[n], ec = vc - ret[n];
-        float su = eu * eu, sc = ec * ec;
-        int use_clip = sc > su;
-        L += 0.5 * (double)w[n] * (use_clip ? sc : su);
-        if (dv) dv[n] = use_clip ? 0.0f : w[n] * eu;
+        float dl;
+        L += (double)w[n] * ppo_value_token(v[n], v_old[n], ret[n], eps, &dl);
+        if (dv) dv[n] = w[n] * dl;
     }
     if (loss) *loss = (float)L;
 }
