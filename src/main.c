@@ -11,6 +11,7 @@
 static void usage(FILE *f) {
     fprintf(f,
             "usage: nereus DECK                 run the job described by an input deck\n"
+            "       nereus DECK --restart FILE  resume from a checkpoint (FILE, or 'latest' in [ckpt] dir)\n"
             "       nereus --deck-reference     print every deck section and key (markdown)\n"
             "       nereus --help\n"
             "launch: mpirun -np N bin/nereus DECK   (or: srun -n N bin/nereus DECK)\n"
@@ -21,7 +22,7 @@ int main(int argc, char **argv) {
     mpiCheck(MPI_Init(&argc, &argv));
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    const char *deck_path = NULL;
+    const char *deck_path = NULL, *restart = NULL;
     int rc = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
@@ -32,6 +33,13 @@ int main(int argc, char **argv) {
             if (rank == 0) deck_write_reference(stdout);
             MPI_Finalize();
             return 0;
+        } else if (strcmp(argv[i], "--restart") == 0) {
+            if (i + 1 >= argc || argv[i + 1][0] == 0) {
+                if (rank == 0) fprintf(stderr, "nereus: --restart needs a checkpoint file (or 'latest')\n");
+                MPI_Finalize();
+                return 2;
+            }
+            restart = argv[++i];
         } else if (argv[i][0] == '-' && argv[i][1] != 0) {
             if (rank == 0) {
                 fprintf(stderr, "nereus: unknown option '%s'\n", argv[i]);
@@ -67,6 +75,7 @@ int main(int argc, char **argv) {
         PlanError perr;
         if (plan_resolve(&cfg.plan, &lim, &perr) != 0) rc = deck_error_at(deck, perr.key, "%s", perr.msg);
     }
+    if (rc == 0 && restart) snprintf(cfg.run.restart, sizeof cfg.run.restart, "%s", restart); /* overrides the deck */
     if (rc == 0) rc = run_job(&cfg, deck, deck_path);
     deck_free(deck);
     MPI_Finalize();

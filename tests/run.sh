@@ -132,6 +132,105 @@ while IFS='|' read -r -u 3 name np plan; do
   else result "equiv-$name" 1 0 "$why"; fi
 done 3< tests/equiv_plans.txt
 
+echo "== checkpoints: the module and bin/nereus-ckpt"
+# written under one plan on 4 ranks, read back under others bit-identical; corrupt files refused
+t ckpt-module 300 jobs/local.sh -np 4 build/tests/test_ckpt
+# llm.c import/export byte for byte, info/verify on good and corrupted files, loss, h5dump
+t ckpt-tool 120 tests/test_ckpt_tool.sh
+echo "== checkpoints: write on 4 ranks, restart under other plans on 1, 2, 3, 6 and 8 ranks"
+CK=$LOG/ck; rm -rf "$CK"; mkdir -p "$CK"
+# mkdeck OUT DIR PLAN [EXTRA]: the restart deck with [ckpt] dir, a [plan] and extra lines
+mkdeck() {
+  { cat tests/decks/restart.deck; printf '%b\n' "${4:-}"; printf '[ckpt]\nevery = 5\nkeep = 5\ndir = %s\n' "$2"
+    echo "[plan]"; echo "$3" | tr ';' '\n' | sed 's/^ *//'; } > "$1"
+}
+plan_of() { sed -n "s/^$1 *| *[0-9]* *| //p" tests/restart_plans.txt; }
+np_of() { sed -n "s/^$1 *| *\([0-9]*\) *|.*/\1/p" tests/restart_plans.txt; }
+mkdeck "$CK/write4.deck" "$CK/write4" "$(plan_of write4)"
+t ckpt-write4 300 $L -np 4 bin/nereus "$CK/write4.deck"
+A5=$CK/write4/restart_step000005.h5; A10=$CK/write4/restart_step000010.h5
+if [ -f "$A5" ] && [ -f "$A10" ] && bin/nereus-ckpt verify "$A5" >"$LOG/ckpt-verify.log" 2>&1; then result ckpt-files 0 0 "step 5 and 10 written, verify passes"
+else result ckpt-files 1 0 "missing or unsound: $(ls "$CK/write4" 2>&1 | tr '\n' ' ')"; fi
+for r in r1 r2 r3 r6-mixed r8-tp2pp2; do
+  np=$(np_of $r); plan=$(plan_of $r)
+  # (a) restart and write again at once: params and AdamW state bit-identical to what was written
+  mkdeck "$CK/$r-same.deck" "$CK/$r-same" "$plan" "[run]\nrestart = $A5" 
+  sed -i '/^\[ppo\]/,/^\[/ s/^steps = 10$/steps = 5/' "$CK/$r-same.deck"
+  t "ckpt-$r-reload" 300 $L -np "$np" bin/nereus "$CK/$r-same.deck"
+  if h5diff "$A5" "$CK/$r-same/restart_step000005.h5" /models /models >"$LOG/ckpt-$r-h5diff.log" 2>&1; then
+    result "ckpt-$r-identical" 0 0 "$np ranks: every parameter and AdamW moment bit-identical (h5diff /models)"
+  else result "ckpt-$r-identical" 1 0 "h5diff /models differs: $(head -c 300 "$LOG/ckpt-$r-h5diff.log")"; fi
+  # (b) restart and run steps 5-9: the same as the uninterrupted run
+  mkdeck "$CK/$r-cont.deck" "$CK/$r-cont" "$plan" "[run]\nrestart = $A5"
+  t "ckpt-$r-continue" 300 $L -np "$np" bin/nereus "$CK/$r-cont.deck"
+  why=""
+  for s5 in 5 6 7 8 9; do
+    a=$(grep "^step *$s5 |" "$LOG/ckpt-write4.log" | cut -d'|' -f2,3); b=$(grep "^step *$s5 |" "$LOG/ckpt-$r-continue.log" | cut -d'|' -f2,3)
+    [ -n "$a" ] && [ "$a" = "$b" ] || why="$why step $s5: '$a' vs '$b';"
+  done
+  worst=0
+  for k in checksum.actor checksum.ref checksum.critic; do
+    a=$(verify "$LOG/ckpt-write4.log" $k); b=$(verify "$LOG/ckpt-$r-continue.log" $k)
+    d=$(awk -v a="$a" -v b="$b" 'BEGIN{ if (a=="" || b=="") { print "nan"; exit } d=(a-b)/a; if (d<0) d=-d; printf "%.1e", d }')
+    awk -v d="$d" 'BEGIN{exit !(d != "nan" && d+0 <= 1e-5)}' || why="$why $k $a vs $b;"
+    worst=$(awk -v d="$d" -v w="$worst" 'BEGIN{ print (d=="nan" || d+0 > w+0) ? d : w }')
+  done
+  if [ -z "$why" ]; then result "ckpt-$r-same-run" 0 0 "$np ranks: steps 5-9 reward and KL as uninterrupted, checksums within $worst"
+  else result "ckpt-$r-same-run" 1 0 "$why"; fi
+done
+
+# refused checkpoints: truncated, a flipped byte in a dataset, no complete flag; a deck of another shape
+cp "$A5" "$CK/trunc.h5"; truncate -s $(( $(stat -c %s "$A5") / 2 )) "$CK/trunc.h5"
+bad ckpt-restart-truncated 'trunc\.h5' bin/nereus tests/decks/restart.deck --restart "$CK/trunc.h5"
+/usr/bin/python3 - "$A5" "$CK/flip.h5" "$CK/nocomplete.h5" <<'PY' >"$LOG/ckpt-corrupt.log" 2>&1
+import shutil, sys, h5py
+src, flip, noc = sys.argv[1:4]
+shutil.copy(src, flip); shutil.copy(src, noc)
+with h5py.File(src, "r") as f:
+    off = f["models/actor/params/fcw"].id.get_offset()
+with open(flip, "r+b") as f:
+    f.seek(off + 1000); b = f.read(1); f.seek(off + 1000); f.write(bytes([b[0] ^ 0x10]))
+with h5py.File(noc, "r+") as f:
+    del f["meta"].attrs["complete"]
+PY
+bad ckpt-restart-bitflip 'flip\.h5.*fcw' bin/nereus tests/decks/restart.deck --restart "$CK/flip.h5"
+bad ckpt-restart-incomplete 'nocomplete\.h5.*complete' bin/nereus tests/decks/restart.deck --restart "$CK/nocomplete.h5"
+sed 's/^n_embd = 64$/n_embd = 96/' tests/decks/restart.deck > "$CK/wide.deck"
+bad ckpt-restart-shape 'n_embd.*64.*96|96.*64' bin/nereus "$CK/wide.deck" --restart "$A5"
+
+# SIGKILL during a checkpoint write leaves the previous one, and restart = latest finds it
+K=$CK/kill; mkdir -p "$K"
+{ sed 's/^n_layer = 2$/n_layer = 8/; s/^n_embd = 64$/n_embd = 256/; s/^n_head = 4$/n_head = 8/; /^\[sft\]/,/^\[/ s/^steps = 40$/steps = 0/; /^\[ppo\]/,/^\[/ s/^steps = 10$/steps = 50/; s/^batch = 48$/batch = 4/; s/^minibatch = 12$/minibatch = 4/' tests/decks/restart.deck
+  printf '[ckpt]\nevery = 1\nkeep = 3\ndir = %s\n' "$K"; } > "$K/kill.deck"
+$L -np 2 bin/nereus "$K/kill.deck" >"$LOG/ckpt-kill.log" 2>&1 &
+kpid=$!
+for i in $(seq 1 3000); do  # until the second checkpoint is being written
+  [ -f "$K/restart_step000001.h5" ] && ls "$K"/restart_step000002.h5.tmp >/dev/null 2>&1 && break
+  sleep 0.01
+done
+pkill -KILL -f "^bin/nereus $K/kill.deck"; wait $kpid 2>/dev/null
+ls -la "$K" >>"$LOG/ckpt-kill.log" 2>&1
+if [ -f "$K/restart_step000002.h5.tmp" ] && [ ! -f "$K/restart_step000002.h5" ] && bin/nereus-ckpt verify "$K/restart_step000001.h5" >>"$LOG/ckpt-kill.log" 2>&1; then
+  result ckpt-sigkill-keeps-previous 0 0 "killed while writing step 2: step 1 intact and verified"
+else result ckpt-sigkill-keeps-previous 1 0 "see $LOG/ckpt-kill.log"; fi
+sed -i '/^\[ppo\]/,/^\[/ s/^steps = 50$/steps = 2/' "$K/kill.deck"
+t ckpt-restart-latest 300 $L -np 2 bin/nereus "$K/kill.deck" --restart latest
+grep -q "restart: $K/restart_step000001.h5" "$LOG/ckpt-restart-latest.log" && [ "$(verify "$LOG/ckpt-restart-latest.log" restart_step)" = 1 ] \
+  && result ckpt-latest-found 0 0 "restart = latest took step 1" || result ckpt-latest-found 1 0 "did not restart from step 1"
+
+# SIGTERM (Slurm's warning before the time limit) to every rank: checkpoint at the next step boundary, clean exit
+S=$CK/term; mkdir -p "$S"
+{ sed '/^\[ppo\]/,/^\[/ s/^steps = 10$/steps = 100000/' tests/decks/restart.deck; printf '[ckpt]\ndir = %s\n' "$S"; } > "$S/term.deck"
+$L -np 2 bin/nereus "$S/term.deck" >"$LOG/ckpt-sigterm.log" 2>&1 &
+tpid=$!
+for i in $(seq 1 3000); do grep -q '^step *3 ' "$LOG/ckpt-sigterm.log" 2>/dev/null && break; sleep 0.01; done
+pkill -TERM -f "^bin/nereus $S/term.deck"; wait $tpid; rc=$?
+stopped=$(verify "$LOG/ckpt-sigterm.log" stopped_at_step)
+f=$(ls "$S"/restart_step*.h5 2>/dev/null | head -1)
+if [ $rc = 0 ] && grep -q 'stopped by signal 15 (SIGTERM)' "$LOG/ckpt-sigterm.log" && [ -n "$f" ] && bin/nereus-ckpt verify "$f" >/dev/null 2>&1; then
+  result ckpt-sigterm 0 0 "exit 0 at step $stopped, checkpoint $(basename "$f") verified"
+else result ckpt-sigterm 1 0 "exit $rc, stopped '$stopped', file '$f'"; fi
+
 echo "== summary"
 for f in "${failed[@]}"; do echo "failed: $f"; done
 if [ "$skip" -gt 0 ]; then echo "$pass passed, $fail failed, $skip skipped"; else echo "$pass passed, $fail failed"; fi

@@ -144,6 +144,7 @@ static const char FULL[] =
     "backend = cpu\n"
     "blas_threads = 4\n"
     "log_every = 10\n"
+    "restart = ckpt/old.h5\n"
     "\n"
     "[model]\n"
     "n_layer = 3\n"
@@ -190,6 +191,10 @@ static const char FULL[] =
     "network_weight = -0.5\n"
     "[inject]\n"
     "nan_loss_step = 3\n"
+    "[ckpt]\n"
+    "every = 5\n"
+    "dir = out/ck\n"
+    "keep = 3\n"
     "[plan]\n"
     "default = colocated\n"
     "actor.gen = tp2 pp1 dp2 @ 0-3\n"
@@ -228,6 +233,9 @@ static void good_full(Tally *t, const char *text, const char *what)
           "%s: ppo values", what);
     check(t, c.reward.network == 1 && c.reward.network_weight == -0.5f && c.inject.nan_loss_step == 3,
           "%s: reward and inject values", what);
+    check(t, strcmp(c.run.restart, "ckpt/old.h5") == 0 && c.ckpt.every == 5 && strcmp(c.ckpt.dir, "out/ck") == 0 &&
+                 c.ckpt.keep == 3,
+          "%s: restart and ckpt values", what);
     const PlanStage *ps = c.plan.stage;
     check(t, strcmp(c.plan.fill, "colocated") == 0 && ps[PLAN_ACTOR_GEN].src == PLAN_SRC_DECK &&
                  ps[PLAN_ACTOR_GEN].tp == 2 && ps[PLAN_ACTOR_GEN].pp == 1 && ps[PLAN_ACTOR_GEN].dp == 2 &&
@@ -236,7 +244,7 @@ static void good_full(Tally *t, const char *text, const char *what)
                  ps[PLAN_REF_INF].all == 1 && ps[PLAN_CRITIC_TRAIN].nranks == 4 && ps[PLAN_CRITIC_TRAIN].ranks[2] == 8 &&
                  ps[PLAN_REWARD_INF].tp == 4 && ps[PLAN_REWARD_INF].nranks == 4,
           "%s: plan values", what);
-    check(t, deck_line(d, "run.name") == 3 && deck_line(d, "model.n_head") == 12 && deck_line(d, "inject.nan_loss_step") == 53,
+    check(t, deck_line(d, "run.name") == 3 && deck_line(d, "model.n_head") == 13 && deck_line(d, "inject.nan_loss_step") == 54,
           "%s: line numbers (name %d n_head %d nan_loss_step %d)", what, deck_line(d, "run.name"),
           deck_line(d, "model.n_head"), deck_line(d, "inject.nan_loss_step"));
     deck_free(d);
@@ -588,7 +596,7 @@ static void table_checks(Tally *t)
         }
         l = nl ? nl + 1 : l + ll;
     }
-    check(t, rows == 51 && broken == 0, "reference: %d key rows, %d with a stray '|'", rows, broken);
+    check(t, rows == 55 && broken == 0, "reference: %d key rows, %d with a stray '|'", rows, broken);
     check(t, buf && strstr(buf, "| `value_clip` | float | `0.2` | > 0 and ≤ 1000000 |"), "bounds print as written (1000000)");
     free(buf);
 }

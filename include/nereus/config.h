@@ -19,6 +19,7 @@ typedef struct RunConfig {
     char backend[16];        /* [run] backend: auto | cpu | cuda */
     int blas_threads;        /* [run] blas_threads: BLAS threads per rank */
     int log_every;           /* [run] log_every: print a progress line every N steps */
+    char restart[CFG_STR];   /* [run] restart: checkpoint to resume from ("" = none; --restart FILE too) */
 } RunConfig;
 
 typedef struct ModelConfig {
@@ -78,6 +79,12 @@ typedef struct InjectConfig {
     int nan_loss_step;       /* [inject] nan_loss_step: INJECTED fault, −1 = off */
 } InjectConfig;
 
+typedef struct CkptConfig {
+    int every;               /* [ckpt] every: write a checkpoint every N PPO steps (0 = only at the end / on signal) */
+    char dir[CFG_STR];       /* [ckpt] dir: where checkpoints are written */
+    int keep;                /* [ckpt] keep: how many of the newest checkpoints to keep */
+} CkptConfig;
+
 typedef struct Config {
     RunConfig run;
     ModelConfig model;
@@ -87,6 +94,7 @@ typedef struct Config {
     PpoConfig ppo;
     RewardConfig reward;
     InjectConfig inject;
+    CkptConfig ckpt;
     PlanConfig plan;         /* [plan] default and one key per model-stage (plan.h) */
 } Config;
 

@@ -26,6 +26,9 @@
 #include "nereus/ppo.h"
 #include "nereus/task.h"
 
+/* a checkpoint path: [ckpt] dir + "/" + [run] name + "_stepNNNNNN.h5" */
+#define JOB_PATH_MAX (2 * CFG_STR + 64)
+
 typedef struct Stage {
     int id;          /* PlanStageId */
     Emu emu;         /* built on every rank; MPI_COMM_NULL groups where not a member */
@@ -79,5 +82,23 @@ float job_sft_step(Job *j, SftData *sd, int step);
 int job_step(Job *j, int step, StepStats *st, double times[4]);
 /* collective over world: greedy held-out task reward of actor.gen. */
 double job_eval_greedy(Job *j);
+
+/* ---- checkpoints of the whole job (src/run/resume.c) ---- */
+/* collective over world: write DIR/NAME_stepNNNNNN.h5 for the job after ppo
+ * steps and sft_done SFT steps, then delete all but the newest [ckpt] keep.
+ * Returns 0, or −1 with why. */
+int job_checkpoint(Job *j, int64_t step, int64_t sft_done, const char *deck_text, const char *plan_text,
+                   char *path_out, size_t path_len, char *why, size_t why_len);
+/* collective over world: load every stage's model (and the trained models'
+ * AdamW state) from a checkpoint under this job's plan and rank count.
+ * path "latest" means the newest complete checkpoint in [ckpt] dir.
+ * Returns 0 with *step and *sft_done, or −1 with why. *partial says the file
+ * lacked a model or AdamW state of this job (those keep their fresh start). */
+int job_restart(Job *j, const char *path, int64_t *step, int64_t *sft_done, int *partial, char *used,
+                size_t used_len, char *why, size_t why_len);
+/* SIGTERM / SIGUSR1 (what Slurm sends before the time limit) set a flag;
+ * job_stop_requested (collective over world) says whether any rank got one. */
+void job_install_signals(void);
+int job_stop_requested(Job *j);
 
 #endif

@@ -46,6 +46,8 @@ const DeckKey deck_keys[] = {
      "BLAS threads per rank"},
     {"run", "log_every", DECK_T_INT, 0, "1", GE(1), LE(1000000), NULL, F_INT(run.log_every),
      "print a progress line every N steps"},
+    {"run", "restart", DECK_T_STRING, 0, "", NONE, NONE, NULL, F_STR(run.restart),
+     "checkpoint (HDF5) to resume from under this deck's plan and rank count; \"\" = start fresh (bin/nereus --restart FILE overrides)"},
 
     {"model", "n_layer", DECK_T_INT, REQ, NULL, GE(1), LE(4096), NULL, F_INT(model.n_layer),
      "number of transformer blocks"},
@@ -130,6 +132,13 @@ const DeckKey deck_keys[] = {
     {"inject", "nan_loss_step", DECK_T_INT, 0, "-1", GE(-1), NONE, NULL, F_INT(inject.nan_loss_step),
      "INJECTED fault for tests: make the policy loss NaN at this PPO step; -1 = off"},
 
+    {"ckpt", "every", DECK_T_INT, 0, "0", GE(0), NONE, NULL, F_INT(ckpt.every),
+     "write a checkpoint every N PPO steps; 0 = none on a schedule (SIGTERM / SIGUSR1 still write one)"},
+    {"ckpt", "dir", DECK_T_STRING, 0, "ckpt", NONE, NONE, NULL, F_STR(ckpt.dir),
+     "directory of the checkpoints (created if missing): DIR/NAME_stepNNNNNN.h5"},
+    {"ckpt", "keep", DECK_T_INT, 0, "2", GE(1), LE(1000000), NULL, F_INT(ckpt.keep),
+     "how many of the newest checkpoints to keep; older ones are deleted after a new one is complete"},
+
     /* [plan]: the keys are the model-stage names, in PlanStageId order */
     {"plan", "default", DECK_T_CHOICE, 0, "auto", NONE, NONE, "auto|colocated|disaggregated", F_STR(plan.fill),
      "unlisted model-stages: auto = all listed, or none (then the colocated default plan); colocated / disaggregated = take them from that default plan"},
@@ -152,7 +161,7 @@ const DeckKey deck_keys[] = {
 
 const size_t deck_nkeys = sizeof deck_keys / sizeof deck_keys[0];
 
-const char *const deck_sections[] = {"run", "model", "task", "optim", "sft", "ppo", "reward", "inject", "plan"};
+const char *const deck_sections[] = {"run", "model", "task", "optim", "sft", "ppo", "reward", "inject", "ckpt", "plan"};
 const size_t deck_nsections = sizeof deck_sections / sizeof deck_sections[0];
 
 static int deck_name_eq(const char *name, const char *s, size_t len)

@@ -6,6 +6,7 @@
 
 #include <math.h>
 #include <mpi.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,10 +94,34 @@ int run_job(const Config *cfg, const Deck *deck, const char *deck_path) {
     job_build(&job, MPI_COMM_WORLD, cfg, be, &ts, V, Tsft);
     nr_log("model: GPT-2 L=%d C=%d NH=%d V=%d T=%d: %zu parameters (actor), %zu (critic)\n", cfg->model.n_layer,
            cfg->model.n_embd, cfg->model.n_head, V, cfg->model.max_seq, job.n_actor, job.n_critic);
+    char *deck_text = deck_resolved_text(deck, cfg);
+    job_install_signals();
 
-    int status = 0;
+    /* restart: every stage's model (and the trained models' AdamW state) from
+     * the checkpoint, under this deck's plan and rank count */
+    int64_t start_step = 0, sft_done = 0;
+    int restarted = 0, partial = 0;
+    if (cfg->run.restart[0]) {
+        char used[JOB_PATH_MAX];
+        if (job_restart(&job, cfg->run.restart, &start_step, &sft_done, &partial, used, sizeof used, why,
+                        sizeof why) != 0) {
+            rc = deck_error_at(deck, "run.restart", "cannot restart: %s", why);
+            free(deck_text);
+            job_free(&job);
+            return rc;
+        }
+        restarted = 1;
+        nr_log("restart: %s: %lld SFT and %lld PPO steps done; continuing under this deck's plan on %d rank(s)\n",
+               used, (long long)sft_done, (long long)start_step, world);
+        if (start_step > cfg->ppo.steps)
+            nr_log("note: the checkpoint is past [ppo] steps = %d: no PPO step to run\n", cfg->ppo.steps);
+    }
+
+    int status = 0, stop_sig = 0;
+    char stop_ckpt[JOB_PATH_MAX] = "";
     double sft_first = NAN, sft_last = NAN;
-    if (cfg->sft.steps > 0) {
+    int sft_ran = 0;
+    if (cfg->sft.steps > sft_done) {
         SftData sd;
         int member = job.st[PLAN_ACTOR_TRAIN].member;
         rc = member ? sft_open(&sd, cfg, &ts, V, deck_path) : 0;
@@ -109,10 +134,11 @@ int run_job(const Config *cfg, const Deck *deck, const char *deck_path) {
             return 2;
         }
         double t0 = nr_now();
-        for (int s = 0; s < cfg->sft.steps; s++) {
+        for (int s = (int)sft_done; s < cfg->sft.steps; s++) {
             double ts0 = nr_now();
             float loss = job_sft_step(&job, &sd, s);
-            if (s == 0) sft_first = loss;
+            if (!sft_ran) sft_first = loss;
+            sft_ran++;
             sft_last = loss;
             if (!isfinite(loss)) {
                 nr_log("sft %4d | loss %g: non-finite loss, stopping\n", s, loss);
@@ -121,15 +147,26 @@ int run_job(const Config *cfg, const Deck *deck, const char *deck_path) {
             }
             if (s % cfg->run.log_every == 0 || s + 1 == cfg->sft.steps)
                 nr_log("sft %4d | loss %.4f | %.3fs | %s\n", s, loss, nr_now() - ts0, use_tokens ? "tokens" : "task");
+            if (s + 1 < cfg->sft.steps && (stop_sig = job_stop_requested(&job))) {
+                if (job_checkpoint(&job, 0, s + 1, deck_text, plan_text, stop_ckpt, sizeof stop_ckpt, why,
+                                   sizeof why) != 0) {
+                    nr_log("nereus: stop signal %d: the checkpoint failed: %s\n", stop_sig, why);
+                    status = 1;
+                }
+                break;
+            }
         }
         nr_log("sft: %d steps in %.2fs, loss %.4f -> %.4f\n", cfg->sft.steps, nr_now() - t0, sft_first, sft_last);
         if (member) sft_close(&sd);
     }
     /* every stage starts from the (warm-started) actor: gen, inf and ref take
-     * it whole, the critic and reward network take it as their trunk */
-    int from_actor[6] = {PLAN_ACTOR_GEN, PLAN_ACTOR_INF, PLAN_REF_INF, PLAN_CRITIC_INF, PLAN_CRITIC_TRAIN,
-                         PLAN_REWARD_INF};
-    job_sync(&job, PLAN_ACTOR_TRAIN, from_actor, 6);
+     * it whole, the critic and reward network take it as their trunk — unless
+     * a restart loaded them all and no SFT step ran since */
+    if (!restarted || sft_ran || partial) {
+        int from_actor[6] = {PLAN_ACTOR_GEN, PLAN_ACTOR_INF, PLAN_REF_INF, PLAN_CRITIC_INF, PLAN_CRITIC_TRAIN,
+                             PLAN_REWARD_INF};
+        job_sync(&job, PLAN_ACTOR_TRAIN, from_actor, 6);
+    }
 
     double eval_before = job_eval_greedy(&job), eval_after = NAN;
     nr_log("eval: greedy task reward on held-out prompts: %.4f\n", eval_before);
@@ -143,21 +180,22 @@ int run_job(const Config *cfg, const Deck *deck, const char *deck_path) {
 
     double *rewards = nr_xcalloc((size_t)cfg->ppo.steps + 1, sizeof(double));
     double *kls = nr_xcalloc((size_t)cfg->ppo.steps + 1, sizeof(double));
-    int done_steps = 0;
+    int done_steps = 0; /* PPO steps run by this job (rewards[0 .. done_steps)) */
+    int64_t last_ckpt = -1; /* step of the last checkpoint this job wrote */
     uint64_t tok_hash = 0xcbf29ce484222325ULL;
     double sync_time = 0, sync_bytes = 0;
-    if (cfg->ppo.steps > 0 && status == 0) {
+    if (cfg->ppo.steps > 0 && status == 0 && !stop_sig) {
         double run0 = nr_now();
-        for (int step = 0; step < cfg->ppo.steps; step++) {
+        for (int step = (int)start_step; step < cfg->ppo.steps; step++) {
             StepStats st;
             memset(&st, 0, sizeof st);
             double times[4], t0 = nr_now();
             int bad = job_step(&job, step, &st, times);
             double dt = nr_now() - t0;
-            rewards[step] = st.reward;
-            kls[step] = st.kl;
+            rewards[done_steps] = st.reward;
+            kls[done_steps] = st.kl;
             tok_hash = hash_tokens(tok_hash, &job.G);
-            done_steps = step + 1;
+            done_steps++;
             sync_time += times[3];
             sync_bytes = job.sync_bytes;
             if (bad) {
@@ -174,15 +212,51 @@ int run_job(const Config *cfg, const Deck *deck, const char *deck_path) {
                        step, st.reward, st.kl, st.pg_loss, st.vf_loss, st.entropy, st.resp_len, dt, times[0],
                        times[1], times[2], times[3], st.tokens / dt, ex, job.G.task_reward[0]);
             }
+            /* the schedule, and a stop signal (SIGTERM, SIGUSR1) at this step boundary */
+            int due = cfg->ckpt.every > 0 && (step + 1) % cfg->ckpt.every == 0;
+            stop_sig = step + 1 < cfg->ppo.steps ? job_stop_requested(&job) : 0;
+            if (due || stop_sig) {
+                char path[JOB_PATH_MAX];
+                if (job_checkpoint(&job, step + 1, cfg->sft.steps, deck_text, plan_text, path, sizeof path, why,
+                                   sizeof why) != 0) {
+                    nr_log("nereus: checkpoint after step %d failed: %s\n", step, why);
+                    status = 1;
+                    break;
+                }
+                last_ckpt = step + 1;
+                nr_log("ckpt: %s\n", path);
+                if (stop_sig) {
+                    snprintf(stop_ckpt, sizeof stop_ckpt, "%s", path);
+                    break;
+                }
+            }
         }
         nr_log("ppo: %d steps in %.2fs; weight sync %.3fs in all, %.0f bytes per step\n", done_steps,
                nr_now() - run0, sync_time, sync_bytes);
-        if (status == 0) {
+        if (status == 0 && !stop_sig) {
             eval_after = job_eval_greedy(&job);
             nr_log("eval: greedy task reward on held-out prompts: %.4f after PPO (%.4f before)\n", eval_after,
                    eval_before);
         }
     }
+
+    /* a scheduled run ends with a checkpoint of its last state */
+    int64_t final_step = restarted ? start_step + done_steps : done_steps;
+    if (status == 0 && !stop_sig && cfg->ckpt.every > 0 && cfg->ppo.steps > 0 && last_ckpt != final_step) {
+        char path[JOB_PATH_MAX];
+        if (job_checkpoint(&job, final_step, cfg->sft.steps, deck_text, plan_text, path, sizeof path, why,
+                           sizeof why) != 0) {
+            nr_log("nereus: final checkpoint failed: %s\n", why);
+            status = 1;
+        } else {
+            nr_log("ckpt: %s\n", path);
+        }
+    }
+    if (stop_sig)
+        nr_log("nereus: stopped by signal %d (%s) at a step boundary; checkpoint: %s — restart with "
+               "--restart %s (or [run] restart = latest)\n",
+               stop_sig, stop_sig == SIGTERM ? "SIGTERM" : stop_sig == SIGUSR1 ? "SIGUSR1" : "?",
+               stop_ckpt[0] ? stop_ckpt : "(none written)", stop_ckpt[0] ? stop_ckpt : "FILE");
 
     /* ---- verification block: stable numbers only (no times), one per line ---- */
     int n = done_steps, k = NR_MIN(10, n);
@@ -202,6 +276,8 @@ int run_job(const Config *cfg, const Deck *deck, const char *deck_path) {
         nr_log("verify.sft_loss_last: %.6f\n", sft_last);
     }
     nr_log("verify.ppo_steps: %d\n", n);
+    if (restarted) nr_log("verify.restart_step: %lld\n", (long long)start_step);
+    if (stop_sig) nr_log("verify.stopped_at_step: %lld\n", (long long)final_step);
     if (n > 0) { /* task reward means of the first and last min(10, n) PPO steps */
         nr_log("verify.reward_first10: %.6f\n", mean_range(rewards, 0, k));
         nr_log("verify.reward_last10: %.6f\n", mean_range(rewards, n - k, n));
@@ -210,7 +286,7 @@ int run_job(const Config *cfg, const Deck *deck, const char *deck_path) {
         nr_log("verify.tokens_hash: %016llx\n", (unsigned long long)tok_hash);
     }
     nr_log("verify.eval_greedy_before_ppo: %.6f\n", eval_before);
-    if (n > 0 && status == 0) nr_log("verify.eval_greedy_after_ppo: %.6f\n", eval_after);
+    if (n > 0 && status == 0 && !stop_sig) nr_log("verify.eval_greedy_after_ppo: %.6f\n", eval_after);
     nr_log("verify.checksum.actor: %.12e\n", cs_actor);
     if (cfg->ppo.steps > 0) {
         nr_log("verify.checksum.ref: %.12e\n", cs_ref);
@@ -222,6 +298,7 @@ int run_job(const Config *cfg, const Deck *deck, const char *deck_path) {
     nr_log("verify.status: %s\n", finite ? "pass" : "fail");
     free(rewards);
     free(kls);
+    free(deck_text);
     job_free(&job);
     return finite ? 0 : 1;
 }

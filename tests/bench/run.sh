@@ -12,5 +12,7 @@ echo "cpu: $(lscpu | sed -n 's/^Model name: *//p' | head -1) x $(nproc)" >> "$ou
 if [ "$(id -u)" = 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
 build/bench/bench_step "$out" "${1:-}"
 tests/bench/plans.sh "$out"
+mkdir -p build/bench-io
+jobs/local.sh -np 4 build/bench/bench_ckpt "$out" build/bench-io
 echo
 echo "bench: wrote $out"

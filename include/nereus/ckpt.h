@@ -1,0 +1,105 @@
+/* ckpt.h — layout-independent HDF5 checkpoints: every model at its full
+ * logical shape, each element written by the one rank that owns it, read
+ * back under any plan and rank count (docs/CHECKPOINT.md gives the schema).
+ *
+ * Write (SWIFT's pattern, STYLE.md): rank 0 creates the skeleton of
+ * PATH.tmp serially (groups, every dataset contiguous at full logical size
+ * with its space allocated, the config and meta attributes), then every
+ * rank reopens it with MPI-IO and writes its hyperslab of every dataset
+ * collectively (H5FD_MPIO_COLLECTIVE; ranks without a part select nothing);
+ * each rank's transfer is cut along the tensor's first axis under 1 GiB per
+ * call (below MPI-IO's 2 GB limit). Every writer adds its elements into an
+ * order-independent 64-bit checksum per dataset (below), summed over the
+ * ranks; rank 0 then stores the checksums, writes /meta complete = 1 last,
+ * closes and renames PATH.tmp to PATH: a crash leaves any older PATH intact,
+ * and a file without the flag is refused.
+ *
+ * Checksum of a dataset of n floats (row-major logical index k, IEEE bits
+ * b_k): Σ_k mix64(k·2^32 + b_k) mod 2^64, mix64 the SplitMix64 finaliser.
+ * Addition mod 2^64 is associative and commutative, so any partition of the
+ * elements over ranks gives the same value, and one changed bit changes it.
+ *
+ * Errors are returned, never aborted on: a bad file is bad input. Messages
+ * name the file and, where one is at fault, the dataset.
+ */
+#ifndef NEREUS_CKPT_H
+#define NEREUS_CKPT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <mpi.h>
+
+#include "nereus/model.h"
+
+#define CKPT_FORMAT 1
+
+typedef struct CkptModel {
+    const char *name;      /* "actor" | "critic" | "ref" | "reward" */
+    const GPTConfig *cfg;  /* the model's logical config (every rank passes it, member or not) */
+    GPT *m;                /* this rank's shard of that model, or NULL when this rank holds none */
+    int canonical;         /* this rank writes (and, on read, checksums) the elements it owns (gpt_tensor_owner):
+                              set on exactly one replica's members, so every logical element is covered once */
+    int adam;              /* a trained model: also its AdamW m and v (GPT local buffers m->m, m->v) and m->adam_t */
+    int vocab_real;        /* write only: the real vocabulary when cfg->V is padded (llm.c import); 0 = cfg->V */
+} CkptModel;
+
+typedef struct CkptMeta {
+    int64_t step;          /* PPO steps done = the next PPO step to run */
+    int64_t sft_done;      /* SFT steps done */
+    int64_t seed;
+    const char *deck;      /* resolved deck text (write); malloc'd copy on read */
+    const char *plan;      /* plan description (write); malloc'd copy on read */
+} CkptMeta;
+
+/* collective over comm. Writes path + ".tmp" and renames it to path once the complete flag is written
+ * (a crash leaves any earlier file at path intact). Returns 0, or -1 with why (every rank gets the same
+ * verdict). Entries with the same name may appear several times in models[] (e.g. the actor of actor.gen,
+ * actor.inf and actor.train): the file holds each name once. The params of a name are written by the
+ * canonical ranks of the first entry of that name that has any canonical rank; its adam datasets (and
+ * adam_t) by the canonical ranks of the first entry of that name that has adam set. Those ranks' owned
+ * elements must cover every logical element once (checked: -1 otherwise). */
+int ckpt_write(const char *path, MPI_Comm comm, const CkptMeta *meta, const CkptModel *models, int n, char *why,
+               size_t len);
+
+/* collective over comm. Opens path, refuses it (returns -1, why names the file and, where it applies, the
+ * dataset) when it is truncated/unreadable, has no complete flag, a checksum mismatch, or a model whose stored
+ * config/shape differs from cfg (message gives both, e.g. "[model] n_embd: checkpoint 64, deck 96" and the
+ * tensor shapes). Every entry with m != NULL reads exactly the elements that rank holds (all replicas read);
+ * entries with adam set also read m, v and adam_t — or, from a file without optimizer state for that model
+ * (e.g. an llm.c import), get m = v = 0 and adam_t = 0 (AdamW starts afresh). Checksums are verified over the
+ * canonical ranks' owned elements (chosen per name as in ckpt_write). meta (may be NULL) gets step, sft_done,
+ * seed and malloc'd deck/plan strings. Every rank gets the same verdict. */
+int ckpt_read(const char *path, MPI_Comm comm, CkptMeta *meta, CkptModel *models, int n, char *why, size_t len);
+void ckpt_meta_free(CkptMeta *meta);
+
+/* no MPI collective needed (1 process): the stored logical config of a model, for tools. has_adam may be
+ * NULL. Returns 0, or -1 with why. */
+int ckpt_model_config(const char *path, const char *name, GPTConfig *cfg, int *has_adam, char *why, size_t len);
+/* 1 process: the stored real vocabulary of a model (= V unless imported from a padded llm.c file). */
+int ckpt_model_vocab_real(const char *path, const char *name, int *vocab_real, char *why, size_t len);
+
+/* 1 process: the whole-file check of `nereus-ckpt verify`: complete flag, format, every model's datasets
+ * present with the shapes its stored config gives, every dataset's checksum recomputed over all its
+ * elements. Returns 0 when sound; -1 with one line naming the file and the dataset otherwise. */
+int ckpt_verify(const char *path, char *why, size_t len);
+/* 1 process: `nereus-ckpt info`: contents, shapes, step, plan, completeness, printed to out. Prints what it
+ * can of an incomplete file. Returns 0, or -1 with why when the file cannot be opened at all. */
+int ckpt_info(const char *path, FILE *out, char *why, size_t len);
+
+/* 1 process: mean next-token cross-entropy of the checkpoint's actor on the first batch of an llm.c token
+ * file: rows b = tokens[b·T, b·T+T), targets shifted by one (what the SFT step of the training path computes
+ * at step 0 with data = tokens, before its update). Returns 0, or -1 with why. */
+int ckpt_eval_loss(const char *path, const char *tokens_path, int B, int T, double *loss, char *why, size_t len);
+
+/* llm.c GPT-2 fp32 checkpoints (header int32[256]: 20240326, version 3, maxT, V, L, NH, C, Vp; then the
+ * parameters in our tensor order). import: 1 process, writes actor and ref (V = Vp, vocab_real = V, no
+ * adam, step 0). export: the actor of a checkpoint back to that format, byte for byte. */
+int ckpt_import_llmc(const char *llmc_path, const char *out_path, char *why, size_t len);
+int ckpt_export_llmc(const char *path, const char *out_path, char *why, size_t len);
+
+/* tests: the largest bytes one rank moves in one H5Dread/H5Dwrite (default 1 GiB; 0 restores it) */
+void ckpt_set_io_limit(size_t bytes);
+
+#endif

@@ -1,0 +1,209 @@
+/* h5.c — the HDF5 helpers of the checkpoint code: error capture (our one
+ * message instead of HDF5's stack dump), path existence, and typed attribute
+ * and string-dataset access. No MPI here: the parallel transfers are ckpt.c's. */
+#ifdef NEREUS_HAVE_HDF5 /* the whole file: without HDF5 ckpt.c has stubs */
+#include "h5_int.h"
+
+/* messages and paths are cut to their buffers on purpose (a long path only shortens the message) */
+#pragma GCC diagnostic ignored "-Wformat-truncation"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void h5_quiet(void) { H5Eset_auto2(H5E_DEFAULT, NULL, NULL); }
+
+typedef struct Reason { char *buf; size_t len; int got; } Reason;
+
+static herr_t reason_cb(unsigned n, const H5E_error2_t *err, void *data) {
+    Reason *r = data;
+    /* upward walk: the first entry is where the error was detected, the most specific */
+    if (!r->got && err->desc && err->desc[0]) {
+        snprintf(r->buf, r->len, "%s", err->desc);
+        r->got = 1;
+    }
+    return 0;
+}
+
+void h5_reason(char *buf, size_t len) {
+    Reason r = {buf, len, 0};
+    if (len) buf[0] = 0;
+    H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, reason_cb, &r);
+}
+
+void h5_err(H5Err *e, const char *fmt, ...) {
+    if (!e->why || !e->len || e->why[0]) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e->why, e->len, fmt, ap);
+    va_end(ap);
+}
+
+void h5_fail(H5Err *e, const char *call, const char *file, int line) {
+    char r[256];
+    h5_reason(r, sizeof r);
+    h5_err(e, "%s: HDF5 call %s failed%s%s (%s:%d)", e->path ? e->path : "?", call, r[0] ? ": " : "", r, file,
+           line);
+}
+
+int h5_exists(hid_t loc, const char *path) {
+    char buf[512];
+    size_t n = strlen(path);
+    if (n >= sizeof buf) return 0;
+    memcpy(buf, path, n + 1);
+    /* H5Lexists needs every intermediate link to exist: test the prefixes in turn */
+    for (size_t i = 1; i <= n; i++) {
+        if (buf[i] != '/' && buf[i] != 0) continue;
+        char c = buf[i];
+        buf[i] = 0;
+        if (strcmp(buf, "/") != 0 && buf[0] && H5Lexists(loc, buf, H5P_DEFAULT) <= 0) return 0;
+        buf[i] = c;
+    }
+    return 1;
+}
+
+int h5_attr_put(H5Err *e, hid_t loc, const char *name, hid_t ftype, hid_t mtype, hsize_t n, const void *buf) {
+    hid_t s = -1, a = -1;
+    if (n == 0) h5Check(e, s = H5Screate(H5S_SCALAR));
+    else h5Check(e, s = H5Screate_simple(1, &n, NULL));
+    if (H5Aexists(loc, name) > 0) h5Check(e, H5Adelete(loc, name));
+    h5Check(e, a = H5Acreate2(loc, name, ftype, s, H5P_DEFAULT, H5P_DEFAULT));
+    h5Check(e, H5Awrite(a, mtype, buf));
+    H5Aclose(a);
+    H5Sclose(s);
+    return 0;
+fail:
+    if (a >= 0) H5Aclose(a);
+    if (s >= 0) H5Sclose(s);
+    return -1;
+}
+
+static hid_t str_type(size_t n) {
+    hid_t t = H5Tcopy(H5T_C_S1);
+    if (t < 0) return t;
+    if (H5Tset_size(t, n ? n : 1) < 0 || H5Tset_strpad(t, H5T_STR_NULLTERM) < 0) {
+        H5Tclose(t);
+        return -1;
+    }
+    return t;
+}
+
+int h5_attr_put_str(H5Err *e, hid_t loc, const char *name, const char *s) {
+    hid_t t = -1;
+    h5Check(e, t = str_type(strlen(s) + 1));
+    int rc = h5_attr_put(e, loc, name, t, t, 0, s);
+    H5Tclose(t);
+    return rc;
+fail:
+    return -1;
+}
+
+int h5_attr_get(H5Err *e, hid_t loc, const char *objname, const char *name, hid_t mtype, hsize_t n, void *buf) {
+    hid_t a = -1, s = -1;
+    if (H5Aexists(loc, name) <= 0) {
+        h5_err(e, "%s: %s has no attribute '%s'", e->path, objname, name);
+        return -1;
+    }
+    h5Check(e, a = H5Aopen(loc, name, H5P_DEFAULT));
+    h5Check(e, s = H5Aget_space(a));
+    hssize_t got = H5Sget_simple_extent_npoints(s);
+    if (got != (hssize_t)(n ? n : 1)) {
+        h5_err(e, "%s: %s attribute '%s' holds %lld values, expected %llu", e->path, objname, name, (long long)got,
+               (unsigned long long)(n ? n : 1));
+        goto fail;
+    }
+    h5Check(e, H5Aread(a, mtype, buf));
+    H5Sclose(s);
+    H5Aclose(a);
+    return 0;
+fail:
+    if (s >= 0) H5Sclose(s);
+    if (a >= 0) H5Aclose(a);
+    return -1;
+}
+
+/* read a string (fixed or variable length) of type ft from attribute a or dataset d */
+static int read_str(H5Err *e, hid_t obj, int is_attr, const char *what, char **out) {
+    hid_t ft = -1, mt = -1;
+    *out = NULL;
+    h5Check(e, ft = is_attr ? H5Aget_type(obj) : H5Dget_type(obj));
+    if (H5Tget_class(ft) != H5T_STRING) {
+        h5_err(e, "%s: %s is not a string", e->path, what);
+        goto fail;
+    }
+    if (H5Tis_variable_str(ft) > 0) {
+        char *p = NULL;
+        h5Check(e, mt = H5Tcopy(H5T_C_S1));
+        h5Check(e, H5Tset_size(mt, H5T_VARIABLE));
+        h5Check(e, is_attr ? H5Aread(obj, mt, &p) : H5Dread(obj, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, &p));
+        *out = strdup(p ? p : "");
+        if (p) H5free_memory(p);
+    } else {
+        size_t n = H5Tget_size(ft);
+        h5Check(e, mt = str_type(n + 1));
+        char *p = calloc(n + 2, 1);
+        if (!p) { h5_err(e, "%s: out of memory reading %s", e->path, what); goto fail; }
+        if ((is_attr ? H5Aread(obj, mt, p) : H5Dread(obj, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, p)) < 0) {
+            free(p);
+            h5_fail(e, is_attr ? "H5Aread" : "H5Dread", __FILE__, __LINE__);
+            goto fail;
+        }
+        *out = p;
+    }
+    H5Tclose(mt);
+    H5Tclose(ft);
+    return 0;
+fail:
+    if (mt >= 0) H5Tclose(mt);
+    if (ft >= 0) H5Tclose(ft);
+    return -1;
+}
+
+int h5_attr_get_str(H5Err *e, hid_t loc, const char *objname, const char *name, char **out) {
+    hid_t a = -1;
+    char what[256];
+    snprintf(what, sizeof what, "%s attribute '%s'", objname, name);
+    if (H5Aexists(loc, name) <= 0) {
+        h5_err(e, "%s: %s has no attribute '%s'", e->path, objname, name);
+        return -1;
+    }
+    h5Check(e, a = H5Aopen(loc, name, H5P_DEFAULT));
+    int rc = read_str(e, a, 1, what, out);
+    H5Aclose(a);
+    return rc;
+fail:
+    return -1;
+}
+
+int h5_dset_put_str(H5Err *e, hid_t loc, const char *name, const char *s) {
+    hid_t t = -1, sp = -1, d = -1;
+    h5Check(e, t = str_type(strlen(s) + 1));
+    h5Check(e, sp = H5Screate(H5S_SCALAR));
+    h5Check(e, d = H5Dcreate2(loc, name, t, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+    h5Check(e, H5Dwrite(d, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, s));
+    H5Dclose(d);
+    H5Sclose(sp);
+    H5Tclose(t);
+    return 0;
+fail:
+    if (d >= 0) H5Dclose(d);
+    if (sp >= 0) H5Sclose(sp);
+    if (t >= 0) H5Tclose(t);
+    return -1;
+}
+
+int h5_dset_get_str(H5Err *e, hid_t loc, const char *name, char **out) {
+    hid_t d = -1;
+    if (!h5_exists(loc, name)) {
+        h5_err(e, "%s: no dataset %s", e->path, name);
+        return -1;
+    }
+    h5Check(e, d = H5Dopen2(loc, name, H5P_DEFAULT));
+    int rc = read_str(e, d, 0, name, out);
+    H5Dclose(d);
+    return rc;
+fail:
+    return -1;
+}
+#endif

@@ -1,0 +1,188 @@
+/* llmc.c — llm.c interchange and the loss of a checkpoint, the one-process
+ * parts of bin/nereus-ckpt that need a model: import of an llm.c GPT-2 fp32
+ * checkpoint as actor and ref, export of the actor back to that format
+ * (byte for byte), and the mean cross-entropy of the actor on the first
+ * batch of a token file, computed exactly as the SFT step computes it.
+ *
+ * llm.c file: int32 header[256] = {20240326, 3 (fp32), maxT, V, L, NH, C,
+ * Vp, 0...}, then Vp·C + ... floats in llm.c's order, which is our tensor
+ * order and the full logical vector (gpt_export_logical) of a model with
+ * V = Vp: the padded rows of wte are kept, the real V is stored beside it. */
+#include "nereus/ckpt.h"
+
+/* messages and paths are cut to their buffers on purpose (a long path only shortens the message) */
+#pragma GCC diagnostic ignored "-Wformat-truncation"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nereus/backend.h"
+#include "nereus/task.h"
+#include "nereus/util.h"
+
+#define LLMC_MAGIC 20240326
+#define LLMC_FP32 3
+
+int ckpt_import_llmc(const char *llmc_path, const char *out_path, char *why, size_t len) {
+    FILE *f = fopen(llmc_path, "rb");
+    if (!f) {
+        snprintf(why, len, "%s: cannot open: %s", llmc_path, strerror(errno));
+        return -1;
+    }
+    int32_t h[256];
+    if (fread(h, sizeof(int32_t), 256, f) != 256) {
+        snprintf(why, len, "%s: too short for an llm.c checkpoint (256-int32 header)", llmc_path);
+        fclose(f);
+        return -1;
+    }
+    if (h[0] != LLMC_MAGIC) {
+        snprintf(why, len, "%s: bad magic %d (an llm.c GPT-2 checkpoint has %d)", llmc_path, h[0], LLMC_MAGIC);
+        fclose(f);
+        return -1;
+    }
+    if (h[1] != LLMC_FP32) {
+        snprintf(why, len, "%s: llm.c checkpoint version %d; only version 3 (fp32) is supported%s", llmc_path, h[1],
+                 h[1] == 5 ? " (5 is bf16)" : "");
+        fclose(f);
+        return -1;
+    }
+    GPTConfig c = {h[7], h[2], h[4], h[6], h[5], 0};
+    int vocab = h[3];
+    if (c.V < 1 || c.maxT < 1 || c.L < 1 || c.C < 1 || c.NH < 1 || c.C % c.NH != 0 || vocab < 1 || vocab > c.V) {
+        snprintf(why, len, "%s: implausible header maxT=%d V=%d L=%d NH=%d C=%d Vp=%d", llmc_path, h[2], h[3], h[4],
+                 h[5], h[6], h[7]);
+        fclose(f);
+        return -1;
+    }
+    for (int i = 8; i < 256; i++)
+        if (h[i] != 0) {
+            snprintf(why, len, "%s: header word %d is %d; an llm.c GPT-2 header has zeros past word 7 (not kept, so "
+                     "refused)", llmc_path, i, h[i]);
+            fclose(f);
+            return -1;
+        }
+    size_t nl = gpt_logical_numel(&c);
+    float *full = nr_xmalloc(nl * sizeof(float));
+    size_t got = fread(full, sizeof(float), nl, f);
+    int extra = fgetc(f) != EOF;
+    fclose(f);
+    if (got != nl || extra) {
+        snprintf(why, len, "%s: the header gives %zu parameters but the file holds %s%zu", llmc_path, nl,
+                 extra ? "more than " : "", got);
+        free(full);
+        return -1;
+    }
+    GPT m;
+    gpt_build(&m, &c, backend_cpu(), 1, 1, 0, 0, 0.02f);
+    gpt_import_logical(&m, GPT_BUF_PARAMS, full);
+    free(full);
+    char plan[256];
+    snprintf(plan, sizeof plan, "imported from llm.c checkpoint %s (1 process)\n", llmc_path);
+    CkptMeta meta = {0, 0, 0, "", plan};
+    CkptModel ms[2] = {{"actor", &c, &m, 1, 0, vocab}, {"ref", &c, &m, 1, 0, vocab}};
+    int rc = ckpt_write(out_path, MPI_COMM_SELF, &meta, ms, 2, why, len);
+    gpt_free(&m);
+    return rc;
+}
+
+/* the actor of path, read into a frozen one-process model built for (B, T) */
+static int load_actor(const char *path, GPT *m, GPTConfig *c, int B, int T, char *why, size_t len) {
+    int has_adam;
+    if (ckpt_model_config(path, "actor", c, &has_adam, why, len)) return -1;
+    gpt_build(m, c, backend_cpu(), B, T, 0, 0, 0.02f);
+    CkptModel e = {"actor", c, m, 1, 0, 0};
+    if (ckpt_read(path, MPI_COMM_SELF, NULL, &e, 1, why, len)) {
+        gpt_free(m);
+        return -1;
+    }
+    return 0;
+}
+
+int ckpt_export_llmc(const char *path, const char *out_path, char *why, size_t len) {
+    GPTConfig c;
+    GPT m;
+    int vocab;
+    if (ckpt_model_vocab_real(path, "actor", &vocab, why, len)) return -1;
+    if (ckpt_model_config(path, "actor", &c, NULL, why, len)) return -1;
+    if (c.value_head) {
+        snprintf(why, len, "%s: the actor has a value head; llm.c's format has none", path);
+        return -1;
+    }
+    if (load_actor(path, &m, &c, 1, 1, why, len)) return -1;
+    size_t nl = gpt_logical_numel(&c);
+    float *full = nr_xmalloc(nl * sizeof(float));
+    gpt_export_logical(&m, GPT_BUF_PARAMS, full);
+    gpt_free(&m);
+    int32_t h[256] = {0};
+    h[0] = LLMC_MAGIC;
+    h[1] = LLMC_FP32;
+    h[2] = c.maxT;
+    h[3] = vocab;
+    h[4] = c.L;
+    h[5] = c.NH;
+    h[6] = c.C;
+    h[7] = c.V;
+    FILE *f = fopen(out_path, "wb");
+    int rc = 0;
+    if (!f) {
+        snprintf(why, len, "%s: cannot create: %s", out_path, strerror(errno));
+        rc = -1;
+    } else {
+        if (fwrite(h, sizeof(int32_t), 256, f) != 256 || fwrite(full, sizeof(float), nl, f) != nl) {
+            snprintf(why, len, "%s: write failed: %s", out_path, strerror(errno));
+            rc = -1;
+        }
+        if (fclose(f) != 0 && rc == 0) {
+            snprintf(why, len, "%s: write failed: %s", out_path, strerror(errno));
+            rc = -1;
+        }
+    }
+    free(full);
+    return rc;
+}
+
+int ckpt_eval_loss(const char *path, const char *tokens_path, int B, int T, double *loss, char *why, size_t len) {
+    TokenFile tf;
+    if (B < 1 || T < 1) {
+        snprintf(why, len, "loss: batch %d and seq %d must be at least 1", B, T);
+        return -1;
+    }
+    if (tokens_read(&tf, tokens_path, why, len)) return -1;
+    size_t need = (size_t)B * T + 1;
+    if (tf.count < need) {
+        snprintf(why, len, "%s: holds %zu tokens, fewer than one batch of %d x %d + 1 = %zu", tokens_path, tf.count, B,
+                 T, need);
+        tokens_free(&tf);
+        return -1;
+    }
+    GPTConfig c;
+    if (ckpt_model_config(path, "actor", &c, NULL, why, len)) { tokens_free(&tf); return -1; }
+    if (T > c.maxT || tf.max_token >= c.V) {
+        if (T > c.maxT) snprintf(why, len, "%s: seq %d exceeds the actor's %d positions", path, T, c.maxT);
+        else snprintf(why, len, "%s: token id %d is outside the actor's vocabulary of %d (%s)", tokens_path,
+                      tf.max_token, c.V, path);
+        tokens_free(&tf);
+        return -1;
+    }
+    GPT m;
+    if (load_actor(path, &m, &c, B, T, why, len)) { tokens_free(&tf); return -1; }
+    size_t n = (size_t)B * T;
+    int *tok = nr_xmalloc(n * sizeof(int)), *tg = nr_xmalloc(n * sizeof(int));
+    float *logp = nr_xmalloc(n * sizeof(float));
+    for (size_t k = 0; k < n; k++) {
+        tok[k] = tf.tokens[k];   /* row b = tokens[b·T, b·T+T): the SFT step's windows at step 0 */
+        tg[k] = tf.tokens[k + 1];
+    }
+    gpt_forward(&m, tok, B, T, 1, 0);
+    gpt_logprob(&m, tg, logp, NULL);
+    double s = 0;
+    for (size_t k = 0; k < n; k++) s -= logp[k]; /* summed as sft_step sums */
+    *loss = s / (double)n;
+    free(tok);
+    free(tg);
+    free(logp);
+    gpt_free(&m);
+    tokens_free(&tf);
+    return 0;
+}

@@ -1,0 +1,182 @@
+/* resume.c — checkpoints of the whole job: which stage's model goes into
+ * which checkpoint model (actor from actor.train with its AdamW state,
+ * critic from critic.train with its state, ref from ref.inf, the reward
+ * network from reward.inf), the file names DIR/NAME_stepNNNNNN.h5, keeping
+ * the newest K, finding the newest complete one ("latest"), restart into
+ * every stage under the current plan, and the stop signals. The file format
+ * itself is src/io/ckpt.c (docs/CHECKPOINT.md). */
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "nereus/ckpt.h"
+#include "nereus/comm.h"
+#include "nereus/job.h"
+#include "nereus/plan.h"
+#include "nereus/util.h"
+
+static volatile sig_atomic_t stop_signal = 0;
+
+static void on_stop_signal(int sig) { stop_signal = sig; }
+
+void job_install_signals(void) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGUSR1, &sa, NULL);
+}
+
+int job_stop_requested(Job *j) {
+    int64_t s = stop_signal;
+    comm_allreduce_max_i64(j->world, &s, 1);
+    return (int)s;
+}
+
+/* The checkpoint's models: each stage that holds a model is one entry; the
+ * canonical writers are replica 0's members of the stage named for the model */
+static int job_ckpt_models(Job *j, CkptModel *cm, GPTConfig *ac, GPTConfig *cc) {
+    static const struct { int stage; const char *name; int canonical; int adam; } map[] = {
+        {PLAN_ACTOR_TRAIN, "actor", 1, 1}, {PLAN_ACTOR_GEN, "actor", 0, 0}, {PLAN_ACTOR_INF, "actor", 0, 0},
+        {PLAN_CRITIC_TRAIN, "critic", 1, 1}, {PLAN_CRITIC_INF, "critic", 0, 0}, {PLAN_REF_INF, "ref", 1, 0},
+        {PLAN_REWARD_INF, "reward", 1, 0},
+    };
+    const Config *cfg = j->cfg;
+    memset(cm, 0, 8 * sizeof *cm);
+    *ac = (GPTConfig){j->V, cfg->model.max_seq, cfg->model.n_layer, cfg->model.n_embd, cfg->model.n_head, 0};
+    *cc = *ac;
+    cc->value_head = 1;
+    int n = 0;
+    for (size_t k = 0; k < sizeof map / sizeof map[0]; k++) {
+        Stage *s = &j->st[map[k].stage];
+        if (map[k].stage == PLAN_REWARD_INF && !j->have_rm) continue;
+        int critic = map[k].stage == PLAN_CRITIC_TRAIN || map[k].stage == PLAN_CRITIC_INF ||
+                     map[k].stage == PLAN_REWARD_INF;
+        cm[n].name = map[k].name;
+        cm[n].cfg = critic ? cc : ac;
+        cm[n].m = s->member ? &s->model : NULL;
+        cm[n].canonical = map[k].canonical && s->member && s->d == 0;
+        cm[n].adam = map[k].adam;
+        n++;
+    }
+    return n;
+}
+
+static void ckpt_name(const Job *j, int64_t step, char *buf, size_t len) {
+    snprintf(buf, len, "%s/%s_step%06lld.h5", j->cfg->ckpt.dir, j->cfg->run.name, (long long)step);
+}
+
+/* steps of DIR/NAME_stepNNNNNN.h5 files (complete names only, not .tmp), ascending */
+static int list_ckpts(const char *dir, const char *name, int64_t *steps, int max) {
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    int n = 0;
+    size_t nl = strlen(name);
+    struct dirent *e;
+    while ((e = readdir(d)) && n < max) {
+        long long s;
+        char tail[8];
+        if (strncmp(e->d_name, name, nl) != 0 || e->d_name[nl] != '_') continue;
+        if (sscanf(e->d_name + nl, "_step%lld%7s", &s, tail) == 2 && strcmp(tail, ".h5") == 0) steps[n++] = s;
+    }
+    closedir(d);
+    for (int a = 1; a < n; a++)
+        for (int b = a; b > 0 && steps[b] < steps[b - 1]; b--) {
+            int64_t t = steps[b]; steps[b] = steps[b - 1]; steps[b - 1] = t;
+        }
+    return n;
+}
+
+int job_checkpoint(Job *j, int64_t step, int64_t sft_done, const char *deck_text, const char *plan_text,
+                   char *path_out, size_t path_len, char *why, size_t why_len) {
+    const Config *cfg = j->cfg;
+    int64_t bad = 0;
+    if (j->rank == 0 && mkdir(cfg->ckpt.dir, 0777) != 0 && errno != EEXIST) {
+        snprintf(why, why_len, "cannot create checkpoint directory %s: %s", cfg->ckpt.dir, strerror(errno));
+        bad = 1;
+    }
+    comm_allreduce_max_i64(j->world, &bad, 1);
+    if (bad) {
+        if (j->rank != 0) snprintf(why, why_len, "cannot create checkpoint directory %s", cfg->ckpt.dir);
+        return -1;
+    }
+    ckpt_name(j, step, path_out, path_len);
+    CkptModel cm[8];
+    GPTConfig ac, cc;
+    int n = job_ckpt_models(j, cm, &ac, &cc);
+    CkptMeta meta = {step, sft_done, cfg->run.seed, deck_text, plan_text};
+    if (ckpt_write(path_out, j->world, &meta, cm, n, why, why_len) != 0) return -1;
+    /* keep the newest [ckpt] keep */
+    if (j->rank == 0) {
+        int64_t steps[4096];
+        int k = list_ckpts(cfg->ckpt.dir, cfg->run.name, steps, 4096);
+        for (int i = 0; i < k - cfg->ckpt.keep; i++) {
+            char old[JOB_PATH_MAX];
+            ckpt_name(j, steps[i], old, sizeof old);
+            if (unlink(old) != 0) nr_warn("could not delete old checkpoint %s: %s", old, strerror(errno));
+        }
+    }
+    return 0;
+}
+
+int job_restart(Job *j, const char *path, int64_t *step, int64_t *sft_done, int *partial, char *used,
+                size_t used_len, char *why, size_t why_len) {
+    const Config *cfg = j->cfg;
+    if (strcmp(path, "latest") == 0) {
+        int64_t steps[4096];
+        int k = list_ckpts(cfg->ckpt.dir, cfg->run.name, steps, 4096);
+        if (k == 0) {
+            snprintf(why, why_len, "restart = latest: no checkpoint %s/%s_step*.h5", cfg->ckpt.dir, cfg->run.name);
+            return -1;
+        }
+        /* every rank lists the same directory; the newest is taken (a half-written one is a .tmp, not listed) */
+        ckpt_name(j, steps[k - 1], used, used_len);
+    } else {
+        snprintf(used, used_len, "%s", path);
+    }
+    CkptModel cm[8];
+    GPTConfig ac, cc;
+    int n = job_ckpt_models(j, cm, &ac, &cc);
+    /* A file may hold fewer models than the job (an llm.c import: actor and
+     * ref, no critic, no AdamW state): those start as a fresh job would, from
+     * the actor, and the caller is told so. The actor itself must be there
+     * (ckpt_read reports why not). */
+    *partial = 0;
+    int kept = 0;
+    for (int i = 0; i < n; i++) {
+        GPTConfig fc;
+        int has_adam = 0;
+        char w2[256];
+        int present = ckpt_model_config(used, cm[i].name, &fc, &has_adam, w2, sizeof w2) == 0;
+        if (!present && strcmp(cm[i].name, "actor") != 0) {
+            if (cm[i].canonical || j->rank == 0) *partial = 1;
+            continue;
+        }
+        if (present && cm[i].adam && !has_adam) {
+            cm[i].adam = 0;
+            *partial = 1;
+        }
+        cm[kept++] = cm[i];
+    }
+    int64_t p = *partial;
+    comm_allreduce_max_i64(j->world, &p, 1);
+    *partial = (int)p;
+    if (*partial)
+        nr_log("note: %s holds fewer models or no AdamW state; what is missing starts from the actor, as in a fresh job\n",
+               used);
+    CkptMeta meta;
+    memset(&meta, 0, sizeof meta);
+    if (ckpt_read(used, j->world, &meta, cm, kept, why, why_len) != 0) return -1;
+    if (meta.seed != cfg->run.seed) nr_log("note: the checkpoint was written with seed %lld, the deck has %lld\n",
+                                          (long long)meta.seed, (long long)cfg->run.seed);
+    *step = meta.step;
+    *sft_done = meta.sft_done;
+    ckpt_meta_free(&meta);
+    return 0;
+}
