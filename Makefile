@@ -171,4 +171,5 @@ bench: deps
 clean:
 	rm -rf build bin
 
--include $(LIB_OBJ:.o=.d) $(wildcard build/obj/tests/*.d build/obj/tools/*.d build/obj/src/*.d)
+# every dependency file, so a header change rebuilds whatever includes it (tests/bench, tests/gpu too)
+-include $(shell find build/obj -name "*.d" 2>/dev/null)

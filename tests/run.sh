@@ -43,6 +43,19 @@ bad() {
 # verify FILE KEY: value of "verify.KEY: VALUE" in a run log
 verify() { sed -n "s/^verify\.$2: //p" "$1" | head -1; }
 
+# checksums_close REF OUT: the actor, ref and critic checksums of two runs
+# within relative 1e-5; appends what differs to $why, sets $worst
+checksums_close() {
+  worst=0
+  local k a b d
+  for k in checksum.actor checksum.ref checksum.critic; do
+    a=$(verify "$1" $k); b=$(verify "$2" $k)
+    d=$(awk -v a="$a" -v b="$b" 'BEGIN{ if (a=="" || b=="") { print "nan"; exit } d=(a-b)/a; if (d<0) d=-d; printf "%.1e", d }')
+    awk -v d="$d" 'BEGIN{exit !(d != "nan" && d+0 <= 1e-5)}' || why="$why $k $a vs $b;"
+    worst=$(awk -v d="$d" -v w="$worst" 'BEGIN{ print (d=="nan" || d+0 > w+0) ? d : w }')
+  done
+}
+
 echo "== unit tests"
 for p in test_deck test_backend_grad test_model test_ppo_pure test_task test_grid; do t "$p" 300 "build/tests/$p"; done
 # EMU communicators against the pure grid math, 8 ranks on the 2 cores
@@ -121,13 +134,7 @@ while IFS='|' read -r -u 3 name np plan; do
   for k in tokens_hash reward_first10 reward_last10 ppo_steps status; do
     [ "$(verify "$ref" $k)" = "$(verify "$out" $k)" ] || why="$why $k differs;"
   done
-  worst=0
-  for k in checksum.actor checksum.ref checksum.critic; do
-    a=$(verify "$ref" $k); b=$(verify "$out" $k)
-    d=$(awk -v a="$a" -v b="$b" 'BEGIN{ if (a=="" || b=="") { print "nan"; exit } d=(a-b)/a; if (d<0) d=-d; printf "%.1e", d }')
-    awk -v d="$d" 'BEGIN{exit !(d != "nan" && d+0 <= 1e-5)}' || why="$why $k $a vs $b;"
-    worst=$(awk -v d="$d" -v w="$worst" 'BEGIN{ print (d=="nan" || d+0 > w+0) ? d : w }')
-  done
+  checksums_close "$ref" "$out"
   if [ -z "$why" ]; then result "equiv-$name" 0 0 "$np ranks: tokens, rewards identical; checksums within $worst (limit 1e-5)"
   else result "equiv-$name" 1 0 "$why"; fi
 done 3< tests/equiv_plans.txt
@@ -168,13 +175,7 @@ for r in r1 r2 r3 r6-mixed r8-tp2pp2; do
     a=$(grep "^step *$s5 |" "$LOG/ckpt-write4.log" | cut -d'|' -f2,3); b=$(grep "^step *$s5 |" "$LOG/ckpt-$r-continue.log" | cut -d'|' -f2,3)
     [ -n "$a" ] && [ "$a" = "$b" ] || why="$why step $s5: '$a' vs '$b';"
   done
-  worst=0
-  for k in checksum.actor checksum.ref checksum.critic; do
-    a=$(verify "$LOG/ckpt-write4.log" $k); b=$(verify "$LOG/ckpt-$r-continue.log" $k)
-    d=$(awk -v a="$a" -v b="$b" 'BEGIN{ if (a=="" || b=="") { print "nan"; exit } d=(a-b)/a; if (d<0) d=-d; printf "%.1e", d }')
-    awk -v d="$d" 'BEGIN{exit !(d != "nan" && d+0 <= 1e-5)}' || why="$why $k $a vs $b;"
-    worst=$(awk -v d="$d" -v w="$worst" 'BEGIN{ print (d=="nan" || d+0 > w+0) ? d : w }')
-  done
+  checksums_close "$LOG/ckpt-write4.log" "$LOG/ckpt-$r-continue.log"
   if [ -z "$why" ]; then result "ckpt-$r-same-run" 0 0 "$np ranks: steps 5-9 reward and KL as uninterrupted, checksums within $worst"
   else result "ckpt-$r-same-run" 1 0 "$why"; fi
 done
