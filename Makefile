@@ -22,7 +22,7 @@ USE_HDF5 ?= auto
 
 # Debian packages a fresh Debian 12 machine needs (build, run, test, plots).
 DEB_PACKAGES := openmpi-bin libopenmpi-dev libopenblas-dev libopenblas-openmp-dev pkg-config libhdf5-openmpi-dev hdf5-tools \
-                libpapi-dev papi-tools python3-h5py python3-matplotlib
+                libpapi-dev papi-tools python3-h5py python3-matplotlib bc procps
 
 have_pc = $(shell pkg-config --exists $(1) 2>/dev/null && echo 1)
 
