@@ -105,4 +105,25 @@ static double diff_from_rank0(MPI_Comm c, const float *buf, size_t n) {
     return bad;
 }
 
+/* one perturbed logical vector (biases, gains, value head non-trivial) into
+ * the reference and the sharded model; fr (nl) keeps it */
+static void load_perturbed(GPT *ref, GPT *sharded, float *fr, size_t nl) {
+    gpt_export_logical(ref, GPT_BUF_PARAMS, fr);
+    for (size_t i = 0; i < nl; i++) fr[i] += 0.05f * rng_normal(3, RNG_TEST, 1, i);
+    gpt_import_logical(ref, GPT_BUF_PARAMS, fr);
+    gpt_import_logical(sharded, GPT_BUF_PARAMS, fr);
+}
+
+/* a random batch of BT = B·T tokens and targets (each row's first position
+ * skipped) and the weights of a random loss over logp, entropy and values */
+static void random_batch(int *tok, int *tg, float *wl, float *we, float *wv, int BT, int T, int V) {
+    for (int i = 0; i < BT; i++) {
+        tok[i] = rng_below(1, RNG_TEST, 2, i, V);
+        tg[i] = (i % T == 0) ? -1 : rng_below(1, RNG_TEST, 3, i, V);
+        wl[i] = rng_normal(1, RNG_TEST, 4, i);
+        we[i] = 0.3f * rng_normal(1, RNG_TEST, 6, i);
+        wv[i] = rng_normal(1, RNG_TEST, 5, i);
+    }
+}
+
 #endif

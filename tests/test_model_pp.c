@@ -123,21 +123,11 @@ static void test_one(Checks *k, const Emu *e, int value_head, int microbatches) 
     memset(pm.m, 0, pm.nparams * sizeof(float));
     memset(pm.v, 0, pm.nparams * sizeof(float));
 
-    /* one perturbed logical vector (biases, gains, value head non-trivial) into both models */
-    gpt_export_logical(&ref, GPT_BUF_PARAMS, fr);
-    for (size_t i = 0; i < nl; i++) fr[i] += 0.05f * rng_normal(3, RNG_TEST, 1, i);
-    gpt_import_logical(&ref, GPT_BUF_PARAMS, fr);
-    gpt_import_logical(&pm, GPT_BUF_PARAMS, fr);
+    load_perturbed(&ref, &pm, fr, nl);
 
     int tok[60], tg[60];
     float wl[60], we[60], wv[60], lr_[60], lt[60], er[60], et[60];
-    for (int i = 0; i < BT; i++) {
-        tok[i] = rng_below(1, RNG_TEST, 2, i, c.V);
-        tg[i] = (i % T == 0) ? -1 : rng_below(1, RNG_TEST, 3, i, c.V);
-        wl[i] = rng_normal(1, RNG_TEST, 4, i);
-        we[i] = 0.3f * rng_normal(1, RNG_TEST, 6, i);
-        wv[i] = rng_normal(1, RNG_TEST, 5, i);
-    }
+    random_batch(tok, tg, wl, we, wv, BT, T, c.V);
     gpt_zero_grad(&ref);
     gpt_zero_grad(&pm);
     for (int pass = 0; pass < 2; pass++) { /* the second pass accumulates onto the first's gradients */

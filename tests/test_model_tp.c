@@ -90,21 +90,11 @@ static void test_one(Checks *k, const GPTShard *sh, int value_head) {
     memset(tp.m, 0, tp.nparams * sizeof(float));
     memset(tp.v, 0, tp.nparams * sizeof(float));
 
-    /* one perturbed logical vector (biases, gains, value head non-trivial) into both models */
-    gpt_export_logical(&ref, GPT_BUF_PARAMS, fr);
-    for (size_t i = 0; i < nl; i++) fr[i] += 0.05f * rng_normal(3, RNG_TEST, 1, i);
-    gpt_import_logical(&ref, GPT_BUF_PARAMS, fr);
-    gpt_import_logical(&tp, GPT_BUF_PARAMS, fr);
+    load_perturbed(&ref, &tp, fr, nl);
 
     int tok[30], tg[30];
     float wl[30], we[30], wv[30], lr_[30], lt[30], er[30], et[30];
-    for (int i = 0; i < BT; i++) {
-        tok[i] = rng_below(1, RNG_TEST, 2, i, c.V);
-        tg[i] = (i % T == 0) ? -1 : rng_below(1, RNG_TEST, 3, i, c.V);
-        wl[i] = rng_normal(1, RNG_TEST, 4, i);
-        we[i] = 0.3f * rng_normal(1, RNG_TEST, 6, i);
-        wv[i] = rng_normal(1, RNG_TEST, 5, i);
-    }
+    random_batch(tok, tg, wl, we, wv, BT, T, c.V);
     gpt_zero_grad(&ref);
     gpt_zero_grad(&tp);
     if (!value_head) {
