@@ -145,6 +145,7 @@ static const char FULL[] =
     "blas_threads = 4\n"
     "log_every = 10\n"
     "restart = ckpt/old.h5\n"
+    "precision = tf32\n"
     "\n"
     "[model]\n"
     "n_layer = 3\n"
@@ -233,7 +234,7 @@ static void good_full(Tally *t, const char *text, const char *what)
           "%s: ppo values", what);
     check(t, c.reward.network == 1 && c.reward.network_weight == -0.5f && c.inject.nan_loss_step == 3,
           "%s: reward and inject values", what);
-    check(t, strcmp(c.run.restart, "ckpt/old.h5") == 0 && c.ckpt.every == 5 && strcmp(c.ckpt.dir, "out/ck") == 0 &&
+    check(t, strcmp(c.run.restart, "ckpt/old.h5") == 0 && strcmp(c.run.precision, "tf32") == 0 && c.ckpt.every == 5 && strcmp(c.ckpt.dir, "out/ck") == 0 &&
                  c.ckpt.keep == 3,
           "%s: restart and ckpt values", what);
     const PlanStage *ps = c.plan.stage;
@@ -244,7 +245,7 @@ static void good_full(Tally *t, const char *text, const char *what)
                  ps[PLAN_REF_INF].all == 1 && ps[PLAN_CRITIC_TRAIN].nranks == 4 && ps[PLAN_CRITIC_TRAIN].ranks[2] == 8 &&
                  ps[PLAN_REWARD_INF].tp == 4 && ps[PLAN_REWARD_INF].nranks == 4,
           "%s: plan values", what);
-    check(t, deck_line(d, "run.name") == 3 && deck_line(d, "model.n_head") == 13 && deck_line(d, "inject.nan_loss_step") == 54,
+    check(t, deck_line(d, "run.name") == 3 && deck_line(d, "model.n_head") == 14 && deck_line(d, "inject.nan_loss_step") == 55,
           "%s: line numbers (name %d n_head %d nan_loss_step %d)", what, deck_line(d, "run.name"),
           deck_line(d, "model.n_head"), deck_line(d, "inject.nan_loss_step"));
     deck_free(d);
@@ -596,7 +597,7 @@ static void table_checks(Tally *t)
         }
         l = nl ? nl + 1 : l + ll;
     }
-    check(t, rows == 55 && broken == 0, "reference: %d key rows, %d with a stray '|'", rows, broken);
+    check(t, rows == 56 && broken == 0, "reference: %d key rows, %d with a stray '|'", rows, broken);
     check(t, buf && strstr(buf, "| `value_clip` | float | `0.2` | > 0 and ≤ 1000000 |"), "bounds print as written (1000000)");
     free(buf);
 }

@@ -20,6 +20,7 @@ typedef struct RunConfig {
     int blas_threads;        /* [run] blas_threads: BLAS threads per rank */
     int log_every;           /* [run] log_every: print a progress line every N steps */
     char restart[CFG_STR];   /* [run] restart: checkpoint to resume from ("" = none; --restart FILE too) */
+    char precision[8];       /* [run] precision: fp32 | tf32 (GEMMs on the CUDA backend's tensor cores) */
 } RunConfig;
 
 typedef struct ModelConfig {

@@ -46,6 +46,8 @@ const DeckKey deck_keys[] = {
      "BLAS threads per rank"},
     {"run", "log_every", DECK_T_INT, 0, "1", GE(1), LE(1000000), NULL, F_INT(run.log_every),
      "print a progress line every N steps"},
+    {"run", "precision", DECK_T_CHOICE, 0, "fp32", NONE, NONE, "fp32|tf32", F_STR(run.precision),
+     "GEMM precision: fp32, or tf32 (the CUDA backend's tensor cores; the CPU backend always computes fp32 and says so)"},
     {"run", "restart", DECK_T_STRING, 0, "", NONE, NONE, NULL, F_STR(run.restart),
      "checkpoint (HDF5) to resume from under this deck's plan and rank count; \"\" = start fresh (bin/nereus --restart FILE overrides)"},
 

@@ -12,6 +12,9 @@
 #include <string.h>
 
 #include "nereus/backend.h"
+#ifdef NEREUS_CUDA
+#include "nereus/backend_cuda.h"
+#endif
 #include "nereus/comm.h"
 #include "nereus/job.h"
 #include "nereus/plan.h"
@@ -56,6 +59,13 @@ int run_job(const Config *cfg, const Deck *deck, const char *deck_path) {
     if (!be) return deck_error_at(deck, "run.backend", "%s", why);
     if (why[0]) nr_log("nereus: %s\n", why); /* e.g. why "auto" did not pick CUDA */
     be->set_threads(cfg->run.blas_threads);
+    if (strcmp(cfg->run.precision, "tf32") == 0) {
+#ifdef NEREUS_CUDA
+        if (strcmp(be->name, "cuda") == 0) backend_cuda_set_tf32(1);
+        else
+#endif
+            nr_log("note: [run] precision = tf32 applies to the CUDA backend; the %s backend computes fp32\n", be->name);
+    }
 
     TaskSet ts;
     if (task_parse(&ts, cfg->task.names, cfg->task.digits, (uint64_t)cfg->run.seed, why, sizeof why) != 0)
