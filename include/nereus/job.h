@@ -49,13 +49,17 @@ typedef struct Job {
     int V, P, Tgen, Tsft;
     int have_rm;               /* reward.inf holds a reward network */
     Stage st[7];               /* indexed by PlanStageId */
-    size_t n_actor, n_critic;  /* logical parameter counts (actor: no value head) */
+    GPTConfig ac, cc;          /* the actor's and the critic's (value head) logical configs */
+    size_t n_actor, n_critic;  /* their logical parameter counts */
     float *full, *tmp;         /* (n_critic) logical staging buffers */
     Rollout G;                 /* the step's whole rollout (every rank) */
     Rollout L;                 /* this rank's gen rows (actor.gen members) */
     float *scratch;            /* (Bg, Tgen) inference rows / assembly */
     double sync_bytes;         /* bytes received by ranks in the last weight sync */
 } Job;
+
+/* the stage holds a critic-shaped model (value head): critic.inf, critic.train, reward.inf */
+int job_stage_is_critic(int id);
 
 /* collective over world: EMUs of the resolved plan, this rank's models
  * (initialised from the seed: every stage of a model starts equal), the

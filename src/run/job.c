@@ -36,7 +36,7 @@ static void model_import(GPT *m, const float *full, size_t n, float *tmp) {
     gpt_import_logical(m, GPT_BUF_PARAMS, tmp);
 }
 
-static int stage_is_critic(int id) { return id == PLAN_CRITIC_INF || id == PLAN_CRITIC_TRAIN || id == PLAN_REWARD_INF; }
+int job_stage_is_critic(int id) { return id == PLAN_CRITIC_INF || id == PLAN_CRITIC_TRAIN || id == PLAN_REWARD_INF; }
 
 void job_build(Job *j, MPI_Comm world, const Config *cfg, const Backend *be, const TaskSet *ts, int V, int Tsft) {
     memset(j, 0, sizeof *j);
@@ -56,11 +56,12 @@ void job_build(Job *j, MPI_Comm world, const Config *cfg, const Backend *be, con
     j->have_rm = cfg->reward.network && cfg->ppo.steps > 0;
     int Bg = cfg->ppo.batch;
     uint64_t seed = (uint64_t)cfg->run.seed;
-    GPTConfig ac = {V, cfg->model.max_seq, cfg->model.n_layer, cfg->model.n_embd, cfg->model.n_head, 0};
-    GPTConfig cc = ac;
-    cc.value_head = 1;
-    j->n_actor = gpt_logical_numel(&ac);
-    j->n_critic = gpt_logical_numel(&cc);
+    j->ac = (GPTConfig){V, cfg->model.max_seq, cfg->model.n_layer, cfg->model.n_embd, cfg->model.n_head, 0};
+    j->cc = j->ac;
+    j->cc.value_head = 1;
+    const GPTConfig *ac = &j->ac, *cc = &j->cc;
+    j->n_actor = gpt_logical_numel(ac);
+    j->n_critic = gpt_logical_numel(cc);
     j->full = nr_xmalloc(j->n_critic * sizeof(float));
     j->tmp = nr_xmalloc(j->n_critic * sizeof(float));
     for (int i = 0; i < PLAN_NSTAGES; i++) {
@@ -76,7 +77,7 @@ void job_build(Job *j, MPI_Comm world, const Config *cfg, const Backend *be, con
         s->root = s->emu.ranks[0];
         s->B = Bg / s->dp;
         if (!s->member || (i == PLAN_REWARD_INF && !j->have_rm)) continue;
-        int critic = stage_is_critic(i);
+        int critic = job_stage_is_critic(i);
         int train = plan_stage_is_train(i);
         int Bmax = s->B, Tmax = j->Tgen;
         if (train) {
@@ -99,12 +100,12 @@ void job_build(Job *j, MPI_Comm world, const Config *cfg, const Backend *be, con
         sh.pp_comm = sh.pp > 1 ? s->emu.pp : MPI_COMM_NULL;
         sh.embd_comm = sh.pp > 1 ? s->emu.embd : MPI_COMM_NULL;
         sh.microbatches = 0; /* default: pp microbatches */
-        gpt_build_shard(&s->model, critic ? &cc : &ac, &sh, be, Bmax, Tmax, train, sd, cfg->model.init_std);
+        gpt_build_shard(&s->model, critic ? cc : ac, &sh, be, Bmax, Tmax, train, sd, cfg->model.init_std);
         if (i == PLAN_REWARD_INF && s->model.p[GPT_VHW]) { /* the head lives on the last pipeline stage */
             /* a frozen reward network: value head drawn from the seed (UNTRAINED until checkpoints load one) */
-            float *vh = nr_xmalloc((size_t)cc.C * sizeof(float));
-            for (int c = 0; c < cc.C; c++) vh[c] = cfg->model.init_std * rng_normal(seed + 2, RNG_INIT, 1000, c);
-            be->upload(s->model.p[GPT_VHW], vh, (size_t)cc.C * sizeof(float));
+            float *vh = nr_xmalloc((size_t)cc->C * sizeof(float));
+            for (int c = 0; c < cc->C; c++) vh[c] = cfg->model.init_std * rng_normal(seed + 2, RNG_INIT, 1000, c);
+            be->upload(s->model.p[GPT_VHW], vh, (size_t)cc->C * sizeof(float));
             free(vh);
         }
     }
@@ -146,14 +147,14 @@ void job_import(Job *j, int dst, const float *full, size_t n) {
 }
 
 void job_sync(Job *j, int src, const int *dst, int ndst) {
-    size_t n = stage_is_critic(src) ? j->n_critic : j->n_actor;
+    size_t n = job_stage_is_critic(src) ? j->n_critic : j->n_actor;
     job_assemble(j, src, j->full, n);
     for (int k = 0; k < ndst; k++) job_import(j, dst[k], j->full, n);
     j->sync_bytes = (double)n * sizeof(float) * (j->size - 1); /* the broadcast reaches every other rank */
 }
 
 double job_checksum(Job *j, int src) {
-    size_t n = stage_is_critic(src) ? j->n_critic : j->n_actor;
+    size_t n = job_stage_is_critic(src) ? j->n_critic : j->n_actor;
     job_assemble(j, src, j->full, n);
     double s = 0.0;
     for (size_t i = 0; i < n; i++) s += fabs((double)j->full[i]);

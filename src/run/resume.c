@@ -41,25 +41,19 @@ int job_stop_requested(Job *j) {
 
 /* The checkpoint's models: each stage that holds a model is one entry; the
  * canonical writers are replica 0's members of the stage named for the model */
-static int job_ckpt_models(Job *j, CkptModel *cm, GPTConfig *ac, GPTConfig *cc) {
+static int job_ckpt_models(Job *j, CkptModel *cm) {
     static const struct { int stage; const char *name; int canonical; int adam; } map[] = {
         {PLAN_ACTOR_TRAIN, "actor", 1, 1}, {PLAN_ACTOR_GEN, "actor", 0, 0}, {PLAN_ACTOR_INF, "actor", 0, 0},
         {PLAN_CRITIC_TRAIN, "critic", 1, 1}, {PLAN_CRITIC_INF, "critic", 0, 0}, {PLAN_REF_INF, "ref", 1, 0},
         {PLAN_REWARD_INF, "reward", 1, 0},
     };
-    const Config *cfg = j->cfg;
     memset(cm, 0, 8 * sizeof *cm);
-    *ac = (GPTConfig){j->V, cfg->model.max_seq, cfg->model.n_layer, cfg->model.n_embd, cfg->model.n_head, 0};
-    *cc = *ac;
-    cc->value_head = 1;
     int n = 0;
     for (size_t k = 0; k < sizeof map / sizeof map[0]; k++) {
         Stage *s = &j->st[map[k].stage];
         if (map[k].stage == PLAN_REWARD_INF && !j->have_rm) continue;
-        int critic = map[k].stage == PLAN_CRITIC_TRAIN || map[k].stage == PLAN_CRITIC_INF ||
-                     map[k].stage == PLAN_REWARD_INF;
         cm[n].name = map[k].name;
-        cm[n].cfg = critic ? cc : ac;
+        cm[n].cfg = job_stage_is_critic(map[k].stage) ? &j->cc : &j->ac;
         cm[n].m = s->member ? &s->model : NULL;
         cm[n].canonical = map[k].canonical && s->member && s->d == 0;
         cm[n].adam = map[k].adam;
@@ -108,8 +102,7 @@ int job_checkpoint(Job *j, int64_t step, int64_t sft_done, const char *deck_text
     }
     ckpt_name(j, step, path_out, path_len);
     CkptModel cm[8];
-    GPTConfig ac, cc;
-    int n = job_ckpt_models(j, cm, &ac, &cc);
+    int n = job_ckpt_models(j, cm);
     CkptMeta meta = {step, sft_done, cfg->run.seed, deck_text, plan_text};
     if (ckpt_write(path_out, j->world, &meta, cm, n, why, why_len) != 0) return -1;
     /* keep the newest [ckpt] keep */
@@ -141,8 +134,7 @@ int job_restart(Job *j, const char *path, int64_t *step, int64_t *sft_done, int 
         snprintf(used, used_len, "%s", path);
     }
     CkptModel cm[8];
-    GPTConfig ac, cc;
-    int n = job_ckpt_models(j, cm, &ac, &cc);
+    int n = job_ckpt_models(j, cm);
     /* A file may hold fewer models than the job (an llm.c import: actor and
      * ref, no critic, no AdamW state): those start as a fresh job would, from
      * the actor, and the caller is told so. The actor itself must be there

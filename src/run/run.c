@@ -43,8 +43,8 @@ static uint64_t hash_tokens(uint64_t h, const Rollout *r) {
     return h;
 }
 
-/* What the plan means for SFT: returns 2 with a message at the line otherwise. */
-static int check_plan_supported(const Config *cfg, const Deck *deck) {
+/* The SFT batch must split over actor.train's replicas: returns 2 with a message at the line otherwise. */
+static int check_sft_split(const Config *cfg, const Deck *deck) {
     if (cfg->sft.steps > 0 && cfg->sft.batch % cfg->plan.stage[PLAN_ACTOR_TRAIN].dp != 0)
         return deck_error_at(deck, "sft.batch", "[sft] batch = %d is not divisible by actor.train's dp = %d",
                              cfg->sft.batch, cfg->plan.stage[PLAN_ACTOR_TRAIN].dp);
@@ -85,7 +85,7 @@ int run_job(const Config *cfg, const Deck *deck, const char *deck_path) {
     if (cfg->sft.steps > 0 && Tsft > cfg->model.max_seq)
         return deck_error_at(deck, "model.max_seq", "max_seq %d is shorter than an SFT sequence (%d tokens)",
                              cfg->model.max_seq, Tsft);
-    int rc = check_plan_supported(cfg, deck);
+    int rc = check_sft_split(cfg, deck);
     if (rc) return rc;
     if (cfg->ppo.max_response < task_max_answer(&ts) + 1)
         nr_log("note: [ppo] max_response %d cannot hold the longest answer (%d tokens + EOS); rewards are capped\n",

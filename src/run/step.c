@@ -121,27 +121,23 @@ int job_step(Job *j, int step, StepStats *st, double times[4]) {
     st->grad_norm_actor = red[5];
     st->grad_norm_critic = red[6];
     st->finite = red[7] == 0.0;
-    if (!st->finite) {
-        times[0] = t1 - t0;
-        times[1] = t2 - t1;
-        times[2] = t3 - t2;
-        times[3] = 0;
-        reduce_times(j, times, 4);
-        return 1;
+    /* weight sync (not after a non-finite step: the run stops there): the
+     * trained models to the stages that generate and score with them */
+    double t4 = t3;
+    if (st->finite) {
+        int actor_dst[2] = {PLAN_ACTOR_GEN, PLAN_ACTOR_INF}, critic_dst[1] = {PLAN_CRITIC_INF};
+        job_sync(j, PLAN_ACTOR_TRAIN, actor_dst, 2);
+        double bytes = j->sync_bytes;
+        job_sync(j, PLAN_CRITIC_TRAIN, critic_dst, 1);
+        j->sync_bytes += bytes;
+        t4 = nr_now();
     }
-    /* weight sync: the trained models to the stages that generate and score with them */
-    int actor_dst[2] = {PLAN_ACTOR_GEN, PLAN_ACTOR_INF}, critic_dst[1] = {PLAN_CRITIC_INF};
-    job_sync(j, PLAN_ACTOR_TRAIN, actor_dst, 2);
-    double bytes = j->sync_bytes;
-    job_sync(j, PLAN_CRITIC_TRAIN, critic_dst, 1);
-    j->sync_bytes += bytes;
-    double t4 = nr_now();
     times[0] = t1 - t0;
     times[1] = t2 - t1;
     times[2] = t3 - t2;
     times[3] = t4 - t3;
     reduce_times(j, times, 4);
-    return 0;
+    return st->finite ? 0 : 1;
 }
 
 float job_sft_step(Job *j, SftData *sd, int step) {
