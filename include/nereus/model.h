@@ -303,6 +303,9 @@ float gpt_update(GPT *m, float lr, float beta1, float beta2, float eps, float wd
  * m->d_logits (backend memory; also copied to the host array logits_out
  * unless it is NULL). gpt_decode then consumes one token per sequence at
  * position pos (= P, P+1, ...) and leaves the next logits the same way. */
+/* After gpt_forward over (B, T): the logits of the last position only, into
+ * m->d_logits (B, V), as gpt_prefill leaves them (single-stage models). */
+void gpt_logits_last(GPT *m, int B, int T);
 void gpt_prefill(GPT *m, const int *tokens, int B, int P, float *logits_out);
 void gpt_decode(GPT *m, const int *tok, int B, int pos, float *logits_out);
 

@@ -643,18 +643,24 @@ static size_t gpt_kv_layer(const GPT *m) {
 void gpt_prefill(GPT *m, const int *tokens, int B, int P, float *logits_out) {
     const Backend *be = m->be;
     const GPTConfig *c = &m->cfg;
-    int C = c->C, Cl = m->Cl;
+    int Cl = m->Cl;
     if (m->sh.pp > 1) nr_fatal("gpt_prefill: pipelined generation is not supported; give actor.gen pp = 1");
     gpt_forward(m, tokens, B, P, 0, 0);
     size_t BTCl = (size_t)B * P * Cl;
     for (int l = 0; l < c->L; l++)
         be->kv_fill(m->kcache + l * gpt_kv_layer(m), m->vcache + l * gpt_kv_layer(m), m->a.qkv + l * BTCl * 3,
                     B, P, m->Tmax, Cl, m->NHl);
-    /* logits of the last prompt position only: (B, C) rows of lnf → (B, V) */
-    for (int b = 0; b < B; b++)
-        be->copy(m->d_ln + (size_t)b * C, m->a.lnf + ((size_t)b * P + P - 1) * C, (size_t)C * sizeof(float));
-    be->matmul_forward(m->d_logits, m->d_ln, m->p[GPT_WTE], NULL, B, C, c->V);
+    gpt_logits_last(m, B, P);
     if (logits_out) be->download(logits_out, m->d_logits, (size_t)B * c->V * sizeof(float));
+}
+
+void gpt_logits_last(GPT *m, int B, int T) {
+    const Backend *be = m->be;
+    int C = m->cfg.C;
+    /* (B, C) rows of lnf at position T−1 → (B, V) through the tied LM head */
+    for (int b = 0; b < B; b++)
+        be->copy(m->d_ln + (size_t)b * C, m->a.lnf + ((size_t)b * T + T - 1) * C, (size_t)C * sizeof(float));
+    be->matmul_forward(m->d_logits, m->d_ln, m->p[GPT_WTE], NULL, B, C, m->cfg.V);
 }
 
 /* collective over m->sh.tp_comm */

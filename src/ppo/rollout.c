@@ -105,16 +105,13 @@ void ppo_generate(Rollout *r, GPT *actor, const Config *cfg, const TaskSet *ts, 
 
 void ppo_generate_nocache(Rollout *r, GPT *actor, const Config *cfg, const TaskSet *ts, int step) {
     rollout_prompts(r, ts, step);
-    int V = actor->cfg.V, R = cfg->ppo.max_response, C = actor->cfg.C;
+    int R = cfg->ppo.max_response;
     int *dense = nr_xmalloc((size_t)r->B * r->Tcap * sizeof(int));
     for (int j = 0; j < R; j++) {
         int T = r->P + j;
         for (int b = 0; b < r->B; b++) memcpy(dense + (size_t)b * T, r->tokens + (size_t)b * r->Tcap, T * sizeof(int));
         gpt_forward(actor, dense, r->B, T, 0, 0);
-        /* last position's logits only, as the cached path computes them */
-        for (int b = 0; b < r->B; b++)
-            actor->be->copy(actor->d_ln + (size_t)b * C, actor->a.lnf + ((size_t)b * T + T - 1) * C, C * sizeof(float));
-        actor->be->matmul_forward(actor->d_logits, actor->d_ln, actor->p[GPT_WTE], NULL, r->B, C, V);
+        gpt_logits_last(actor, r->B, T); /* as the cached path computes them */
         int running = rollout_sample(r, actor, cfg, step, j);
         if (running == 0 || j + 1 == R) break;
     }
