@@ -97,28 +97,7 @@ static void test_one(Checks *k, const Emu *e, int value_head, int microbatches) 
     note(k, diff_from_rank0(e->all, &ctf, 1), 0, "%s checksum the same on every rank%s", kind, NULL);
 
     /* round trips: export then import into a zeroed buffer gives the same local floats */
-    float *keep = nr_xmalloc(pm.nparams * sizeof(float));
-    const char *bufname[4] = {"params", "grads", "adam m", "adam v"};
-    float *bufs[4] = {pm.params, pm.grads, pm.m, pm.v};
-    for (int w = 0; w < 4; w++) {
-        for (size_t i = 0; i < pm.nparams; i++) bufs[w][i] = rng_normal(5, RNG_TEST, (uint64_t)w, i);
-        for (int i = 0; i < pm.ntensors; i++) /* padding left as zero: import never writes it */
-            memset(bufs[w] + pm.tensors[i].offset + pm.tensors[i].lnumel, 0,
-                   (((pm.tensors[i].lnumel + 15) & ~(size_t)15) - pm.tensors[i].lnumel) * sizeof(float));
-        memcpy(keep, bufs[w], pm.nparams * sizeof(float));
-        for (size_t i = 0; i < nl; i++) ft[i] = NAN;
-        gpt_export_logical(&pm, w, ft);
-        memset(bufs[w], 0, pm.nparams * sizeof(float));
-        gpt_import_logical(&pm, w, ft);
-        note(k, mismatches(bufs[w], keep, pm.nparams), 0, "%s import(export(%s)) bit-exact (mismatches)", kind,
-             bufname[w]);
-        size_t untouched = 0, expect = nl;
-        for (size_t i = 0; i < nl; i++) untouched += isnan(ft[i]);
-        for (int i = 0; i < pm.ntensors; i++) expect -= pm.tensors[i].lnumel;
-        note(k, (double)(untouched != expect), 0, "%s export(%s) writes exactly this rank's held elements", kind,
-             bufname[w]);
-    }
-    free(keep);
+    check_export_roundtrip(k, &pm, ft, nl, kind);
     gpt_zero_grad(&pm);
     memset(pm.m, 0, pm.nparams * sizeof(float));
     memset(pm.v, 0, pm.nparams * sizeof(float));

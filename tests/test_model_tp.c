@@ -63,29 +63,7 @@ static void test_one(Checks *k, const GPTShard *sh, int value_head) {
     note(k, fabs(ct - cr) / cr, 1e-12, "%s checksum equals the unsharded one (rel)%s", kind, NULL);
 
     /* round trips: export then import into a zeroed buffer gives the same local floats */
-    float *keep = nr_xmalloc(tp.nparams * sizeof(float));
-    const char *bufname[4] = {"params", "grads", "adam m", "adam v"};
-    float *bufs[4] = {tp.params, tp.grads, tp.m, tp.v};
-    for (int w = 0; w < 4; w++) {
-        for (size_t i = 0; i < tp.nparams; i++) bufs[w][i] = rng_normal(5, RNG_TEST, (uint64_t)w, i); /* padding too */
-        for (int i = 0; i < tp.ntensors; i++) /* padding left as zero: import never writes it */
-            memset(bufs[w] + tp.tensors[i].offset + tp.tensors[i].lnumel, 0,
-                   (((tp.tensors[i].lnumel + 15) & ~(size_t)15) - tp.tensors[i].lnumel) * sizeof(float));
-        memcpy(keep, bufs[w], tp.nparams * sizeof(float));
-        for (size_t i = 0; i < nl; i++) ft[i] = NAN;
-        gpt_export_logical(&tp, w, ft);
-        memset(bufs[w], 0, tp.nparams * sizeof(float));
-        gpt_import_logical(&tp, w, ft);
-        note(k, mismatches(bufs[w], keep, tp.nparams), 0, "%s import(export(%s)) bit-exact (mismatches)", kind,
-             bufname[w]);
-        /* export leaves the rest of full untouched: exactly the other ranks' slices stay NaN */
-        size_t untouched = 0, expect = 0;
-        for (size_t i = 0; i < nl; i++) untouched += isnan(ft[i]);
-        for (int i = 0; i < tp.ntensors; i++) expect += tp.tensors[i].numel - tp.tensors[i].lnumel;
-        note(k, (double)(untouched != expect), 0, "%s export(%s) writes exactly this rank's elements", kind,
-             bufname[w]);
-    }
-    free(keep);
+    check_export_roundtrip(k, &tp, ft, nl, kind);
     gpt_zero_grad(&tp);
     memset(tp.m, 0, tp.nparams * sizeof(float));
     memset(tp.v, 0, tp.nparams * sizeof(float));
