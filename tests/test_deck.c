@@ -110,6 +110,17 @@ static void good_defaults(Tally *t)
           "ppo defaults");
     check(t, c.reward.network == 0 && c.reward.network_weight == 0.0f && c.inject.nan_loss_step == -1,
           "reward and inject defaults");
+    int none = 1;
+    for (int i = 0; i < PLAN_NSTAGES; i++) none &= c.sw.plan.stage[i].src == PLAN_SRC_NONE;
+    check(t, c.sw.step == -1 && strcmp(c.sw.plan.fill, "auto") == 0 && none,
+          "switch defaults (step %d, default %s, no model-stage)", c.sw.step, c.sw.plan.fill);
+    const TransitionConfig *tx = &c.transition;
+    check(t, tx->memory_mib == 0.0 && tx->chunk_kib == 1024 && tx->window_kib == 8192 && tx->verify == 0 &&
+                 strcmp(tx->sync, "engine") == 0 && tx->bandwidth_gbs == 10.0 && tx->latency_us == 5.0 &&
+                 tx->comm_setup_us == 200.0,
+          "transition defaults (memory %g chunk %d window %d verify %d sync %s bw %g lat %g setup %g)",
+          tx->memory_mib, tx->chunk_kib, tx->window_kib, tx->verify, tx->sync, tx->bandwidth_gbs, tx->latency_us,
+          tx->comm_setup_us);
     check(t, deck_line(d, "model.n_head") == 4 && deck_line(d, "model.n_layer") == 2 && deck_line(d, "ppo.clip") == 0 &&
                  deck_line(d, "ppo.nosuch") == -1 && deck_line(d, "nodot") == -1,
           "deck_line: set keys have their line, defaulted 0, unknown -1");
@@ -204,7 +215,26 @@ static const char FULL[] =
     "ref.inf = pp2 @ all\n"
     "critic.inf = tp1 pp1 dp1 @ 7\n"
     "critic.train = dp2 @ 4-5 , 8 - 9\n"
-    "reward.inf = tp4@0-3\n";
+    "reward.inf = tp4@0-3\n"
+    "[switch]\n"
+    "step = 7\n"
+    "default = disaggregated\n"
+    "actor.gen = tp2 @ 4-7\n"
+    "actor.inf = dp8 @ all\n"
+    "actor.train = tp2 pp2 dp2 @ 7,6,5,4,3,2,1,0\n"
+    "ref.inf = dp2\n"
+    "critic.inf = pp2 @ 900-901\n"
+    "critic.train = default\n"
+    "reward.inf = dp1 @ 3\n"
+    "[transition]\n"
+    "memory_mib = 512.5\n"
+    "chunk_kib = 256\n"
+    "window_kib = 2048\n"
+    "verify = yes\n"
+    "sync = broadcast\n"
+    "bandwidth_gbs = 25\n"
+    "latency_us = 0.1\n"
+    "comm_setup_us = 0\n";
 
 static void good_full(Tally *t, const char *text, const char *what)
 {
@@ -245,6 +275,26 @@ static void good_full(Tally *t, const char *text, const char *what)
                  ps[PLAN_REF_INF].all == 1 && ps[PLAN_CRITIC_TRAIN].nranks == 4 && ps[PLAN_CRITIC_TRAIN].ranks[2] == 8 &&
                  ps[PLAN_REWARD_INF].tp == 4 && ps[PLAN_REWARD_INF].nranks == 4,
           "%s: plan values", what);
+    /* [switch] is kept as written: no default filled in, `all` and ranks
+     * beyond any job stay for the job to resolve at the switch */
+    const PlanStage *ss = c.sw.plan.stage;
+    check(t, c.sw.step == 7 && strcmp(c.sw.plan.fill, "disaggregated") == 0 && ss[PLAN_ACTOR_GEN].src == PLAN_SRC_DECK &&
+                 ss[PLAN_ACTOR_GEN].tp == 2 && ss[PLAN_ACTOR_GEN].dp == 0 && ss[PLAN_ACTOR_GEN].nranks == 4 &&
+                 ss[PLAN_ACTOR_GEN].ranks[0] == 4 && ss[PLAN_ACTOR_INF].all == 1 && ss[PLAN_ACTOR_INF].nranks == 0 &&
+                 ss[PLAN_ACTOR_TRAIN].nranks == 8 && ss[PLAN_ACTOR_TRAIN].ranks[0] == 7 &&
+                 ss[PLAN_REF_INF].dp == 2 && ss[PLAN_REF_INF].nranks == 0 && ss[PLAN_CRITIC_INF].ranks[1] == 901 &&
+                 ss[PLAN_CRITIC_TRAIN].src == PLAN_SRC_NONE && ss[PLAN_REWARD_INF].ranks[0] == 3,
+          "%s: switch values (step %d, default %s), unresolved", what, c.sw.step, c.sw.plan.fill);
+    const TransitionConfig *tx = &c.transition;
+    check(t, tx->memory_mib == 512.5 && tx->chunk_kib == 256 && tx->window_kib == 2048 && tx->verify == 1 &&
+                 strcmp(tx->sync, "broadcast") == 0 && tx->bandwidth_gbs == 25.0 && tx->latency_us == 0.1 &&
+                 tx->comm_setup_us == 0.0,
+          "%s: transition values (latency_us %.17g: kept as a double)", what, tx->latency_us);
+    check(t, deck_line(d, "switch.step") == 70 && deck_line(d, "switch.actor.gen") == 72 &&
+                 deck_line(d, "plan.actor.gen") == 62 && deck_line(d, "transition.comm_setup_us") == 87,
+          "%s: switch and transition lines (step %d, switch.actor.gen %d, plan.actor.gen %d, comm_setup_us %d)", what,
+          deck_line(d, "switch.step"), deck_line(d, "switch.actor.gen"), deck_line(d, "plan.actor.gen"),
+          deck_line(d, "transition.comm_setup_us"));
     check(t, deck_line(d, "run.name") == 3 && deck_line(d, "model.n_head") == 14 && deck_line(d, "inject.nan_loss_step") == 55,
           "%s: line numbers (name %d n_head %d nan_loss_step %d)", what, deck_line(d, "run.name"),
           deck_line(d, "model.n_head"), deck_line(d, "inject.nan_loss_step"));
@@ -321,6 +371,71 @@ static void good_syntax(Tally *t)
     free(s);
 }
 
+/* [switch] and [transition] with some keys set: the values land in Config,
+ * the rest take their defaults, and the other sections are untouched. */
+static void good_switch_transition(Tally *t)
+{
+    Config c;
+    Deck *d = NULL;
+    const char *txt = MODEL
+        "[transition]\n"          /* line 5 */
+        "chunk_kib = 64\n"
+        "window_kib = 64          # equal to the chunk is enough\n"
+        "memory_mib = 0.25\n"
+        "[switch]\n"              /* line 9 */
+        "step = 0\n"
+        "default = colocated\n"
+        "critic.train = pp2 dp2 @ 4,6,5,7\n"
+        "actor.gen = tp2 dp2 @ 0-3\n";
+    int rc = parse("sw.deck", txt, &c, &d);
+    check(t, rc == 0, "[switch] and [transition] parse (rc=%d %s)", rc, deck_last_error(d));
+    const PlanStage *ss = c.sw.plan.stage;
+    int others = 1;
+    for (int i = 0; i < PLAN_NSTAGES; i++)
+        if (i != PLAN_CRITIC_TRAIN && i != PLAN_ACTOR_GEN) others &= ss[i].src == PLAN_SRC_NONE;
+    check(t, rc == 0 && c.sw.step == 0 && strcmp(c.sw.plan.fill, "colocated") == 0 &&
+                 ss[PLAN_CRITIC_TRAIN].src == PLAN_SRC_DECK && ss[PLAN_CRITIC_TRAIN].pp == 2 &&
+                 ss[PLAN_CRITIC_TRAIN].dp == 2 && ss[PLAN_CRITIC_TRAIN].nranks == 4 &&
+                 ss[PLAN_CRITIC_TRAIN].ranks[1] == 6 && ss[PLAN_ACTOR_GEN].tp == 2 && others,
+          "switch values land in Config.sw; unlisted model-stages stay 'default' for the job to fill");
+    int plan_none = 1;
+    for (int i = 0; i < PLAN_NSTAGES; i++) plan_none &= c.plan.stage[i].src == PLAN_SRC_NONE;
+    check(t, rc == 0 && plan_none && strcmp(c.plan.fill, "auto") == 0, "[plan] is untouched by [switch]");
+    const TransitionConfig *tx = &c.transition;
+    check(t, rc == 0 && tx->chunk_kib == 64 && tx->window_kib == 64 && tx->memory_mib == 0.25 && tx->verify == 0 &&
+                 strcmp(tx->sync, "engine") == 0 && tx->bandwidth_gbs == 10.0 && tx->latency_us == 5.0 &&
+                 tx->comm_setup_us == 200.0,
+          "transition: set values, and defaults for the rest");
+    check(t, deck_line(d, "switch.step") == 10 && deck_line(d, "switch.critic.train") == 12 &&
+                 deck_line(d, "switch.ref.inf") == 0 && deck_line(d, "transition.window_kib") == 7 &&
+                 deck_line(d, "transition.sync") == 0,
+          "deck_line of switch and transition keys");
+    char *r = deck_resolved_text(d, &c);
+    check(t, r && strstr(r, "[switch]\nstep = 0 ") && strstr(r, "critic.train = tp1 pp2 dp2 @ 4,6,5,7") == NULL &&
+                 strstr(r, "critic.train = pp2 dp2 @ 4,6,5,7 ") && strstr(r, "ref.inf = default ") &&
+                 strstr(r, "[transition]\nmemory_mib = 0.25 ") && strstr(r, "bandwidth_gbs = 10 "),
+          "resolved text has [switch] as written and [transition] (short doubles)");
+    free(r);
+    deck_free(d);
+    round_trip(t, txt, "switch and transition");
+
+    /* the whole plan by default = disaggregated, no model-stage listed */
+    rc = parse("x.deck", MODEL "[switch]\nstep = 3\ndefault = disaggregated\n", &c, NULL);
+    check(t, rc == 0 && c.sw.step == 3 && strcmp(c.sw.plan.fill, "disaggregated") == 0,
+          "[switch] step with default = disaggregated and no model-stage is a plan");
+    /* all seven with default = auto */
+    rc = parse("x.deck", MODEL "[switch]\nstep = 1\nactor.gen = dp1 @ 0\nactor.inf = dp1 @ 0\nactor.train = dp1 @ 0\n"
+                               "ref.inf = dp1 @ 0\ncritic.inf = dp1 @ 0\ncritic.train = dp1 @ 0\nreward.inf = dp1 @ 0\n",
+               &c, NULL);
+    check(t, rc == 0 && c.sw.plan.stage[PLAN_REWARD_INF].src == PLAN_SRC_DECK, "[switch] with all seven model-stages");
+    rc = parse("x.deck", MODEL "[transition]\nwindow_kib = 4\nchunk_kib = 4\nbandwidth_gbs = 1e-3\nlatency_us = 0\n"
+                               "memory_mib = 1e300\n",
+               &c, NULL);
+    check(t, rc == 0 && c.transition.window_kib == 4 && c.transition.bandwidth_gbs == 1e-3 &&
+                 c.transition.memory_mib == 1e300,
+          "transition bounds: 4 KiB window and chunk, 0 latency, doubles beyond float range");
+}
+
 static void bad_cases(Tally *t)
 {
     bad(t, "unknown key", MODEL "[ppo]\nminbatch = 8\n", "x.deck:6: error: unknown key [ppo] minbatch",
@@ -384,6 +499,49 @@ static void bad_cases(Tally *t)
         "x.deck:6: error: [ppo] minibatch = 8 does not divide batch = 30", NULL, 1);
     bad(t, "minibatch does not divide batch (at minibatch)", MODEL "[ppo]\nminibatch = 7\nbatch = 32\n",
         "x.deck:6: error: [ppo] minibatch = 7 does not divide batch = 32", NULL, 1);
+    /* [transition] */
+    bad(t, "window smaller than chunk", MODEL "[transition]\nchunk_kib = 2048\nwindow_kib = 1024\n",
+        "x.deck:7: error: [transition] window_kib = 1024 is smaller than chunk_kib = 2048", NULL, 1);
+    bad(t, "chunk beyond the default window", MODEL "[transition]\nchunk_kib = 16384\n",
+        "x.deck:6: error: [transition] window_kib = 8192 is smaller than chunk_kib = 16384", NULL, 1);
+    bad(t, "negative memory_mib", MODEL "[transition]\nmemory_mib = -1\n",
+        "x.deck:6: error: [transition] memory_mib = -1 is out of range (must be ≥ 0)", NULL, 1);
+    bad(t, "zero bandwidth", MODEL "[transition]\nbandwidth_gbs = 0\n",
+        "x.deck:6: error: [transition] bandwidth_gbs = 0 is out of range (must be > 0)", NULL, 1);
+    bad(t, "double overflow", MODEL "[transition]\nlatency_us = 1e400\n",
+        "x.deck:6: error: [transition] latency_us = 1e400 is not a finite number (expected a finite number, ≥ 0)", NULL, 1);
+    bad(t, "double trailing junk", MODEL "[transition]\nlatency_us = 5us\n",
+        "x.deck:6: error: [transition] latency_us = 5us is not a number: unexpected 'us' after 5", NULL, 1);
+    bad(t, "chunk too small", MODEL "[transition]\nchunk_kib = 2\n",
+        "x.deck:6: error: [transition] chunk_kib = 2 is out of range (must be ≥ 4 and ≤ 1048576)", NULL, 1);
+    bad(t, "bad sync", MODEL "[transition]\nsync = bogus\n",
+        "x.deck:6: error: [transition] sync = bogus is not allowed (expected one of engine, broadcast)", NULL, 1);
+    /* [switch] */
+    bad(t, "switch step without a plan", MODEL "[switch]\nstep = 4\n",
+        "x.deck:6: error: [switch] step = 4 needs a plan: list the model-stages (or set default = colocated|disaggregated)",
+        NULL, 1);
+    bad(t, "switch plan without a step", MODEL "[switch]\nactor.gen = tp2 @ 0-1\n",
+        "x.deck:5: error: [switch] lists a plan but no step", NULL, 1);
+    bad(t, "switch plan with step = -1", MODEL "[switch]\nactor.gen = tp2 @ 0-1\nstep = -1\n",
+        "x.deck:7: error: [switch] lists a plan but no step", NULL, 1);
+    bad(t, "switch default plan without a step", MODEL "[switch]\ndefault = colocated\n",
+        "x.deck:5: error: [switch] default = colocated makes a plan but there is no step", NULL, 1);
+    bad(t, "switch step below -1", MODEL "[switch]\nstep = -2\n",
+        "x.deck:6: error: [switch] step = -2 is out of range (must be ≥ -1)", NULL, 1);
+    bad(t, "switch partial plan with default = auto", MODEL "[plan]\n[switch]\nstep = 2\nactor.gen = dp2 @ 0-1\nref.inf = dp1\n",
+        "x.deck:6: error: [switch] leaves actor.inf, actor.train, critic.inf, critic.train, reward.inf without ranks",
+        NULL, 1);
+    bad(t, "plan partial plan still at [plan]", MODEL "[switch]\n[plan]\nactor.gen = dp2 @ 0-1\n",
+        "x.deck:6: error: [plan] leaves actor.inf, actor.train, ref.inf, critic.inf, critic.train, reward.inf without ranks",
+        NULL, 1);
+    bad(t, "switch stage syntax", MODEL "[switch]\nstep = 1\nactor.gen = tp2 pq2 @ 0-1\n",
+        "x.deck:7: error: [switch] actor.gen = tp2 pq2 @ 0-1: unexpected 'pq2'", NULL, 1);
+    bad(t, "switch unknown key", MODEL "[switch]\nstep = 1\nactor.gn = tp2 @ 0-1\n",
+        "x.deck:7: error: unknown key [switch] actor.gn", "x.deck:7: note: did you mean 'switch.actor.gen'?", 0);
+    bad(t, "switch key in [plan]", MODEL "[plan]\nstep = 1\n", "x.deck:6: error: unknown key [plan] step",
+        "note: did you mean 'switch.step'?", 0);
+    bad(t, "transition key in [switch]", MODEL "[switch]\nchunk_kib = 8\n", "x.deck:6: error: unknown key [switch] chunk_kib",
+        "note: did you mean 'transition.chunk_kib'?", 0);
     bad(t, "tokens without a file", MODEL "[sft]\nsteps = 10\ndata = tokens\n",
         "x.deck:7: error: [sft] data = tokens needs a token file, but [sft] tokens_file is not set", NULL, 1);
     bad(t, "tokens with an empty file", MODEL "[sft]\ndata = tokens\ntokens_file = \"\"\n",
@@ -555,10 +713,16 @@ static void table_checks(Tally *t)
         if (deck_section_find(k->section, strlen(k->section)) < 0) dup = 1;
         if (((k->flags & (DECK_F_REQUIRED | DECK_F_STEM)) != 0) == (k->def != NULL)) dup = 1;
     }
-    size_t end = offsetof(Config, plan) + sizeof(PlanConfig);
-    check(t, !overlap && !dup && covered == end,
-          "key table: %zu rows cover %zu of %zu field bytes of Config, no overlap, unique names, one default each",
-          deck_nkeys, covered, end);
+    /* no hole up to the end of the last row, and after it no more than the
+     * struct's trailing padding (a field appended without a row shows as
+     * end + its size > sizeof) */
+    size_t end = 0;
+    for (size_t i = 0; i < deck_nkeys; i++)
+        if (deck_keys[i].offset + deck_keys[i].size > end) end = deck_keys[i].offset + deck_keys[i].size;
+    check(t, !overlap && !dup && covered == end && sizeof(Config) - end < _Alignof(Config),
+          "key table: %zu rows cover %zu of %zu field bytes of Config (size %zu), no overlap, unique names, one "
+          "default each",
+          deck_nkeys, covered, end, sizeof(Config));
 
     char *buf = NULL;
     size_t len = 0;
@@ -576,7 +740,9 @@ static void table_checks(Tally *t)
                           "epochs", "minibatch", "actor_lr", "critic_lr", "clip", "value_clip", "gamma", "lam",
                           "kl_beta", "entropy_coef", "whiten_advantages", "temperature", "top_k", "max_response",
                           "network", "network_weight", "nan_loss_step", "default", "actor.gen", "actor.inf",
-                          "actor.train", "ref.inf", "critic.inf", "critic.train", "reward.inf"};
+                          "actor.train", "ref.inf", "critic.inf", "critic.train", "reward.inf", "memory_mib",
+                          "chunk_kib", "window_kib", "verify", "sync", "bandwidth_gbs", "latency_us",
+                          "comm_setup_us"};
     int all = 1;
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         char pat[64];
@@ -597,8 +763,15 @@ static void table_checks(Tally *t)
         }
         l = nl ? nl + 1 : l + ll;
     }
-    check(t, rows == 56 && broken == 0, "reference: %d key rows, %d with a stray '|'", rows, broken);
+    check(t, rows == 73 && broken == 0, "reference: %d key rows, %d with a stray '|'", rows, broken);
     check(t, buf && strstr(buf, "| `value_clip` | float | `0.2` | > 0 and ≤ 1000000 |"), "bounds print as written (1000000)");
+    check(t, buf && strstr(buf, "## [switch]") && strstr(buf, "## [transition]") &&
+                 strstr(buf, "| `step` | int | `-1` | ≥ -1 | before PPO step N (0-based") &&
+                 strstr(buf, "| `memory_mib` | float (64-bit) | `0` | ≥ 0 |") &&
+                 strstr(buf, "| `window_kib` | int | `8192` | ≥ 4 and ≤ 4194304 |") &&
+                 strstr(buf, "| `sync` | choice | `engine` | `engine`, `broadcast` |") &&
+                 strstr(buf, "## A change of plan: the [switch] section"),
+          "reference documents [switch] (table and prose) and [transition]");
     free(buf);
 }
 
@@ -684,6 +857,7 @@ int main(int argc, char **argv)
     round_trip(&t, MODEL, "minimal");
     round_trip(&t, FULL, "full");
     good_syntax(&t);
+    good_switch_transition(&t);
     bad_cases(&t);
     bad_bytes(&t);
     bad_files(&t, bad_dir);

@@ -86,6 +86,30 @@ typedef struct CkptConfig {
     int keep;                /* [ckpt] keep: how many of the newest checkpoints to keep */
 } CkptConfig;
 
+/* [switch]: one change of plan during the run. The plan is kept as the deck
+ * gave it (not resolved): the job resolves it against itself at the switch,
+ * so that an infeasible plan is refused then and the run goes on under the
+ * old one. */
+typedef struct SwitchConfig {
+    int step;                /* [switch] step: switch before PPO step N (0-based, as checkpoints); -1 = none */
+    PlanConfig plan;         /* [switch] default and one key per model-stage, as in [plan] */
+} SwitchConfig;
+
+/* [transition]: how the transition engine moves models between plans, and
+ * the link it assumes when predicting a transition's time. The doubles come
+ * first so that the struct has no hole between fields (the deck's table test
+ * checks that every byte of Config up to its last field belongs to a key). */
+typedef struct TransitionConfig {
+    double memory_mib;       /* [transition] memory_mib: per-rank budget (model state + buffers), MiB; 0 = none */
+    double bandwidth_gbs;    /* [transition] bandwidth_gbs: link bandwidth for predictions, GB/s (1e9 bytes/s) */
+    double latency_us;       /* [transition] latency_us: per-message latency for predictions, µs */
+    double comm_setup_us;    /* [transition] comm_setup_us: cost of creating one communicator for predictions, µs */
+    int chunk_kib;           /* [transition] chunk_kib: slabs are cut into chunks of at most this, KiB */
+    int window_kib;          /* [transition] window_kib: in flight per rank (sends + receives), KiB; ≥ chunk */
+    int verify;              /* [transition] verify: bool, checksum every moved model before and after */
+    char sync[16];           /* [transition] sync: engine | broadcast (the per-step weight sync path) */
+} TransitionConfig;
+
 typedef struct Config {
     RunConfig run;
     ModelConfig model;
@@ -97,6 +121,8 @@ typedef struct Config {
     InjectConfig inject;
     CkptConfig ckpt;
     PlanConfig plan;         /* [plan] default and one key per model-stage (plan.h) */
+    SwitchConfig sw;         /* [switch] (`switch` is a C keyword) */
+    TransitionConfig transition; /* [transition] */
 } Config;
 
 #endif

@@ -153,7 +153,8 @@ static void deck_expect_phrase(const DeckKey *k, char *buf, size_t n)
     case DECK_T_INT:
     case DECK_T_INT64: snprintf(buf, n, "an integer%s%s", *r ? ", " : "", r); break;
     case DECK_T_INT_AUTO: snprintf(buf, n, "auto, or an integer%s%s", *r ? ", " : "", r); break;
-    case DECK_T_FLOAT: snprintf(buf, n, "a finite number%s%s", *r ? ", " : "", r); break;
+    case DECK_T_FLOAT:
+    case DECK_T_DOUBLE: snprintf(buf, n, "a finite number%s%s", *r ? ", " : "", r); break;
     case DECK_T_BOOL: snprintf(buf, n, "true/false, yes/no, on/off or 1/0"); break;
     case DECK_T_STRING: snprintf(buf, n, "a string"); break;
     case DECK_T_CHOICE:
@@ -260,7 +261,8 @@ static int deck_set_int(const Deck *d, const DeckKey *k, const char *v, size_t n
     return 0;
 }
 
-static int deck_set_float(const Deck *d, const DeckKey *k, const char *v, size_t n, int line, float *field)
+/* A finite number over the whole token, in the key's range, into *out. */
+static int deck_parse_number(const Deck *d, const DeckKey *k, const char *v, size_t n, int line, double *out)
 {
     DECK_CLIP(shown, v, n);
     char exp[192], r[128];
@@ -292,6 +294,18 @@ static int deck_set_float(const Deck *d, const DeckKey *k, const char *v, size_t
     if (!deck_in_range(k, x))
         return deck_report(d, line, NULL, "[%s] %s = %s is out of range (must be %s)", k->section, k->key, shown,
                            *r ? r : "finite");
+    *out = x;
+    return 0;
+}
+
+static int deck_set_float(const Deck *d, const DeckKey *k, const char *v, size_t n, int line, float *field)
+{
+    double x = 0;
+    int rc = deck_parse_number(d, k, v, n, line, &x);
+    if (rc) return rc;
+    DECK_CLIP(shown, v, n);
+    char r[128];
+    deck_range_phrase(k, r, sizeof r);
     float f = (float)x;
     if (!isfinite(f))
         return deck_report(d, line, NULL, "[%s] %s = %s is too large for a 32-bit float (at most %g)", k->section,
@@ -368,6 +382,7 @@ static int deck_set(const Deck *d, const DeckKey *k, const char *v, size_t n, in
     case DECK_T_INT64:
     case DECK_T_INT_AUTO: return deck_set_int(d, k, v, n, line, field);
     case DECK_T_FLOAT: return deck_set_float(d, k, v, n, line, field);
+    case DECK_T_DOUBLE: return deck_parse_number(d, k, v, n, line, field);
     case DECK_T_BOOL: {
         static const char *const yes[] = {"true", "yes", "on", "1"}, *const no[] = {"false", "no", "off", "0"};
         for (size_t i = 0; i < 4; i++) {
@@ -499,6 +514,57 @@ static void deck_stem(const char *path, char *out, size_t n)
     out[len] = '\0';
 }
 
+/* Model-stages that a plan section lists (src != PLAN_SRC_NONE). */
+static int deck_plan_listed(const PlanConfig *p)
+{
+    int n = 0;
+    for (int i = 0; i < PLAN_NSTAGES; i++) n += p->stage[i].src != PLAN_SRC_NONE;
+    return n;
+}
+
+/* The deck's own check of a plan section ([plan], [switch]): with default =
+ * auto a plan is all seven model-stages or none (plan.h). The checks against
+ * the job are plan_resolve's: after the deck for [plan], at the switch for
+ * [switch]. */
+static int deck_check_plan(const Deck *d, const char *sec, const PlanConfig *p)
+{
+    if (strcmp(p->fill, "auto") != 0) return 0;
+    int listed = deck_plan_listed(p);
+    if (listed == 0 || listed == PLAN_NSTAGES) return 0;
+    char missing[160] = "";
+    size_t o = 0;
+    for (int i = 0; i < PLAN_NSTAGES; i++)
+        if (p->stage[i].src == PLAN_SRC_NONE && o < sizeof missing)
+            o += (size_t)snprintf(missing + o, sizeof missing - o, "%s%s", o ? ", " : "", plan_stage_name(i));
+    return deck_report(d, d->section_line[deck_section_find(sec, strlen(sec))], NULL,
+                       "[%s] leaves %s without ranks (with default = auto every model-stage must be "
+                       "listed; or set default = colocated or disaggregated to fill the rest)",
+                       sec, missing);
+}
+
+/* [switch]: a step and a plan come together. A plan is a listed model-stage
+ * or a default other than auto (which then supplies every model-stage). */
+static int deck_check_switch(const Deck *d, const SwitchConfig *s)
+{
+    int listed = deck_plan_listed(&s->plan), filled = strcmp(s->plan.fill, "auto") != 0;
+    int step_line = d->key_line[deck_key_find_dotted("switch.step")];
+    int sec_line = d->section_line[deck_section_find("switch", 6)];
+    if (s->step < 0 && listed > 0)
+        return deck_report(d, step_line ? step_line : sec_line, NULL,
+                           "[switch] lists a plan but no step (set step = N to switch before PPO step N)");
+    if (s->step < 0 && filled)
+        return deck_report(d, step_line ? step_line : sec_line, NULL,
+                           "[switch] default = %s makes a plan but there is no step (set step = N to switch "
+                           "before PPO step N)",
+                           s->plan.fill);
+    if (s->step >= 0 && listed == 0 && !filled)
+        return deck_report(d, step_line, NULL,
+                           "[switch] step = %d needs a plan: list the model-stages (or set default = "
+                           "colocated|disaggregated)",
+                           s->step);
+    return deck_check_plan(d, "switch", &s->plan);
+}
+
 static int deck_cross_checks(const Deck *d, const Config *c)
 {
     int li = deck_key_find_dotted("model.n_head");
@@ -521,22 +587,18 @@ static int deck_cross_checks(const Deck *d, const Config *c)
         return deck_report(d, d->key_line[deck_key_find_dotted("sft.seq")], NULL,
                            "[sft] seq = %d exceeds [model] max_seq = %d (a training sequence must fit the context)",
                            c->sft.seq, c->model.max_seq);
-    /* default = auto: a plan is all seven model-stages or none (plan.h);
-     * the job-dependent checks are plan_resolve's, after the deck */
-    if (strcmp(c->plan.fill, "auto") == 0) {
-        int listed = 0;
-        char missing[160] = "";
-        size_t o = 0;
-        for (int i = 0; i < PLAN_NSTAGES; i++) {
-            if (c->plan.stage[i].src != PLAN_SRC_NONE) listed++;
-            else if (o < sizeof missing)
-                o += (size_t)snprintf(missing + o, sizeof missing - o, "%s%s", o ? ", " : "", plan_stage_name(i));
-        }
-        if (listed > 0 && listed < PLAN_NSTAGES)
-            return deck_report(d, d->section_line[deck_section_find("plan", 4)], NULL,
-                               "[plan] leaves %s without ranks (with default = auto every model-stage must be "
-                               "listed; or set default = colocated or disaggregated to fill the rest)",
-                               missing);
+    int rc = deck_check_plan(d, "plan", &c->plan);
+    if (rc) return rc;
+    rc = deck_check_switch(d, &c->sw);
+    if (rc) return rc;
+    const TransitionConfig *tx = &c->transition;
+    if (tx->window_kib < tx->chunk_kib) {
+        int line = d->key_line[deck_key_find_dotted("transition.window_kib")];
+        if (!line) line = d->key_line[deck_key_find_dotted("transition.chunk_kib")];
+        return deck_report(d, line, NULL,
+                           "[transition] window_kib = %d is smaller than chunk_kib = %d (the bytes in flight must "
+                           "hold at least one chunk)",
+                           tx->window_kib, tx->chunk_kib);
     }
     return 0;
 }
@@ -842,6 +904,15 @@ static void deck_format_float(float f, char *buf, size_t n)
     }
 }
 
+/* Shortest %g text that reads back as the same double (0.1, not 0.10000000000000001). */
+static void deck_format_double(double x, char *buf, size_t n)
+{
+    for (int prec = 6; prec <= 17; prec++) {
+        snprintf(buf, n, "%.*g", prec, x);
+        if (strtod(buf, NULL) == x) return;
+    }
+}
+
 static void deck_format_value(const DeckKey *k, const Config *c, char *buf, size_t n)
 {
     const char *field = (const char *)c + k->offset;
@@ -853,6 +924,7 @@ static void deck_format_value(const DeckKey *k, const Config *c, char *buf, size
         else snprintf(buf, n, "%d", *(const int *)field);
         break;
     case DECK_T_FLOAT: deck_format_float(*(const float *)field, buf, n); break;
+    case DECK_T_DOUBLE: deck_format_double(*(const double *)field, buf, n); break;
     case DECK_T_BOOL: snprintf(buf, n, "%s", *(const int *)field ? "true" : "false"); break;
     case DECK_T_CHOICE:
     case DECK_T_LIST: snprintf(buf, n, "%.*s", (int)strnlen(field, k->size), field); break;
@@ -923,6 +995,7 @@ static const char deck_reference_preamble[] =
     "    error (`12x`, and `1.5` for an int).\n"
     "  - **float**: a number as C's `strtod` reads it, the whole token, finite;\n"
     "    stored as a 32-bit float, and the stored value must be in range.\n"
+    "    **float (64-bit)**: the same, stored as a double.\n"
     "  - **bool**: `true`/`false`, `yes`/`no`, `on`/`off`, `1`/`0`.\n"
     "  - **string**: the rest of the line, optionally in double quotes (inside\n"
     "    quotes `#` is literal and whitespace is kept); no escapes, so a string\n"
@@ -935,7 +1008,9 @@ static const char deck_reference_preamble[] =
     "  `ppo.minibatch` divides `ppo.batch`; `sft.data = tokens` needs a\n"
     "  non-empty `sft.tokens_file`; a non-zero `sft.seq` is at most\n"
     "  `model.max_seq`; with `[plan] default = auto`, all seven model-stages\n"
-    "  or none. Other modules check more (e.g. that prompts fit\n"
+    "  or none; `[switch]` has a step and a plan together, or neither (see\n"
+    "  below); `transition.window_kib` ≥ `transition.chunk_kib`. Other\n"
+    "  modules check more (e.g. that prompts fit\n"
     "  `model.max_seq`) and report through the same message format.\n"
     "- A bad deck stops the run before anything else happens, with exit status 2\n"
     "  and one message on stderr, `FILE:LINE: error: MESSAGE` (or\n"
@@ -990,6 +1065,29 @@ static const char deck_reference_preamble[] =
     "critic.train = pp2 dp2 @ 4,6,5,7\n"
     "```\n"
     "\n"
+    "## A change of plan: the [switch] section\n"
+    "\n"
+    "`[switch]` changes the plan once during the run: before PPO step `step`\n"
+    "(0-based, the numbering checkpoints use: step N is the (N+1)-th PPO\n"
+    "step) every model moves from its `[plan]` EMUs to the ones given here,\n"
+    "through the transition engine (`[transition]`). The other keys of\n"
+    "`[switch]` are those of `[plan]`, with the same value syntax and the same\n"
+    "`default` rule; `step = -1` (the default) means no switch.\n"
+    "\n"
+    "- The deck checks, at `[switch]`'s lines: a `step` needs a plan (a listed\n"
+    "  model-stage, or `default = colocated` or `disaggregated`); a plan needs\n"
+    "  a `step`; with `default = auto`, all seven model-stages or none.\n"
+    "- The checks against the job (ranks, tp/pp/dp divisibility, as for\n"
+    "  `[plan]`) are made at the switch, not at start-up: a switch plan that\n"
+    "  does not fit the job is refused then and the run continues on the old\n"
+    "  plan.\n"
+    "\n"
+    "```\n"
+    "[switch]                     # before the 11th PPO step: all model-stages colocated\n"
+    "step    = 10\n"
+    "default = colocated\n"
+    "```\n"
+    "\n"
     "Example:\n"
     "\n"
     "```\n"
@@ -1012,6 +1110,7 @@ static const char *deck_type_name(DeckType t)
     case DECK_T_INT: return "int";
     case DECK_T_INT64: return "int (64-bit)";
     case DECK_T_FLOAT: return "float";
+    case DECK_T_DOUBLE: return "float (64-bit)";
     case DECK_T_BOOL: return "bool";
     case DECK_T_STRING: return "string";
     case DECK_T_CHOICE: return "choice";
@@ -1052,7 +1151,8 @@ int deck_write_reference(FILE *f)
         case DECK_T_STRING: snprintf(range, sizeof range, "at most %zu bytes", k->size - 1); break;
         case DECK_T_INT_AUTO: snprintf(range, sizeof range, "`auto`, or %s", r); break;
         case DECK_T_PLAN: snprintf(range, sizeof range, "`tpN ppN dpN @ RANKS`, or `default` (see [plan] above)"); break;
-        case DECK_T_FLOAT: snprintf(range, sizeof range, "%s", *r ? r : "any finite number"); break;
+        case DECK_T_FLOAT:
+        case DECK_T_DOUBLE: snprintf(range, sizeof range, "%s", *r ? r : "any finite number"); break;
         default: snprintf(range, sizeof range, "%s", *r ? r : "any"); break;
         }
         fprintf(f, "| `%s` | %s | %s | %s | %s |\n", k->key, deck_type_name(k->type), def, range, k->meaning);

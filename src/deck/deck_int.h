@@ -13,6 +13,7 @@ typedef enum DeckType {
     DECK_T_INT,      /* int field; decimal with optional sign */
     DECK_T_INT64,    /* long long field */
     DECK_T_FLOAT,    /* float field; strtod over the whole token, finite */
+    DECK_T_DOUBLE,   /* double field; parsed and checked like DECK_T_FLOAT, kept at 64 bits */
     DECK_T_BOOL,     /* int field, 0/1; true/false/yes/no/on/off/1/0 */
     DECK_T_STRING,   /* char[size]; rest of the line, optional double quotes */
     DECK_T_CHOICE,   /* char[size]; one of choices ("a|b|c") */

@@ -21,6 +21,7 @@
 #define F_INT(m)   _Generic(DECK_M(m), int: offsetof(Config, m)), sizeof DECK_M(m)
 #define F_I64(m)   _Generic(DECK_M(m), long long: offsetof(Config, m)), sizeof DECK_M(m)
 #define F_FLT(m)   _Generic(DECK_M(m), float: offsetof(Config, m)), sizeof DECK_M(m)
+#define F_DBL(m)   _Generic(DECK_M(m), double: offsetof(Config, m)), sizeof DECK_M(m)
 #define F_STR(m)   _Generic(DECK_M(m), char *: offsetof(Config, m)), sizeof DECK_M(m)
 #define F_PLAN(m)  _Generic(DECK_M(m), PlanStage: offsetof(Config, m)), sizeof DECK_M(m)
 
@@ -32,6 +33,28 @@
 
 #define REQ DECK_F_REQUIRED
 #define STEM DECK_F_STEM
+
+/* The rows of a plan section ([plan], [switch]): `default`, then one key per
+ * model-stage in PlanStageId order, all into the PlanConfig `m`. One macro so
+ * that both sections take the same keys, parsed the same way; only the
+ * meaning of `default` differs (in [switch], "none listed" is no plan). */
+#define DECK_PLAN_ROWS(sec, m, default_meaning)                                                                    \
+    {sec, "default", DECK_T_CHOICE, 0, "auto", NONE, NONE, "auto|colocated|disaggregated", F_STR(m.fill),          \
+     default_meaning},                                                                                            \
+    {sec, "actor.gen", DECK_T_PLAN, 0, "default", NONE, NONE, NULL, F_PLAN(m.stage[PLAN_ACTOR_GEN]),              \
+     "EMU of the actor's rollout (generation)"},                                                                  \
+    {sec, "actor.inf", DECK_T_PLAN, 0, "default", NONE, NONE, NULL, F_PLAN(m.stage[PLAN_ACTOR_INF]),              \
+     "EMU of the actor's scoring (old log-probs)"},                                                               \
+    {sec, "actor.train", DECK_T_PLAN, 0, "default", NONE, NONE, NULL, F_PLAN(m.stage[PLAN_ACTOR_TRAIN]),          \
+     "EMU of the actor's PPO update (dp must also divide ppo.minibatch)"},                                        \
+    {sec, "ref.inf", DECK_T_PLAN, 0, "default", NONE, NONE, NULL, F_PLAN(m.stage[PLAN_REF_INF]),                  \
+     "EMU of the frozen reference policy's scoring"},                                                             \
+    {sec, "critic.inf", DECK_T_PLAN, 0, "default", NONE, NONE, NULL, F_PLAN(m.stage[PLAN_CRITIC_INF]),            \
+     "EMU of the critic's value scoring"},                                                                        \
+    {sec, "critic.train", DECK_T_PLAN, 0, "default", NONE, NONE, NULL, F_PLAN(m.stage[PLAN_CRITIC_TRAIN]),        \
+     "EMU of the critic's update (dp must also divide ppo.minibatch)"},                                           \
+    {sec, "reward.inf", DECK_T_PLAN, 0, "default", NONE, NONE, NULL, F_PLAN(m.stage[PLAN_REWARD_INF]),            \
+     "EMU of the reward (rule scorer, or the frozen reward network)"}
 
 /* clang-format off */
 const DeckKey deck_keys[] = {
@@ -142,28 +165,40 @@ const DeckKey deck_keys[] = {
      "how many of the newest checkpoints to keep; older ones are deleted after a new one is complete"},
 
     /* [plan]: the keys are the model-stage names, in PlanStageId order */
-    {"plan", "default", DECK_T_CHOICE, 0, "auto", NONE, NONE, "auto|colocated|disaggregated", F_STR(plan.fill),
-     "unlisted model-stages: auto = all listed, or none (then the colocated default plan); colocated / disaggregated = take them from that default plan"},
-    {"plan", "actor.gen", DECK_T_PLAN, 0, "default", NONE, NONE, NULL, F_PLAN(plan.stage[PLAN_ACTOR_GEN]),
-     "EMU of the actor's rollout (generation)"},
-    {"plan", "actor.inf", DECK_T_PLAN, 0, "default", NONE, NONE, NULL, F_PLAN(plan.stage[PLAN_ACTOR_INF]),
-     "EMU of the actor's scoring (old log-probs)"},
-    {"plan", "actor.train", DECK_T_PLAN, 0, "default", NONE, NONE, NULL, F_PLAN(plan.stage[PLAN_ACTOR_TRAIN]),
-     "EMU of the actor's PPO update (dp must also divide ppo.minibatch)"},
-    {"plan", "ref.inf", DECK_T_PLAN, 0, "default", NONE, NONE, NULL, F_PLAN(plan.stage[PLAN_REF_INF]),
-     "EMU of the frozen reference policy's scoring"},
-    {"plan", "critic.inf", DECK_T_PLAN, 0, "default", NONE, NONE, NULL, F_PLAN(plan.stage[PLAN_CRITIC_INF]),
-     "EMU of the critic's value scoring"},
-    {"plan", "critic.train", DECK_T_PLAN, 0, "default", NONE, NONE, NULL, F_PLAN(plan.stage[PLAN_CRITIC_TRAIN]),
-     "EMU of the critic's update (dp must also divide ppo.minibatch)"},
-    {"plan", "reward.inf", DECK_T_PLAN, 0, "default", NONE, NONE, NULL, F_PLAN(plan.stage[PLAN_REWARD_INF]),
-     "EMU of the reward (rule scorer, or the frozen reward network)"},
+    DECK_PLAN_ROWS("plan", plan,
+                   "unlisted model-stages: auto = all listed, or none (then the colocated default plan); "
+                   "colocated / disaggregated = take them from that default plan"),
+
+    /* [switch]: a second plan, with the same keys, and the step it starts at */
+    {"switch", "step", DECK_T_INT, 0, "-1", GE(-1), NONE, NULL, F_INT(sw.step),
+     "before PPO step N (0-based, the same step numbering as checkpoints: step N is the (N+1)-th PPO step) switch to the plan in this section; -1 = no switch"},
+    DECK_PLAN_ROWS("switch", sw.plan,
+                   "unlisted model-stages, as in [plan]: auto = all listed (a switch needs a plan); "
+                   "colocated / disaggregated = take them from that default plan"),
+
+    {"transition", "memory_mib", DECK_T_DOUBLE, 0, "0", GE(0), NONE, NULL, F_DBL(transition.memory_mib),
+     "per-rank memory budget during a transition, for the model state the transition allocates and frees plus its transfer buffers, in MiB; 0 = no limit"},
+    {"transition", "chunk_kib", DECK_T_INT, 0, "1024", GE(4), LE(1048576), NULL, F_INT(transition.chunk_kib),
+     "slabs are cut into chunks of at most this many KiB"},
+    {"transition", "window_kib", DECK_T_INT, 0, "8192", GE(4), LE(4194304), NULL, F_INT(transition.window_kib),
+     "bytes in flight per rank (sends plus receives), in KiB; at least chunk_kib"},
+    {"transition", "verify", DECK_T_BOOL, 0, "false", NONE, NONE, NULL, F_INT(transition.verify),
+     "per-tensor checksums of every moved model before and after every transition, compared; a mismatch stops the run"},
+    {"transition", "sync", DECK_T_CHOICE, 0, "engine", NONE, NONE, "engine|broadcast", F_STR(transition.sync),
+     "weight sync path each step: engine = minimal-byte transfers through the transition engine; broadcast = the baseline (whole logical model to every rank)"},
+    {"transition", "bandwidth_gbs", DECK_T_DOUBLE, 0, "10", GT(0), NONE, NULL, F_DBL(transition.bandwidth_gbs),
+     "link bandwidth the engine uses to predict a transition's time, in GB/s (1e9 bytes/s)"},
+    {"transition", "latency_us", DECK_T_DOUBLE, 0, "5", GE(0), NONE, NULL, F_DBL(transition.latency_us),
+     "per-message latency for predictions, in microseconds"},
+    {"transition", "comm_setup_us", DECK_T_DOUBLE, 0, "200", GE(0), NONE, NULL, F_DBL(transition.comm_setup_us),
+     "cost of creating one communicator, for predictions, in microseconds"},
 };
 /* clang-format on */
 
 const size_t deck_nkeys = sizeof deck_keys / sizeof deck_keys[0];
 
-const char *const deck_sections[] = {"run", "model", "task", "optim", "sft", "ppo", "reward", "inject", "ckpt", "plan"};
+const char *const deck_sections[] = {"run",    "model", "task",   "optim", "sft",    "ppo",
+                                     "reward", "inject", "ckpt", "plan",  "switch", "transition"};
 const size_t deck_nsections = sizeof deck_sections / sizeof deck_sections[0];
 
 static int deck_name_eq(const char *name, const char *s, size_t len)
