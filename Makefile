@@ -11,6 +11,7 @@
 # Changing an option rebuilds what it affects (objects depend on build/.flags).
 
 SHELL := /bin/bash
+.DEFAULT_GOAL := all
 CC := mpicc
 ARCH ?= -march=x86-64-v3
 CFLAGS ?= -O3 $(ARCH) -g
@@ -86,14 +87,14 @@ LIB_SRC := $(wildcard src/util/*.c src/deck/*.c src/backend/cpu/*.c src/backend/
                       src/ppo/*.c src/task/*.c src/run/*.c src/io/*.c src/transition/*.c)
 LIB_OBJ := $(LIB_SRC:%.c=build/obj/%.o) $(CUDA_OBJ)
 LDLIBS += $(CUDA_LDLIBS)
-TEST_PROGS := test_deck test_backend_grad test_model test_model_tp test_model_pp test_ppo_pure test_task test_grid test_emu_comms gpu/parity test_ckpt make_llmc test_slabs
+TEST_PROGS := test_deck test_backend_grad test_model test_model_tp test_model_pp test_ppo_pure test_task test_grid test_emu_comms gpu/parity test_ckpt make_llmc test_slabs test_tx_dag test_transition
 TEST_BIN := $(TEST_PROGS:%=build/tests/%)
 TOOLS := bin/nereus-task-tokens bin/nereus-ckpt
 
 .PHONY: all build deps run test bench clean found
 .SECONDARY:
 all: build
-build: found bin/nereus $(TOOLS) $(TEST_BIN) build/bench/bench_step build/bench/bench_ckpt
+build: found bin/nereus $(TOOLS) $(TEST_BIN) build/bench/bench_step build/bench/bench_ckpt build/bench/bench_transition
 
 found:
 	@for l in $(FOUND); do echo "  $$l"; done

@@ -11,6 +11,7 @@
 #define OMPI_SKIP_MPICXX 1 /* the C API only */
 #define MPICH_SKIP_MPICXX 1
 #include <mpi.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -40,6 +41,36 @@ extern "C" int backend_cuda_get_tf32(void) { return cuda_tf32; }
 
 #define CUDA_ALIGN 256
 
+/* Bytes live (be->mem_live): device pointers cannot carry a header that the
+ * host reads, so the sizes sit in an open-addressing table keyed by pointer
+ * (a job holds a few hundred buffers; the table is sized far past that). */
+#define CUDA_LIVE_SLOTS 8192
+static struct { void *p; size_t n; } cuda_live_tab[CUDA_LIVE_SLOTS];
+static size_t cuda_live;
+
+/* linear probing; a freed slot becomes a tombstone (CUDA_LIVE_GONE), reused by later adds */
+#define CUDA_LIVE_GONE ((void *)1)
+static size_t cuda_live_slot(const void *p) { return (size_t)(((uintptr_t)p >> 8) * 0x9E3779B97F4A7C15ull % CUDA_LIVE_SLOTS); }
+static void cuda_live_add(void *p, size_t n) {
+    for (size_t i = cuda_live_slot(p), k = 0; k < CUDA_LIVE_SLOTS; k++, i = (i + 1) % CUDA_LIVE_SLOTS)
+        if (!cuda_live_tab[i].p || cuda_live_tab[i].p == CUDA_LIVE_GONE) {
+            cuda_live_tab[i].p = p;
+            cuda_live_tab[i].n = n;
+            cuda_live += n;
+            return;
+        }
+    nr_fatal("cuda backend: more than %d live buffers", CUDA_LIVE_SLOTS);
+}
+static void cuda_live_remove(void *p) {
+    for (size_t i = cuda_live_slot(p), k = 0; k < CUDA_LIVE_SLOTS && cuda_live_tab[i].p; k++, i = (i + 1) % CUDA_LIVE_SLOTS)
+        if (cuda_live_tab[i].p == p) {
+            cuda_live -= cuda_live_tab[i].n;
+            cuda_live_tab[i].p = CUDA_LIVE_GONE;
+            return;
+        }
+}
+static size_t cuda_mem_live(void) { return cuda_live; }
+
 static void *cuda_alloc(size_t bytes) {
     size_t rounded = bytes == 0 ? CUDA_ALIGN : (bytes + CUDA_ALIGN - 1) / CUDA_ALIGN * CUDA_ALIGN;
     if (rounded < bytes) nr_fatal("cuda backend: alloc of %zu bytes overflows", bytes);
@@ -54,11 +85,14 @@ static void *cuda_alloc(size_t bytes) {
                  (double)fr / 1073741824.0, (double)tot / 1073741824.0, cuda_dev_name);
     }
     cudaCheck(cudaMemset(p, 0, rounded));
+    cuda_live_add(p, rounded);
     return p;
 }
 
 static void cuda_free(void *p) {
-    if (p) cudaCheck(cudaFree(p));
+    if (!p) return;
+    cuda_live_remove(p);
+    cudaCheck(cudaFree(p));
 }
 
 static void cuda_upload(void *dst, const void *host_src, size_t bytes) {
@@ -95,6 +129,7 @@ static void cuda_set_threads(int nthreads) { (void)nthreads; }
 void cuda_register_memory(Backend *be) {
     be->alloc = cuda_alloc;
     be->free = cuda_free;
+    be->mem_live = cuda_mem_live;
     be->upload = cuda_upload;
     be->download = cuda_download;
     be->copy = cuda_copy;

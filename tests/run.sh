@@ -57,7 +57,7 @@ checksums_close() {
 }
 
 echo "== unit tests"
-for p in test_deck test_backend_grad test_model test_ppo_pure test_task test_grid test_slabs; do t "$p" 300 "build/tests/$p"; done
+for p in test_deck test_backend_grad test_model test_ppo_pure test_task test_grid test_slabs test_tx_dag; do t "$p" 300 "build/tests/$p"; done
 # EMU communicators against the pure grid math, 8 ranks on the 2 cores
 t emu-comms 120 jobs/local.sh -np 8 build/tests/test_emu_comms
 # tensor parallelism in the model: tp = 1, 2, 4 against the unsharded model
@@ -231,6 +231,45 @@ f=$(ls "$S"/restart_step*.h5 2>/dev/null | head -1)
 if [ $rc = 0 ] && grep -q 'stopped by signal 15 (SIGTERM)' "$LOG/ckpt-sigterm.log" && [ -n "$f" ] && bin/nereus-ckpt verify "$f" >/dev/null 2>&1; then
   result ckpt-sigterm 0 0 "exit 0 at step $stopped, checkpoint $(basename "$f") verified"
 else result ckpt-sigterm 1 0 "exit $rc, stopped '$stopped', file '$f'"; fi
+
+echo "== transitions: the engine over MPI, a mid-run switch, refusals"
+# 250 random transitions on 4 ranks and 250 on 8 (AdamW state, copies, tight budgets): bit-identical, minimal bytes
+for n in 4 8; do
+  t "transition-property-$n" 300 $L -np $n build/tests/test_transition 250
+  note=$(grep -m1 'random transitions' "$LOG/transition-property-$n.log" | sed 's/^ok *//; s/^FAIL *//')
+  [ -n "$note" ] && echo "      $note"
+done
+# a run that switches plan before step 5 against a restart from the same step-5 checkpoint under the new plan
+T=$CK/switch; mkdir -p "$T"
+P_OLD='actor.gen = tp2 dp2 @0-3\nactor.inf = dp4 @all\nref.inf = tp2 @2-3\ncritic.inf = dp2 @0-1\nactor.train = tp2 dp2 @0-3\ncritic.train = pp2 dp2 @0-3\nreward.inf = @0'
+P_NEW='actor.gen = dp4 @ 3,2,1,0\nactor.inf = tp4 @ 0-3\nref.inf = dp2 @ 0-1\ncritic.inf = pp2 @ 2-3\nactor.train = tp2 pp2 @ 1,0,3,2\ncritic.train = dp4 @ 0-3\nreward.inf = @ 3'
+{ cat tests/decks/restart.deck; printf "[ckpt]\nevery = 5\nkeep = 5\ndir = $T/a\n[plan]\n$P_OLD\n[switch]\nstep = 5\n$P_NEW\n[transition]\nverify = true\n"; } > "$T/switch.deck"
+t switch-run 300 $L -np 4 bin/nereus "$T/switch.deck"
+{ cat tests/decks/restart.deck; printf "[ckpt]\nevery = 5\nkeep = 5\ndir = $T/b\n[run]\nrestart = $T/a/restart_step000005.h5\n[plan]\n$P_NEW\n"; } > "$T/new.deck"
+t switch-new-plan-run 300 $L -np 4 bin/nereus "$T/new.deck"
+why=""
+[ "$(verify "$LOG/switch-run.log" transitions)" = 1 ] || why="$why no transition;"
+grep -q 'per-tensor checks passed' "$LOG/switch-run.log" || why="$why checks did not run;"
+checksums_close "$LOG/switch-new-plan-run.log" "$LOG/switch-run.log"
+mv_=$(sed -n 's/^transition: .* moved \([0-9.]*\) MiB (minimum \([0-9.]*\) MiB).*/\1 \2/p' "$LOG/switch-run.log")
+[ -n "$mv_" ] && [ "$(echo $mv_ | awk '{print ($1 == $2)}')" = 1 ] || why="$why bytes '$mv_';"
+if [ -z "$why" ]; then result switch-equals-new-plan 0 0 "checksums within $worst of the new plan from the same checkpoint; moved = minimum ($mv_ MiB)"
+else result switch-equals-new-plan 1 0 "$why"; fi
+# an infeasible plan (tp3 does not divide 4 heads) and a budget no schedule fits: refused, run continues on the old plan
+{ cat tests/decks/restart.deck; printf "[plan]\n$P_OLD\n[switch]\nstep = 2\nactor.gen = tp3 @ 0-2\nactor.inf = dp4 @all\nref.inf = tp2 @2-3\ncritic.inf = dp2 @0-1\nactor.train = tp2 dp2 @0-3\ncritic.train = pp2 dp2 @0-3\nreward.inf = @0\n"; } > "$T/infeasible.deck"
+sed -i '/^\[ppo\]/,/^\[/ s/^steps = 10$/steps = 4/' "$T/infeasible.deck"
+t switch-infeasible-run 300 $L -np 4 bin/nereus "$T/infeasible.deck"
+{ cat tests/decks/restart.deck; printf "[plan]\n$P_OLD\n[switch]\nstep = 2\n$P_NEW\n[transition]\nmemory_mib = 12\n"; } > "$T/budget.deck"
+sed -i '/^\[ppo\]/,/^\[/ s/^steps = 10$/steps = 4/' "$T/budget.deck"
+t switch-budget-run 300 $L -np 4 bin/nereus "$T/budget.deck"
+for k in infeasible budget; do
+  f=$LOG/switch-$k-run.log
+  re='refused: \[switch\] actor.gen: tp = 3 does not divide'; [ $k = budget ] && re='refused: memory budget 12\.0 MiB too small'
+  if grep -qE "switch before step 2 $re" "$f" && grep -q 'continuing on the current plan' "$f" && \
+     [ "$(verify "$f" transitions)" = 0 ] && [ "$(verify "$f" ppo_steps)" = 4 ] && [ "$(verify "$f" status)" = pass ]; then
+    result "switch-$k-refused" 0 0 "$(grep -m1 -o 'refused: .*' "$f" | cut -c1-110)"
+  else result "switch-$k-refused" 1 0 "no refusal line, or the run did not continue"; fi
+done
 
 echo "== summary"
 for f in "${failed[@]}"; do echo "failed: $f"; done

@@ -23,6 +23,7 @@ typedef struct Backend {
     /* --- memory ------------------------------------------------------- */
     void *(*alloc)(size_t bytes);               /* zero-filled; aborts on failure */
     void (*free)(void *p);
+    size_t (*mem_live)(void);                   /* bytes allocated by alloc and not yet freed (rounded up) */
     void (*upload)(void *dst, const void *host_src, size_t bytes);
     void (*download)(void *host_dst, const void *src, size_t bytes);
     void (*copy)(void *dst, const void *src, size_t bytes);   /* backend to backend */

@@ -45,6 +45,12 @@ void emu_build_stage(Emu *e, MPI_Comm job, const PlanConfig *plan, int stage);
 /* The communicator of one group kind (MPI_COMM_NULL where not a member). */
 MPI_Comm emu_comm(const Emu *e, GridGroup g);
 
+/* Local: the GPTShard (model.h) of this rank's place in e: tp, pp and
+ * their communicators, the embedding pair, default microbatches. e must
+ * hold this rank (pos >= 0). */
+struct GPTShard;
+void emu_gpt_shard(const Emu *e, struct GPTShard *sh);
+
 /* collective over e->all (MPI_Comm_free is collective over each
  * communicator; call it on every job rank, members or not, in the same
  * order as the builds): frees the communicators and the rank list and

@@ -56,7 +56,22 @@ typedef struct Job {
     Rollout L;                 /* this rank's gen rows (actor.gen members) */
     float *scratch;            /* (Bg, Tgen) inference rows / assembly */
     double sync_bytes;         /* bytes received by ranks in the last weight sync */
+    PlanConfig plan;           /* the plan the job runs now (cfg->plan until a transition) */
+    MPI_Comm xcomm;            /* transfers of the transition engine (a dup of world: tags of its own) */
+    struct JobSyncPlan *sync;  /* the weight sync compiled for the current plan (NULL: not yet) */
+    double last_tx_bytes;      /* bytes the last transition moved between ranks */
 } Job;
+
+/* What one transition did (job_transition), the same on every rank. */
+typedef struct JobTxReport {
+    int nchanges, nwaves;
+    double bytes_moved, bytes_lower_bound, bytes_local;
+    double predicted_s, measured_s;   /* measured: max over ranks, communicators and checks included */
+    double engine_s;                  /* max over ranks of the transfers alone (tx_execute) */
+    double mem_peak, mem_budget;      /* max over ranks of the measured peak (bytes); the budget (0 = none) */
+    int verified;                     /* per-tensor checks ran (and passed) */
+    char text[2048];                  /* one line per changed model-stage (tx_plan_format) */
+} JobTxReport;
 
 /* the stage holds a critic-shaped model (value head): critic.inf, critic.train, reward.inf */
 int job_stage_is_critic(int id);
@@ -75,8 +90,35 @@ void job_assemble(Job *j, int src, float *full, size_t n);
 void job_import(Job *j, int dst, const float *full, size_t n);
 /* collective over world: copy src's parameters into each stage of dst[]. */
 void job_sync(Job *j, int src, const int *dst, int ndst);
+/* collective over world: the same for buffer which (GPT_BUF_PARAMS, _ADAM_M, _ADAM_V) */
+void job_assemble_buf(Job *j, int src, int which, float *full, size_t n);
 /* collective over world: Σ|x| over the logical parameters of stage src. */
 double job_checksum(Job *j, int src);
+
+/* ---- the stages' set-up (job.c), used by job_build and transitions ---- */
+/* s's fields that follow from s->emu: member, d, dp, leader, root, B */
+void job_stage_fill(Job *j, Stage *s);
+/* the stage holds a model in this job (reward.inf only with a reward network) */
+int job_stage_holds_model(const Job *j, int id);
+/* activation capacity (rows, tokens) of stage id's model with dp replicas */
+void job_stage_capacity(const Job *j, int id, int dp, int *Bmax, int *Tmax);
+/* builds s's model on this rank (when member): from the seed, or empty (zero) for a transition to fill */
+void job_stage_model(Job *j, Stage *s, int empty);
+
+/* ---- transitions (src/run/switch.c) ---- */
+/* collective over world: moves the job to plan np (resolved) through the
+ * transition engine: every model-stage whose layout changes, with its
+ * AdamW state and step counter. Refused before anything moves (returns 1,
+ * why says what) when the plan is infeasible or no schedule fits [transition]
+ * memory_mib. With verify (or [transition] verify) every moved tensor's
+ * checksum is compared before and after: a mismatch returns −1 (the run
+ * must stop). Returns 0 with *rep filled. */
+int job_transition(Job *j, const PlanConfig *np, int verify, JobTxReport *rep, char *why, size_t len);
+/* collective over world: the per-step weight sync through the engine
+ * (actor.train → actor.gen, actor.inf; critic.train → critic.inf), compiled
+ * once per plan; sets j->sync_bytes. */
+void job_sync_engine(Job *j);
+void job_sync_plan_free(Job *j);
 
 /* collective over world: one SFT step on actor.train; returns the batch's mean loss. */
 float job_sft_step(Job *j, SftData *sd, int step);

@@ -214,6 +214,17 @@ void gpt_build(GPT *m, const GPTConfig *cfg, const Backend *be, int Bmax, int Tm
  * 0). With pp > 1 no KV cache is allocated (generation needs pp = 1). */
 void gpt_build_shard(GPT *m, const GPTConfig *cfg, const GPTShard *sh, const Backend *be, int Bmax, int Tmax,
                      int trainable, uint64_t seed, float init_std);
+/* The same without the initialisation: every buffer zero (a transition's
+ * destination, which receives every parameter it holds). */
+void gpt_build_shard_empty(GPT *m, const GPTConfig *cfg, const GPTShard *sh, const Backend *be, int Bmax, int Tmax,
+                           int trainable);
+/* Pure: the backend bytes gpt_build_shard allocates for a shard on pipeline
+ * stage pp_rank of (tp, pp) with capacity (Bmax, Tmax) — parameters, and
+ * for a trainable model gradients, AdamW m and v and the backward scratch,
+ * activations, KV cache (pp = 1), decode buffers — each allocation rounded
+ * up to 256 bytes (at least what either backend takes). Host staging of
+ * non-host backends is not counted. What the transition engine budgets. */
+size_t gpt_shard_bytes(const GPTConfig *cfg, int tp, int pp, int pp_rank, int Bmax, int Tmax, int trainable);
 void gpt_free(GPT *m);
 
 /* The tensor table of cfg cut for (tp, tp_rank), without building a model

@@ -26,6 +26,10 @@
 
 #include <stddef.h>
 
+#include <mpi.h>
+#include <stdint.h>
+
+#include "nereus/backend.h"
 #include "nereus/model.h"
 #include "nereus/plan.h"
 
@@ -66,5 +70,205 @@ void slab_plan_free(SlabPlan *sp);
 /* The hyperslab that shard table entry t holds (its LOGICAL box: start, count
  * per axis; axes ≥ ndim: 0, 1). Returns 0 (empty box) when t is not held. */
 int slab_tensor_box(const TensorInfo *t, int start[4], int count[4]);
+
+/* ======================================================================
+ * The transition DAG (pure: dag.c) and its execution (MPI: exec.c)
+ *
+ * A transition is a set of model-stage changes done together. Each change
+ * moves one model's state from one layout (`from`) to another (`to`) over
+ * the job ranks:
+ *   TX_MOVE  the state leaves `from`: each rank of `to` allocates its new
+ *            shard, receives what it does not hold, and each rank of
+ *            `from` frees its old shard once everything sent out of it is
+ *            out (a rank in both keeps what stays: a local copy).
+ *   TX_COPY  both exist and stay (the per-step weight sync: actor.train →
+ *            actor.gen): parameters only, nothing allocated or freed.
+ * Per change the slab planner gives the slabs; `nbufs` buffers move per
+ * element (1: parameters; 3: parameters, AdamW m and v).
+ *
+ * DAG. Nodes, per change c: COMM (its new communicators, created before
+ * anything of c moves and before the old ones are freed), per rank of
+ * `to`: ALLOC, COPY (its local slabs), COMMIT; per rank of `from`: FREE;
+ * per (src, dst) rank pair with slabs: XFER (the pair's slabs as one
+ * stream, cut into chunks at execution). Edges: COMM → ALLOC → {COPY, XFER
+ * into it} → COMMIT; {XFER out of it, COPY} → FREE (a free waits for every
+ * send out of its buffer, and the last copy of a slab is freed only after
+ * it was delivered); and RESOURCE edges FREE(c', r) → ALLOC(c, r) where
+ * rank r's memory budget needs c' gone before c arrives.
+ *
+ * Memory waves. The budget (bytes per rank, 0 = none) covers the model
+ * state a rank holds (gpt_shard_bytes of every shard, plus the `resident`
+ * bytes of models outside the transition, and both shards of every copy,
+ * held throughout) and the transfer buffers (the window, plus one chunk
+ * for local copies, on every rank that moves or copies anything). Changes
+ * are taken in tie-break order (gen → inf → train, then stage id) and put
+ * into the first wave where every rank of `to` still fits with the new
+ * shards of the wave added, and the old shards of the earlier waves gone.
+ * Resource edges run only from earlier waves to later ones, and every rank
+ * posts its messages in one global order (wave, change, dest, source,
+ * chunk), so the earliest unfinished message always has its send and its
+ * receive posted: no deadlock under any window (exec.c). When the first
+ * wave that could take a change is empty of progress (nothing fits), the
+ * transition is refused with the rank, the change and the bytes.
+ *
+ * The four primitives of DESIGN.md (Split → Destroy → Extend → Merge) are
+ * how each change is REPORTED (tx_primitives): Destroy = ranks of `from`
+ * not in `to`; Extend = bytes to ranks new to the model-stage; Split /
+ * Merge = bytes to ranks in both, Split when the unit's model-parallel
+ * size tp·pp shrinks (each rank holds more), Merge when it grows, both
+ * when it stays but the cut changes. The DAG does not serialise them: it
+ * keeps only the true dependencies above, which is what lets a rank's
+ * Extend sends overlap another rank's Merge.
+ *
+ * Predicted time: nchanges_with_new_comms · comm_setup + Σ over waves of
+ * max over ranks (max(bytes in, bytes out) / bandwidth + messages ·
+ * latency). The planner prices transitions with it without executing.
+ * ==================================================================== */
+
+enum { TX_MOVE = 0, TX_COPY = 1 };
+
+typedef struct TxChange {
+    int id;               /* the caller's label (PlanStageId); also the tie-break class */
+    int kind;             /* TX_MOVE | TX_COPY */
+    int tie;              /* tie-break class: 0 gen, 1 inf, 2 train (lower first) */
+    GPTConfig cfg;        /* the model's logical config */
+    PlanStage from, to;   /* resolved layouts over job ranks (nranks = tp·pp·dp) */
+    int nbufs;            /* 1: parameters; 3: parameters, AdamW m, v (trainable) */
+    int trainable;        /* memory: the models hold gradients, AdamW state, backward scratch */
+    int bmax_from, bmax_to, tmax; /* memory: activation capacity of the old / new shards */
+} TxChange;
+
+typedef struct TxOptions {
+    double budget;          /* bytes per rank; 0 = no limit */
+    size_t chunk;           /* bytes per message at most (≥ 4) */
+    size_t window;          /* bytes in flight per rank: half for sends, half for receives (≥ chunk; one chunk
+                               each way is always let through) */
+    double bandwidth;       /* bytes/s per rank link, for the prediction */
+    double latency;         /* s per message */
+    double comm_setup;      /* s per change with new communicators */
+    const double *resident; /* (nranks) bytes each rank holds outside the changes; NULL = 0 */
+} TxOptions;
+
+enum { TXN_COMM, TXN_ALLOC, TXN_COPY, TXN_XFER, TXN_FREE, TXN_COMMIT };
+
+typedef struct TxNode {
+    int kind;              /* TXN_* */
+    int change;            /* index into the plan's changes */
+    int rank, peer;        /* ALLOC/COPY/FREE/COMMIT: the rank; XFER: source rank, peer = destination; COMM: -1 */
+    int wave;
+    size_t slab0, nslab;   /* COPY, XFER: slabs [slab0, slab0+nslab) of the change's slab plan */
+    size_t bytes;          /* COPY, XFER: bytes over all buffers */
+} TxNode;
+
+/* What a change does, for reports. */
+typedef struct TxPrimitives {
+    int split, merge;        /* the unit's tp·pp shrinks (split), grows (merge), or both (re-cut) */
+    int destroy_ranks;       /* ranks of `from` not in `to` (TX_MOVE) */
+    int extend_ranks;        /* ranks of `to` not in `from` */
+    size_t bytes_extend;     /* to ranks new to the model-stage */
+    size_t bytes_reshard;    /* to ranks in both (the Split / Merge bytes) */
+    size_t bytes_local;      /* kept in place (copied locally) */
+} TxPrimitives;
+
+typedef struct TxPlan {
+    int nranks, nchanges, nwaves;
+    TxChange *ch;            /* (nchanges) */
+    SlabPlan *sp;            /* (nchanges) slabs: per change, by destination, local ones first, then by source */
+    int *wave;               /* (nchanges) */
+    TxPrimitives *prim;      /* (nchanges) */
+    TxNode *nodes;           /* DAG nodes; XFER nodes in the global message order (wave, change, dst, src) */
+    size_t nnodes;
+    size_t *succ_off;        /* (nnodes + 1) CSR edges: successors of node k are succ[succ_off[k] .. succ_off[k+1]) */
+    int *succ;
+    size_t *mem_old, *mem_new; /* (nchanges · nranks) bytes of each change's old / new shard on each rank */
+    double *mem_start, *mem_peak; /* (nranks) predicted bytes at the start and at the peak (window included) */
+    size_t *rank_in, *rank_out;   /* (nranks) bytes over all buffers */
+    size_t bytes_moved, bytes_lower_bound, bytes_local;
+    size_t messages;         /* chunks that cross between ranks */
+    double predicted_s;
+    TxOptions opt;
+} TxPlan;
+
+/* Builds the DAG of changes ch[0..n) over nranks job ranks. Returns 0, or
+ * −1 with the reason in why (an invalid layout, or a budget no schedule
+ * fits: "rank R needs X MiB for actor.train on top of Y MiB held, budget Z
+ * MiB"); plan is then empty and tx_plan_free is safe. Pure: no MPI. */
+int tx_plan_build(TxPlan *plan, const TxChange *ch, int n, int nranks, const TxOptions *opt, char *why, size_t len);
+void tx_plan_free(TxPlan *plan);
+/* One line per change: "actor.train  tp2 dp2 @ 0-3 -> dp4 @ 4-7  Destroy 4, Extend 4 ranks 1.2 MiB ...". */
+int tx_plan_format(const TxPlan *plan, const char *const *names, char *buf, size_t len);
+
+/* ---- one rank's part of a plan (what rank 0 sends each rank) ---------- */
+enum { TXO_ALLOC, TXO_COPY, TXO_SEND, TXO_RECV, TXO_FREE };
+
+typedef struct TxOp {
+    int kind;              /* TXO_* */
+    int change, wave, peer;/* peer: SEND destination / RECV source rank (else -1) */
+    int64_t bytes;         /* COPY, SEND, RECV: bytes over all buffers */
+    int64_t slab0, nslab;  /* into TxPart.slabs */
+} TxOp;
+
+typedef struct TxPartChange { int kind, nbufs, wave, in_from, in_to; } TxPartChange;
+
+typedef struct TxPart {
+    int rank, nchanges, nwaves;
+    int64_t nops, nslabs;
+    double mem_start, mem_peak; /* predicted, this rank */
+    size_t chunk, window;
+    TxPartChange *ch;      /* (nchanges) */
+    TxOp *ops;             /* ALLOC, COPY, FREE per change; SENDs and RECVs each in the global message order */
+    Slab *slabs;
+} TxPart;
+
+/* Pure: rank r's part. Returns 0 or −1 (out of memory). */
+int tx_part_extract(const TxPlan *plan, int r, TxPart *part);
+void tx_part_free(TxPart *part);
+
+/* collective over comm (the job communicator, ranks = job ranks): rank 0
+ * passes the plan (others NULL); every rank gets its part (MPI_Scatterv). */
+int tx_part_scatter(const TxPlan *plan, MPI_Comm comm, TxPart *part);
+
+/* ---- execution ---------------------------------------------------------- */
+/* This rank's models of one change: from (the old shard, NULL when not held
+ * here), to (the new shard: for TX_COPY it exists; for TX_MOVE the alloc
+ * hook builds it). */
+typedef struct TxEndpoint {
+    GPT *from, *to;
+} TxEndpoint;
+
+typedef struct TxHooks {
+    void *ctx;
+    void (*alloc)(void *ctx, int change);   /* TX_MOVE: build ep[change].to (an empty shard, new communicators) */
+    void (*release)(void *ctx, int change); /* TX_MOVE: free ep[change].from */
+} TxHooks;
+
+typedef struct TxStats {
+    double seconds;        /* this rank's wall time in tx_execute */
+    size_t bytes_sent, bytes_recv, bytes_copied;
+    size_t messages_sent;
+    size_t mem_peak;       /* measured: be->mem_live high-water + transfer buffers, bytes */
+    size_t mem_start;      /* be->mem_live at entry */
+} TxStats;
+
+/* Runs this rank's part (collective in effect: every rank of comm runs its
+ * own part at the same time). comm: a communicator of the job ranks, used
+ * for the transfers only (tags: change index). Non-blocking sends and
+ * receives, chunks of part->chunk bytes, at most part->window/2 bytes of
+ * sends and as many of receives in flight; waiting sleeps (comm.h). */
+void tx_execute(const TxPart *part, TxEndpoint *ep, const TxHooks *hooks, const Backend *be, MPI_Comm comm,
+                TxStats *st);
+
+/* ---- boxes inside local shards (pack.c) ---------------------------------- */
+/* Copies elements [e0, e0 + n) (row-major order of box start/count) of
+ * tensor t between its local buffer buf (backend memory: the shard's params,
+ * m or v plus t->offset) and host memory: pack = buffer → host, unpack =
+ * host → buffer. The box must lie inside what t holds. */
+void tx_box_pack(const Backend *be, const TensorInfo *t, const float *buf, const int start[4], const int count[4],
+                 size_t e0, size_t n, float *host);
+void tx_box_unpack(const Backend *be, const TensorInfo *t, float *buf, const int start[4], const int count[4],
+                   size_t e0, size_t n, const float *host);
+/* The local offset (floats from buf) of box elements [e0, e0 + n) when they
+ * are one contiguous run there, else (size_t)-1. */
+size_t tx_box_contiguous(const TensorInfo *t, const int start[4], const int count[4], size_t e0, size_t n);
 
 #endif

@@ -4,6 +4,7 @@
  * none) and its index in the group as the key, so the new communicator's
  * rank order is the grid order. */
 #include "nereus/emu.h"
+#include "nereus/model.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,4 +89,16 @@ void emu_free(Emu *e)
     e->ranks = NULL;
     e->n = 0;
     e->pos = -1;
+}
+
+void emu_gpt_shard(const Emu *e, GPTShard *sh) {
+    memset(sh, 0, sizeof *sh);
+    sh->tp = e->layout.tp;
+    sh->tp_rank = e->coord.t;
+    sh->tp_comm = sh->tp > 1 ? e->tp : MPI_COMM_NULL;
+    sh->pp = e->layout.pp;
+    sh->pp_rank = e->coord.p;
+    sh->pp_comm = sh->pp > 1 ? e->pp : MPI_COMM_NULL;
+    sh->embd_comm = sh->pp > 1 ? e->embd : MPI_COMM_NULL;
+    sh->microbatches = 0; /* default: pp microbatches */
 }

@@ -217,8 +217,45 @@ void gpt_build(GPT *m, const GPTConfig *cfg, const Backend *be, int Bmax, int Tm
     gpt_build_shard(m, cfg, &whole, be, Bmax, Tmax, trainable, seed, init_std);
 }
 
-void gpt_build_shard(GPT *m, const GPTConfig *cfg, const GPTShard *sh, const Backend *be, int Bmax, int Tmax,
-                     int trainable, uint64_t seed, float init_std) {
+/* Bytes of backend memory one allocation of n bytes takes (the backends
+ * round to their alignment; 256 covers both) */
+static size_t gpt_alloc_rounded(size_t n) { return n == 0 ? 256 : (n + 255) / 256 * 256; }
+
+size_t gpt_shard_bytes(const GPTConfig *cfg, int tp, int pp, int pp_rank, int Bmax, int Tmax, int trainable) {
+    /* the fields the carve functions read, as gpt_build_shard sets them */
+    static GPT m; /* large: not on the stack; pure but not reentrant */
+    memset(&m, 0, sizeof m);
+    m.cfg = *cfg;
+    m.Bmax = Bmax;
+    m.Tmax = Tmax;
+    m.sh.tp = tp;
+    m.sh.pp = pp;
+    m.Cl = cfg->C / tp;
+    m.NHl = cfg->NH / tp;
+    m.Ll = cfg->L / pp;
+    m.last = pp_rank == pp - 1;
+    TensorInfo t[GPT_NUM_TENSORS];
+    int nt;
+    size_t np = gpt_tensor_table_pp(cfg, tp, 0, pp, pp_rank, t, &nt);
+    size_t F = sizeof(float), total = gpt_alloc_rounded(np * F) * (trainable ? 4 : 1);
+    Carve cv = {NULL, 0};
+    total += gpt_alloc_rounded(gpt_carve_acts(&m, &cv) * F);
+    if (trainable) {
+        cv = (Carve){NULL, 0};
+        total += gpt_alloc_rounded(gpt_carve_scratch(&m, &cv) * F);
+    }
+    if (pp == 1) {
+        size_t kv = (size_t)cfg->L * (size_t)Bmax * (size_t)m.NHl * (size_t)Tmax * (size_t)(cfg->C / cfg->NH);
+        total += 2 * gpt_alloc_rounded(kv * F);
+    }
+    cv = (Carve){NULL, 0};
+    total += gpt_alloc_rounded(gpt_carve_decode(&m, &cv) * F);
+    total += 2 * gpt_alloc_rounded((size_t)Bmax * (size_t)Tmax * sizeof(int));
+    return total;
+}
+
+static void gpt_alloc_shard(GPT *m, const GPTConfig *cfg, const GPTShard *sh, const Backend *be, int Bmax, int Tmax,
+                            int trainable) {
     memset(m, 0, sizeof *m);
     m->cfg = *cfg;
     m->be = be;
@@ -311,7 +348,17 @@ void gpt_build_shard(GPT *m, const GPTConfig *cfg, const GPTShard *sh, const Bac
         if (strcmp(be->name, "cpu") != 0) m->pp_host = nr_xmalloc(2 * gpt_pp_slot(m) * sizeof(float));
         m->pp_req = nr_xmalloc(2 * (size_t)Bmax * sizeof(MPI_Request));
     }
+}
+
+void gpt_build_shard(GPT *m, const GPTConfig *cfg, const GPTShard *sh, const Backend *be, int Bmax, int Tmax,
+                     int trainable, uint64_t seed, float init_std) {
+    gpt_alloc_shard(m, cfg, sh, be, Bmax, Tmax, trainable);
     gpt_init_params(m, seed, init_std);
+}
+
+void gpt_build_shard_empty(GPT *m, const GPTConfig *cfg, const GPTShard *sh, const Backend *be, int Bmax, int Tmax,
+                           int trainable) {
+    gpt_alloc_shard(m, cfg, sh, be, Bmax, Tmax, trainable);
 }
 
 void gpt_free(GPT *m) {

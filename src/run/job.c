@@ -17,9 +17,9 @@
  * one replica: the tensors it is the canonical owner of (its TP slice of a
  * cut tensor, its stage's layers; a tensor several ranks hold identically —
  * TP-replicated, or wte on the first and last pipeline stage — from one). */
-static void model_contribute(const GPT *m, float *full, size_t n) {
+static void model_contribute(const GPT *m, int which, float *full, size_t n) {
     memset(full, 0, n * sizeof(float));
-    gpt_export_logical(m, GPT_BUF_PARAMS, full);
+    gpt_export_logical(m, which, full);
     for (int i = 0; i < m->ntensors; i++)
         if (!gpt_tensor_owner(m, i) && m->tensors[i].lnumel > 0)
             memset(full + m->tensors[i].loffset, 0, m->tensors[i].numel * sizeof(float));
@@ -38,6 +38,59 @@ static void model_import(GPT *m, const float *full, size_t n, float *tmp) {
 
 int job_stage_is_critic(int id) { return id == PLAN_CRITIC_INF || id == PLAN_CRITIC_TRAIN || id == PLAN_REWARD_INF; }
 
+void job_stage_fill(Job *j, Stage *s) {
+    s->member = s->emu.pos >= 0;
+    s->dp = s->emu.layout.dp;
+    s->d = s->member ? s->emu.coord.d : -1;
+    /* every pipeline stage and TP rank of a replica ends with the same
+     * outputs (the last stage broadcasts them): one of them reports */
+    s->leader = s->member && s->emu.coord.t == 0 && s->emu.coord.p == s->emu.layout.pp - 1;
+    s->root = s->emu.ranks[0];
+    s->B = j->cfg->ppo.batch / s->dp;
+}
+
+int job_stage_holds_model(const Job *j, int id) { return id != PLAN_REWARD_INF || j->have_rm; }
+
+void job_stage_capacity(const Job *j, int id, int dp, int *Bmax, int *Tmax) {
+    const Config *cfg = j->cfg;
+    *Bmax = cfg->ppo.batch / dp;
+    *Tmax = j->Tgen;
+    if (plan_stage_is_train(id)) {
+        *Bmax = cfg->ppo.minibatch / dp;
+        if (id == PLAN_ACTOR_TRAIN && cfg->sft.steps > 0) {
+            *Bmax = NR_MAX(*Bmax, cfg->sft.batch / dp);
+            *Tmax = NR_MAX(*Tmax, j->Tsft);
+        }
+    }
+}
+
+void job_stage_model(Job *j, Stage *s, int empty) {
+    int i = s->id;
+    if (!s->member || !job_stage_holds_model(j, i)) return;
+    const Config *cfg = j->cfg;
+    int critic = job_stage_is_critic(i), train = plan_stage_is_train(i), Bmax, Tmax;
+    job_stage_capacity(j, i, s->dp, &Bmax, &Tmax);
+    GPTShard sh;
+    emu_gpt_shard(&s->emu, &sh);
+    if (empty) {
+        gpt_build_shard_empty(&s->model, critic ? &j->cc : &j->ac, &sh, j->be, Bmax, Tmax, train);
+        return;
+    }
+    /* same seed for every stage of a model: they start equal; the critic
+     * and reward heads get their own */
+    uint64_t seed = (uint64_t)cfg->run.seed;
+    uint64_t sd = i == PLAN_REWARD_INF ? seed + 2 : critic ? seed + 1 : seed;
+    const GPTConfig *mc = critic ? &j->cc : &j->ac;
+    gpt_build_shard(&s->model, mc, &sh, j->be, Bmax, Tmax, train, sd, cfg->model.init_std);
+    if (i == PLAN_REWARD_INF && s->model.p[GPT_VHW]) { /* the head lives on the last pipeline stage */
+        /* a frozen reward network: value head drawn from the seed (UNTRAINED until checkpoints load one) */
+        float *vh = nr_xmalloc((size_t)mc->C * sizeof(float));
+        for (int c = 0; c < mc->C; c++) vh[c] = cfg->model.init_std * rng_normal(seed + 2, RNG_INIT, 1000, c);
+        j->be->upload(s->model.p[GPT_VHW], vh, (size_t)mc->C * sizeof(float));
+        free(vh);
+    }
+}
+
 void job_build(Job *j, MPI_Comm world, const Config *cfg, const Backend *be, const TaskSet *ts, int V, int Tsft) {
     memset(j, 0, sizeof *j);
     j->world = world;
@@ -55,59 +108,21 @@ void job_build(Job *j, MPI_Comm world, const Config *cfg, const Backend *be, con
     j->Tgen = NR_MIN(cfg->model.max_seq, j->P + Tresp);
     j->have_rm = cfg->reward.network && cfg->ppo.steps > 0;
     int Bg = cfg->ppo.batch;
-    uint64_t seed = (uint64_t)cfg->run.seed;
     j->ac = (GPTConfig){V, cfg->model.max_seq, cfg->model.n_layer, cfg->model.n_embd, cfg->model.n_head, 0};
     j->cc = j->ac;
     j->cc.value_head = 1;
-    const GPTConfig *ac = &j->ac, *cc = &j->cc;
-    j->n_actor = gpt_logical_numel(ac);
-    j->n_critic = gpt_logical_numel(cc);
+    j->n_actor = gpt_logical_numel(&j->ac);
+    j->n_critic = gpt_logical_numel(&j->cc);
     j->full = nr_xmalloc(j->n_critic * sizeof(float));
     j->tmp = nr_xmalloc(j->n_critic * sizeof(float));
+    j->plan = cfg->plan;
+    MPI_Comm_dup(world, &j->xcomm);
     for (int i = 0; i < PLAN_NSTAGES; i++) {
         Stage *s = &j->st[i];
         s->id = i;
-        emu_build_stage(&s->emu, world, &cfg->plan, i);
-        s->member = s->emu.pos >= 0;
-        s->dp = s->emu.layout.dp;
-        s->d = s->member ? s->emu.coord.d : -1;
-        /* every pipeline stage and TP rank of a replica ends with the same
-         * outputs (the last stage broadcasts them): one of them reports */
-        s->leader = s->member && s->emu.coord.t == 0 && s->emu.coord.p == s->emu.layout.pp - 1;
-        s->root = s->emu.ranks[0];
-        s->B = Bg / s->dp;
-        if (!s->member || (i == PLAN_REWARD_INF && !j->have_rm)) continue;
-        int critic = job_stage_is_critic(i);
-        int train = plan_stage_is_train(i);
-        int Bmax = s->B, Tmax = j->Tgen;
-        if (train) {
-            Bmax = cfg->ppo.minibatch / s->dp;
-            if (i == PLAN_ACTOR_TRAIN && cfg->sft.steps > 0) {
-                Bmax = NR_MAX(Bmax, cfg->sft.batch / s->dp);
-                Tmax = NR_MAX(Tmax, Tsft);
-            }
-        }
-        /* same seed for every stage of a model: they start equal; the critic
-         * and reward heads get their own */
-        uint64_t sd = i == PLAN_REWARD_INF ? seed + 2 : critic ? seed + 1 : seed;
-        GPTShard sh;
-        memset(&sh, 0, sizeof sh);
-        sh.tp = s->emu.layout.tp;
-        sh.tp_rank = s->emu.coord.t;
-        sh.tp_comm = sh.tp > 1 ? s->emu.tp : MPI_COMM_NULL;
-        sh.pp = s->emu.layout.pp;
-        sh.pp_rank = s->emu.coord.p;
-        sh.pp_comm = sh.pp > 1 ? s->emu.pp : MPI_COMM_NULL;
-        sh.embd_comm = sh.pp > 1 ? s->emu.embd : MPI_COMM_NULL;
-        sh.microbatches = 0; /* default: pp microbatches */
-        gpt_build_shard(&s->model, critic ? cc : ac, &sh, be, Bmax, Tmax, train, sd, cfg->model.init_std);
-        if (i == PLAN_REWARD_INF && s->model.p[GPT_VHW]) { /* the head lives on the last pipeline stage */
-            /* a frozen reward network: value head drawn from the seed (UNTRAINED until checkpoints load one) */
-            float *vh = nr_xmalloc((size_t)cc->C * sizeof(float));
-            for (int c = 0; c < cc->C; c++) vh[c] = cfg->model.init_std * rng_normal(seed + 2, RNG_INIT, 1000, c);
-            be->upload(s->model.p[GPT_VHW], vh, (size_t)cc->C * sizeof(float));
-            free(vh);
-        }
+        emu_build_stage(&s->emu, world, &j->plan, i);
+        job_stage_fill(j, s);
+        job_stage_model(j, s, 0);
     }
     Stage *g = &j->st[PLAN_ACTOR_GEN];
     rollout_alloc(&j->G, cfg, ts, be, Bg, Bg, 0);
@@ -120,6 +135,8 @@ void job_free(Job *j) {
         gpt_free(&j->st[i].model);
         emu_free(&j->st[i].emu);
     }
+    job_sync_plan_free(j);
+    if (j->xcomm != MPI_COMM_NULL && j->xcomm) MPI_Comm_free(&j->xcomm);
     rollout_free(&j->G);
     rollout_free(&j->L);
     free(j->full);
@@ -128,15 +145,17 @@ void job_free(Job *j) {
     memset(j, 0, sizeof *j);
 }
 
-void job_assemble(Job *j, int src, float *full, size_t n) {
+void job_assemble(Job *j, int src, float *full, size_t n) { job_assemble_buf(j, src, GPT_BUF_PARAMS, full, n); }
+
+void job_assemble_buf(Job *j, int src, int which, float *full, size_t n) {
     Stage *s = &j->st[src];
     if (s->emu.layout.tp == 1 && s->emu.layout.pp == 1) { /* replica 0 is one rank: it holds the whole vector */
-        if (j->rank == s->root) gpt_export_logical(&s->model, GPT_BUF_PARAMS, full);
+        if (j->rank == s->root) gpt_export_logical(&s->model, which, full);
         comm_bcast_f32(j->world, full, n, s->root);
         return;
     }
     /* replica 0's TP ranks and pipeline stages each hold a part: sum their disjoint shares */
-    if (s->member && s->d == 0) model_contribute(&s->model, full, n);
+    if (s->member && s->d == 0) model_contribute(&s->model, which, full, n);
     else memset(full, 0, n * sizeof(float));
     comm_allreduce_sum_f32(j->world, full, n);
 }

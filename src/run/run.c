@@ -51,6 +51,51 @@ static int check_sft_split(const Config *cfg, const Deck *deck) {
     return 0;
 }
 
+/* The deck's [switch] before PPO step `step`: resolve the plan against the
+ * job, move through the transition engine, print what it did. Returns 0
+ * (switched), 1 (refused before anything moved: the run continues on the
+ * current plan) or −1 (a transition check failed: the run must stop). */
+static int run_switch(Job *j, const Config *cfg, int step, char *plan_text, size_t plan_len) {
+    int world = j->size;
+    PlanConfig np = cfg->sw.plan;
+    PlanLimits lim = {world, cfg->model.n_head, cfg->model.n_layer, cfg->ppo.batch, cfg->ppo.minibatch};
+    PlanError perr;
+    if (plan_resolve(&np, &lim, &perr) != 0) {
+        /* plan_resolve speaks of [plan]: the same key of [switch] is meant */
+        const char *msg = perr.msg, *key = strncmp(perr.key, "plan.", 5) == 0 ? perr.key + 5 : perr.key;
+        char pre[600];
+        snprintf(pre, sizeof pre, "[plan] %s: ", key);
+        if (strncmp(msg, pre, strlen(pre)) == 0) msg += strlen(pre);
+        nr_log("switch before step %d refused: [switch] %s: %s; continuing on the current plan\n", step, key, msg);
+        return 1;
+    }
+    JobTxReport rep;
+    char why[512] = "";
+    int rc = job_transition(j, &np, 0, &rep, why, sizeof why);
+    if (rc == 1) {
+        nr_log("switch before step %d refused: %s; continuing on the current plan\n", step, why);
+        return 1;
+    }
+    if (rc < 0) {
+        nr_log("nereus: switch before step %d: %s\n", step, why);
+        return -1;
+    }
+    char text[4096];
+    plan_format(&j->plan, text, sizeof text);
+    snprintf(plan_text, plan_len, "%s", text);
+    nr_log("switch before step %d to the [switch] plan:\n%s", step, text);
+    char budget[64];
+    if (rep.mem_budget > 0) snprintf(budget, sizeof budget, "budget %.1f MiB", rep.mem_budget / (1024.0 * 1024.0));
+    else snprintf(budget, sizeof budget, "no budget");
+    nr_log("transition: %d model-stage(s) in %d wave(s): moved %.2f MiB (minimum %.2f MiB), kept in place %.2f MiB; "
+           "predicted %.4f s, measured %.4f s (transfers %.4f s); peak memory %.1f MiB per rank (%s)%s\n%s",
+           rep.nchanges, rep.nwaves, rep.bytes_moved / 1048576.0, rep.bytes_lower_bound / 1048576.0,
+           rep.bytes_local / 1048576.0, rep.predicted_s, rep.measured_s, rep.engine_s, rep.mem_peak / 1048576.0,
+           budget, rep.verified ? "; per-tensor checks passed" : "", rep.text);
+    j->last_tx_bytes = rep.bytes_moved;
+    return 0;
+}
+
 int run_job(const Config *cfg, const Deck *deck, const char *deck_path) {
     int world = 1;
     MPI_Comm_size(MPI_COMM_WORLD, &world);
@@ -193,10 +238,17 @@ int run_job(const Config *cfg, const Deck *deck, const char *deck_path) {
     int done_steps = 0; /* PPO steps run by this job (rewards[0 .. done_steps)) */
     int64_t last_ckpt = -1; /* step of the last checkpoint this job wrote */
     uint64_t tok_hash = 0xcbf29ce484222325ULL;
-    double sync_time = 0, sync_bytes = 0;
+    double sync_time = 0, sync_bytes = 0, transition_bytes = 0;
+    int transitions = 0;
     if (cfg->ppo.steps > 0 && status == 0 && !stop_sig) {
         double run0 = nr_now();
         for (int step = (int)start_step; step < cfg->ppo.steps; step++) {
+            if (cfg->sw.step == step) {
+                int rc = run_switch(&job, cfg, step, plan_text, sizeof plan_text);
+                if (rc < 0) { status = 1; break; }
+                transitions += rc == 0;
+                transition_bytes += rc == 0 ? job.last_tx_bytes : 0;
+            }
             StepStats st;
             memset(&st, 0, sizeof st);
             double times[4], t0 = nr_now();
@@ -286,6 +338,10 @@ int run_job(const Config *cfg, const Deck *deck, const char *deck_path) {
         nr_log("verify.sft_loss_last: %.6f\n", sft_last);
     }
     nr_log("verify.ppo_steps: %d\n", n);
+    if (cfg->sw.step >= 0) {
+        nr_log("verify.transitions: %d\n", transitions);
+        nr_log("verify.transition_bytes: %.0f\n", transition_bytes);
+    }
     if (restarted) nr_log("verify.restart_step: %lld\n", (long long)start_step);
     if (stop_sig) nr_log("verify.stopped_at_step: %lld\n", (long long)final_step);
     if (n > 0) { /* task reward means of the first and last min(10, n) PPO steps */

@@ -125,11 +125,15 @@ int job_step(Job *j, int step, StepStats *st, double times[4]) {
      * trained models to the stages that generate and score with them */
     double t4 = t3;
     if (st->finite) {
-        int actor_dst[2] = {PLAN_ACTOR_GEN, PLAN_ACTOR_INF}, critic_dst[1] = {PLAN_CRITIC_INF};
-        job_sync(j, PLAN_ACTOR_TRAIN, actor_dst, 2);
-        double bytes = j->sync_bytes;
-        job_sync(j, PLAN_CRITIC_TRAIN, critic_dst, 1);
-        j->sync_bytes += bytes;
+        if (strcmp(cfg->transition.sync, "broadcast") == 0) { /* the baseline: every rank gets the whole models */
+            int actor_dst[2] = {PLAN_ACTOR_GEN, PLAN_ACTOR_INF}, critic_dst[1] = {PLAN_CRITIC_INF};
+            job_sync(j, PLAN_ACTOR_TRAIN, actor_dst, 2);
+            double bytes = j->sync_bytes;
+            job_sync(j, PLAN_CRITIC_TRAIN, critic_dst, 1);
+            j->sync_bytes += bytes;
+        } else { /* only the slabs each destination lacks */
+            job_sync_engine(j);
+        }
         t4 = nr_now();
     }
     times[0] = t1 - t0;

@@ -14,5 +14,11 @@ build/bench/bench_step "$out" "${1:-}"
 tests/bench/plans.sh "$out"
 mkdir -p build/bench-io
 jobs/local.sh -np 4 build/bench/bench_ckpt "$out" build/bench-io
+jobs/local.sh -np 8 build/bench/bench_transition "$out" build/bench-io
+# the pure DAG builder at 32, 256 and 1,024 ranks (test_tx_dag times it: median of 7)
+echo
+echo "== transition DAG build time (8B-shaped actor and critic with AdamW state, and actor.gen; one process)"
+build/tests/test_tx_dag | sed -n 's/^ok *\( *[0-9]* ranks.*\) in \([0-9.]*\) ms.*/\1: \2 ms/p' | sed 's/, DAG of/: DAG of/'
+build/tests/test_tx_dag | sed -n 's/^tx_dag_build_ms_\([0-9]*\): /tx.dag_build_ms_\1: /p' >> "$out"
 echo
 echo "bench: wrote $out"

@@ -18,24 +18,40 @@
 
 #define CPU_ALIGN 64
 
+/* Bytes of backend memory live on this rank (be->mem_live): each block
+ * carries its size in a header of one alignment unit before the pointer
+ * handed out, so free knows what it returns. */
+static size_t cpu_live;
+
 static void *cpu_alloc(size_t bytes) {
     /* aligned_alloc needs a size that is a multiple of the alignment */
     size_t rounded = bytes == 0 ? CPU_ALIGN : (bytes + CPU_ALIGN - 1) / CPU_ALIGN * CPU_ALIGN;
-    if (rounded < bytes) {
+    if (rounded < bytes || rounded + CPU_ALIGN < rounded) {
         fprintf(stderr, "nereus cpu backend: alloc of %zu bytes overflows\n", bytes);
         abort();
     }
-    void *p = aligned_alloc(CPU_ALIGN, rounded);
-    if (!p) {
+    char *b = aligned_alloc(CPU_ALIGN, rounded + CPU_ALIGN);
+    if (!b) {
         fprintf(stderr, "nereus cpu backend: out of host memory allocating %zu bytes (%.2f GiB)\n",
                 bytes, (double)bytes / (1024.0 * 1024.0 * 1024.0));
         abort();
     }
-    memset(p, 0, rounded);
-    return p;
+    memcpy(b, &rounded, sizeof rounded);
+    memset(b + CPU_ALIGN, 0, rounded);
+    __atomic_add_fetch(&cpu_live, rounded, __ATOMIC_RELAXED);
+    return b + CPU_ALIGN;
 }
 
-static void cpu_free(void *p) { free(p); }
+static void cpu_free(void *p) {
+    if (!p) return;
+    char *b = (char *)p - CPU_ALIGN;
+    size_t rounded;
+    memcpy(&rounded, b, sizeof rounded);
+    __atomic_sub_fetch(&cpu_live, rounded, __ATOMIC_RELAXED);
+    free(b);
+}
+
+static size_t cpu_mem_live(void) { return __atomic_load_n(&cpu_live, __ATOMIC_RELAXED); }
 
 static void cpu_upload(void *dst, const void *host_src, size_t bytes) {
     if (bytes) memcpy(dst, host_src, bytes);
@@ -62,6 +78,7 @@ static void cpu_set_threads(int nthreads) {
 void cpu_register_memory(Backend *be) {
     be->alloc = cpu_alloc;
     be->free = cpu_free;
+    be->mem_live = cpu_mem_live;
     be->upload = cpu_upload;
     be->download = cpu_download;
     be->copy = cpu_copy;

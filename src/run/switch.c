@@ -1,0 +1,304 @@
+/* switch.c — the job's plan-to-plan transitions and its per-step weight
+ * sync, both through the transition engine (transition.h; job.h).
+ *
+ * A transition: every rank lists the model-stages whose layout changes
+ * (the same list everywhere); rank 0 plans the DAG under [transition]
+ * memory_mib and sends each rank its part; if rank 0 refuses, every rank
+ * returns before anything moved. Otherwise the new EMUs' communicators are
+ * built (all of them, before any old one is freed), each rank runs its
+ * part — new shards are allocated empty when the DAG says, filled from the
+ * old holders, and old shards freed when everything out of them is out —
+ * then the AdamW step counters follow, the old communicators are freed and
+ * the stages take their new EMUs and models. What else defines a training
+ * model-stage needs no moving: the RNG streams are counters keyed by (seed,
+ * step, sample), and the data position is the step number.
+ *
+ * Verification: per moved model-stage, per buffer (parameters, AdamW m, v),
+ * per tensor, Σ|x| in double and an order-free 64-bit hash of (logical
+ * index, bit pattern) of the assembled logical vector, before and after;
+ * any difference fails the transition. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nereus/comm.h"
+#include "nereus/job.h"
+#include "nereus/transition.h"
+#include "nereus/util.h"
+
+#define MIB (1024.0 * 1024.0)
+
+typedef struct JobSyncPlan {
+    TxPart part;
+    TxEndpoint ep[3];
+    double bytes;   /* bytes that cross between ranks per sync */
+} JobSyncPlan;
+
+static int tie_class(int id) { return id == PLAN_ACTOR_GEN ? 0 : plan_stage_is_train(id) ? 2 : 1; }
+
+static int same_layout(const PlanStage *a, const PlanStage *b) {
+    if (a->tp != b->tp || a->pp != b->pp || a->dp != b->dp || a->nranks != b->nranks) return 0;
+    for (int i = 0; i < a->nranks; i++)
+        if (a->ranks[i] != b->ranks[i]) return 0;
+    return 1;
+}
+
+static TxOptions job_tx_options(const Job *j) {
+    const TransitionConfig *t = &j->cfg->transition;
+    TxOptions o = {t->memory_mib * MIB, (size_t)t->chunk_kib * 1024, (size_t)t->window_kib * 1024,
+                   t->bandwidth_gbs * 1e9, t->latency_us * 1e-6, t->comm_setup_us * 1e-6, NULL};
+    return o;
+}
+
+static void change_of(const Job *j, int id, int kind, const PlanStage *from, const PlanStage *to, TxChange *x) {
+    memset(x, 0, sizeof *x);
+    x->id = id;
+    x->kind = kind;
+    x->tie = tie_class(id);
+    x->cfg = job_stage_is_critic(id) ? j->cc : j->ac;
+    x->from = *from;
+    x->to = *to;
+    x->trainable = plan_stage_is_train(id) && kind == TX_MOVE;
+    x->nbufs = x->trainable ? 3 : 1;
+    int T;
+    job_stage_capacity(j, id, from->dp, &x->bmax_from, &T);
+    job_stage_capacity(j, id, to->dp, &x->bmax_to, &x->tmax);
+}
+
+/* ---- per-tensor checks ----------------------------------------------------- */
+
+typedef struct TensorCheck { double abs; uint64_t hash; } TensorCheck;
+
+static uint64_t mix64(uint64_t h) {
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ull;
+    h ^= h >> 33;
+    return h;
+}
+
+/* collective over world: checks[buf·GPT_NUM_TENSORS + tensor] of stage id's logical buffers */
+static void stage_checks(Job *j, int id, int nbufs, TensorCheck *out) {
+    static const int which[3] = {GPT_BUF_PARAMS, GPT_BUF_ADAM_M, GPT_BUF_ADAM_V};
+    const GPTConfig *cfg = job_stage_is_critic(id) ? &j->cc : &j->ac;
+    size_t n = gpt_logical_numel(cfg);
+    TensorInfo t[GPT_NUM_TENSORS];
+    int nt;
+    gpt_tensor_table(cfg, 1, 0, t, &nt);
+    memset(out, 0, 3 * GPT_NUM_TENSORS * sizeof *out);
+    for (int b = 0; b < nbufs; b++) {
+        job_assemble_buf(j, id, which[b], j->full, n);
+        for (int i = 0; i < nt; i++) {
+            TensorCheck *c = &out[b * GPT_NUM_TENSORS + i];
+            for (size_t k = 0; k < t[i].numel; k++) {
+                float x = j->full[t[i].loffset + k];
+                uint32_t bits;
+                memcpy(&bits, &x, sizeof bits);
+                c->abs += fabs((double)x);
+                c->hash += mix64(((uint64_t)k << 32) ^ bits); /* a sum: independent of the order */
+            }
+        }
+    }
+}
+
+/* ---- transitions -------------------------------------------------------------- */
+
+typedef struct MoveCtx {
+    Job *j;
+    const TxChange *ch;
+    Stage *ns;   /* (PLAN_NSTAGES) the new stages being built */
+    TxEndpoint *ep;
+} MoveCtx;
+
+static void move_alloc(void *ctx, int c) {
+    MoveCtx *m = ctx;
+    Stage *s = &m->ns[m->ch[c].id];
+    job_stage_model(m->j, s, 1);
+    m->ep[c].to = &s->model;
+}
+
+static void move_release(void *ctx, int c) {
+    MoveCtx *m = ctx;
+    gpt_free(&m->j->st[m->ch[c].id].model);
+    m->ep[c].from = NULL;
+}
+
+int job_transition(Job *j, const PlanConfig *np, int verify, JobTxReport *rep, char *why, size_t len) {
+    double t0 = nr_now();
+    memset(rep, 0, sizeof *rep);
+    verify = verify || j->cfg->transition.verify;
+    TxChange ch[PLAN_NSTAGES];
+    int nch = 0;
+    for (int i = 0; i < PLAN_NSTAGES; i++)
+        if (job_stage_holds_model(j, i) && !same_layout(&j->plan.stage[i], &np->stage[i]))
+            change_of(j, i, TX_MOVE, &j->plan.stage[i], &np->stage[i], &ch[nch++]);
+    /* the ranks' memory outside the changes: the stages that stay */
+    TxOptions opt = job_tx_options(j);
+    double *resident = NULL;
+    TxPlan P;
+    memset(&P, 0, sizeof P);
+    int64_t refused = 0;
+    char reason[512] = "";
+    if (j->rank == 0) {
+        resident = nr_xcalloc((size_t)j->size, sizeof *resident);
+        for (int i = 0; i < PLAN_NSTAGES; i++) {
+            if (!job_stage_holds_model(j, i) || !same_layout(&j->plan.stage[i], &np->stage[i])) continue;
+            const PlanStage *s = &j->plan.stage[i];
+            int Bmax, Tmax;
+            job_stage_capacity(j, i, s->dp, &Bmax, &Tmax);
+            for (int pos = 0; pos < s->nranks; pos++)
+                resident[s->ranks[pos]] += (double)gpt_shard_bytes(job_stage_is_critic(i) ? &j->cc : &j->ac, s->tp,
+                                                                   s->pp, pos / (s->tp * s->dp), Bmax, Tmax,
+                                                                   plan_stage_is_train(i));
+        }
+        opt.resident = resident;
+        if (tx_plan_build(&P, ch, nch, j->size, &opt, reason, sizeof reason) != 0) refused = 1;
+    }
+    comm_bcast(j->world, &refused, sizeof refused, 0);
+    if (refused) {
+        comm_bcast(j->world, reason, sizeof reason, 0);
+        snprintf(why, len, "%s", reason);
+        free(resident);
+        return 1;
+    }
+    double nums[6] = {(double)P.bytes_moved, (double)P.bytes_lower_bound, (double)P.bytes_local, P.predicted_s,
+                      (double)P.nwaves, 0};
+    if (j->rank == 0) {
+        const char *names[PLAN_NSTAGES];
+        for (int c = 0; c < nch; c++) names[c] = plan_stage_name(ch[c].id);
+        tx_plan_format(&P, names, rep->text, sizeof rep->text);
+    }
+    comm_bcast(j->world, nums, sizeof nums, 0);
+    comm_bcast(j->world, rep->text, sizeof rep->text, 0);
+    rep->nchanges = nch;
+    rep->bytes_moved = nums[0];
+    rep->bytes_lower_bound = nums[1];
+    rep->bytes_local = nums[2];
+    rep->predicted_s = nums[3];
+    rep->nwaves = (int)nums[4];
+    rep->mem_budget = opt.budget;
+    TxPart part;
+    if (tx_part_scatter(j->rank == 0 ? &P : NULL, j->world, &part) != 0)
+        nr_fatal("transition: rank 0 could not hand out the parts");
+    if (j->rank == 0) tx_plan_free(&P);
+    free(resident);
+
+    /* checks before */
+    TensorCheck *before = nr_xcalloc((size_t)nch * 3 * GPT_NUM_TENSORS, sizeof *before);
+    TensorCheck *after = nr_xcalloc((size_t)nch * 3 * GPT_NUM_TENSORS, sizeof *after);
+    if (verify)
+        for (int c = 0; c < nch; c++) stage_checks(j, ch[c].id, ch[c].nbufs, before + (size_t)c * 3 * GPT_NUM_TENSORS);
+    /* the step counters of the trained models (every member holds the same) */
+    int64_t adam_t[PLAN_NSTAGES] = {0};
+    for (int i = 0; i < PLAN_NSTAGES; i++)
+        if (j->st[i].member && j->st[i].model.trainable) adam_t[i] = j->st[i].model.adam_t;
+    comm_allreduce_max_i64(j->world, adam_t, PLAN_NSTAGES);
+
+    /* new communicators first (collective, stage order), then the transfers */
+    Stage ns[PLAN_NSTAGES];
+    memset(ns, 0, sizeof ns);
+    TxEndpoint ep[PLAN_NSTAGES];
+    memset(ep, 0, sizeof ep);
+    for (int c = 0; c < nch; c++) {
+        Stage *s = &ns[ch[c].id];
+        s->id = ch[c].id;
+        emu_build_stage(&s->emu, j->world, np, ch[c].id);
+        job_stage_fill(j, s);
+        ep[c].from = j->st[ch[c].id].member ? &j->st[ch[c].id].model : NULL;
+    }
+    MoveCtx mc = {j, ch, ns, ep};
+    TxHooks hooks = {&mc, move_alloc, move_release};
+    TxStats st;
+    tx_execute(&part, ep, &hooks, j->be, j->xcomm, &st);
+    tx_part_free(&part);
+    /* the old communicators go; the stages take their new EMUs and models */
+    for (int c = 0; c < nch; c++) {
+        Stage *o = &j->st[ch[c].id], *s = &ns[ch[c].id];
+        gpt_free(&o->model); /* already freed by the engine where this rank held one */
+        emu_free(&o->emu);
+        *o = *s;
+        if (o->member && o->model.trainable) o->model.adam_t = (int)adam_t[o->id];
+    }
+    j->plan = *np;
+    for (int c = 0; c < nch; c++)
+        if (ch[c].id == PLAN_ACTOR_GEN) { /* the gen rows this rank generates */
+            Stage *g = &j->st[PLAN_ACTOR_GEN];
+            rollout_free(&j->L);
+            if (g->member) rollout_alloc(&j->L, j->cfg, &j->ts, j->be, g->B, j->cfg->ppo.batch, g->d * g->B);
+        }
+    job_sync_plan_free(j); /* the sync was compiled for the old plan */
+
+    int rc = 0;
+    if (verify) {
+        for (int c = 0; c < nch; c++) stage_checks(j, ch[c].id, ch[c].nbufs, after + (size_t)c * 3 * GPT_NUM_TENSORS);
+        for (int c = 0; c < nch && rc == 0; c++)
+            for (int k = 0; k < 3 * GPT_NUM_TENSORS; k++) {
+                const TensorCheck *a = &before[(size_t)c * 3 * GPT_NUM_TENSORS + k], *b = &after[(size_t)c * 3 * GPT_NUM_TENSORS + k];
+                if (a->hash != b->hash || a->abs != b->abs) {
+                    snprintf(why, len, "transition check failed: %s buffer %d tensor %d: sum|x| %.17g -> %.17g",
+                             plan_stage_name(ch[c].id), k / GPT_NUM_TENSORS, k % GPT_NUM_TENSORS, a->abs, b->abs);
+                    rc = -1;
+                    break;
+                }
+            }
+        rep->verified = rc == 0;
+    }
+    free(before);
+    free(after);
+    double red[3] = {st.seconds, (double)st.mem_peak, nr_now() - t0};
+    comm_allreduce_max_f64(j->world, red, 3);
+    rep->engine_s = red[0];
+    rep->mem_peak = red[1];
+    rep->measured_s = red[2];
+    return rc;
+}
+
+/* ---- the weight sync ---------------------------------------------------------------- */
+
+static const int sync_pairs[3][2] = {
+    {PLAN_ACTOR_TRAIN, PLAN_ACTOR_GEN}, {PLAN_ACTOR_TRAIN, PLAN_ACTOR_INF}, {PLAN_CRITIC_TRAIN, PLAN_CRITIC_INF}};
+
+void job_sync_plan_free(Job *j) {
+    if (!j->sync) return;
+    tx_part_free(&j->sync->part);
+    free(j->sync);
+    j->sync = NULL;
+}
+
+void job_sync_engine(Job *j) {
+    if (!j->sync) {
+        JobSyncPlan *sp = nr_xcalloc(1, sizeof *sp);
+        TxChange ch[3];
+        for (int k = 0; k < 3; k++)
+            change_of(j, sync_pairs[k][1], TX_COPY, &j->plan.stage[sync_pairs[k][0]], &j->plan.stage[sync_pairs[k][1]],
+                      &ch[k]);
+        TxOptions opt = job_tx_options(j);
+        opt.budget = 0; /* a copy allocates nothing but its window */
+        TxPlan P;
+        char why[512] = "";
+        int64_t bad = 0;
+        double bytes = 0;
+        if (j->rank == 0) {
+            bad = tx_plan_build(&P, ch, 3, j->size, &opt, why, sizeof why) != 0;
+            if (!bad) bytes = (double)P.bytes_moved;
+        }
+        comm_bcast(j->world, &bad, sizeof bad, 0);
+        if (bad) nr_fatal("weight sync: %s", why); /* layouts of a resolved plan: cannot happen */
+        comm_bcast(j->world, &bytes, sizeof bytes, 0);
+        if (tx_part_scatter(j->rank == 0 ? &P : NULL, j->world, &sp->part) != 0) nr_fatal("weight sync: parts");
+        if (j->rank == 0) tx_plan_free(&P);
+        sp->bytes = bytes;
+        for (int k = 0; k < 3; k++) {
+            Stage *a = &j->st[sync_pairs[k][0]], *b = &j->st[sync_pairs[k][1]];
+            sp->ep[k].from = a->member ? &a->model : NULL;
+            sp->ep[k].to = b->member ? &b->model : NULL;
+        }
+        j->sync = sp;
+    }
+    TxStats st;
+    TxHooks none = {NULL, NULL, NULL};
+    tx_execute(&j->sync->part, j->sync->ep, &none, j->be, j->xcomm, &st);
+    j->sync_bytes = j->sync->bytes;
+}

@@ -1,0 +1,516 @@
+/* dag.c — the pure transition planner (transition.h): slabs of every
+ * change, memory per rank, waves under the budget, the DAG with its
+ * resource edges, the predicted time, the primitive report, and each rank's
+ * part. No MPI. */
+#include "nereus/transition.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MIB (1024.0 * 1024.0)
+
+static int fail(char *why, size_t len, const char *fmt, ...) {
+    if (why && len) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(why, len, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+static int lrank(const PlanStage *s, int pos) { return s->nranks ? s->ranks[pos] : pos; }
+static int lsize(const PlanStage *s) { return s->tp * s->pp * s->dp; }
+
+/* slab order inside a change: by destination, local ones first, then by
+ * source; the planner emits slabs destination by destination, so only each
+ * destination's run is sorted */
+static int slab_cmp(const void *a, const void *b) {
+    const Slab *x = a, *y = b;
+    if (x->dst_rank != y->dst_rank) return x->dst_rank < y->dst_rank ? -1 : 1;
+    if (x->local != y->local) return x->local ? -1 : 1;
+    if (x->src_rank != y->src_rank) return x->src_rank < y->src_rank ? -1 : 1;
+    if (x->tensor != y->tensor) return x->tensor < y->tensor ? -1 : 1;
+    for (int a = 0; a < 4; a++)
+        if (x->start[a] != y->start[a]) return x->start[a] < y->start[a] ? -1 : 1;
+    return 0;
+}
+
+void tx_plan_free(TxPlan *P) {
+    if (!P) return;
+    for (int c = 0; c < P->nchanges && P->sp; c++) slab_plan_free(&P->sp[c]);
+    free(P->ch);
+    free(P->sp);
+    free(P->wave);
+    free(P->prim);
+    free(P->nodes);
+    free(P->succ_off);
+    free(P->succ);
+    free(P->mem_old);
+    free(P->mem_new);
+    free(P->mem_start);
+    free(P->mem_peak);
+    free(P->rank_in);
+    free(P->rank_out);
+    memset(P, 0, sizeof *P);
+}
+
+/* bytes of each rank's shard of layout s (0 outside), per pipeline stage computed once */
+static void layout_mem(const TxChange *c, const PlanStage *s, int bmax, size_t *out, int nranks) {
+    memset(out, 0, (size_t)nranks * sizeof *out);
+    if (c->kind == TX_COPY) return;
+    size_t per_p[64];
+    int np = s->pp < 64 ? s->pp : 64;
+    for (int p = 0; p < np; p++) per_p[p] = gpt_shard_bytes(&c->cfg, s->tp, s->pp, p, bmax, c->tmax, c->trainable);
+    int n = lsize(s);
+    for (int pos = 0; pos < n; pos++) {
+        int p = pos / (s->tp * s->dp);
+        out[lrank(s, pos)] = p < 64 ? per_p[p] : gpt_shard_bytes(&c->cfg, s->tp, s->pp, p, bmax, c->tmax, c->trainable);
+    }
+}
+
+typedef struct EdgeList {
+    int *a, *b;
+    size_t n, cap;
+} EdgeList;
+
+static int edge(EdgeList *e, size_t from, size_t to) {
+    if (e->n == e->cap) {
+        size_t cap = e->cap ? 2 * e->cap : 1024;
+        int *na = realloc(e->a, cap * sizeof *na), *nb;
+        if (!na) return -1;
+        e->a = na;
+        nb = realloc(e->b, cap * sizeof *nb);
+        if (!nb) return -1;
+        e->b = nb;
+        e->cap = cap;
+    }
+    e->a[e->n] = (int)from;
+    e->b[e->n] = (int)to;
+    e->n++;
+    return 0;
+}
+
+static int change_order_cmp_ctx_tie(const TxChange *ch, int x, int y) {
+    if (ch[x].tie != ch[y].tie) return ch[x].tie < ch[y].tie ? -1 : 1;
+    if (ch[x].id != ch[y].id) return ch[x].id < ch[y].id ? -1 : 1;
+    return x < y ? -1 : x > y;
+}
+
+int tx_plan_build(TxPlan *P, const TxChange *ch, int n, int nranks, const TxOptions *opt, char *why, size_t len) {
+    memset(P, 0, sizeof *P);
+    if (n < 0 || n > 64) return fail(why, len, "transition: %d changes (at most 64)", n);
+    if (nranks < 1) return fail(why, len, "transition: %d job ranks", nranks);
+    if (opt->chunk < 4 || opt->window < opt->chunk)
+        return fail(why, len, "transition: chunk %zu bytes and window %zu bytes (need chunk >= 4, window >= chunk)",
+                    opt->chunk, opt->window);
+    P->opt = *opt;
+    P->opt.chunk = opt->chunk / 4 * 4;
+    P->opt.resident = NULL;
+    P->nranks = nranks;
+    P->nchanges = n;
+    size_t nr = (size_t)nranks, nc = (size_t)(n ? n : 1);
+    P->ch = calloc(nc, sizeof *P->ch);
+    P->sp = calloc(nc, sizeof *P->sp);
+    P->wave = calloc(nc, sizeof *P->wave);
+    P->prim = calloc(nc, sizeof *P->prim);
+    P->mem_old = calloc(nc * nr, sizeof *P->mem_old);
+    P->mem_new = calloc(nc * nr, sizeof *P->mem_new);
+    P->mem_start = calloc(nr, sizeof *P->mem_start);
+    P->mem_peak = calloc(nr, sizeof *P->mem_peak);
+    P->rank_in = calloc(nr, sizeof *P->rank_in);
+    P->rank_out = calloc(nr, sizeof *P->rank_out);
+    char *in_from = calloc(nc * nr, 1), *in_to = calloc(nc * nr, 1), *moving = calloc(nr, 1);
+    double *cur = calloc(nr, sizeof *cur), *acq = calloc(nr, sizeof *acq);
+    int *order = calloc(nc, sizeof *order), *nodeidx = NULL;
+    double *w_in = calloc(nr, sizeof *w_in), *w_out = calloc(nr, sizeof *w_out), *w_msg = calloc(nr, sizeof *w_msg);
+    EdgeList E = {0};
+    int rc = 0;
+    if (!P->ch || !P->sp || !P->wave || !P->prim || !P->mem_old || !P->mem_new || !P->mem_start || !P->mem_peak ||
+        !P->rank_in || !P->rank_out || !in_from || !in_to || !moving || !cur || !acq || !order || !w_in || !w_out || !w_msg) {
+        rc = fail(why, len, "transition: out of memory");
+        goto done;
+    }
+    if (n) memcpy(P->ch, ch, (size_t)n * sizeof *ch);
+
+    /* ---- slabs, memory, primitives ---- */
+    for (int c = 0; c < n; c++) {
+        const TxChange *x = &P->ch[c];
+        if (x->nbufs < 1 || x->nbufs > 3) {
+            rc = fail(why, len, "transition change %d: %d buffers per element (1..3)", c, x->nbufs);
+            goto done;
+        }
+        char w2[256];
+        if (slab_plan_build(&P->sp[c], &x->cfg, &x->from, &x->to, nranks, w2, sizeof w2)) {
+            rc = fail(why, len, "transition change %d: %s", c, w2);
+            goto done;
+        }
+        SlabPlan *sp = &P->sp[c];
+        for (size_t s0 = 0, s1; s0 < sp->n; s0 = s1) {
+            for (s1 = s0 + 1; s1 < sp->n && sp->slabs[s1].dst_rank == sp->slabs[s0].dst_rank; s1++) {}
+            qsort(sp->slabs + s0, s1 - s0, sizeof *sp->slabs, slab_cmp);
+        }
+        for (int pos = 0; pos < lsize(&x->from); pos++) in_from[(size_t)c * nr + lrank(&x->from, pos)] = 1;
+        for (int pos = 0; pos < lsize(&x->to); pos++) in_to[(size_t)c * nr + lrank(&x->to, pos)] = 1;
+        layout_mem(x, &x->from, x->bmax_from, P->mem_old + (size_t)c * nr, nranks);
+        layout_mem(x, &x->to, x->bmax_to, P->mem_new + (size_t)c * nr, nranks);
+        TxPrimitives *pr = &P->prim[c];
+        int mo = x->from.tp * x->from.pp, mn = x->to.tp * x->to.pp;
+        pr->split = mn < mo || (mn == mo && (x->from.tp != x->to.tp));
+        pr->merge = mn > mo || (mn == mo && (x->from.tp != x->to.tp));
+        for (int r = 0; r < nranks; r++) {
+            if (x->kind == TX_MOVE && in_from[(size_t)c * nr + r] && !in_to[(size_t)c * nr + r]) pr->destroy_ranks++;
+            if (in_to[(size_t)c * nr + r] && !in_from[(size_t)c * nr + r]) pr->extend_ranks++;
+        }
+        size_t nb = (size_t)x->nbufs;
+        for (size_t k = 0; k < sp->n; k++) {
+            const Slab *s = &sp->slabs[k];
+            size_t b = s->bytes * nb;
+            if (s->local) pr->bytes_local += b;
+            else if (in_from[(size_t)c * nr + s->dst_rank]) pr->bytes_reshard += b;
+            else pr->bytes_extend += b;
+        }
+        P->bytes_moved += sp->bytes_moved * nb;
+        P->bytes_lower_bound += sp->bytes_lower_bound * nb;
+        P->bytes_local += sp->bytes_local * nb;
+        for (int r = 0; r < nranks; r++) {
+            P->rank_in[r] += sp->rank_in[r] * nb;
+            P->rank_out[r] += sp->rank_out[r] * nb;
+        }
+    }
+    /* ranks that move or copy anything hold transfer buffers: the window, plus one chunk for local copies */
+    for (int r = 0; r < nranks; r++) moving[r] = P->rank_in[r] > 0 || P->rank_out[r] > 0;
+    for (int c = 0; c < n; c++)
+        for (size_t k = 0; k < P->sp[c].n; k++)
+            if (P->sp[c].slabs[k].local) moving[P->sp[c].slabs[k].dst_rank] = 1;
+
+    /* ---- memory waves ---- */
+    double budget = opt->budget, win = (double)opt->window + (double)P->opt.chunk;
+    /* a copy's two shards are held throughout: resident, like the models outside the transition */
+    size_t *held = malloc(nr * sizeof *held);
+    if (!held) {
+        rc = fail(why, len, "transition: out of memory");
+        goto done;
+    }
+    for (int c = 0; c < n; c++) {
+        if (P->ch[c].kind != TX_COPY) continue;
+        TxChange as_move = P->ch[c];
+        as_move.kind = TX_MOVE;
+        layout_mem(&as_move, &as_move.from, as_move.bmax_from, held, nranks);
+        for (int r = 0; r < nranks; r++) cur[r] += (double)held[r];
+        layout_mem(&as_move, &as_move.to, as_move.bmax_to, held, nranks);
+        for (int r = 0; r < nranks; r++) cur[r] += (double)held[r];
+    }
+    free(held);
+    for (int r = 0; r < nranks; r++) {
+        cur[r] += opt->resident ? opt->resident[r] : 0.0;
+        for (int c = 0; c < n; c++) cur[r] += (double)P->mem_old[(size_t)c * nr + r];
+        P->mem_start[r] = cur[r];
+        P->mem_peak[r] = cur[r];
+        if (budget > 0 && cur[r] > budget) {
+            rc = fail(why, len, "memory budget %.1f MiB too small for any schedule: rank %d already holds %.1f MiB",
+                      budget / MIB, r, cur[r] / MIB);
+            goto done;
+        }
+    }
+    for (int c = 0; c < n; c++) order[c] = c;
+    for (int a = 1; a < n; a++) /* insertion sort: at most 64 */
+        for (int b = a; b > 0 && change_order_cmp_ctx_tie(P->ch, order[b], order[b - 1]) < 0; b--) {
+            int t = order[b]; order[b] = order[b - 1]; order[b - 1] = t;
+        }
+    int placed = 0;
+    for (int c = 0; c < n; c++) P->wave[c] = -1;
+    for (int w = 0; placed < n; w++) {
+        memset(acq, 0, nr * sizeof *acq);
+        int here = 0;
+        for (int k = 0; k < n; k++) {
+            int c = order[k];
+            if (P->wave[c] >= 0) continue;
+            int fits = 1;
+            if (budget > 0)
+                for (int pos = 0; pos < lsize(&P->ch[c].to) && fits; pos++) {
+                    int r = lrank(&P->ch[c].to, pos);
+                    double need = cur[r] + acq[r] + (double)P->mem_new[(size_t)c * nr + r] + (moving[r] ? win : 0);
+                    if (need > budget) fits = 0;
+                }
+            if (!fits) continue;
+            P->wave[c] = w;
+            here++;
+            placed++;
+            for (int pos = 0; pos < lsize(&P->ch[c].to); pos++) {
+                int r = lrank(&P->ch[c].to, pos);
+                acq[r] += (double)P->mem_new[(size_t)c * nr + r];
+            }
+        }
+        if (!here) { /* nothing pending fits: report the first pending change's worst rank */
+            for (int k = 0; k < n; k++) {
+                int c = order[k];
+                if (P->wave[c] >= 0) continue;
+                int worst = -1;
+                double over = 0;
+                for (int pos = 0; pos < lsize(&P->ch[c].to); pos++) {
+                    int r = lrank(&P->ch[c].to, pos);
+                    double need = cur[r] + (double)P->mem_new[(size_t)c * nr + r] + (moving[r] ? win : 0);
+                    if (worst < 0 || need - budget > over) { worst = r; over = need - budget; }
+                }
+                rc = fail(why, len,
+                          "memory budget %.1f MiB too small: no schedule fits change %d (stage %d): rank %d needs "
+                          "%.1f MiB for its new shard and %.1f MiB of transfer window on top of %.1f MiB held",
+                          budget / MIB, c, P->ch[c].id, worst, (double)P->mem_new[(size_t)c * nr + worst] / MIB,
+                          moving[worst] ? win / MIB : 0.0, cur[worst] / MIB);
+                goto done;
+            }
+        }
+        for (int r = 0; r < nranks; r++) {
+            double peak = cur[r] + acq[r] + (moving[r] ? win : 0);
+            if (peak > P->mem_peak[r]) P->mem_peak[r] = peak;
+        }
+        for (int c = 0; c < n; c++) {
+            if (P->wave[c] != w) continue;
+            for (int r = 0; r < nranks; r++)
+                cur[r] += (double)P->mem_new[(size_t)c * nr + r] - (double)P->mem_old[(size_t)c * nr + r];
+        }
+        P->nwaves = w + 1;
+    }
+
+    /* ---- nodes: per change (in (wave, change) order) COMM, ALLOC, COPY, XFER, FREE, COMMIT ---- */
+    /* node index tables: [kind][c·nr + r] */
+    enum { I_ALLOC, I_COPY, I_FREE, I_COMMIT, I_N };
+    nodeidx = malloc((size_t)I_N * nc * nr * sizeof *nodeidx);
+    size_t maxnodes = 0;
+    for (int c = 0; c < n; c++) maxnodes += 1 + 4 * nr + P->sp[c].n;
+    P->nodes = malloc((maxnodes ? maxnodes : 1) * sizeof *P->nodes);
+    if (!nodeidx || !P->nodes) {
+        rc = fail(why, len, "transition: out of memory");
+        goto done;
+    }
+    for (size_t k = 0; k < (size_t)I_N * nc * nr; k++) nodeidx[k] = -1;
+    int corder[64];
+    for (int c = 0; c < n; c++) corder[c] = c;
+    for (int a = 1; a < n; a++)
+        for (int b = a; b > 0 && (P->wave[corder[b]] < P->wave[corder[b - 1]] ||
+                                  (P->wave[corder[b]] == P->wave[corder[b - 1]] && corder[b] < corder[b - 1]));
+             b--) {
+            int t = corder[b]; corder[b] = corder[b - 1]; corder[b - 1] = t;
+        }
+    size_t chunk = P->opt.chunk;
+    int cur_wave = -1, ncomm = 0;
+    for (int k = 0; k <= n; k++) {
+        int c = k < n ? corder[k] : -1;
+        int w = c >= 0 ? P->wave[c] : -2;
+        if (w != cur_wave && cur_wave >= 0) { /* close the wave's time */
+            double t = 0;
+            for (int r = 0; r < nranks; r++) {
+                double b = w_in[r] > w_out[r] ? w_in[r] : w_out[r];
+                double tr = b / opt->bandwidth + w_msg[r] * opt->latency;
+                if (tr > t) t = tr;
+            }
+            P->predicted_s += t;
+            memset(w_in, 0, nr * sizeof *w_in);
+            memset(w_out, 0, nr * sizeof *w_out);
+            memset(w_msg, 0, nr * sizeof *w_msg);
+        }
+        if (c < 0) break;
+        cur_wave = w;
+        const TxChange *x = &P->ch[c];
+        SlabPlan *sp = &P->sp[c];
+        size_t base = (size_t)c * nr, nb = (size_t)x->nbufs;
+        size_t comm = (size_t)-1;
+        if (x->kind == TX_MOVE) {
+            comm = P->nnodes;
+            P->nodes[P->nnodes++] = (TxNode){TXN_COMM, c, -1, -1, w, 0, 0, 0};
+            ncomm++;
+            for (int pos = 0; pos < lsize(&x->to); pos++) {
+                int r = lrank(&x->to, pos);
+                nodeidx[I_ALLOC * nc * nr + base + r] = (int)P->nnodes;
+                P->nodes[P->nnodes++] = (TxNode){TXN_ALLOC, c, r, -1, w, 0, 0, 0};
+                if (edge(&E, comm, P->nnodes - 1)) goto oom;
+            }
+        }
+        for (int pos = 0; pos < lsize(&x->to); pos++) {
+            int r = lrank(&x->to, pos);
+            nodeidx[I_COMMIT * nc * nr + base + r] = (int)P->nnodes;
+            P->nodes[P->nnodes++] = (TxNode){TXN_COMMIT, c, r, -1, w, 0, 0, 0};
+        }
+        if (x->kind == TX_MOVE)
+            for (int pos = 0; pos < lsize(&x->from); pos++) {
+                int r = lrank(&x->from, pos);
+                nodeidx[I_FREE * nc * nr + base + r] = (int)P->nnodes;
+                P->nodes[P->nnodes++] = (TxNode){TXN_FREE, c, r, -1, w, 0, 0, 0};
+            }
+        /* COPY and XFER nodes over the sorted slabs: runs of equal (local, src, dst) */
+        for (size_t s0 = 0; s0 < sp->n;) {
+            const Slab *a = &sp->slabs[s0];
+            size_t s1 = s0 + 1, bytes = a->bytes;
+            while (s1 < sp->n && sp->slabs[s1].local == a->local && sp->slabs[s1].src_rank == a->src_rank &&
+                   sp->slabs[s1].dst_rank == a->dst_rank)
+                bytes += sp->slabs[s1++].bytes;
+            bytes *= nb;
+            size_t id = P->nnodes;
+            int src = a->src_rank, dst = a->dst_rank;
+            P->nodes[P->nnodes++] = (TxNode){a->local ? TXN_COPY : TXN_XFER, c, src, a->local ? -1 : dst, w, s0,
+                                             s1 - s0, bytes};
+            if (a->local) nodeidx[I_COPY * nc * nr + base + dst] = (int)id;
+            int al = nodeidx[I_ALLOC * nc * nr + base + dst], fr = nodeidx[I_FREE * nc * nr + base + src];
+            if (al >= 0 && edge(&E, (size_t)al, id)) goto oom;
+            if (edge(&E, id, (size_t)nodeidx[I_COMMIT * nc * nr + base + dst])) goto oom;
+            if (fr >= 0 && edge(&E, id, (size_t)fr)) goto oom;
+            if (!a->local) {
+                size_t msgs = (bytes + chunk - 1) / chunk;
+                P->messages += msgs;
+                w_out[src] += (double)bytes;
+                w_in[dst] += (double)bytes;
+                w_msg[src] += (double)msgs;
+                w_msg[dst] += (double)msgs;
+            }
+            s0 = s1;
+        }
+    }
+    P->predicted_s += ncomm * opt->comm_setup;
+    /* resource edges: FREE of an earlier wave on a rank before the ALLOCs of later waves there */
+    if (P->nwaves > 1)
+        for (int c = 0; c < n; c++) {
+            if (P->ch[c].kind != TX_MOVE || P->wave[c] == 0) continue;
+            for (int pos = 0; pos < lsize(&P->ch[c].to); pos++) {
+                int r = lrank(&P->ch[c].to, pos);
+                int al = nodeidx[I_ALLOC * nc * nr + (size_t)c * nr + r];
+                for (int c2 = 0; c2 < n; c2++) {
+                    int fr = nodeidx[I_FREE * nc * nr + (size_t)c2 * nr + r];
+                    if (fr >= 0 && P->wave[c2] < P->wave[c] && edge(&E, (size_t)fr, (size_t)al)) goto oom;
+                }
+            }
+        }
+    /* CSR */
+    P->succ_off = calloc(P->nnodes + 1, sizeof *P->succ_off);
+    P->succ = malloc((E.n ? E.n : 1) * sizeof *P->succ);
+    if (!P->succ_off || !P->succ) goto oom;
+    for (size_t e = 0; e < E.n; e++) P->succ_off[E.a[e] + 1]++;
+    for (size_t k = 0; k < P->nnodes; k++) P->succ_off[k + 1] += P->succ_off[k];
+    {
+        size_t *fill = malloc((P->nnodes + 1) * sizeof *fill);
+        if (!fill) goto oom;
+        memcpy(fill, P->succ_off, (P->nnodes + 1) * sizeof *fill);
+        for (size_t e = 0; e < E.n; e++) P->succ[fill[E.a[e]]++] = E.b[e];
+        free(fill);
+    }
+    goto done;
+oom:
+    rc = fail(why, len, "transition: out of memory");
+done:
+    free(in_from);
+    free(in_to);
+    free(moving);
+    free(cur);
+    free(acq);
+    free(order);
+    free(w_in);
+    free(w_out);
+    free(w_msg);
+    free(nodeidx);
+    free(E.a);
+    free(E.b);
+    if (rc) tx_plan_free(P);
+    return rc;
+}
+
+int tx_plan_format(const TxPlan *P, const char *const *names, char *buf, size_t len) {
+    size_t o = 0;
+    if (len) buf[0] = 0;
+#define OUT(...) do { int k_ = snprintf(buf + (o < len ? o : len), o < len ? len - o : 0, __VA_ARGS__); if (k_ > 0) o += (size_t)k_; } while (0)
+    for (int c = 0; c < P->nchanges; c++) {
+        const TxChange *x = &P->ch[c];
+        const TxPrimitives *pr = &P->prim[c];
+        char a[96], b[96];
+        plan_stage_format(&x->from, a, sizeof a);
+        plan_stage_format(&x->to, b, sizeof b);
+        OUT("  %-13s %s -> %s  wave %d:", names && names[c] ? names[c] : "?", a, b, P->wave[c]);
+        int any = 0;
+        if (pr->split) { OUT(" Split"); any = 1; }
+        if (pr->destroy_ranks) { OUT("%s Destroy %d rank%s", any ? " ->" : "", pr->destroy_ranks, pr->destroy_ranks == 1 ? "" : "s"); any = 1; }
+        if (pr->extend_ranks) { OUT("%s Extend %d rank%s %.2f MiB", any ? " ->" : "", pr->extend_ranks, pr->extend_ranks == 1 ? "" : "s", pr->bytes_extend / MIB); any = 1; }
+        if (pr->merge) { OUT("%s Merge", any ? " ->" : ""); any = 1; }
+        if (!any) OUT(" re-place");
+        OUT("; resharded %.2f MiB, kept in place %.2f MiB%s\n", pr->bytes_reshard / MIB, pr->bytes_local / MIB,
+            x->kind == TX_COPY ? " (copy)" : "");
+    }
+#undef OUT
+    return (int)o;
+}
+
+/* ---- parts --------------------------------------------------------------- */
+
+void tx_part_free(TxPart *p) {
+    if (!p) return;
+    free(p->ch);
+    free(p->ops);
+    free(p->slabs);
+    memset(p, 0, sizeof *p);
+}
+
+int tx_part_extract(const TxPlan *P, int r, TxPart *p) {
+    memset(p, 0, sizeof *p);
+    p->rank = r;
+    p->nchanges = P->nchanges;
+    p->nwaves = P->nwaves;
+    p->mem_start = P->mem_start[r];
+    p->mem_peak = P->mem_peak[r];
+    p->chunk = P->opt.chunk;
+    p->window = P->opt.window;
+    size_t nr = (size_t)P->nranks;
+    /* count */
+    size_t nops = 0, nslabs = 0;
+    for (size_t k = 0; k < P->nnodes; k++) {
+        const TxNode *d = &P->nodes[k];
+        if (d->kind == TXN_ALLOC || d->kind == TXN_FREE) nops += d->rank == r;
+        else if (d->kind == TXN_COPY && d->rank == r) { nops++; nslabs += d->nslab; }
+        else if (d->kind == TXN_XFER && (d->rank == r || d->peer == r)) { nops += (d->rank == r) + (d->peer == r); nslabs += d->nslab; }
+    }
+    p->ch = calloc((size_t)(P->nchanges ? P->nchanges : 1), sizeof *p->ch);
+    p->ops = malloc((nops ? nops : 1) * sizeof *p->ops);
+    p->slabs = malloc((nslabs ? nslabs : 1) * sizeof *p->slabs);
+    if (!p->ch || !p->ops || !p->slabs) {
+        tx_part_free(p);
+        return -1;
+    }
+    for (int c = 0; c < P->nchanges; c++) {
+        const TxChange *x = &P->ch[c];
+        TxPartChange *pc = &p->ch[c];
+        pc->kind = x->kind;
+        pc->nbufs = x->nbufs;
+        pc->wave = P->wave[c];
+        for (int pos = 0; pos < lsize(&x->from); pos++) pc->in_from |= lrank(&x->from, pos) == r;
+        for (int pos = 0; pos < lsize(&x->to); pos++) pc->in_to |= lrank(&x->to, pos) == r;
+    }
+    (void)nr;
+    /* fill: nodes are in (wave, change) order with XFERs in the global message order */
+    for (size_t k = 0; k < P->nnodes; k++) {
+        const TxNode *d = &P->nodes[k];
+        int kind = -1, peer = -1;
+        if (d->kind == TXN_ALLOC && d->rank == r) kind = TXO_ALLOC;
+        else if (d->kind == TXN_FREE && d->rank == r) kind = TXO_FREE;
+        else if (d->kind == TXN_COPY && d->rank == r) kind = TXO_COPY;
+        if (kind >= 0) {
+            TxOp *op = &p->ops[p->nops++];
+            *op = (TxOp){kind, d->change, d->wave, -1, (int64_t)d->bytes, p->nslabs, kind == TXO_COPY ? (int64_t)d->nslab : 0};
+            if (kind == TXO_COPY) {
+                memcpy(p->slabs + p->nslabs, P->sp[d->change].slabs + d->slab0, d->nslab * sizeof(Slab));
+                p->nslabs += (int64_t)d->nslab;
+            }
+            continue;
+        }
+        if (d->kind != TXN_XFER || (d->rank != r && d->peer != r)) continue;
+        int64_t s0 = p->nslabs;
+        memcpy(p->slabs + p->nslabs, P->sp[d->change].slabs + d->slab0, d->nslab * sizeof(Slab));
+        p->nslabs += (int64_t)d->nslab;
+        for (int side = 0; side < 2; side++) { /* a rank never sends to itself: at most one side */
+            if (side == 0 && d->rank != r) continue;
+            if (side == 1 && d->peer != r) continue;
+            kind = side == 0 ? TXO_SEND : TXO_RECV;
+            peer = side == 0 ? d->peer : d->rank;
+            p->ops[p->nops++] = (TxOp){kind, d->change, d->wave, peer, (int64_t)d->bytes, s0, (int64_t)d->nslab};
+        }
+    }
+    return 0;
+}

@@ -1,0 +1,264 @@
+/* bench_transition.c — the transition engine on 8 ranks with a model large
+ * enough that bandwidth dominates (an actor with AdamW state, tens of MiB
+ * per rank), for several transitions, against baselines measured in the
+ * same run:
+ *   bound     max over ranks of max(bytes in, bytes out) / the point-to-point
+ *             bandwidth, measured here with every rank sending 64 MiB to the
+ *             next while receiving from the previous (all ranks at once, as a
+ *             transition runs; MPI_Waitall, the library's own progress);
+ *   gather    the same transition through one rank: old layout → the whole
+ *             model on rank 0 → new layout, by the same engine (so only the
+ *             routing differs);
+ *   ckpt      writing a checkpoint under the old layout and reading it under
+ *             the new one (ckpt_write / ckpt_read, parallel HDF5).
+ * Times are medians of 3, max over ranks, each after a barrier.
+ *   bench_transition OUT DIR     (OUT: bench.txt to append to; DIR: scratch) */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <mpi.h>
+
+#include "nereus/backend.h"
+#include "nereus/ckpt.h"
+#include "nereus/comm.h"
+#include "nereus/emu.h"
+#include "nereus/transition.h"
+#include "nereus/util.h"
+
+#define NR 8
+#define REPS 3
+
+static int rank, size;
+static const Backend *be;
+static GPTConfig cfg = {.V = 8192, .maxT = 16, .L = 8, .C = 512, .NH = 8, .value_head = 0};
+
+typedef struct Side {
+    PlanStage s;
+    Emu e;
+    GPT m;
+    int built;
+} Side;
+
+static void side_build(Side *x, const PlanStage *s, int fill) {
+    x->s = *s;
+    int r[NR];
+    for (int i = 0; i < s->nranks; i++) r[i] = s->ranks[i];
+    emu_build(&x->e, MPI_COMM_WORLD, "bench", (GridLayout){s->tp, s->pp, s->dp}, r);
+    x->built = 1;
+    memset(&x->m, 0, sizeof x->m);
+    if (fill && x->e.pos >= 0) {
+        GPTShard sh;
+        emu_gpt_shard(&x->e, &sh);
+        gpt_build_shard(&x->m, &cfg, &sh, be, 1, 8, 1, 7, 0.02f);
+    }
+}
+
+static void side_free(Side *x) {
+    gpt_free(&x->m);
+    if (x->built) emu_free(&x->e);
+    x->built = 0;
+}
+
+typedef struct Ctx { Side *from, *to; TxEndpoint *ep; } Ctx;
+static void h_alloc(void *c, int k) {
+    Ctx *x = c;
+    GPTShard sh;
+    emu_gpt_shard(&x->to->e, &sh);
+    gpt_build_shard_empty(&x->to->m, &cfg, &sh, be, 1, 8, 1);
+    x->ep[k].to = &x->to->m;
+}
+static void h_release(void *c, int k) {
+    Ctx *x = c;
+    gpt_free(&x->from->m);
+    x->ep[k].from = NULL;
+}
+
+static TxOptions opts(void) { return (TxOptions){0, 4u << 20, 32u << 20, 10e9, 5e-6, 200e-6, NULL}; }
+
+/* one engine transition a → b (a's model moved into b's); returns the time (max over ranks) */
+static double engine_move(Side *a, Side *b, double *bytes, double *maxrank) {
+    TxChange ch;
+    memset(&ch, 0, sizeof ch);
+    ch.id = PLAN_ACTOR_TRAIN;
+    ch.tie = 2;
+    ch.kind = TX_MOVE;
+    ch.cfg = cfg;
+    ch.from = a->s;
+    ch.to = b->s;
+    ch.nbufs = 3;
+    ch.trainable = 1;
+    ch.bmax_from = ch.bmax_to = 1;
+    ch.tmax = 8;
+    TxOptions o = opts();
+    TxPlan P;
+    char why[512];
+    double info[2] = {0, 0};
+    if (rank == 0) {
+        if (tx_plan_build(&P, &ch, 1, size, &o, why, sizeof why)) nr_fatal("bench: %s", why);
+        info[0] = (double)P.bytes_moved;
+        for (int r = 0; r < size; r++) {
+            double m = (double)(P.rank_in[r] > P.rank_out[r] ? P.rank_in[r] : P.rank_out[r]);
+            if (m > info[1]) info[1] = m;
+        }
+    }
+    comm_bcast(MPI_COMM_WORLD, info, sizeof info, 0);
+    *bytes = info[0];
+    *maxrank = info[1];
+    comm_barrier(MPI_COMM_WORLD);
+    double t0 = nr_now();
+    TxPart part;
+    tx_part_scatter(rank == 0 ? &P : NULL, MPI_COMM_WORLD, &part);
+    if (rank == 0) tx_plan_free(&P);
+    side_build(b, &b->s, 0); /* communicators first */
+    TxEndpoint ep = {a->e.pos >= 0 ? &a->m : NULL, NULL};
+    Ctx cx = {a, b, &ep};
+    TxHooks hk = {&cx, h_alloc, h_release};
+    TxStats st;
+    tx_execute(&part, &ep, &hk, be, MPI_COMM_WORLD, &st);
+    tx_part_free(&part);
+    double t = nr_now() - t0;
+    comm_allreduce_max_f64(MPI_COMM_WORLD, &t, 1);
+    return t;
+}
+
+static void mkstage(PlanStage *s, int tp, int pp, int dp, const int *ranks) {
+    memset(s, 0, sizeof *s);
+    s->src = PLAN_SRC_DECK;
+    s->tp = tp, s->pp = pp, s->dp = dp, s->nranks = tp * pp * dp;
+    for (int i = 0; i < s->nranks; i++) s->ranks[i] = (int16_t)ranks[i];
+}
+
+static double median3(double *t) {
+    for (int i = 1; i < REPS; i++)
+        for (int j = i; j > 0 && t[j] < t[j - 1]; j--) { double x = t[j]; t[j] = t[j - 1]; t[j - 1] = x; }
+    return t[REPS / 2];
+}
+
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (size != NR || argc < 3) {
+        if (rank == 0) fprintf(stderr, "usage: mpirun -np %d bench_transition OUT DIR\n", NR);
+        MPI_Finalize();
+        return 2;
+    }
+    be = backend_cpu();
+    /* point-to-point bandwidth, every rank at once: 64 MiB to the next, from the previous */
+    size_t nb = (size_t)16 << 20;
+    float *sb = malloc(nb * sizeof(float)), *rb = malloc(nb * sizeof(float));
+    for (size_t i = 0; i < nb; i++) sb[i] = (float)i;
+    double bw_t[REPS];
+    for (int k = 0; k < REPS; k++) {
+        comm_barrier(MPI_COMM_WORLD);
+        double t0 = nr_now();
+        MPI_Request rq[2];
+        rq[0] = comm_irecv_f32(MPI_COMM_WORLD, rb, nb, (rank + NR - 1) % NR, 9);
+        rq[1] = comm_isend_f32(MPI_COMM_WORLD, sb, nb, (rank + 1) % NR, 9);
+        MPI_Waitall(2, rq, MPI_STATUSES_IGNORE); /* the library's own wait: its best progress */
+        double t = nr_now() - t0;
+        comm_allreduce_max_f64(MPI_COMM_WORLD, &t, 1);
+        bw_t[k] = t;
+    }
+    free(sb);
+    free(rb);
+    double bw = (double)nb * sizeof(float) / median3(bw_t);
+    const int all[NR] = {0, 1, 2, 3, 4, 5, 6, 7}, hi[4] = {4, 5, 6, 7}, shuf[NR] = {3, 6, 0, 5, 2, 7, 4, 1};
+    struct { const char *name; int a[3], b[3]; const int *ra, *rb; } cases[] = {
+        {"tp2pp2dp2->tp4dp2", {2, 2, 2}, {4, 1, 2}, all, all},
+        {"dp4@0-3->dp4@4-7", {1, 1, 4}, {1, 1, 4}, all, hi},
+        {"tp4pp2->tp2pp2dp2(shuffled)", {4, 2, 1}, {2, 2, 2}, all, shuf},
+        {"tp2dp2@0-3->tp2dp4", {2, 1, 2}, {2, 1, 4}, all, all},
+    };
+    int ncase = (int)(sizeof cases / sizeof cases[0]);
+    FILE *f = rank == 0 ? fopen(argv[1], "a") : NULL;
+    if (rank == 0) {
+        size_t pbytes = gpt_logical_numel(&cfg) * sizeof(float) * 3;
+        printf("\n== transitions on %d ranks: GPT L%d C%d V%d with AdamW state (%.0f MiB), p2p %.2f GB/s per rank "
+               "(all ranks at once; measured here)\n", NR, cfg.L, cfg.C, cfg.V, pbytes / 1048576.0, bw / 1e9);
+        printf("%-30s %9s %9s %8s %8s %8s %9s %9s %8s %8s\n", "transition", "moved MiB", "min MiB", "engine s", "bound s",
+               "eng/bnd", "gather s", "ckpt s", "vs gath", "vs ckpt");
+        if (f) fprintf(f, "tx.p2p_gb_s: %.4g\n", bw / 1e9);
+    }
+    double worst_bound = 0, worst_gather = 1e30, worst_ckpt = 1e30;
+    for (int c = 0; c < ncase; c++) {
+        PlanStage A, B, W;
+        mkstage(&A, cases[c].a[0], cases[c].a[1], cases[c].a[2], cases[c].ra);
+        mkstage(&B, cases[c].b[0], cases[c].b[1], cases[c].b[2], cases[c].rb);
+        mkstage(&W, 1, 1, 1, all);
+        double te[REPS], tg[REPS], tc[REPS], bytes = 0, maxrank = 0, bmin = 0;
+        for (int k = 0; k < REPS; k++) {
+            Side a, b, w;
+            memset(&b, 0, sizeof b);
+            memset(&w, 0, sizeof w);
+            side_build(&a, &A, 1);
+            b.s = B;
+            te[k] = engine_move(&a, &b, &bytes, &maxrank);
+            bmin = bytes;
+            /* gather-and-scatter through rank 0, by the engine: b → whole on 0 → a's layout */
+            double b1, m1, b2, m2;
+            w.s = W;
+            Side a2;
+            memset(&a2, 0, sizeof a2);
+            a2.s = A;
+            tg[k] = engine_move(&b, &w, &b1, &m1);
+            tg[k] += engine_move(&w, &a2, &b2, &m2);
+            side_free(&a);
+            side_free(&b);
+            side_free(&w);
+            /* checkpoint under a2's layout (= A), restart under B */
+            char path[1024];
+            snprintf(path, sizeof path, "%s/bench_tx_%d.h5", argv[2], c);
+            Side nb2;
+            memset(&nb2, 0, sizeof nb2);
+            comm_barrier(MPI_COMM_WORLD);
+            double t0 = nr_now();
+            CkptModel cm = {"actor", &cfg, a2.e.pos >= 0 ? &a2.m : NULL, a2.e.pos >= 0 && a2.e.coord.d == 0, 1, 0};
+            CkptMeta meta = {0, 0, 7, "", ""};
+            char why[512];
+            if (ckpt_write(path, MPI_COMM_WORLD, &meta, &cm, 1, why, sizeof why)) nr_fatal("bench: %s", why);
+            side_build(&nb2, &B, 0);
+            if (nb2.e.pos >= 0) {
+                GPTShard sh;
+                emu_gpt_shard(&nb2.e, &sh);
+                gpt_build_shard_empty(&nb2.m, &cfg, &sh, be, 1, 8, 1);
+            }
+            CkptModel cr = {"actor", &cfg, nb2.e.pos >= 0 ? &nb2.m : NULL, nb2.e.pos >= 0 && nb2.e.coord.d == 0, 1, 0};
+            CkptMeta m2r;
+            memset(&m2r, 0, sizeof m2r);
+            if (ckpt_read(path, MPI_COMM_WORLD, &m2r, &cr, 1, why, sizeof why)) nr_fatal("bench: %s", why);
+            ckpt_meta_free(&m2r);
+            double t = nr_now() - t0;
+            comm_allreduce_max_f64(MPI_COMM_WORLD, &t, 1);
+            tc[k] = t;
+            if (rank == 0) unlink(path);
+            side_free(&a2);
+            side_free(&nb2);
+        }
+        double e = median3(te), g = median3(tg), k = median3(tc), bound = maxrank / bw;
+        if (rank == 0) {
+            printf("%-30s %9.1f %9.1f %8.3f %8.3f %8.2f %9.3f %9.3f %7.1fx %7.1fx\n", cases[c].name, bytes / 1048576.0,
+                   bmin / 1048576.0, e, bound, e / bound, g, k, g / e, k / e);
+            if (f)
+                fprintf(f, "tx.%d.name: %s\ntx.%d.bytes: %.0f\ntx.%d.engine_s: %.4g\ntx.%d.bound_s: %.4g\ntx.%d.over_bound: %.3f\n"
+                        "tx.%d.gather_s: %.4g\ntx.%d.ckpt_s: %.4g\ntx.%d.speedup_vs_gather: %.3f\ntx.%d.speedup_vs_ckpt: %.3f\n",
+                        c, cases[c].name, c, bytes, c, e, c, bound, c, e / bound, c, g, c, k, c, g / e, c, k / e);
+        }
+        worst_bound = e / bound > worst_bound ? e / bound : worst_bound;
+        worst_gather = g / e < worst_gather ? g / e : worst_gather;
+        worst_ckpt = k / e < worst_ckpt ? k / e : worst_ckpt;
+    }
+    if (rank == 0) {
+        printf("worst: engine %.2fx the bound (goal <= 1.5), %.1fx faster than gather-and-scatter (goal >= 3), "
+               "%.1fx faster than checkpoint-and-restart (goal >= 10)\n", worst_bound, worst_gather, worst_ckpt);
+        if (f) {
+            fprintf(f, "tx.worst_over_bound: %.3f\ntx.worst_speedup_vs_gather: %.3f\ntx.worst_speedup_vs_ckpt: %.3f\n",
+                    worst_bound, worst_gather, worst_ckpt);
+            fclose(f);
+        }
+    }
+    MPI_Finalize();
+    return 0;
+}

@@ -1,0 +1,294 @@
+/* test_tx_dag.c — the pure transition DAG (transition.h), no MPI:
+ *   - random multi-change transitions of small models over 8 ranks, with
+ *     and without a memory budget: the DAG is acyclic; its COPY and XFER
+ *     nodes partition every change's slabs; every rank's part receives or
+ *     copies exactly its new shard's elements (by volume per tensor; the slab
+ *     planner's element-by-element coverage is test_slabs); sends and
+ *     receives of every pair agree; resource edges run from earlier waves to
+ *     later ones on one rank; XFERs are in one global message order by (wave, change), one XFER per pair; the
+ *     predicted peak memory stays within the budget; a budget below what
+ *     the ranks hold is refused with a reason;
+ *   - 32, 256 and 1,024 ranks of an 8B-shaped model: build time (median of
+ *     7) and the same structural checks. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "check.h"
+#include "nereus/transition.h"
+
+static uint64_t rng = 0x2545F4914F6CDD1Dull;
+static int rnd(int n) {
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (int)(rng % (uint64_t)n);
+}
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void shuffle(int *p, int n) {
+    for (int i = n - 1; i > 0; i--) {
+        int j = rnd(i + 1), t = p[i];
+        p[i] = p[j];
+        p[j] = t;
+    }
+}
+
+static void random_stage(PlanStage *s, int nranks, int maxdeg) {
+    static const int deg[4] = {1, 2, 4, 8};
+    do {
+        s->tp = deg[rnd(maxdeg)];
+        s->pp = deg[rnd(maxdeg)];
+    } while (s->tp * s->pp > nranks);
+    s->dp = 1 + rnd(nranks / (s->tp * s->pp));
+    s->nranks = s->tp * s->pp * s->dp;
+    s->src = PLAN_SRC_DECK;
+    int perm[1024];
+    for (int i = 0; i < nranks; i++) perm[i] = i;
+    shuffle(perm, nranks);
+    for (int i = 0; i < s->nranks; i++) s->ranks[i] = (int16_t)perm[i];
+}
+
+static size_t shard_numel(const GPTConfig *cfg, const PlanStage *s, int r, int tensor) {
+    for (int pos = 0; pos < s->tp * s->pp * s->dp; pos++)
+        if (s->ranks[pos] == r) {
+            TensorInfo t[GPT_NUM_TENSORS];
+            int nt;
+            gpt_tensor_table_pp(cfg, s->tp, pos % s->tp, s->pp, pos / (s->tp * s->dp), t, &nt);
+            return tensor < nt ? t[tensor].lnumel : 0;
+        }
+    return 0;
+}
+
+static size_t slab_numel(const Slab *s) {
+    size_t n = 1;
+    for (int a = 0; a < 4; a++) n *= (size_t)s->count[a];
+    return n;
+}
+
+/* structural checks of a built plan; returns a bitmask of failures */
+enum { B_CYCLE = 1, B_PARTITION = 2, B_COVER = 4, B_PAIRS = 8, B_RESOURCE = 16, B_ORDER = 32, B_MEM = 64, B_BOUND = 128 };
+static int check_plan(const TxPlan *P, int full_cover) {
+    int bad = 0;
+    size_t n = P->nnodes;
+    /* acyclic: Kahn */
+    int *indeg = calloc(n + 1, sizeof *indeg);
+    size_t *q = malloc((n + 1) * sizeof *q), qh = 0, qt = 0, seen = 0;
+    for (size_t k = 0; k < n; k++)
+        for (size_t e = P->succ_off[k]; e < P->succ_off[k + 1]; e++) indeg[P->succ[e]]++;
+    for (size_t k = 0; k < n; k++)
+        if (!indeg[k]) q[qt++] = k;
+    while (qh < qt) {
+        size_t k = q[qh++];
+        seen++;
+        for (size_t e = P->succ_off[k]; e < P->succ_off[k + 1]; e++)
+            if (--indeg[P->succ[e]] == 0) q[qt++] = (size_t)P->succ[e];
+    }
+    if (seen != n) bad |= B_CYCLE;
+    free(indeg);
+    free(q);
+    /* COPY / XFER nodes partition the slabs; XFERs in (wave, change, src, dst) order */
+    for (int c = 0; c < P->nchanges; c++) {
+        char *hit = calloc(P->sp[c].n + 1, 1);
+        for (size_t k = 0; k < n; k++) {
+            const TxNode *d = &P->nodes[k];
+            if (d->change != c || (d->kind != TXN_COPY && d->kind != TXN_XFER)) continue;
+            for (size_t s = d->slab0; s < d->slab0 + d->nslab; s++) {
+                const Slab *sl = &P->sp[c].slabs[s];
+                if (hit[s]++ || sl->src_rank != d->rank || sl->local != (d->kind == TXN_COPY) ||
+                    (d->kind == TXN_XFER && sl->dst_rank != d->peer))
+                    bad |= B_PARTITION;
+            }
+        }
+        for (size_t s = 0; s < P->sp[c].n; s++)
+            if (!hit[s]) bad |= B_PARTITION;
+        free(hit);
+    }
+    /* XFERs in (wave, change) order, each (change, src, dst) pair once: the one global message order
+       both sides of every pair take from this node list */
+    const TxNode *prev = NULL;
+    int maxr = 0;
+    for (size_t k = 0; k < n; k++) maxr = P->nodes[k].rank > maxr ? P->nodes[k].rank : maxr;
+    char *pair = calloc((size_t)P->nchanges * (size_t)(maxr + 1) * (size_t)P->nranks + 1, 1);
+    for (size_t k = 0; k < n; k++) {
+        const TxNode *d = &P->nodes[k];
+        if (d->kind != TXN_XFER) continue;
+        if (prev && (d->wave < prev->wave || (d->wave == prev->wave && d->change < prev->change))) bad |= B_ORDER;
+        size_t key = ((size_t)d->change * (size_t)(maxr + 1) + (size_t)d->rank) * (size_t)P->nranks + (size_t)d->peer;
+        if (pair[key]++) bad |= B_ORDER;
+        prev = d;
+    }
+    free(pair);
+    /* resource edges: FREE → ALLOC on one rank, earlier wave to later */
+    for (size_t k = 0; k < n; k++)
+        for (size_t e = P->succ_off[k]; e < P->succ_off[k + 1]; e++) {
+            const TxNode *a = &P->nodes[k], *b = &P->nodes[P->succ[e]];
+            if (a->kind == TXN_FREE && b->kind == TXN_ALLOC && (a->rank != b->rank || a->wave >= b->wave))
+                bad |= B_RESOURCE;
+        }
+    /* parts: each rank's COPY + RECV volume per (change, tensor) = its new shard; SEND = RECV per pair */
+    int nr = P->nranks;
+    size_t *sent = calloc((size_t)nr, sizeof *sent), *recv = calloc((size_t)nr, sizeof *recv);
+    for (int r = 0; r < nr; r++) {
+        TxPart pt;
+        if (tx_part_extract(P, r, &pt)) { bad |= B_COVER; continue; }
+        for (int c = 0; c < P->nchanges && full_cover; c++) {
+            size_t got[GPT_NUM_TENSORS] = {0};
+            for (int64_t i = 0; i < pt.nops; i++) {
+                const TxOp *op = &pt.ops[i];
+                if (op->change != c || (op->kind != TXO_COPY && op->kind != TXO_RECV)) continue;
+                for (int64_t s = op->slab0; s < op->slab0 + op->nslab; s++) got[pt.slabs[s].tensor] += slab_numel(&pt.slabs[s]);
+            }
+            for (int i = 0; i < GPT_NUM_TENSORS; i++)
+                if (got[i] != shard_numel(&P->ch[c].cfg, &P->ch[c].to, r, i)) bad |= B_COVER;
+        }
+        for (int64_t i = 0; i < pt.nops; i++) {
+            if (pt.ops[i].kind == TXO_SEND) sent[r] += (size_t)pt.ops[i].bytes;
+            if (pt.ops[i].kind == TXO_RECV) recv[r] += (size_t)pt.ops[i].bytes;
+        }
+        tx_part_free(&pt);
+    }
+    for (int r = 0; r < nr; r++)
+        if (sent[r] != P->rank_out[r] || recv[r] != P->rank_in[r]) bad |= B_PAIRS;
+    free(sent);
+    free(recv);
+    if (P->opt.budget > 0)
+        for (int r = 0; r < nr; r++)
+            if (P->mem_peak[r] > P->opt.budget) bad |= B_MEM;
+    if (P->bytes_moved != P->bytes_lower_bound) bad |= B_BOUND;
+    return bad;
+}
+
+static TxChange change_of(int id, int kind, const GPTConfig *cfg, const PlanStage *a, const PlanStage *b, int nbufs) {
+    TxChange x;
+    memset(&x, 0, sizeof x);
+    x.id = id;
+    x.kind = kind;
+    x.tie = id == 0 ? 0 : id == 2 || id == 5 ? 2 : 1;
+    x.cfg = *cfg;
+    x.from = *a;
+    x.to = *b;
+    x.nbufs = nbufs;
+    x.trainable = nbufs == 3;
+    x.bmax_from = a->dp > 0 ? 8 / (a->dp < 8 ? a->dp : 8) : 1;
+    x.bmax_to = 1;
+    x.tmax = 8;
+    return x;
+}
+
+int main(void) {
+    TxOptions opt = {0, 4096, 16384, 10e9, 5e-6, 200e-6, NULL};
+    int nbad[8] = {0}, trials = 0, multiwave = 0, refused_ok = 0, refused_n = 0;
+    const char *what[8] = {"acyclic", "COPY/XFER nodes partition the slabs", "each part covers its new shard",
+                           "sends = receives per rank", "resource edges forward in waves on one rank",
+                           "XFERs in (wave, change) order, one per rank pair", "predicted peak within the budget",
+                           "bytes moved = lower bound"};
+    static PlanStage a[4], b[4];
+    for (int it = 0; it < 400; it++) {
+        int nranks = it % 2 ? 8 : 4, nch = 1 + rnd(3);
+        GPTConfig cfg = {.V = 15, .maxT = 16, .L = 4, .C = 32, .NH = 4, .value_head = rnd(2)};
+        TxChange ch[4];
+        for (int c = 0; c < nch; c++) {
+            random_stage(&a[c], nranks, 3);
+            random_stage(&b[c], nranks, 3);
+            ch[c] = change_of(c * 2 + rnd(2), rnd(4) == 0 ? TX_COPY : TX_MOVE, &cfg, &a[c], &b[c], 1 + 2 * rnd(2));
+            if (ch[c].kind == TX_COPY) ch[c].nbufs = 1;
+        }
+        /* budget: none, or between the largest start and a little over: some plans need waves, some refuse */
+        TxPlan P;
+        char why[512] = "";
+        opt.budget = 0;
+        if (tx_plan_build(&P, ch, nch, nranks, &opt, why, sizeof why)) {
+            if (nbad[0]++ < 3) printf("  build failed: %s\n", why);
+            continue;
+        }
+        double hi = 0;
+        for (int r = 0; r < nranks; r++) hi = P.mem_peak[r] > hi ? P.mem_peak[r] : hi;
+        double lo = 0;
+        for (int r = 0; r < nranks; r++) lo = P.mem_start[r] > lo ? P.mem_start[r] : lo;
+        int bad = check_plan(&P, 1);
+        tx_plan_free(&P);
+        opt.budget = lo + (hi - lo) * (0.3 + 0.5 * rnd(100) / 100.0) + opt.window;
+        int rc = tx_plan_build(&P, ch, nch, nranks, &opt, why, sizeof why);
+        if (rc == 0) {
+            bad |= check_plan(&P, 1);
+            multiwave += P.nwaves > 1;
+            tx_plan_free(&P);
+        } else if (strstr(why, "memory budget") == NULL) {
+            bad |= B_MEM;
+        }
+        /* below what the ranks already hold: always refused, with the reason */
+        opt.budget = lo * 0.5;
+        if (lo > 0) {
+            refused_n++;
+            if (tx_plan_build(&P, ch, nch, nranks, &opt, why, sizeof why) != 0 && strstr(why, "too small")) refused_ok++;
+            else tx_plan_free(&P);
+        }
+        for (int k = 0; k < 8; k++)
+            if (bad & (1 << k)) nbad[k]++;
+        trials++;
+    }
+    for (int k = 0; k < 8; k++) CHECK(nbad[k] == 0, "%s (%d transitions of 1-3 changes on 4 or 8 ranks, %d bad)", what[k], trials, nbad[k]);
+    CHECK(multiwave > 20, "tight budgets give multi-wave schedules (%d of %d)", multiwave, trials);
+    CHECK(refused_ok == refused_n && refused_n > 0, "a budget below what ranks hold is refused with the reason (%d of %d)",
+          refused_ok, refused_n);
+
+    /* scale: 32, 256, 1,024 ranks of an 8B-shaped actor and critic */
+    GPTConfig big = {.V = 128256, .maxT = 8192, .L = 32, .C = 4096, .NH = 32, .value_head = 0};
+    GPTConfig bigc = big;
+    bigc.value_head = 1;
+    int sizes[3] = {32, 256, 1024};
+    for (int si = 0; si < 3; si++) {
+        int N = sizes[si];
+        static PlanStage o1, n1, o2, n2, o3, n3;
+        int perm[1024];
+        for (int i = 0; i < N; i++) perm[i] = i;
+        /* actor.train tp8 pp4 dp(N/32) -> tp4 pp8 dp(N/32) on shuffled ranks; critic.train the same on
+           the other order; actor.gen tp8 dp(N/8) -> tp4 dp(N/4) */
+        o1 = (PlanStage){.src = PLAN_SRC_DECK, .tp = 8, .pp = 4, .dp = N / 32, .nranks = N};
+        n1 = (PlanStage){.src = PLAN_SRC_DECK, .tp = 4, .pp = 8, .dp = N / 32, .nranks = N};
+        o3 = (PlanStage){.src = PLAN_SRC_DECK, .tp = 8, .pp = 1, .dp = N / 8, .nranks = N};
+        n3 = (PlanStage){.src = PLAN_SRC_DECK, .tp = 4, .pp = 1, .dp = N / 4, .nranks = N};
+        for (int i = 0; i < N; i++) o1.ranks[i] = o3.ranks[i] = (int16_t)i;
+        shuffle(perm, N);
+        for (int i = 0; i < N; i++) n1.ranks[i] = n3.ranks[i] = (int16_t)perm[i];
+        o2 = n1;
+        n2 = o1;
+        TxChange ch[3] = {change_of(2, TX_MOVE, &big, &o1, &n1, 3), change_of(5, TX_MOVE, &bigc, &o2, &n2, 3),
+                          change_of(0, TX_MOVE, &big, &o3, &n3, 1)};
+        double ts[7];
+        TxPlan P;
+        char why[512] = "";
+        opt.budget = 0;
+        opt.chunk = 4 << 20;
+        opt.window = 64 << 20;
+        int ok = 1, bad = 0;
+        for (int k = 0; k < 7; k++) {
+            double t0 = now();
+            int rc = tx_plan_build(&P, ch, 3, N, &opt, why, sizeof why);
+            ts[k] = now() - t0;
+            if (rc) { ok = 0; break; }
+            if (k == 6) bad = check_plan(&P, N <= 256);
+            else tx_plan_free(&P);
+        }
+        for (int x = 1; x < 7; x++)
+            for (int y = x; y > 0 && ts[y] < ts[y - 1]; y--) { double t = ts[y]; ts[y] = ts[y - 1]; ts[y - 1] = t; }
+        CHECK(ok && bad == 0, "%4d ranks, 8B actor+critic (Adam) and gen: DAG of %zu nodes, %zu slabs, %d wave(s) in %.3f ms "
+              "(median of 7; goal <= 1.2 ms at 1024), moved %.1f GB = bound %.1f GB, predicted %.2f s%s%s",
+              N, ok ? P.nnodes : 0, ok ? P.sp[0].n + P.sp[1].n + P.sp[2].n : 0, ok ? P.nwaves : 0, ts[3] * 1e3,
+              ok ? P.bytes_moved / 1e9 : 0, ok ? P.bytes_lower_bound / 1e9 : 0, ok ? P.predicted_s : 0, ok ? "" : why,
+              bad ? " (structural check failed)" : "");
+        if (ok) {
+            printf("tx_dag_build_ms_%d: %.3f\n", N, ts[3] * 1e3);
+            tx_plan_free(&P);
+        }
+    }
+    return CHECK_DONE();
+}
