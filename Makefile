@@ -91,7 +91,7 @@ TEST_PROGS := test_deck test_backend_grad test_model test_model_tp test_model_pp
 TEST_BIN := $(TEST_PROGS:%=build/tests/%)
 TOOLS := bin/nereus-task-tokens bin/nereus-ckpt
 
-.PHONY: all build deps run test bench clean found
+.PHONY: all build deps run test test-slurm bench clean found
 .SECONDARY:
 all: build
 build: found bin/nereus $(TOOLS) $(TEST_BIN) build/bench/bench_step build/bench/bench_ckpt build/bench/bench_transition
@@ -164,6 +164,11 @@ run: deps
 test: deps
 	@$(MAKE) --no-print-directory build
 	tests/run.sh
+
+# a real one-node Slurm on localhost (munged, slurmctld, slurmd from Debian), sbatch of jobs/slurm.sbatch (root)
+test-slurm: deps
+	@$(MAKE) --no-print-directory build
+	bash tests/slurm/run.sh
 
 bench: deps
 	@$(MAKE) --no-print-directory build

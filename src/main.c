@@ -14,7 +14,7 @@ static void usage(FILE *f) {
             "       nereus DECK --restart FILE  resume from a checkpoint (FILE, or 'latest' in [ckpt] dir)\n"
             "       nereus --deck-reference     print every deck section and key (markdown)\n"
             "       nereus --help\n"
-            "launch: mpirun -np N bin/nereus DECK   (or: srun -n N bin/nereus DECK)\n"
+            "launch: mpirun -np N bin/nereus DECK   (or: srun --mpi=pmix -n N bin/nereus DECK)\n"
             "deck format and keys: inputs/REFERENCE.md\n");
 }
 
