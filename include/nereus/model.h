@@ -253,6 +253,12 @@ int gpt_tensor_owner(const GPT *m, int i);
  * Both models must hold the same shard (tp, tp_rank, pp, pp_rank). Local. */
 void gpt_copy_params(GPT *dst, const GPT *src);
 
+/* Local: when a and b hold the same shard (config, tp, tp_rank, pp,
+ * pp_rank), swaps their parameter buffers (and AdamW m and v with adam) —
+ * how a transition keeps a shard that stays on its rank without copying it.
+ * Returns 0, or −1 (nothing swapped) when the shards differ. */
+int gpt_swap_state(GPT *a, GPT *b, int adam);
+
 /* ---- logical tensors (weight sync, checkpoints, transitions) ----------- */
 enum { GPT_BUF_PARAMS, GPT_BUF_GRADS, GPT_BUF_ADAM_M, GPT_BUF_ADAM_V };
 /* Σ logical numel over the tensors (value head included if cfg has it):

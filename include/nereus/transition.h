@@ -11,10 +11,15 @@
  * intersection is one Slab:
  *   - local   the destination rank already holds the cell in the old layout
  *             (src_rank = dst_rank, 0 bytes moved);
- *   - moved   otherwise the source is, among every old rank that holds the
+ *   - moved   otherwise the source is one of the old ranks that hold the
  *             cell (all DP replicas, every TP rank of a TP-replicated tensor,
- *             both wte copies under PP), the one with the least send load so
- *             far (ties: the lowest job rank).
+ *             both wte copies under PP): the least loaded so far (bytes sent;
+ *             ties: the lowest job rank) among up to 8 of them, taken
+ *             round-robin per (tensor, cell) from where the last slab of that
+ *             cell stopped — balanced like a full least-loaded search, at
+ *             O(1) per slab. The geometry (which cells a new shard meets, and
+ *             the boxes) is computed once per new (tp, pp) cell and reused for
+ *             every replica.
  * Slabs are produced destination by destination in new grid order, tensor
  * by tensor, old cell by old cell.
  *
@@ -147,6 +152,7 @@ typedef struct TxOptions {
     double latency;         /* s per message */
     double comm_setup;      /* s per change with new communicators */
     const double *resident; /* (nranks) bytes each rank holds outside the changes; NULL = 0 */
+    int stage_all;          /* 1: every chunk through host staging, as on a device backend (tests) */
 } TxOptions;
 
 enum { TXN_COMM, TXN_ALLOC, TXN_COPY, TXN_XFER, TXN_FREE, TXN_COMMIT };
@@ -173,7 +179,7 @@ typedef struct TxPrimitives {
 typedef struct TxPlan {
     int nranks, nchanges, nwaves;
     TxChange *ch;            /* (nchanges) */
-    SlabPlan *sp;            /* (nchanges) slabs: per change, by destination, local ones first, then by source */
+    SlabPlan *sp;            /* (nchanges) slabs: per change, by destination, local ones first, then grouped by source */
     int *wave;               /* (nchanges) */
     TxPrimitives *prim;      /* (nchanges) */
     TxNode *nodes;           /* DAG nodes; XFER nodes in the global message order (wave, change, dst, src) */
@@ -215,13 +221,16 @@ typedef struct TxPart {
     int64_t nops, nslabs;
     double mem_start, mem_peak; /* predicted, this rank */
     size_t chunk, window;
+    int stage_all;         /* TxOptions.stage_all */
     TxPartChange *ch;      /* (nchanges) */
     TxOp *ops;             /* ALLOC, COPY, FREE per change; SENDs and RECVs each in the global message order */
     Slab *slabs;
 } TxPart;
 
-/* Pure: rank r's part. Returns 0 or −1 (out of memory). */
+/* Pure: rank r's part; every rank's (parts[0 .. nranks)), in one pass over
+ * the nodes. Return 0 or −1 (out of memory). */
 int tx_part_extract(const TxPlan *plan, int r, TxPart *part);
+int tx_parts_extract(const TxPlan *plan, TxPart *parts);
 void tx_part_free(TxPart *part);
 
 /* collective over comm (the job communicator, ranks = job ranks): rank 0
@@ -244,6 +253,8 @@ typedef struct TxHooks {
 
 typedef struct TxStats {
     double seconds;        /* this rank's wall time in tx_execute */
+    double copy_seconds;   /* of which in local copies */
+    double hook_seconds;   /* of which in the alloc and release hooks */
     size_t bytes_sent, bytes_recv, bytes_copied;
     size_t messages_sent;
     size_t mem_peak;       /* measured: be->mem_live high-water + transfer buffers, bytes */
@@ -267,6 +278,11 @@ void tx_box_pack(const Backend *be, const TensorInfo *t, const float *buf, const
                  size_t e0, size_t n, float *host);
 void tx_box_unpack(const Backend *be, const TensorInfo *t, float *buf, const int start[4], const int count[4],
                    size_t e0, size_t n, const float *host);
+/* The runs of box elements [e0, e0 + n) in the local buffer: offsets and
+ * lengths (floats) of each contiguous piece, in box order, up to max of
+ * them written; returns how many there are. */
+size_t tx_box_runs(const TensorInfo *t, const int start[4], const int count[4], size_t e0, size_t n, size_t *offs,
+                   size_t *lens, size_t max);
 /* The local offset (floats from buf) of box elements [e0, e0 + n) when they
  * are one contiguous run there, else (size_t)-1. */
 size_t tx_box_contiguous(const TensorInfo *t, const int start[4], const int count[4], size_t e0, size_t n);

@@ -756,3 +756,22 @@ double gpt_flops_per_token_fwd(const GPTConfig *c, int T) {
     double attn = L * 4.0 * C * (T + 1) / 2.0;
     return dense + attn;
 }
+
+int gpt_swap_state(GPT *a, GPT *b, int adam) {
+    if (memcmp(&a->cfg, &b->cfg, sizeof a->cfg) != 0 || a->sh.tp != b->sh.tp || a->sh.tp_rank != b->sh.tp_rank ||
+        a->sh.pp != b->sh.pp || a->sh.pp_rank != b->sh.pp_rank || a->nparams != b->nparams ||
+        (adam && (!a->m || !b->m)))
+        return -1;
+    float *t = a->params;
+    a->params = b->params;
+    b->params = t;
+    if (adam) {
+        t = a->m; a->m = b->m; b->m = t;
+        t = a->v; a->v = b->v; b->v = t;
+    }
+    for (int i = 0; i < a->ntensors; i++) { /* the named pointers follow their buffers */
+        a->p[i] = a->tensors[i].held ? a->params + a->tensors[i].offset : NULL;
+        b->p[i] = b->tensors[i].held ? b->params + b->tensors[i].offset : NULL;
+    }
+    return 0;
+}

@@ -24,17 +24,43 @@ static int fail(char *why, size_t len, const char *fmt, ...) {
 static int lrank(const PlanStage *s, int pos) { return s->nranks ? s->ranks[pos] : pos; }
 static int lsize(const PlanStage *s) { return s->tp * s->pp * s->dp; }
 
-/* slab order inside a change: by destination, local ones first, then by
- * source; the planner emits slabs destination by destination, so only each
- * destination's run is sorted */
-static int slab_cmp(const void *a, const void *b) {
-    const Slab *x = a, *y = b;
-    if (x->dst_rank != y->dst_rank) return x->dst_rank < y->dst_rank ? -1 : 1;
-    if (x->local != y->local) return x->local ? -1 : 1;
-    if (x->src_rank != y->src_rank) return x->src_rank < y->src_rank ? -1 : 1;
-    if (x->tensor != y->tensor) return x->tensor < y->tensor ? -1 : 1;
-    for (int a = 0; a < 4; a++)
-        if (x->start[a] != y->start[a]) return x->start[a] < y->start[a] ? -1 : 1;
+/* Slab order inside a change: by destination (as the slab planner emits
+ * them), and within a destination the local ones first, then one group per
+ * source in the order the sources first appear, each group in emission
+ * order. A counting sort per destination: O(slabs · sources per
+ * destination), no comparisons. */
+static int group_by_source(SlabPlan *sp) {
+    size_t maxrun = 0;
+    for (size_t s0 = 0, s1; s0 < sp->n; s0 = s1) {
+        for (s1 = s0 + 1; s1 < sp->n && sp->slabs[s1].dst_rank == sp->slabs[s0].dst_rank; s1++) {}
+        if (s1 - s0 > maxrun) maxrun = s1 - s0;
+    }
+    Slab *tmp = malloc((maxrun ? maxrun : 1) * sizeof *tmp);
+    int *key = malloc((maxrun ? maxrun : 1) * sizeof *key), *src = malloc((maxrun + 1) * sizeof *src);
+    size_t *cnt = malloc((maxrun + 2) * sizeof *cnt);
+    if (!tmp || !key || !src || !cnt) {
+        free(tmp); free(key); free(src); free(cnt);
+        return -1;
+    }
+    for (size_t s0 = 0, s1; s0 < sp->n; s0 = s1) {
+        for (s1 = s0 + 1; s1 < sp->n && sp->slabs[s1].dst_rank == sp->slabs[s0].dst_rank; s1++) {}
+        size_t n = s1 - s0;
+        int nsrc = 0;
+        for (size_t q = 0; q < n; q++) {
+            const Slab *x = &sp->slabs[s0 + q];
+            if (x->local) { key[q] = 0; continue; }
+            int g = 0;
+            while (g < nsrc && src[g] != x->src_rank) g++;
+            if (g == nsrc) src[nsrc++] = x->src_rank;
+            key[q] = g + 1;
+        }
+        memset(cnt, 0, ((size_t)nsrc + 2) * sizeof *cnt);
+        for (size_t q = 0; q < n; q++) cnt[key[q] + 1]++;
+        for (int g = 1; g <= nsrc + 1; g++) cnt[g] += cnt[g - 1];
+        for (size_t q = 0; q < n; q++) tmp[cnt[key[q]]++] = sp->slabs[s0 + q];
+        memcpy(sp->slabs + s0, tmp, n * sizeof *tmp);
+    }
+    free(tmp); free(key); free(src); free(cnt);
     return 0;
 }
 
@@ -148,9 +174,9 @@ int tx_plan_build(TxPlan *P, const TxChange *ch, int n, int nranks, const TxOpti
             goto done;
         }
         SlabPlan *sp = &P->sp[c];
-        for (size_t s0 = 0, s1; s0 < sp->n; s0 = s1) {
-            for (s1 = s0 + 1; s1 < sp->n && sp->slabs[s1].dst_rank == sp->slabs[s0].dst_rank; s1++) {}
-            qsort(sp->slabs + s0, s1 - s0, sizeof *sp->slabs, slab_cmp);
+        if (group_by_source(sp)) {
+            rc = fail(why, len, "transition: out of memory");
+            goto done;
         }
         for (int pos = 0; pos < lsize(&x->from); pos++) in_from[(size_t)c * nr + lrank(&x->from, pos)] = 1;
         for (int pos = 0; pos < lsize(&x->to); pos++) in_to[(size_t)c * nr + lrank(&x->to, pos)] = 1;
@@ -449,68 +475,84 @@ void tx_part_free(TxPart *p) {
     memset(p, 0, sizeof *p);
 }
 
-int tx_part_extract(const TxPlan *P, int r, TxPart *p) {
-    memset(p, 0, sizeof *p);
-    p->rank = r;
-    p->nchanges = P->nchanges;
-    p->nwaves = P->nwaves;
-    p->mem_start = P->mem_start[r];
-    p->mem_peak = P->mem_peak[r];
-    p->chunk = P->opt.chunk;
-    p->window = P->opt.window;
-    size_t nr = (size_t)P->nranks;
-    /* count */
-    size_t nops = 0, nslabs = 0;
-    for (size_t k = 0; k < P->nnodes; k++) {
-        const TxNode *d = &P->nodes[k];
-        if (d->kind == TXN_ALLOC || d->kind == TXN_FREE) nops += d->rank == r;
-        else if (d->kind == TXN_COPY && d->rank == r) { nops++; nslabs += d->nslab; }
-        else if (d->kind == TXN_XFER && (d->rank == r || d->peer == r)) { nops += (d->rank == r) + (d->peer == r); nslabs += d->nslab; }
+/* Emits node d into the part of rank r (pass 0 counts, pass 1 fills). */
+static void part_emit(const TxPlan *P, const TxNode *d, int r, TxPart *p, int pass, size_t *nops, size_t *nslabs) {
+    int kind = d->kind == TXN_ALLOC ? TXO_ALLOC : d->kind == TXN_FREE ? TXO_FREE : d->kind == TXN_COPY ? TXO_COPY
+             : d->kind == TXN_XFER ? (d->rank == r ? TXO_SEND : TXO_RECV) : -1;
+    if (kind < 0) return;
+    int with_slabs = kind == TXO_COPY || kind == TXO_SEND || kind == TXO_RECV;
+    if (pass == 0) {
+        (*nops)++;
+        if (with_slabs) *nslabs += d->nslab;
+        return;
     }
-    p->ch = calloc((size_t)(P->nchanges ? P->nchanges : 1), sizeof *p->ch);
-    p->ops = malloc((nops ? nops : 1) * sizeof *p->ops);
-    p->slabs = malloc((nslabs ? nslabs : 1) * sizeof *p->slabs);
-    if (!p->ch || !p->ops || !p->slabs) {
-        tx_part_free(p);
-        return -1;
-    }
-    for (int c = 0; c < P->nchanges; c++) {
-        const TxChange *x = &P->ch[c];
-        TxPartChange *pc = &p->ch[c];
-        pc->kind = x->kind;
-        pc->nbufs = x->nbufs;
-        pc->wave = P->wave[c];
-        for (int pos = 0; pos < lsize(&x->from); pos++) pc->in_from |= lrank(&x->from, pos) == r;
-        for (int pos = 0; pos < lsize(&x->to); pos++) pc->in_to |= lrank(&x->to, pos) == r;
-    }
-    (void)nr;
-    /* fill: nodes are in (wave, change) order with XFERs in the global message order */
-    for (size_t k = 0; k < P->nnodes; k++) {
-        const TxNode *d = &P->nodes[k];
-        int kind = -1, peer = -1;
-        if (d->kind == TXN_ALLOC && d->rank == r) kind = TXO_ALLOC;
-        else if (d->kind == TXN_FREE && d->rank == r) kind = TXO_FREE;
-        else if (d->kind == TXN_COPY && d->rank == r) kind = TXO_COPY;
-        if (kind >= 0) {
-            TxOp *op = &p->ops[p->nops++];
-            *op = (TxOp){kind, d->change, d->wave, -1, (int64_t)d->bytes, p->nslabs, kind == TXO_COPY ? (int64_t)d->nslab : 0};
-            if (kind == TXO_COPY) {
-                memcpy(p->slabs + p->nslabs, P->sp[d->change].slabs + d->slab0, d->nslab * sizeof(Slab));
-                p->nslabs += (int64_t)d->nslab;
-            }
-            continue;
-        }
-        if (d->kind != TXN_XFER || (d->rank != r && d->peer != r)) continue;
-        int64_t s0 = p->nslabs;
+    int peer = kind == TXO_SEND ? d->peer : kind == TXO_RECV ? d->rank : -1;
+    p->ops[p->nops++] = (TxOp){kind, d->change, d->wave, peer, (int64_t)d->bytes, with_slabs ? p->nslabs : 0,
+                               with_slabs ? (int64_t)d->nslab : 0};
+    if (with_slabs) {
         memcpy(p->slabs + p->nslabs, P->sp[d->change].slabs + d->slab0, d->nslab * sizeof(Slab));
         p->nslabs += (int64_t)d->nslab;
-        for (int side = 0; side < 2; side++) { /* a rank never sends to itself: at most one side */
-            if (side == 0 && d->rank != r) continue;
-            if (side == 1 && d->peer != r) continue;
-            kind = side == 0 ? TXO_SEND : TXO_RECV;
-            peer = side == 0 ? d->peer : d->rank;
-            p->ops[p->nops++] = (TxOp){kind, d->change, d->wave, peer, (int64_t)d->bytes, s0, (int64_t)d->nslab};
+    }
+}
+
+/* The parts of ranks [r0, r1) in one pass over the nodes per pass: parts[r - r0]. */
+static int parts_build(const TxPlan *P, int r0, int r1, TxPart *parts) {
+    int n = r1 - r0;
+    size_t *nops = calloc((size_t)n, sizeof *nops), *nslabs = calloc((size_t)n, sizeof *nslabs);
+    if (!nops || !nslabs) { free(nops); free(nslabs); return -1; }
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 1)
+            for (int q = 0; q < n; q++) {
+                TxPart *p = &parts[q];
+                memset(p, 0, sizeof *p);
+                int r = r0 + q;
+                p->rank = r;
+                p->nchanges = P->nchanges;
+                p->nwaves = P->nwaves;
+                p->mem_start = P->mem_start[r];
+                p->mem_peak = P->mem_peak[r];
+                p->chunk = P->opt.chunk;
+                p->window = P->opt.window;
+                p->stage_all = P->opt.stage_all;
+                p->ch = calloc((size_t)(P->nchanges ? P->nchanges : 1), sizeof *p->ch);
+                p->ops = malloc((nops[q] ? nops[q] : 1) * sizeof *p->ops);
+                p->slabs = malloc((nslabs[q] ? nslabs[q] : 1) * sizeof *p->slabs);
+                if (!p->ch || !p->ops || !p->slabs) {
+                    for (int z = 0; z <= q; z++) tx_part_free(&parts[z]);
+                    free(nops); free(nslabs);
+                    return -1;
+                }
+                for (int c = 0; c < P->nchanges; c++) {
+                    p->ch[c].kind = P->ch[c].kind;
+                    p->ch[c].nbufs = P->ch[c].nbufs;
+                    p->ch[c].wave = P->wave[c];
+                }
+            }
+        /* nodes are in (wave, change) order with the XFERs in the global message order */
+        for (size_t k = 0; k < P->nnodes; k++) {
+            const TxNode *d = &P->nodes[k];
+            int who[2] = {d->rank, d->kind == TXN_XFER ? d->peer : -1};
+            for (int w = 0; w < 2; w++)
+                if (who[w] >= r0 && who[w] < r1)
+                    part_emit(P, d, who[w], &parts[who[w] - r0], pass, &nops[who[w] - r0], &nslabs[who[w] - r0]);
         }
     }
+    for (int c = 0; c < P->nchanges; c++) { /* membership of every part's rank in each change's layouts */
+        const TxChange *x = &P->ch[c];
+        for (int pos = 0; pos < lsize(&x->from); pos++) {
+            int r = lrank(&x->from, pos);
+            if (r >= r0 && r < r1) parts[r - r0].ch[c].in_from = 1;
+        }
+        for (int pos = 0; pos < lsize(&x->to); pos++) {
+            int r = lrank(&x->to, pos);
+            if (r >= r0 && r < r1) parts[r - r0].ch[c].in_to = 1;
+        }
+    }
+    free(nops);
+    free(nslabs);
     return 0;
 }
+
+int tx_part_extract(const TxPlan *P, int r, TxPart *p) { return parts_build(P, r, r + 1, p); }
+
+int tx_parts_extract(const TxPlan *P, TxPart *parts) { return parts_build(P, 0, P->nranks, parts); }

@@ -6,9 +6,12 @@
  * each slab's elements in row-major order. The stream is cut into chunks by
  * one rule both sides apply to the same slab list: a chunk ends after
  * `chunk` bytes, or at the end of a slab-buffer that is itself at least a
- * chunk long (so a large slab is sent in pieces of its own, which go straight
- * from and into the model's buffer when they are contiguous there), while
- * small slab-buffers are packed together up to a chunk.
+ * chunk long (so a large slab is sent in pieces of its own), while small
+ * slab-buffers are put together up to a chunk. On a host-memory backend a
+ * chunk goes straight from the old shard into the new one: one contiguous
+ * run as such, several runs as one MPI datatype over their addresses
+ * (hindexed, from MPI_BOTTOM), so no packing copy is made; past TX_MAX_RUNS
+ * runs, and on device backends, it is packed through host staging.
  *
  * Order and windows. Sends are posted in the part's order (the global
  * message order), at most window/2 bytes in flight; receives likewise in
@@ -90,35 +93,121 @@ static size_t next_chunk(const TxPart *pt, const TxOp *op, int nbufs, Cursor *c,
     return got;
 }
 
+/* Moves cursor c on by take elements of its current slab (take ≤ what is left of it). */
+static void cursor_step(const TxPart *pt, const TxOp *op, Cursor *c, size_t take) {
+    c->e += take;
+    if (c->e == slab_elems(&pt->slabs[op->slab0 + c->k])) {
+        c->e = 0;
+        if (++c->k == op->nslab) { c->k = 0; c->b++; }
+    }
+}
+
+/* The next piece of a stream from cursor c, at most n elements, all in one
+ * slab of one buffer of shard m; c moves past it. */
+typedef struct Piece {
+    const Slab *s;
+    const TensorInfo *t;
+    float *buf;      /* the tensor's local block in buffer c.b */
+    size_t e, n;     /* elements [e, e + n) of the slab */
+} Piece;
+
+static Piece next_piece(const TxPart *pt, const TxOp *op, GPT *m, Cursor *c, size_t n) {
+    Piece p;
+    p.s = &pt->slabs[op->slab0 + c->k];
+    size_t rest = slab_elems(p.s) - c->e;
+    p.n = rest < n ? rest : n;
+    p.e = c->e;
+    p.t = &m->tensors[p.s->tensor];
+    p.buf = buf_of(m, c->b) + p.t->offset;
+    cursor_step(pt, op, c, p.n);
+    return p;
+}
+
 /* Walks n elements from cursor c, calling pack or unpack per slab piece. */
 static void stream_copy(const TxPart *pt, const TxOp *op, const Backend *be, GPT *m, Cursor c, size_t n, float *host,
                         int pack) {
-    size_t h = 0;
-    while (n > 0) {
-        const Slab *s = &pt->slabs[op->slab0 + c.k];
-        size_t rest = slab_elems(s) - c.e, take = rest < n ? rest : n;
-        const TensorInfo *t = &m->tensors[s->tensor];
-        float *buf = buf_of(m, c.b) + t->offset;
-        if (pack) tx_box_pack(be, t, buf, s->start, s->count, c.e, take, host + h);
-        else tx_box_unpack(be, t, buf, s->start, s->count, c.e, take, host + h);
-        h += take;
-        n -= take;
-        c.e += take;
-        if (c.e == slab_elems(s)) {
-            c.e = 0;
-            if (++c.k == op->nslab) { c.k = 0; c.b++; }
-        }
+    for (size_t h = 0; h < n;) {
+        Piece p = next_piece(pt, op, m, &c, n - h);
+        if (pack) tx_box_pack(be, p.t, p.buf, p.s->start, p.s->count, p.e, p.n, host + h);
+        else tx_box_unpack(be, p.t, p.buf, p.s->start, p.s->count, p.e, p.n, host + h);
+        h += p.n;
     }
 }
 
 /* A chunk wholly inside one slab and contiguous in the shard: its address there, else NULL. */
 static float *direct(const TxPart *pt, const TxOp *op, const Backend *be, GPT *m, Cursor c, size_t n) {
-    if (strcmp(be->name, "cpu") != 0) return NULL; /* device memory goes through host staging */
+    if (strcmp(be->name, "cpu") != 0 || pt->stage_all) return NULL; /* device memory goes through host staging */
     const Slab *s = &pt->slabs[op->slab0 + c.k];
     if (c.e + n > slab_elems(s)) return NULL;
     const TensorInfo *t = &m->tensors[s->tensor];
     size_t off = tx_box_contiguous(t, s->start, s->count, c.e, n);
     return off == (size_t)-1 ? NULL : buf_of(m, c.b) + t->offset + off;
+}
+
+/* How long a rank with transfers in flight polls (yielding) without progress before it sleeps */
+#ifndef TX_YIELD_S
+#define TX_YIELD_S 0.005
+#endif
+
+/* Runs per chunk that a derived datatype may describe; past this the chunk is packed. */
+#define TX_MAX_RUNS 4096
+
+typedef struct RunBuf {
+    size_t offs[TX_MAX_RUNS], lens[TX_MAX_RUNS];
+    int blen[TX_MAX_RUNS];
+    MPI_Aint disp[TX_MAX_RUNS];
+} RunBuf;
+
+/* A chunk that is not one run, on a host-memory backend: the runs it falls
+ * into in the shard's buffers as one datatype over absolute addresses (sent
+ * from / received into MPI_BOTTOM), so MPI moves it straight between the
+ * shards without our packing copies. Returns 0 when the chunk has more than
+ * TX_MAX_RUNS runs (then it is packed). */
+static int chunk_type(const TxPart *pt, const TxOp *op, const Backend *be, GPT *m, Cursor c, size_t n, RunBuf *rb,
+                      MPI_Datatype *type) {
+    if (strcmp(be->name, "cpu") != 0 || pt->stage_all) return 0;
+    size_t nr = 0;
+    for (size_t done = 0; done < n;) {
+        Piece p = next_piece(pt, op, m, &c, n - done);
+        size_t k = tx_box_runs(p.t, p.s->start, p.s->count, p.e, p.n, rb->offs + nr, rb->lens + nr, TX_MAX_RUNS - nr);
+        if (nr + k > TX_MAX_RUNS) return 0;
+        for (size_t q = nr; q < nr + k; q++) {
+            mpiCheck(MPI_Get_address(p.buf + rb->offs[q], &rb->disp[q]));
+            rb->blen[q] = (int)rb->lens[q];
+        }
+        nr += k;
+        done += p.n;
+    }
+    mpiCheck(MPI_Type_create_hindexed((int)nr, rb->blen, rb->disp, MPI_FLOAT, type));
+    mpiCheck(MPI_Type_commit(type));
+    return 1;
+}
+
+/* Local slab elements [e, e + m) from the old shard's buffer to the new
+ * one's: run against run where both sides' runs fit in rb, else through
+ * the host buffer (device backends always). */
+static void copy_box(const Backend *be, const TensorInfo *tf, const float *fb, const TensorInfo *tt, float *tb,
+                     const Slab *s, size_t e, size_t m, RunBuf *rb, float *host) {
+    size_t half = TX_MAX_RUNS / 2;
+    size_t nf = 0, nt = 0;
+    if (strcmp(be->name, "cpu") == 0) {
+        nf = tx_box_runs(tf, s->start, s->count, e, m, rb->offs, rb->lens, half);
+        nt = tx_box_runs(tt, s->start, s->count, e, m, rb->offs + half, rb->lens + half, half);
+    }
+    if (nf == 0 || nt == 0 || nf > half || nt > half) {
+        tx_box_pack(be, tf, fb, s->start, s->count, e, m, host);
+        tx_box_unpack(be, tt, tb, s->start, s->count, e, m, host);
+        return;
+    }
+    size_t i = 0, j = 0, ui = 0, uj = 0; /* run i of the source, j of the destination, and how much of each is used */
+    while (i < nf && j < nt) {
+        size_t li = rb->lens[i] - ui, lj = rb->lens[half + j] - uj, l = li < lj ? li : lj;
+        be->copy(tb + rb->offs[half + j] + uj, fb + rb->offs[i] + ui, l * sizeof(float));
+        ui += l;
+        uj += l;
+        if (ui == rb->lens[i]) { i++; ui = 0; }
+        if (uj == rb->lens[half + j]) { j++; uj = 0; }
+    }
 }
 
 static double now_s(void) {
@@ -136,6 +225,7 @@ void tx_execute(const TxPart *pt, TxEndpoint *ep, const TxHooks *hooks, const Ba
     size_t staging = 0;
     st->mem_start = be->mem_live ? be->mem_live() : 0;
     st->mem_peak = st->mem_start;
+    staging = 0;
 #define SAMPLE() do { size_t m_ = (be->mem_live ? be->mem_live() : 0) + staging; if (m_ > st->mem_peak) st->mem_peak = m_; } while (0)
 
     /* per change: ALLOC done, copies done, sends outstanding (bytes), FREE done */
@@ -149,7 +239,15 @@ void tx_execute(const TxPart *pt, TxEndpoint *ep, const TxHooks *hooks, const Ba
     Flight *fl = malloc(fcap * sizeof *fl);
     MPI_Request *reqs = malloc(fcap * sizeof *reqs);
     int *idx = malloc(fcap * sizeof *idx);
-    if (!alloc_done || !copy_left || !free_done || !free_left_wave || !send_left || !ss || !rs || !fl || !reqs || !idx)
+    RunBuf *rb = malloc(sizeof *rb);
+    Cursor *copy_cur = calloc((size_t)pt->nops + 1, sizeof *copy_cur);
+    char *copy_done_op = calloc((size_t)pt->nops + 1, 1), *swapped = calloc((size_t)nc + 1, 1);
+    int has_copy = 0;
+    for (int64_t i = 0; i < pt->nops; i++) has_copy |= pt->ops[i].kind == TXO_COPY;
+    float *copy_host = malloc(has_copy ? pt->chunk : 4);
+    staging = has_copy ? pt->chunk : 0; /* the local copies' buffer, for the whole run */
+    SAMPLE();
+    if (!alloc_done || !copy_left || !free_done || !free_left_wave || !send_left || !ss || !rs || !fl || !reqs || !idx || !rb || !copy_cur || !copy_done_op || !swapped || !copy_host)
         nr_fatal("transition: out of memory for the executor");
     for (int c = 0; c < nc; c++) alloc_done[c] = pt->ch[c].kind == TX_COPY || !pt->ch[c].in_to;
     nsend = nrecv = 0;
@@ -183,44 +281,17 @@ void tx_execute(const TxPart *pt, TxEndpoint *ep, const TxHooks *hooks, const Ba
                 int ok = 1;
                 for (int w = 0; w < op->wave; w++) ok &= free_left_wave[w] == 0;
                 if (!ok) continue;
+                double th = now_s();
                 hooks->alloc(hooks->ctx, c);
+                st->hook_seconds += now_s() - th;
                 alloc_done[c] = 1;
                 SAMPLE();
                 ops_left--;
                 progress = 1;
-            } else if (op->kind == TXO_COPY && copy_left[c] > 0 && alloc_done[c] && op->nslab >= 0) {
-                /* local slabs: shard to shard through a chunk of host staging */
-                const TxPartChange *pc = &pt->ch[c];
-                float *host = malloc(pt->chunk);
-                if (!host) nr_fatal("transition: out of memory for a copy buffer");
-                staging += pt->chunk;
-                SAMPLE();
-                for (int b = 0; b < pc->nbufs; b++)
-                    for (int64_t k = 0; k < op->nslab; k++) {
-                        const Slab *s = &pt->slabs[op->slab0 + k];
-                        const TensorInfo *tf = &ep[c].from->tensors[s->tensor], *tt = &ep[c].to->tensors[s->tensor];
-                        float *fb = buf_of(ep[c].from, b) + tf->offset, *tb = buf_of(ep[c].to, b) + tt->offset;
-                        size_t n = slab_elems(s);
-                        for (size_t e = 0; e < n; e += chunk_el) {
-                            size_t m = n - e < chunk_el ? n - e : chunk_el;
-                            size_t of = tx_box_contiguous(tf, s->start, s->count, e, m);
-                            size_t ot = tx_box_contiguous(tt, s->start, s->count, e, m);
-                            if (of != (size_t)-1 && ot != (size_t)-1) {
-                                be->copy(tb + ot, fb + of, m * sizeof(float));
-                            } else {
-                                tx_box_pack(be, tf, fb, s->start, s->count, e, m, host);
-                                tx_box_unpack(be, tt, tb, s->start, s->count, e, m, host);
-                            }
-                        }
-                        st->bytes_copied += n * sizeof(float);
-                    }
-                free(host);
-                staging -= pt->chunk;
-                copy_left[c]--;
-                ops_left--;
-                progress = 1;
             } else if (op->kind == TXO_FREE && !free_done[c] && send_left[c] == 0 && copy_left[c] == 0) {
+                double th = now_s();
                 if (pt->ch[c].kind == TX_MOVE) hooks->release(hooks->ctx, c);
+                st->hook_seconds += now_s() - th;
                 free_done[c] = 1;
                 free_left_wave[op->wave]--;
                 ops_left--;
@@ -241,11 +312,12 @@ void tx_execute(const TxPart *pt, TxEndpoint *ep, const TxHooks *hooks, const Ba
                 Cursor c0 = x->cur, c1 = x->cur;
                 size_t n = next_chunk(pt, x->op, pt->ch[c].nbufs, &c1, chunk_el), bytes = n * sizeof(float);
                 if (*inflight > 0 && *inflight + bytes > half) break;
-                GPT *m = side == 0 ? ep[c].from : ep[c].to;
+                GPT *m = side == 0 ? (swapped[c] ? ep[c].to : ep[c].from) : ep[c].to;
                 if (!m) nr_fatal("transition: rank %d has no %s shard for change %d", pt->rank,
                                  side == 0 ? "old" : "new", c);
                 float *dp = direct(pt, x->op, be, m, c0, n), *stage = NULL;
-                if (!dp) {
+                MPI_Datatype type = MPI_DATATYPE_NULL;
+                if (!dp && !chunk_type(pt, x->op, be, m, c0, n, rb, &type)) {
                     stage = malloc(bytes ? bytes : 4);
                     if (!stage) nr_fatal("transition: out of memory for a %zu-byte chunk", bytes);
                     staging += bytes;
@@ -265,9 +337,15 @@ void tx_execute(const TxPart *pt, TxEndpoint *ep, const TxHooks *hooks, const Ba
                 f->bytes = bytes;
                 f->stage = stage;
                 f->cur = c0;
-                float *p = stage ? stage : dp;
-                if (side == 0) mpiCheck(MPI_Isend(p, (int)n, MPI_FLOAT, x->op->peer, c, comm, &f->req));
-                else mpiCheck(MPI_Irecv(p, (int)n, MPI_FLOAT, x->op->peer, c, comm, &f->req));
+                if (type != MPI_DATATYPE_NULL) { /* the runs in place (the type may go once the call is posted) */
+                    if (side == 0) mpiCheck(MPI_Isend(MPI_BOTTOM, 1, type, x->op->peer, c, comm, &f->req));
+                    else mpiCheck(MPI_Irecv(MPI_BOTTOM, 1, type, x->op->peer, c, comm, &f->req));
+                    mpiCheck(MPI_Type_free(&type));
+                } else {
+                    float *p = stage ? stage : dp;
+                    if (side == 0) mpiCheck(MPI_Isend(p, (int)n, MPI_FLOAT, x->op->peer, c, comm, &f->req));
+                    else mpiCheck(MPI_Irecv(p, (int)n, MPI_FLOAT, x->op->peer, c, comm, &f->req));
+                }
                 reqs[nf] = f->req;
                 nf++;
                 x->cur = c1;
@@ -277,6 +355,39 @@ void tx_execute(const TxPart *pt, TxEndpoint *ep, const TxHooks *hooks, const Ba
                 if (side == 0) st->messages_sent++;
                 progress = 1;
             }
+        }
+        /* local copies, one chunk per pass so that the transfers posted above progress meanwhile */
+        for (int64_t i = 0; i < pt->nops; i++) {
+            const TxOp *op = &pt->ops[i];
+            int c = op->change;
+            if (op->kind != TXO_COPY || copy_done_op[i] || !alloc_done[c]) continue;
+            double tc = now_s();
+            const TxPartChange *pc = &pt->ch[c];
+            Cursor *cu = &copy_cur[i];
+            if (cu->b == 0 && cu->k == 0 && cu->e == 0 && pc->kind == TX_MOVE &&
+                gpt_swap_state(ep[c].from, ep[c].to, pc->nbufs == 3) == 0) {
+                /* the rank keeps its shard: the new model takes the old one's buffers (sends still to
+                   post read them from there) */
+                swapped[c] = 1;
+                for (int64_t k = 0; k < op->nslab; k++) st->bytes_copied += slab_elems(&pt->slabs[op->slab0 + k]) * sizeof(float) * (size_t)pc->nbufs;
+                cu->b = pc->nbufs;
+            } else {
+                const Slab *s = &pt->slabs[op->slab0 + cu->k];
+                const TensorInfo *tf = &ep[c].from->tensors[s->tensor], *tt = &ep[c].to->tensors[s->tensor];
+                float *fb = buf_of(ep[c].from, cu->b) + tf->offset, *tb = buf_of(ep[c].to, cu->b) + tt->offset;
+                size_t n = slab_elems(s), m = n - cu->e < chunk_el ? n - cu->e : chunk_el;
+                copy_box(be, tf, fb, tt, tb, s, cu->e, m, rb, copy_host);
+                st->bytes_copied += m * sizeof(float);
+                cursor_step(pt, op, cu, m);
+            }
+            st->copy_seconds += now_s() - tc;
+            progress = 1;
+            if (cu->b >= pc->nbufs) {
+                copy_done_op[i] = 1;
+                copy_left[c]--;
+                ops_left--;
+            }
+            break; /* one chunk per pass */
         }
         /* completions */
         if (nf > 0) {
@@ -321,7 +432,7 @@ void tx_execute(const TxPart *pt, TxEndpoint *ep, const TxHooks *hooks, const Ba
         if (progress) {
             sleep_ns = 0;
             last_progress = now_s();
-        } else if (nf > 0 && now_s() - last_progress < 0.005) {
+        } else if (nf > 0 && now_s() - last_progress < TX_YIELD_S) {
             /* transfers in flight: Open MPI moves a large message's fragments only inside MPI calls,
                so keep calling, but give the core to any rank that has work */
             sched_yield();
@@ -342,6 +453,11 @@ void tx_execute(const TxPart *pt, TxEndpoint *ep, const TxHooks *hooks, const Ba
     free(fl);
     free(reqs);
     free(idx);
+    free(rb);
+    free(copy_cur);
+    free(copy_done_op);
+    free(swapped);
+    free(copy_host);
     st->seconds = now_s() - t0;
 }
 
@@ -366,8 +482,8 @@ int tx_part_scatter(const TxPlan *plan, MPI_Comm comm, TxPart *part) {
         TxPart *parts = calloc((size_t)size, sizeof *parts);
         size_t total = 0;
         if (!counts || !displs || !parts) ok = 0;
+        if (ok && tx_parts_extract(plan, parts)) ok = 0;
         for (int r = 0; ok && r < size; r++) {
-            if (tx_part_extract(plan, r, &parts[r])) { ok = 0; break; }
             size_t b = part_bytes(&parts[r]);
             if (b > (size_t)1 << 30 || total + b > (size_t)2000000000) { ok = 0; break; }
             counts[r] = (int)b;

@@ -61,3 +61,17 @@ size_t tx_box_contiguous(const TensorInfo *t, const int start[4], const int coun
     if (n == 0 || (e0 + n - 1) / R != q) return (size_t)-1;
     return box_offset(hs, hc, start, count, q * R) + (e0 - q * R);
 }
+
+size_t tx_box_runs(const TensorInfo *t, const int start[4], const int count[4], size_t e0, size_t n, size_t *offs,
+                   size_t *lens, size_t max) {
+    size_t k = 0;
+    FOR_RUNS(t, start, count, e0, n, {
+        (void)h;
+        if (k < max) {
+            offs[k] = off;
+            lens[k] = len;
+        }
+        k++;
+    });
+    return k;
+}

@@ -100,18 +100,6 @@ static TensorInfo *stage_tables(const GPTConfig *cfg, const PlanStage *s, int *n
     return tab;
 }
 
-static int push(SlabPlan *sp, const Slab *s) {
-    if (sp->n == sp->cap) {
-        size_t cap = sp->cap ? 2 * sp->cap : 256;
-        Slab *ns = realloc(sp->slabs, cap * sizeof *ns);
-        if (!ns) return -1;
-        sp->slabs = ns;
-        sp->cap = cap;
-    }
-    sp->slabs[sp->n++] = *s;
-    return 0;
-}
-
 void slab_plan_free(SlabPlan *sp) {
     if (!sp) return;
     free(sp->slabs);
@@ -172,69 +160,107 @@ int slab_plan_build(SlabPlan *sp, const GPTConfig *cfg, const PlanStage *os, con
                     holders[hi * ocells + nholders[hi]++] = c;
         }
 
+    /* Geometry per new (t, p) cell, the same for every replica d: for each
+     * tensor, the owner cells its box meets and the intersections. */
+    int ntp = ns->tp, npp = ns->pp, ncell_new = ntp * npp;
+    size_t geo_cap = (size_t)ncell_new * (size_t)nt * (size_t)ocells, ngeo = 0;
+    struct Geo { int i, k; Box P; } *geo = malloc((geo_cap ? geo_cap : 1) * sizeof *geo);
+    size_t *geo_off = calloc((size_t)ncell_new + 1, sizeof *geo_off);
+    /* round-robin start per (tensor, owner cell) over its candidates (holders × old replicas) */
+    int *rr = calloc((size_t)GPT_NUM_TENSORS * (size_t)ocells, sizeof *rr);
+    if (!geo || !geo_off || !rr) {
+        free(geo); free(geo_off); free(rr);
+        rc = fail(why, len, "slab plan: out of memory");
+        goto done;
+    }
+    for (int nc = 0; nc < ncell_new; nc++) {
+        const TensorInfo *tt = &ntab[(size_t)nc * GPT_NUM_TENSORS];
+        geo_off[nc] = ngeo;
+        for (int i = 0; i < nt; i++) {
+            Box B;
+            if (!slab_tensor_box(&tt[i], B.s, B.c)) continue;
+            for (int k = 0; k < ncells[i]; k++) {
+                Box P;
+                if (box_intersect(&B, &obox[(size_t)cells[i * ocells + k] * GPT_NUM_TENSORS + i], &P))
+                    geo[ngeo++] = (struct Geo){i, k, P};
+            }
+        }
+    }
+    geo_off[ncell_new] = ngeo;
+    for (size_t q = 0; q < (size_t)GPT_NUM_TENSORS * (size_t)ocells; q++) rr[q] = (int)(q * 7 % 64);
+    if (!sp->cap || sp->cap < ngeo * (size_t)ns->dp) { /* every slab at once: no growth in the loop */
+        Slab *nsl = realloc(sp->slabs, (ngeo * (size_t)ns->dp + 1) * sizeof *nsl);
+        if (!nsl) {
+            free(geo); free(geo_off); free(rr);
+            rc = fail(why, len, "slab plan: out of memory");
+            goto done;
+        }
+        sp->slabs = nsl;
+        sp->cap = ngeo * (size_t)ns->dp + 1;
+    }
+
     for (int pos = 0; pos < nn; pos++) {
         GridCoord g = grid_coord((GridLayout){ns->tp, ns->pp, ns->dp}, pos);
-        int r = stage_rank(ns, pos), op = opos[r];
+        int r = stage_rank(ns, pos), op = opos[r], nc = g.t + ntp * g.p;
         int ocell = op < 0 ? -1 : (op % otp) + otp * (op / (otp * odp)); /* t + tp·p of r's old position */
-        const TensorInfo *tt = &ntab[(size_t)(g.t + ns->tp * g.p) * GPT_NUM_TENSORS];
+        const TensorInfo *tt = &ntab[(size_t)nc * GPT_NUM_TENSORS];
+        const Box *A[GPT_NUM_TENSORS];
         for (int i = 0; i < nt; i++) {
+            A[i] = ocell >= 0 && oheld[(size_t)ocell * GPT_NUM_TENSORS + i] ? &obox[(size_t)ocell * GPT_NUM_TENSORS + i]
+                                                                              : NULL;
             Box B;
             if (!slab_tensor_box(&tt[i], B.s, B.c)) continue;
             /* the lower bound, independently of the slabs: need minus what r already holds */
             size_t need = box_numel(&B);
-            const Box *A = NULL;
-            if (ocell >= 0 && oheld[(size_t)ocell * GPT_NUM_TENSORS + i]) {
-                A = &obox[(size_t)ocell * GPT_NUM_TENSORS + i];
-                Box X;
-                if (box_intersect(&B, A, &X)) need -= box_numel(&X);
-            }
+            Box X;
+            if (A[i] && box_intersect(&B, A[i], &X)) need -= box_numel(&X);
             sp->bytes_lower_bound += need * F;
-            for (int k = 0; k < ncells[i]; k++) {
-                const Box *cb = &obox[(size_t)cells[i * ocells + k] * GPT_NUM_TENSORS + i];
-                Box P;
-                if (!box_intersect(&B, cb, &P)) continue;
-                Slab s;
-                s.tensor = i;
-                s.ndim = tt[i].ndim;
-                for (int a = 0; a < 4; a++) {
-                    s.start[a] = P.s[a];
-                    s.count[a] = P.c[a];
-                }
-                s.dst_rank = r;
-                s.bytes = box_numel(&P) * F;
-                /* old boxes are unions of old cells: r's old box holds the whole cell or none of it */
-                s.local = A && box_contains(A, cb);
-                if (s.local) {
-                    s.src_rank = r;
-                    sp->bytes_local += s.bytes;
-                } else {
-                    size_t hi = (size_t)i * ocells + k;
-                    int best = -1;
-                    for (int h = 0; h < nholders[hi]; h++) {
-                        int c = holders[hi * ocells + h], ct = c % otp, cp = c / otp;
-                        for (int d = 0; d < odp; d++) {
-                            int q = stage_rank(os, ct + otp * (d + odp * cp));
-                            if (best < 0 || sp->rank_out[q] < sp->rank_out[best] ||
-                                (sp->rank_out[q] == sp->rank_out[best] && q < best))
-                                best = q;
-                        }
-                    }
-                    if (best < 0) { /* cannot happen: every owner cell has its owner as a holder */
-                        rc = fail(why, len, "slab plan: no old holder of a block of tensor %s", tt[i].name);
-                        goto done;
-                    }
-                    s.src_rank = best;
-                    sp->rank_out[best] += s.bytes;
-                    sp->rank_in[r] += s.bytes;
-                    sp->bytes_moved += s.bytes;
-                }
-                if (push(sp, &s)) {
-                    rc = fail(why, len, "slab plan: out of memory");
-                    goto done;
-                }
+        }
+        for (size_t q = geo_off[nc]; q < geo_off[nc + 1]; q++) {
+            int i = geo[q].i, k = geo[q].k;
+            const Box *cb = &obox[(size_t)cells[i * ocells + k] * GPT_NUM_TENSORS + i];
+            Slab *s = &sp->slabs[sp->n++];
+            s->tensor = i;
+            s->ndim = tt[i].ndim;
+            for (int a = 0; a < 4; a++) {
+                s->start[a] = geo[q].P.s[a];
+                s->count[a] = geo[q].P.c[a];
             }
+            s->dst_rank = r;
+            s->bytes = box_numel(&geo[q].P) * F;
+            /* old boxes are unions of old cells: r's old box holds the whole cell or none of it */
+            s->local = A[i] && box_contains(A[i], cb);
+            if (s->local) {
+                s->src_rank = r;
+                sp->bytes_local += s->bytes;
+                continue;
+            }
+            /* the least-loaded of up to 8 candidates (holder cell × old replica), taken round-robin
+               from where the last slab of this block stopped: balanced, O(1) per slab */
+            size_t hi = (size_t)i * ocells + k;
+            int nh = nholders[hi], ncand = nh * odp, *p = &rr[hi], best = -1;
+            for (int w = 0; w < ncand && w < 8; w++) {
+                int cidx = (*p + w) % ncand, c = holders[hi * ocells + cidx % nh], d = cidx / nh;
+                int qr = stage_rank(os, c % otp + otp * (d + odp * (c / otp)));
+                if (best < 0 || sp->rank_out[qr] < sp->rank_out[best] ||
+                    (sp->rank_out[qr] == sp->rank_out[best] && qr < best))
+                    best = qr;
+            }
+            *p = (*p + 1) % (ncand ? ncand : 1);
+            if (best < 0) { /* cannot happen: every owner cell has its owner as a holder */
+                free(geo); free(geo_off); free(rr);
+                rc = fail(why, len, "slab plan: no old holder of a block of tensor %s", tt[i].name);
+                goto done;
+            }
+            s->src_rank = best;
+            sp->rank_out[best] += s->bytes;
+            sp->rank_in[r] += s->bytes;
+            sp->bytes_moved += s->bytes;
         }
     }
+    free(geo);
+    free(geo_off);
+    free(rr);
 done:
     free(otab);
     free(ntab);
