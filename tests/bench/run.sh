@@ -20,5 +20,10 @@ echo
 echo "== transition DAG build time (8B-shaped actor and critic with AdamW state, and actor.gen; one process)"
 build/tests/test_tx_dag | sed -n 's/^ok *\( *[0-9]* ranks.*\) in \([0-9.]*\) ms.*/\1: \2 ms/p' | sed 's/, DAG of/: DAG of/'
 build/tests/test_tx_dag | sed -n 's/^tx_dag_build_ms_\([0-9]*\): /tx.dag_build_ms_\1: /p' >> "$out"
+# the plan search at 32, 256 and 1,024 ranks (modelled H200s, an 8B actor and critic; test_planner times it)
+echo
+echo "== plan search time (modelled H200 cluster, llama-3.1-8b actor and critic; one process)"
+build/tests/test_planner | sed -n 's/^ok *\( *[0-9]* ranks, 8B actor and critic: search [0-9.]* ms\).*/\1/p'
+build/tests/test_planner | sed -n 's/^planner_search_ms_\([0-9]*\): /planner.search_ms_\1: /p' >> "$out"
 echo
 echo "bench: wrote $out"

@@ -1,0 +1,193 @@
+/* planner.h — the adaptive planner's pure parts (issue #6): the cost model
+ * (latency and memory of one model-stage under a layout, and of a whole
+ * step under a plan), the plan search, the payback admission rule and the
+ * drift monitor. No MPI: the live planner (rank 0) and the simulator
+ * (--simulate) drive the same functions.
+ *
+ * Cost model. A model is a ModelShape (a GPT-2 of this code base, or the
+ * shape of a modelled Llama / Qwen: grouped-query attention, gated MLP,
+ * untied vocabulary). Hardware is a HwModel: one rank kind (peak FLOP/s,
+ * memory, memory bandwidth) and two link kinds (inside a node, between
+ * nodes). What the hardware achieves enters as one Efficiency factor per
+ * operation class — GEMM, attention, decode (memory-bound), all-reduce and
+ * point-to-point per link kind — each the fraction of peak reached, so a
+ * predicted time is ideal time / efficiency. They start conservative and
+ * are calibrated from measured stage times (cost_calibrate).
+ *
+ *   generation  prefill of the prompts (2·P_active FLOPs per token) plus
+ *               one decode step per response token, each the larger of its
+ *               FLOPs and its memory traffic (the shard's weights and its
+ *               KV cache read once per step), plus two TP all-reduces of
+ *               the step's activations per layer; pp = 1 (pipelined
+ *               generation is refused, as by the model code).
+ *   inference   one forward over (prompt + response) tokens of the
+ *               replica's rows: dense FLOPs + causal attention, the PP
+ *               bubble (p−1)/(m+p−1) with m = p microbatches, two TP
+ *               all-reduces per layer, PP point-to-point of the activations.
+ *   training    epochs · (batch / minibatch) updates of minibatch / dp rows:
+ *               3× the forward FLOPs, four TP all-reduces per layer, the
+ *               PP bubble and point-to-point both ways, one DP all-reduce of
+ *               the shard's gradients (ring: 2(d−1)/d of its bytes), AdamW.
+ *
+ * Links: a TP group lives inside a node when tp ≤ ranks_per_node (the
+ * search keeps it so); DP and PP groups cross nodes when the stage spans
+ * more than one node.
+ *
+ * Memory per rank: live runs use the model code's exact allocation
+ * (gpt_shard_bytes); the modelled models use parameters, gradients and
+ * AdamW state at their byte widths (16 bytes a trained parameter: bf16
+ * weights and gradients, fp32 master, m and v), the activations and logits
+ * of one microbatch of at most 8 sequences (layer-checkpointed in
+ * training), and the KV cache. A plan is feasible when, on every rank, the sum
+ * over the model-stages it holds (co-resident idle ones included) fits in
+ * (1 − headroom) of the rank's memory (headroom 10%).
+ *
+ * Step latency: the phases run one after another (gen, then the four
+ * scoring stages, then the two trainings, then the weight sync); inside a
+ * phase, model-stages on disjoint ranks overlap and those sharing a rank
+ * add up, so a phase takes the largest per-rank sum. */
+#ifndef NEREUS_PLANNER_H
+#define NEREUS_PLANNER_H
+
+#include <stddef.h>
+
+#include "nereus/grid.h"
+#include "nereus/model.h"
+#include "nereus/plan.h"
+
+typedef struct ModelShape {
+    char name[32];
+    int L, C, NH, KVH;   /* layers, width, query heads, key/value heads (KVH = NH: plain attention) */
+    int FFN;             /* MLP width (4C for GPT-2) */
+    int gated;           /* 1: gated MLP (three matrices, as SwiGLU), 0: two */
+    int V;               /* vocabulary */
+    int tied;            /* 1: the LM head is the embedding */
+    int value_head;      /* critic / reward: a scalar head instead of the LM head */
+    double wbytes;       /* bytes per weight (4: fp32; 2: bf16) */
+    int exact;           /* 1: a model of this code base: memory from gpt_shard_bytes (cfg below) */
+    GPTConfig cfg;       /* with exact */
+} ModelShape;
+
+/* GPT-2 of this code base (fp32, exact memory). */
+ModelShape shape_of_gpt(const GPTConfig *cfg, const char *name);
+/* The modelled shapes: "llama-3.1-8b", "qwen3-14b", "qwen3-32b", "llama-3.3-70b"; 0, or -1 if unknown. */
+int shape_named(const char *name, ModelShape *out);
+/* parameters (value head or LM head per the shape) */
+double shape_params(const ModelShape *m);
+
+typedef struct HwModel {
+    char name[32];
+    double flops;           /* peak FLOP/s per rank */
+    double mem;             /* bytes per rank */
+    double hbm;             /* memory bandwidth per rank, bytes/s */
+    int ranks_per_node;
+    double bw[2], lat[2];   /* link bandwidth (bytes/s) and latency (s): [0] inside a node, [1] between nodes */
+} HwModel;
+
+enum { EFF_GEMM, EFF_ATTN, EFF_DECODE, EFF_AR_INTRA, EFF_AR_INTER, EFF_P2P_INTRA, EFF_P2P_INTER, EFF_N };
+
+typedef struct Efficiency {
+    double f[EFF_N];        /* fraction of peak each class reaches, (0, 1] */
+} Efficiency;
+
+/* The conservative start: GEMM 0.4, attention 0.2, decode 0.3, links 0.5. */
+Efficiency eff_default(void);
+
+/* What a step asks of the models. */
+typedef struct Workload {
+    int batch;              /* prompts (= sequences) per step */
+    int minibatch;          /* sequences per update */
+    int epochs;
+    double prompt_len;      /* tokens */
+    double resp_len;        /* mean generated tokens per sequence */
+    double resp_max;        /* capacity the memory must hold (KV cache, activations) */
+} Workload;
+
+typedef struct CostModel {
+    HwModel hw;
+    Efficiency eff;
+    ModelShape actor, critic; /* actor-shaped: actor.*, ref.inf; critic-shaped: critic.*, reward.inf */
+    int have_rm;              /* reward.inf holds a network */
+    double headroom;          /* memory fraction kept free (0.1) */
+} CostModel;
+
+/* Seconds of one stage (PlanStageId) under layout l with the workload;
+ * *mem (may be NULL) the bytes per rank of its shard (the largest over its
+ * pipeline stages). Time is INFINITY when the layout cannot run the stage
+ * (pp > 1 for generation, dp not dividing the batch or the minibatch, tp
+ * not dividing the heads, pp not dividing the layers). */
+double cost_stage(const CostModel *cm, int stage, GridLayout l, const Workload *w, double *mem);
+
+/* The predicted step of a resolved plan: per-phase seconds (gen, inf,
+ * train, sync), their sum returned; *peak the largest per-rank memory;
+ * *fits 1 when every rank's memory fits with the headroom. */
+typedef struct StepCost {
+    double phase[4];
+    double total;
+    double peak_mem;
+    int fits;
+    int worst_rank;          /* the rank of peak_mem */
+} StepCost;
+double cost_plan(const CostModel *cm, const PlanConfig *plan, int nranks, const Workload *w, StepCost *sc);
+
+/* Calibration: a measured stage time against the model's prediction for the
+ * same stage and layout moves the factors of the classes that dominate its
+ * prediction (a multiplicative step toward the ratio, weight alpha). */
+void cost_calibrate(CostModel *cm, int stage, GridLayout l, const Workload *w, double measured_s, double alpha);
+
+/* ---- search ----------------------------------------------------------------- */
+
+typedef struct SearchStats {
+    double seconds;          /* wall time of the search */
+    long candidates;         /* (stage, layout) pairs priced */
+    long groupings;          /* phase groupings tried */
+} SearchStats;
+
+/* The best plan the search finds for nranks ranks (ranks 0..nranks-1 in
+ * the pool), into *out (resolved: every stage tp, pp, dp, ranks). Per
+ * stage a frontier of the fastest layout for each rank count; then, per
+ * phase, every grouping of its stages into colocated groups on disjoint
+ * rank blocks (generation alone; the four scoring stages; the two
+ * trainings), the blocks sized by a min–max split; then the memory check
+ * over the phases' overlap, and, where a rank does not fit, the next best.
+ * Returns 0, or −1 with why: the smallest total memory the models need
+ * against what the pool has ("actor.train needs 31.2 GiB per rank even at
+ * tp8 pp8 on 64 ranks; ranks have 24.0 GiB less 10% headroom"). */
+int plan_search(const CostModel *cm, int nranks, const Workload *w, PlanConfig *out, StepCost *sc, SearchStats *st,
+                char *why, size_t len);
+
+/* ---- admission and drift ------------------------------------------------------ */
+
+typedef struct Admission {
+    double gamma;            /* [planner] gamma */
+    double H;                /* expected steps before the next drift (mean gap, capped by the steps remaining) */
+} Admission;
+
+/* The payback rule: admit when dL = L_now − L_new > 0 and C / dL ≤ γ·H;
+ * urgent: admit whenever the new plan is feasible. Writes a one-line
+ * reason. Returns 1 to admit. */
+int admit(double L_now, double L_new, double C, double gamma, double H, int urgent, char *reason, size_t len);
+
+enum { DRIFT_NONE = 0, DRIFT_POOL = 1, DRIFT_OOM = 2, DRIFT_LENGTH = 4, DRIFT_EFFICIENCY = 8 };
+
+typedef struct DriftMonitor {
+    double threshold;        /* relative change that triggers a replan (0.3) */
+    double ref_len;          /* response length at the last replan */
+    double ref_eff;          /* a calibrated efficiency (slowest rank's speed) at the last replan */
+    int ref_pool;            /* ranks in the pool at the last replan */
+    int last_cross;          /* step of the last crossing, −1 before any */
+    double gap_sum;          /* Σ steps between crossings */
+    int gaps;
+} DriftMonitor;
+
+void drift_init(DriftMonitor *d, double threshold, double len, double eff, int pool);
+/* The signals at this step: returns a DRIFT_* mask (POOL and OOM are urgent). */
+int drift_check(const DriftMonitor *d, double len, double eff, int pool, int oom);
+/* After a replan (admitted or not): the references reset, and the crossing
+ * counts toward H. */
+void drift_reset(DriftMonitor *d, int step, double len, double eff, int pool);
+/* H: the mean steps between crossings (the steps remaining before any
+ * second crossing), capped by the steps remaining. */
+double drift_horizon(const DriftMonitor *d, int step, int steps_total);
+
+#endif

@@ -1,0 +1,67 @@
+/* admit.c — the payback admission rule and the drift monitor (planner.h). Pure. */
+#include "nereus/planner.h"
+
+#include <math.h>
+#include <stdio.h>
+
+int admit(double L_now, double L_new, double C, double gamma, double H, int urgent, char *reason, size_t len) {
+    double dL = L_now - L_new;
+    if (urgent) {
+        snprintf(reason, len, "urgent (pool change or predicted out-of-memory): admitted without the payback test "
+                 "(dL %.4g s/step, C %.4g s)", dL, C);
+        return 1;
+    }
+    if (!(dL > 0)) {
+        snprintf(reason, len, "refused: the new plan is not faster (dL %.4g s/step)", dL);
+        return 0;
+    }
+    double payback = C / dL, limit = gamma * H;
+    if (payback <= limit) {
+        snprintf(reason, len, "admitted: pays back in %.3g steps <= gamma %.3g x H %.3g = %.3g", payback, gamma, H, limit);
+        return 1;
+    }
+    snprintf(reason, len, "refused: pays back in %.3g steps > gamma %.3g x H %.3g = %.3g", payback, gamma, H, limit);
+    return 0;
+}
+
+void drift_init(DriftMonitor *d, double threshold, double len, double eff, int pool) {
+    d->threshold = threshold;
+    d->ref_len = len;
+    d->ref_eff = eff;
+    d->ref_pool = pool;
+    d->last_cross = -1;
+    d->gap_sum = 0;
+    d->gaps = 0;
+}
+
+static int moved(double now, double ref, double thr) {
+    if (!(ref > 0)) return now > 0;
+    return fabs(now - ref) / ref > thr;
+}
+
+int drift_check(const DriftMonitor *d, double len, double eff, int pool, int oom) {
+    int m = DRIFT_NONE;
+    if (pool != d->ref_pool) m |= DRIFT_POOL;
+    if (oom) m |= DRIFT_OOM;
+    if (moved(len, d->ref_len, d->threshold)) m |= DRIFT_LENGTH;
+    if (moved(eff, d->ref_eff, d->threshold)) m |= DRIFT_EFFICIENCY;
+    return m;
+}
+
+void drift_reset(DriftMonitor *d, int step, double len, double eff, int pool) {
+    if (d->last_cross >= 0) {
+        d->gap_sum += step - d->last_cross;
+        d->gaps++;
+    }
+    d->last_cross = step;
+    d->ref_len = len;
+    d->ref_eff = eff;
+    d->ref_pool = pool;
+}
+
+double drift_horizon(const DriftMonitor *d, int step, int steps_total) {
+    double left = steps_total - step;
+    if (left < 0) left = 0;
+    double H = d->gaps > 0 ? d->gap_sum / d->gaps : left;
+    return H < left ? H : left;
+}

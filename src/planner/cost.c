@@ -1,0 +1,244 @@
+/* cost.c — the planner's cost model (planner.h): model shapes, the
+ * latency and memory of one model-stage under a layout, a whole step under
+ * a plan, and the calibration of the efficiency factors. Pure. */
+#include "nereus/planner.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+/* ---- shapes ----------------------------------------------------------------- */
+
+ModelShape shape_of_gpt(const GPTConfig *cfg, const char *name) {
+    ModelShape m;
+    memset(&m, 0, sizeof m);
+    snprintf(m.name, sizeof m.name, "%s", name);
+    m.L = cfg->L, m.C = cfg->C, m.NH = cfg->NH, m.KVH = cfg->NH, m.FFN = 4 * cfg->C, m.gated = 0;
+    m.V = cfg->V, m.tied = 1, m.value_head = cfg->value_head, m.wbytes = 4, m.exact = 1, m.cfg = *cfg;
+    return m;
+}
+
+int shape_named(const char *name, ModelShape *out) {
+    /* published configurations (layers, hidden, heads, KV heads, MLP width, vocabulary); bf16 weights */
+    static const struct { const char *n; int L, C, NH, KVH, FFN, V; } t[] = {
+        {"llama-3.1-8b", 32, 4096, 32, 8, 14336, 128256},
+        {"qwen3-14b", 40, 5120, 40, 8, 17408, 151936},
+        {"qwen3-32b", 64, 5120, 64, 8, 25600, 151936},
+        {"llama-3.3-70b", 80, 8192, 64, 8, 28672, 128256},
+    };
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+        if (strcmp(name, t[i].n) == 0) {
+            memset(out, 0, sizeof *out);
+            snprintf(out->name, sizeof out->name, "%s", name);
+            out->L = t[i].L, out->C = t[i].C, out->NH = t[i].NH, out->KVH = t[i].KVH, out->FFN = t[i].FFN;
+            out->gated = 1, out->V = t[i].V, out->tied = 0, out->wbytes = 2;
+            return 0;
+        }
+    return -1;
+}
+
+/* matmul weights of one layer */
+static double layer_params(const ModelShape *m) {
+    double C = m->C, kv = (double)m->C * m->KVH / m->NH;
+    return C * C + 2 * C * kv + C * C + (m->gated ? 3.0 : 2.0) * C * m->FFN;
+}
+
+/* the head's matmul: the LM head (V·C) or the value head (C) */
+static double head_params(const ModelShape *m) { return m->value_head ? (double)m->C : (double)m->V * m->C; }
+
+double shape_params(const ModelShape *m) {
+    double emb = (double)m->V * m->C, ln = (2.0 * m->L + 1) * 2 * m->C;
+    double head = m->value_head ? m->C + 1.0 : (m->tied ? 0 : (double)m->V * m->C);
+    return emb + m->L * layer_params(m) + ln + head;
+}
+
+/* forward FLOPs per token with context T: matmuls + causal attention */
+static double fwd_flops_dense(const ModelShape *m) { return 2.0 * (m->L * layer_params(m) + head_params(m)); }
+static double fwd_flops_attn(const ModelShape *m, double T) { return m->L * 4.0 * m->C * (T + 1) / 2.0; }
+
+Efficiency eff_default(void) {
+    Efficiency e;
+    e.f[EFF_GEMM] = 0.4;
+    e.f[EFF_ATTN] = 0.2;
+    e.f[EFF_DECODE] = 0.3;
+    for (int k = EFF_AR_INTRA; k < EFF_N; k++) e.f[k] = 0.5;
+    return e;
+}
+
+/* ---- one stage ------------------------------------------------------------------ */
+
+static const ModelShape *stage_shape(const CostModel *cm, int stage) {
+    return stage == PLAN_CRITIC_INF || stage == PLAN_CRITIC_TRAIN || stage == PLAN_REWARD_INF ? &cm->critic : &cm->actor;
+}
+
+/* ring all-reduce of `bytes` over n ranks on link k (0 inside a node, 1 between) */
+static double allreduce_s(const CostModel *cm, double bytes, int n, int k) {
+    if (n <= 1) return 0;
+    double e = cm->eff.f[k ? EFF_AR_INTER : EFF_AR_INTRA];
+    return 2.0 * (n - 1) / n * bytes / (cm->hw.bw[k] * e) + 2.0 * (n - 1) * cm->hw.lat[k];
+}
+
+static double p2p_s(const CostModel *cm, double bytes, int k) {
+    return bytes / (cm->hw.bw[k] * cm->eff.f[k ? EFF_P2P_INTER : EFF_P2P_INTRA]) + cm->hw.lat[k];
+}
+
+/* the time of each class in one stage, so that calibration knows what dominates */
+typedef struct Parts { double t[EFF_N]; } Parts;
+
+static double stage_parts(const CostModel *cm, int stage, GridLayout l, const Workload *w, double *mem, Parts *pt) {
+    const ModelShape *m = stage_shape(cm, stage);
+    memset(pt, 0, sizeof *pt);
+    if (mem) *mem = INFINITY;
+    int tp = l.tp, pp = l.pp, dp = l.dp, train = plan_stage_is_train(stage), gen = stage == PLAN_ACTOR_GEN;
+    if (tp < 1 || pp < 1 || dp < 1 || m->NH % tp || m->KVH % tp || m->L % pp || w->batch % dp) return INFINITY;
+    if (train && w->minibatch % dp) return INFINITY;
+    if (gen && pp > 1) return INFINITY;
+    if (stage == PLAN_REWARD_INF && !cm->have_rm) {
+        if (mem) *mem = 0;
+        return 0;
+    }
+    const HwModel *hw = &cm->hw;
+    int rpn = hw->ranks_per_node > 0 ? hw->ranks_per_node : 1;
+    /* grid.h: TP fastest, then DP, then PP; ranks_per_node consecutive ranks share a node */
+    int ktp = tp > rpn, kdp = tp * dp > rpn, kpp = tp * dp * pp > rpn;
+    double ab = m->exact ? 4.0 : 2.0; /* activation bytes */
+    double P = shape_params(m), Ploc = P / (tp * pp);
+    double T = w->prompt_len + w->resp_len, Tmax = w->prompt_len + w->resp_max;
+    double B = (double)w->batch / dp; /* rows per replica */
+    double C = m->C, Lloc = (double)m->L / pp, kvw = C * m->KVH / m->NH;
+    double F = hw->flops, E_g = cm->eff.f[EFF_GEMM], E_a = cm->eff.f[EFF_ATTN];
+    double mb = pp, bubble = (mb + pp - 1) / mb;
+    if (gen) {
+        /* prefill: the prompts in one forward */
+        double toks = B * w->prompt_len;
+        pt->t[EFF_GEMM] += toks * fwd_flops_dense(m) / tp / (F * E_g);
+        pt->t[EFF_ATTN] += toks * fwd_flops_attn(m, w->prompt_len) / tp / (F * E_a);
+        pt->t[ktp ? EFF_AR_INTER : EFF_AR_INTRA] += 2.0 * m->L * allreduce_s(cm, toks * C * ab, tp, ktp);
+        /* decode: per step the larger of its FLOPs and its memory traffic, plus the TP sums */
+        double ctx = w->prompt_len + w->resp_len / 2.0;
+        double fl = B * (fwd_flops_dense(m) + fwd_flops_attn(m, ctx)) / tp;
+        double by = Ploc * m->wbytes + 2.0 * m->L * B * ctx * kvw / tp * ab;
+        double tc = fl / (F * E_g), tm = by / (hw->hbm * cm->eff.f[EFF_DECODE]);
+        if (tc > tm) pt->t[EFF_GEMM] += w->resp_len * tc;
+        else pt->t[EFF_DECODE] += w->resp_len * tm;
+        pt->t[ktp ? EFF_AR_INTER : EFF_AR_INTRA] += w->resp_len * 2.0 * m->L * allreduce_s(cm, B * C * ab, tp, ktp);
+    } else {
+        double passes = 1, rows = B, mult = 1; /* inference: one forward over the replica's rows */
+        if (train) {
+            passes = (double)w->epochs * w->batch / w->minibatch;
+            rows = (double)w->minibatch / dp;
+            mult = 3; /* forward + backward */
+        }
+        double toks = rows * T;
+        double gemm = passes * mult * toks * fwd_flops_dense(m) / (tp * pp) / (F * E_g);
+        double attn = passes * mult * toks * fwd_flops_attn(m, T) / (tp * pp) / (F * E_a);
+        pt->t[EFF_GEMM] += gemm * bubble;
+        pt->t[EFF_ATTN] += attn * bubble;
+        double nar = train ? 4.0 : 2.0;
+        pt->t[ktp ? EFF_AR_INTER : EFF_AR_INTRA] += passes * nar * Lloc * allreduce_s(cm, toks * C * ab, tp, ktp) * bubble;
+        if (pp > 1) /* activations across each stage boundary, forward (and backward) */
+            pt->t[kpp ? EFF_P2P_INTER : EFF_P2P_INTRA] += passes * (train ? 2 : 1) * (pp - 1) * p2p_s(cm, toks * C * ab / mb, kpp);
+        if (train) { /* gradients over the replicas, then AdamW (memory-bound: 7 passes over 4-byte state) */
+            pt->t[kdp ? EFF_AR_INTER : EFF_AR_INTRA] += passes * allreduce_s(cm, Ploc * 4.0, dp, kdp);
+            pt->t[EFF_DECODE] += passes * Ploc * 28.0 / (hw->hbm * cm->eff.f[EFF_DECODE]);
+        }
+    }
+    if (mem) {
+        if (m->exact) { /* this code base's own allocation, the largest pipeline stage */
+            int Bmax = train ? w->minibatch / dp : w->batch / dp;
+            int Tm = (int)ceil(Tmax);
+            if (Tm > m->cfg.maxT) Tm = m->cfg.maxT;
+            double big = 0;
+            for (int p = 0; p < pp; p++) {
+                double b = (double)gpt_shard_bytes(&m->cfg, tp, pp, p, Bmax, Tm, train);
+                if (b > big) big = b;
+            }
+            *mem = big;
+        } else {
+            double per_param = train ? 16.0 : m->wbytes; /* bf16 weights + grads, fp32 master, m, v */
+            double state = Ploc * per_param;
+            /* activations of one microbatch of at most 8 sequences (gradient accumulation over
+               the rest; inference scores 8 at a time) */
+            double rows = fmin(train ? (double)w->minibatch / dp : B, 8.0);
+            double act = train ? rows * Tmax * C * ab * (Lloc * 2.0 + 16.0) / tp   /* checkpointed layers + one live */
+                               : rows * Tmax * C * ab * 16.0 / tp;
+            double kv = gen ? 2.0 * m->L * B * Tmax * kvw / tp * ab : 0;
+            double logits = m->value_head ? 0 : rows * Tmax * (double)m->V * 4.0 / tp; /* fp32 logits */
+            *mem = state + act + kv + logits;
+        }
+    }
+    double s = 0;
+    for (int k = 0; k < EFF_N; k++) s += pt->t[k];
+    return s;
+}
+
+double cost_stage(const CostModel *cm, int stage, GridLayout l, const Workload *w, double *mem) {
+    Parts pt;
+    return stage_parts(cm, stage, l, w, mem, &pt);
+}
+
+/* ---- a plan ---------------------------------------------------------------------- */
+
+static int phase_of(int stage) {
+    return stage == PLAN_ACTOR_GEN ? 0 : plan_stage_is_train(stage) ? 2 : 1;
+}
+
+double cost_plan(const CostModel *cm, const PlanConfig *plan, int nranks, const Workload *w, StepCost *sc) {
+    double rt[3][PLAN_MAX_RANKS], rm[PLAN_MAX_RANKS];
+    memset(sc, 0, sizeof *sc);
+    memset(rm, 0, sizeof rm);
+    for (int ph = 0; ph < 3; ph++) memset(rt[ph], 0, (size_t)nranks * sizeof(double));
+    for (int s = 0; s < PLAN_NSTAGES; s++) {
+        const PlanStage *ps = &plan->stage[s];
+        double mem = 0, t = cost_stage(cm, s, (GridLayout){ps->tp, ps->pp, ps->dp}, w, &mem);
+        for (int i = 0; i < ps->nranks; i++) {
+            int r = ps->ranks[i];
+            if (r < 0 || r >= nranks) continue;
+            rt[phase_of(s)][r] += t;
+            rm[r] += mem;
+        }
+    }
+    for (int ph = 0; ph < 3; ph++)
+        for (int r = 0; r < nranks; r++)
+            if (rt[ph][r] > sc->phase[ph]) sc->phase[ph] = rt[ph][r];
+    /* the weight sync: every destination shard from the trained model; a shard on a rank that holds
+       the same one trained is a local copy */
+    static const int pairs[3][2] = {{PLAN_ACTOR_TRAIN, PLAN_ACTOR_GEN}, {PLAN_ACTOR_TRAIN, PLAN_ACTOR_INF},
+                                    {PLAN_CRITIC_TRAIN, PLAN_CRITIC_INF}};
+    double sync = 0;
+    for (int k = 0; k < 3; k++) {
+        const PlanStage *a = &plan->stage[pairs[k][0]], *b = &plan->stage[pairs[k][1]];
+        const ModelShape *m = stage_shape(cm, pairs[k][1]);
+        double shard = shape_params(m) / (b->tp * b->pp) * (m->exact ? 4.0 : m->wbytes);
+        int same = a->tp == b->tp && a->pp == b->pp && a->nranks == b->nranks;
+        for (int i = 0; same && i < a->nranks && i < a->dp * a->tp * a->pp; i++) same = a->ranks[i % (a->tp * a->pp)] == b->ranks[i % (b->tp * b->pp)];
+        int inter = b->nranks > cm->hw.ranks_per_node;
+        sync += same ? shard / cm->hw.hbm : p2p_s(cm, shard, inter);
+    }
+    sc->phase[3] = sync;
+    sc->total = sc->phase[0] + sc->phase[1] + sc->phase[2] + sc->phase[3];
+    sc->fits = 1;
+    for (int r = 0; r < nranks; r++) {
+        if (rm[r] > sc->peak_mem) {
+            sc->peak_mem = rm[r];
+            sc->worst_rank = r;
+        }
+        if (rm[r] > cm->hw.mem * (1 - cm->headroom)) sc->fits = 0;
+    }
+    return sc->total;
+}
+
+void cost_calibrate(CostModel *cm, int stage, GridLayout l, const Workload *w, double measured_s, double alpha) {
+    Parts pt;
+    double pred = stage_parts(cm, stage, l, w, NULL, &pt);
+    if (!(pred > 0) || !isfinite(pred) || !(measured_s > 0)) return;
+    /* the prediction is Σ ideal_k / f_k: scaling every contributing f_k by pred/measured makes it
+       match; move each class by its share of the prediction, geometrically, with weight alpha */
+    double ratio = pred / measured_s;
+    for (int k = 0; k < EFF_N; k++) {
+        double share = pt.t[k] / pred;
+        if (share <= 0) continue;
+        double f = cm->eff.f[k] * pow(ratio, alpha * share);
+        cm->eff.f[k] = f > 1.0 ? 1.0 : f < 1e-6 ? 1e-6 : f;
+    }
+}

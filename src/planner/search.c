@@ -1,0 +1,265 @@
+/* search.c — the plan search (planner.h). Per model-stage, a frontier: the
+ * fastest layout using at most n ranks, for every n up to the pool, among
+ * the layouts whose shard fits a per-stage memory cap. Per phase (the
+ * phases run one after another, planner.h), every grouping of its stages
+ * into colocated groups on disjoint rank blocks; a group on n ranks takes
+ * the sum of its stages' frontier times at n, and the blocks are sized by a
+ * min–max split (binary search over the candidate phase times). The plan
+ * lays every phase's blocks from rank 0 up; its memory is checked over all
+ * phases (cost_plan); where a rank does not fit, the search runs again with
+ * tighter per-stage caps (1/k of a rank's usable memory for k = 2 … 7
+ * co-resident stages) and keeps the fastest plan that fits. Pure. */
+#include "nereus/planner.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int fail(char *why, size_t len, const char *fmt, ...) {
+    if (why && len) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(why, len, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+typedef struct Frontier {
+    double *t;          /* (N+1) fastest time on at most n ranks, INFINITY when none fits */
+    GridLayout *l;      /* (N+1) its layout */
+} Frontier;
+
+/* the fastest layout of `stage` for every rank count ≤ N under the memory cap */
+static void frontier_build(const CostModel *cm, int stage, int N, const Workload *w, double cap, Frontier *f,
+                           long *cands) {
+    const ModelShape *m = stage == PLAN_CRITIC_INF || stage == PLAN_CRITIC_TRAIN || stage == PLAN_REWARD_INF
+                              ? &cm->critic : &cm->actor;
+    for (int n = 0; n <= N; n++) f->t[n] = INFINITY;
+    int rpn = cm->hw.ranks_per_node > 0 ? cm->hw.ranks_per_node : 1;
+    int train = plan_stage_is_train(stage);
+    for (int tp = 1; tp <= rpn && tp <= N; tp *= 2) {
+        if (m->NH % tp || m->KVH % tp) continue;
+        for (int pp = 1; pp <= m->L && tp * pp <= N; pp++) {
+            if (m->L % pp) continue;
+            if (stage == PLAN_ACTOR_GEN && pp > 1) break;
+            for (int dp = 1; tp * pp * dp <= N && dp <= w->batch; dp++) {
+                if (w->batch % dp || (train && w->minibatch % dp)) continue;
+                GridLayout l = {tp, pp, dp};
+                double mem = 0, t = cost_stage(cm, stage, l, w, &mem);
+                (*cands)++;
+                if (!isfinite(t) || mem > cap) continue;
+                int n = tp * pp * dp;
+                if (t < f->t[n]) {
+                    f->t[n] = t;
+                    f->l[n] = l;
+                }
+            }
+        }
+    }
+    for (int n = 1; n <= N; n++) /* at most n ranks: the best of the smaller counts too */
+        if (f->t[n - 1] < f->t[n]) {
+            f->t[n] = f->t[n - 1];
+            f->l[n] = f->l[n - 1];
+        }
+}
+
+/* the time of group g of a phase on n ranks: the sum of its stages' frontier times */
+static double group_time(const Frontier *F, const int *st, int ns, const int *grp, int g, int n) {
+    double s = 0;
+    for (int i = 0; i < ns; i++)
+        if (grp[i] == g) s += F[st[i]].t[n];
+    return s;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* the fewest ranks at which group g meets time T (its time is non-increasing in n); −1 if none */
+static int fewest_ranks(const Frontier *F, const int *st, int ns, const int *grp, int g, int N, double T) {
+    int a = 1, b = N, got = -1;
+    while (a <= b) {
+        int c = (a + b) / 2;
+        if (group_time(F, st, ns, grp, g, c) <= T) { got = c; b = c - 1; } else a = c + 1;
+    }
+    return got;
+}
+
+/* One phase: stages st[0..ns), each stage's group in grp[]; the min–max
+ * split of N ranks over the groups. Returns the phase time and the ranks
+ * per group in nrk[]. */
+static double split_groups(Frontier *F, const int *st, int ns, const int *grp, int ng, int N, int *nrk, double *cand) {
+    int nc = 0;
+    for (int g = 0; g < ng; g++)
+        for (int n = 1; n <= N; n++) {
+            double t = group_time(F, st, ns, grp, g, n);
+            if (isfinite(t) && (n == 1 || t != group_time(F, st, ns, grp, g, n - 1))) cand[nc++] = t;
+        }
+    if (nc == 0) return INFINITY;
+    qsort(cand, (size_t)nc, sizeof *cand, cmp_double);
+    int lo = 0, hi = nc - 1, best = -1;
+    while (lo <= hi) { /* the smallest candidate time that N ranks can meet */
+        int mid = (lo + hi) / 2, need = 0, ok = 1;
+        for (int g = 0; g < ng && ok; g++) {
+            int got = fewest_ranks(F, st, ns, grp, g, N, cand[mid]);
+            if (got < 0) ok = 0;
+            else need += got;
+        }
+        if (ok && need <= N) { best = mid; hi = mid - 1; } else lo = mid + 1;
+    }
+    if (best < 0) return INFINITY;
+    double T = 0;
+    for (int g = 0; g < ng; g++) {
+        nrk[g] = fewest_ranks(F, st, ns, grp, g, N, cand[best]);
+        double t = group_time(F, st, ns, grp, g, nrk[g]);
+        if (t > T) T = t;
+    }
+    return T;
+}
+
+/* every set partition of n ≤ 4 items as group labels (restricted growth strings) */
+static int partitions(int n, int out[][4]) {
+    int k = 0, a[4] = {0, 0, 0, 0};
+    for (;;) {
+        memcpy(out[k++], a, sizeof a);
+        /* next restricted growth string */
+        int i = n - 1;
+        for (; i > 0; i--) {
+            int mx = 0;
+            for (int j = 0; j < i; j++) mx = a[j] > mx ? a[j] : mx;
+            if (a[i] <= mx) { a[i]++; for (int j = i + 1; j < n; j++) a[j] = 0; break; }
+        }
+        if (i == 0) return k;
+    }
+}
+
+static void place(PlanStage *ps, GridLayout l, int first) {
+    memset(ps, 0, sizeof *ps);
+    ps->src = PLAN_SRC_DECK;
+    ps->tp = l.tp, ps->pp = l.pp, ps->dp = l.dp;
+    ps->nranks = l.tp * l.pp * l.dp;
+    for (int i = 0; i < ps->nranks; i++) ps->ranks[i] = (int16_t)(first + i);
+}
+
+/* one search under a per-stage cap; returns the plan's predicted total (INFINITY: none) */
+static double search_capped(const CostModel *cm, int N, const Workload *w, double cap, Frontier *F, double *cand,
+                            PlanConfig *out, StepCost *sc, SearchStats *st) {
+    int nst = cm->have_rm ? 7 : 6;
+    for (int s = 0; s < PLAN_NSTAGES; s++) {
+        if (s == PLAN_REWARD_INF && !cm->have_rm) continue;
+        frontier_build(cm, s, N, w, cap, &F[s], &st->candidates);
+    }
+    (void)nst;
+    memset(out, 0, sizeof *out);
+    snprintf(out->fill, sizeof out->fill, "auto");
+    /* generation alone on the pool */
+    if (!isfinite(F[PLAN_ACTOR_GEN].t[N])) return INFINITY;
+    place(&out->stage[PLAN_ACTOR_GEN], F[PLAN_ACTOR_GEN].l[N], 0);
+    /* scoring and training phases: every grouping */
+    const int inf[4] = {PLAN_ACTOR_INF, PLAN_REF_INF, PLAN_CRITIC_INF, PLAN_REWARD_INF}, trn[2] = {PLAN_ACTOR_TRAIN, PLAN_CRITIC_TRAIN};
+    for (int ph = 0; ph < 2; ph++) {
+        const int *stg = ph == 0 ? inf : trn;
+        int ns = ph == 0 ? (cm->have_rm ? 4 : 3) : 2;
+        int parts[15][4], np = partitions(ns, parts), bestp = -1, bestn[4] = {0};
+        double bestT = INFINITY;
+        for (int p = 0; p < np; p++) {
+            int ng = 0, nrk[4];
+            for (int i = 0; i < ns; i++) ng = parts[p][i] + 1 > ng ? parts[p][i] + 1 : ng;
+            st->groupings++;
+            double T = split_groups(F, stg, ns, parts[p], ng, N, nrk, cand);
+            if (T < bestT) {
+                bestT = T;
+                bestp = p;
+                memcpy(bestn, nrk, sizeof nrk);
+            }
+        }
+        if (bestp < 0) return INFINITY;
+        int first[4] = {0}, ng = 0;
+        for (int i = 0; i < ns; i++) ng = parts[bestp][i] + 1 > ng ? parts[bestp][i] + 1 : ng;
+        for (int g = 1; g < ng; g++) first[g] = first[g - 1] + bestn[g - 1];
+        for (int i = 0; i < ns; i++) {
+            int g = parts[bestp][i];
+            place(&out->stage[stg[i]], F[stg[i]].l[bestn[g]], first[g]);
+        }
+    }
+    if (!cm->have_rm) place(&out->stage[PLAN_REWARD_INF], (GridLayout){1, 1, 1}, 0); /* holds no model */
+    return cost_plan(cm, out, N, w, sc);
+}
+
+int plan_search(const CostModel *cm, int N, const Workload *w, PlanConfig *out, StepCost *sc, SearchStats *st,
+                char *why, size_t len) {
+    double t0 = now_s();
+    memset(st, 0, sizeof *st);
+    if (N < 1 || N > PLAN_MAX_RANKS) return fail(why, len, "plan search: %d ranks (1..%d)", N, PLAN_MAX_RANKS);
+    Frontier F[PLAN_NSTAGES];
+    double *cand = malloc((size_t)4 * (size_t)(N + 1) * sizeof *cand);
+    int rc = 0;
+    for (int s = 0; s < PLAN_NSTAGES; s++) {
+        F[s].t = malloc((size_t)(N + 1) * sizeof *F[s].t);
+        F[s].l = calloc((size_t)N + 1, sizeof *F[s].l);
+        for (int n = 0; n <= N && F[s].t; n++) F[s].t[n] = s == PLAN_REWARD_INF && !cm->have_rm ? 0 : INFINITY;
+    }
+    double usable = cm->hw.mem * (1 - cm->headroom);
+    PlanConfig best, trial;
+    StepCost bsc, tsc;
+    double bestT = INFINITY;
+    for (int k = 1; k <= 7; k++) {
+        double T = search_capped(cm, N, w, usable / k, F, cand, &trial, &tsc, st);
+        if (isfinite(T) && tsc.fits && T < bestT) {
+            bestT = T;
+            best = trial;
+            bsc = tsc;
+        }
+        if (isfinite(bestT) && k == 1) break; /* the unconstrained optimum fits */
+    }
+    if (isfinite(bestT)) {
+        *out = best;
+        *sc = bsc;
+    } else {
+        /* what does not fit: each stage alone on the whole pool at its most-sharded layout */
+        rc = -1;
+        double worst = 0;
+        int ws = -1;
+        GridLayout wl = {1, 1, 1};
+        for (int s = 0; s < PLAN_NSTAGES; s++) {
+            if (s == PLAN_REWARD_INF && !cm->have_rm) continue;
+            Frontier f1 = F[s];
+            double mn = INFINITY;
+            GridLayout ml = {1, 1, 1};
+            int rpn = cm->hw.ranks_per_node > 0 ? cm->hw.ranks_per_node : 1;
+            for (int tp = 1; tp <= rpn && tp <= N; tp *= 2)
+                for (int pp = 1; tp * pp <= N; pp++)
+                    for (int dp = 1; tp * pp * dp <= N; dp++) {
+                        double mem = 0, t = cost_stage(cm, s, (GridLayout){tp, pp, dp}, w, &mem);
+                        if (isfinite(t) && mem < mn) { mn = mem; ml = (GridLayout){tp, pp, dp}; }
+                    }
+            (void)f1;
+            if (mn > worst) { worst = mn; ws = s; wl = ml; }
+        }
+        if (ws >= 0 && worst > usable)
+            fail(why, len, "%s needs %.1f GiB per rank even at tp%d pp%d dp%d on %d ranks; ranks have %.1f GiB less %.0f%% headroom (%.1f GiB)",
+                 plan_stage_name(ws), worst / 1073741824.0, wl.tp, wl.pp, wl.dp, N, cm->hw.mem / 1073741824.0,
+                 cm->headroom * 100, usable / 1073741824.0);
+        else
+            fail(why, len, "no plan fits %d ranks of %.1f GiB (less %.0f%% headroom): the models together need more than the pool holds",
+                 N, cm->hw.mem / 1073741824.0, cm->headroom * 100);
+    }
+    for (int s = 0; s < PLAN_NSTAGES; s++) {
+        free(F[s].t);
+        free(F[s].l);
+    }
+    free(cand);
+    st->seconds = now_s() - t0;
+    return rc;
+}

@@ -1,0 +1,128 @@
+/* test_planner.c — the planner's pure parts (planner.h): admission on
+ * hand-computed cases (admit, refuse, not faster, urgent), the drift
+ * monitor (threshold, pool, reference reset, the horizon H), cost-model
+ * rules, the search (a valid plan no slower than the colocated default, at
+ * 32, 256 and 1,024 ranks, timed), and the refusal of models that cannot
+ * fit the pool with what does not fit. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "check.h"
+#include "nereus/planner.h"
+
+static HwModel h200(void) {
+    HwModel h;
+    memset(&h, 0, sizeof h);
+    snprintf(h.name, sizeof h.name, "H200");
+    h.flops = 989e12;        /* dense bf16 */
+    h.mem = 141e9;
+    h.hbm = 4.8e12;
+    h.ranks_per_node = 8;
+    h.bw[0] = 450e9, h.lat[0] = 3e-6;   /* NVLink */
+    h.bw[1] = 50e9, h.lat[1] = 10e-6;   /* InfiniBand NDR 400 */
+    return h;
+}
+
+int main(void) {
+    char why[512];
+    /* ---- admission: payback C/dL against gamma*H ---- */
+    CHECK(admit(10, 8, 10, 0.5, 20, 0, why, sizeof why) == 1 && strstr(why, "admitted"),
+          "admit: dL 2, C 10 -> pays back in 5 <= 0.5 x 20 (%s)", why);
+    CHECK(admit(10, 8, 30, 0.5, 20, 0, why, sizeof why) == 0 && strstr(why, "refused"),
+          "refuse: dL 2, C 30 -> 15 > 10 (%s)", why);
+    CHECK(admit(10, 10.5, 1, 0.5, 20, 0, why, sizeof why) == 0 && strstr(why, "not faster"),
+          "refuse: the new plan is slower (%s)", why);
+    CHECK(admit(10, 12, 100, 0.5, 20, 1, why, sizeof why) == 1 && strstr(why, "urgent"),
+          "urgent: admitted without the payback test (%s)", why);
+    CHECK(admit(10, 8, 10, 0.5, 10, 0, why, sizeof why) == 1, "admit at equality: 5 <= 0.5 x 10");
+
+    /* ---- drift monitor ---- */
+    DriftMonitor d;
+    drift_init(&d, 0.3, 100, 1.0, 8);
+    CHECK(drift_check(&d, 125, 1.0, 8, 0) == DRIFT_NONE, "length +25%%: below the 30%% threshold");
+    CHECK(drift_check(&d, 140, 1.0, 8, 0) == DRIFT_LENGTH, "length +40%%: a crossing");
+    CHECK(drift_check(&d, 100, 1.0, 7, 0) == DRIFT_POOL, "a rank left the pool: urgent");
+    CHECK(drift_check(&d, 100, 0.5, 8, 0) == DRIFT_EFFICIENCY, "a rank at half speed: efficiency");
+    CHECK(drift_check(&d, 100, 1.0, 8, 1) == DRIFT_OOM, "predicted out-of-memory: urgent");
+    CHECK(drift_horizon(&d, 0, 1000) == 1000, "H before any crossing: the steps remaining (1000)");
+    drift_reset(&d, 10, 140, 1.0, 8);
+    CHECK(drift_check(&d, 150, 1.0, 8, 0) == DRIFT_NONE, "after the reset the reference is 140: 150 is +7%%");
+    drift_reset(&d, 30, 190, 1.0, 8);
+    drift_reset(&d, 70, 250, 1.0, 8);
+    CHECK(fabs(drift_horizon(&d, 70, 1000) - 30) < 1e-9, "H = mean gap (20 + 40) / 2 = 30 (%.3g)", drift_horizon(&d, 70, 1000));
+    CHECK(fabs(drift_horizon(&d, 990, 1000) - 10) < 1e-9, "H capped by the steps remaining (10)");
+
+    /* ---- cost model rules ---- */
+    CostModel cm;
+    memset(&cm, 0, sizeof cm);
+    cm.hw = h200();
+    cm.eff = eff_default();
+    shape_named("llama-3.1-8b", &cm.actor);
+    cm.critic = cm.actor;
+    cm.critic.value_head = 1;
+    cm.headroom = 0.1;
+    Workload w = {512, 128, 1, 512, 500, 500};
+    double p8 = shape_params(&cm.actor);
+    CHECK(p8 > 7.9e9 && p8 < 8.2e9, "llama-3.1-8b: %.3g parameters (8.03e9 published)", p8);
+    double mem = 0;
+    CHECK(isinf(cost_stage(&cm, PLAN_ACTOR_GEN, (GridLayout){1, 2, 4}, &w, &mem)), "generation with pp > 1 is refused");
+    CHECK(isinf(cost_stage(&cm, PLAN_ACTOR_INF, (GridLayout){3, 1, 1}, &w, &mem)), "tp 3 does not divide 8 KV heads");
+    double t1 = cost_stage(&cm, PLAN_ACTOR_TRAIN, (GridLayout){8, 1, 4}, &w, &mem);
+    double t2 = cost_stage(&cm, PLAN_ACTOR_TRAIN, (GridLayout){8, 1, 8}, &w, &mem);
+    CHECK(t2 < t1, "training: dp8 faster than dp4 (%.2f s < %.2f s)", t2, t1);
+    Workload w4 = w;
+    w4.resp_len = w4.resp_max = 2000;
+    double g1 = cost_stage(&cm, PLAN_ACTOR_GEN, (GridLayout){1, 1, 8}, &w, &mem);
+    double g4 = cost_stage(&cm, PLAN_ACTOR_GEN, (GridLayout){1, 1, 8}, &w4, &mem);
+    CHECK(g4 > 3.5 * g1, "generation grows with the response length (4x tokens: %.2f -> %.2f s)", g1, g4);
+
+    /* ---- search at 32, 256, 1,024 ranks ---- */
+    int sizes[3] = {32, 256, 1024};
+    for (int k = 0; k < 3; k++) {
+        int N = sizes[k];
+        PlanConfig pc;
+        StepCost sc;
+        SearchStats st;
+        Workload ws = w;
+        ws.batch = 1024, ws.minibatch = 256;
+        int rc = plan_search(&cm, N, &ws, &pc, &sc, &st, why, sizeof why);
+        int valid = rc == 0;
+        PlanLimits lim = {N, cm.actor.NH, cm.actor.L, ws.batch, ws.minibatch};
+        PlanError pe;
+        for (int s = 0; s < PLAN_NSTAGES && valid; s++)
+            if (plan_validate_stage(&pc.stage[s], s, &lim, &pe) != 0) {
+                valid = 0;
+                printf("  invalid %s: %s\n", plan_stage_name(s), pe.msg);
+            }
+        /* the colocated default plan for comparison */
+        PlanConfig def;
+        memset(&def, 0, sizeof def);
+        PlanError de;
+        StepCost dsc;
+        double tdef = INFINITY;
+        if (plan_default(&def, "colocated", &lim, 0, &de) == 0) tdef = cost_plan(&cm, &def, N, &ws, &dsc);
+        char text[8192];
+        if (valid) plan_format(&pc, text, sizeof text);
+        CHECK(valid && sc.fits && sc.total <= tdef * 1.0000001,
+              "%4d ranks, 8B actor and critic: search %.2f ms (goal <= 34 ms at 1024), %ld layouts, %ld groupings; "
+              "predicted step %.2f s (gen %.2f inf %.2f train %.2f sync %.3f) vs colocated default %.2f s; peak %.1f GB%s",
+              N, st.seconds * 1e3, st.candidates, st.groupings, sc.total, sc.phase[0], sc.phase[1], sc.phase[2],
+              sc.phase[3], tdef, sc.peak_mem / 1e9, rc ? why : "");
+        if (valid && N == 32) printf("%s", text);
+        printf("planner_search_ms_%d: %.3f\n", N, st.seconds * 1e3);
+    }
+
+    /* ---- a model that cannot fit the pool ---- */
+    CostModel big = cm;
+    shape_named("llama-3.3-70b", &big.actor);
+    big.critic = big.actor;
+    big.critic.value_head = 1;
+    big.hw.mem = 24e9;
+    PlanConfig pc;
+    StepCost sc;
+    SearchStats st;
+    int rc = plan_search(&big, 2, &w, &pc, &sc, &st, why, sizeof why);
+    CHECK(rc == -1 && strstr(why, "needs") && strstr(why, "GiB"), "70B on 2 ranks of 24 GB refused: %s", why);
+    return CHECK_DONE();
+}
