@@ -32,6 +32,9 @@ int nr_rank(void);            /* rank in MPI_COMM_WORLD (0 before MPI_Init) */
 void nr_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* warning on any rank (stderr), prefixed with the rank */
 void nr_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Writes the formatted reason into why (len bytes; why may be NULL) and
+ * returns −1: the "return -1 with a one-line reason" of the pure planners. */
+int nr_fail(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* ---- time ------------------------------------------------------------ */
 double nr_now(void);          /* monotonic seconds */

@@ -10,9 +10,9 @@
  * tighter per-stage caps (1/k of a rank's usable memory for k = 2 … 7
  * co-resident stages) and keeps the fastest plan that fits. Pure. */
 #include "nereus/planner.h"
+#include "nereus/util.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,15 +24,6 @@ static double now_s(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static int fail(char *why, size_t len, const char *fmt, ...) {
-    if (why && len) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(why, len, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
 
 typedef struct Frontier {
     double *t;          /* (N+1) fastest time on at most n ranks, INFINITY when none fits */
@@ -201,7 +192,7 @@ int plan_search(const CostModel *cm, int N, const Workload *w, PlanConfig *out, 
                 char *why, size_t len) {
     double t0 = now_s();
     memset(st, 0, sizeof *st);
-    if (N < 1 || N > PLAN_MAX_RANKS) return fail(why, len, "plan search: %d ranks (1..%d)", N, PLAN_MAX_RANKS);
+    if (N < 1 || N > PLAN_MAX_RANKS) return nr_fail(why, len, "plan search: %d ranks (1..%d)", N, PLAN_MAX_RANKS);
     Frontier F[PLAN_NSTAGES];
     double *cand = malloc((size_t)4 * (size_t)(N + 1) * sizeof *cand);
     int rc = 0;
@@ -248,11 +239,11 @@ int plan_search(const CostModel *cm, int N, const Workload *w, PlanConfig *out, 
             if (mn > worst) { worst = mn; ws = s; wl = ml; }
         }
         if (ws >= 0 && worst > usable)
-            fail(why, len, "%s needs %.1f GiB per rank even at tp%d pp%d dp%d on %d ranks; ranks have %.1f GiB less %.0f%% headroom (%.1f GiB)",
+            nr_fail(why, len, "%s needs %.1f GiB per rank even at tp%d pp%d dp%d on %d ranks; ranks have %.1f GiB less %.0f%% headroom (%.1f GiB)",
                  plan_stage_name(ws), worst / 1073741824.0, wl.tp, wl.pp, wl.dp, N, cm->hw.mem / 1073741824.0,
                  cm->headroom * 100, usable / 1073741824.0);
         else
-            fail(why, len, "no plan fits %d ranks of %.1f GiB (less %.0f%% headroom): the models together need more than the pool holds",
+            nr_fail(why, len, "no plan fits %d ranks of %.1f GiB (less %.0f%% headroom): the models together need more than the pool holds",
                  N, cm->hw.mem / 1073741824.0, cm->headroom * 100);
     }
     for (int s = 0; s < PLAN_NSTAGES; s++) {

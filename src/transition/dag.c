@@ -3,23 +3,14 @@
  * resource edges, the predicted time, the primitive report, and each rank's
  * part. No MPI. */
 #include "nereus/transition.h"
+#include "nereus/util.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define MIB (1024.0 * 1024.0)
 
-static int fail(char *why, size_t len, const char *fmt, ...) {
-    if (why && len) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(why, len, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
 
 static int lrank(const PlanStage *s, int pos) { return s->nranks ? s->ranks[pos] : pos; }
 static int lsize(const PlanStage *s) { return s->tp * s->pp * s->dp; }
@@ -127,10 +118,10 @@ static int change_order_cmp_ctx_tie(const TxChange *ch, int x, int y) {
 
 int tx_plan_build(TxPlan *P, const TxChange *ch, int n, int nranks, const TxOptions *opt, char *why, size_t len) {
     memset(P, 0, sizeof *P);
-    if (n < 0 || n > 64) return fail(why, len, "transition: %d changes (at most 64)", n);
-    if (nranks < 1) return fail(why, len, "transition: %d job ranks", nranks);
+    if (n < 0 || n > 64) return nr_fail(why, len, "transition: %d changes (at most 64)", n);
+    if (nranks < 1) return nr_fail(why, len, "transition: %d job ranks", nranks);
     if (opt->chunk < 4 || opt->window < opt->chunk)
-        return fail(why, len, "transition: chunk %zu bytes and window %zu bytes (need chunk >= 4, window >= chunk)",
+        return nr_fail(why, len, "transition: chunk %zu bytes and window %zu bytes (need chunk >= 4, window >= chunk)",
                     opt->chunk, opt->window);
     P->opt = *opt;
     P->opt.chunk = opt->chunk / 4 * 4;
@@ -156,7 +147,7 @@ int tx_plan_build(TxPlan *P, const TxChange *ch, int n, int nranks, const TxOpti
     int rc = 0;
     if (!P->ch || !P->sp || !P->wave || !P->prim || !P->mem_old || !P->mem_new || !P->mem_start || !P->mem_peak ||
         !P->rank_in || !P->rank_out || !in_from || !in_to || !moving || !cur || !acq || !order || !w_in || !w_out || !w_msg) {
-        rc = fail(why, len, "transition: out of memory");
+        rc = nr_fail(why, len, "transition: out of memory");
         goto done;
     }
     if (n) memcpy(P->ch, ch, (size_t)n * sizeof *ch);
@@ -165,17 +156,17 @@ int tx_plan_build(TxPlan *P, const TxChange *ch, int n, int nranks, const TxOpti
     for (int c = 0; c < n; c++) {
         const TxChange *x = &P->ch[c];
         if (x->nbufs < 1 || x->nbufs > 3) {
-            rc = fail(why, len, "transition change %d: %d buffers per element (1..3)", c, x->nbufs);
+            rc = nr_fail(why, len, "transition change %d: %d buffers per element (1..3)", c, x->nbufs);
             goto done;
         }
         char w2[256];
         if (slab_plan_build(&P->sp[c], &x->cfg, &x->from, &x->to, nranks, w2, sizeof w2)) {
-            rc = fail(why, len, "transition change %d: %s", c, w2);
+            rc = nr_fail(why, len, "transition change %d: %s", c, w2);
             goto done;
         }
         SlabPlan *sp = &P->sp[c];
         if (group_by_source(sp)) {
-            rc = fail(why, len, "transition: out of memory");
+            rc = nr_fail(why, len, "transition: out of memory");
             goto done;
         }
         for (int pos = 0; pos < lsize(&x->from); pos++) in_from[(size_t)c * nr + lrank(&x->from, pos)] = 1;
@@ -217,7 +208,7 @@ int tx_plan_build(TxPlan *P, const TxChange *ch, int n, int nranks, const TxOpti
     /* a copy's two shards are held throughout: resident, like the models outside the transition */
     size_t *held = malloc(nr * sizeof *held);
     if (!held) {
-        rc = fail(why, len, "transition: out of memory");
+        rc = nr_fail(why, len, "transition: out of memory");
         goto done;
     }
     for (int c = 0; c < n; c++) {
@@ -236,7 +227,7 @@ int tx_plan_build(TxPlan *P, const TxChange *ch, int n, int nranks, const TxOpti
         P->mem_start[r] = cur[r];
         P->mem_peak[r] = cur[r];
         if (budget > 0 && cur[r] > budget) {
-            rc = fail(why, len, "memory budget %.1f MiB too small for any schedule: rank %d already holds %.1f MiB",
+            rc = nr_fail(why, len, "memory budget %.1f MiB too small for any schedule: rank %d already holds %.1f MiB",
                       budget / MIB, r, cur[r] / MIB);
             goto done;
         }
@@ -281,7 +272,7 @@ int tx_plan_build(TxPlan *P, const TxChange *ch, int n, int nranks, const TxOpti
                     double need = cur[r] + (double)P->mem_new[(size_t)c * nr + r] + (moving[r] ? win : 0);
                     if (worst < 0 || need - budget > over) { worst = r; over = need - budget; }
                 }
-                rc = fail(why, len,
+                rc = nr_fail(why, len,
                           "memory budget %.1f MiB too small: no schedule fits change %d (stage %d): rank %d needs "
                           "%.1f MiB for its new shard and %.1f MiB of transfer window on top of %.1f MiB held",
                           budget / MIB, c, P->ch[c].id, worst, (double)P->mem_new[(size_t)c * nr + worst] / MIB,
@@ -309,7 +300,7 @@ int tx_plan_build(TxPlan *P, const TxChange *ch, int n, int nranks, const TxOpti
     for (int c = 0; c < n; c++) maxnodes += 1 + 4 * nr + P->sp[c].n;
     P->nodes = malloc((maxnodes ? maxnodes : 1) * sizeof *P->nodes);
     if (!nodeidx || !P->nodes) {
-        rc = fail(why, len, "transition: out of memory");
+        rc = nr_fail(why, len, "transition: out of memory");
         goto done;
     }
     for (size_t k = 0; k < (size_t)I_N * nc * nr; k++) nodeidx[k] = -1;
@@ -423,7 +414,7 @@ int tx_plan_build(TxPlan *P, const TxChange *ch, int n, int nranks, const TxOpti
     }
     goto done;
 oom:
-    rc = fail(why, len, "transition: out of memory");
+    rc = nr_fail(why, len, "transition: out of memory");
 done:
     free(in_from);
     free(in_to);

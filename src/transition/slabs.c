@@ -2,8 +2,8 @@
  * ∩ new shards as N-d hyperslabs, local where the destination already holds
  * the data, otherwise the least-loaded old holder as the source. No MPI. */
 #include "nereus/transition.h"
+#include "nereus/util.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,15 +14,6 @@ typedef struct Box {
     int s[4], c[4];
 } Box;
 
-static int fail(char *why, size_t len, const char *fmt, ...) {
-    if (why && len) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(why, len, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
 
 int slab_tensor_box(const TensorInfo *t, int start[4], int count[4]) {
     for (int a = 0; a < 4; a++) {
@@ -72,19 +63,19 @@ static int stage_rank(const PlanStage *s, int pos) { return s->nranks ? s->ranks
 static int check_stage(const char *which, const PlanStage *s, const GPTConfig *cfg, int nranks, char *seen,
                        char *why, size_t len) {
     if (s->tp < 1 || s->pp < 1 || s->dp < 1)
-        return fail(why, len, "%s stage: degrees tp%d pp%d dp%d must be >= 1", which, s->tp, s->pp, s->dp);
+        return nr_fail(why, len, "%s stage: degrees tp%d pp%d dp%d must be >= 1", which, s->tp, s->pp, s->dp);
     int n = s->tp * s->pp * s->dp;
     if (s->nranks != 0 && s->nranks != n)
-        return fail(why, len, "%s stage: %d ranks for tp%d pp%d dp%d", which, s->nranks, s->tp, s->pp, s->dp);
-    if (n > nranks) return fail(why, len, "%s stage: %d ranks in a job of %d", which, n, nranks);
+        return nr_fail(why, len, "%s stage: %d ranks for tp%d pp%d dp%d", which, s->nranks, s->tp, s->pp, s->dp);
+    if (n > nranks) return nr_fail(why, len, "%s stage: %d ranks in a job of %d", which, n, nranks);
     if (cfg->NH % s->tp != 0 || cfg->C % s->tp != 0)
-        return fail(why, len, "%s stage: tp %d does not divide NH %d and C %d", which, s->tp, cfg->NH, cfg->C);
-    if (cfg->L % s->pp != 0) return fail(why, len, "%s stage: pp %d does not divide L %d", which, s->pp, cfg->L);
+        return nr_fail(why, len, "%s stage: tp %d does not divide NH %d and C %d", which, s->tp, cfg->NH, cfg->C);
+    if (cfg->L % s->pp != 0) return nr_fail(why, len, "%s stage: pp %d does not divide L %d", which, s->pp, cfg->L);
     memset(seen, 0, (size_t)nranks);
     for (int i = 0; i < n; i++) {
         int r = stage_rank(s, i);
-        if (r < 0 || r >= nranks) return fail(why, len, "%s stage: rank %d not in 0..%d", which, r, nranks - 1);
-        if (seen[r]) return fail(why, len, "%s stage: rank %d listed twice", which, r);
+        if (r < 0 || r >= nranks) return nr_fail(why, len, "%s stage: rank %d not in 0..%d", which, r, nranks - 1);
+        if (seen[r]) return nr_fail(why, len, "%s stage: rank %d listed twice", which, r);
         seen[r] = 1;
     }
     return 0;
@@ -111,9 +102,9 @@ void slab_plan_free(SlabPlan *sp) {
 int slab_plan_build(SlabPlan *sp, const GPTConfig *cfg, const PlanStage *os, const PlanStage *ns, int nranks,
                     char *why, size_t len) {
     memset(sp, 0, sizeof *sp);
-    if (nranks < 1) return fail(why, len, "slab plan: %d job ranks", nranks);
+    if (nranks < 1) return nr_fail(why, len, "slab plan: %d job ranks", nranks);
     char *seen = malloc((size_t)nranks);
-    if (!seen) return fail(why, len, "slab plan: out of memory");
+    if (!seen) return nr_fail(why, len, "slab plan: out of memory");
     if (check_stage("old", os, cfg, nranks, seen, why, len) || check_stage("new", ns, cfg, nranks, seen, why, len)) {
         free(seen);
         return -1;
@@ -139,7 +130,7 @@ int slab_plan_build(SlabPlan *sp, const GPTConfig *cfg, const PlanStage *os, con
     int rc = 0;
     if (!otab || !ntab || !opos || !obox || !oheld || !cells || !ncells || !holders || !nholders || !sp->rank_in ||
         !sp->rank_out) {
-        rc = fail(why, len, "slab plan: out of memory");
+        rc = nr_fail(why, len, "slab plan: out of memory");
         goto done;
     }
     for (int r = 0; r < nranks; r++) opos[r] = -1;
@@ -170,7 +161,7 @@ int slab_plan_build(SlabPlan *sp, const GPTConfig *cfg, const PlanStage *os, con
     int *rr = calloc((size_t)GPT_NUM_TENSORS * (size_t)ocells, sizeof *rr);
     if (!geo || !geo_off || !rr) {
         free(geo); free(geo_off); free(rr);
-        rc = fail(why, len, "slab plan: out of memory");
+        rc = nr_fail(why, len, "slab plan: out of memory");
         goto done;
     }
     for (int nc = 0; nc < ncell_new; nc++) {
@@ -192,7 +183,7 @@ int slab_plan_build(SlabPlan *sp, const GPTConfig *cfg, const PlanStage *os, con
         Slab *nsl = realloc(sp->slabs, (ngeo * (size_t)ns->dp + 1) * sizeof *nsl);
         if (!nsl) {
             free(geo); free(geo_off); free(rr);
-            rc = fail(why, len, "slab plan: out of memory");
+            rc = nr_fail(why, len, "slab plan: out of memory");
             goto done;
         }
         sp->slabs = nsl;
@@ -249,7 +240,7 @@ int slab_plan_build(SlabPlan *sp, const GPTConfig *cfg, const PlanStage *os, con
             *p = (*p + 1) % (ncand ? ncand : 1);
             if (best < 0) { /* cannot happen: every owner cell has its owner as a holder */
                 free(geo); free(geo_off); free(rr);
-                rc = fail(why, len, "slab plan: no old holder of a block of tensor %s", tt[i].name);
+                rc = nr_fail(why, len, "slab plan: no old holder of a block of tensor %s", tt[i].name);
                 goto done;
             }
             s->src_rank = best;

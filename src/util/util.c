@@ -105,3 +105,13 @@ void *nr_xcalloc(size_t n, size_t size) {
     if (!p) nr_fatal("out of memory allocating %zu x %zu bytes", n, size);
     return p;
 }
+
+int nr_fail(char *why, size_t len, const char *fmt, ...) {
+    if (why && len) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(why, len, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
