@@ -57,7 +57,7 @@ checksums_close() {
 }
 
 echo "== unit tests"
-for p in test_deck test_backend_grad test_model test_ppo_pure test_task test_grid test_slabs test_tx_dag test_planner; do t "$p" 300 "build/tests/$p"; done
+for p in test_deck test_backend_grad test_model test_ppo_pure test_task test_grid test_slabs test_tx_dag test_planner test_sim; do t "$p" 300 "build/tests/$p"; done
 # EMU communicators against the pure grid math, 8 ranks on the 2 cores
 t emu-comms 120 jobs/local.sh -np 8 build/tests/test_emu_comms
 # tensor parallelism in the model: tp = 1, 2, 4 against the unsharded model

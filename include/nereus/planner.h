@@ -109,6 +109,8 @@ typedef struct CostModel {
     ModelShape actor, critic; /* actor-shaped: actor.*, ref.inf; critic-shaped: critic.*, reward.inf */
     int have_rm;              /* reward.inf holds a network */
     double headroom;          /* memory fraction kept free (0.1) */
+    const double *slow;       /* (ranks) how many times slower than calibrated each rank runs; NULL: none. A
+                                 model-stage runs at the pace of its slowest rank. */
 } CostModel;
 
 /* Seconds of one stage (PlanStageId) under layout l with the workload;
@@ -155,6 +157,11 @@ typedef struct SearchStats {
  * tp8 pp8 on 64 ranks; ranks have 24.0 GiB less 10% headroom"). */
 int plan_search(const CostModel *cm, int nranks, const Workload *w, PlanConfig *out, StepCost *sc, SearchStats *st,
                 char *why, size_t len);
+/* The same over `n` ranks of a larger job: logical rank i of the search is
+ * job rank map[i] (the pool, e.g. without the ranks that left or run
+ * slow); the plan and its cost are in job ranks 0..nranks_job-1. */
+int plan_search_on(const CostModel *cm, int n, const int *map, int nranks_job, const Workload *w, PlanConfig *out,
+                   StepCost *sc, SearchStats *st, char *why, size_t len);
 
 /* ---- admission and drift ------------------------------------------------------ */
 

@@ -127,7 +127,9 @@ int slab_tensor_box(const TensorInfo *t, int start[4], int count[4]);
  *
  * Predicted time: nchanges_with_new_comms · comm_setup + Σ over waves of
  * max over ranks (max(bytes in, bytes out) / bandwidth + messages ·
- * latency). The planner prices transitions with it without executing.
+ * latency); with ranks_per_node, a rank's bytes to and from its own node go
+ * over bandwidth_intra, the rest over bandwidth, and it takes the slower of
+ * the two (separate links). The planner prices transitions with it without executing.
  * ==================================================================== */
 
 enum { TX_MOVE = 0, TX_COPY = 1 };
@@ -153,6 +155,8 @@ typedef struct TxOptions {
     double comm_setup;      /* s per change with new communicators */
     const double *resident; /* (nranks) bytes each rank holds outside the changes; NULL = 0 */
     int stage_all;          /* 1: every chunk through host staging, as on a device backend (tests) */
+    int ranks_per_node;     /* consecutive job ranks that share a node (0: one kind of link, `bandwidth`) */
+    double bandwidth_intra; /* bytes/s per rank inside a node (with ranks_per_node) */
 } TxOptions;
 
 enum { TXN_COMM, TXN_ALLOC, TXN_COPY, TXN_XFER, TXN_FREE, TXN_COMMIT };

@@ -191,6 +191,11 @@ double cost_plan(const CostModel *cm, const PlanConfig *plan, int nranks, const 
     for (int s = 0; s < PLAN_NSTAGES; s++) {
         const PlanStage *ps = &plan->stage[s];
         double mem = 0, t = cost_stage(cm, s, (GridLayout){ps->tp, ps->pp, ps->dp}, w, &mem);
+        if (cm->slow) /* at the pace of its slowest rank */
+            for (int i = 0; i < ps->nranks; i++) {
+                int r = ps->ranks[i];
+                if (r >= 0 && r < nranks && cm->slow[r] > 1) t = fmax(t, t * cm->slow[r]);
+            }
         for (int i = 0; i < ps->nranks; i++) {
             int r = ps->ranks[i];
             if (r < 0 || r >= nranks) continue;

@@ -144,8 +144,8 @@ static void place(PlanStage *ps, GridLayout l, int first) {
 }
 
 /* one search under a per-stage cap; returns the plan's predicted total (INFINITY: none) */
-static double search_capped(const CostModel *cm, int N, const Workload *w, double cap, Frontier *F, double *cand,
-                            PlanConfig *out, StepCost *sc, SearchStats *st) {
+static double search_capped(const CostModel *cm, int N, const int *map, int Njob, const Workload *w, double cap,
+                            Frontier *F, double *cand, PlanConfig *out, StepCost *sc, SearchStats *st) {
     int nst = cm->have_rm ? 7 : 6;
     for (int s = 0; s < PLAN_NSTAGES; s++) {
         if (s == PLAN_REWARD_INF && !cm->have_rm) continue;
@@ -185,14 +185,23 @@ static double search_capped(const CostModel *cm, int N, const Workload *w, doubl
         }
     }
     if (!cm->have_rm) place(&out->stage[PLAN_REWARD_INF], (GridLayout){1, 1, 1}, 0); /* holds no model */
-    return cost_plan(cm, out, N, w, sc);
+    if (map)
+        for (int s = 0; s < PLAN_NSTAGES; s++)
+            for (int i = 0; i < out->stage[s].nranks; i++) out->stage[s].ranks[i] = (int16_t)map[out->stage[s].ranks[i]];
+    return cost_plan(cm, out, Njob, w, sc);
 }
 
 int plan_search(const CostModel *cm, int N, const Workload *w, PlanConfig *out, StepCost *sc, SearchStats *st,
                 char *why, size_t len) {
+    return plan_search_on(cm, N, NULL, N, w, out, sc, st, why, len);
+}
+
+int plan_search_on(const CostModel *cm, int N, const int *map, int Njob, const Workload *w, PlanConfig *out,
+                   StepCost *sc, SearchStats *st, char *why, size_t len) {
     double t0 = now_s();
     memset(st, 0, sizeof *st);
-    if (N < 1 || N > PLAN_MAX_RANKS) return nr_fail(why, len, "plan search: %d ranks (1..%d)", N, PLAN_MAX_RANKS);
+    if (N < 1 || N > PLAN_MAX_RANKS || Njob < N || Njob > PLAN_MAX_RANKS)
+        return nr_fail(why, len, "plan search: %d ranks of %d (1..%d)", N, Njob, PLAN_MAX_RANKS);
     Frontier F[PLAN_NSTAGES];
     double *cand = malloc((size_t)4 * (size_t)(N + 1) * sizeof *cand);
     int rc = 0;
@@ -206,7 +215,7 @@ int plan_search(const CostModel *cm, int N, const Workload *w, PlanConfig *out, 
     StepCost bsc, tsc;
     double bestT = INFINITY;
     for (int k = 1; k <= 7; k++) {
-        double T = search_capped(cm, N, w, usable / k, F, cand, &trial, &tsc, st);
+        double T = search_capped(cm, N, map, Njob, w, usable / k, F, cand, &trial, &tsc, st);
         if (isfinite(T) && tsc.fits && T < bestT) {
             bestT = T;
             best = trial;

@@ -47,7 +47,7 @@ static int same_layout(const PlanStage *a, const PlanStage *b) {
 static TxOptions job_tx_options(const Job *j) {
     const TransitionConfig *t = &j->cfg->transition;
     TxOptions o = {t->memory_mib * MIB, (size_t)t->chunk_kib * 1024, (size_t)t->window_kib * 1024,
-                   t->bandwidth_gbs * 1e9, t->latency_us * 1e-6, t->comm_setup_us * 1e-6, NULL, 0};
+                   t->bandwidth_gbs * 1e9, t->latency_us * 1e-6, t->comm_setup_us * 1e-6, NULL, 0, 0, 0};
     return o;
 }
 

@@ -5,6 +5,7 @@
 #include "nereus/transition.h"
 #include "nereus/util.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -142,7 +143,8 @@ int tx_plan_build(TxPlan *P, const TxChange *ch, int n, int nranks, const TxOpti
     char *in_from = calloc(nc * nr, 1), *in_to = calloc(nc * nr, 1), *moving = calloc(nr, 1);
     double *cur = calloc(nr, sizeof *cur), *acq = calloc(nr, sizeof *acq);
     int *order = calloc(nc, sizeof *order), *nodeidx = NULL;
-    double *w_in = calloc(nr, sizeof *w_in), *w_out = calloc(nr, sizeof *w_out), *w_msg = calloc(nr, sizeof *w_msg);
+    /* per rank in the current wave: bytes in and out over links between nodes [0..nr) and inside a node [nr..2nr) */
+    double *w_in = calloc(2 * nr, sizeof *w_in), *w_out = calloc(2 * nr, sizeof *w_out), *w_msg = calloc(nr, sizeof *w_msg);
     EdgeList E = {0};
     int rc = 0;
     if (!P->ch || !P->sp || !P->wave || !P->prim || !P->mem_old || !P->mem_new || !P->mem_start || !P->mem_peak ||
@@ -320,13 +322,15 @@ int tx_plan_build(TxPlan *P, const TxChange *ch, int n, int nranks, const TxOpti
         if (w != cur_wave && cur_wave >= 0) { /* close the wave's time */
             double t = 0;
             for (int r = 0; r < nranks; r++) {
-                double b = w_in[r] > w_out[r] ? w_in[r] : w_out[r];
-                double tr = b / opt->bandwidth + w_msg[r] * opt->latency;
+                /* the node's own link and the network are separate: the slower of the two */
+                double b = fmax(w_in[r], w_out[r]), bi = fmax(w_in[nr + r], w_out[nr + r]);
+                double bw_in = opt->bandwidth_intra > 0 ? opt->bandwidth_intra : opt->bandwidth;
+                double tr = fmax(b / opt->bandwidth, bi / bw_in) + w_msg[r] * opt->latency;
                 if (tr > t) t = tr;
             }
             P->predicted_s += t;
-            memset(w_in, 0, nr * sizeof *w_in);
-            memset(w_out, 0, nr * sizeof *w_out);
+            memset(w_in, 0, 2 * nr * sizeof *w_in);
+            memset(w_out, 0, 2 * nr * sizeof *w_out);
             memset(w_msg, 0, nr * sizeof *w_msg);
         }
         if (c < 0) break;
@@ -377,8 +381,9 @@ int tx_plan_build(TxPlan *P, const TxChange *ch, int n, int nranks, const TxOpti
             if (!a->local) {
                 size_t msgs = (bytes + chunk - 1) / chunk;
                 P->messages += msgs;
-                w_out[src] += (double)bytes;
-                w_in[dst] += (double)bytes;
+                int intra = opt->ranks_per_node > 0 && src / opt->ranks_per_node == dst / opt->ranks_per_node;
+                w_out[(intra ? nr : 0) + (size_t)src] += (double)bytes;
+                w_in[(intra ? nr : 0) + (size_t)dst] += (double)bytes;
                 w_msg[src] += (double)msgs;
                 w_msg[dst] += (double)msgs;
             }

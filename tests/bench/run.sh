@@ -25,5 +25,8 @@ echo
 echo "== plan search time (modelled H200 cluster, llama-3.1-8b actor and critic; one process)"
 build/tests/test_planner | sed -n 's/^ok *\( *[0-9]* ranks, 8B actor and critic: search [0-9.]* ms\).*/\1/p'
 build/tests/test_planner | sed -n 's/^planner_search_ms_\([0-9]*\): /planner.search_ms_\1: /p' >> "$out"
+# the simulator: the paper's growth scenario at 64 and 1,024 modelled GPUs, every policy
+build/tests/test_sim | grep -v '^sim\.'
+build/tests/test_sim | grep '^sim\.' >> "$out"
 echo
 echo "bench: wrote $out"

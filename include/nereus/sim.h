@@ -1,0 +1,70 @@
+/* sim.h — the simulator behind `bin/nereus --simulate` (issue #6): the same
+ * planner (cost model, search, drift monitor, admission) and the same
+ * transition estimator (tx_plan_build's prediction), driven over N steps of
+ * a MODELLED cluster and MODELLED models under a drift trace. Nothing runs
+ * on real hardware: every time it reports is the cost model of the "true"
+ * cluster (HwModel + the true Efficiency), which the planner does not see —
+ * it starts from eff_default() and calibrates from the true stage times, as
+ * the live planner calibrates from measured ones.
+ *
+ * Policies compared in one run:
+ *   static      the best plan for the initial conditions, kept (re-searched
+ *               only when the pool no longer holds it, and again when the
+ *               pool is back);
+ *   verl        the colocated default plan of the pool (a verl-like fixed
+ *               colocated layout), re-laid only when the pool changes;
+ *   openrlhf    the disaggregated default plan (an OpenRLHF-like fixed
+ *               disaggregated layout), likewise;
+ *   admit-all   re-search at every drift crossing, take any faster plan;
+ *   every-k     re-search every k steps, take any faster plan;
+ *   payback     re-search at every crossing, admit by the payback rule
+ *               (planner.h: admit), urgent on pool changes.
+ * Each pays the predicted transition time of every switch it makes. */
+#ifndef NEREUS_SIM_H
+#define NEREUS_SIM_H
+
+#include "nereus/planner.h"
+
+#define SIM_MAX_EVENTS 64
+/* modelled cost of building one model-stage's new communicators (NCCL at scale: hundreds of ms) */
+#define SIM_COMM_SETUP_S 0.5
+
+typedef struct SimEvent {
+    int step;               /* from this step on */
+    int pool;               /* availability: ranks in the pool (0: no change) */
+    int rank;               /* efficiency: this rank ... (-1: none) */
+    double slow;            /* ... runs this many times slower (1: back to normal) */
+} SimEvent;
+
+typedef struct SimScenario {
+    char name[64];
+    CostModel truth;        /* the modelled cluster and models, with the TRUE efficiencies */
+    int gpus;               /* ranks of the cluster */
+    int steps;
+    Workload w;             /* at step 0 */
+    double len_end;         /* response length at the last step (geometric growth from w.resp_len) */
+    double gamma;           /* payback γ */
+    double threshold;       /* drift threshold (0.3) */
+    int every_k;            /* the every-k policy's period */
+    int nevents;
+    SimEvent ev[SIM_MAX_EVENTS]; /* sorted by step */
+} SimScenario;
+
+enum { SIM_STATIC, SIM_VERL, SIM_OPENRLHF, SIM_ADMIT_ALL, SIM_EVERY_K, SIM_PAYBACK, SIM_NPOLICIES };
+
+typedef struct SimResult {
+    double total_s;         /* steps + transitions */
+    double mean_step_s;     /* total / steps */
+    double transition_s;    /* Σ transition times */
+    int transitions;
+    int replans;            /* searches run */
+    int refused;            /* searches whose plan was not taken */
+    double planner_s;       /* wall time in search + transition estimates (this process) */
+    int failed;             /* the policy had no plan that fits at some step */
+} SimResult;
+
+const char *sim_policy_name(int policy);
+/* Runs one policy over the scenario. Returns 0, or −1 with why (no plan fits the pool at some step). */
+int sim_run(const SimScenario *sc, int policy, SimResult *res, char *why, size_t len);
+
+#endif
