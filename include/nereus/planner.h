@@ -162,6 +162,16 @@ int plan_search(const CostModel *cm, int nranks, const Workload *w, PlanConfig *
  * slow); the plan and its cost are in job ranks 0..nranks_job-1. */
 int plan_search_on(const CostModel *cm, int n, const int *map, int nranks_job, const Workload *w, PlanConfig *out,
                    StepCost *sc, SearchStats *st, char *why, size_t len);
+/* The same within one placement family: SEARCH_ANY (the above),
+ * SEARCH_COLOCATED (every phase's stages on the same ranks, all of the
+ * pool: the best verl-like colocated plan), SEARCH_DISAGGREGATED (every
+ * model-stage on ranks of its own, across the phases too: the best
+ * OpenRLHF-like plan; the pool's split into the three phases' budgets is
+ * tried on a grid of N/32 ranks). The baselines of the simulator are the
+ * best plans of their family, not a fixed default. */
+enum { SEARCH_ANY, SEARCH_COLOCATED, SEARCH_DISAGGREGATED };
+int plan_search_mode(const CostModel *cm, int n, const int *map, int nranks_job, const Workload *w, int mode,
+                     PlanConfig *out, StepCost *sc, SearchStats *st, char *why, size_t len);
 
 /* ---- admission and drift ------------------------------------------------------ */
 

@@ -11,10 +11,11 @@
  *   static      the best plan for the initial conditions, kept (re-searched
  *               only when the pool no longer holds it, and again when the
  *               pool is back);
- *   verl        the colocated default plan of the pool (a verl-like fixed
- *               colocated layout), re-laid only when the pool changes;
- *   openrlhf    the disaggregated default plan (an OpenRLHF-like fixed
- *               disaggregated layout), likewise;
+ *   verl        the best colocated plan for the initial conditions (every
+ *               phase's stages on all the pool's ranks: a verl-like fixed
+ *               colocated layout), re-chosen only when the pool changes;
+ *   openrlhf    the best disaggregated plan (every model-stage on ranks of
+ *               its own: an OpenRLHF-like fixed layout), likewise;
  *   admit-all   re-search at every drift crossing, take any faster plan;
  *   every-k     re-search every k steps, take any faster plan;
  *   payback     re-search at every crossing, admit by the payback rule

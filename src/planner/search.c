@@ -144,8 +144,49 @@ static void place(PlanStage *ps, GridLayout l, int first) {
 }
 
 /* one search under a per-stage cap; returns the plan's predicted total (INFINITY: none) */
+/* the disaggregated family: every stage on ranks of its own, across the phases too (an OpenRLHF-like
+   layout): the pool split into a generation block, the scoring stages' blocks and the trainings'
+   blocks, the first two budgets tried on a grid of N/32 and each phase split min-max inside its budget */
+static double search_disaggregated(const CostModel *cm, int N, Frontier *F, double *cand, PlanConfig *out,
+                                   SearchStats *st) {
+    const int inf[4] = {PLAN_ACTOR_INF, PLAN_REF_INF, PLAN_CRITIC_INF, PLAN_REWARD_INF}, trn[2] = {PLAN_ACTOR_TRAIN, PLAN_CRITIC_TRAIN};
+    int ni = cm->have_rm ? 4 : 3, gi[4] = {0, 1, 2, 3}, gt[2] = {0, 1};
+    int step = N / 32 > 1 ? N / 32 : 1;
+    double best = INFINITY;
+    int bg = 0, bt = 0, bni[4] = {0}, bnt[2] = {0};
+    for (int ng = 1; ng <= N - ni - 2; ng += step) {
+        double tg = F[PLAN_ACTOR_GEN].t[ng];
+        if (!isfinite(tg)) continue;
+        for (int nt = 2; ng + nt <= N - ni; nt += step) {
+            int nrt[2], nri[4];
+            st->groupings++;
+            double tt = split_groups(F, trn, 2, gt, 2, nt, nrt, cand);
+            double ti = isfinite(tt) ? split_groups(F, inf, ni, gi, ni, N - ng - nt, nri, cand) : INFINITY;
+            if (tg + ti + tt < best) {
+                best = tg + ti + tt;
+                bg = ng, bt = nt;
+                memcpy(bni, nri, sizeof nri);
+                memcpy(bnt, nrt, sizeof nrt);
+            }
+        }
+    }
+    if (!isfinite(best)) return INFINITY;
+    place(&out->stage[PLAN_ACTOR_GEN], F[PLAN_ACTOR_GEN].l[bg], 0);
+    int first = bg;
+    for (int i = 0; i < ni; i++) {
+        place(&out->stage[inf[i]], F[inf[i]].l[bni[i]], first);
+        first += bni[i];
+    }
+    first = bg + (N - bg - bt);
+    for (int i = 0; i < 2; i++) {
+        place(&out->stage[trn[i]], F[trn[i]].l[bnt[i]], first);
+        first += bnt[i];
+    }
+    return best;
+}
+
 static double search_capped(const CostModel *cm, int N, const int *map, int Njob, const Workload *w, double cap,
-                            Frontier *F, double *cand, PlanConfig *out, StepCost *sc, SearchStats *st) {
+                            int mode, Frontier *F, double *cand, PlanConfig *out, StepCost *sc, SearchStats *st) {
     int nst = cm->have_rm ? 7 : 6;
     for (int s = 0; s < PLAN_NSTAGES; s++) {
         if (s == PLAN_REWARD_INF && !cm->have_rm) continue;
@@ -154,15 +195,20 @@ static double search_capped(const CostModel *cm, int N, const int *map, int Njob
     (void)nst;
     memset(out, 0, sizeof *out);
     snprintf(out->fill, sizeof out->fill, "auto");
+    if (mode == SEARCH_DISAGGREGATED) {
+        if (!isfinite(search_disaggregated(cm, N, F, cand, out, st))) return INFINITY;
+        goto priced;
+    }
     /* generation alone on the pool */
     if (!isfinite(F[PLAN_ACTOR_GEN].t[N])) return INFINITY;
     place(&out->stage[PLAN_ACTOR_GEN], F[PLAN_ACTOR_GEN].l[N], 0);
-    /* scoring and training phases: every grouping */
+    /* scoring and training phases: every grouping (colocated: only the one group) */
     const int inf[4] = {PLAN_ACTOR_INF, PLAN_REF_INF, PLAN_CRITIC_INF, PLAN_REWARD_INF}, trn[2] = {PLAN_ACTOR_TRAIN, PLAN_CRITIC_TRAIN};
     for (int ph = 0; ph < 2; ph++) {
         const int *stg = ph == 0 ? inf : trn;
         int ns = ph == 0 ? (cm->have_rm ? 4 : 3) : 2;
-        int parts[15][4], np = partitions(ns, parts), bestp = -1, bestn[4] = {0};
+        int parts[15][4], np = mode == SEARCH_COLOCATED ? 1 : partitions(ns, parts), bestp = -1, bestn[4] = {0};
+        if (mode == SEARCH_COLOCATED) memset(parts[0], 0, sizeof parts[0]);
         double bestT = INFINITY;
         for (int p = 0; p < np; p++) {
             int ng = 0, nrk[4];
@@ -184,6 +230,7 @@ static double search_capped(const CostModel *cm, int N, const int *map, int Njob
             place(&out->stage[stg[i]], F[stg[i]].l[bestn[g]], first[g]);
         }
     }
+priced:
     if (!cm->have_rm) place(&out->stage[PLAN_REWARD_INF], (GridLayout){1, 1, 1}, 0); /* holds no model */
     if (map)
         for (int s = 0; s < PLAN_NSTAGES; s++)
@@ -198,6 +245,11 @@ int plan_search(const CostModel *cm, int N, const Workload *w, PlanConfig *out, 
 
 int plan_search_on(const CostModel *cm, int N, const int *map, int Njob, const Workload *w, PlanConfig *out,
                    StepCost *sc, SearchStats *st, char *why, size_t len) {
+    return plan_search_mode(cm, N, map, Njob, w, SEARCH_ANY, out, sc, st, why, len);
+}
+
+int plan_search_mode(const CostModel *cm, int N, const int *map, int Njob, const Workload *w, int mode,
+                     PlanConfig *out, StepCost *sc, SearchStats *st, char *why, size_t len) {
     double t0 = now_s();
     memset(st, 0, sizeof *st);
     if (N < 1 || N > PLAN_MAX_RANKS || Njob < N || Njob > PLAN_MAX_RANKS)
@@ -215,7 +267,7 @@ int plan_search_on(const CostModel *cm, int N, const int *map, int Njob, const W
     StepCost bsc, tsc;
     double bestT = INFINITY;
     for (int k = 1; k <= 7; k++) {
-        double T = search_capped(cm, N, map, Njob, w, usable / k, F, cand, &trial, &tsc, st);
+        double T = search_capped(cm, N, map, Njob, w, usable / k, mode, F, cand, &trial, &tsc, st);
         if (isfinite(T) && tsc.fits && T < bestT) {
             bestT = T;
             best = trial;

@@ -128,12 +128,16 @@ static int planner_search(const CostModel *model, const SimScenario *sc, int poo
     return 0;
 }
 
-static int default_plan(const SimScenario *sc, const char *kind, int pool, const Workload *w, PlanConfig *out) {
-    PlanLimits lim = {pool, sc->truth.actor.NH, sc->truth.actor.L, w->batch, w->minibatch};
-    PlanError pe;
-    memset(out, 0, sizeof *out);
-    snprintf(out->fill, sizeof out->fill, "auto");
-    return plan_default(out, kind, &lim, 0, &pe);
+/* the best plan of a placement family for the pool (the fixed baselines: chosen once for the initial
+   conditions with the true cluster, like the static plan, and re-chosen only when the pool changes) */
+static int family_plan(const CostModel *truth, const SimScenario *sc, int mode, int pool, const Workload *w,
+                       PlanConfig *out) {
+    static int map[PLAN_MAX_RANKS];
+    for (int r = 0; r < pool; r++) map[r] = r;
+    StepCost c;
+    SearchStats st;
+    char why[512];
+    return plan_search_mode(truth, pool, map, sc->gpus, w, mode, out, &c, &st, why, sizeof why);
 }
 
 int sim_run(const SimScenario *sc, int policy, SimResult *res, char *why, size_t len) {
@@ -151,7 +155,7 @@ int sim_run(const SimScenario *sc, int policy, SimResult *res, char *why, size_t
     int rc = 0;
     /* the starting plan */
     if (policy == SIM_VERL || policy == SIM_OPENRLHF)
-        rc = default_plan(sc, policy == SIM_VERL ? "colocated" : "disaggregated", pool, &w, &cur);
+        rc = family_plan(&truth, sc, policy == SIM_VERL ? SEARCH_COLOCATED : SEARCH_DISAGGREGATED, pool, &w, &cur);
     else
         rc = planner_search(&truth, sc, pool, slow, &w, &cur, &pred); /* the best plan for the initial conditions */
     if (rc != 0) {
@@ -180,7 +184,8 @@ int sim_run(const SimScenario *sc, int policy, SimResult *res, char *why, size_t
             PlanConfig next;
             int ok;
             if (policy == SIM_VERL || policy == SIM_OPENRLHF)
-                ok = default_plan(sc, policy == SIM_VERL ? "colocated" : "disaggregated", pool, &w, &next) == 0;
+                ok = family_plan(&truth, sc, policy == SIM_VERL ? SEARCH_COLOCATED : SEARCH_DISAGGREGATED, pool, &sc->w,
+                                 &next) == 0;
             else if (policy == SIM_STATIC)
                 ok = planner_search(&truth, sc, pool, slow, &sc->w, &next, &pred) == 0; /* initial conditions, new pool */
             else
