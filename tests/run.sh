@@ -271,6 +271,15 @@ for k in infeasible budget; do
   else result "switch-$k-refused" 1 0 "no refusal line, or the run did not continue"; fi
 done
 
+echo "== traces: the HDF5 trace of a 4-rank run with a switch, nereus-trace, plot-trace, truncated and killed traces"
+t traces 600 tests/test_trace.sh
+grep -E '^FAIL|trace checks passed' "$LOG/traces.log" | sed 's/^/      /' | cut -c1-200
+# errors the trace finds after the deck parsed: too many PAPI events, a trace file that cannot be created
+for k in events file; do
+  f=tests/decks/trace_bad_$k.deck
+  bad "trace-deck-$k" "$(sed -n 's/^# expect: //p' "$f" | head -1)" bin/nereus "$f"
+done
+
 echo "== summary"
 for f in "${failed[@]}"; do echo "failed: $f"; done
 if [ "$skip" -gt 0 ]; then echo "$pass passed, $fail failed, $skip skipped"; else echo "$pass passed, $fail failed"; fi

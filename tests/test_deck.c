@@ -234,7 +234,10 @@ static const char FULL[] =
     "sync = broadcast\n"
     "bandwidth_gbs = 25\n"
     "latency_us = 0.1\n"
-    "comm_setup_us = 0\n";
+    "comm_setup_us = 0\n"
+    "[trace]\n"
+    "file = none\n"
+    "papi_events = PAPI_TOT_INS, PAPI_TOT_CYC\n";
 
 static void good_full(Tally *t, const char *text, const char *what)
 {
@@ -290,6 +293,8 @@ static void good_full(Tally *t, const char *text, const char *what)
                  strcmp(tx->sync, "broadcast") == 0 && tx->bandwidth_gbs == 25.0 && tx->latency_us == 0.1 &&
                  tx->comm_setup_us == 0.0,
           "%s: transition values (latency_us %.17g: kept as a double)", what, tx->latency_us);
+    check(t, strcmp(c.trace.file, "none") == 0 && strcmp(c.trace.papi_events, "PAPI_TOT_INS, PAPI_TOT_CYC") == 0,
+          "%s: trace values (file '%s', papi_events '%s')", what, c.trace.file, c.trace.papi_events);
     check(t, deck_line(d, "switch.step") == 70 && deck_line(d, "switch.actor.gen") == 72 &&
                  deck_line(d, "plan.actor.gen") == 62 && deck_line(d, "transition.comm_setup_us") == 87,
           "%s: switch and transition lines (step %d, switch.actor.gen %d, plan.actor.gen %d, comm_setup_us %d)", what,
@@ -763,7 +768,7 @@ static void table_checks(Tally *t)
         }
         l = nl ? nl + 1 : l + ll;
     }
-    check(t, rows == 73 && broken == 0, "reference: %d key rows, %d with a stray '|'", rows, broken);
+    check(t, rows == 75 && broken == 0, "reference: %d key rows, %d with a stray '|'", rows, broken);
     check(t, buf && strstr(buf, "| `value_clip` | float | `0.2` | > 0 and ≤ 1000000 |"), "bounds print as written (1000000)");
     check(t, buf && strstr(buf, "## [switch]") && strstr(buf, "## [transition]") &&
                  strstr(buf, "| `step` | int | `-1` | ≥ -1 | before PPO step N (0-based") &&

@@ -110,6 +110,12 @@ typedef struct TransitionConfig {
     char sync[16];           /* [transition] sync: engine | broadcast (the per-step weight sync path) */
 } TransitionConfig;
 
+/* [trace]: the run's HDF5 trace (trace.h, docs/TRACE.md) and its counters. */
+typedef struct TraceConfig {
+    char file[CFG_STR];        /* [trace] file: "" = NAME.trace.h5 in the current directory; none = no trace */
+    char papi_events[CFG_STR]; /* [trace] papi_events: comma list of PAPI events per model-stage ("" = none) */
+} TraceConfig;
+
 typedef struct Config {
     RunConfig run;
     ModelConfig model;
@@ -122,6 +128,7 @@ typedef struct Config {
     CkptConfig ckpt;
     PlanConfig plan;         /* [plan] default and one key per model-stage (plan.h) */
     SwitchConfig sw;         /* [switch] (`switch` is a C keyword) */
+    TraceConfig trace;       /* [trace] (before [transition]: its doubles align it, and its tail padding must stay last) */
     TransitionConfig transition; /* [transition] */
 } Config;
 

@@ -192,13 +192,18 @@ const DeckKey deck_keys[] = {
      "per-message latency for predictions, in microseconds"},
     {"transition", "comm_setup_us", DECK_T_DOUBLE, 0, "200", GE(0), NONE, NULL, F_DBL(transition.comm_setup_us),
      "cost of creating one communicator, for predictions, in microseconds"},
+
+    {"trace", "file", DECK_T_STRING, 0, "", NONE, NONE, NULL, F_STR(trace.file),
+     "the run's HDF5 trace (docs/TRACE.md), written by rank 0 and flushed after every step; \"\" = NAME.trace.h5 in the current directory (a restart from step S: NAME_stepSSSSSS.trace.h5); none = no trace"},
+    {"trace", "papi_events", DECK_T_STRING, 0, "", NONE, NONE, NULL, F_STR(trace.papi_events),
+     "PAPI events counted per model-stage on every rank, comma separated (e.g. PAPI_TOT_INS,PAPI_TOT_CYC; at most 8); \"\" = none (timers only); events the machine lacks are reported once and left out"},
 };
 /* clang-format on */
 
 const size_t deck_nkeys = sizeof deck_keys / sizeof deck_keys[0];
 
 const char *const deck_sections[] = {"run",    "model", "task",   "optim", "sft",    "ppo",
-                                     "reward", "inject", "ckpt", "plan",  "switch", "transition"};
+                                     "reward", "inject", "ckpt", "plan",  "switch", "transition", "trace"};
 const size_t deck_nsections = sizeof deck_sections / sizeof deck_sections[0];
 
 static int deck_name_eq(const char *name, const char *s, size_t len)

@@ -18,6 +18,7 @@
 #include "nereus/comm.h"
 #include "nereus/job.h"
 #include "nereus/plan.h"
+#include "nereus/trace.h"
 #include "nereus/util.h"
 
 #define GPT2_VOCAB 50257
@@ -55,7 +56,9 @@ static int check_sft_split(const Config *cfg, const Deck *deck) {
  * job, move through the transition engine, print what it did. Returns 0
  * (switched), 1 (refused before anything moved: the run continues on the
  * current plan) or −1 (a transition check failed: the run must stop). */
-static int run_switch(Job *j, const Config *cfg, int step, char *plan_text, size_t plan_len) {
+static int run_switch(Job *j, const Config *cfg, int step, char *plan_text, size_t plan_len, Trace *tr,
+                      int plan_id) {
+    double t0 = nr_now();
     int world = j->size;
     PlanConfig np = cfg->sw.plan;
     PlanLimits lim = {world, cfg->model.n_head, cfg->model.n_layer, cfg->ppo.batch, cfg->ppo.minibatch};
@@ -93,6 +96,11 @@ static int run_switch(Job *j, const Config *cfg, int step, char *plan_text, size
            rep.bytes_local / 1048576.0, rep.predicted_s, rep.measured_s, rep.engine_s, rep.mem_peak / 1048576.0,
            budget, rep.verified ? "; per-tensor checks passed" : "", rep.text);
     j->last_tx_bytes = rep.bytes_moved;
+    TraceTransition tx = {step, t0, plan_id, plan_id + 1, rep.nchanges, rep.nwaves, rep.verified,
+                          rep.predicted_s, rep.measured_s, rep.engine_s, rep.bytes_moved, rep.bytes_lower_bound,
+                          rep.bytes_local, rep.mem_peak, rep.mem_budget, rep.text};
+    trace_plan(tr, plan_id + 1, step, text, "deck [switch]", NAN, NAN);
+    trace_transition(tr, &tx);
     return 0;
 }
 
@@ -172,6 +180,18 @@ int run_job(const Config *cfg, const Deck *deck, const char *deck_path) {
             nr_log("note: the checkpoint is past [ppo] steps = %d: no PPO step to run\n", cfg->ppo.steps);
     }
 
+    /* the trace (rank 0 writes it; every rank counts its model-stages) */
+    TraceJob tj = {cfg, deck_text, plan_text, be, job.ac, job.cc, job.have_rm, start_step};
+    const char *tkey = "";
+    Trace *tr = trace_open(MPI_COMM_WORLD, &tj, &rc, &tkey, why, sizeof why);
+    if (rc) {
+        rc = deck_error_at(deck, tkey, "%s", why);
+        free(deck_text);
+        job_free(&job);
+        return rc;
+    }
+    int plan_id = 0;
+
     int status = 0, stop_sig = 0;
     char stop_ckpt[JOB_PATH_MAX] = "";
     double sft_first = NAN, sft_last = NAN;
@@ -185,6 +205,7 @@ int run_job(const Config *cfg, const Deck *deck, const char *deck_path) {
         comm_allreduce_max_f64(MPI_COMM_WORLD, &bad, 1);
         if (bad != 0) {
             if (member && rc == 0) sft_close(&sd);
+            trace_close(tr, MPI_COMM_WORLD, NULL, 0, 0);
             job_free(&job);
             return 2;
         }
@@ -240,12 +261,14 @@ int run_job(const Config *cfg, const Deck *deck, const char *deck_path) {
     uint64_t tok_hash = 0xcbf29ce484222325ULL;
     double sync_time = 0, sync_bytes = 0, transition_bytes = 0;
     int transitions = 0;
+    double ppo_s = 0;
     if (cfg->ppo.steps > 0 && status == 0 && !stop_sig) {
         double run0 = nr_now();
         for (int step = (int)start_step; step < cfg->ppo.steps; step++) {
             if (cfg->sw.step == step) {
-                int rc = run_switch(&job, cfg, step, plan_text, sizeof plan_text);
+                int rc = run_switch(&job, cfg, step, plan_text, sizeof plan_text, tr, plan_id);
                 if (rc < 0) { status = 1; break; }
+                plan_id += rc == 0;
                 transitions += rc == 0;
                 transition_bytes += rc == 0 ? job.last_tx_bytes : 0;
             }
@@ -260,6 +283,11 @@ int run_job(const Config *cfg, const Deck *deck, const char *deck_path) {
             done_steps++;
             sync_time += times[3];
             sync_bytes = job.sync_bytes;
+            TraceStep ts = {step, t0, dt, {times[0], times[1], times[2], times[3]}, st.tokens, st.reward, st.kl,
+                            st.pg_loss, st.vf_loss, st.entropy, st.resp_len, st.clipfrac, st.approx_kl,
+                            st.grad_norm_actor, st.grad_norm_critic, job.sync_bytes, job.G.T, job.G.P, &job.plan,
+                            plan_id};
+            trace_step(tr, MPI_COMM_WORLD, &ts); /* collective */
             if (bad) {
                 nr_log("step %4d | non-finite loss or gradient (policy %g, value %g): stopping the run\n", step,
                        st.pg_loss, st.vf_loss);
@@ -293,8 +321,9 @@ int run_job(const Config *cfg, const Deck *deck, const char *deck_path) {
                 }
             }
         }
-        nr_log("ppo: %d steps in %.2fs; weight sync %.3fs in all, %.0f bytes per step\n", done_steps,
-               nr_now() - run0, sync_time, sync_bytes);
+        ppo_s = nr_now() - run0;
+        nr_log("ppo: %d steps in %.2fs; weight sync %.3fs in all, %.0f bytes per step\n", done_steps, ppo_s,
+               sync_time, sync_bytes);
         if (status == 0 && !stop_sig) {
             eval_after = job_eval_greedy(&job);
             nr_log("eval: greedy task reward on held-out prompts: %.4f after PPO (%.4f before)\n", eval_after,
@@ -331,6 +360,12 @@ int run_job(const Config *cfg, const Deck *deck, const char *deck_path) {
         cs_critic = job_checksum(&job, PLAN_CRITIC_TRAIN);
         if (job.have_rm) cs_reward = job_checksum(&job, PLAN_REWARD_INF);
     }
+    char tstatus[96];
+    if (stop_sig)
+        snprintf(tstatus, sizeof tstatus, "stopped by signal %d after step %lld", stop_sig, (long long)final_step);
+    else
+        snprintf(tstatus, sizeof tstatus, "%s", finite ? "pass" : "fail");
+    trace_close(tr, MPI_COMM_WORLD, tstatus, n, ppo_s);
     nr_log("--- verification ---\n");
     if (cfg->sft.steps > 0) {
         nr_log("verify.sft_steps: %d\n", cfg->sft.steps);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "nereus/comm.h"
+#include "nereus/counters.h"
 #include "nereus/job.h"
 #include "nereus/plan.h"
 #include "nereus/util.h"
@@ -55,8 +56,10 @@ static void infer_stage(Job *j, int id, float *out, int values) {
     if (!s->member) return;
     int row0 = s->d * s->B;
     float *rows = (float *)j->scratch;
+    counters_stage_begin(id);
     if (values) ppo_infer_values(&s->model, G, row0, s->B, rows);
     else ppo_infer_logp(&s->model, G, row0, s->B, rows);
+    counters_stage_end(id);
     if (s->leader) memcpy(out + (size_t)row0 * G->T, rows, (size_t)s->B * G->T * sizeof(float));
 }
 
@@ -68,9 +71,14 @@ int job_step(Job *j, int step, StepStats *st, double times[4]) {
     Rollout *G = &j->G;
     Stage *S = j->st;
     double t0 = nr_now();
+    counters_step_begin(); /* per model-stage timers and counters (the trace's; no-ops without one) */
     /* gen */
     rollout_prompts(G, &j->ts, step);
-    if (S[PLAN_ACTOR_GEN].member) ppo_generate(&j->L, &S[PLAN_ACTOR_GEN].model, cfg, &j->ts, step);
+    if (S[PLAN_ACTOR_GEN].member) {
+        counters_stage_begin(PLAN_ACTOR_GEN);
+        ppo_generate(&j->L, &S[PLAN_ACTOR_GEN].model, cfg, &j->ts, step);
+        counters_stage_end(PLAN_ACTOR_GEN);
+    }
     gather_rollout(j);
     rollout_finish(G);
     double t1 = nr_now();
@@ -93,11 +101,15 @@ int job_step(Job *j, int step, StepStats *st, double times[4]) {
     sa.finite = sc.finite = 1;
     if (S[PLAN_ACTOR_TRAIN].member) {
         ReplicaShare sh = stage_share(&S[PLAN_ACTOR_TRAIN]);
+        counters_stage_begin(PLAN_ACTOR_TRAIN);
         ppo_train_model(PPO_ACTOR, &S[PLAN_ACTOR_TRAIN].model, G, cfg, step, &sh, &sa);
+        counters_stage_end(PLAN_ACTOR_TRAIN);
     }
     if (S[PLAN_CRITIC_TRAIN].member) {
         ReplicaShare sh = stage_share(&S[PLAN_CRITIC_TRAIN]);
+        counters_stage_begin(PLAN_CRITIC_TRAIN);
         ppo_train_model(PPO_CRITIC, &S[PLAN_CRITIC_TRAIN].model, G, cfg, step, &sh, &sc);
+        counters_stage_end(PLAN_CRITIC_TRAIN);
     }
     /* the sync needs every training EMU done: wait here, so that the wait
      * counts as training time and the sync time is the transfer alone */

@@ -1,0 +1,95 @@
+/* counters.h — what each rank measures around the model-stages of a PPO
+ * step: monotonic timers always, PAPI hardware counters where the machine
+ * exposes them, and the calibrated GEMM peak that MFU is measured against.
+ *
+ * One state per process (PAPI's own state is per process and per thread):
+ * counters_init turns it on; until then, and after counters_finish, the
+ * stage hooks do nothing, so a run without a trace pays nothing.
+ *
+ * Per step: counters_step_begin stamps the rank's step start; around its
+ * work on model-stage id a rank calls counters_stage_begin(id) and
+ * counters_stage_end(id) (a stage entered twice adds up); then the trace
+ * reduces the records over the job (counters_step_reduce).
+ *
+ * Counters: the events of [trace] papi_events (comma list, at most
+ * COUNTERS_MAX_EVENTS) in one PAPI event set per rank, started once and
+ * read (PAPI_read) at each stage boundary. They count the rank's main
+ * thread (PAPI's default granularity): with [run] blas_threads > 1 the BLAS
+ * and OpenMP worker threads are not in the counts. Only the events that
+ * every rank could add are counted (the same columns everywhere); where
+ * none can be — no PAPI in the build, PAPI_library_init failing, or no CPU
+ * PMU (containers, this build machine: the presets do not exist) — the
+ * init's note says so in one line and the timers carry on alone.
+ *
+ * Peak (counters_calibrate): each rank times square GEMMs of the backend
+ * (be->matmul_forward, N = 512 on the CPU backend, 4096 on a device),
+ * twice: alone, best of 3 after a warm-up (the ranks one after another,
+ * the others waiting in a sleeping barrier; for jobs of at most 64 ranks,
+ * above that the together rate stands in), and all ranks at once, GEMMs
+ * back to back for 0.1 s (long enough that ranks sharing cores overlap).
+ * A set of ranks can at most reach min(Σ their solo rates, Σ every rank's
+ * together rate): the first is what their cores do, the second what the
+ * machine does when all ranks compute (oversubscribed ranks share cores).
+ * That is the peak MFU is taken against (trace.c), and MFU is clamped to 1:
+ * a GEMM-tuned kernel may beat one timed GEMM by a little.
+ */
+#ifndef NEREUS_COUNTERS_H
+#define NEREUS_COUNTERS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <mpi.h>
+
+#include "nereus/backend.h"
+#include "nereus/plan.h"
+
+#define COUNTERS_MAX_EVENTS 8
+#define COUNTERS_NAME_MAX 64
+
+/* One model-stage of one step, reduced over the job's ranks. */
+typedef struct CounterStage {
+    int nranks_ran;                  /* ranks that worked on it this step (0: nobody did) */
+    double start, end;               /* min start, max end over those ranks, s since their step start */
+    double seconds;                  /* max over those ranks of the time spent in it */
+    int64_t value[COUNTERS_MAX_EVENTS]; /* event deltas summed over those ranks */
+} CounterStage;
+
+/* collective over world: parses events (a comma list, may be ""), starts
+ * PAPI and keeps the events every rank could add. note gets the one line
+ * to print (rank 0 prints it), "counters: ...". Returns 0, or −1 with why
+ * for a bad list (more than COUNTERS_MAX_EVENTS, an empty item, a name too
+ * long) — the same on every rank, before PAPI is touched. */
+int counters_init(MPI_Comm world, const char *events, char *note, size_t note_len, char *why, size_t why_len);
+/* the events counted (the same on every rank) */
+int counters_nevents(void);
+const char *counters_event(int i);
+int counters_on(void);
+/* stops PAPI and turns the hooks off */
+void counters_finish(void);
+
+/* the hooks (no-ops while off) */
+void counters_step_begin(void);
+void counters_stage_begin(int id);
+void counters_stage_end(int id);
+/* collective over world: this step's records of every model-stage,
+ * out[PLAN_NSTAGES], the same on every rank. */
+void counters_step_reduce(MPI_Comm world, CounterStage *out);
+
+/* The calibrated GEMM rate (counters_calibrate). */
+typedef struct CounterPeak {
+    int n;                 /* ranks */
+    int gemm_n;            /* the GEMM's size (N×N×N) */
+    double *solo;          /* (n) GFLOP/s of each rank alone (malloc'd; every rank gets all) */
+    double *together;      /* (n) GFLOP/s of each rank with all ranks at once */
+    double together_sum;   /* Σ together */
+    int solo_measured;     /* 0: solo = together (more than 64 ranks) */
+} CounterPeak;
+
+/* collective over world: measures the peak as described above. */
+void counters_calibrate(MPI_Comm world, const Backend *be, CounterPeak *p);
+void counters_peak_free(CounterPeak *p);
+/* The peak of the ranks of a resolved plan stage: min(Σ solo, together_sum), GFLOP/s. */
+double counters_peak_of(const CounterPeak *p, const PlanStage *s);
+
+#endif

@@ -1,0 +1,120 @@
+/* trace.h — the run's HDF5 trace: one file per run, written by rank 0 alone
+ * with the serial HDF5 API, one row per PPO step, per model-stage and step,
+ * per plan, per transition, and (for the planner) per drift event and
+ * admission decision. docs/TRACE.md is the schema; bin/nereus-trace and
+ * tools/plot-trace read it.
+ *
+ * Every table is a 1-D dataset of a compound type, chunked and extendible
+ * (H5S_UNLIMITED), appended to as the run goes; after every step (and after
+ * every other append) rank 0 calls H5Fflush, so a run that crashes or is
+ * killed leaves a trace with every step it finished. /complete is written
+ * at the clean end only.
+ *
+ * A trace that fails to write (disk full, ...) is not fatal: rank 0 warns
+ * once, closes the file and stops tracing; the run goes on.
+ *
+ * Collective calls say so; the others are rank 0's (they do nothing
+ * elsewhere, or without a trace: every function accepts NULL).
+ */
+#ifndef NEREUS_TRACE_H
+#define NEREUS_TRACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <mpi.h>
+
+#include "nereus/backend.h"
+#include "nereus/config.h"
+#include "nereus/model.h"
+#include "nereus/plan.h"
+
+#define TRACE_FORMAT 1
+
+typedef struct Trace Trace;
+
+/* What the trace needs to know about the job when it opens. */
+typedef struct TraceJob {
+    const Config *cfg;
+    const char *deck_text;       /* the resolved deck */
+    const char *plan_text;       /* plan_format of the starting plan */
+    const Backend *be;
+    GPTConfig actor, critic;     /* the logical model configs (FLOPs and bytes per stage) */
+    int have_rm;                 /* reward.inf holds a reward network */
+    int64_t start_step;          /* the first PPO step this run runs (a restart: > 0) */
+} TraceJob;
+
+/* The trace file of a run: [trace] file; "" gives NAME.trace.h5 (a restart
+ * from step S > 0: NAME_stepSSSSSS.trace.h5, so each leg keeps its own), in
+ * the current directory. Returns 0 with the path, or 1 when [trace] file =
+ * none. */
+int trace_path(const Config *cfg, int64_t start_step, char *buf, size_t len);
+
+/* collective over world: rank 0 creates the file (replacing one of that
+ * name), every rank starts its counters ([trace] papi_events) and the peak
+ * is calibrated. Rank 0 prints the counters line and the file's name.
+ * Returns the trace (NULL with *rc = 0 when [trace] file = none), or NULL
+ * with *rc = 2, why and the deck key to blame (*key: "trace.file" or
+ * "trace.papi_events"), the same on every rank, when the file cannot be
+ * created or the event list is bad. */
+Trace *trace_open(MPI_Comm world, const TraceJob *job, int *rc, const char **key, char *why, size_t len);
+
+/* One PPO step as run.c saw it (rank 0's numbers; stage times already max over ranks). */
+typedef struct TraceStep {
+    int64_t step;
+    double t0;                   /* nr_now() at the step's start */
+    double wall_s;               /* the step's seconds, as the progress line prints them */
+    double times[4];             /* gen, inf, train, sync (job_step) */
+    double tokens;               /* sequence tokens (B × T) */
+    double reward, kl, pg_loss, vf_loss, entropy, resp_len, clipfrac, approx_kl, grad_norm_actor, grad_norm_critic;
+    double sync_bytes;
+    int T, P;                    /* the step's sequence and prompt lengths */
+    const PlanConfig *plan;      /* the plan the step ran under */
+    int plan_id;
+} TraceStep;
+
+/* collective over world: reduces the step's stage records (counters.h) and
+ * rank 0 appends a /steps row and one /stages row per model-stage that
+ * holds a model, then flushes. Call it on every rank after job_step. */
+void trace_step(Trace *t, MPI_Comm world, const TraceStep *s);
+
+/* rank 0: a plan the run uses from first_step on, under the caller's id
+ * (run.c: 0 for the starting plan, then one more per transition). The
+ * predictions are NaN until the planner prices plans. */
+void trace_plan(Trace *t, int plan_id, int64_t first_step, const char *text, const char *source,
+                double predicted_step_s, double predicted_mem_bytes);
+
+/* One transition, from JobTxReport (job.h) as run.c has it. */
+typedef struct TraceTransition {
+    int64_t step;                /* before PPO step N */
+    double t0;                   /* nr_now() at its start */
+    int from_plan, to_plan;
+    int nchanges, nwaves, verified;
+    double predicted_s, measured_s, engine_s;
+    double bytes_moved, bytes_min, bytes_local, mem_peak, mem_budget;
+    const char *text;            /* one line per changed model-stage: primitives and bytes */
+} TraceTransition;
+void trace_transition(Trace *t, const TraceTransition *x);
+
+/* rank 0, for the planner: a drift event, an admission decision. */
+void trace_drift(Trace *t, int64_t step, const char *kind, double magnitude, double threshold);
+typedef struct TraceDecision {
+    int64_t step;
+    int from_plan, to_plan;      /* the current plan and the candidate's id (−1: none priced) */
+    double L_now_s, L_new_s;     /* predicted step latency of the current plan and of the candidate, s */
+    double dL_s;                 /* ΔL = L_now − L_new, s per step */
+    double C_s;                  /* predicted transition cost, s */
+    double H_steps;              /* expected steps before the next drift */
+    double gamma;
+    int urgent, admitted;
+    const char *reason;
+} TraceDecision;
+void trace_decision(Trace *t, const TraceDecision *d);
+
+/* collective over world: writes /complete (rank 0) when status is not
+ * NULL ("pass", "fail", "stopped ..."), closes the file, stops the
+ * counters; prints a line with the trace's own time (rank 0). NULL status:
+ * close without /complete (the run did not end as planned). */
+void trace_close(Trace *t, MPI_Comm world, const char *status, int64_t ppo_steps, double ppo_s);
+
+#endif

@@ -1,0 +1,234 @@
+#!/usr/bin/env bash
+# tests/test_trace.sh — the run's HDF5 trace end to end (docs/TRACE.md):
+# a 4-rank run of tests/decks/trace.deck (a plan switch before PPO step 5,
+# PAPI events asked for), then
+#   - the counters line appears exactly once (on this build machine: "PAPI
+#     events unavailable here (...); timers only");
+#   - h5dump -H opens the trace and shows every documented table, column
+#     and root attribute; h5py reads /steps by the documented names;
+#   - nereus-trace summary prints the breakdown and the transition's share
+#     of the runtime, and agrees with the run's stdout: the sum of the
+#     per-step seconds (within rounding), the number of transitions, the
+#     transition's measured time, the PPO loop's time;
+#   - plans, transitions, csv (one line per row + header), compare, replay
+#     (on an empty /decisions: says it needs the planner's decisions, exit 0;
+#     on a copy with decisions added through h5py as the schema says: the
+#     recorded gamma reproduces them, gamma 0 and 1 give other counts);
+#   - tools/plot-trace writes a PNG (magic bytes, > 10 KB), also with a drift
+#     event added;
+#   - a truncated copy and a file that is not HDF5: one clear line naming
+#     the file, exit 1, no core dump, from nereus-trace and plot-trace;
+#   - a run killed with SIGKILL keeps a trace that opens, holds the steps it
+#     finished and has no /complete.
+# Prints one ok/FAIL line per check; exits non-zero when any failed.
+set -u
+cd "$(dirname "$0")/.."
+if [ "$(id -u)" = 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
+L=jobs/local.sh NT=bin/nereus-trace PY=/usr/bin/python3
+D=build/test-logs/trace
+rm -rf "$D"; mkdir -p "$D"
+fails=0 n=0
+ok() { n=$((n+1)); if [ "$1" = 0 ]; then echo "ok   $2"; else fails=$((fails+1)); echo "FAIL $2"; fi; }
+have_py() { $PY -c 'import h5py, matplotlib' 2>/dev/null; }
+
+# ---- the run ---------------------------------------------------------------------
+T=$D/switch.trace.h5
+{ cat tests/decks/trace.deck; printf '[trace]\nfile = %s\n' "$T"; } > "$D/switch.deck"
+timeout 300 $L -np 4 bin/nereus "$D/switch.deck" >"$D/run.log" 2>&1; rc=$?
+ok $rc "4-rank run with a switch before step 5 (exit $rc; log $D/run.log)"
+[ -f "$T" ]; ok $? "the trace $T exists"
+c=$(grep -c '^counters: ' "$D/run.log")
+line=$(grep -m1 '^counters: ' "$D/run.log")
+if [ "$c" = 1 ] && echo "$line" | grep -qE '^counters: (PAPI events unavailable here \(.+\); timers only|PAPI counting .+)$'; then
+  ok 0 "the counters line appears exactly once: $line"
+else ok 1 "counters line $c times (want 1): $line"; fi
+
+# ---- h5dump, h5py ------------------------------------------------------------------
+if h5dump -H "$T" >"$D/h5dump.txt" 2>&1; then
+  why=""
+  for ds in steps stages plans drift decisions transitions deck complete; do
+    grep -q "DATASET \"$ds\"" "$D/h5dump.txt" || why="$why no /$ds;"
+  done
+  for col in wall_s gen_s inf_s train_s sync_s tokens_per_s reward kl pg_loss vf_loss entropy resp_len plan_id \
+             nranks seconds flops bytes gflops peak_gflops mfu first_step text predicted_step_s predicted_mem_bytes \
+             kind magnitude dL_s C_s H_steps gamma admitted reason from_plan to_plan predicted_s measured_s \
+             bytes_moved bytes_min; do
+    grep -q "\"$col\";" "$D/h5dump.txt" || why="$why no column $col;"
+  done
+  for a in format format_version run_name deck ranks started source_commit peak_gflops_solo peak_gflops_together counters; do
+    grep -q "ATTRIBUTE \"$a\"" "$D/h5dump.txt" || why="$why no attribute $a;"
+  done
+  grep -q 'H5S_UNLIMITED' "$D/h5dump.txt" || why="$why no extendible dataset;"
+  [ -z "$why" ]; ok $? "h5dump -H opens the trace and shows every documented table, column and attribute$why"
+else ok 1 "h5dump -H $T failed: $(head -c 300 "$D/h5dump.txt")"; fi
+
+if have_py; then
+  $PY - "$T" >"$D/h5py.log" 2>&1 <<'PY'
+import sys, h5py, numpy as np
+f = h5py.File(sys.argv[1], "r")
+s = f["steps"][:]
+need = ["step", "plan_id", "t_start_s", "wall_s", "gen_s", "inf_s", "train_s", "sync_s", "tokens", "tokens_per_s",
+        "reward", "kl", "pg_loss", "vf_loss", "entropy", "resp_len"]
+missing = [c for c in need if c not in s.dtype.names]
+assert not missing, "missing /steps columns %s" % missing
+assert list(s["step"]) == list(range(10)), s["step"]
+assert list(s["plan_id"]) == [0] * 5 + [1] * 5, s["plan_id"]
+assert np.all(s["wall_s"] > 0) and np.all(s["tokens"] > 0)
+g = f["stages"][:]
+assert len(g) == 60, len(g)                     # 6 model-stages with a model (rule reward) x 10 steps
+assert np.all(g["mfu"] <= 1) and np.all(g["mfu"] > 0) and np.all(g["flops"] > 0)
+assert np.all(g["seconds"] > 0) and np.all(g["nranks_ran"] == g["nranks"])
+names = f.attrs["stage_names"].decode().split(",")
+assert names[0] == "actor.gen" and len(names) == 7
+t = f["transitions"][:]
+assert len(t) == 1 and t["step"][0] == 5 and t["from_plan"][0] == 0 and t["to_plan"][0] == 1, t
+assert t["bytes_moved"][0] == t["bytes_min"][0] > 0
+p = f["plans"][:]
+assert list(p["plan_id"]) == [0, 1] and list(p["first_step"]) == [0, 5]
+assert len(f["drift"]) == 0 and len(f["decisions"]) == 0
+c = f["complete"]
+assert c[()] == 1 and c.attrs["status"] == b"pass" and c.attrs["ppo_steps"] == 10
+print("ok: /steps %d rows by name, /stages %d rows, 1 transition, 2 plans, complete" % (len(s), len(g)))
+PY
+  ok $? "h5py reads /steps by the documented names and the tables hold what the run did: $(tail -1 "$D/h5py.log")"
+else ok 1 "/usr/bin/python3 has no h5py or matplotlib (Debian: python3-h5py python3-matplotlib)"; fi
+
+# ---- nereus-trace summary against the run's stdout ----------------------------------------
+$NT summary "$T" >"$D/summary.txt" 2>&1; rc=$?
+ok $rc "nereus-trace summary (exit $rc)"
+why=""
+out_sum=$(sed -n 's/^step *[0-9]* |.*| \([0-9.]*\)s: gen .*/\1/p' "$D/run.log" | awk '{s+=$1} END {printf "%.4f", s}')
+nout=$(grep -c '^step *[0-9]* |' "$D/run.log")
+tr_sum=$(sed -n 's/^steps: \([0-9]*\) (steps [0-9]*-[0-9]*), \([0-9.]*\) s in steps.*/\2/p' "$D/summary.txt")
+tr_n=$(sed -n 's/^steps: \([0-9]*\) (steps.*/\1/p' "$D/summary.txt")
+[ "$tr_n" = "$nout" ] && [ "$tr_n" = 10 ] || why="$why steps '$tr_n' vs $nout progress lines;"
+awk -v a="$out_sum" -v b="$tr_sum" -v n="$nout" 'BEGIN{d=a-b; if(d<0)d=-d; exit !(b!="" && d <= 0.0005*n + 0.0015)}' \
+  || why="$why step seconds: summary '$tr_sum', stdout $out_sum;"
+ntx_out=$(sed -n 's/^verify\.transitions: //p' "$D/run.log")
+ntx_tr=$(sed -n 's/^transitions: \([0-9]*\), .*/\1/p' "$D/summary.txt")
+[ "$ntx_out" = 1 ] && [ "$ntx_tr" = "$ntx_out" ] || why="$why transitions: summary '$ntx_tr', stdout '$ntx_out';"
+m_out=$(sed -n 's/^transition: .*, measured \([0-9.]*\) s (transfers.*/\1/p' "$D/run.log")
+grep -q "measured $m_out s\$" "$D/summary.txt" || why="$why transition measured '$m_out' not in the summary;"
+ppo_out=$(sed -n 's/^ppo: [0-9]* steps in \([0-9.]*\)s;.*/\1/p' "$D/run.log")
+ppo_tr=$(sed -n 's/^status: complete (pass), PPO loop \([0-9.]*\) s$/\1/p' "$D/summary.txt")
+awk -v a="$ppo_out" -v b="$ppo_tr" 'BEGIN{d=a-b; if(d<0)d=-d; exit !(b!="" && d <= 0.006)}' || why="$why PPO loop '$ppo_tr' vs stdout '$ppo_out';"
+share=$(grep -oE '^transitions: 1, .* ([0-9.]+)% of the runtime' "$D/summary.txt")
+[ -n "$share" ] || why="$why no transition share;"
+for k in actor.gen actor.inf actor.train ref.inf critic.inf critic.train; do
+  grep -qE "^  $k +4|^  $k +2" "$D/summary.txt" || why="$why no model-stage row $k;"
+done
+grep -qE '^  train +[0-9.]+ +[0-9.]+ +[0-9.]+%' "$D/summary.txt" || why="$why no phase rows;"
+grep -qE 'tokens/s' "$D/summary.txt" || why="$why no tokens/s;"
+[ -z "$why" ]; ok $? "summary agrees with stdout: $nout steps, ${tr_sum}s in steps (stdout $out_sum), $ntx_tr transition of ${m_out}s, PPO loop ${ppo_tr}s (stdout ${ppo_out}s); ${share#transitions: 1, }$why"
+
+# ---- the other subcommands ------------------------------------------------------------------------
+$NT plans "$T" >"$D/plans.txt" 2>&1 && grep -q '^plan 0: from step 0 (deck \[plan\]), steps 0-4' "$D/plans.txt" &&
+  grep -q '^plan 1: from step 5 (deck \[switch\]), steps 5-9.*entered by a transition' "$D/plans.txt" &&
+  grep -q 'actor.train   tp2 pp2 dp1  ranks 1,0,3,2' "$D/plans.txt"
+ok $? "plans: plan 0 for steps 0-4, plan 1 from step 5 (entered by the transition), with the plan text"
+$NT transitions "$T" >"$D/transitions.txt" 2>&1 && grep -q '^before step 5: plan 0 -> 1, 6 model-stage(s)' "$D/transitions.txt" &&
+  grep -q 'Split' "$D/transitions.txt" && grep -q 'bytes: moved' "$D/transitions.txt"
+ok $? "transitions: the switch before step 5 with its bytes and primitives"
+$NT csv "$T" steps >"$D/steps.csv" 2>&1; rc=$?
+lines=$(wc -l <"$D/steps.csv")
+[ $rc = 0 ] && [ "$lines" = 11 ] && head -1 "$D/steps.csv" | grep -q '^step,plan_id,.*wall_s'
+ok $? "csv steps: header + one line per step ($lines lines, want 11)"
+bad=0
+for tb in stages plans drift decisions transitions; do $NT csv "$T" $tb >"$D/$tb.csv" 2>&1 || bad=1; done
+[ $bad = 0 ] && [ "$(wc -l <"$D/stages.csv")" = 61 ] && [ "$(wc -l <"$D/decisions.csv")" = 1 ]
+ok $? "csv of every other table (stages 60 rows + header, empty decisions: the header)"
+$NT csv "$T" bogus >/dev/null 2>"$D/csv-bad.txt"; [ $? = 2 ] && grep -q "no table 'bogus'" "$D/csv-bad.txt"
+ok $? "csv of an unknown table: exit 2, names it"
+$NT compare "$T" "$T" >"$D/compare.txt" 2>&1 && grep -qE '^  mean step s +[0-9.]+ +[0-9.]+ +1\.000$' "$D/compare.txt" &&
+  grep -q 'actor.train s' "$D/compare.txt" && grep -q 'tokens/s' "$D/compare.txt"
+ok $? "compare A A: side by side, ratios 1.000"
+$NT replay "$T" --gamma 0 --gamma 1 >"$D/replay.txt" 2>&1; rc=$?
+[ $rc = 0 ] && grep -q '^replay: needs the planner.s decisions (/decisions is empty in this trace)$' "$D/replay.txt"
+ok $? "replay on an empty /decisions: says it needs the planner's decisions, exit $rc"
+
+# decisions and a drift event added with h5py as docs/TRACE.md describes them
+if have_py; then
+  cp "$T" "$D/decided.h5"
+  $PY - "$D/decided.h5" >"$D/decided.log" 2>&1 <<'PY'
+import sys, h5py, numpy as np
+with h5py.File(sys.argv[1], "r+") as f:
+    d = f["decisions"]
+    rows = [(3, 0, 1, 0, 1, 0.5, 0.3, 0.2, 0.8, 10.0, 0.5, b"admitted: pays back"),
+            (7, 1, 2, 0, 0, 0.5, 0.45, 0.05, 1.0, 5.0, 0.5, b"refused: pays back too late"),
+            (8, 1, 3, 1, 1, 0.5, 0.6, -0.1, 1.0, 5.0, 0.5, b"urgent: pool change")]
+    names = ["step", "from_plan", "to_plan", "urgent", "admitted", "L_now_s", "L_new_s", "dL_s", "C_s", "H_steps",
+             "gamma", "reason"]
+    a = np.zeros(len(rows), dtype=d.dtype)
+    for i, r in enumerate(rows):
+        for k, v in zip(names, r):
+            a[i][k] = v
+    d.resize((len(rows),))
+    d[:] = a
+    dr = f["drift"]
+    b = np.zeros(1, dtype=dr.dtype)
+    b[0]["step"], b[0]["kind"], b[0]["magnitude"], b[0]["threshold"] = 3, b"length", 0.42, 0.3
+    dr.resize((1,))
+    dr[:] = b
+PY
+  ok $? "h5py appends rows to /decisions and /drift with the documented columns"
+  $NT replay "$D/decided.h5" --gamma 0 --gamma 1 >"$D/replay2.txt" 2>&1; rc=$?
+  a_rec=$(sed -n '/^gamma (recorded)/,/^  admitted [0-9]/ s/^  admitted \([0-9]*\) of.*/\1/p' "$D/replay2.txt")
+  a0=$(sed -n '/^gamma 0:/,/^  admitted [0-9]/ s/^  admitted \([0-9]*\) of.*/\1/p' "$D/replay2.txt")
+  a1=$(sed -n '/^gamma 1:/,/^  admitted [0-9]/ s/^  admitted \([0-9]*\) of.*/\1/p' "$D/replay2.txt")
+  [ $rc = 0 ] && grep -q 'the recorded gamma reproduces every recorded decision' "$D/replay2.txt" && [ "$a_rec" = 2 ] &&
+    [ "$a0" = 1 ] && [ "$a1" = 2 ] && grep -q 'not computed' "$D/replay2.txt"
+  ok $? "replay over recorded decisions: the recorded gamma reproduces them (admitted $a_rec), gamma 0 admits $a0, gamma 1 admits $a1; totals and regret said to need the planner"
+  $NT summary "$D/decided.h5" >"$D/summary2.txt" 2>&1 && grep -q 'step 3: length, magnitude 0.42' "$D/summary2.txt" &&
+    grep -q 'admission decisions: 3, 2 admitted' "$D/summary2.txt"
+  ok $? "summary lists the drift event and the decisions"
+fi
+
+# ---- plot-trace ----------------------------------------------------------------------------------
+if have_py; then
+  for f in "$T" "$D/decided.h5"; do
+    png=${f%.h5}.png
+    rm -f "$png"
+    tools/plot-trace "$f" "$png" >"$D/plot.log" 2>&1; rc=$?
+    sz=$(stat -c %s "$png" 2>/dev/null || echo 0)
+    magic=$(head -c 8 "$png" 2>/dev/null | od -An -tx1 | tr -d ' \n')
+    [ $rc = 0 ] && [ "$magic" = 89504e470d0a1a0a ] && [ "$sz" -gt 10240 ]
+    ok $? "plot-trace $(basename "$f") writes a PNG ($sz bytes, magic $magic)"
+  done
+fi
+
+# ---- truncated, not HDF5 ----------------------------------------------------------------------------
+cp "$T" "$D/trunc.h5"; truncate -s $(( $(stat -c %s "$T") / 2 )) "$D/trunc.h5"
+for f in "$D/trunc.h5" tests/decks/trace.deck; do
+  $NT summary "$f" >"$D/bad.out" 2>"$D/bad.err"; rc=$?
+  what=truncated; [ "$f" = tests/decks/trace.deck ] && what='not an HDF5 file'
+  [ $rc = 1 ] && [ "$(wc -l <"$D/bad.err")" = 1 ] && grep -q "$f: .*$what" "$D/bad.err" && [ ! -s "$D/bad.out" ] &&
+    ! ls core* "$D"/core* >/dev/null 2>&1
+  ok $? "nereus-trace summary $(basename "$f"): exit $rc (want 1), one line: $(cat "$D/bad.err")"
+done
+if have_py; then
+  tools/plot-trace "$D/trunc.h5" "$D/trunc.png" >/dev/null 2>"$D/plot-bad.err"; rc=$?
+  [ $rc = 1 ] && grep -q 'trunc.h5: .*truncated' "$D/plot-bad.err" && [ ! -e "$D/trunc.png" ]
+  ok $? "plot-trace on the truncated copy: exit $rc (want 1): $(cat "$D/plot-bad.err")"
+fi
+
+# ---- a killed run keeps its trace --------------------------------------------------------------------
+K=$D/killed.trace.h5
+{ sed '/^\[sft\]/,/^\[/ s/^steps = 40$/steps = 0/; /^\[ppo\]/,/^\[/ s/^steps = 10$/steps = 100000/; s/^batch = 48$/batch = 8/; s/^minibatch = 12$/minibatch = 4/; /^\[plan\]/,$d' tests/decks/trace.deck
+  printf '[trace]\nfile = %s\n' "$K"; } > "$D/kill.deck"
+$L -np 1 bin/nereus "$D/kill.deck" >"$D/kill.log" 2>&1 &
+mp=$!
+for i in $(seq 1 3000); do grep -q '^step *3 |' "$D/kill.log" 2>/dev/null && break; sleep 0.01; done
+for c in $(pgrep -P $mp); do kill -KILL "$c" 2>/dev/null; done  # the rank (mpirun's child), as a crash would
+wait $mp 2>/dev/null
+nlog=$(grep -c '^step *[0-9]* |' "$D/kill.log")
+if have_py; then
+  got=$($PY -c 'import sys, h5py; f = h5py.File(sys.argv[1], "r"); print(len(f["steps"]), "complete" in f)' "$K" 2>&1)
+  rows=${got% *}; comp=${got#* }
+  [ "$comp" = False ] && [ "$rows" -ge "$nlog" ] 2>/dev/null && [ "$nlog" -ge 4 ]
+  ok $? "SIGKILLed run: h5py opens its trace: $rows step rows (the log shows $nlog), no /complete"
+fi
+$NT summary "$K" >"$D/kill-summary.txt" 2>&1 && grep -q 'NOT complete' "$D/kill-summary.txt"
+ok $? "nereus-trace summary of the killed run's trace: exit 0, says NOT complete"
+
+echo "$((n - fails)) of $n trace checks passed"
+[ $fails = 0 ]
