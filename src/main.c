@@ -12,6 +12,7 @@ static void usage(FILE *f) {
     fprintf(f,
             "usage: nereus DECK                 run the job described by an input deck\n"
             "       nereus DECK --restart FILE  resume from a checkpoint (FILE, or 'latest' in [ckpt] dir)\n"
+            "       nereus --simulate DECK      a simulation deck ([simulate]): MODELLED cluster, every policy\n"
             "       nereus --deck-reference     print every deck section and key (markdown)\n"
             "       nereus --help\n"
             "launch: mpirun -np N bin/nereus DECK   (or: srun --mpi=pmix -n N bin/nereus DECK)\n"
@@ -23,7 +24,7 @@ int main(int argc, char **argv) {
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     const char *deck_path = NULL, *restart = NULL;
-    int rc = 0;
+    int rc = 0, simulate = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             if (rank == 0) usage(stdout);
@@ -33,6 +34,8 @@ int main(int argc, char **argv) {
             if (rank == 0) deck_write_reference(stdout);
             MPI_Finalize();
             return 0;
+        } else if (strcmp(argv[i], "--simulate") == 0) {
+            simulate = 1;
         } else if (strcmp(argv[i], "--restart") == 0) {
             if (i + 1 >= argc || argv[i + 1][0] == 0) {
                 if (rank == 0) fprintf(stderr, "nereus: --restart needs a checkpoint file (or 'latest')\n");
@@ -66,6 +69,18 @@ int main(int argc, char **argv) {
     Config cfg;
     Deck *deck = NULL;
     rc = deck_load(deck_path, MPI_COMM_WORLD, &cfg, &deck);
+    if (rc == 0 && simulate != deck_is_simulation(deck)) {
+        if (rank == 0)
+            fprintf(stderr, simulate ? "nereus: %s: error: --simulate needs a simulation deck (a [simulate] section)\n"
+                                     : "nereus: %s: error: a simulation deck ([simulate]): run bin/nereus --simulate %s\n",
+                    deck_path, deck_path);
+        rc = 2;
+    } else if (rc == 0 && simulate) {
+        rc = run_simulation(&cfg, deck, rank);
+        deck_free(deck);
+        MPI_Finalize();
+        return rc;
+    }
     if (rc == 0) {
         /* the plan against this job and model, before any compute: every
          * rank resolves the same bytes, so every rank fails the same way */

@@ -271,6 +271,21 @@ for k in infeasible budget; do
   else result "switch-$k-refused" 1 0 "no refusal line, or the run did not continue"; fi
 done
 
+echo "== simulator (bin/nereus --simulate: MODELLED clusters, every policy)"
+t sim-growth-64 120 bin/nereus --simulate inputs/sim/growth-64.deck
+f=$LOG/sim-growth-64.log
+pb=$(sed -n 's/^sim\.payback\.mean_step_s: //p' "$f"); st=$(sed -n 's/^sim\.static\.mean_step_s: //p' "$f")
+aa=$(sed -n 's/^sim\.admit-all\.mean_step_s: //p' "$f")
+if [ "$(verify "$f" status)" = pass ] && [ -n "$pb" ] && awk -v p="$pb" -v s="$st" -v a="$aa" 'BEGIN{exit !(p < s && p <= a * 1.0001)}'; then
+  result sim-payback-wins 0 0 "64 GPUs: payback $pb s/step, static $st, admit-all $aa"
+else result sim-payback-wins 1 0 "payback '$pb' static '$st' admit-all '$aa'"; fi
+for f in tests/decks/sim/*.deck; do
+  re=$(sed -n 's/^# expect: //p' "$f" | head -1 | tr -d '\r')
+  bad "sim-$(basename "$f" .deck)" "$re" bin/nereus --simulate "$f"
+done
+bad sim-needs-sim-deck 'needs a simulation deck' bin/nereus --simulate inputs/tiny.deck
+bad sim-deck-needs-flag 'a simulation deck.*--simulate' bin/nereus inputs/sim/growth-16.deck
+
 echo "== traces: the HDF5 trace of a 4-rank run with a switch, nereus-trace, plot-trace, truncated and killed traces"
 t traces 600 tests/test_trace.sh
 grep -E '^FAIL|trace checks passed' "$LOG/traces.log" | sed 's/^/      /' | cut -c1-200

@@ -448,7 +448,7 @@ static void bad_cases(Tally *t)
     bad(t, "key in the wrong section", MODEL "seed = 3\n", "x.deck:5: error: unknown key [model] seed",
         "note: did you mean 'run.seed'?", 0);
     bad(t, "key of two other sections", MODEL "steps = 3\n", "unknown key [model] steps",
-        "note: did you mean 'sft.steps' or 'ppo.steps'?", 0);
+        "note: did you mean 'sft.steps' or 'ppo.steps' or 'simulate.steps'?", 0);
     bad(t, "upper-case key", "[model]\nN_Layer = 2\n", "x.deck:2: error: unknown key [model] N_Layer",
         "note: did you mean 'model.n_layer'?", 0);
     bad(t, "far unknown key", MODEL "[ppo]\nxyzzy_frobnicate = 1\n", "x.deck:6: error: unknown key [ppo] xyzzy_frobnicate",
@@ -768,7 +768,7 @@ static void table_checks(Tally *t)
         }
         l = nl ? nl + 1 : l + ll;
     }
-    check(t, rows == 75 && broken == 0, "reference: %d key rows, %d with a stray '|'", rows, broken);
+    check(t, rows == 96 && broken == 0, "reference: %d key rows, %d with a stray '|'", rows, broken);
     check(t, buf && strstr(buf, "| `value_clip` | float | `0.2` | > 0 and ≤ 1000000 |"), "bounds print as written (1000000)");
     check(t, buf && strstr(buf, "## [switch]") && strstr(buf, "## [transition]") &&
                  strstr(buf, "| `step` | int | `-1` | ≥ -1 | before PPO step N (0-based") &&

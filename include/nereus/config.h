@@ -116,6 +116,33 @@ typedef struct TraceConfig {
     char papi_events[CFG_STR]; /* [trace] papi_events: comma list of PAPI events per model-stage ("" = none) */
 } TraceConfig;
 
+/* [simulate]: a simulation deck (bin/nereus --simulate DECK, sim.h): a
+ * MODELLED cluster and MODELLED models under a drift trace; nothing runs on
+ * hardware. Doubles first, then ints, then strings: no hole inside, a size
+ * that keeps what follows aligned. */
+typedef struct SimulateConfig {
+    double resp_len;           /* [simulate] resp_len: response tokens at the first step */
+    double resp_len_end;       /* [simulate] resp_len_end: at the last step (geometric growth) */
+    double prompt_len;         /* [simulate] prompt_len */
+    double gamma;              /* [simulate] gamma: payback γ */
+    double threshold;          /* [simulate] threshold: drift threshold */
+    double slow_factor;        /* [simulate] slow_factor: INJECTED slowdown of slow_rank */
+    int gpus;                  /* [simulate] gpus (required in a simulation deck) */
+    int ranks_per_node;        /* [simulate] ranks_per_node: 4 | 8 */
+    int steps;                 /* [simulate] steps */
+    int batch;                 /* [simulate] batch */
+    int minibatch;             /* [simulate] minibatch */
+    int epochs;                /* [simulate] epochs */
+    int every_k;               /* [simulate] every_k: the every-k policy's period */
+    int slow_rank;             /* [simulate] slow_rank: −1 = none */
+    int slow_from, slow_to;    /* [simulate] slow_from, slow_to: steps [from, to) */
+    char gpu[16];              /* [simulate] gpu: h100 | h200 | a100 */
+    char network[16];          /* [simulate] network: infiniband | slingshot */
+    char actor[32];            /* [simulate] actor: a modelled shape (planner.h) */
+    char critic[32];           /* [simulate] critic */
+    char availability[CFG_STR]; /* [simulate] availability: trace file of "STEP GPUS" lines ("" = none) */
+} SimulateConfig;
+
 typedef struct Config {
     RunConfig run;
     ModelConfig model;
@@ -129,6 +156,7 @@ typedef struct Config {
     PlanConfig plan;         /* [plan] default and one key per model-stage (plan.h) */
     SwitchConfig sw;         /* [switch] (`switch` is a C keyword) */
     TraceConfig trace;       /* [trace] (before [transition]: its doubles align it, and its tail padding must stay last) */
+    SimulateConfig sim;      /* [simulate] (8-byte sized: [transition] stays aligned after it) */
     TransitionConfig transition; /* [transition] */
 } Config;
 

@@ -82,6 +82,10 @@ char *deck_resolved_text(const Deck *d, const Config *cfg);
  * inputs/REFERENCE.md is made. Returns 0, or -1 on a write error. */
 int deck_write_reference(FILE *f);
 
+/* 1 when the deck has a [simulate] section: a simulation deck for
+ * `bin/nereus --simulate` (only [simulate]'s required keys apply to it). */
+int deck_is_simulation(const Deck *d);
+
 void deck_free(Deck *d);
 
 #endif

@@ -10,4 +10,9 @@
  * verified), 1 (run failed verification, e.g. a non-finite loss), 2 (bad input). */
 int run_job(const Config *cfg, const Deck *deck, const char *deck_path);
 
+/* bin/nereus --simulate: the deck's [simulate] scenario under every policy
+ * (src/run/simulate.c); rank 0 prints. Returns 0, 1 (a policy had no plan
+ * that fits) or 2 (a bad [simulate] value, reported at its line). */
+int run_simulation(const Config *cfg, const Deck *deck, int rank);
+
 #endif

@@ -603,6 +603,25 @@ static int deck_cross_checks(const Deck *d, const Config *c)
     return 0;
 }
 
+static int deck_check_simulate(const Deck *d, const Config *c)
+{
+    const SimulateConfig *m = &c->sim;
+    if (m->batch % m->minibatch != 0) {
+        int line = d->key_line[deck_key_find_dotted("simulate.minibatch")];
+        if (!line) line = d->key_line[deck_key_find_dotted("simulate.batch")];
+        return deck_report(d, line, NULL, "[simulate] minibatch = %d does not divide batch = %d", m->minibatch, m->batch);
+    }
+    if (m->slow_rank >= m->gpus)
+        return deck_report(d, d->key_line[deck_key_find_dotted("simulate.slow_rank")], NULL,
+                           "[simulate] slow_rank = %d is not a rank of %d GPUs (0..%d)", m->slow_rank, m->gpus, m->gpus - 1);
+    if (m->slow_rank >= 0 && m->slow_to <= m->slow_from)
+        return deck_report(d, d->key_line[deck_key_find_dotted("simulate.slow_to")], NULL,
+                           "[simulate] slow_to = %d must come after slow_from = %d", m->slow_to, m->slow_from);
+    return 0;
+}
+
+int deck_is_simulation(const Deck *d) { return d && d->section_line[deck_section_find("simulate", 8)] != 0; }
+
 static int deck_resolve(Deck *d, Config *out)
 {
     char why[128];
@@ -655,10 +674,14 @@ static int deck_resolve(Deck *d, Config *out)
         if (rc) return rc;
     }
 
+    /* a deck with [simulate] is a simulation deck: only [simulate]'s required keys apply (the job's
+       sections are not used); any other deck never needs [simulate]'s */
+    int sim = d->section_line[deck_section_find("simulate", 8)] != 0;
     for (size_t i = 0; i < deck_nkeys; i++) {
         const DeckKey *k = &deck_keys[i];
         if (d->key_line[i]) continue;
-        if (k->flags & DECK_F_REQUIRED) {
+        int in_sim = strcmp(k->section, "simulate") == 0;
+        if ((k->flags & DECK_F_REQUIRED) && in_sim == sim) {
             char exp[192];
             deck_expect_phrase(k, exp, sizeof exp);
             int s = deck_section_find(k->section, strlen(k->section));
@@ -669,11 +692,12 @@ static int deck_resolve(Deck *d, Config *out)
             deck_stem(d->path, (char *)&c + k->offset, k->size);
             continue;
         }
+        if (!k->def) continue; /* a required key of the other kind of deck: left zero */
         int rc = deck_set(d, k, k->def, strlen(k->def), 0, 0, &c);
         if (rc) return rc; /* a bad default in keys.c; the unit test resolves all defaults */
     }
 
-    int rc = deck_cross_checks(d, &c);
+    int rc = sim ? deck_check_simulate(d, &c) : deck_cross_checks(d, &c);
     if (rc) return rc;
     if (out) memcpy(out, &c, sizeof c);
     return 0;
@@ -938,8 +962,12 @@ static char *deck_format_resolved(const Deck *d, const Config *cfg)
     DeckBuf b = {0};
     deck_buf_printf(&b, "# resolved deck: %s\n", d ? d->path : "<deck>");
     const char *sec = NULL;
+    /* a simulation deck is [run] and [simulate]; a job's deck everything but [simulate] */
+    int sim = d ? deck_is_simulation(d) : cfg->sim.gpus > 0;
     for (size_t i = 0; i < deck_nkeys; i++) {
         const DeckKey *k = &deck_keys[i];
+        int in_sim = strcmp(k->section, "simulate") == 0;
+        if (sim ? !in_sim && strcmp(k->section, "run") != 0 : in_sim) continue;
         if (!sec || strcmp(sec, k->section) != 0) {
             deck_buf_printf(&b, "%s[%s]\n", sec ? "\n" : "", k->section);
             sec = k->section;
@@ -975,6 +1003,9 @@ static const char deck_reference_preamble[] =
     "# Nereus input deck reference\n"
     "\n"
     "A run is described by one input deck: `mpirun -np N bin/nereus inputs/x.deck`.\n"
+    "A simulation deck — one with a `[simulate]` section — is run with\n"
+    "`bin/nereus --simulate inputs/sim/x.deck`: it models a cluster and models\n"
+    "(nothing runs on hardware), and only `[run] name` and `[simulate]` apply to it.\n"
     "This file is generated from the key table in `src/deck/keys.c` (the\n"
     "tables below) by `deck_write_reference()`; do not edit the tables by hand.\n"
     "\n"

@@ -197,13 +197,50 @@ const DeckKey deck_keys[] = {
      "the run's HDF5 trace (docs/TRACE.md), written by rank 0 and flushed after every step; \"\" = NAME.trace.h5 in the current directory (a restart from step S: NAME_stepSSSSSS.trace.h5); none = no trace"},
     {"trace", "papi_events", DECK_T_STRING, 0, "", NONE, NONE, NULL, F_STR(trace.papi_events),
      "PAPI events counted per model-stage on every rank, comma separated (e.g. PAPI_TOT_INS,PAPI_TOT_CYC; at most 8); \"\" = none (timers only); events the machine lacks are reported once and left out"},
+    /* [simulate]: simulation decks only (bin/nereus --simulate); gpus is required there */
+    {"simulate", "resp_len", DECK_T_DOUBLE, 0, "500", GT(0), NONE, NULL, F_DBL(sim.resp_len),
+     "response tokens at the first step"},
+    {"simulate", "resp_len_end", DECK_T_DOUBLE, 0, "8000", GT(0), NONE, NULL, F_DBL(sim.resp_len_end),
+     "response tokens at the last step (geometric growth between)"},
+    {"simulate", "prompt_len", DECK_T_DOUBLE, 0, "512", GT(0), NONE, NULL, F_DBL(sim.prompt_len), "prompt tokens"},
+    {"simulate", "gamma", DECK_T_DOUBLE, 0, "0.5", GE(0), NONE, NULL, F_DBL(sim.gamma),
+     "payback gamma: admit when C / dL <= gamma x H"},
+    {"simulate", "threshold", DECK_T_DOUBLE, 0, "0.3", GT(0), NONE, NULL, F_DBL(sim.threshold),
+     "relative drift (length, efficiency) that triggers a replan"},
+    {"simulate", "slow_factor", DECK_T_DOUBLE, 0, "3", GE(1), NONE, NULL, F_DBL(sim.slow_factor),
+     "INJECTED: how many times slower slow_rank runs in [slow_from, slow_to)"},
+    {"simulate", "gpus", DECK_T_INT, REQ, NULL, GE(1), LE(PLAN_MAX_RANKS), NULL, F_INT(sim.gpus),
+     "GPUs of the modelled cluster (one rank each)"},
+    {"simulate", "ranks_per_node", DECK_T_INT, 0, "8", GE(1), LE(64), NULL, F_INT(sim.ranks_per_node),
+     "GPUs per node (NVLink inside, the network between)"},
+    {"simulate", "steps", DECK_T_INT, 0, "1000", GE(1), NONE, NULL, F_INT(sim.steps), "simulated PPO steps"},
+    {"simulate", "batch", DECK_T_INT, 0, "512", GE(1), NONE, NULL, F_INT(sim.batch), "prompts per step"},
+    {"simulate", "minibatch", DECK_T_INT, 0, "128", GE(1), NONE, NULL, F_INT(sim.minibatch),
+     "sequences per update (divides batch)"},
+    {"simulate", "epochs", DECK_T_INT, 0, "1", GE(1), NONE, NULL, F_INT(sim.epochs), "PPO epochs per step"},
+    {"simulate", "every_k", DECK_T_INT, 0, "50", GE(1), NONE, NULL, F_INT(sim.every_k),
+     "the every-k policy's replan period (steps)"},
+    {"simulate", "slow_rank", DECK_T_INT, 0, "-1", GE(-1), NONE, NULL, F_INT(sim.slow_rank),
+     "INJECTED: the rank that runs slow_factor times slower (-1: none)"},
+    {"simulate", "slow_from", DECK_T_INT, 0, "0", GE(0), NONE, NULL, F_INT(sim.slow_from), "first slow step"},
+    {"simulate", "slow_to", DECK_T_INT, 0, "0", GE(0), NONE, NULL, F_INT(sim.slow_to), "first step at full speed again"},
+    {"simulate", "gpu", DECK_T_CHOICE, 0, "h200", NONE, NONE, "h100|h200|a100", F_STR(sim.gpu),
+     "GPU kind: dense bf16 FLOP/s, memory and HBM bandwidth from its datasheet"},
+    {"simulate", "network", DECK_T_CHOICE, 0, "infiniband", NONE, NONE, "infiniband|slingshot", F_STR(sim.network),
+     "between nodes: InfiniBand NDR 400 (50 GB/s, 10 us) or Slingshot-11 (25 GB/s, 2 us) per GPU"},
+    {"simulate", "actor", DECK_T_STRING, 0, "llama-3.1-8b", NONE, NONE, NULL, F_STR(sim.actor),
+     "actor (and ref) shape: llama-3.1-8b, qwen3-14b, qwen3-32b, llama-3.3-70b"},
+    {"simulate", "critic", DECK_T_STRING, 0, "llama-3.1-8b", NONE, NONE, NULL, F_STR(sim.critic),
+     "critic shape (with a value head), from the same list"},
+    {"simulate", "availability", DECK_T_STRING, 0, "", NONE, NONE, NULL, F_STR(sim.availability),
+     "GPU availability trace: lines 'STEP GPUS' (# comments), GPUs in the pool from STEP on; \"\" = all, always"},
 };
 /* clang-format on */
 
 const size_t deck_nkeys = sizeof deck_keys / sizeof deck_keys[0];
 
 const char *const deck_sections[] = {"run",    "model", "task",   "optim", "sft",    "ppo",
-                                     "reward", "inject", "ckpt", "plan",  "switch", "transition", "trace"};
+                                     "reward", "inject", "ckpt", "plan",  "switch", "transition", "trace", "simulate"};
 const size_t deck_nsections = sizeof deck_sections / sizeof deck_sections[0];
 
 static int deck_name_eq(const char *name, const char *s, size_t len)

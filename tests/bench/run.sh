@@ -28,5 +28,11 @@ build/tests/test_planner | sed -n 's/^planner_search_ms_\([0-9]*\): /planner.sea
 # the simulator: the paper's growth scenario at 64 and 1,024 modelled GPUs, every policy
 build/tests/test_sim | grep -v '^sim\.'
 build/tests/test_sim | grep '^sim\.' >> "$out"
+# the scenario decks (inputs/sim/): bin/nereus --simulate, sim.POLICY.METRIC lines prefixed by the deck's GPUs
+for n in 16 64 256 1024; do
+  echo; echo "== bin/nereus --simulate inputs/sim/growth-$n.deck"
+  bin/nereus --simulate inputs/sim/growth-$n.deck | tee build/sim-growth-$n.txt | grep -v '^sim\.\|^verify\.'
+  sed -n "s/^sim\./simdeck.$n./p" build/sim-growth-$n.txt >> "$out"
+done
 echo
 echo "bench: wrote $out"

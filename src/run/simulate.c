@@ -1,0 +1,140 @@
+/* simulate.c — `bin/nereus --simulate DECK`: a simulation deck's [simulate]
+ * section into a SimScenario (sim.h), every policy run over it, the table
+ * and one `sim.POLICY.METRIC: VALUE` line per figure. Everything here is
+ * MODELLED (the cluster, the models, the drift) and says so. Rank 0 does the
+ * work; the other ranks of an mpirun wait. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "nereus/deck.h"
+#include "nereus/run.h"
+#include "nereus/sim.h"
+#include "nereus/util.h"
+
+/* datasheet figures: dense bf16 FLOP/s, memory, HBM bandwidth, NVLink per GPU */
+static int gpu_model(const char *kind, HwModel *h) {
+    static const struct { const char *n; double flops, mem, hbm, nvl; } t[] = {
+        {"h100", 989e12, 80e9, 3.35e12, 450e9},
+        {"h200", 989e12, 141e9, 4.8e12, 450e9},
+        {"a100", 312e12, 80e9, 2.0e12, 300e9},
+    };
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+        if (strcmp(kind, t[i].n) == 0) {
+            snprintf(h->name, sizeof h->name, "%s (modelled)", kind);
+            h->flops = t[i].flops, h->mem = t[i].mem, h->hbm = t[i].hbm, h->bw[0] = t[i].nvl, h->lat[0] = 3e-6;
+            return 0;
+        }
+    return -1;
+}
+
+/* the availability trace: "STEP GPUS" per line, # comments; returns 0, or 2 after the deck error */
+static int read_availability(const Deck *deck, const char *path, int gpus, SimScenario *sc) {
+    FILE *f = fopen(path, "r");
+    if (!f) return deck_error_at(deck, "simulate.availability", "cannot open availability trace %s: %s", path, strerror(errno));
+    char line[256];
+    int ln = 0, last = -1;
+    while (fgets(line, sizeof line, f)) {
+        ln++;
+        char *h = strchr(line, '#');
+        if (h) *h = 0;
+        int step, n;
+        char extra[8];
+        int k = sscanf(line, "%d %d %7s", &step, &n, extra);
+        if (k <= 0) continue; /* blank */
+        if (k != 2 || step < 0 || n < 1 || n > gpus || step <= last) {
+            fclose(f);
+            return deck_error_at(deck, "simulate.availability",
+                                 "%s:%d: want 'STEP GPUS' with steps increasing and 1 <= GPUS <= %d", path, ln, gpus);
+        }
+        if (sc->nevents == SIM_MAX_EVENTS) {
+            fclose(f);
+            return deck_error_at(deck, "simulate.availability", "%s: more than %d changes", path, SIM_MAX_EVENTS - 2);
+        }
+        sc->ev[sc->nevents++] = (SimEvent){step, n, -1, 1};
+        last = step;
+    }
+    fclose(f);
+    return 0;
+}
+
+static int scenario_of(const Config *cfg, const Deck *deck, SimScenario *sc) {
+    const SimulateConfig *m = &cfg->sim;
+    memset(sc, 0, sizeof *sc);
+    snprintf(sc->name, sizeof sc->name, "%.63s", cfg->run.name);
+    CostModel *t = &sc->truth;
+    if (gpu_model(m->gpu, &t->hw) != 0) return deck_error_at(deck, "simulate.gpu", "unknown GPU kind %s", m->gpu);
+    t->hw.ranks_per_node = m->ranks_per_node;
+    int slingshot = strcmp(m->network, "slingshot") == 0;
+    t->hw.bw[1] = slingshot ? 25e9 : 50e9;
+    t->hw.lat[1] = slingshot ? 2e-6 : 10e-6;
+    /* what the modelled cluster reaches; the planner does not see these, it calibrates toward them */
+    t->eff = (Efficiency){{0.55, 0.35, 0.6, 0.7, 0.6, 0.7, 0.6}};
+    if (shape_named(m->actor, &t->actor) != 0)
+        return deck_error_at(deck, "simulate.actor", "unknown model %s (llama-3.1-8b, qwen3-14b, qwen3-32b, llama-3.3-70b)", m->actor);
+    if (shape_named(m->critic, &t->critic) != 0)
+        return deck_error_at(deck, "simulate.critic", "unknown model %s (llama-3.1-8b, qwen3-14b, qwen3-32b, llama-3.3-70b)", m->critic);
+    t->critic.value_head = 1;
+    t->headroom = 0.1;
+    sc->gpus = m->gpus;
+    sc->steps = m->steps;
+    sc->w = (Workload){m->batch, m->minibatch, m->epochs, m->prompt_len, m->resp_len, m->resp_len};
+    sc->len_end = m->resp_len_end;
+    sc->gamma = m->gamma;
+    sc->threshold = m->threshold;
+    sc->every_k = m->every_k;
+    if (m->availability[0]) {
+        int rc = read_availability(deck, m->availability, m->gpus, sc);
+        if (rc) return rc;
+    }
+    if (m->slow_rank >= 0) {
+        sc->ev[sc->nevents++] = (SimEvent){m->slow_from, 0, m->slow_rank, m->slow_factor};
+        sc->ev[sc->nevents++] = (SimEvent){m->slow_to, 0, m->slow_rank, 1};
+    }
+    for (int a = 1; a < sc->nevents; a++) /* by step, stable */
+        for (int b = a; b > 0 && sc->ev[b].step < sc->ev[b - 1].step; b--) {
+            SimEvent e = sc->ev[b]; sc->ev[b] = sc->ev[b - 1]; sc->ev[b - 1] = e;
+        }
+    return 0;
+}
+
+int run_simulation(const Config *cfg, const Deck *deck, int rank) {
+    SimScenario sc;
+    int rc = scenario_of(cfg, deck, &sc); /* every rank: a deck error is collective */
+    if (rc) return rc;
+    if (rank != 0) return 0;
+    const SimulateConfig *m = &cfg->sim;
+    printf("SIMULATION (modelled cluster and models; nothing runs on hardware): %s\n", sc.name);
+    printf("cluster: %d x %s, %d per node, %s between nodes; actor %s, critic %s\n", sc.gpus, sc.truth.hw.name,
+           m->ranks_per_node, m->network, m->actor, m->critic);
+    printf("workload: %d steps, batch %d, minibatch %d, prompt %.0f, responses %.0f -> %.0f tokens (geometric)\n",
+           sc.steps, m->batch, m->minibatch, m->prompt_len, m->resp_len, m->resp_len_end);
+    for (int e = 0; e < sc.nevents; e++) {
+        if (sc.ev[e].pool > 0) printf("drift: from step %d the pool holds %d GPUs (availability trace)\n", sc.ev[e].step, sc.ev[e].pool);
+        else printf("drift: INJECTED from step %d rank %d runs %.2gx slower\n", sc.ev[e].step, sc.ev[e].rank, sc.ev[e].slow);
+    }
+    printf("\n%-10s %12s %10s %12s %10s %8s %10s\n", "policy", "mean step s", "vs static", "transitions", "share %",
+           "refused", "planner s");
+    SimResult r[SIM_NPOLICIES];
+    int failed = 0;
+    for (int p = 0; p < SIM_NPOLICIES; p++) {
+        char why[512];
+        if (sim_run(&sc, p, &r[p], why, sizeof why) != 0) {
+            printf("%-10s failed: %s\n", sim_policy_name(p), why);
+            failed = 1;
+            continue;
+        }
+        printf("%-10s %12.3f %9.1f%% %12d %10.4f %8d %10.2f\n", sim_policy_name(p), r[p].mean_step_s,
+               100.0 * (1 - r[p].mean_step_s / r[SIM_STATIC].mean_step_s), r[p].transitions,
+               100.0 * r[p].transition_s / r[p].total_s, r[p].refused, r[p].planner_s);
+    }
+    printf("\n");
+    for (int p = 0; p < SIM_NPOLICIES && !failed; p++) {
+        printf("sim.%s.mean_step_s: %.6f\n", sim_policy_name(p), r[p].mean_step_s);
+        printf("sim.%s.transitions: %d\n", sim_policy_name(p), r[p].transitions);
+        printf("sim.%s.transition_share: %.8f\n", sim_policy_name(p), r[p].transition_s / r[p].total_s);
+    }
+    printf("verify.status: %s\n", failed ? "fail" : "pass");
+    return failed ? 1 : 0;
+}
