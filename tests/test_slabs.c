@@ -5,10 +5,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "check.h"
 #include "nereus/transition.h"
+#include "nereus/util.h"
 
 #define NR 8
 
@@ -18,12 +18,6 @@ static int rnd(int n) {
     rng ^= rng >> 7;
     rng ^= rng << 17;
     return (int)(rng % (uint64_t)n);
-}
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 /* the table of the shard that job rank r holds in stage s into tab; 0 if r is not in s */
@@ -243,9 +237,9 @@ int main(void) {
             }
             SlabPlan sp;
             char why[256] = "";
-            double t0 = now();
+            double t0 = nr_now();
             int rc = slab_plan_build(&sp, &big, &a, &b, 1024, why, sizeof why);
-            double dt = now() - t0;
+            double dt = nr_now() - t0;
             size_t maxo = 0, maxi = 0;
             for (int r = 0; rc == 0 && r < 1024; r++) {
                 if (sp.rank_out[r] > maxo) maxo = sp.rank_out[r];

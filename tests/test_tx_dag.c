@@ -14,10 +14,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "check.h"
 #include "nereus/transition.h"
+#include "nereus/util.h"
 
 static uint64_t rng = 0x2545F4914F6CDD1Dull;
 static int rnd(int n) {
@@ -25,12 +25,6 @@ static int rnd(int n) {
     rng ^= rng >> 7;
     rng ^= rng << 17;
     return (int)(rng % (uint64_t)n);
-}
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 static void shuffle(int *p, int n) {
@@ -271,9 +265,9 @@ int main(void) {
         opt.window = 64 << 20;
         int ok = 1, bad = 0;
         for (int k = 0; k < 7; k++) {
-            double t0 = now();
+            double t0 = nr_now();
             int rc = tx_plan_build(&P, ch, 3, N, &opt, why, sizeof why);
-            ts[k] = now() - t0;
+            ts[k] = nr_now() - t0;
             if (rc) { ok = 0; break; }
             if (k == 6) bad = check_plan(&P, N <= 256);
             else tx_plan_free(&P);
@@ -288,9 +282,9 @@ int main(void) {
         if (ok) {
             /* what rank 0 then does before the scatter: every rank's part, one pass */
             TxPart *parts = calloc((size_t)N, sizeof *parts);
-            double t0 = now();
+            double t0 = nr_now();
             int prc = tx_parts_extract(&P, parts);
-            double tp = now() - t0;
+            double tp = nr_now() - t0;
             size_t bytes = 0;
             for (int r = 0; r < N; r++) {
                 bytes += sizeof parts[r] + (size_t)parts[r].nops * sizeof(TxOp) + (size_t)parts[r].nslabs * sizeof(Slab);

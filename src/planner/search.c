@@ -16,13 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 
 typedef struct Frontier {
@@ -187,12 +180,10 @@ static double search_disaggregated(const CostModel *cm, int N, Frontier *F, doub
 
 static double search_capped(const CostModel *cm, int N, const int *map, int Njob, const Workload *w, double cap,
                             int mode, Frontier *F, double *cand, PlanConfig *out, StepCost *sc, SearchStats *st) {
-    int nst = cm->have_rm ? 7 : 6;
     for (int s = 0; s < PLAN_NSTAGES; s++) {
         if (s == PLAN_REWARD_INF && !cm->have_rm) continue;
         frontier_build(cm, s, N, w, cap, &F[s], &st->candidates);
     }
-    (void)nst;
     memset(out, 0, sizeof *out);
     snprintf(out->fill, sizeof out->fill, "auto");
     if (mode == SEARCH_DISAGGREGATED) {
@@ -250,7 +241,7 @@ int plan_search_on(const CostModel *cm, int N, const int *map, int Njob, const W
 
 int plan_search_mode(const CostModel *cm, int N, const int *map, int Njob, const Workload *w, int mode,
                      PlanConfig *out, StepCost *sc, SearchStats *st, char *why, size_t len) {
-    double t0 = now_s();
+    double t0 = nr_now();
     memset(st, 0, sizeof *st);
     if (N < 1 || N > PLAN_MAX_RANKS || Njob < N || Njob > PLAN_MAX_RANKS)
         return nr_fail(why, len, "plan search: %d ranks of %d (1..%d)", N, Njob, PLAN_MAX_RANKS);
@@ -286,7 +277,6 @@ int plan_search_mode(const CostModel *cm, int N, const int *map, int Njob, const
         GridLayout wl = {1, 1, 1};
         for (int s = 0; s < PLAN_NSTAGES; s++) {
             if (s == PLAN_REWARD_INF && !cm->have_rm) continue;
-            Frontier f1 = F[s];
             double mn = INFINITY;
             GridLayout ml = {1, 1, 1};
             int rpn = cm->hw.ranks_per_node > 0 ? cm->hw.ranks_per_node : 1;
@@ -296,7 +286,6 @@ int plan_search_mode(const CostModel *cm, int N, const int *map, int Njob, const
                         double mem = 0, t = cost_stage(cm, s, (GridLayout){tp, pp, dp}, w, &mem);
                         if (isfinite(t) && mem < mn) { mn = mem; ml = (GridLayout){tp, pp, dp}; }
                     }
-            (void)f1;
             if (mn > worst) { worst = mn; ws = s; wl = ml; }
         }
         if (ws >= 0 && worst > usable)
@@ -312,6 +301,6 @@ int plan_search_mode(const CostModel *cm, int N, const int *map, int Njob, const
         free(F[s].l);
     }
     free(cand);
-    st->seconds = now_s() - t0;
+    st->seconds = nr_now() - t0;
     return rc;
 }

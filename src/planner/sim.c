@@ -6,16 +6,9 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include "nereus/transition.h"
 #include "nereus/util.h"
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 const char *sim_policy_name(int p) {
     static const char *n[SIM_NPOLICIES] = {"static", "verl", "openrlhf", "admit-all", "every-k", "payback"};
@@ -151,7 +144,7 @@ int sim_run(const SimScenario *sc, int policy, SimResult *res, char *why, size_t
     int pool = pool_at(sc, 0, slow);
     PlanConfig cur;
     double pred;
-    double tp0 = now_s();
+    double tp0 = nr_now();
     int rc = 0;
     /* the starting plan */
     if (policy == SIM_VERL || policy == SIM_OPENRLHF)
@@ -226,7 +219,7 @@ int sim_run(const SimScenario *sc, int policy, SimResult *res, char *why, size_t
                 if (isfinite(m) && m > 0) cost_calibrate(&model, s, l, &w, m, 0.5);
             }
     }
-    res->planner_s = now_s() - tp0;
+    res->planner_s = nr_now() - tp0;
     res->total_s += res->transition_s;
     res->mean_step_s = res->total_s / sc->steps;
     return rc;

@@ -210,16 +210,10 @@ static void copy_box(const Backend *be, const TensorInfo *tf, const float *fb, c
     }
 }
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 void tx_execute(const TxPart *pt, TxEndpoint *ep, const TxHooks *hooks, const Backend *be, MPI_Comm comm,
                 TxStats *st) {
     memset(st, 0, sizeof *st);
-    double t0 = now_s();
+    double t0 = nr_now();
     int nc = pt->nchanges;
     size_t chunk_el = pt->chunk / sizeof(float), half = pt->window / 2;
     size_t staging = 0;
@@ -270,7 +264,7 @@ void tx_execute(const TxPart *pt, TxEndpoint *ep, const TxHooks *hooks, const Ba
     int64_t streams_left = nsend + nrecv;
     ops_left -= nsend + nrecv;
     long sleep_ns = 0;
-    double last_progress = now_s();
+    double last_progress = nr_now();
     while (ops_left > 0 || streams_left > 0) {
         int progress = 0;
         /* ALLOC, COPY, FREE in op order */
@@ -281,17 +275,17 @@ void tx_execute(const TxPart *pt, TxEndpoint *ep, const TxHooks *hooks, const Ba
                 int ok = 1;
                 for (int w = 0; w < op->wave; w++) ok &= free_left_wave[w] == 0;
                 if (!ok) continue;
-                double th = now_s();
+                double th = nr_now();
                 hooks->alloc(hooks->ctx, c);
-                st->hook_seconds += now_s() - th;
+                st->hook_seconds += nr_now() - th;
                 alloc_done[c] = 1;
                 SAMPLE();
                 ops_left--;
                 progress = 1;
             } else if (op->kind == TXO_FREE && !free_done[c] && send_left[c] == 0 && copy_left[c] == 0) {
-                double th = now_s();
+                double th = nr_now();
                 if (pt->ch[c].kind == TX_MOVE) hooks->release(hooks->ctx, c);
-                st->hook_seconds += now_s() - th;
+                st->hook_seconds += nr_now() - th;
                 free_done[c] = 1;
                 free_left_wave[op->wave]--;
                 ops_left--;
@@ -361,7 +355,7 @@ void tx_execute(const TxPart *pt, TxEndpoint *ep, const TxHooks *hooks, const Ba
             const TxOp *op = &pt->ops[i];
             int c = op->change;
             if (op->kind != TXO_COPY || copy_done_op[i] || !alloc_done[c]) continue;
-            double tc = now_s();
+            double tc = nr_now();
             const TxPartChange *pc = &pt->ch[c];
             Cursor *cu = &copy_cur[i];
             if (cu->b == 0 && cu->k == 0 && cu->e == 0 && pc->kind == TX_MOVE &&
@@ -380,7 +374,7 @@ void tx_execute(const TxPart *pt, TxEndpoint *ep, const TxHooks *hooks, const Ba
                 st->bytes_copied += m * sizeof(float);
                 cursor_step(pt, op, cu, m);
             }
-            st->copy_seconds += now_s() - tc;
+            st->copy_seconds += nr_now() - tc;
             progress = 1;
             if (cu->b >= pc->nbufs) {
                 copy_done_op[i] = 1;
@@ -431,8 +425,8 @@ void tx_execute(const TxPart *pt, TxEndpoint *ep, const TxHooks *hooks, const Ba
         /* streams of zero bytes (none are built) would never complete: guard */
         if (progress) {
             sleep_ns = 0;
-            last_progress = now_s();
-        } else if (nf > 0 && now_s() - last_progress < TX_YIELD_S) {
+            last_progress = nr_now();
+        } else if (nf > 0 && nr_now() - last_progress < TX_YIELD_S) {
             /* transfers in flight: Open MPI moves a large message's fragments only inside MPI calls,
                so keep calling, but give the core to any rank that has work */
             sched_yield();
@@ -458,7 +452,7 @@ void tx_execute(const TxPart *pt, TxEndpoint *ep, const TxHooks *hooks, const Ba
     free(copy_done_op);
     free(swapped);
     free(copy_host);
-    st->seconds = now_s() - t0;
+    st->seconds = nr_now() - t0;
 }
 
 /* ---- rank 0 → every rank: the parts ------------------------------------- */
