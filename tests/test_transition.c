@@ -138,7 +138,7 @@ int main(int argc, char **argv) {
             do id = rnd(PLAN_NSTAGES); while (used_ids & (1 << id));
             used_ids |= 1 << id;
             x->id = id;
-            x->tie = id == PLAN_ACTOR_GEN ? 0 : plan_stage_is_train(id) ? 2 : 1;
+            x->tie = plan_stage_phase(id);
             x->kind = rnd(5) == 0 ? TX_COPY : TX_MOVE;
             x->cfg = (GPTConfig){.V = 13 + rnd(4), .maxT = 8, .L = 4, .C = 16, .NH = 4, .value_head = rnd(2)};
             x->trainable = x->kind == TX_MOVE && rnd(2);

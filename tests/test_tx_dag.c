@@ -165,7 +165,7 @@ static TxChange change_of(int id, int kind, const GPTConfig *cfg, const PlanStag
     memset(&x, 0, sizeof x);
     x.id = id;
     x.kind = kind;
-    x.tie = id == 0 ? 0 : id == 2 || id == 5 ? 2 : 1;
+    x.tie = plan_stage_phase(id);
     x.cfg = *cfg;
     x.from = *a;
     x.to = *b;

@@ -73,9 +73,6 @@ typedef struct JobTxReport {
     char text[2048];                  /* one line per changed model-stage (tx_plan_format) */
 } JobTxReport;
 
-/* the stage holds a critic-shaped model (value head): critic.inf, critic.train, reward.inf */
-int job_stage_is_critic(int id);
-
 /* collective over world: EMUs of the resolved plan, this rank's models
  * (initialised from the seed: every stage of a model starts equal), the
  * rollout buffers. */

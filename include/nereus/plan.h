@@ -80,6 +80,13 @@ const char *plan_stage_name(int id);
 int plan_stage_find(const char *name, size_t len);
 /* 1 for actor.train and critic.train (their dp must also divide ppo.minibatch). */
 int plan_stage_is_train(int id);
+/* 1 for the model-stages that hold a critic-shaped model (a value head):
+ * critic.inf, critic.train, reward.inf. */
+int plan_stage_is_critic(int id);
+/* The phase a model-stage runs in within a step: 0 generation (actor.gen),
+ * 1 scoring (the four *.inf), 2 training (the two *.train). Phases run one
+ * after another; it is also the transition engine's tie-break order. */
+int plan_stage_phase(int id);
 
 /* Parses one model-stage value (the syntax above; `default` gives src =
  * PLAN_SRC_NONE) into *out. Returns 0, or -1 with a one-line reason in err
@@ -135,6 +142,13 @@ int plan_default(PlanConfig *plan, const char *kind, const PlanLimits *lim, int 
  * 0..world-1; no rank twice; tp | n_head, pp | n_layer, dp | batch, and for
  * *.train stages dp | minibatch. Returns 0 or -1 with *err. */
 int plan_validate_stage(const PlanStage *s, int id, const PlanLimits *lim, PlanError *err);
+
+/* The job rank at grid position pos of stage s (a stage without a rank
+ * list, nranks = 0: position pos is rank pos). */
+int plan_stage_rank(const PlanStage *s, int pos);
+/* 1 when a and b are the same EMU: the same degrees and the same ranks in
+ * the same grid order. */
+int plan_stage_same(const PlanStage *a, const PlanStage *b);
 
 /* Resolves a plan as it came from the deck against the job: fills
  * unlisted stages from the default plan named by plan->fill, expands `all`

@@ -561,8 +561,7 @@ static double fwd_flops(const GPTConfig *c, int T) {
  * adds gradients and AdamW state (44 bytes per parameter per update). */
 static void stage_work(const Trace *t, int id, const PlanStage *ps, int T, int P, double *flops, double *bytes) {
     const PpoConfig *ppo = &t->cfg->ppo;
-    const GPTConfig *c = (id == PLAN_CRITIC_INF || id == PLAN_CRITIC_TRAIN || id == PLAN_REWARD_INF) ? &t->critic
-                                                                                                       : &t->actor;
+    const GPTConfig *c = plan_stage_is_critic(id) ? &t->critic : &t->actor;
     double B = ppo->batch, npar = (double)gpt_logical_numel(c), w = 4.0 * npar, dp = ps->dp;
     double f = B * T * fwd_flops(c, T);
     if (id == PLAN_ACTOR_GEN) {

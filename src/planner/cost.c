@@ -68,7 +68,7 @@ Efficiency eff_default(void) {
 /* ---- one stage ------------------------------------------------------------------ */
 
 static const ModelShape *stage_shape(const CostModel *cm, int stage) {
-    return stage == PLAN_CRITIC_INF || stage == PLAN_CRITIC_TRAIN || stage == PLAN_REWARD_INF ? &cm->critic : &cm->actor;
+    return plan_stage_is_critic(stage) ? &cm->critic : &cm->actor;
 }
 
 /* ring all-reduce of `bytes` over n ranks on link k (0 inside a node, 1 between) */
@@ -179,10 +179,6 @@ double cost_stage(const CostModel *cm, int stage, GridLayout l, const Workload *
 
 /* ---- a plan ---------------------------------------------------------------------- */
 
-static int phase_of(int stage) {
-    return stage == PLAN_ACTOR_GEN ? 0 : plan_stage_is_train(stage) ? 2 : 1;
-}
-
 double cost_plan(const CostModel *cm, const PlanConfig *plan, int nranks, const Workload *w, StepCost *sc) {
     double rt[3][PLAN_MAX_RANKS], rm[PLAN_MAX_RANKS];
     memset(sc, 0, sizeof *sc);
@@ -199,7 +195,7 @@ double cost_plan(const CostModel *cm, const PlanConfig *plan, int nranks, const 
         for (int i = 0; i < ps->nranks; i++) {
             int r = ps->ranks[i];
             if (r < 0 || r >= nranks) continue;
-            rt[phase_of(s)][r] += t;
+            rt[plan_stage_phase(s)][r] += t;
             rm[r] += mem;
         }
     }
@@ -215,8 +211,7 @@ double cost_plan(const CostModel *cm, const PlanConfig *plan, int nranks, const 
         const PlanStage *a = &plan->stage[pairs[k][0]], *b = &plan->stage[pairs[k][1]];
         const ModelShape *m = stage_shape(cm, pairs[k][1]);
         double shard = shape_params(m) / (b->tp * b->pp) * (m->exact ? 4.0 : m->wbytes);
-        int same = a->tp == b->tp && a->pp == b->pp && a->nranks == b->nranks;
-        for (int i = 0; same && i < a->nranks && i < a->dp * a->tp * a->pp; i++) same = a->ranks[i % (a->tp * a->pp)] == b->ranks[i % (b->tp * b->pp)];
+        int same = plan_stage_same(a, b);
         int inter = b->nranks > cm->hw.ranks_per_node;
         sync += same ? shard / cm->hw.hbm : p2p_s(cm, shard, inter);
     }

@@ -26,8 +26,7 @@ typedef struct Frontier {
 /* the fastest layout of `stage` for every rank count ≤ N under the memory cap */
 static void frontier_build(const CostModel *cm, int stage, int N, const Workload *w, double cap, Frontier *f,
                            long *cands) {
-    const ModelShape *m = stage == PLAN_CRITIC_INF || stage == PLAN_CRITIC_TRAIN || stage == PLAN_REWARD_INF
-                              ? &cm->critic : &cm->actor;
+    const ModelShape *m = plan_stage_is_critic(stage) ? &cm->critic : &cm->actor;
     for (int n = 0; n <= N; n++) f->t[n] = INFINITY;
     int rpn = cm->hw.ranks_per_node > 0 ? cm->hw.ranks_per_node : 1;
     int train = plan_stage_is_train(stage);

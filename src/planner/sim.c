@@ -39,13 +39,6 @@ static int plan_within(const PlanConfig *p, int pool) {
     return 1;
 }
 
-static int same_stage(const PlanStage *a, const PlanStage *b) {
-    if (a->tp != b->tp || a->pp != b->pp || a->dp != b->dp || a->nranks != b->nranks) return 0;
-    for (int i = 0; i < a->nranks; i++)
-        if (a->ranks[i] != b->ranks[i]) return 0;
-    return 1;
-}
-
 /* The transition engine's prediction for old → new: the slabs of every
  * changed model-stage (the modelled model as a GPT of the same L, C, heads
  * and vocabulary: the same tensor cuts, parameters within ~10% of the
@@ -74,14 +67,13 @@ static double transition_s(const SimScenario *sc, const PlanConfig *a, const Pla
     int ni = 0, nt = 0;
     for (int s = 0; s < PLAN_NSTAGES; s++) {
         if (s == PLAN_REWARD_INF && !sc->truth.have_rm) continue;
-        if (same_stage(&a->stage[s], &b->stage[s])) continue;
-        const ModelShape *m = s == PLAN_CRITIC_INF || s == PLAN_CRITIC_TRAIN || s == PLAN_REWARD_INF ? &sc->truth.critic
-                                                                                                      : &sc->truth.actor;
+        if (plan_stage_same(&a->stage[s], &b->stage[s])) continue;
+        const ModelShape *m = plan_stage_is_critic(s) ? &sc->truth.critic : &sc->truth.actor;
         TxChange *x = plan_stage_is_train(s) ? &trn[nt++] : &inf[ni++];
         memset(x, 0, sizeof *x);
         x->id = s;
         x->kind = TX_MOVE;
-        x->tie = s == PLAN_ACTOR_GEN ? 0 : plan_stage_is_train(s) ? 2 : 1;
+        x->tie = plan_stage_phase(s);
         x->cfg = (GPTConfig){m->V, 16, m->L, m->C, m->NH, m->value_head};
         x->from = a->stage[s];
         x->to = b->stage[s];

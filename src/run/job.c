@@ -36,8 +36,6 @@ static void model_import(GPT *m, const float *full, size_t n, float *tmp) {
     gpt_import_logical(m, GPT_BUF_PARAMS, tmp);
 }
 
-int job_stage_is_critic(int id) { return id == PLAN_CRITIC_INF || id == PLAN_CRITIC_TRAIN || id == PLAN_REWARD_INF; }
-
 void job_stage_fill(Job *j, Stage *s) {
     s->member = s->emu.pos >= 0;
     s->dp = s->emu.layout.dp;
@@ -68,7 +66,7 @@ void job_stage_model(Job *j, Stage *s, int empty) {
     int i = s->id;
     if (!s->member || !job_stage_holds_model(j, i)) return;
     const Config *cfg = j->cfg;
-    int critic = job_stage_is_critic(i), train = plan_stage_is_train(i), Bmax, Tmax;
+    int critic = plan_stage_is_critic(i), train = plan_stage_is_train(i), Bmax, Tmax;
     job_stage_capacity(j, i, s->dp, &Bmax, &Tmax);
     GPTShard sh;
     emu_gpt_shard(&s->emu, &sh);
@@ -166,14 +164,14 @@ void job_import(Job *j, int dst, const float *full, size_t n) {
 }
 
 void job_sync(Job *j, int src, const int *dst, int ndst) {
-    size_t n = job_stage_is_critic(src) ? j->n_critic : j->n_actor;
+    size_t n = plan_stage_is_critic(src) ? j->n_critic : j->n_actor;
     job_assemble(j, src, j->full, n);
     for (int k = 0; k < ndst; k++) job_import(j, dst[k], j->full, n);
     j->sync_bytes = (double)n * sizeof(float) * (j->size - 1); /* the broadcast reaches every other rank */
 }
 
 double job_checksum(Job *j, int src) {
-    size_t n = job_stage_is_critic(src) ? j->n_critic : j->n_actor;
+    size_t n = plan_stage_is_critic(src) ? j->n_critic : j->n_actor;
     job_assemble(j, src, j->full, n);
     double s = 0.0;
     for (size_t i = 0; i < n; i++) s += fabs((double)j->full[i]);

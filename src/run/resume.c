@@ -53,7 +53,7 @@ static int job_ckpt_models(Job *j, CkptModel *cm) {
         Stage *s = &j->st[map[k].stage];
         if (map[k].stage == PLAN_REWARD_INF && !j->have_rm) continue;
         cm[n].name = map[k].name;
-        cm[n].cfg = job_stage_is_critic(map[k].stage) ? &j->cc : &j->ac;
+        cm[n].cfg = plan_stage_is_critic(map[k].stage) ? &j->cc : &j->ac;
         cm[n].m = s->member ? &s->model : NULL;
         cm[n].canonical = map[k].canonical && s->member && s->d == 0;
         cm[n].adam = map[k].adam;

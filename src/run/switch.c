@@ -35,15 +35,6 @@ typedef struct JobSyncPlan {
     double bytes;   /* bytes that cross between ranks per sync */
 } JobSyncPlan;
 
-static int tie_class(int id) { return id == PLAN_ACTOR_GEN ? 0 : plan_stage_is_train(id) ? 2 : 1; }
-
-static int same_layout(const PlanStage *a, const PlanStage *b) {
-    if (a->tp != b->tp || a->pp != b->pp || a->dp != b->dp || a->nranks != b->nranks) return 0;
-    for (int i = 0; i < a->nranks; i++)
-        if (a->ranks[i] != b->ranks[i]) return 0;
-    return 1;
-}
-
 static TxOptions job_tx_options(const Job *j) {
     const TransitionConfig *t = &j->cfg->transition;
     TxOptions o = {t->memory_mib * MIB, (size_t)t->chunk_kib * 1024, (size_t)t->window_kib * 1024,
@@ -55,8 +46,8 @@ static void change_of(const Job *j, int id, int kind, const PlanStage *from, con
     memset(x, 0, sizeof *x);
     x->id = id;
     x->kind = kind;
-    x->tie = tie_class(id);
-    x->cfg = job_stage_is_critic(id) ? j->cc : j->ac;
+    x->tie = plan_stage_phase(id);
+    x->cfg = plan_stage_is_critic(id) ? j->cc : j->ac;
     x->from = *from;
     x->to = *to;
     x->trainable = plan_stage_is_train(id) && kind == TX_MOVE;
@@ -82,7 +73,7 @@ static uint64_t mix64(uint64_t h) {
 /* collective over world: checks[buf·GPT_NUM_TENSORS + tensor] of stage id's logical buffers */
 static void stage_checks(Job *j, int id, int nbufs, TensorCheck *out) {
     static const int which[3] = {GPT_BUF_PARAMS, GPT_BUF_ADAM_M, GPT_BUF_ADAM_V};
-    const GPTConfig *cfg = job_stage_is_critic(id) ? &j->cc : &j->ac;
+    const GPTConfig *cfg = plan_stage_is_critic(id) ? &j->cc : &j->ac;
     size_t n = gpt_logical_numel(cfg);
     TensorInfo t[GPT_NUM_TENSORS];
     int nt;
@@ -132,7 +123,7 @@ int job_transition(Job *j, const PlanConfig *np, int verify, JobTxReport *rep, c
     TxChange ch[PLAN_NSTAGES];
     int nch = 0;
     for (int i = 0; i < PLAN_NSTAGES; i++)
-        if (job_stage_holds_model(j, i) && !same_layout(&j->plan.stage[i], &np->stage[i]))
+        if (job_stage_holds_model(j, i) && !plan_stage_same(&j->plan.stage[i], &np->stage[i]))
             change_of(j, i, TX_MOVE, &j->plan.stage[i], &np->stage[i], &ch[nch++]);
     /* the ranks' memory outside the changes: the stages that stay */
     TxOptions opt = job_tx_options(j);
@@ -144,12 +135,12 @@ int job_transition(Job *j, const PlanConfig *np, int verify, JobTxReport *rep, c
     if (j->rank == 0) {
         resident = nr_xcalloc((size_t)j->size, sizeof *resident);
         for (int i = 0; i < PLAN_NSTAGES; i++) {
-            if (!job_stage_holds_model(j, i) || !same_layout(&j->plan.stage[i], &np->stage[i])) continue;
+            if (!job_stage_holds_model(j, i) || !plan_stage_same(&j->plan.stage[i], &np->stage[i])) continue;
             const PlanStage *s = &j->plan.stage[i];
             int Bmax, Tmax;
             job_stage_capacity(j, i, s->dp, &Bmax, &Tmax);
             for (int pos = 0; pos < s->nranks; pos++)
-                resident[s->ranks[pos]] += (double)gpt_shard_bytes(job_stage_is_critic(i) ? &j->cc : &j->ac, s->tp,
+                resident[s->ranks[pos]] += (double)gpt_shard_bytes(plan_stage_is_critic(i) ? &j->cc : &j->ac, s->tp,
                                                                    s->pp, pos / (s->tp * s->dp), Bmax, Tmax,
                                                                    plan_stage_is_train(i));
         }

@@ -13,7 +13,6 @@
 #define MIB (1024.0 * 1024.0)
 
 
-static int lrank(const PlanStage *s, int pos) { return s->nranks ? s->ranks[pos] : pos; }
 static int lsize(const PlanStage *s) { return s->tp * s->pp * s->dp; }
 
 /* Slab order inside a change: by destination (as the slab planner emits
@@ -85,7 +84,7 @@ static void layout_mem(const TxChange *c, const PlanStage *s, int bmax, size_t *
     int n = lsize(s);
     for (int pos = 0; pos < n; pos++) {
         int p = pos / (s->tp * s->dp);
-        out[lrank(s, pos)] = p < 64 ? per_p[p] : gpt_shard_bytes(&c->cfg, s->tp, s->pp, p, bmax, c->tmax, c->trainable);
+        out[plan_stage_rank(s, pos)] = p < 64 ? per_p[p] : gpt_shard_bytes(&c->cfg, s->tp, s->pp, p, bmax, c->tmax, c->trainable);
     }
 }
 
@@ -171,8 +170,8 @@ int tx_plan_build(TxPlan *P, const TxChange *ch, int n, int nranks, const TxOpti
             rc = nr_fail(why, len, "transition: out of memory");
             goto done;
         }
-        for (int pos = 0; pos < lsize(&x->from); pos++) in_from[(size_t)c * nr + lrank(&x->from, pos)] = 1;
-        for (int pos = 0; pos < lsize(&x->to); pos++) in_to[(size_t)c * nr + lrank(&x->to, pos)] = 1;
+        for (int pos = 0; pos < lsize(&x->from); pos++) in_from[(size_t)c * nr + plan_stage_rank(&x->from, pos)] = 1;
+        for (int pos = 0; pos < lsize(&x->to); pos++) in_to[(size_t)c * nr + plan_stage_rank(&x->to, pos)] = 1;
         layout_mem(x, &x->from, x->bmax_from, P->mem_old + (size_t)c * nr, nranks);
         layout_mem(x, &x->to, x->bmax_to, P->mem_new + (size_t)c * nr, nranks);
         TxPrimitives *pr = &P->prim[c];
@@ -250,7 +249,7 @@ int tx_plan_build(TxPlan *P, const TxChange *ch, int n, int nranks, const TxOpti
             int fits = 1;
             if (budget > 0)
                 for (int pos = 0; pos < lsize(&P->ch[c].to) && fits; pos++) {
-                    int r = lrank(&P->ch[c].to, pos);
+                    int r = plan_stage_rank(&P->ch[c].to, pos);
                     double need = cur[r] + acq[r] + (double)P->mem_new[(size_t)c * nr + r] + (moving[r] ? win : 0);
                     if (need > budget) fits = 0;
                 }
@@ -259,7 +258,7 @@ int tx_plan_build(TxPlan *P, const TxChange *ch, int n, int nranks, const TxOpti
             here++;
             placed++;
             for (int pos = 0; pos < lsize(&P->ch[c].to); pos++) {
-                int r = lrank(&P->ch[c].to, pos);
+                int r = plan_stage_rank(&P->ch[c].to, pos);
                 acq[r] += (double)P->mem_new[(size_t)c * nr + r];
             }
         }
@@ -270,7 +269,7 @@ int tx_plan_build(TxPlan *P, const TxChange *ch, int n, int nranks, const TxOpti
                 int worst = -1;
                 double over = 0;
                 for (int pos = 0; pos < lsize(&P->ch[c].to); pos++) {
-                    int r = lrank(&P->ch[c].to, pos);
+                    int r = plan_stage_rank(&P->ch[c].to, pos);
                     double need = cur[r] + (double)P->mem_new[(size_t)c * nr + r] + (moving[r] ? win : 0);
                     if (worst < 0 || need - budget > over) { worst = r; over = need - budget; }
                 }
@@ -344,20 +343,20 @@ int tx_plan_build(TxPlan *P, const TxChange *ch, int n, int nranks, const TxOpti
             P->nodes[P->nnodes++] = (TxNode){TXN_COMM, c, -1, -1, w, 0, 0, 0};
             ncomm++;
             for (int pos = 0; pos < lsize(&x->to); pos++) {
-                int r = lrank(&x->to, pos);
+                int r = plan_stage_rank(&x->to, pos);
                 nodeidx[I_ALLOC * nc * nr + base + r] = (int)P->nnodes;
                 P->nodes[P->nnodes++] = (TxNode){TXN_ALLOC, c, r, -1, w, 0, 0, 0};
                 if (edge(&E, comm, P->nnodes - 1)) goto oom;
             }
         }
         for (int pos = 0; pos < lsize(&x->to); pos++) {
-            int r = lrank(&x->to, pos);
+            int r = plan_stage_rank(&x->to, pos);
             nodeidx[I_COMMIT * nc * nr + base + r] = (int)P->nnodes;
             P->nodes[P->nnodes++] = (TxNode){TXN_COMMIT, c, r, -1, w, 0, 0, 0};
         }
         if (x->kind == TX_MOVE)
             for (int pos = 0; pos < lsize(&x->from); pos++) {
-                int r = lrank(&x->from, pos);
+                int r = plan_stage_rank(&x->from, pos);
                 nodeidx[I_FREE * nc * nr + base + r] = (int)P->nnodes;
                 P->nodes[P->nnodes++] = (TxNode){TXN_FREE, c, r, -1, w, 0, 0, 0};
             }
@@ -396,7 +395,7 @@ int tx_plan_build(TxPlan *P, const TxChange *ch, int n, int nranks, const TxOpti
         for (int c = 0; c < n; c++) {
             if (P->ch[c].kind != TX_MOVE || P->wave[c] == 0) continue;
             for (int pos = 0; pos < lsize(&P->ch[c].to); pos++) {
-                int r = lrank(&P->ch[c].to, pos);
+                int r = plan_stage_rank(&P->ch[c].to, pos);
                 int al = nodeidx[I_ALLOC * nc * nr + (size_t)c * nr + r];
                 for (int c2 = 0; c2 < n; c2++) {
                     int fr = nodeidx[I_FREE * nc * nr + (size_t)c2 * nr + r];
@@ -536,11 +535,11 @@ static int parts_build(const TxPlan *P, int r0, int r1, TxPart *parts) {
     for (int c = 0; c < P->nchanges; c++) { /* membership of every part's rank in each change's layouts */
         const TxChange *x = &P->ch[c];
         for (int pos = 0; pos < lsize(&x->from); pos++) {
-            int r = lrank(&x->from, pos);
+            int r = plan_stage_rank(&x->from, pos);
             if (r >= r0 && r < r1) parts[r - r0].ch[c].in_from = 1;
         }
         for (int pos = 0; pos < lsize(&x->to); pos++) {
-            int r = lrank(&x->to, pos);
+            int r = plan_stage_rank(&x->to, pos);
             if (r >= r0 && r < r1) parts[r - r0].ch[c].in_to = 1;
         }
     }

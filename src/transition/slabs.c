@@ -58,8 +58,6 @@ static int box_contains(const Box *outer, const Box *inner) {
     return 1;
 }
 
-static int stage_rank(const PlanStage *s, int pos) { return s->nranks ? s->ranks[pos] : pos; }
-
 static int check_stage(const char *which, const PlanStage *s, const GPTConfig *cfg, int nranks, char *seen,
                        char *why, size_t len) {
     if (s->tp < 1 || s->pp < 1 || s->dp < 1)
@@ -73,7 +71,7 @@ static int check_stage(const char *which, const PlanStage *s, const GPTConfig *c
     if (cfg->L % s->pp != 0) return nr_fail(why, len, "%s stage: pp %d does not divide L %d", which, s->pp, cfg->L);
     memset(seen, 0, (size_t)nranks);
     for (int i = 0; i < n; i++) {
-        int r = stage_rank(s, i);
+        int r = plan_stage_rank(s, i);
         if (r < 0 || r >= nranks) return nr_fail(why, len, "%s stage: rank %d not in 0..%d", which, r, nranks - 1);
         if (seen[r]) return nr_fail(why, len, "%s stage: rank %d listed twice", which, r);
         seen[r] = 1;
@@ -134,7 +132,7 @@ int slab_plan_build(SlabPlan *sp, const GPTConfig *cfg, const PlanStage *os, con
         goto done;
     }
     for (int r = 0; r < nranks; r++) opos[r] = -1;
-    for (int pos = 0; pos < on; pos++) opos[stage_rank(os, pos)] = pos;
+    for (int pos = 0; pos < on; pos++) opos[plan_stage_rank(os, pos)] = pos;
     for (int c = 0; c < ocells; c++)
         for (int i = 0; i < nt; i++) {
             const TensorInfo *ti = &otab[(size_t)c * GPT_NUM_TENSORS + i];
@@ -192,7 +190,7 @@ int slab_plan_build(SlabPlan *sp, const GPTConfig *cfg, const PlanStage *os, con
 
     for (int pos = 0; pos < nn; pos++) {
         GridCoord g = grid_coord((GridLayout){ns->tp, ns->pp, ns->dp}, pos);
-        int r = stage_rank(ns, pos), op = opos[r], nc = g.t + ntp * g.p;
+        int r = plan_stage_rank(ns, pos), op = opos[r], nc = g.t + ntp * g.p;
         int ocell = op < 0 ? -1 : (op % otp) + otp * (op / (otp * odp)); /* t + tp·p of r's old position */
         const TensorInfo *tt = &ntab[(size_t)nc * GPT_NUM_TENSORS];
         const Box *A[GPT_NUM_TENSORS];
@@ -232,7 +230,7 @@ int slab_plan_build(SlabPlan *sp, const GPTConfig *cfg, const PlanStage *os, con
             int nh = nholders[hi], ncand = nh * odp, *p = &rr[hi], best = -1;
             for (int w = 0; w < ncand && w < 8; w++) {
                 int cidx = (*p + w) % ncand, c = holders[hi * ocells + cidx % nh], d = cidx / nh;
-                int qr = stage_rank(os, c % otp + otp * (d + odp * (c / otp)));
+                int qr = plan_stage_rank(os, c % otp + otp * (d + odp * (c / otp)));
                 if (best < 0 || sp->rank_out[qr] < sp->rank_out[best] ||
                     (sp->rank_out[qr] == sp->rank_out[best] && qr < best))
                     best = qr;
