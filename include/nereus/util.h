@@ -32,6 +32,12 @@ int nr_rank(void);            /* rank in MPI_COMM_WORLD (0 before MPI_Init) */
 void nr_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* warning on any rank (stderr), prefixed with the rank */
 void nr_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The order-free checksum of n floats that stand at logical indices k0 ..
+ * k0+n−1 of one tensor: Σ mix64(k·2^32 + IEEE bits of x) mod 2^64 (the
+ * SplitMix64 finaliser). Sums of disjoint runs add up to the whole tensor's,
+ * whoever holds which run. What checkpoints store (docs/CHECKPOINT.md) and
+ * transitions compare. */
+uint64_t nr_cksum_f32(const float *x, size_t n, uint64_t k0);
 /* Writes the formatted reason into why (len bytes; why may be NULL) and
  * returns −1: the "return -1 with a one-line reason" of the pure planners. */
 int nr_fail(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

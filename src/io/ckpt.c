@@ -50,22 +50,7 @@ static float *kind_buf(const GPT *m, int kind) { return kind == K_PARAMS ? m->pa
 
 /* ---- checksum ----------------------------------------------------------- */
 
-static uint64_t mix64(uint64_t z) {
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
-/* Σ mix64(k·2^32 + bits(x[k − k0])) over k = k0 .. k0+n−1, mod 2^64 */
-static uint64_t cksum_run(const float *x, size_t n, uint64_t k0) {
-    uint64_t s = 0;
-    for (size_t i = 0; i < n; i++) {
-        uint32_t b;
-        memcpy(&b, &x[i], sizeof b);
-        s += mix64(((k0 + i) << 32) + b);
-    }
-    return s;
-}
+/* Σ mix64(k·2^32 + bits(x[k − k0])) over k = k0 .. k0+n−1, mod 2^64: nr_cksum_f32 (util.h) */
 
 /* checksum of a row-major block x of shape count at start inside a dataset of dims (nd ≤ 4): its
  * innermost rows are contiguous in the logical order too */
@@ -78,7 +63,7 @@ static uint64_t cksum_slab(const float *x, int nd, const hsize_t *dims, const hs
     for (size_t r = 0; r < nrows; r++) {
         uint64_t k = 0;
         for (int d = 0; d < nd; d++) k = k * dims[d] + start[d] + (d < nd - 1 ? idx[d] : 0);
-        s += cksum_run(x + r * rowlen, rowlen, k);
+        s += nr_cksum_f32(x + r * rowlen, rowlen, k);
         for (int d = nd - 2; d >= 0; d--) {
             if (++idx[d] < count[d]) break;
             idx[d] = 0;

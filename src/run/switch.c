@@ -14,8 +14,8 @@
  * step, sample), and the data position is the step number.
  *
  * Verification: per moved model-stage, per buffer (parameters, AdamW m, v),
- * per tensor, Σ|x| in double and an order-free 64-bit hash of (logical
- * index, bit pattern) of the assembled logical vector, before and after;
+ * per tensor, Σ|x| in double and the checkpoints' order-free 64-bit
+ * checksum (nr_cksum_f32) of the assembled logical vector, before and after;
  * any difference fails the transition. */
 #include <math.h>
 #include <stdio.h>
@@ -61,14 +61,6 @@ static void change_of(const Job *j, int id, int kind, const PlanStage *from, con
 
 typedef struct TensorCheck { double abs; uint64_t hash; } TensorCheck;
 
-static uint64_t mix64(uint64_t h) {
-    h ^= h >> 33;
-    h *= 0xff51afd7ed558ccdull;
-    h ^= h >> 33;
-    h *= 0xc4ceb9fe1a85ec53ull;
-    h ^= h >> 33;
-    return h;
-}
 
 /* collective over world: checks[buf·GPT_NUM_TENSORS + tensor] of stage id's logical buffers */
 static void stage_checks(Job *j, int id, int nbufs, TensorCheck *out) {
@@ -83,13 +75,9 @@ static void stage_checks(Job *j, int id, int nbufs, TensorCheck *out) {
         job_assemble_buf(j, id, which[b], j->full, n);
         for (int i = 0; i < nt; i++) {
             TensorCheck *c = &out[b * GPT_NUM_TENSORS + i];
-            for (size_t k = 0; k < t[i].numel; k++) {
-                float x = j->full[t[i].loffset + k];
-                uint32_t bits;
-                memcpy(&bits, &x, sizeof bits);
-                c->abs += fabs((double)x);
-                c->hash += mix64(((uint64_t)k << 32) ^ bits); /* a sum: independent of the order */
-            }
+            const float *x = j->full + t[i].loffset;
+            for (size_t k = 0; k < t[i].numel; k++) c->abs += fabs((double)x[k]);
+            c->hash = nr_cksum_f32(x, t[i].numel, 0); /* the checkpoints' checksum */
         }
     }
 }

@@ -1,11 +1,12 @@
 /* util.c — local-error reporting, rank-0 logging, monotonic time, the
- * counter-based RNG and checked allocation (see util.h for the contracts). */
+ * counter-based RNG, the order-free checksum and checked allocation (see util.h for the contracts). */
 #include "nereus/util.h"
 
 #include <math.h>
 #include <mpi.h>
 #include <stdarg.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 int nr_rank(void) {
@@ -68,6 +69,16 @@ static uint64_t mix64(uint64_t z) {
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
     return z ^ (z >> 31);
+}
+
+uint64_t nr_cksum_f32(const float *x, size_t n, uint64_t k0) {
+    uint64_t s = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t b;
+        memcpy(&b, &x[i], sizeof b);
+        s += mix64(((k0 + i) << 32) + b);
+    }
+    return s;
 }
 
 uint64_t rng_u64(uint64_t seed, uint64_t stream, uint64_t a, uint64_t b) {
