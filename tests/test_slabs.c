@@ -7,18 +7,11 @@
 #include <string.h>
 
 #include "check.h"
+#include "test_random.h"
 #include "nereus/transition.h"
 #include "nereus/util.h"
 
 #define NR 8
-
-static uint64_t rng = 0x9E3779B97F4A7C15ull;
-static int rnd(int n) {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (int)(rng % (uint64_t)n);
-}
 
 /* the table of the shard that job rank r holds in stage s into tab; 0 if r is not in s */
 static int shard_of(const GPTConfig *cfg, const PlanStage *s, int r, TensorInfo tab[GPT_NUM_TENSORS]) {
@@ -54,14 +47,7 @@ static int holds(const TensorInfo *t, const int x[4]) {
 }
 
 static void random_stage(PlanStage *s, const int *perm, int from) {
-    static const int deg[3] = {1, 2, 4};
-    do {
-        s->tp = deg[rnd(3)];
-        s->pp = deg[rnd(3)];
-    } while (s->tp * s->pp > NR);
-    s->dp = 1 + rnd(NR / (s->tp * s->pp));
-    s->nranks = s->tp * s->pp * s->dp;
-    s->src = PLAN_SRC_DECK;
+    random_degrees(s, NR, 3);
     s->all = 0;
     for (int i = 0; i < s->nranks; i++) s->ranks[i] = (int16_t)perm[(from + i) % NR];
 }
@@ -155,11 +141,7 @@ int main(void) {
         for (int it = 0; it < 300; it++) {
             int perm[NR];
             for (int i = 0; i < NR; i++) perm[i] = i;
-            for (int i = NR - 1; i > 0; i--) {
-                int j = rnd(i + 1), t = perm[i];
-                perm[i] = perm[j];
-                perm[j] = t;
-            }
+            shuffle(perm, NR);
             static PlanStage os, ns;
             random_stage(&os, perm, 0);
             int mode = rnd(4);
@@ -169,13 +151,7 @@ int main(void) {
             } else {
                 /* shared: both from the start of the permutation (1), or the new one reshuffled (2);
                    disjoint (3): the new ranks right after the old ones when they fit */
-                if (mode == 2) {
-                    for (int i = NR - 1; i > 0; i--) {
-                        int j = rnd(i + 1), t = perm[i];
-                        perm[i] = perm[j];
-                        perm[j] = t;
-                    }
-                }
+                if (mode == 2) shuffle(perm, NR);
                 random_stage(&ns, perm, 0);
                 if (mode == 3 && os.nranks + ns.nranks <= NR)
                     for (int i = 0; i < ns.nranks; i++) ns.ranks[i] = (int16_t)perm[os.nranks + i];
@@ -218,11 +194,7 @@ int main(void) {
         static PlanStage a, b;
         int perm[1024];
         for (int i = 0; i < 1024; i++) perm[i] = i;
-        for (int i = 1023; i > 0; i--) {
-            int j = rnd(i + 1), t = perm[i];
-            perm[i] = perm[j];
-            perm[j] = t;
-        }
+        shuffle(perm, 1024);
         struct { int tp, pp, dp, shuffle; } cases[3][2] = {
             {{8, 4, 32, 0}, {4, 8, 32, 0}},
             {{1, 1, 1024, 0}, {8, 8, 16, 1}},

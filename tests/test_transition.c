@@ -28,34 +28,15 @@
 #include "nereus/emu.h"
 #include "nereus/transition.h"
 #include "nereus/util.h"
-
-static uint64_t rng = 0x9E3779B97F4A7C15ull; /* the same stream on every rank */
-static int rnd(int n) {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (int)(rng % (uint64_t)n);
-}
+#include "test_random.h" /* the same stream on every rank */
 
 static void random_stage(PlanStage *s, int nranks) {
-    static const int deg[3] = {1, 2, 4};
     memset(s, 0, sizeof *s);
-    do {
-        s->tp = deg[rnd(3)];
-        s->pp = deg[rnd(3)];
-    } while (s->tp * s->pp > nranks);
-    s->dp = 1 + rnd(nranks / (s->tp * s->pp));
-    s->nranks = s->tp * s->pp * s->dp;
-    s->src = PLAN_SRC_DECK;
+    random_degrees(s, nranks, 3);
     int perm[64];
     for (int i = 0; i < nranks; i++) perm[i] = i;
     int mode = rnd(3); /* 0: any ranks; 1: the lowest ones; 2: the highest ones (disjoint from 1 when they fit) */
-    if (mode == 0)
-        for (int i = nranks - 1; i > 0; i--) {
-            int j = rnd(i + 1), t = perm[i];
-            perm[i] = perm[j];
-            perm[j] = t;
-        }
+    if (mode == 0) shuffle(perm, nranks);
     for (int i = 0; i < s->nranks; i++) s->ranks[i] = (int16_t)(mode == 2 ? perm[nranks - 1 - i] : perm[i]);
 }
 
@@ -115,7 +96,7 @@ int main(int argc, char **argv) {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     int trials = argc > 1 ? atoi(argv[1]) : 250;
-    rng ^= (uint64_t)size * 0x1234567ull; /* different pairs on 4 and on 8 ranks */
+    test_rng ^= (uint64_t)size * 0x1234567ull; /* different pairs on 4 and on 8 ranks */
     const Backend *be = backend_cpu();
     signal(SIGALRM, on_alarm);
     MPI_Comm xcomm;

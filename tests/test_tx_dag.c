@@ -16,34 +16,12 @@
 #include <string.h>
 
 #include "check.h"
+#include "test_random.h"
 #include "nereus/transition.h"
 #include "nereus/util.h"
 
-static uint64_t rng = 0x2545F4914F6CDD1Dull;
-static int rnd(int n) {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (int)(rng % (uint64_t)n);
-}
-
-static void shuffle(int *p, int n) {
-    for (int i = n - 1; i > 0; i--) {
-        int j = rnd(i + 1), t = p[i];
-        p[i] = p[j];
-        p[j] = t;
-    }
-}
-
 static void random_stage(PlanStage *s, int nranks, int maxdeg) {
-    static const int deg[4] = {1, 2, 4, 8};
-    do {
-        s->tp = deg[rnd(maxdeg)];
-        s->pp = deg[rnd(maxdeg)];
-    } while (s->tp * s->pp > nranks);
-    s->dp = 1 + rnd(nranks / (s->tp * s->pp));
-    s->nranks = s->tp * s->pp * s->dp;
-    s->src = PLAN_SRC_DECK;
+    random_degrees(s, nranks, maxdeg);
     int perm[1024];
     for (int i = 0; i < nranks; i++) perm[i] = i;
     shuffle(perm, nranks);
@@ -178,6 +156,7 @@ static TxChange change_of(int id, int kind, const GPTConfig *cfg, const PlanStag
 }
 
 int main(void) {
+    test_rng = 0x2545F4914F6CDD1Dull;
     TxOptions opt = {0, 4096, 16384, 10e9, 5e-6, 200e-6, NULL, 0, 0, 0};
     int nbad[8] = {0}, trials = 0, multiwave = 0, refused_ok = 0, refused_n = 0;
     const char *what[8] = {"acyclic", "COPY/XFER nodes partition the slabs", "each part covers its new shard",
