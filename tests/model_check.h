@@ -105,6 +105,18 @@ static double diff_from_rank0(MPI_Comm c, const float *buf, size_t n) {
     return bad;
 }
 
+/* gpt_copy_params into a second model built for the same shard (c, sh:
+ * inference-only, another seed) gives it m's checksum exactly. */
+static void check_copy_params(Checks *k, const GPTConfig *c, const GPTShard *sh, const Backend *be, int B, int T,
+                              uint64_t seed, const GPT *m, const char *kind) {
+    GPT cp;
+    gpt_build_shard(&cp, c, sh, be, B, T, 0, seed + 7, 0.2f);
+    gpt_copy_params(&cp, m);
+    note(k, fabs(gpt_checksum(&cp) - gpt_checksum(m)), 0, "%s gpt_copy_params between same-shard models%s", kind,
+         NULL);
+    gpt_free(&cp);
+}
+
 /* Round trips of a sharded model's four buffers through the logical vector
  * ft (nl): import(export(x)) is bit-exact, and export writes exactly the
  * elements this rank holds (the rest of ft stays NaN). Leaves the buffers

@@ -186,12 +186,7 @@ static void test_one(Checks *k, const Emu *e, int value_head, int microbatches) 
     }
 
     /* gpt_copy_params between two models of the same shard */
-    GPT cp;
-    gpt_build_shard(&cp, &c, &sh, be, B, T, 0, seed + 7, 0.2f);
-    gpt_copy_params(&cp, &pm);
-    note(k, fabs(gpt_checksum(&cp) - gpt_checksum(&pm)), 0, "%s gpt_copy_params between same-shard models%s", kind,
-         NULL);
-    gpt_free(&cp);
+    check_copy_params(k, &c, &sh, be, B, T, seed, &pm, kind);
 
     free(fr);
     free(ft);

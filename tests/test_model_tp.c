@@ -168,12 +168,7 @@ static void test_one(Checks *k, const GPTShard *sh, int value_head) {
     }
 
     /* gpt_copy_params between two models of the same shard */
-    GPT cp;
-    gpt_build_shard(&cp, &c, sh, be, B, T, 0, seed + 7, 0.2f);
-    gpt_copy_params(&cp, &tp);
-    note(k, fabs(gpt_checksum(&cp) - gpt_checksum(&tp)), 0, "%s gpt_copy_params between same-shard models%s", kind,
-         NULL);
-    gpt_free(&cp);
+    check_copy_params(k, &c, sh, be, B, T, seed, &tp, kind);
 
     free(fr);
     free(ft);
