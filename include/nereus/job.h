@@ -12,8 +12,8 @@
  * every minibatch over its replicas and sums gradients over its dp group.
  * Then the trained weights go to actor.gen, actor.inf and critic.inf.
  * Gathering everything everywhere is the simple, correct baseline; the
- * transition engine (issue #5) replaces the weight sync with minimal-byte
- * transfers.
+ * weight sync itself goes, by default, through the transition engine
+ * (job_sync_engine: minimal-byte transfers), job_sync being the baseline.
  */
 #ifndef NEREUS_JOB_H
 #define NEREUS_JOB_H
@@ -59,7 +59,6 @@ typedef struct Job {
     PlanConfig plan;           /* the plan the job runs now (cfg->plan until a transition) */
     MPI_Comm xcomm;            /* transfers of the transition engine (a dup of world: tags of its own) */
     struct JobSyncPlan *sync;  /* the weight sync compiled for the current plan (NULL: not yet) */
-    double last_tx_bytes;      /* bytes the last transition moved between ranks */
 } Job;
 
 /* What one transition did (job_transition), the same on every rank. */

@@ -159,7 +159,8 @@ int plan_search(const CostModel *cm, int nranks, const Workload *w, PlanConfig *
                 char *why, size_t len);
 /* The same over `n` ranks of a larger job: logical rank i of the search is
  * job rank map[i] (the pool, e.g. without the ranks that left or run
- * slow); the plan and its cost are in job ranks 0..nranks_job-1. */
+ * slow; NULL: ranks 0..n-1); the plan and its cost are in job ranks
+ * 0..nranks_job-1. */
 int plan_search_on(const CostModel *cm, int n, const int *map, int nranks_job, const Workload *w, PlanConfig *out,
                    StepCost *sc, SearchStats *st, char *why, size_t len);
 /* The same within one placement family: SEARCH_ANY (the above),

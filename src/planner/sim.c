@@ -90,17 +90,15 @@ static double transition_s(const SimScenario *sc, const PlanConfig *a, const Pla
 /* the planner's search on the pool: all its ranks, and without the slow ones; the faster plan */
 static int planner_search(const CostModel *model, const SimScenario *sc, int pool, const double *slow,
                           const Workload *w, PlanConfig *out, double *pred) {
-    static int map[PLAN_MAX_RANKS], fast[PLAN_MAX_RANKS];
+    static int fast[PLAN_MAX_RANKS];
     int nf = 0;
-    for (int r = 0; r < pool; r++) {
-        map[r] = r;
+    for (int r = 0; r < pool; r++)
         if (slow[r] <= 1.05) fast[nf++] = r;
-    }
     PlanConfig p1, p2;
     StepCost c1, c2;
     SearchStats st;
     char why[512];
-    int ok1 = plan_search_on(model, pool, map, sc->gpus, w, &p1, &c1, &st, why, sizeof why) == 0;
+    int ok1 = plan_search_on(model, pool, NULL, sc->gpus, w, &p1, &c1, &st, why, sizeof why) == 0; /* ranks 0..pool-1 */
     int ok2 = nf < pool && nf > 0 && plan_search_on(model, nf, fast, sc->gpus, w, &p2, &c2, &st, why, sizeof why) == 0;
     if (!ok1 && !ok2) return -1;
     if (ok2 && (!ok1 || c2.total < c1.total)) {
@@ -117,12 +115,10 @@ static int planner_search(const CostModel *model, const SimScenario *sc, int poo
    conditions with the true cluster, like the static plan, and re-chosen only when the pool changes) */
 static int family_plan(const CostModel *truth, const SimScenario *sc, int mode, int pool, const Workload *w,
                        PlanConfig *out) {
-    static int map[PLAN_MAX_RANKS];
-    for (int r = 0; r < pool; r++) map[r] = r;
     StepCost c;
     SearchStats st;
     char why[512];
-    return plan_search_mode(truth, pool, map, sc->gpus, w, mode, out, &c, &st, why, sizeof why);
+    return plan_search_mode(truth, pool, NULL, sc->gpus, w, mode, out, &c, &st, why, sizeof why);
 }
 
 int sim_run(const SimScenario *sc, int policy, SimResult *res, char *why, size_t len) {

@@ -54,10 +54,11 @@ static int check_sft_split(const Config *cfg, const Deck *deck) {
 
 /* The deck's [switch] before PPO step `step`: resolve the plan against the
  * job, move through the transition engine, print what it did. Returns 0
- * (switched), 1 (refused before anything moved: the run continues on the
- * current plan) or −1 (a transition check failed: the run must stop). */
+ * (switched; *bytes: what moved between ranks), 1 (refused before anything
+ * moved: the run continues on the current plan) or −1 (a transition check
+ * failed: the run must stop). */
 static int run_switch(Job *j, const Config *cfg, int step, char *plan_text, size_t plan_len, Trace *tr,
-                      int plan_id) {
+                      int plan_id, double *bytes) {
     double t0 = nr_now();
     int world = j->size;
     PlanConfig np = cfg->sw.plan;
@@ -95,7 +96,7 @@ static int run_switch(Job *j, const Config *cfg, int step, char *plan_text, size
            rep.nchanges, rep.nwaves, rep.bytes_moved / 1048576.0, rep.bytes_lower_bound / 1048576.0,
            rep.bytes_local / 1048576.0, rep.predicted_s, rep.measured_s, rep.engine_s, rep.mem_peak / 1048576.0,
            budget, rep.verified ? "; per-tensor checks passed" : "", rep.text);
-    j->last_tx_bytes = rep.bytes_moved;
+    *bytes = rep.bytes_moved;
     TraceTransition tx = {step, t0, plan_id, plan_id + 1, rep.nchanges, rep.nwaves, rep.verified,
                           rep.predicted_s, rep.measured_s, rep.engine_s, rep.bytes_moved, rep.bytes_lower_bound,
                           rep.bytes_local, rep.mem_peak, rep.mem_budget, rep.text};
@@ -266,11 +267,12 @@ int run_job(const Config *cfg, const Deck *deck, const char *deck_path) {
         double run0 = nr_now();
         for (int step = (int)start_step; step < cfg->ppo.steps; step++) {
             if (cfg->sw.step == step) {
-                int rc = run_switch(&job, cfg, step, plan_text, sizeof plan_text, tr, plan_id);
+                double moved = 0;
+                int rc = run_switch(&job, cfg, step, plan_text, sizeof plan_text, tr, plan_id, &moved);
                 if (rc < 0) { status = 1; break; }
                 plan_id += rc == 0;
                 transitions += rc == 0;
-                transition_bytes += rc == 0 ? job.last_tx_bytes : 0;
+                transition_bytes += moved;
             }
             StepStats st;
             memset(&st, 0, sizeof st);
