@@ -28,6 +28,11 @@
 /* Local: waits for one request (or all n) without spinning a core. */
 void comm_wait(MPI_Request *req);
 void comm_waitall(int n, MPI_Request *reqs);
+/* Local: hook called at the start of every comm_wait / comm_waitall (NULL:
+ * none) — the point where this rank's compute meets the other ranks. The
+ * injected slowdown ([inject] slow_ranks, src/run/inject.c) does its extra
+ * work there, so that the ranks waiting on it really wait. */
+void comm_set_wait_hook(void (*hook)(void));
 
 /* collective over c: buf[0..n) becomes the sum over the ranks of c, in
  * place (MPI_Iallreduce + comm_wait). n may be 0. */

@@ -19,9 +19,13 @@ static void comm_sleep(long ns)
     nanosleep(&ts, NULL); /* an early wake (signal) only means an early poll */
 }
 
+static void (*wait_hook)(void);
+void comm_set_wait_hook(void (*hook)(void)) { wait_hook = hook; }
+
 void comm_wait(MPI_Request *req)
 {
     int done = 0;
+    if (wait_hook) wait_hook();
     for (int i = 0; i < COMM_SPIN_POLLS; i++) {
         mpiCheck(MPI_Test(req, &done, MPI_STATUS_IGNORE));
         if (done) return;
@@ -36,6 +40,7 @@ void comm_wait(MPI_Request *req)
 void comm_waitall(int n, MPI_Request *reqs)
 {
     int done = 0;
+    if (wait_hook) wait_hook();
     for (int i = 0; i < COMM_SPIN_POLLS; i++) {
         mpiCheck(MPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE));
         if (done) return;
