@@ -24,7 +24,7 @@
 #ifndef NEREUS_SIM_H
 #define NEREUS_SIM_H
 
-#include "nereus/planner.h"
+#include "nereus/adapt.h"
 
 #define SIM_MAX_EVENTS 64
 /* modelled cost of building one model-stage's new communicators (NCCL at scale: hundreds of ms) */
@@ -51,7 +51,11 @@ typedef struct SimScenario {
     SimEvent ev[SIM_MAX_EVENTS]; /* sorted by step */
 } SimScenario;
 
-enum { SIM_STATIC, SIM_VERL, SIM_OPENRLHF, SIM_ADMIT_ALL, SIM_EVERY_K, SIM_PAYBACK, SIM_NPOLICIES };
+/* the controller's policies (adapt.h) */
+enum {
+    SIM_STATIC = ADAPT_STATIC, SIM_VERL = ADAPT_VERL, SIM_OPENRLHF = ADAPT_OPENRLHF, SIM_ADMIT_ALL = ADAPT_ADMIT_ALL,
+    SIM_EVERY_K = ADAPT_EVERY_K, SIM_PAYBACK = ADAPT_PAYBACK, SIM_NPOLICIES = ADAPT_NPOLICIES
+};
 
 typedef struct SimResult {
     double total_s;         /* steps + transitions */

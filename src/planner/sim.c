@@ -10,10 +10,7 @@
 #include "nereus/transition.h"
 #include "nereus/util.h"
 
-const char *sim_policy_name(int p) {
-    static const char *n[SIM_NPOLICIES] = {"static", "verl", "openrlhf", "admit-all", "every-k", "payback"};
-    return p >= 0 && p < SIM_NPOLICIES ? n[p] : "?";
-}
+const char *sim_policy_name(int p) { return adapt_policy_name(p); }
 
 /* geometric growth from the first step's length to len_end at the last */
 static double len_at(const SimScenario *sc, int step) {
@@ -30,13 +27,6 @@ static int pool_at(const SimScenario *sc, int step, double *slow) {
         if (sc->ev[e].rank >= 0 && sc->ev[e].rank < sc->gpus) slow[sc->ev[e].rank] = sc->ev[e].slow;
     }
     return pool;
-}
-
-static int plan_within(const PlanConfig *p, int pool) {
-    for (int s = 0; s < PLAN_NSTAGES; s++)
-        for (int i = 0; i < p->stage[s].nranks; i++)
-            if (p->stage[s].ranks[i] >= pool) return 0;
-    return 1;
 }
 
 /* The transition engine's prediction for old → new: the slabs of every
@@ -87,122 +77,64 @@ static double transition_s(const SimScenario *sc, const PlanConfig *a, const Pla
     return fmax(ti, tt) + (ni + nt) * SIM_COMM_SETUP_S;
 }
 
-/* the planner's search on the pool: all its ranks, and without the slow ones; the faster plan */
-static int planner_search(const CostModel *model, const SimScenario *sc, int pool, const double *slow,
-                          const Workload *w, PlanConfig *out, double *pred) {
-    static int fast[PLAN_MAX_RANKS];
-    int nf = 0;
-    for (int r = 0; r < pool; r++)
-        if (slow[r] <= 1.05) fast[nf++] = r;
-    PlanConfig p1, p2;
-    StepCost c1, c2;
-    SearchStats st;
-    char why[512];
-    int ok1 = plan_search_on(model, pool, NULL, sc->gpus, w, &p1, &c1, &st, why, sizeof why) == 0; /* ranks 0..pool-1 */
-    int ok2 = nf < pool && nf > 0 && plan_search_on(model, nf, fast, sc->gpus, w, &p2, &c2, &st, why, sizeof why) == 0;
-    if (!ok1 && !ok2) return -1;
-    if (ok2 && (!ok1 || c2.total < c1.total)) {
-        *out = p2;
-        *pred = c2.total;
-    } else {
-        *out = p1;
-        *pred = c1.total;
-    }
-    return 0;
-}
-
-/* the best plan of a placement family for the pool (the fixed baselines: chosen once for the initial
-   conditions with the true cluster, like the static plan, and re-chosen only when the pool changes) */
-static int family_plan(const CostModel *truth, const SimScenario *sc, int mode, int pool, const Workload *w,
-                       PlanConfig *out) {
-    StepCost c;
-    SearchStats st;
-    char why[512];
-    return plan_search_mode(truth, pool, NULL, sc->gpus, w, mode, out, &c, &st, why, sizeof why);
+static double tx_cost(void *ctx, const PlanConfig *a, const PlanConfig *b) {
+    return transition_s((const SimScenario *)ctx, a, b);
 }
 
 int sim_run(const SimScenario *sc, int policy, SimResult *res, char *why, size_t len) {
     memset(res, 0, sizeof *res);
     static double slow[PLAN_MAX_RANKS];
+    static int ranks[PLAN_MAX_RANKS];
+    for (int r = 0; r < sc->gpus; r++) ranks[r] = r;
     CostModel truth = sc->truth, model = sc->truth;
     truth.slow = slow;
     model.eff = eff_default(); /* the planner starts conservative and calibrates */
     model.slow = slow;         /* per-rank speed: measured every step (stage timings per rank) */
     Workload w = sc->w;
-    int pool = pool_at(sc, 0, slow);
-    PlanConfig cur;
-    double pred;
+    int family = policy == SIM_VERL || policy == SIM_OPENRLHF, fixed = family || policy == SIM_STATIC;
+    Observed o = {w.resp_len, pool_at(sc, 0, slow), ranks, slow, 0};
     double tp0 = nr_now();
     int rc = 0;
-    /* the starting plan */
-    if (policy == SIM_VERL || policy == SIM_OPENRLHF)
-        rc = family_plan(&truth, sc, policy == SIM_VERL ? SEARCH_COLOCATED : SEARCH_DISAGGREGATED, pool, &w, &cur);
-    else
-        rc = planner_search(&truth, sc, pool, slow, &w, &cur, &pred); /* the best plan for the initial conditions */
-    if (rc != 0) {
+    /* the starting plan: the best of the policy's family for the initial conditions, on the true cluster */
+    PlanConfig start;
+    StepCost sc0;
+    if (adapt_search(&truth, &w, family ? policy : SIM_STATIC, sc->gpus, &o, &start, &sc0, why, len) != 0) {
         res->failed = 1;
-        return nr_fail(why, len, "%s: no plan fits the %d-rank pool at step 0", sim_policy_name(policy), pool);
+        return nr_fail(why, len, "%s: no plan fits the %d-rank pool at step 0", sim_policy_name(policy), o.npool);
     }
-    double eff0 = 1;
-    DriftMonitor dm;
-    drift_init(&dm, sc->threshold, w.resp_len, eff0, pool);
+    AdaptConfig ac = {policy, sc->gamma, sc->threshold, sc->every_k, sc->steps, sc->gpus, tx_cost, (void *)sc};
+    Adapt ad;
+    adapt_init(&ad, &ac, &start, &o);
     for (int step = 0; step < sc->steps; step++) {
         w.resp_len = w.resp_max = len_at(sc, step);
-        pool = pool_at(sc, step, slow);
-        double maxslow = 1;
-        for (int r = 0; r < pool; r++) maxslow = fmax(maxslow, slow[r]);
-        double eff = 1.0 / maxslow;
-        int pool_changed = pool != dm.ref_pool, outside = !plan_within(&cur, pool);
-        int mask = drift_check(&dm, w.resp_len, eff, pool, 0);
-        int crossing = (mask & (DRIFT_LENGTH | DRIFT_EFFICIENCY)) != 0, urgent = pool_changed || outside;
-        int want = 0;
-        switch (policy) {
-        case SIM_STATIC: case SIM_VERL: case SIM_OPENRLHF: want = urgent; break;
-        case SIM_ADMIT_ALL: case SIM_PAYBACK: want = urgent || crossing; break;
-        case SIM_EVERY_K: want = urgent || (step > 0 && sc->every_k > 0 && step % sc->every_k == 0); break;
-        }
-        if (want) {
-            PlanConfig next;
-            int ok;
-            if (policy == SIM_VERL || policy == SIM_OPENRLHF)
-                ok = family_plan(&truth, sc, policy == SIM_VERL ? SEARCH_COLOCATED : SEARCH_DISAGGREGATED, pool, &sc->w,
-                                 &next) == 0;
-            else if (policy == SIM_STATIC)
-                ok = planner_search(&truth, sc, pool, slow, &sc->w, &next, &pred) == 0; /* initial conditions, new pool */
-            else
-                ok = planner_search(&model, sc, pool, slow, &w, &next, &pred) == 0;
+        o.resp_len = w.resp_len;
+        o.npool = pool_at(sc, step, slow);
+        AdaptDecision d;
+        /* the fixed baselines search with the true cluster and the initial conditions */
+        adapt_step(&ad, step, &model, &w, fixed ? &truth : &model, fixed ? &sc->w : &w, &o, &d);
+        if (d.searched) {
             res->replans++;
-            if (!ok) {
+            if (d.failed) {
                 res->failed = 1;
-                rc = nr_fail(why, len, "%s: no plan fits the %d-rank pool at step %d", sim_policy_name(policy), pool, step);
+                rc = nr_fail(why, len, "%s: no plan fits the %d-rank pool at step %d", sim_policy_name(policy),
+                             o.npool, step);
                 break;
             }
-            StepCost a, b;
-            double Lnow = outside ? INFINITY : cost_plan(&model, &cur, sc->gpus, &w, &a);
-            double Lnew = cost_plan(&model, &next, sc->gpus, &w, &b);
-            double C = transition_s(sc, &cur, &next);
-            int take;
-            char reason[256];
-            if (policy == SIM_PAYBACK)
-                take = admit(Lnow, Lnew, C, sc->gamma, drift_horizon(&dm, step, sc->steps), urgent, reason, sizeof reason);
-            else
-                take = urgent || Lnew < Lnow;
-            if (take && memcmp(&next, &cur, sizeof next) != 0) {
+            if (d.changed) {
                 res->transitions++;
-                res->transition_s += C;
-                cur = next;
-            } else if (!take) {
+                res->transition_s += d.C;
+            } else if (!d.admitted) {
                 res->refused++;
             }
-            if (crossing || urgent) drift_reset(&dm, step, w.resp_len, eff, pool);
         }
         /* the step on the true cluster, and the planner's calibration from it */
+        const PlanConfig *cur = &ad.cur;
         StepCost t;
-        double T = cost_plan(&truth, &cur, sc->gpus, &w, &t);
+        double T = cost_plan(&truth, cur, sc->gpus, &w, &t);
         res->total_s += T;
-        if (policy != SIM_VERL && policy != SIM_OPENRLHF)
+        if (!family)
             for (int s = 0; s < PLAN_NSTAGES; s++) {
-                GridLayout l = {cur.stage[s].tp, cur.stage[s].pp, cur.stage[s].dp};
+                GridLayout l = {cur->stage[s].tp, cur->stage[s].pp, cur->stage[s].dp};
                 double m = cost_stage(&sc->truth, s, l, &w, NULL); /* what the timers would measure (speed-normalised) */
                 if (isfinite(m) && m > 0) cost_calibrate(&model, s, l, &w, m, 0.5);
             }

@@ -1,0 +1,115 @@
+/* adapt.h — the planner's controller (issue #6): at each step boundary it
+ * looks at what the drift monitor sees, decides whether to search, prices
+ * the current plan against the candidate, and applies the policy's rule.
+ * One piece of code for the three places that decide: the live run (rank
+ * 0, between PPO steps: src/run/adapt_live.c), the simulator (sim.c) and
+ * the offline replay of a trace (tools/trace.c). Pure: no MPI, no clock.
+ *
+ * What it is given at a step (Observed) is what a monitor can observe: the
+ * mean response length of the last step, the ranks in the pool, each
+ * rank's measured slowdown against the others, a predicted out-of-memory.
+ * Never an injection schedule.
+ *
+ * Rules per policy:
+ *   static, verl, openrlhf   search only when urgent (the pool changed, or
+ *                            the current plan holds ranks out of the pool),
+ *                            with the caller's search model and workload
+ *                            (the initial conditions) and, for verl and
+ *                            openrlhf, within their placement family;
+ *   admit-all                search at every crossing; take any faster plan;
+ *   every-k                  search every k steps; take any faster plan;
+ *   payback                  search at every crossing; admit(): ΔL > 0 and
+ *                            C/ΔL ≤ γ·H; urgent ones admitted.
+ * After any search at a crossing or urgent signal the monitor's references
+ * reset (admitted or not), and the crossing counts toward H.
+ *
+ * The search, with mode ANY, runs twice — on the whole pool and on the pool
+ * without the ranks measured slower than 1.05× — and keeps the faster plan
+ * (a slow rank is worth dropping only when the rest does better alone). */
+#ifndef NEREUS_ADAPT_H
+#define NEREUS_ADAPT_H
+
+#include <stddef.h>
+
+#include "nereus/planner.h"
+
+enum { ADAPT_STATIC, ADAPT_VERL, ADAPT_OPENRLHF, ADAPT_ADMIT_ALL, ADAPT_EVERY_K, ADAPT_PAYBACK, ADAPT_NPOLICIES };
+
+/* "static", "verl", "openrlhf", "admit-all", "every-k", "payback" */
+const char *adapt_policy_name(int policy);
+/* the policy of that name, or −1 */
+int adapt_policy_named(const char *name);
+
+/* The predicted seconds of the transition a → b (the transition engine's
+ * estimate, as the caller prices it). */
+typedef double (*AdaptTxCost)(void *ctx, const PlanConfig *a, const PlanConfig *b);
+
+typedef struct AdaptConfig {
+    int policy;
+    double gamma;            /* payback γ */
+    double threshold;        /* drift threshold (relative) */
+    int every_k;             /* every-k's period */
+    int steps_total;         /* the run's steps (H is capped by the steps left) */
+    int nranks;              /* ranks of the job (plans are in job ranks 0..nranks-1) */
+    AdaptTxCost tx_cost;
+    void *tx_ctx;
+} AdaptConfig;
+
+typedef struct Observed {
+    double resp_len;         /* mean response tokens of the last step */
+    int npool;
+    const int *pool;         /* (npool) the job ranks in the pool, ascending */
+    const double *slow;      /* (nranks) each rank's measured slowdown (1: as the others); NULL: none */
+    int oom;                 /* predicted out-of-memory of the current plan */
+} Observed;
+
+/* the efficiency signal the monitor follows: 1 / the slowest pool rank's slowdown */
+double adapt_eff_signal(const Observed *o);
+
+typedef struct Adapt {
+    AdaptConfig c;
+    DriftMonitor dm;
+    PlanConfig cur;          /* the plan in force */
+} Adapt;
+
+/* What adapt_step decided at one step. */
+typedef struct AdaptDecision {
+    int step;
+    int mask;                /* DRIFT_* seen */
+    int searched;            /* a search ran (the rest is meaningful only then) */
+    int urgent;
+    int admitted;            /* the rule said yes */
+    int changed;             /* admitted and the plan differs: the caller must move to `next` */
+    int failed;              /* no plan fits the pool (why says what) */
+    double len, eff;         /* the signals */
+    double L_now, L_new;     /* predicted step seconds of the current plan (∞: it cannot run) and of next */
+    double C;                /* predicted transition seconds */
+    double H;                /* expected steps before the next drift */
+    StepCost next_cost;
+    PlanConfig next;
+    char reason[256];
+    char why[512];
+} AdaptDecision;
+
+/* The controller starting on plan `start` with the monitor's references at o. */
+void adapt_init(Adapt *a, const AdaptConfig *c, const PlanConfig *start, const Observed *o);
+
+/* One step boundary. `price` and w: the model and workload the plans are
+ * priced with (the planner's calibrated model, the observed workload);
+ * `search` and sw: the ones the search uses (the same, except for the
+ * static baselines, which search with the initial conditions). On
+ * d->changed the controller's current plan is already `next`: the caller
+ * moves there, or calls adapt_revert if the move was refused. Returns
+ * d->changed. */
+int adapt_step(Adapt *a, int step, const CostModel *price, const Workload *w, const CostModel *search,
+               const Workload *sw, const Observed *o, AdaptDecision *d);
+/* The caller could not move (the transition was refused): back to `cur`. */
+void adapt_revert(Adapt *a, const PlanConfig *cur);
+
+/* The best plan on the pool for a policy's placement family (ANY: the
+ * whole pool and without the slow ranks, the faster). Returns 0, or −1
+ * with why. */
+int adapt_search(const CostModel *cm, const Workload *w, int policy, int nranks, const Observed *o, PlanConfig *out,
+                 StepCost *sc, char *why, size_t len);
+
+#endif

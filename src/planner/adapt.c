@@ -1,0 +1,127 @@
+/* adapt.c — the planner's controller (adapt.h): drift → search → price →
+ * rule, the same for the live run, the simulator and the replay. Pure. */
+#include "nereus/adapt.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "nereus/util.h"
+
+static const char *const policy_names[ADAPT_NPOLICIES] = {"static",    "verl",    "openrlhf",
+                                                          "admit-all", "every-k", "payback"};
+
+const char *adapt_policy_name(int p) { return p >= 0 && p < ADAPT_NPOLICIES ? policy_names[p] : "?"; }
+
+int adapt_policy_named(const char *name) {
+    for (int p = 0; p < ADAPT_NPOLICIES; p++)
+        if (strcmp(name, policy_names[p]) == 0) return p;
+    return -1;
+}
+
+double adapt_eff_signal(const Observed *o) {
+    double maxslow = 1;
+    if (o->slow)
+        for (int i = 0; i < o->npool; i++) maxslow = fmax(maxslow, o->slow[o->pool[i]]);
+    return 1.0 / maxslow;
+}
+
+/* every rank of the plan is in the pool */
+static int plan_within(const PlanConfig *p, const Observed *o, int nranks) {
+    static unsigned char in[PLAN_MAX_RANKS];
+    memset(in, 0, (size_t)nranks);
+    for (int i = 0; i < o->npool; i++)
+        if (o->pool[i] >= 0 && o->pool[i] < nranks) in[o->pool[i]] = 1;
+    for (int s = 0; s < PLAN_NSTAGES; s++)
+        for (int i = 0; i < p->stage[s].nranks; i++) {
+            int r = p->stage[s].ranks[i];
+            if (r < 0 || r >= nranks || !in[r]) return 0;
+        }
+    return 1;
+}
+
+/* the pool as a search map: NULL when it is ranks 0..n-1 (the search's identity) */
+static const int *pool_map(const Observed *o) {
+    for (int i = 0; i < o->npool; i++)
+        if (o->pool[i] != i) return o->pool;
+    return NULL;
+}
+
+int adapt_search(const CostModel *cm, const Workload *w, int policy, int nranks, const Observed *o, PlanConfig *out,
+                 StepCost *sc, char *why, size_t len) {
+    SearchStats st;
+    if (policy == ADAPT_VERL || policy == ADAPT_OPENRLHF)
+        return plan_search_mode(cm, o->npool, pool_map(o), nranks, w,
+                                policy == ADAPT_VERL ? SEARCH_COLOCATED : SEARCH_DISAGGREGATED, out, sc, &st, why, len);
+    static int fast[PLAN_MAX_RANKS];
+    int nf = 0;
+    for (int i = 0; i < o->npool; i++)
+        if (!o->slow || o->slow[o->pool[i]] <= 1.05) fast[nf++] = o->pool[i];
+    PlanConfig p2;
+    StepCost c2;
+    char why2[512];
+    int ok1 = plan_search_on(cm, o->npool, pool_map(o), nranks, w, out, sc, &st, why, len) == 0;
+    int ok2 = nf < o->npool && nf > 0 && plan_search_on(cm, nf, fast, nranks, w, &p2, &c2, &st, why2, sizeof why2) == 0;
+    if (!ok1 && !ok2) return -1;
+    if (ok2 && (!ok1 || c2.total < sc->total)) {
+        *out = p2;
+        *sc = c2;
+    }
+    return 0;
+}
+
+void adapt_init(Adapt *a, const AdaptConfig *c, const PlanConfig *start, const Observed *o) {
+    memset(a, 0, sizeof *a);
+    a->c = *c;
+    a->cur = *start;
+    drift_init(&a->dm, c->threshold, o->resp_len, adapt_eff_signal(o), o->npool);
+}
+
+int adapt_step(Adapt *a, int step, const CostModel *price, const Workload *w, const CostModel *search,
+               const Workload *sw, const Observed *o, AdaptDecision *d) {
+    const AdaptConfig *c = &a->c;
+    memset(d, 0, sizeof *d);
+    d->step = step;
+    d->len = o->resp_len;
+    d->eff = adapt_eff_signal(o);
+    int pool_changed = o->npool != a->dm.ref_pool, outside = !plan_within(&a->cur, o, c->nranks);
+    d->mask = drift_check(&a->dm, d->len, d->eff, o->npool, o->oom);
+    int crossing = (d->mask & (DRIFT_LENGTH | DRIFT_EFFICIENCY)) != 0;
+    d->urgent = pool_changed || outside || o->oom;
+    int want = 0;
+    switch (c->policy) {
+    case ADAPT_STATIC: case ADAPT_VERL: case ADAPT_OPENRLHF: want = d->urgent; break;
+    case ADAPT_ADMIT_ALL: case ADAPT_PAYBACK: want = d->urgent || crossing; break;
+    case ADAPT_EVERY_K: want = d->urgent || (step > 0 && c->every_k > 0 && step % c->every_k == 0); break;
+    }
+    if (!want) return 0;
+    d->searched = 1;
+    if (adapt_search(search, sw, c->policy, c->nranks, o, &d->next, &d->next_cost, d->why, sizeof d->why) != 0) {
+        d->failed = 1;
+        snprintf(d->reason, sizeof d->reason, "no plan fits the %d-rank pool", o->npool);
+        return 0;
+    }
+    StepCost now, nx;
+    d->L_now = outside ? INFINITY : cost_plan(price, &a->cur, c->nranks, w, &now);
+    d->L_new = cost_plan(price, &d->next, c->nranks, w, &nx);
+    d->next_cost = nx;
+    int same = memcmp(&d->next, &a->cur, sizeof d->next) == 0;
+    d->C = same ? 0 : c->tx_cost(c->tx_ctx, &a->cur, &d->next);
+    if (c->policy == ADAPT_PAYBACK) {
+        d->H = drift_horizon(&a->dm, step, c->steps_total);
+        d->admitted = admit(d->L_now, d->L_new, d->C, c->gamma, d->H, d->urgent, d->reason, sizeof d->reason);
+    } else {
+        d->admitted = d->urgent || d->L_new < d->L_now;
+        snprintf(d->reason, sizeof d->reason, "%s: %s (dL %.4g s/step, C %.4g s)", adapt_policy_name(c->policy),
+                 d->urgent ? "urgent, admitted" : d->admitted ? "faster, admitted" : "not faster, refused",
+                 d->L_now - d->L_new, d->C);
+    }
+    if (d->admitted && same) snprintf(d->reason + strlen(d->reason), sizeof d->reason - strlen(d->reason),
+                                      "; the search kept the current plan");
+    d->changed = d->admitted && !same;
+    if (d->changed) a->cur = d->next;
+    if (crossing || d->urgent) drift_reset(&a->dm, step, d->len, d->eff, o->npool);
+    return d->changed;
+}
+
+void adapt_revert(Adapt *a, const PlanConfig *cur) { a->cur = *cur; }
