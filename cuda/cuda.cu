@@ -71,6 +71,19 @@ static void cuda_live_remove(void *p) {
 }
 static size_t cuda_mem_live(void) { return cuda_live; }
 
+/* [lo, hi): the address range every be->alloc'd buffer lies in (it only
+ * grows). A pointer outside it is host memory without asking the driver, so
+ * the comm facade's per-call test costs host buffers two compares. */
+static uintptr_t cuda_range_lo = UINTPTR_MAX, cuda_range_hi = 0;
+
+extern "C" int backend_cuda_is_device(const void *p) {
+    uintptr_t u = (uintptr_t)p;
+    if (cuda_state != 1 || u < cuda_range_lo || u >= cuda_range_hi) return 0;
+    cudaPointerAttributes a;
+    cudaCheck(cudaPointerGetAttributes(&a, p));
+    return a.type == cudaMemoryTypeDevice;
+}
+
 static void *cuda_alloc(size_t bytes) {
     size_t rounded = bytes == 0 ? CUDA_ALIGN : (bytes + CUDA_ALIGN - 1) / CUDA_ALIGN * CUDA_ALIGN;
     if (rounded < bytes) nr_fatal("cuda backend: alloc of %zu bytes overflows", bytes);
@@ -86,6 +99,8 @@ static void *cuda_alloc(size_t bytes) {
     }
     cudaCheck(cudaMemset(p, 0, rounded));
     cuda_live_add(p, rounded);
+    if ((uintptr_t)p < cuda_range_lo) cuda_range_lo = (uintptr_t)p;
+    if ((uintptr_t)p + rounded > cuda_range_hi) cuda_range_hi = (uintptr_t)p + rounded;
     return p;
 }
 
@@ -143,38 +158,67 @@ static void set_why(char *why, size_t len, const char *msg) {
     if (why && len) snprintf(why, len, "%s", msg);
 }
 
-/* rank among the ranks of this node (0 without MPI) */
-static int local_rank(void) {
+/* This rank's place on its node: the ranks of MPI_COMM_WORLD that share
+ * memory with it (MPI_Comm_split_type shared), ordered by world rank. *node
+ * is that communicator (MPI_COMM_NULL without MPI; the caller frees it). */
+static int mpi_up(void) {
     int init = 0, fin = 0;
     MPI_Initialized(&init);
     MPI_Finalized(&fin);
-    if (!init || fin) return 0;
-    MPI_Comm node;
+    return init && !fin;
+}
+static int local_rank(MPI_Comm *node) {
+    *node = MPI_COMM_NULL;
+    if (!mpi_up()) return 0;
     int r = 0, wr = 0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &wr);
-    mpiCheck(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, wr, MPI_INFO_NULL, &node));
-    mpiCheck(MPI_Comm_rank(node, &r));
-    mpiCheck(MPI_Comm_free(&node));
+    mpiCheck(MPI_Comm_rank(MPI_COMM_WORLD, &wr));
+    mpiCheck(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, wr, MPI_INFO_NULL, node));
+    mpiCheck(MPI_Comm_rank(*node, &r));
     return r;
+}
+
+/* collective over MPI_COMM_WORLD (node: this node's ranks): whether any two
+ * ranks of any node hold the same device (its UUID), e.g. 4 ranks on a
+ * 1-GPU machine, or CUDA_VISIBLE_DEVICES giving two ranks one card. NCCL
+ * refuses two ranks of one communicator on one device, so then no rank
+ * builds NCCL groups and device buffers stage through host memory. A rank
+ * without a device (have = 0) takes part and shares with no one. The lowest
+ * pair found is reported in *who (local ranks) for the note. */
+static int gpu_shared(MPI_Comm node, int have, const cudaUUID_t *uuid, int who[2]) {
+    who[0] = who[1] = -1;
+    if (node == MPI_COMM_NULL) return 0;
+    int n = 0;
+    mpiCheck(MPI_Comm_size(node, &n));
+    struct Id { int have; unsigned char b[16]; } mine, *all = (Id *)nr_xmalloc((size_t)n * sizeof(Id));
+    memset(&mine, 0, sizeof mine);
+    mine.have = have;
+    if (have) memcpy(mine.b, uuid->bytes, 16);
+    mpiCheck(MPI_Allgather(&mine, (int)sizeof mine, MPI_BYTE, all, (int)sizeof mine, MPI_BYTE, node));
+    int shared = 0;
+    for (int i = 0; i < n && !shared; i++)
+        for (int j = i + 1; j < n && !shared; j++)
+            if (all[i].have && all[j].have && !memcmp(all[i].b, all[j].b, 16)) {
+                shared = 1;
+                who[0] = i;
+                who[1] = j;
+            }
+    free(all);
+    int any = shared;
+    mpiCheck(MPI_Allreduce(&shared, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
+    return any;
 }
 
 #define PROBE_FAIL(...)                                                                        \
     do {                                                                                       \
         snprintf(cuda_fail_why, sizeof cuda_fail_why, __VA_ARGS__);                            \
-        cuda_state = -1;                                                                       \
-        set_why(why, why_len, cuda_fail_why);                                                  \
-        return NULL;                                                                           \
+        return -1;                                                                             \
     } while (0)
 
-extern "C" const Backend *backend_cuda_probe(char *why, size_t why_len) {
-    set_why(why, why_len, "");
-    if (cuda_state == 1) return &cuda_backend;
-    if (cuda_state == -1) {
-        set_why(why, why_len, cuda_fail_why);
-        return NULL;
-    }
-    /* the split is collective: every rank does it, device or not */
-    int lr = local_rank();
+static char cuda_groups_note[sizeof cuda_dev_name + 192];
+
+/* The device part of the probe (no MPI): device lr % count, its context and
+ * cuBLAS handle. 0, or -1 with cuda_fail_why; *uuid on success. */
+static int probe_device(int lr, cudaUUID_t *uuid) {
     int n = 0;
     cudaError_t e = cudaGetDeviceCount(&n);
     if (e != cudaSuccess) {
@@ -213,6 +257,34 @@ extern "C" const Backend *backend_cuda_probe(char *why, size_t why_len) {
     cublasCheck(cublasSetPointerMode(cuda_handle, CUBLAS_POINTER_MODE_HOST));
     snprintf(cuda_dev_name, sizeof cuda_dev_name, "%s (device %d of %d, sm_%d%d)", pn, dev, n,
              prop.major, prop.minor);
+    *uuid = prop.uuid;
+    return 0;
+}
+
+extern "C" const char *backend_cuda_groups_note(void) { return cuda_state == 1 ? cuda_groups_note : ""; }
+
+extern "C" const Backend *backend_cuda_probe(char *why, size_t why_len) {
+    set_why(why, why_len, "");
+    if (cuda_state == 1) return &cuda_backend;
+    if (cuda_state == -1) {
+        set_why(why, why_len, cuda_fail_why);
+        return NULL;
+    }
+    /* the node split and the shared-device check are collective: every rank
+     * does them, device or not */
+    MPI_Comm node;
+    int lr = local_rank(&node);
+    cudaUUID_t uuid;
+    memset(&uuid, 0, sizeof uuid);
+    int ok = probe_device(lr, &uuid) == 0;
+    int who[2];
+    int shared = gpu_shared(node, ok, &uuid, who);
+    if (node != MPI_COMM_NULL) mpiCheck(MPI_Comm_free(&node));
+    if (!ok) {
+        cuda_state = -1;
+        set_why(why, why_len, cuda_fail_why);
+        return NULL;
+    }
 
     Backend be;
     memset(&be, 0, sizeof be);
@@ -228,5 +300,12 @@ extern "C" const Backend *backend_cuda_probe(char *why, size_t why_len) {
     cuda_backend = be;
     cuda_state = 1;
     backend_cuda_set_tf32(cuda_tf32);
+    /* device buffers in the comm facade: NCCL groups, or host staging */
+    char note[sizeof cuda_dev_name + 64] = "";
+    if (shared && who[0] >= 0)
+        snprintf(note, sizeof note, "local ranks %d and %d share %s", who[0], who[1], cuda_dev_name);
+    else if (shared)
+        snprintf(note, sizeof note, "two ranks of another node share a GPU");
+    cuda_comm_register(!shared, note, cuda_groups_note, sizeof cuda_groups_note);
     return &cuda_backend;
 }

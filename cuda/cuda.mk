@@ -37,7 +37,7 @@ ifneq ($(USE_CUDA),0)
                  -Xcompiler -Wall,-Wextra,-Wno-unused-parameter,-Werror -Werror all-warnings
     CFLAGS += -DNEREUS_CUDA=1 -I$(CUDA_HOME)/include -Icuda
     CUDA_SRC := $(wildcard cuda/*.cu)
-    CUDA_OBJ := $(CUDA_SRC:%.cu=build/obj/%.o)
+    CUDA_OBJ := $(CUDA_SRC:%.cu=build/obj/%.o) build/obj/cuda/comm_cuda.o
     CUDA_LDLIBS := -L$(CUDA_LIB) -Wl,-rpath,$(CUDA_LIB) -lcublas -lcudart -lstdc++
     FOUND += "✓ CUDA backend (nvcc $(NVCC_VERSION), sm_$(CUDA_ARCH); runs on the CPU when no GPU is present)"
     # NCCL: the header and the library, under CUDA_HOME or the system paths

@@ -31,6 +31,13 @@ void cuda_register_heads(Backend *be);
 void cuda_register_ppo(Backend *be);
 void cuda_register_adamw(Backend *be);
 
+/* comm_cuda.c: registers the CUDA CommDevice with the comm facade (comm.h)
+ * once the probe has chosen a device; with groups = 1 and NCCL in the build
+ * its device groups are NCCL communicators, else device buffers stage
+ * through host memory (why_not says why, when groups = 0). Writes one line
+ * for the log into note. */
+extern "C" void cuda_comm_register(int groups, const char *why_not, char *note, size_t note_len);
+
 /* the cuBLAS handle of the chosen device (created by the probe) */
 cublasHandle_t cuda_cublas(void);
 

@@ -15,14 +15,26 @@ extern "C" {
 #endif
 
 /* The CUDA backend when a usable device is present, else NULL with why (a
- * sentence quoting the CUDA error string). The first successful call picks
- * the device: local rank (MPI_COMM_TYPE_SHARED split of MPI_COMM_WORLD, when
- * MPI is initialised) modulo the device count; later calls return the same
- * backend. Collective over MPI_COMM_WORLD on its first call when MPI is up. */
+ * sentence quoting the CUDA error string). The first call picks the device:
+ * local rank (MPI_COMM_TYPE_SHARED split of MPI_COMM_WORLD, when MPI is
+ * initialised) modulo the device count; later calls return the same backend
+ * (or the same failure). Collective over MPI_COMM_WORLD on its first call
+ * when MPI is up (also on ranks whose probe fails). On success it also
+ * registers the CUDA CommDevice with the comm facade (comm.h): NCCL groups
+ * for the EMU communicators when NCCL is built and no two ranks share a
+ * device (by UUID, over every node), else host staging of device buffers. */
 const Backend *backend_cuda_probe(char *why, size_t why_len);
 
 /* "NVIDIA H200 (device 0 of 1, sm_90)" after a successful probe, else "" */
 const char *backend_cuda_device_name(void);
+
+/* "NCCL 2.28.9 groups" or "no NCCL groups (...): device buffers stage
+ * through host memory" after a successful probe, else "" */
+const char *backend_cuda_groups_note(void);
+
+/* Local: 1 when p points into memory from this backend's alloc (device
+ * memory), 0 for host memory or before a successful probe. */
+int backend_cuda_is_device(const void *p);
 
 /* matmul_forward/backward: 0 = strict fp32 (default), 1 = TF32 tensor cores
  * (cublasSetMathMode CUBLAS_TF32_TENSOR_OP_MATH). Takes effect on the next op. */

@@ -14,6 +14,20 @@
  *
  * Counts are size_t; buffers larger than INT_MAX elements are cut into
  * chunks of at most COMM_CHUNK_MAX elements (same cuts on every rank).
+ *
+ * Device memory. With a device backend (the CUDA one) model buffers are
+ * device pointers, and this Open MPI is not CUDA-aware. The backend then
+ * registers a CommDevice (comm_set_device) and every buffer handed to the
+ * collectives and to the blocking point-to-point is classified per call:
+ * host memory takes exactly the MPI path above; device memory goes through
+ * the communicator's device group (NCCL) when it has one, else it is staged
+ * through a host buffer (download, MPI, upload) in chunks of at most
+ * COMM_STAGE_BYTES. Without a registered CommDevice (the CPU backend, a
+ * build without CUDA) there is no test at all. Every rank of a call must
+ * pass the same kind of memory (a job has one backend, so a call site
+ * passes host memory everywhere or device memory everywhere). Device groups
+ * hang off MPI communicators as an attribute (comm_group_split), so every
+ * caller that passes an MPI_Comm finds them; MPI_Comm_free frees them.
  */
 #ifndef NEREUS_COMM_H
 #define NEREUS_COMM_H
@@ -54,7 +68,9 @@ void comm_bcast(MPI_Comm c, void *buf, size_t bytes, int root);
 void comm_bcast_f32(MPI_Comm c, float *buf, size_t n, int root);
 
 /* Point to point within c: n floats to dest / from src with tag (a send
- * must be matched by a receive of the same n and tag). */
+ * must be matched by a receive of the same n and tag). Device buffers go
+ * through c's device group (NCCL send / receive: the tag is not carried,
+ * messages between two ranks match in order) or host staging. */
 void comm_send_f32(MPI_Comm c, const float *buf, size_t n, int dest, int tag);
 void comm_recv_f32(MPI_Comm c, float *buf, size_t n, int src, int tag);
 
@@ -65,6 +81,10 @@ void comm_recv_f32(MPI_Comm c, float *buf, size_t n, int src, int tag);
  * then. Messages between two ranks with the same tag match in order. */
 MPI_Request comm_isend_f32(MPI_Comm c, const float *buf, size_t n, int dest, int tag);
 MPI_Request comm_irecv_f32(MPI_Comm c, float *buf, size_t n, int src, int tag);
+/* (Host memory only: an MPI_Request cannot carry the upload that a staged
+ * receive needs after it completes, nor an NCCL operation; a device buffer
+ * here is a programming error and aborts naming the call. Callers stage
+ * themselves, as the model's pipeline does through its pp_host buffer.) */
 
 /* Local: one MPI_Testall over reqs[0..n) (MPI_REQUEST_NULL entries are
  * fine): 1 when all are done (and freed), else 0 and none is touched. Also
@@ -78,5 +98,70 @@ void comm_barrier(MPI_Comm c);
 /* Rank in c and size of c (-1 / 0 for MPI_COMM_NULL). */
 int comm_rank(MPI_Comm c);
 int comm_size(MPI_Comm c);
+
+/* ---- device memory and device groups ------------------------------------ */
+
+/* Host staging chunk: the most bytes of one download / MPI call / upload. */
+#define COMM_STAGE_BYTES ((size_t)64 << 20)
+
+typedef enum CommType { COMM_FLOAT, COMM_DOUBLE, COMM_INT64, COMM_BYTE } CommType;
+typedef enum CommOp { COMM_SUM, COMM_MAX, COMM_MIN } CommOp;
+
+/* What a device backend provides (cuda/comm_cuda.c; tests fake one). A
+ * group is an opaque handle (an ncclComm_t) whose ranks are those of one
+ * MPI communicator in the same order. Blocking: each op has finished
+ * (buffer final, stream synchronised) when it returns. */
+typedef struct CommDevice {
+    const char *name;
+    int (*is_device)(const void *p);                       /* 1: p is device memory */
+    void (*download)(void *host_dst, const void *src, size_t bytes);
+    void (*upload)(void *dst, const void *host_src, size_t bytes);
+    void *(*host_alloc)(size_t bytes);                     /* staging buffer (pinned); NULL: malloc */
+    void (*host_free)(void *p);
+    size_t stage_bytes;                                    /* 0: COMM_STAGE_BYTES (tests use less) */
+    /* device groups; all NULL when there are none (no NCCL, a shared GPU) */
+    void *(*group_new)(MPI_Comm c);                        /* collective over c */
+    /* collective over parent's ranks: the group of those that pass the same
+     * color >= 0, ordered by key then parent rank (MPI_Comm_split's rule);
+     * NULL for color < 0 */
+    void *(*group_split)(void *parent, int color, int key);
+    void (*group_free)(void *g);                           /* collective over g's ranks */
+    int (*group_rank)(void *g);
+    int (*group_size)(void *g);
+    void (*allreduce)(void *g, void *buf, size_t n, CommType t, CommOp op);
+    void (*bcast)(void *g, void *buf, size_t n, CommType t, int root);
+    void (*send)(void *g, const void *buf, size_t n, CommType t, int peer);
+    void (*recv)(void *g, void *buf, size_t n, CommType t, int peer);
+} CommDevice;
+
+/* Local: registers the device layer (NULL: none, host memory only; the
+ * default). The struct must outlive its use. The staging buffer of the
+ * previous layer is released. Every rank must register the same kind. */
+void comm_set_device(const CommDevice *dev);
+const CommDevice *comm_device(void);
+
+/* collective over parent: gives c (what MPI_Comm_split(parent, color, key)
+ * returned on this rank: MPI_COMM_NULL where color < 0) its device group,
+ * split from parent's group (built first over parent, and attached to it,
+ * when parent has none). Every rank of parent must call it after the same
+ * MPI_Comm_split. No-op without device groups. */
+void comm_group_split(MPI_Comm parent, int color, int key, MPI_Comm c);
+/* collective over c: attaches a new device group to c (no-op without device
+ * groups, or when c already has one). */
+void comm_group_attach(MPI_Comm c);
+/* collective over c: frees c's device group now (no-op without one); e.g.
+ * before MPI_Finalize for a group on MPI_COMM_WORLD, which MPI would
+ * otherwise free inside MPI_Finalize. */
+void comm_group_detach(MPI_Comm c);
+/* Local: c's device group (NULL: none; MPI_COMM_NULL has none). A group
+ * goes with its communicator: MPI_Comm_free frees it, MPI_Comm_dup does not
+ * copy it (the duplicate stages). */
+void *comm_group(MPI_Comm c);
+
+/* Local, for tests: how many calls took each path since the last reset,
+ * counted while a device layer is registered (host: a buffer found to be
+ * host memory; staged: device memory without a group; group: with one). */
+typedef struct CommPathCounts { long host, staged, group; } CommPathCounts;
+CommPathCounts comm_path_counts(int reset);
 
 #endif

@@ -8,6 +8,13 @@
  * MPI_COMM_NULL for all of them, and so does a rank on a middle pipeline
  * stage (or any rank when pp == 1) for embd. There are no global
  * communicators: an EMU owns its groups and emu_free frees them.
+ *
+ * With the CUDA backend and NCCL, every one of these communicators also
+ * carries an NCCL communicator with the same ranks in the same order (split
+ * from an NCCL communicator over the job communicator, built on the first
+ * EMU and kept on the job communicator as an attribute; see comm.h), which
+ * the comm_* calls use for device buffers. emu_free frees them with the
+ * MPI communicators.
  */
 #ifndef NEREUS_EMU_H
 #define NEREUS_EMU_H
@@ -34,7 +41,7 @@ typedef struct Emu {
 
 /* collective over job: every rank of job must call emu_build for every EMU,
  * in the same order, with the same arguments (one MPI_Comm_split per group
- * kind). ranks[0..tp*pp*dp) are ranks of job in grid-position order, all
+ * kind, and with device groups one ncclCommSplit per kind). ranks[0..tp*pp*dp) are ranks of job in grid-position order, all
  * distinct and in range (plan_validate_stage checks a plan's; an invalid
  * list here is a programming error and aborts). */
 void emu_build(Emu *e, MPI_Comm job, const char *name, GridLayout layout, const int *ranks);
@@ -53,7 +60,8 @@ void emu_gpt_shard(const Emu *e, struct GPTShard *sh);
 
 /* collective over e->all (MPI_Comm_free is collective over each
  * communicator; call it on every job rank, members or not, in the same
- * order as the builds): frees the communicators and the rank list and
+ * order as the builds): frees the communicators (and their NCCL
+ * communicators, ncclCommDestroy) and the rank list and
  * leaves every communicator MPI_COMM_NULL. Safe to call twice. */
 void emu_free(Emu *e);
 

@@ -4,7 +4,9 @@
  * which returns the CUDA backend, or NULL with a reason when no usable device
  * is present; "auto" then falls back to the CPU and leaves that reason in
  * `why` ("CUDA not used (…)") for the caller to log, even though it succeeded.
- * That probe is the one extension point: nothing else here changes.
+ * When CUDA is chosen, `why` says which device and whether device buffers
+ * cross ranks through NCCL groups or host staging ("using the CUDA backend
+ * on …"). That probe is the one extension point: nothing else here changes.
  */
 #include <stdio.h>
 #include <string.h>
@@ -19,13 +21,25 @@ static void set_why(char *why, size_t why_len, const char *msg) {
     if (why && why_len) snprintf(why, why_len, "%s", msg);
 }
 
+#ifdef NEREUS_CUDA
+/* what a run logs when CUDA was chosen: this rank's device and how device
+ * buffers cross ranks (NCCL groups or host staging) */
+static void say_cuda(char *why, size_t why_len) {
+    if (why && why_len)
+        snprintf(why, why_len, "using the CUDA backend on %s; %s", backend_cuda_device_name(), backend_cuda_groups_note());
+}
+#endif
+
 const Backend *backend_select(const char *name, char *why, size_t why_len) {
     set_why(why, why_len, "");
     if (!name || !strcmp(name, "auto")) {
 #ifdef NEREUS_CUDA
         char reason[400];
         const Backend *be = backend_cuda_probe(reason, sizeof reason);
-        if (be) return be;
+        if (be) {
+            say_cuda(why, why_len);
+            return be;
+        }
         if (why && why_len) snprintf(why, why_len, "CUDA not used (%s); using the CPU backend", reason);
 #endif
         return backend_cpu();
@@ -37,6 +51,7 @@ const Backend *backend_select(const char *name, char *why, size_t why_len) {
         const Backend *be = backend_cuda_probe(reason, sizeof reason);
         if (!be && why && why_len)
             snprintf(why, why_len, "backend 'cuda' requested but no usable CUDA device: %s", reason);
+        if (be) say_cuda(why, why_len);
         return be;
 #else
         set_why(why, why_len,

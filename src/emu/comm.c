@@ -1,8 +1,11 @@
 /* comm.c — the comm facade over MPI (comm.h): chunked reductions,
  * broadcasts and point-to-point of float buffers, and the non-spinning
- * wait every blocking call goes through. */
+ * wait every blocking call goes through; for device memory (a registered
+ * CommDevice), the device group found as an attribute of the communicator
+ * (NCCL) or staging through one host buffer. */
 #include "nereus/comm.h"
 
+#include <stdlib.h>
 #include <time.h>
 
 #include "nereus/util.h"
@@ -52,6 +55,157 @@ void comm_waitall(int n, MPI_Request *reqs)
     }
 }
 
+/* ---- device memory ---------------------------------------------------------- */
+
+static const CommDevice *dev;      /* NULL: host memory only, no test per call */
+static char *stage_buf;            /* the host staging buffer (dev->host_alloc'd) */
+static size_t stage_cap;
+static CommPathCounts path_counts; /* counted only while a device layer is registered */
+static int group_key = MPI_KEYVAL_INVALID;
+
+/* 1 when buf is device memory of the registered layer: the one test a call
+ * makes, and none at all without a layer (the CPU backend) */
+#define ON_DEVICE(buf, n) (__builtin_expect(dev != NULL, 0) && (n) > 0 && comm_on_device(buf))
+static int comm_on_device(const void *buf)
+{
+    if (dev->is_device(buf)) return 1;
+    path_counts.host++;
+    return 0;
+}
+
+static size_t comm_type_size(CommType t)
+{
+    switch (t) {
+    case COMM_FLOAT: return sizeof(float);
+    case COMM_DOUBLE: return sizeof(double);
+    case COMM_INT64: return sizeof(int64_t);
+    default: return 1;
+    }
+}
+static MPI_Datatype comm_type_mpi(CommType t)
+{
+    switch (t) {
+    case COMM_FLOAT: return MPI_FLOAT;
+    case COMM_DOUBLE: return MPI_DOUBLE;
+    case COMM_INT64: return MPI_INT64_T;
+    default: return MPI_BYTE;
+    }
+}
+static MPI_Op comm_op_mpi(CommOp op) { return op == COMM_MAX ? MPI_MAX : op == COMM_MIN ? MPI_MIN : MPI_SUM; }
+
+/* elements of one staging chunk (at most `chunk` when chunk > 0), and the
+ * buffer for it, grown on demand and kept */
+static size_t stage_elems(size_t elem, size_t chunk)
+{
+    size_t bytes = dev->stage_bytes ? dev->stage_bytes : COMM_STAGE_BYTES;
+    size_t k = bytes / elem ? bytes / elem : 1;
+    if (k > COMM_CHUNK_MAX) k = COMM_CHUNK_MAX;
+    return chunk && chunk < k ? chunk : k;
+}
+static char *stage_get(size_t bytes)
+{
+    if (bytes > stage_cap) {
+        if (stage_buf) dev->host_free ? dev->host_free(stage_buf) : free(stage_buf);
+        stage_buf = dev->host_alloc ? dev->host_alloc(bytes) : nr_xmalloc(bytes);
+        stage_cap = bytes;
+    }
+    return stage_buf;
+}
+
+void comm_set_device(const CommDevice *d)
+{
+    if (stage_buf) dev->host_free ? dev->host_free(stage_buf) : free(stage_buf);
+    stage_buf = NULL;
+    stage_cap = 0;
+    dev = d;
+}
+
+const CommDevice *comm_device(void) { return dev; }
+
+CommPathCounts comm_path_counts(int reset)
+{
+    CommPathCounts c = path_counts;
+    if (reset) path_counts = (CommPathCounts){0, 0, 0};
+    return c;
+}
+
+/* ---- device groups as attributes of MPI communicators ------------------------ */
+
+/* The attribute's value: the group and the layer that made it (which frees it). */
+typedef struct CommGroupAttr { const CommDevice *dev; void *g; } CommGroupAttr;
+
+/* MPI calls this from MPI_Comm_free (and MPI_Comm_delete_attr): the group
+ * goes with its communicator */
+static int comm_group_delete(MPI_Comm c, int key, void *val, void *extra)
+{
+    (void)c, (void)key, (void)extra;
+    CommGroupAttr *a = val;
+    if (a->g && a->dev->group_free) a->dev->group_free(a->g);
+    free(a);
+    return MPI_SUCCESS;
+}
+
+static void comm_group_set(MPI_Comm c, void *g)
+{
+    if (group_key == MPI_KEYVAL_INVALID)
+        mpiCheck(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, comm_group_delete, &group_key, NULL));
+    CommGroupAttr *a = nr_xmalloc(sizeof *a);
+    a->dev = dev;
+    a->g = g;
+    mpiCheck(MPI_Comm_set_attr(c, group_key, a));
+}
+
+static CommGroupAttr *comm_group_attr(MPI_Comm c)
+{
+    if (c == MPI_COMM_NULL || group_key == MPI_KEYVAL_INVALID) return NULL;
+    void *val = NULL;
+    int flag = 0;
+    mpiCheck(MPI_Comm_get_attr(c, group_key, &val, &flag));
+    return flag ? val : NULL;
+}
+
+/* a group made by another layer than the registered one is none (stage) */
+void *comm_group(MPI_Comm c)
+{
+    CommGroupAttr *a = comm_group_attr(c);
+    return a && a->dev == dev ? a->g : NULL;
+}
+
+/* collective over c */
+void comm_group_attach(MPI_Comm c)
+{
+    if (!dev || !dev->group_new || c == MPI_COMM_NULL || comm_group(c)) return;
+    comm_group_set(c, dev->group_new(c));
+}
+
+/* collective over c */
+void comm_group_detach(MPI_Comm c)
+{
+    if (comm_group_attr(c)) mpiCheck(MPI_Comm_delete_attr(c, group_key));
+}
+
+/* collective over parent */
+void comm_group_split(MPI_Comm parent, int color, int key, MPI_Comm c)
+{
+    if (!dev || !dev->group_split) return;
+    comm_group_attach(parent);
+    void *pg = comm_group(parent);
+    if (!pg) nr_fatal("comm_group_split: the parent communicator has no device group");
+    void *g = dev->group_split(pg, color >= 0 ? color : -1, key);
+    if (c == MPI_COMM_NULL) {
+        if (g) nr_fatal("comm_group_split: a %s group for a rank outside the new communicator", dev->name);
+        return;
+    }
+    if (!g) nr_fatal("comm_group_split: no %s group for a member of the new communicator", dev->name);
+    int r = comm_rank(c), n = comm_size(c), gr = dev->group_rank(g), gn = dev->group_size(g);
+    if (gr != r || gn != n)
+        nr_fatal("comm_group_split: the %s group has this rank at %d of %d, the MPI communicator at %d of %d",
+                 dev->name, gr, gn, r, n);
+    comm_group_set(c, g);
+}
+
+/* ---- host memory: the MPI path ------------------------------------------------ */
+
 /* collective over c: in-place reduction of n elements, chunk at a time */
 static void comm_allreduce(MPI_Comm c, void *buf, size_t n, size_t elem, MPI_Datatype t, MPI_Op op, size_t chunk)
 {
@@ -65,19 +219,124 @@ static void comm_allreduce(MPI_Comm c, void *buf, size_t n, size_t elem, MPI_Dat
     }
 }
 
+/* ---- device memory: the device group, else host staging ---------------------- */
+
+/* the lead's injected slowdown runs where compute meets the other ranks:
+ * comm_wait does it for the MPI paths, this for the device group's */
+static void *comm_group_op(MPI_Comm c)
+{
+    void *g = comm_group(c);
+    if (g) {
+        path_counts.group++;
+        if (wait_hook) wait_hook();
+    } else {
+        path_counts.staged++;
+    }
+    return g;
+}
+
+/* collective over c */
+static void comm_allreduce_dev(MPI_Comm c, void *buf, size_t n, CommType t, CommOp op, size_t chunk)
+{
+    void *g = comm_group_op(c);
+    if (g) {
+        dev->allreduce(g, buf, n, t, op);
+        return;
+    }
+    size_t es = comm_type_size(t), per = stage_elems(es, chunk);
+    char *h = stage_get((n < per ? n : per) * es), *p = buf;
+    for (size_t o = 0; o < n; o += per) {
+        size_t k = n - o < per ? n - o : per;
+        dev->download(h, p + o * es, k * es);
+        comm_allreduce(c, h, k, es, comm_type_mpi(t), comm_op_mpi(op), k);
+        dev->upload(p + o * es, h, k * es);
+    }
+}
+
+/* collective over c */
+static void comm_bcast_dev(MPI_Comm c, void *buf, size_t n, CommType t, int root)
+{
+    void *g = comm_group_op(c);
+    if (g) {
+        dev->bcast(g, buf, n, t, root);
+        return;
+    }
+    size_t es = comm_type_size(t), per = stage_elems(es, 0);
+    char *h = stage_get((n < per ? n : per) * es), *p = buf;
+    int me = comm_rank(c);
+    for (size_t o = 0; o < n; o += per) {
+        size_t k = n - o < per ? n - o : per;
+        if (me == root) dev->download(h, p + o * es, k * es);
+        MPI_Request r;
+        mpiCheck(MPI_Ibcast(h, (int)(k * es), MPI_BYTE, root, c, &r));
+        comm_wait(&r);
+        if (me != root) dev->upload(p + o * es, h, k * es);
+    }
+}
+
+static void comm_send_dev(MPI_Comm c, const float *buf, size_t n, int dest, int tag)
+{
+    void *g = comm_group_op(c);
+    if (g) {
+        dev->send(g, buf, n, COMM_FLOAT, dest);
+        return;
+    }
+    size_t per = stage_elems(sizeof *buf, 0);
+    float *h = (float *)stage_get((n < per ? n : per) * sizeof *buf);
+    for (size_t o = 0; o < n; o += per) {
+        size_t k = n - o < per ? n - o : per;
+        dev->download(h, buf + o, k * sizeof *buf);
+        MPI_Request r;
+        mpiCheck(MPI_Isend(h, (int)k, MPI_FLOAT, dest, tag, c, &r));
+        comm_wait(&r);
+    }
+}
+
+static void comm_recv_dev(MPI_Comm c, float *buf, size_t n, int src, int tag)
+{
+    void *g = comm_group_op(c);
+    if (g) {
+        dev->recv(g, buf, n, COMM_FLOAT, src);
+        return;
+    }
+    size_t per = stage_elems(sizeof *buf, 0);
+    float *h = (float *)stage_get((n < per ? n : per) * sizeof *buf);
+    for (size_t o = 0; o < n; o += per) {
+        size_t k = n - o < per ? n - o : per;
+        MPI_Request r;
+        mpiCheck(MPI_Irecv(h, (int)k, MPI_FLOAT, src, tag, c, &r));
+        comm_wait(&r);
+        dev->upload(buf + o, h, k * sizeof *buf);
+    }
+}
+
+/* ---- the public calls: host memory straight to MPI, device memory above ----- */
+
 void comm_allreduce_sum_f32_chunk(MPI_Comm c, float *buf, size_t n, size_t chunk)
 {
-    comm_allreduce(c, buf, n, sizeof *buf, MPI_FLOAT, MPI_SUM, chunk);
+    if (ON_DEVICE(buf, n)) comm_allreduce_dev(c, buf, n, COMM_FLOAT, COMM_SUM, chunk);
+    else comm_allreduce(c, buf, n, sizeof *buf, MPI_FLOAT, MPI_SUM, chunk);
 }
 void comm_allreduce_sum_f32(MPI_Comm c, float *buf, size_t n) { comm_allreduce_sum_f32_chunk(c, buf, n, COMM_CHUNK_MAX); }
-void comm_allreduce_sum_f64(MPI_Comm c, double *buf, size_t n) { comm_allreduce(c, buf, n, sizeof *buf, MPI_DOUBLE, MPI_SUM, 0); }
-void comm_allreduce_sum_i64(MPI_Comm c, int64_t *buf, size_t n) { comm_allreduce(c, buf, n, sizeof *buf, MPI_INT64_T, MPI_SUM, 0); }
-void comm_allreduce_max_i64(MPI_Comm c, int64_t *buf, size_t n) { comm_allreduce(c, buf, n, sizeof *buf, MPI_INT64_T, MPI_MAX, 0); }
-void comm_allreduce_max_f64(MPI_Comm c, double *buf, size_t n) { comm_allreduce(c, buf, n, sizeof *buf, MPI_DOUBLE, MPI_MAX, 0); }
-void comm_allreduce_min_i64(MPI_Comm c, int64_t *buf, size_t n) { comm_allreduce(c, buf, n, sizeof *buf, MPI_INT64_T, MPI_MIN, 0); }
+
+#define COMM_ALLREDUCE(fn, ctype, ct, mt, cop, mop)                                                     \
+    void fn(MPI_Comm c, ctype *buf, size_t n)                                                           \
+    {                                                                                                   \
+        if (ON_DEVICE(buf, n)) comm_allreduce_dev(c, buf, n, ct, cop, 0);                               \
+        else comm_allreduce(c, buf, n, sizeof *buf, mt, mop, 0);                                        \
+    }
+COMM_ALLREDUCE(comm_allreduce_sum_f64, double, COMM_DOUBLE, MPI_DOUBLE, COMM_SUM, MPI_SUM)
+COMM_ALLREDUCE(comm_allreduce_sum_i64, int64_t, COMM_INT64, MPI_INT64_T, COMM_SUM, MPI_SUM)
+COMM_ALLREDUCE(comm_allreduce_max_i64, int64_t, COMM_INT64, MPI_INT64_T, COMM_MAX, MPI_MAX)
+COMM_ALLREDUCE(comm_allreduce_max_f64, double, COMM_DOUBLE, MPI_DOUBLE, COMM_MAX, MPI_MAX)
+COMM_ALLREDUCE(comm_allreduce_min_i64, int64_t, COMM_INT64, MPI_INT64_T, COMM_MIN, MPI_MIN)
 
 void comm_bcast(MPI_Comm c, void *buf, size_t bytes, int root)
 {
+    if (ON_DEVICE(buf, bytes)) {
+        comm_bcast_dev(c, buf, bytes, COMM_BYTE, root);
+        return;
+    }
     char *p = buf;
     for (size_t o = 0; o < bytes; o += COMM_CHUNK_MAX) {
         size_t k = bytes - o < COMM_CHUNK_MAX ? bytes - o : COMM_CHUNK_MAX;
@@ -89,6 +348,10 @@ void comm_bcast(MPI_Comm c, void *buf, size_t bytes, int root)
 
 void comm_bcast_f32(MPI_Comm c, float *buf, size_t n, int root)
 {
+    if (ON_DEVICE(buf, n)) {
+        comm_bcast_dev(c, buf, n, COMM_FLOAT, root);
+        return;
+    }
     for (size_t o = 0; o < n; o += COMM_CHUNK_MAX) {
         size_t k = n - o < COMM_CHUNK_MAX ? n - o : COMM_CHUNK_MAX;
         MPI_Request r;
@@ -99,6 +362,10 @@ void comm_bcast_f32(MPI_Comm c, float *buf, size_t n, int root)
 
 void comm_send_f32(MPI_Comm c, const float *buf, size_t n, int dest, int tag)
 {
+    if (ON_DEVICE(buf, n)) {
+        comm_send_dev(c, buf, n, dest, tag);
+        return;
+    }
     for (size_t o = 0; o < n || (n == 0 && o == 0); o += COMM_CHUNK_MAX) {
         size_t k = n - o < COMM_CHUNK_MAX ? n - o : COMM_CHUNK_MAX;
         MPI_Request r;
@@ -110,6 +377,10 @@ void comm_send_f32(MPI_Comm c, const float *buf, size_t n, int dest, int tag)
 
 void comm_recv_f32(MPI_Comm c, float *buf, size_t n, int src, int tag)
 {
+    if (ON_DEVICE(buf, n)) {
+        comm_recv_dev(c, buf, n, src, tag);
+        return;
+    }
     for (size_t o = 0; o < n || (n == 0 && o == 0); o += COMM_CHUNK_MAX) {
         size_t k = n - o < COMM_CHUNK_MAX ? n - o : COMM_CHUNK_MAX;
         MPI_Request r;
@@ -122,6 +393,9 @@ void comm_recv_f32(MPI_Comm c, float *buf, size_t n, int src, int tag)
 MPI_Request comm_isend_f32(MPI_Comm c, const float *buf, size_t n, int dest, int tag)
 {
     if (n > COMM_CHUNK_MAX) nr_fatal("comm_isend_f32: %zu floats in one message (at most %zu)", n, COMM_CHUNK_MAX);
+    if (ON_DEVICE(buf, n))
+        nr_fatal("comm_isend_f32: %zu floats of %s device memory; the non-blocking calls take host memory only "
+                 "(stage it, or use comm_send_f32)", n, dev->name);
     MPI_Request r;
     mpiCheck(MPI_Isend(buf, (int)n, MPI_FLOAT, dest, tag, c, &r));
     return r;
@@ -130,6 +404,9 @@ MPI_Request comm_isend_f32(MPI_Comm c, const float *buf, size_t n, int dest, int
 MPI_Request comm_irecv_f32(MPI_Comm c, float *buf, size_t n, int src, int tag)
 {
     if (n > COMM_CHUNK_MAX) nr_fatal("comm_irecv_f32: %zu floats in one message (at most %zu)", n, COMM_CHUNK_MAX);
+    if (ON_DEVICE(buf, n))
+        nr_fatal("comm_irecv_f32: %zu floats of %s device memory; the non-blocking calls take host memory only "
+                 "(stage it, or use comm_recv_f32)", n, dev->name);
     MPI_Request r;
     mpiCheck(MPI_Irecv(buf, (int)n, MPI_FLOAT, src, tag, c, &r));
     return r;

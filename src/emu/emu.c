@@ -2,8 +2,13 @@
  * grid math (grid.h): for each group kind, every job rank calls
  * MPI_Comm_split with the color of its group (MPI_UNDEFINED when it is in
  * none) and its index in the group as the key, so the new communicator's
- * rank order is the grid order. */
+ * rank order is the grid order. With a device layer that has groups (the
+ * CUDA backend with NCCL), comm_group_split then splits the job's NCCL
+ * communicator the same way (ncclCommSplit, same color and key) and hangs
+ * the result on the new MPI communicator; MPI_Comm_free in emu_free frees
+ * it with its communicator. */
 #include "nereus/emu.h"
+#include "nereus/comm.h"
 #include "nereus/model.h"
 
 #include <stdio.h>
@@ -44,6 +49,7 @@ void emu_build(Emu *e, MPI_Comm job, const char *name, GridLayout l, const int *
         int key = e->pos >= 0 ? grid_group_index(l, g, e->pos) : 0;
         MPI_Comm c = MPI_COMM_NULL;
         mpiCheck(MPI_Comm_split(job, color >= 0 ? color : MPI_UNDEFINED, key, &c));
+        comm_group_split(job, color, key, c); /* its NCCL group, when device buffers have groups */
         switch (g) {
         case GRID_ALL: e->all = c; break;
         case GRID_TP: e->tp = c; break;

@@ -1,7 +1,10 @@
 /* parity.c — checks every op of the CUDA backend against the CPU backend (the
  * oracle) on fresh random inputs, then benchmarks matmul_forward against a
- * bare cublasSgemm on GPT-2 124M shapes, and runs the NCCL helper on the
- * ranks it was started with.
+ * bare cublasSgemm on GPT-2 124M shapes, and runs the NCCL helper and the
+ * EMU group paths (check_groups: NCCL groups or host staging of device
+ * buffers) on the ranks it was started with. `--groups` runs only the
+ * latter, on any number of ranks (tests/gpu/run.sh: 2 ranks on one GPU,
+ * which have no NCCL groups and stage).
  *
  * Rules: every output is poisoned (NaN) on both backends before an op that
  * overwrites it, so an element the CUDA kernel never writes fails; outputs an
@@ -36,6 +39,8 @@ int main(int argc, char **argv) {
 
 #include "cuda_check.h"
 #include "nereus/backend_cuda.h"
+#include "nereus/comm.h"
+#include "nereus/emu.h"
 #ifdef NEREUS_NCCL
 #include "nccl_comm.h"
 #endif
@@ -596,17 +601,179 @@ static void check_nccl(void) {
 #endif
 }
 
+/* ---- device buffers across ranks: NCCL groups and host staging --------------- */
+
+/* one verdict for all ranks: ok on every rank; rank 0 prints */
+static void gverdict(const char *name, int ok) {
+    int all = ok;
+    mpiCheck(MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
+    if (nr_rank() == 0) verdict(name, all, "", 0, 0);
+    else if (all) n_pass++;
+    else n_fail++;
+}
+
+/* buf (n device floats) = base(i) on every rank, then a call; 1 when every
+ * element is want(i) afterwards */
+static float g_base(size_t i) { return 0.5f * (float)(i % 4099) - 7.0f; }
+
+/* collective over MPI_COMM_WORLD (any number of ranks): an EMU with dp =
+ * world size (tp = pp = 1) built with the CUDA layer registered; the f32,
+ * f64 and int64 all-reduces, a broadcast and a ring of sends on device
+ * buffers over its groups, which must take the path the probe chose (NCCL
+ * groups, or host staging when no groups: NCCL missing, or ranks sharing a
+ * GPU); a dup of a group communicator (no group: host staging) and a buffer
+ * larger than one staging chunk; host buffers take plain MPI. One rank: the
+ * NCCL all-reduce is the identity, the staging a round trip. */
+static void check_groups(void) {
+    int size = 1, me = 0;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    const char *note = backend_cuda_groups_note();
+    int groups = comm_device() && comm_device()->group_split != NULL;
+    if (me == 0) {
+        printf("note  device buffers across %d rank(s): %s\n", size, note);
+        printf("note  one GPU cannot hold two ranks of one NCCL communicator (NCCL refuses a duplicate GPU): the "
+               "NCCL paths are checked with one rank, host staging across ranks on a shared GPU\n");
+    }
+    gverdict("groups: the CUDA comm layer is registered", comm_device() && !strcmp(comm_device()->name, "cuda"));
+    Emu e;
+    int ranks[PLAN_MAX_RANKS];
+    for (int i = 0; i < size; i++) ranks[i] = i;
+    emu_build(&e, MPI_COMM_WORLD, "gpu-groups", (GridLayout){1, 1, size}, ranks);
+    int have = 1;
+    for (GridGroup g = GRID_TP; g < GRID_NGROUPS; g++) {
+        MPI_Comm c = emu_comm(&e, g);
+        if (c == MPI_COMM_NULL) continue;
+        void *ng = comm_group(c);
+        if (groups != (ng != NULL)) have = 0;
+#ifdef NEREUS_NCCL
+        if (ng && (nccl_comm_rank((ncclComm_t)ng) != comm_rank(c) || nccl_comm_size((ncclComm_t)ng) != comm_size(c)))
+            have = 0;
+#endif
+    }
+    gverdict(groups ? "groups: every EMU communicator has its NCCL group, same ranks"
+                    : "groups: no EMU communicator has a group (staging)", have);
+    const char *path = groups ? "nccl" : "staged";
+    const size_t n = 4099, big = ((size_t)20 << 20) + 3; /* big: 80 MiB, over one 64 MiB staging chunk */
+    float *h = nr_xmalloc(big * sizeof(float));
+    float *d = GPU->alloc(big * sizeof(float));
+    char nm[96];
+    /* f32 sum over dp, the default and a cut chunk, then over a dup (no group) */
+    MPI_Comm dup;
+    mpiCheck(MPI_Comm_dup(e.dp, &dup));
+    MPI_Comm cs[2] = {e.dp, dup};
+    for (int which = 0; which < 2; which++)
+        for (int sz = 0; sz < 2; sz++) {
+            size_t m = sz ? big : n;
+            for (size_t i = 0; i < m; i++) h[i] = g_base(i);
+            GPU->upload(d, h, m * sizeof(float));
+            comm_path_counts(1);
+            comm_allreduce_sum_f32(cs[which], d, m);
+            CommPathCounts pc = comm_path_counts(1);
+            GPU->download(h, d, m * sizeof(float));
+            int ok = which == 0 && groups ? pc.group == 1 && pc.staged == 0 : pc.staged == 1 && pc.group == 0;
+            for (size_t i = 0; i < m && ok; i++) ok = h[i] == (float)size * g_base(i);
+            snprintf(nm, sizeof nm, "groups: f32 sum, %zu floats, %s (%s)", m, which ? "dup'd dp" : "EMU dp",
+                     which ? "staged" : path);
+            gverdict(nm, ok);
+        }
+    mpiCheck(MPI_Comm_free(&dup));
+    /* f64 sum and int64 max / min over all */
+    double *dd = GPU->alloc(n * sizeof(double)), *hd = nr_xmalloc(n * sizeof(double));
+    int64_t *dq = GPU->alloc(n * sizeof(int64_t)), *hq = nr_xmalloc(n * sizeof(int64_t));
+    for (size_t i = 0; i < n; i++) hd[i] = 0.25 * (double)i + me;
+    GPU->upload(dd, hd, n * sizeof(double));
+    comm_allreduce_sum_f64(e.all, dd, n);
+    GPU->download(hd, dd, n * sizeof(double));
+    int ok = 1;
+    for (size_t i = 0; i < n && ok; i++) ok = hd[i] == size * 0.25 * (double)i + size * (size - 1) / 2.0;
+    snprintf(nm, sizeof nm, "groups: f64 sum over EMU all (%s)", path);
+    gverdict(nm, ok);
+    for (int mx = 0; mx < 2; mx++) {
+        for (size_t i = 0; i < n; i++) hq[i] = ((int64_t)i << 33) + (i % 2 ? me : -me);
+        GPU->upload(dq, hq, n * sizeof(int64_t));
+        if (mx) comm_allreduce_max_i64(e.all, dq, n);
+        else comm_allreduce_min_i64(e.all, dq, n);
+        GPU->download(hq, dq, n * sizeof(int64_t));
+        ok = 1;
+        for (size_t i = 0; i < n && ok; i++) {
+            int64_t w = ((int64_t)i << 33) + ((i % 2) == (size_t)mx ? (i % 2 ? size - 1 : -(size - 1)) : 0);
+            ok = hq[i] == w;
+        }
+        snprintf(nm, sizeof nm, "groups: int64 %s over EMU all (%s)", mx ? "max" : "min", path);
+        gverdict(nm, ok);
+    }
+    /* broadcast from the last rank, then a ring of blocking sends */
+    int root = size - 1;
+    for (size_t i = 0; i < n; i++) h[i] = me == root ? g_base(i) + 1.0f : -1.0f;
+    GPU->upload(d, h, n * sizeof(float));
+    comm_bcast_f32(e.dp, d, n, root);
+    GPU->download(h, d, n * sizeof(float));
+    ok = 1;
+    for (size_t i = 0; i < n && ok; i++) ok = h[i] == g_base(i) + 1.0f;
+    snprintf(nm, sizeof nm, "groups: f32 broadcast over EMU dp (%s)", path);
+    gverdict(nm, ok);
+    if (size > 1) {
+        float *d2 = GPU->alloc(n * sizeof(float));
+        for (size_t i = 0; i < n; i++) h[i] = (float)(me * 10000) + (float)(i % 1000);
+        GPU->upload(d, h, n * sizeof(float));
+        int to = (me + 1) % size, from = (me + size - 1) % size;
+        if (me % 2 == 0) {
+            comm_send_f32(e.dp, d, n, to, 3);
+            comm_recv_f32(e.dp, d2, n, from, 3);
+        } else {
+            comm_recv_f32(e.dp, d2, n, from, 3);
+            comm_send_f32(e.dp, d, n, to, 3);
+        }
+        GPU->download(h, d2, n * sizeof(float));
+        ok = 1;
+        for (size_t i = 0; i < n && ok; i++) ok = h[i] == (float)(from * 10000) + (float)(i % 1000);
+        snprintf(nm, sizeof nm, "groups: ring of sends over EMU dp (%s)", path);
+        gverdict(nm, ok);
+        GPU->free(d2);
+    } else if (me == 0) {
+        printf("note  one rank: no send / receive check (it needs a peer)\n");
+    }
+    /* host buffers with the CUDA layer registered: plain MPI */
+    double x = 1.0;
+    comm_path_counts(1);
+    comm_allreduce_sum_f64(e.dp, &x, 1);
+    CommPathCounts pc = comm_path_counts(1);
+    gverdict("groups: a host buffer takes the plain MPI path", pc.host == 1 && !pc.staged && !pc.group && x == size);
+    emu_free(&e);
+    comm_group_detach(MPI_COMM_WORLD);
+    gverdict("groups: freed with the EMU and detached from the job communicator", !comm_group(MPI_COMM_WORLD));
+    GPU->free(d);
+    GPU->free(dd);
+    GPU->free(dq);
+    free(h);
+    free(hd);
+    free(hq);
+}
+
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
-    int bench = 1;
-    for (int i = 1; i < argc; i++)
+    int bench = 1, groups_only = 0;
+    for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--no-bench")) bench = 0;
+        if (!strcmp(argv[i], "--groups")) groups_only = 1;
+    }
     char why[512];
     GPU = backend_cuda_probe(why, sizeof why);
     if (!GPU) {
-        printf("SKIP: no CUDA device (%s)\n", why);
+        if (nr_rank() == 0) printf("SKIP: no CUDA device (%s)\n", why);
         MPI_Finalize();
         return 77;
+    }
+    if (groups_only) { /* any number of ranks: mpirun -np 2 ... --groups */
+        if (nr_rank() == 0) printf("parity --groups: %s on rank 0\n", backend_cuda_device_name());
+        double tg = nr_now();
+        check_groups();
+        if (nr_rank() == 0)
+            printf("groups: %d passed, %d failed (%.1f s)\n%s\n", n_pass, n_fail, nr_now() - tg,
+                   n_fail ? "VERDICT: FAIL" : "VERDICT: PASS");
+        MPI_Finalize();
+        return n_fail ? 1 : 0;
     }
     CPU = backend_cpu();
     CPU->set_threads(4);
@@ -653,6 +820,7 @@ int main(int argc, char **argv) {
     check_adamw(100003);
     check_sumsq(1000003);
     check_nccl();
+    check_groups();
     printf("parity: %d passed, %d failed (%.1f s)\n", n_pass, n_fail, nr_now() - t0);
     if (bench) gemm_bench();
     printf("%s\n", n_fail ? "VERDICT: FAIL" : "VERDICT: PASS");

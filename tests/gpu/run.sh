@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # tests/gpu/run.sh — the GPU checks of issue #8, for a machine with one CUDA
 # device (sm_90): builds with USE_CUDA=1, runs the parity program (every CUDA
-# op against the CPU backend, the NCCL helper on one rank, the GEMM TFLOP/s
-# table), then the end-to-end GPU runs. Budget: under 8 minutes on one H100/
+# op against the CPU backend, the NCCL helper and the EMU's NCCL groups on
+# one rank, the GEMM TFLOP/s table), the host staging of device buffers with
+# two ranks on the GPU, then the end-to-end GPU runs. Budget: under 8 minutes on one H100/
 # H200 (the build is ~1 min on 16 cores, parity ~1 min). Logs under
 # build/gpu-logs/; the last line is "gpu: PASS" or "gpu: FAIL (…)".
 # Exit: 0 pass, 1 fail, 77 no usable device (the parity program's SKIP line).
@@ -35,6 +36,29 @@ rc=${PIPESTATUS[0]}
 echo "gpu: parity $(( $(date +%s) - t0 )) s, exit $rc"
 if [ "$rc" = 77 ]; then echo "gpu: SKIP (no usable CUDA device)"; exit 77; fi
 [ "$rc" = 0 ] || fail+=("parity (exit $rc)")
+
+# 2b. device buffers across ranks. One GPU cannot hold two ranks of one NCCL
+#     communicator (NCCL refuses a duplicate GPU), so the NCCL group paths
+#     ran above with one rank (parity's check_groups: an EMU with
+#     tp = pp = dp = 1 whose NCCL all-reduce is the identity, and a dup'd
+#     communicator whose staging round-trips). Here two ranks share the GPU:
+#     the probe sees the shared device, builds no NCCL groups, and every
+#     collective and send on device buffers stages through host memory.
+echo "gpu: one GPU cannot hold two NCCL ranks: NCCL groups checked with 1 rank (parity), host staging with 2 ranks on this GPU"
+t0=$(date +%s)
+first=${CUDA_VISIBLE_DEVICES:-0}; first=${first%%,*}   # both ranks on one card, even on a multi-GPU machine
+timeout 120 env CUDA_VISIBLE_DEVICES="$first" jobs/local.sh -np 2 build/tests/gpu/parity --groups 2>&1 | tee "$LOG/groups-2ranks.log"
+rc=${PIPESTATUS[0]}
+echo "gpu: 2-rank staging $(( $(date +%s) - t0 )) s, exit $rc"
+grep -q 'no NCCL groups' "$LOG/groups-2ranks.log" || fail+=("2 ranks on one GPU did not fall back to staging")
+[ "$rc" = 0 ] || fail+=("2-rank staging (exit $rc)")
+if [ -z "${CUDA_VISIBLE_DEVICES:-}" ] && [ "$(nvidia-smi -L 2>/dev/null | wc -l)" -ge 2 ]; then
+  # two GPUs: real 2-rank NCCL groups
+  timeout 120 env CUDA_VISIBLE_DEVICES=0,1 jobs/local.sh -np 2 build/tests/gpu/parity --groups 2>&1 | tee "$LOG/groups-2gpus.log"
+  rc=${PIPESTATUS[0]}
+  grep -q 'NCCL .* groups' "$LOG/groups-2gpus.log" || fail+=("2 GPUs: no NCCL groups")
+  [ "$rc" = 0 ] || fail+=("2-GPU NCCL groups (exit $rc)")
+fi
 
 # 3. end-to-end: the tiny PPO deck on the GPU beside the same deck on the CPU.
 #    The reward must rise as on the CPU; the first steps' rewards are compared
