@@ -237,7 +237,26 @@ static const char FULL[] =
     "comm_setup_us = 0\n"
     "[trace]\n"
     "file = none\n"
-    "papi_events = PAPI_TOT_INS, PAPI_TOT_CYC\n";
+    "papi_events = PAPI_TOT_INS, PAPI_TOT_CYC\n"
+    "[inject]\n"
+    "slow_factor = 2.5\n"
+    "resp_len_from = 3\n"
+    "resp_len_to = 9\n"
+    "resp_len_ramp = 12\n"
+    "slow_step = 4\n"
+    "slow_until = 8\n"
+    "leave_step = 5\n"
+    "join_step = 9\n"
+    "slow_ranks = 1,3-4\n"
+    "leave_ranks = 6\n"
+    "[planner]\n"
+    "policy = payback\n"
+    "gamma = 0.25\n"
+    "threshold = 0.2\n"
+    "alpha = 0.75\n"
+    "memory_gib = 2\n"
+    "every_k = 5\n"
+    "warmup = 3\n";
 
 static void good_full(Tally *t, const char *text, const char *what)
 {
@@ -293,6 +312,14 @@ static void good_full(Tally *t, const char *text, const char *what)
                  strcmp(tx->sync, "broadcast") == 0 && tx->bandwidth_gbs == 25.0 && tx->latency_us == 0.1 &&
                  tx->comm_setup_us == 0.0,
           "%s: transition values (latency_us %.17g: kept as a double)", what, tx->latency_us);
+    const InjectConfig *ij = &c.inject;
+    const PlannerConfig *pl = &c.planner;
+    check(t, ij->slow_factor == 2.5f && ij->resp_len_from == 3 && ij->resp_len_to == 9 && ij->resp_len_ramp == 12 &&
+                 ij->slow_step == 4 && ij->slow_until == 8 && ij->leave_step == 5 && ij->join_step == 9 &&
+                 strcmp(ij->slow_ranks, "1,3-4") == 0 && strcmp(ij->leave_ranks, "6") == 0 &&
+                 strcmp(pl->policy, "payback") == 0 && pl->gamma == 0.25f && pl->threshold == 0.2f && pl->alpha == 0.75f &&
+                 pl->memory_gib == 2.0f && pl->every_k == 5 && pl->warmup == 3,
+          "%s: inject and planner values (policy %s, slow_ranks '%s')", what, pl->policy, ij->slow_ranks);
     check(t, strcmp(c.trace.file, "none") == 0 && strcmp(c.trace.papi_events, "PAPI_TOT_INS, PAPI_TOT_CYC") == 0,
           "%s: trace values (file '%s', papi_events '%s')", what, c.trace.file, c.trace.papi_events);
     check(t, deck_line(d, "switch.step") == 70 && deck_line(d, "switch.actor.gen") == 72 &&
@@ -768,7 +795,7 @@ static void table_checks(Tally *t)
         }
         l = nl ? nl + 1 : l + ll;
     }
-    check(t, rows == 96 && broken == 0, "reference: %d key rows, %d with a stray '|'", rows, broken);
+    check(t, rows == 113 && broken == 0, "reference: %d key rows, %d with a stray '|'", rows, broken);
     check(t, buf && strstr(buf, "| `value_clip` | float | `0.2` | > 0 and ≤ 1000000 |"), "bounds print as written (1000000)");
     check(t, buf && strstr(buf, "## [switch]") && strstr(buf, "## [transition]") &&
                  strstr(buf, "| `step` | int | `-1` | ≥ -1 | before PPO step N (0-based") &&

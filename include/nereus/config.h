@@ -76,9 +76,34 @@ typedef struct RewardConfig {
     float network_weight;    /* [reward] network_weight: weight of that score */
 } RewardConfig;
 
+/* [inject]: INJECTED faults and drift for tests and experiments, named as
+ * injected wherever they show. The planner never reads them: it sees the
+ * lengths, timings and pool they cause (src/run/inject.c). 4-byte fields,
+ * then strings: no hole. */
 typedef struct InjectConfig {
+    float slow_factor;       /* [inject] slow_factor: the slowed ranks do this many times their work (extra real work) */
     int nan_loss_step;       /* [inject] nan_loss_step: INJECTED fault, −1 = off */
+    int resp_len_from;       /* [inject] resp_len_from: forced minimum response tokens at PPO step 0 (0 = off) */
+    int resp_len_to;         /* [inject] resp_len_to: ... at step resp_len_ramp (linear in between, held after) */
+    int resp_len_ramp;       /* [inject] resp_len_ramp: the step the ramp reaches resp_len_to (0 = the last PPO step) */
+    int slow_step;           /* [inject] slow_step: slow_ranks slow from this PPO step on (−1 = never) */
+    int slow_until;          /* [inject] slow_until: back to normal from this step (−1 = never) */
+    int leave_step;          /* [inject] leave_step: leave_ranks leave the pool before this step (−1 = never) */
+    int join_step;           /* [inject] join_step: they join again before this step (−1 = never) */
+    char slow_ranks[CFG_STR];  /* [inject] slow_ranks: comma list of ranks and A-B ranges ("" = none) */
+    char leave_ranks[CFG_STR]; /* [inject] leave_ranks: the same */
 } InjectConfig;
+
+/* [planner]: the live planner on rank 0 (adapt.h; src/run/adapt_live.c). */
+typedef struct PlannerConfig {
+    float gamma;            /* [planner] gamma: payback γ */
+    float threshold;        /* [planner] threshold: relative drift that triggers a replan */
+    float alpha;            /* [planner] alpha: calibration weight per measured step */
+    float memory_gib;       /* [planner] memory_gib: memory per rank the cost model plans with (0 = physical / ranks) */
+    int every_k;             /* [planner] every_k: the every-k policy's period */
+    int warmup;              /* [planner] warmup: steps measured before the first decision */
+    char policy[16];         /* [planner] policy: off | static | payback | admit-all | every-k */
+} PlannerConfig;
 
 typedef struct CkptConfig {
     int every;               /* [ckpt] every: write a checkpoint every N PPO steps (0 = only at the end / on signal) */
@@ -152,6 +177,7 @@ typedef struct Config {
     PpoConfig ppo;
     RewardConfig reward;
     InjectConfig inject;
+    PlannerConfig planner;
     CkptConfig ckpt;
     PlanConfig plan;         /* [plan] default and one key per model-stage (plan.h) */
     SwitchConfig sw;         /* [switch] (`switch` is a C keyword) */

@@ -3,8 +3,9 @@
  * exposes them, and the calibrated GEMM peak that MFU is measured against.
  *
  * One state per process (PAPI's own state is per process and per thread):
- * counters_init turns it on; until then, and after counters_finish, the
- * stage hooks do nothing, so a run without a trace pays nothing.
+ * counters_init turns the counters on; until then, and after
+ * counters_finish, the stage hooks only keep their timers (two clock reads
+ * each), which the live planner reads.
  *
  * Per step: counters_step_begin stamps the rank's step start; around its
  * work on model-stage id a rank calls counters_stage_begin(id) and
@@ -72,6 +73,10 @@ void counters_finish(void);
 void counters_step_begin(void);
 void counters_stage_begin(int id);
 void counters_stage_end(int id);
+/* local: this rank's wall and CPU (its thread's) seconds in each model-stage
+ * of the current or last step, wall[PLAN_NSTAGES], cpu[PLAN_NSTAGES] (0 where
+ * it did not work on one). The timers run whether or not the counters are on. */
+void counters_rank_last(double *wall, double *cpu);
 /* collective over world: this step's records of every model-stage,
  * out[PLAN_NSTAGES], the same on every rank. */
 void counters_step_reduce(MPI_Comm world, CounterStage *out);

@@ -25,6 +25,7 @@
 #include "nereus/model.h"
 #include "nereus/ppo.h"
 #include "nereus/task.h"
+#include "nereus/txprice.h"
 
 /* a checkpoint path: [ckpt] dir + "/" + [run] name + "_stepNNNNNN.h5" */
 #define JOB_PATH_MAX (2 * CFG_STR + 64)
@@ -59,6 +60,7 @@ typedef struct Job {
     PlanConfig plan;           /* the plan the job runs now (cfg->plan until a transition) */
     MPI_Comm xcomm;            /* transfers of the transition engine (a dup of world: tags of its own) */
     struct JobSyncPlan *sync;  /* the weight sync compiled for the current plan (NULL: not yet) */
+    TxPricer px;               /* the job's shapes and capacities, for transitions and their prices (txprice.h) */
 } Job;
 
 /* What one transition did (job_transition), the same on every rank. */
@@ -115,6 +117,9 @@ int job_transition(Job *j, const PlanConfig *np, int verify, JobTxReport *rep, c
  * once per plan; sets j->sync_bytes. */
 void job_sync_engine(Job *j);
 void job_sync_plan_free(Job *j);
+/* rank 0: the transition's log line (and its trace row) before PPO step `step`, started at t0 (nr_now) */
+struct Trace;
+void job_tx_log(const JobTxReport *rep, int step, double t0, int from_plan, int to_plan, struct Trace *tr);
 
 /* collective over world: one SFT step on actor.train; returns the batch's mean loss. */
 float job_sft_step(Job *j, SftData *sd, int step);

@@ -82,6 +82,8 @@ typedef struct HwModel {
     double hbm;             /* memory bandwidth per rank, bytes/s */
     int ranks_per_node;
     double bw[2], lat[2];   /* link bandwidth (bytes/s) and latency (s): [0] inside a node, [1] between nodes */
+    int cores;              /* cores a node's ranks share (0: a core, or a GPU, per rank). With fewer cores
+                               than busy ranks the compute of a phase stretches (cost_plan) */
 } HwModel;
 
 enum { EFF_GEMM, EFF_ATTN, EFF_DECODE, EFF_AR_INTRA, EFF_AR_INTER, EFF_P2P_INTRA, EFF_P2P_INTER, EFF_N };
@@ -111,6 +113,8 @@ typedef struct CostModel {
     double headroom;          /* memory fraction kept free (0.1) */
     const double *slow;       /* (ranks) how many times slower than calibrated each rank runs; NULL: none. A
                                  model-stage runs at the pace of its slowest rank. */
+    double overhead_s;        /* per-step time outside the model-stages (the live run's rollout assembly and
+                                 advantages), calibrated; 0 in the simulator */
 } CostModel;
 
 /* Seconds of one stage (PlanStageId) under layout l with the workload;
@@ -131,6 +135,18 @@ typedef struct StepCost {
     int worst_rank;          /* the rank of peak_mem */
 } StepCost;
 double cost_plan(const CostModel *cm, const PlanConfig *plan, int nranks, const Workload *w, StepCost *sc);
+
+/* The compute part of cost_stage (GEMM, attention, memory-bound classes):
+ * what a rank's CPU (or GPU) is busy for. */
+double cost_stage_compute(const CostModel *cm, int stage, GridLayout l, const Workload *w);
+/* A stage's seconds inside a plan, as cost_plan counts them: its compute
+ * at its slowest member's pace and stretched by its phase's core sharing
+ * (hw.cores), plus its communication. */
+double cost_stage_in_plan(const CostModel *cm, const PlanConfig *plan, int nranks, const Workload *w, int stage);
+/* cost_calibrate for a stage measured inside a plan: the same update
+ * against cost_stage_in_plan, each class weighted by its share of it. */
+void cost_calibrate_in_plan(CostModel *cm, const PlanConfig *plan, int nranks, const Workload *w, int stage,
+                            double measured_s, double alpha);
 
 /* Calibration: a measured stage time against the model's prediction for the
  * same stage and layout moves the factors of the classes that dominate its

@@ -60,6 +60,10 @@ void rollout_finish(Rollout *r);
  * the actor with the KV cache. Random numbers depend on (seed, sample,
  * position) only. */
 void ppo_generate(Rollout *r, GPT *actor, const Config *cfg, const TaskSet *ts, int step);
+/* The INJECTED minimum response length at PPO step `step` ([inject]
+ * resp_len_from → resp_len_to over resp_len_ramp steps; 0 = none): before
+ * it, a sampled EOS is replaced by '=' so that the responses really grow. */
+int ppo_min_response(const Config *cfg, int step);
 /* gen without the KV cache (full forward per token): the baseline that the
  * cached path must reproduce exactly, and a benchmark. */
 void ppo_generate_nocache(Rollout *r, GPT *actor, const Config *cfg, const TaskSet *ts, int step);

@@ -154,8 +154,43 @@ const DeckKey deck_keys[] = {
     {"reward", "network_weight", DECK_T_FLOAT, 0, "0.0", NONE, NONE, NULL, F_FLT(reward.network_weight),
      "weight of the reward network's score"},
 
+    {"inject", "slow_factor", DECK_T_FLOAT, 0, "3", GE(1), LE(100), NULL, F_FLT(inject.slow_factor),
+     "INJECTED slowdown: slow_ranks do this many times their work (extra real work at every wait on other ranks, so the timings measure it)"},
     {"inject", "nan_loss_step", DECK_T_INT, 0, "-1", GE(-1), NONE, NULL, F_INT(inject.nan_loss_step),
      "INJECTED fault for tests: make the policy loss NaN at this PPO step; -1 = off"},
+    {"inject", "resp_len_from", DECK_T_INT, 0, "0", GE(0), NONE, NULL, F_INT(inject.resp_len_from),
+     "INJECTED length drift: generation may not end before this many response tokens at PPO step 0 (a sampled EOS becomes '=': the responses really grow and every stage pays for them); 0 = off"},
+    {"inject", "resp_len_to", DECK_T_INT, 0, "0", GE(0), NONE, NULL, F_INT(inject.resp_len_to),
+     "INJECTED length drift: the forced minimum at step resp_len_ramp, linear from resp_len_from, held after; at most [ppo] max_response"},
+    {"inject", "resp_len_ramp", DECK_T_INT, 0, "0", GE(0), NONE, NULL, F_INT(inject.resp_len_ramp),
+     "the PPO step at which the forced minimum reaches resp_len_to; 0 = the last PPO step"},
+    {"inject", "slow_step", DECK_T_INT, 0, "-1", GE(-1), NONE, NULL, F_INT(inject.slow_step),
+     "INJECTED slowdown: slow_ranks run slow_factor times slower from this PPO step on; -1 = never"},
+    {"inject", "slow_until", DECK_T_INT, 0, "-1", GE(-1), NONE, NULL, F_INT(inject.slow_until),
+     "the PPO step from which slow_ranks run at full speed again; -1 = never"},
+    {"inject", "leave_step", DECK_T_INT, 0, "-1", GE(-1), NONE, NULL, F_INT(inject.leave_step),
+     "INJECTED pool change: leave_ranks leave the pool before this PPO step (they then hold no state and idle); needs [planner] policy other than off; -1 = never"},
+    {"inject", "join_step", DECK_T_INT, 0, "-1", GE(-1), NONE, NULL, F_INT(inject.join_step),
+     "INJECTED pool change: leave_ranks join the pool again before this PPO step; -1 = never"},
+    {"inject", "slow_ranks", DECK_T_STRING, 0, "", NONE, NONE, NULL, F_STR(inject.slow_ranks),
+     "the ranks slow_step slows: comma list of ranks and A-B ranges"},
+    {"inject", "leave_ranks", DECK_T_STRING, 0, "", NONE, NONE, NULL, F_STR(inject.leave_ranks),
+     "the ranks leave_step takes out of the pool: comma list of ranks and A-B ranges"},
+
+    {"planner", "policy", DECK_T_CHOICE, 0, "off", NONE, NONE, "off|static|payback|admit-all|every-k", F_STR(planner.policy),
+     "the live planner on rank 0: off = the deck's plan throughout (no planner); static = plan once for the first steps' measurements, replan only when the pool changes; payback = replan on drift and admit by the payback rule; admit-all = take every faster plan; every-k = replan every every_k steps"},
+    {"planner", "gamma", DECK_T_FLOAT, 0, "0.5", GE(0), NONE, NULL, F_FLT(planner.gamma),
+     "payback gamma: admit when the transition pays back within gamma x the expected steps before the next drift"},
+    {"planner", "threshold", DECK_T_FLOAT, 0, "0.3", GT(0), NONE, NULL, F_FLT(planner.threshold),
+     "relative change of the response length or of the slowest rank's speed that triggers a replan"},
+    {"planner", "alpha", DECK_T_FLOAT, 0, "0.5", GT(0), LE(1), NULL, F_FLT(planner.alpha),
+     "calibration weight of each measured step (1 = trust the last step alone)"},
+    {"planner", "memory_gib", DECK_T_FLOAT, 0, "0", GE(0), NONE, NULL, F_FLT(planner.memory_gib),
+     "memory per rank the planner plans with, GiB; 0 = the node's physical memory shared by its ranks"},
+    {"planner", "every_k", DECK_T_INT, 0, "10", GE(1), NONE, NULL, F_INT(planner.every_k),
+     "the every-k policy's period, in PPO steps"},
+    {"planner", "warmup", DECK_T_INT, 0, "2", GE(1), NONE, NULL, F_INT(planner.warmup),
+     "PPO steps measured (calibrating the cost model) before the planner's first decision"},
 
     {"ckpt", "every", DECK_T_INT, 0, "0", GE(0), NONE, NULL, F_INT(ckpt.every),
      "write a checkpoint every N PPO steps; 0 = none on a schedule (SIGTERM / SIGUSR1 still write one)"},
@@ -240,7 +275,7 @@ const DeckKey deck_keys[] = {
 const size_t deck_nkeys = sizeof deck_keys / sizeof deck_keys[0];
 
 const char *const deck_sections[] = {"run",    "model", "task",   "optim", "sft",    "ppo",
-                                     "reward", "inject", "ckpt", "plan",  "switch", "transition", "trace", "simulate"};
+                                     "reward", "inject", "planner", "ckpt", "plan",  "switch", "transition", "trace", "simulate"};
 const size_t deck_nsections = sizeof deck_sections / sizeof deck_sections[0];
 
 static int deck_name_eq(const char *name, const char *s, size_t len)

@@ -75,11 +75,11 @@ static const ModelShape *stage_shape(const CostModel *cm, int stage) {
 static double allreduce_s(const CostModel *cm, double bytes, int n, int k) {
     if (n <= 1) return 0;
     double e = cm->eff.f[k ? EFF_AR_INTER : EFF_AR_INTRA];
-    return 2.0 * (n - 1) / n * bytes / (cm->hw.bw[k] * e) + 2.0 * (n - 1) * cm->hw.lat[k];
+    return (2.0 * (n - 1) / n * bytes / cm->hw.bw[k] + 2.0 * (n - 1) * cm->hw.lat[k]) / e;
 }
 
 static double p2p_s(const CostModel *cm, double bytes, int k) {
-    return bytes / (cm->hw.bw[k] * cm->eff.f[k ? EFF_P2P_INTER : EFF_P2P_INTRA]) + cm->hw.lat[k];
+    return (bytes / cm->hw.bw[k] + cm->hw.lat[k]) / cm->eff.f[k ? EFF_P2P_INTER : EFF_P2P_INTRA];
 }
 
 /* the time of each class in one stage, so that calibration knows what dominates */
@@ -177,31 +177,122 @@ double cost_stage(const CostModel *cm, int stage, GridLayout l, const Workload *
     return stage_parts(cm, stage, l, w, mem, &pt);
 }
 
+/* the compute classes (the cores do them) and the links */
+static int is_compute(int k) { return k == EFF_GEMM || k == EFF_ATTN || k == EFF_DECODE; }
+
+static void parts_split(const Parts *pt, double *compute, double *comm) {
+    *compute = *comm = 0;
+    for (int k = 0; k < EFF_N; k++) *(is_compute(k) ? compute : comm) += pt->t[k];
+}
+
+double cost_stage_compute(const CostModel *cm, int stage, GridLayout l, const Workload *w) {
+    Parts pt;
+    double c, m, t = stage_parts(cm, stage, l, w, NULL, &pt);
+    if (!isfinite(t)) return t;
+    parts_split(&pt, &c, &m);
+    return c;
+}
+
 /* ---- a plan ---------------------------------------------------------------------- */
 
-double cost_plan(const CostModel *cm, const PlanConfig *plan, int nranks, const Workload *w, StepCost *sc) {
-    double rt[3][PLAN_MAX_RANKS], rm[PLAN_MAX_RANKS];
-    memset(sc, 0, sizeof *sc);
-    memset(rm, 0, sizeof rm);
-    for (int ph = 0; ph < 3; ph++) memset(rt[ph], 0, (size_t)nranks * sizeof(double));
+/* The phases of a plan. Per stage its compute (at its slowest member's
+ * pace) and its communication; per rank and phase their sums; where a
+ * node's ranks share fewer cores than are busy, the compute stretches by
+ * k = the node's compute seconds / (cores × the largest rank's), at least
+ * 1 (waiting ranks sleep: only compute takes a core); the phase takes the
+ * largest per-rank k·compute + communication. slowf[s]: the stage's
+ * slowdown; k[ph]: the phase's stretch; each rank's memory. */
+typedef struct PlanPhases {
+    double phase[3], k[3], slowf[PLAN_NSTAGES];
+    Parts parts[PLAN_NSTAGES];
+    double rm[PLAN_MAX_RANKS];
+} PlanPhases;
+
+static void plan_phases(const CostModel *cm, const PlanConfig *plan, int nranks, const Workload *w, PlanPhases *pp) {
+    static double rc[3][PLAN_MAX_RANKS], rx[3][PLAN_MAX_RANKS];
+    memset(pp, 0, sizeof *pp);
+    for (int ph = 0; ph < 3; ph++) {
+        memset(rc[ph], 0, (size_t)nranks * sizeof(double));
+        memset(rx[ph], 0, (size_t)nranks * sizeof(double));
+    }
     for (int s = 0; s < PLAN_NSTAGES; s++) {
         const PlanStage *ps = &plan->stage[s];
-        double mem = 0, t = cost_stage(cm, s, (GridLayout){ps->tp, ps->pp, ps->dp}, w, &mem);
+        double mem = 0, f = 1, c, m;
+        double t = stage_parts(cm, s, (GridLayout){ps->tp, ps->pp, ps->dp}, w, &mem, &pp->parts[s]);
+        if (isfinite(t)) parts_split(&pp->parts[s], &c, &m);
+        else c = m = INFINITY;
         if (cm->slow) /* at the pace of its slowest rank */
             for (int i = 0; i < ps->nranks; i++) {
                 int r = ps->ranks[i];
-                if (r >= 0 && r < nranks && cm->slow[r] > 1) t = fmax(t, t * cm->slow[r]);
+                if (r >= 0 && r < nranks && cm->slow[r] > f) f = cm->slow[r];
             }
+        pp->slowf[s] = f;
         for (int i = 0; i < ps->nranks; i++) {
             int r = ps->ranks[i];
             if (r < 0 || r >= nranks) continue;
-            rt[plan_stage_phase(s)][r] += t;
-            rm[r] += mem;
+            rc[plan_stage_phase(s)][r] += f * c;
+            rx[plan_stage_phase(s)][r] += m;
+            pp->rm[r] += mem;
         }
     }
-    for (int ph = 0; ph < 3; ph++)
+    int rpn = cm->hw.ranks_per_node > 0 ? cm->hw.ranks_per_node : 1;
+    for (int ph = 0; ph < 3; ph++) {
+        double big = 0, busy = 0, node = 0, k = 1;
+        for (int r = 0; r < nranks; r++) {
+            if (rc[ph][r] > big) big = rc[ph][r];
+            node += rc[ph][r];
+            if ((r + 1) % rpn == 0 || r + 1 == nranks) { /* the node's last rank */
+                if (node > busy) busy = node;
+                node = 0;
+            }
+        }
+        if (cm->hw.cores > 0 && big > 0 && busy / (cm->hw.cores * big) > 1) k = busy / (cm->hw.cores * big);
+        double t = 0;
         for (int r = 0; r < nranks; r++)
-            if (rt[ph][r] > sc->phase[ph]) sc->phase[ph] = rt[ph][r];
+            if (k * rc[ph][r] + rx[ph][r] > t) t = k * rc[ph][r] + rx[ph][r];
+        pp->phase[ph] = t;
+        pp->k[ph] = k;
+    }
+}
+
+/* a stage's seconds under the plan: its compute stretched and slowed, its communication */
+static double stage_in_plan(const PlanPhases *pp, int s, double *scale) {
+    double t = 0, k = pp->k[plan_stage_phase(s)];
+    for (int c = 0; c < EFF_N; c++) {
+        scale[c] = is_compute(c) ? k * pp->slowf[s] : 1;
+        t += scale[c] * pp->parts[s].t[c];
+    }
+    return t;
+}
+
+double cost_stage_in_plan(const CostModel *cm, const PlanConfig *plan, int nranks, const Workload *w, int stage) {
+    static PlanPhases pp;
+    double scale[EFF_N];
+    plan_phases(cm, plan, nranks, w, &pp);
+    return stage_in_plan(&pp, stage, scale);
+}
+
+void cost_calibrate_in_plan(CostModel *cm, const PlanConfig *plan, int nranks, const Workload *w, int stage,
+                            double measured_s, double alpha) {
+    static PlanPhases pp;
+    double scale[EFF_N];
+    plan_phases(cm, plan, nranks, w, &pp);
+    double pred = stage_in_plan(&pp, stage, scale);
+    if (!(pred > 0) || !isfinite(pred) || !(measured_s > 0)) return;
+    double ratio = pred / measured_s;
+    for (int k = 0; k < EFF_N; k++) {
+        double share = scale[k] * pp.parts[stage].t[k] / pred;
+        if (share <= 0) continue;
+        double f = cm->eff.f[k] * pow(ratio, alpha * share);
+        cm->eff.f[k] = f > 1.0 ? 1.0 : f < 1e-6 ? 1e-6 : f;
+    }
+}
+
+double cost_plan(const CostModel *cm, const PlanConfig *plan, int nranks, const Workload *w, StepCost *sc) {
+    static PlanPhases pp;
+    memset(sc, 0, sizeof *sc);
+    plan_phases(cm, plan, nranks, w, &pp);
+    for (int ph = 0; ph < 3; ph++) sc->phase[ph] = pp.phase[ph];
     /* the weight sync: every destination shard from the trained model; a shard on a rank that holds
        the same one trained is a local copy */
     static const int pairs[3][2] = {{PLAN_ACTOR_TRAIN, PLAN_ACTOR_GEN}, {PLAN_ACTOR_TRAIN, PLAN_ACTOR_INF},
@@ -216,14 +307,14 @@ double cost_plan(const CostModel *cm, const PlanConfig *plan, int nranks, const 
         sync += same ? shard / cm->hw.hbm : p2p_s(cm, shard, inter);
     }
     sc->phase[3] = sync;
-    sc->total = sc->phase[0] + sc->phase[1] + sc->phase[2] + sc->phase[3];
+    sc->total = sc->phase[0] + sc->phase[1] + sc->phase[2] + sc->phase[3] + cm->overhead_s;
     sc->fits = 1;
     for (int r = 0; r < nranks; r++) {
-        if (rm[r] > sc->peak_mem) {
-            sc->peak_mem = rm[r];
+        if (pp.rm[r] > sc->peak_mem) {
+            sc->peak_mem = pp.rm[r];
             sc->worst_rank = r;
         }
-        if (rm[r] > cm->hw.mem * (1 - cm->headroom)) sc->fits = 0;
+        if (pp.rm[r] > cm->hw.mem * (1 - cm->headroom)) sc->fits = 0;
     }
     return sc->total;
 }

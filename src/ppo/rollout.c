@@ -1,6 +1,7 @@
 /* rollout.c — the gen stage: build the step's prompts from the global sample
  * order and sample responses from the actor, with the KV cache (the run's
  * path) or by re-running the whole prefix (the reference and benchmark). */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -60,9 +61,18 @@ void rollout_prompts(Rollout *r, const TaskSet *ts, int step) {
     }
 }
 
+int ppo_min_response(const Config *cfg, int step) {
+    const InjectConfig *in = &cfg->inject;
+    if (in->resp_len_from <= 0 && in->resp_len_to <= 0) return 0;
+    int ramp = in->resp_len_ramp > 0 ? in->resp_len_ramp : cfg->ppo.steps - 1;
+    if (ramp <= 0 || step >= ramp) return in->resp_len_to;
+    return in->resp_len_from + (int)lround((double)(in->resp_len_to - in->resp_len_from) * step / ramp);
+}
+
 /* Sample one token per sequence from the actor's logits (B, V) for response
- * position j; finished sequences get EOS padding. Returns the number still running. */
-static int rollout_sample(Rollout *r, const GPT *actor, const Config *cfg, int step, int j) {
+ * position j; finished sequences get EOS padding; before position minlen an
+ * EOS becomes '=' (the INJECTED length drift). Returns the number still running. */
+static int rollout_sample(Rollout *r, const GPT *actor, const Config *cfg, int step, int j, int minlen) {
     const Backend *be = actor->be;
     float *u = (float *)r->rewards; /* host scratch (B) before scoring overwrites it */
     for (int b = 0; b < r->B; b++) {
@@ -81,6 +91,7 @@ static int rollout_sample(Rollout *r, const GPT *actor, const Config *cfg, int s
             seq[r->P + j] = TOK_EOS;
             continue;
         }
+        if (j + 1 < minlen && r->next[b] == TOK_EOS) r->next[b] = TOK_EQ;
         seq[r->P + j] = r->next[b];
         r->resp_len[b] = j + 1;
         if (r->next[b] != TOK_EOS) running++;
@@ -90,14 +101,14 @@ static int rollout_sample(Rollout *r, const GPT *actor, const Config *cfg, int s
 
 void ppo_generate(Rollout *r, GPT *actor, const Config *cfg, const TaskSet *ts, int step) {
     rollout_prompts(r, ts, step);
-    int R = cfg->ppo.max_response;
+    int R = cfg->ppo.max_response, minlen = ppo_min_response(cfg, step);
     /* the prompts as a dense (B, P) block for the prefill */
     int *prompt = nr_xmalloc((size_t)r->B * r->P * sizeof(int));
     for (int b = 0; b < r->B; b++) memcpy(prompt + (size_t)b * r->P, r->tokens + (size_t)b * r->Tcap, r->P * sizeof(int));
     gpt_prefill(actor, prompt, r->B, r->P, NULL);
     free(prompt);
     for (int j = 0; j < R; j++) {
-        int running = rollout_sample(r, actor, cfg, step, j);
+        int running = rollout_sample(r, actor, cfg, step, j, minlen);
         if (running == 0 || j + 1 == R) break;
         gpt_decode(actor, r->next, r->B, r->P + j, NULL);
     }
@@ -105,14 +116,14 @@ void ppo_generate(Rollout *r, GPT *actor, const Config *cfg, const TaskSet *ts, 
 
 void ppo_generate_nocache(Rollout *r, GPT *actor, const Config *cfg, const TaskSet *ts, int step) {
     rollout_prompts(r, ts, step);
-    int R = cfg->ppo.max_response;
+    int R = cfg->ppo.max_response, minlen = ppo_min_response(cfg, step);
     int *dense = nr_xmalloc((size_t)r->B * r->Tcap * sizeof(int));
     for (int j = 0; j < R; j++) {
         int T = r->P + j;
         for (int b = 0; b < r->B; b++) memcpy(dense + (size_t)b * T, r->tokens + (size_t)b * r->Tcap, T * sizeof(int));
         gpt_forward(actor, dense, r->B, T, 0, 0);
         gpt_logits_last(actor, r->B, T); /* as the cached path computes them */
-        int running = rollout_sample(r, actor, cfg, step, j);
+        int running = rollout_sample(r, actor, cfg, step, j, minlen);
         if (running == 0 || j + 1 == R) break;
     }
     free(dense);
@@ -123,6 +134,7 @@ double ppo_eval_greedy(GPT *actor, const Config *cfg, const TaskSet *ts, int B, 
     ec.ppo.batch = B;
     ec.ppo.temperature = 0.0f;
     ec.ppo.top_k = 0;
+    ec.inject.resp_len_from = ec.inject.resp_len_to = 0; /* held-out evaluation: no injected drift */
     ec.ppo.max_response = actor->Tmax - task_prompt_len(ts); /* the longest response the actor holds */
     Rollout r;
     rollout_alloc(&r, &ec, ts, actor->be, B, Bg, b0);

@@ -47,20 +47,9 @@ void job_stage_fill(Job *j, Stage *s) {
     s->B = j->cfg->ppo.batch / s->dp;
 }
 
-int job_stage_holds_model(const Job *j, int id) { return id != PLAN_REWARD_INF || j->have_rm; }
+int job_stage_holds_model(const Job *j, int id) { return tx_stage_holds_model(&j->px, id); }
 
-void job_stage_capacity(const Job *j, int id, int dp, int *Bmax, int *Tmax) {
-    const Config *cfg = j->cfg;
-    *Bmax = cfg->ppo.batch / dp;
-    *Tmax = j->Tgen;
-    if (plan_stage_is_train(id)) {
-        *Bmax = cfg->ppo.minibatch / dp;
-        if (id == PLAN_ACTOR_TRAIN && cfg->sft.steps > 0) {
-            *Bmax = NR_MAX(*Bmax, cfg->sft.batch / dp);
-            *Tmax = NR_MAX(*Tmax, j->Tsft);
-        }
-    }
-}
+void job_stage_capacity(const Job *j, int id, int dp, int *Bmax, int *Tmax) { tx_stage_capacity(&j->px, id, dp, Bmax, Tmax); }
 
 void job_stage_model(Job *j, Stage *s, int empty) {
     int i = s->id;
@@ -109,6 +98,7 @@ void job_build(Job *j, MPI_Comm world, const Config *cfg, const Backend *be, con
     j->ac = (GPTConfig){V, cfg->model.max_seq, cfg->model.n_layer, cfg->model.n_embd, cfg->model.n_head, 0};
     j->cc = j->ac;
     j->cc.value_head = 1;
+    j->px = (TxPricer){cfg, j->ac, j->cc, j->have_rm, j->Tgen, j->Tsft, j->size};
     j->n_actor = gpt_logical_numel(&j->ac);
     j->n_critic = gpt_logical_numel(&j->cc);
     j->full = nr_xmalloc(j->n_critic * sizeof(float));

@@ -16,8 +16,10 @@
 #include "nereus/backend_cuda.h"
 #endif
 #include "nereus/comm.h"
+#include "nereus/inject.h"
 #include "nereus/job.h"
 #include "nereus/plan.h"
+#include "nereus/planner_live.h"
 #include "nereus/trace.h"
 #include "nereus/util.h"
 
@@ -88,20 +90,9 @@ static int run_switch(Job *j, const Config *cfg, int step, char *plan_text, size
     plan_format(&j->plan, text, sizeof text);
     snprintf(plan_text, plan_len, "%s", text);
     nr_log("switch before step %d to the [switch] plan:\n%s", step, text);
-    char budget[64];
-    if (rep.mem_budget > 0) snprintf(budget, sizeof budget, "budget %.1f MiB", rep.mem_budget / (1024.0 * 1024.0));
-    else snprintf(budget, sizeof budget, "no budget");
-    nr_log("transition: %d model-stage(s) in %d wave(s): moved %.2f MiB (minimum %.2f MiB), kept in place %.2f MiB; "
-           "predicted %.4f s, measured %.4f s (transfers %.4f s); peak memory %.1f MiB per rank (%s)%s\n%s",
-           rep.nchanges, rep.nwaves, rep.bytes_moved / 1048576.0, rep.bytes_lower_bound / 1048576.0,
-           rep.bytes_local / 1048576.0, rep.predicted_s, rep.measured_s, rep.engine_s, rep.mem_peak / 1048576.0,
-           budget, rep.verified ? "; per-tensor checks passed" : "", rep.text);
     *bytes = rep.bytes_moved;
-    TraceTransition tx = {step, t0, plan_id, plan_id + 1, rep.nchanges, rep.nwaves, rep.verified,
-                          rep.predicted_s, rep.measured_s, rep.engine_s, rep.bytes_moved, rep.bytes_lower_bound,
-                          rep.bytes_local, rep.mem_peak, rep.mem_budget, rep.text};
     trace_plan(tr, plan_id + 1, step, text, "deck [switch]", NAN, NAN);
-    trace_transition(tr, &tx);
+    job_tx_log(&rep, step, t0, plan_id, plan_id + 1, tr);
     return 0;
 }
 
@@ -141,6 +132,21 @@ int run_job(const Config *cfg, const Deck *deck, const char *deck_path) {
                              cfg->model.max_seq, Tsft);
     int rc = check_sft_split(cfg, deck);
     if (rc) return rc;
+    if (strcmp(cfg->planner.policy, "off") != 0 && cfg->sw.step >= 0)
+        return deck_error_at(deck, "planner.policy",
+                             "[planner] policy = %s and [switch] step = %d both change the plan during the run; "
+                             "use one (policy = off for the [switch])",
+                             cfg->planner.policy, cfg->sw.step);
+    Injector inj;
+    {
+        const char *ikey = "";
+        int me = 0;
+        MPI_Comm_rank(MPI_COMM_WORLD, &me);
+        if (inject_init(&inj, cfg, world, me, &ikey, why, sizeof why) != 0) {
+            inject_free(&inj);
+            return deck_error_at(deck, ikey, "%s", why);
+        }
+    }
     if (cfg->ppo.max_response < task_max_answer(&ts) + 1)
         nr_log("note: [ppo] max_response %d cannot hold the longest answer (%d tokens + EOS); rewards are capped\n",
                cfg->ppo.max_response, task_max_answer(&ts));
@@ -154,8 +160,12 @@ int run_job(const Config *cfg, const Deck *deck, const char *deck_path) {
     plan_format(&cfg->plan, plan_text, sizeof plan_text);
     nr_log("plan:\n%s", plan_text);
 
+    char injected[1024];
+    if (inject_describe(&inj, injected, sizeof injected)) nr_log("%s\n", injected);
     Job job;
     job_build(&job, MPI_COMM_WORLD, cfg, be, &ts, V, Tsft);
+    LivePlanner lp;
+    live_init(&lp, &job);
     nr_log("model: GPT-2 L=%d C=%d NH=%d V=%d T=%d: %zu parameters (actor), %zu (critic)\n", cfg->model.n_layer,
            cfg->model.n_embd, cfg->model.n_head, V, cfg->model.max_seq, job.n_actor, job.n_critic);
     char *deck_text = deck_resolved_text(deck, cfg);
@@ -171,6 +181,8 @@ int run_job(const Config *cfg, const Deck *deck, const char *deck_path) {
                         sizeof why) != 0) {
             rc = deck_error_at(deck, "run.restart", "cannot restart: %s", why);
             free(deck_text);
+            live_free(&lp);
+            inject_free(&inj);
             job_free(&job);
             return rc;
         }
@@ -188,6 +200,8 @@ int run_job(const Config *cfg, const Deck *deck, const char *deck_path) {
     if (rc) {
         rc = deck_error_at(deck, tkey, "%s", why);
         free(deck_text);
+        live_free(&lp);
+        inject_free(&inj);
         job_free(&job);
         return rc;
     }
@@ -207,6 +221,8 @@ int run_job(const Config *cfg, const Deck *deck, const char *deck_path) {
         if (bad != 0) {
             if (member && rc == 0) sft_close(&sd);
             trace_close(tr, MPI_COMM_WORLD, NULL, 0, 0);
+            live_free(&lp);
+            inject_free(&inj);
             job_free(&job);
             return 2;
         }
@@ -266,6 +282,19 @@ int run_job(const Config *cfg, const Deck *deck, const char *deck_path) {
     if (cfg->ppo.steps > 0 && status == 0 && !stop_sig) {
         double run0 = nr_now();
         for (int step = (int)start_step; step < cfg->ppo.steps; step++) {
+            inject_begin_step(&inj, step);
+            if (lp.on) {
+                double moved = 0;
+                int before = plan_id;
+                if (live_decide(&lp, &job, &inj, step, tr, &plan_id, plan_text, sizeof plan_text, &moved, why,
+                                sizeof why) != 0) {
+                    nr_log("nereus: planner: %s; stopping the run\n", why);
+                    status = 1;
+                    break;
+                }
+                transitions += plan_id - before;
+                transition_bytes += moved;
+            }
             if (cfg->sw.step == step) {
                 double moved = 0;
                 int rc = run_switch(&job, cfg, step, plan_text, sizeof plan_text, tr, plan_id, &moved);
@@ -279,6 +308,7 @@ int run_job(const Config *cfg, const Deck *deck, const char *deck_path) {
             double times[4], t0 = nr_now();
             int bad = job_step(&job, step, &st, times);
             double dt = nr_now() - t0;
+            live_observe(&lp, &job, step, &st, dt);
             rewards[done_steps] = st.reward;
             kls[done_steps] = st.kl;
             tok_hash = hash_tokens(tok_hash, &job.G);
@@ -324,6 +354,8 @@ int run_job(const Config *cfg, const Deck *deck, const char *deck_path) {
             }
         }
         ppo_s = nr_now() - run0;
+        inject_begin_step(&inj, -1); /* no injected slowdown past the PPO steps */
+        live_report(&lp);
         nr_log("ppo: %d steps in %.2fs; weight sync %.3fs in all, %.0f bytes per step\n", done_steps, ppo_s,
                sync_time, sync_bytes);
         if (status == 0 && !stop_sig) {
@@ -375,7 +407,7 @@ int run_job(const Config *cfg, const Deck *deck, const char *deck_path) {
         nr_log("verify.sft_loss_last: %.6f\n", sft_last);
     }
     nr_log("verify.ppo_steps: %d\n", n);
-    if (cfg->sw.step >= 0) {
+    if (cfg->sw.step >= 0 || lp.on) {
         nr_log("verify.transitions: %d\n", transitions);
         nr_log("verify.transition_bytes: %.0f\n", transition_bytes);
     }
@@ -402,6 +434,8 @@ int run_job(const Config *cfg, const Deck *deck, const char *deck_path) {
     free(rewards);
     free(kls);
     free(deck_text);
+    live_free(&lp);
+    inject_free(&inj);
     job_free(&job);
     return finite ? 0 : 1;
 }

@@ -24,6 +24,7 @@
 
 #include "nereus/comm.h"
 #include "nereus/job.h"
+#include "nereus/trace.h"
 #include "nereus/transition.h"
 #include "nereus/util.h"
 
@@ -34,28 +35,6 @@ typedef struct JobSyncPlan {
     TxEndpoint ep[3];
     double bytes;   /* bytes that cross between ranks per sync */
 } JobSyncPlan;
-
-static TxOptions job_tx_options(const Job *j) {
-    const TransitionConfig *t = &j->cfg->transition;
-    TxOptions o = {t->memory_mib * MIB, (size_t)t->chunk_kib * 1024, (size_t)t->window_kib * 1024,
-                   t->bandwidth_gbs * 1e9, t->latency_us * 1e-6, t->comm_setup_us * 1e-6, NULL, 0, 0, 0};
-    return o;
-}
-
-static void change_of(const Job *j, int id, int kind, const PlanStage *from, const PlanStage *to, TxChange *x) {
-    memset(x, 0, sizeof *x);
-    x->id = id;
-    x->kind = kind;
-    x->tie = plan_stage_phase(id);
-    x->cfg = plan_stage_is_critic(id) ? j->cc : j->ac;
-    x->from = *from;
-    x->to = *to;
-    x->trainable = plan_stage_is_train(id) && kind == TX_MOVE;
-    x->nbufs = x->trainable ? 3 : 1;
-    int T;
-    job_stage_capacity(j, id, from->dp, &x->bmax_from, &T);
-    job_stage_capacity(j, id, to->dp, &x->bmax_to, &x->tmax);
-}
 
 /* ---- per-tensor checks ----------------------------------------------------- */
 
@@ -109,12 +88,9 @@ int job_transition(Job *j, const PlanConfig *np, int verify, JobTxReport *rep, c
     memset(rep, 0, sizeof *rep);
     verify = verify || j->cfg->transition.verify;
     TxChange ch[PLAN_NSTAGES];
-    int nch = 0;
-    for (int i = 0; i < PLAN_NSTAGES; i++)
-        if (job_stage_holds_model(j, i) && !plan_stage_same(&j->plan.stage[i], &np->stage[i]))
-            change_of(j, i, TX_MOVE, &j->plan.stage[i], &np->stage[i], &ch[nch++]);
+    int nch = tx_changes(&j->px, &j->plan, np, ch);
     /* the ranks' memory outside the changes: the stages that stay */
-    TxOptions opt = job_tx_options(j);
+    TxOptions opt = tx_options_of(j->cfg);
     double *resident = NULL;
     TxPlan P;
     memset(&P, 0, sizeof P);
@@ -251,9 +227,9 @@ void job_sync_engine(Job *j) {
         JobSyncPlan *sp = nr_xcalloc(1, sizeof *sp);
         TxChange ch[3];
         for (int k = 0; k < 3; k++)
-            change_of(j, sync_pairs[k][1], TX_COPY, &j->plan.stage[sync_pairs[k][0]], &j->plan.stage[sync_pairs[k][1]],
-                      &ch[k]);
-        TxOptions opt = job_tx_options(j);
+            tx_change_for(&j->px, sync_pairs[k][1], TX_COPY, &j->plan.stage[sync_pairs[k][0]], &j->plan.stage[sync_pairs[k][1]],
+                          &ch[k]);
+        TxOptions opt = tx_options_of(j->cfg);
         opt.budget = 0; /* a copy allocates nothing but its window */
         TxPlan P;
         char why[512] = "";
@@ -280,4 +256,19 @@ void job_sync_engine(Job *j) {
     TxHooks none = {NULL, NULL, NULL};
     tx_execute(&j->sync->part, j->sync->ep, &none, j->be, j->xcomm, &st);
     j->sync_bytes = j->sync->bytes;
+}
+
+void job_tx_log(const JobTxReport *rep, int step, double t0, int from_plan, int to_plan, Trace *tr) {
+    char budget[64];
+    if (rep->mem_budget > 0) snprintf(budget, sizeof budget, "budget %.1f MiB", rep->mem_budget / MIB);
+    else snprintf(budget, sizeof budget, "no budget");
+    nr_log("transition: %d model-stage(s) in %d wave(s): moved %.2f MiB (minimum %.2f MiB), kept in place %.2f MiB; "
+           "predicted %.4f s, measured %.4f s (transfers %.4f s); peak memory %.1f MiB per rank (%s)%s\n%s",
+           rep->nchanges, rep->nwaves, rep->bytes_moved / MIB, rep->bytes_lower_bound / MIB, rep->bytes_local / MIB,
+           rep->predicted_s, rep->measured_s, rep->engine_s, rep->mem_peak / MIB, budget,
+           rep->verified ? "; per-tensor checks passed" : "", rep->text);
+    TraceTransition tx = {step, t0, from_plan, to_plan, rep->nchanges, rep->nwaves, rep->verified,
+                          rep->predicted_s, rep->measured_s, rep->engine_s, rep->bytes_moved, rep->bytes_lower_bound,
+                          rep->bytes_local, rep->mem_peak, rep->mem_budget, rep->text};
+    trace_transition(tr, &tx);
 }

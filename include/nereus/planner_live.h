@@ -1,0 +1,77 @@
+/* planner_live.h — the planner live on MPI (issue #6): rank 0 runs the
+ * controller (adapt.h) between PPO steps on a cost model of this machine,
+ * calibrated every step from the ranks' stage timers, and admitted plans
+ * go through the transition engine (job_transition).
+ *
+ * The machine model (HwModel): the GEMM rate each rank reaches alone
+ * (counters_calibrate, median over ranks), the memory bandwidth of a copy,
+ * the node's cores (when a node holds more ranks than cores, the model
+ * lets a phase take at least the node's busy seconds over its cores), the
+ * memory per rank ([planner] memory_gib or the node's memory over its
+ * ranks), and the [transition] link. The efficiency factors start at
+ * eff_default() and are calibrated (planner.h: cost_calibrate) from each
+ * model-stage's measured time — the slowest member's wall seconds — with
+ * the phase's core sharing and the measured slowdown taken out. The
+ * steps' time outside the model-stages (assembling the rollout,
+ * advantages) is the model's overhead_s, a running mean.
+ *
+ * What the monitor sees: the mean response length of the last step; the
+ * pool, from each rank's own report; each rank's slowdown — its CPU seconds
+ * in its model-stages over the median of the other members' (CPU time, so
+ * that waiting on a slow rank does not make its peers look slow; a rank
+ * without work keeps its last estimate).
+ *
+ * Order per step: live_decide before job_step (collective: the pool
+ * reports, rank 0 decides, every rank learns the decision, a transition
+ * when admitted), live_observe after it (collective: the timers go to rank
+ * 0, which calibrates). The first decision comes after [planner] warmup
+ * steps: the initial placement, the best plan for the measured initial
+ * conditions, taken when it is predicted faster than the deck's plan. */
+#ifndef NEREUS_PLANNER_LIVE_H
+#define NEREUS_PLANNER_LIVE_H
+
+#include "nereus/adapt.h"
+#include "nereus/inject.h"
+#include "nereus/job.h"
+#include "nereus/trace.h"
+
+typedef struct LivePlanner {
+    int on;                  /* [planner] policy != off */
+    int policy;              /* ADAPT_* */
+    int started;             /* the initial placement was decided */
+    int skip_calib;          /* the next step runs right after a transition (cold buffers): not calibrated */
+    CostModel cm;            /* rank 0: the calibrated model */
+    Workload w, w0;          /* rank 0: the observed workload, and at the initial placement */
+    double *slow;            /* (world) rank 0: measured slowdown per rank */
+    int *pool, npool;        /* the pool at the last decision (every rank) */
+    Adapt ad;                /* rank 0 */
+    double last_len;         /* rank 0: the last step's mean response length */
+    double pred_s;           /* rank 0: the predicted step of the plan in force (NaN before the model exists) */
+    double err_sum;          /* rank 0: Σ |predicted − measured| / measured over the measured steps after warmup */
+    int err_n;
+    double err_max;
+    int decisions, searches, admitted, refused, transitions;
+    double transition_s;     /* Σ measured transition seconds */
+    char hw_text[256];       /* what the machine model holds, for the log */
+} LivePlanner;
+
+/* collective over world: the machine model (times a GEMM and a copy on
+ * every rank), when [planner] policy is not off. Prints what it found. */
+void live_init(LivePlanner *lp, Job *j);
+void live_free(LivePlanner *lp);
+
+/* collective over world: before PPO step `step`. Returns 0 (the plan in
+ * force stays or moved), or −1 (a transition's check failed, or a pool
+ * change could not be followed: the run must stop; why says what). Bumps
+ * *plan_id and *plan_text on a transition, *tx_bytes by what it moved. */
+int live_decide(LivePlanner *lp, Job *j, const Injector *inj, int step, Trace *tr, int *plan_id, char *plan_text,
+                size_t plan_len, double *tx_bytes, char *why, size_t len);
+
+/* collective over world: after PPO step `step` ran, with the step's
+ * statistics and wall seconds. */
+void live_observe(LivePlanner *lp, Job *j, int step, const StepStats *st, double wall_s);
+
+/* rank 0: the log lines of the run's planner summary */
+void live_report(const LivePlanner *lp);
+
+#endif

@@ -1,0 +1,37 @@
+/* txprice.h — a job's transitions priced without running them: the
+ * TxChange of a model-stage between two layouts (the shapes and activation
+ * capacities the job's models have) and the transition engine's predicted
+ * seconds for plan a → b (tx_plan_build's estimate under the deck's
+ * [transition] link). The job (src/run/switch.c) executes with the same
+ * changes the live planner prices, and the trace's replay rebuilds the
+ * pricer from the deck stored in the trace. Pure (no MPI). */
+#ifndef NEREUS_TXPRICE_H
+#define NEREUS_TXPRICE_H
+
+#include "nereus/config.h"
+#include "nereus/model.h"
+#include "nereus/transition.h"
+
+typedef struct TxPricer {
+    const Config *cfg;
+    GPTConfig ac, cc;        /* the actor's and the critic's logical configs */
+    int have_rm;             /* reward.inf holds a network */
+    int Tgen, Tsft;          /* the PPO sequence capacity (prompt + max_response) and the SFT sequence length */
+    int nranks;              /* ranks of the job */
+} TxPricer;
+
+/* activation capacity (rows, tokens) of stage id's model with dp replicas */
+void tx_stage_capacity(const TxPricer *p, int id, int dp, int *Bmax, int *Tmax);
+/* the stage holds a model (reward.inf only with a reward network) */
+int tx_stage_holds_model(const TxPricer *p, int id);
+/* the change of stage id from → to (kind TX_MOVE, or TX_COPY for the weight sync) */
+void tx_change_for(const TxPricer *p, int id, int kind, const PlanStage *from, const PlanStage *to, TxChange *x);
+/* the changes of every model-stage whose layout differs, into ch[PLAN_NSTAGES]; returns their count */
+int tx_changes(const TxPricer *p, const PlanConfig *a, const PlanConfig *b, TxChange *ch);
+/* [transition]'s chunk, window, budget and link as TxOptions (no resident memory) */
+TxOptions tx_options_of(const Config *cfg);
+/* predicted seconds of a → b (0 when nothing changes; INFINITY when no schedule fits the budget);
+ * the signature of AdaptTxCost (adapt.h), ctx a TxPricer */
+double tx_price(void *pricer, const PlanConfig *a, const PlanConfig *b);
+
+#endif

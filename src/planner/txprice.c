@@ -1,0 +1,68 @@
+/* txprice.c — transitions of a job's plans priced by the transition
+ * engine's estimate (txprice.h). Pure. */
+#include "nereus/txprice.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "nereus/plan.h"
+#include "nereus/util.h"
+
+void tx_stage_capacity(const TxPricer *p, int id, int dp, int *Bmax, int *Tmax) {
+    const Config *cfg = p->cfg;
+    *Bmax = cfg->ppo.batch / dp;
+    *Tmax = p->Tgen;
+    if (plan_stage_is_train(id)) {
+        *Bmax = cfg->ppo.minibatch / dp;
+        if (id == PLAN_ACTOR_TRAIN && cfg->sft.steps > 0) { /* the SFT warm-start trains actor.train too */
+            *Bmax = NR_MAX(*Bmax, cfg->sft.batch / dp);
+            *Tmax = NR_MAX(*Tmax, p->Tsft);
+        }
+    }
+}
+
+int tx_stage_holds_model(const TxPricer *p, int id) { return id != PLAN_REWARD_INF || p->have_rm; }
+
+void tx_change_for(const TxPricer *p, int id, int kind, const PlanStage *from, const PlanStage *to, TxChange *x) {
+    memset(x, 0, sizeof *x);
+    x->id = id;
+    x->kind = kind;
+    x->tie = plan_stage_phase(id);
+    x->cfg = plan_stage_is_critic(id) ? p->cc : p->ac;
+    x->from = *from;
+    x->to = *to;
+    x->trainable = plan_stage_is_train(id) && kind == TX_MOVE;
+    x->nbufs = x->trainable ? 3 : 1;
+    int T;
+    tx_stage_capacity(p, id, from->dp, &x->bmax_from, &T);
+    tx_stage_capacity(p, id, to->dp, &x->bmax_to, &x->tmax);
+}
+
+int tx_changes(const TxPricer *p, const PlanConfig *a, const PlanConfig *b, TxChange *ch) {
+    int n = 0;
+    for (int i = 0; i < PLAN_NSTAGES; i++)
+        if (tx_stage_holds_model(p, i) && !plan_stage_same(&a->stage[i], &b->stage[i]))
+            tx_change_for(p, i, TX_MOVE, &a->stage[i], &b->stage[i], &ch[n++]);
+    return n;
+}
+
+TxOptions tx_options_of(const Config *cfg) {
+    const TransitionConfig *t = &cfg->transition;
+    TxOptions o = {t->memory_mib * 1024.0 * 1024.0, (size_t)t->chunk_kib * 1024, (size_t)t->window_kib * 1024,
+                   t->bandwidth_gbs * 1e9, t->latency_us * 1e-6, t->comm_setup_us * 1e-6, NULL, 0, 0, 0};
+    return o;
+}
+
+double tx_price(void *pricer, const PlanConfig *a, const PlanConfig *b) {
+    const TxPricer *p = pricer;
+    TxChange ch[PLAN_NSTAGES];
+    int n = tx_changes(p, a, b, ch);
+    if (n == 0) return 0;
+    TxOptions o = tx_options_of(p->cfg);
+    TxPlan P;
+    char why[512];
+    if (tx_plan_build(&P, ch, n, p->nranks, &o, why, sizeof why) != 0) return INFINITY;
+    double t = P.predicted_s;
+    tx_plan_free(&P);
+    return t;
+}

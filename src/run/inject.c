@@ -1,0 +1,145 @@
+/* inject.c — the INJECTED slowdown and pool changes (inject.h). */
+#include "nereus/inject.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "nereus/comm.h"
+#include "nereus/plan.h"
+#include "nereus/util.h"
+
+/* "1,3-5" (plan syntax) into in[world]; returns the count, or −1 with why */
+static int parse_ranks(const char *list, int world, unsigned char *in, char *why, size_t len) {
+    memset(in, 0, (size_t)world);
+    if (!list[0]) return 0;
+    char text[CFG_STR + 8];
+    snprintf(text, sizeof text, "@ %s", list);
+    PlanStage s;
+    char err[256];
+    if (plan_stage_parse(text, strlen(text), &s, err, sizeof err) != 0)
+        return nr_fail(why, len, "'%s' is not a rank list (ranks and A-B ranges, comma separated): %s", list, err);
+    for (int i = 0; i < s.nranks; i++) {
+        int r = s.ranks[i];
+        if (r < 0 || r >= world) return nr_fail(why, len, "rank %d is not a rank of this %d-rank job (0..%d)", r, world, world - 1);
+        if (in[r]) return nr_fail(why, len, "rank %d is listed twice", r);
+        in[r] = 1;
+    }
+    return s.nranks;
+}
+
+int inject_init(Injector *in, const Config *cfg, int world, int rank, const char **key, char *why, size_t len) {
+    memset(in, 0, sizeof *in);
+    in->cfg = cfg;
+    in->world = world;
+    in->rank = rank;
+    in->factor = 1;
+    in->slow = nr_xcalloc((size_t)world, 1);
+    in->leave = nr_xcalloc((size_t)world, 1);
+    const InjectConfig *c = &cfg->inject;
+    *key = "inject.slow_ranks";
+    if ((in->nslow = parse_ranks(c->slow_ranks, world, in->slow, why, len)) < 0) return -1;
+    if (c->slow_step >= 0 && in->nslow == 0) return nr_fail(why, len, "[inject] slow_step = %d needs slow_ranks", c->slow_step);
+    *key = "inject.slow_until";
+    if (c->slow_until >= 0 && c->slow_until <= c->slow_step)
+        return nr_fail(why, len, "[inject] slow_until = %d must come after slow_step = %d", c->slow_until, c->slow_step);
+    *key = "inject.leave_ranks";
+    if ((in->nleave = parse_ranks(c->leave_ranks, world, in->leave, why, len)) < 0) return -1;
+    if (c->leave_step >= 0 && in->nleave == 0) return nr_fail(why, len, "[inject] leave_step = %d needs leave_ranks", c->leave_step);
+    if (in->nleave >= world && c->leave_step >= 0)
+        return nr_fail(why, len, "[inject] leave_ranks takes every rank of the job out of the pool");
+    *key = "inject.join_step";
+    if (c->join_step >= 0 && c->join_step <= c->leave_step)
+        return nr_fail(why, len, "[inject] join_step = %d must come after leave_step = %d", c->join_step, c->leave_step);
+    *key = "inject.leave_step";
+    if (c->leave_step >= 0 && strcmp(cfg->planner.policy, "off") == 0)
+        return nr_fail(why, len, "[inject] leave_step = %d takes ranks out of the pool, which needs the planner to move "
+                       "their work: set [planner] policy (static, payback, admit-all or every-k)", c->leave_step);
+    *key = "inject.resp_len_to";
+    if (c->resp_len_to > cfg->ppo.max_response || c->resp_len_from > cfg->ppo.max_response)
+        return nr_fail(why, len, "[inject] resp_len_from = %d / resp_len_to = %d: at most [ppo] max_response = %d",
+                       c->resp_len_from, c->resp_len_to, cfg->ppo.max_response);
+    *key = "";
+    return 0;
+}
+
+void inject_free(Injector *in) {
+    comm_set_wait_hook(NULL);
+    free(in->slow);
+    free(in->leave);
+    memset(in, 0, sizeof *in);
+}
+
+int inject_describe(const Injector *in, char *buf, size_t len) {
+    const InjectConfig *c = &in->cfg->inject;
+    size_t n = 0;
+    buf[0] = 0;
+    if (c->resp_len_from > 0 || c->resp_len_to > 0)
+        n += (size_t)snprintf(buf + n, n < len ? len - n : 0, "INJECTED length drift: responses forced to at least %d -> %d tokens (reached at step %d); ",
+                              c->resp_len_from, c->resp_len_to, c->resp_len_ramp > 0 ? c->resp_len_ramp : in->cfg->ppo.steps - 1);
+    if (c->slow_step >= 0)
+        n += (size_t)snprintf(buf + n, n < len ? len - n : 0, "INJECTED slowdown: ranks %s do %.3gx their work (extra real work) from step %d%s; ",
+                              c->slow_ranks, c->slow_factor, c->slow_step, c->slow_until >= 0 ? " to the step before slow_until" : "");
+    if (c->leave_step >= 0)
+        n += (size_t)snprintf(buf + n, n < len ? len - n : 0, "INJECTED pool change: ranks %s leave the pool before step %d%s; ",
+                              c->leave_ranks, c->leave_step, c->join_step >= 0 ? " and join again later" : "");
+    if (n >= 2 && n < len) buf[n - 2] = 0;
+    return n > 0;
+}
+
+double inject_slow_at(const Injector *in, int rank, int step) {
+    const InjectConfig *c = &in->cfg->inject;
+    if (c->slow_step < 0 || step < c->slow_step || (c->slow_until >= 0 && step >= c->slow_until)) return 1;
+    return rank >= 0 && rank < in->world && in->slow[rank] ? c->slow_factor : 1;
+}
+
+int inject_in_pool(const Injector *in, int rank, int step) {
+    const InjectConfig *c = &in->cfg->inject;
+    if (c->leave_step < 0 || step < c->leave_step || (c->join_step >= 0 && step >= c->join_step)) return 1;
+    return !(rank >= 0 && rank < in->world && in->leave[rank]);
+}
+
+/* ---- the extra work ---------------------------------------------------------- */
+
+static double slow_factor = 1, cpu_mark;
+
+static double thread_cpu(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* real floating-point work until this thread's CPU clock has advanced by `seconds` */
+static void burn(double seconds) {
+    static float a[32 * 32], b[32 * 32], c[32 * 32];
+    static int init;
+    if (!init) {
+        for (int i = 0; i < 32 * 32; i++) a[i] = 1e-3f * (float)(i % 17), b[i] = 1e-3f * (float)(i % 13);
+        init = 1;
+    }
+    double end = thread_cpu() + seconds;
+    do {
+        for (int i = 0; i < 32; i++) /* a 32×32 matmul, ~65 kFLOP */
+            for (int k = 0; k < 32; k++) {
+                float x = a[i * 32 + k];
+                for (int j = 0; j < 32; j++) c[i * 32 + j] += x * b[k * 32 + j];
+            }
+        __asm__ volatile("" : : "r"(c) : "memory"); /* keep the work */
+    } while (thread_cpu() < end);
+}
+
+static void slow_hook(void) {
+    double now = thread_cpu();
+    double extra = (now - cpu_mark) * (slow_factor - 1);
+    if (extra > 0) burn(extra);
+    cpu_mark = thread_cpu();
+}
+
+void inject_begin_step(Injector *in, int step) {
+    double f = inject_slow_at(in, in->rank, step);
+    if (f == in->factor) return;
+    in->factor = slow_factor = f;
+    cpu_mark = thread_cpu();
+    comm_set_wait_hook(f > 1 ? slow_hook : NULL);
+}

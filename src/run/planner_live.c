@@ -1,0 +1,366 @@
+/* planner_live.c — the planner live on MPI (planner_live.h): the machine
+ * model, the per-step measurements and calibration, and the decisions
+ * between steps. The controller itself is adapt.c's, shared with the
+ * simulator and the replay. */
+#include "nereus/planner_live.h"
+
+#include <math.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "nereus/comm.h"
+#include "nereus/counters.h"
+#include "nereus/plan.h"
+#include "nereus/util.h"
+
+#define SLOW_DETECT 1.5 /* a rank counts as slow at this many times the others' CPU per predicted second */
+
+static int cmp_dbl(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n) {
+    if (n <= 0) return 0;
+    qsort(v, (size_t)n, sizeof *v, cmp_dbl);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* bytes/s of a 64 MiB copy on this rank, best of 3 (read + write counted) */
+static double copy_rate(void) {
+    size_t n = (size_t)64 << 20;
+    char *a = nr_xmalloc(n), *b = nr_xmalloc(n);
+    memset(a, 1, n);
+    memset(b, 2, n);
+    double best = INFINITY;
+    for (int r = 0; r < 3; r++) {
+        double t0 = nr_now();
+        memcpy(b, a, n);
+        double dt = nr_now() - t0;
+        if (dt < best) best = dt;
+    }
+    volatile char keep = b[n / 2];
+    (void)keep;
+    free(a);
+    free(b);
+    return 2.0 * (double)n / best;
+}
+
+void live_init(LivePlanner *lp, Job *j) {
+    memset(lp, 0, sizeof *lp);
+    const Config *cfg = j->cfg;
+    lp->on = strcmp(cfg->planner.policy, "off") != 0;
+    lp->pool = nr_xmalloc((size_t)j->size * sizeof *lp->pool);
+    lp->npool = j->size;
+    for (int r = 0; r < j->size; r++) lp->pool[r] = r;
+    if (!lp->on) return;
+    lp->policy = adapt_policy_named(cfg->planner.policy);
+    lp->slow = nr_xmalloc((size_t)j->size * sizeof *lp->slow);
+    for (int r = 0; r < j->size; r++) lp->slow[r] = 1;
+    lp->pred_s = NAN;
+
+    /* the machine: GEMM rate per rank alone, a copy's bandwidth, cores and memory of the node */
+    CounterPeak peak;
+    counters_calibrate(j->world, j->be, &peak);
+    double *solo = nr_xmalloc((size_t)j->size * sizeof *solo);
+    memcpy(solo, peak.solo, (size_t)j->size * sizeof *solo);
+    double gflops = median(solo, j->size);
+    free(solo);
+    counters_peak_free(&peak);
+    double hbm = 0;
+    if (j->rank == 0) hbm = copy_rate(); /* the others wait in a sleeping barrier */
+    comm_barrier(j->world);
+    MPI_Comm node;
+    MPI_Comm_split_type(j->world, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    int rpn = 1;
+    MPI_Comm_size(node, &rpn);
+    MPI_Comm_free(&node);
+    if (j->rank != 0) return;
+
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    double phys = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+    CostModel *cm = &lp->cm;
+    HwModel *hw = &cm->hw;
+    snprintf(hw->name, sizeof hw->name, "this machine (measured)");
+    hw->flops = gflops * 1e9;
+    hw->hbm = hbm;
+    hw->ranks_per_node = rpn;
+    hw->cores = cores > 0 && rpn > cores ? (int)cores : 0;
+    hw->mem = cfg->planner.memory_gib > 0 ? cfg->planner.memory_gib * 1073741824.0 : phys / rpn;
+    hw->bw[0] = hw->bw[1] = cfg->transition.bandwidth_gbs * 1e9;
+    hw->lat[0] = hw->lat[1] = cfg->transition.latency_us * 1e-6;
+    cm->eff = eff_default();
+    cm->actor = shape_of_gpt(&j->ac, "actor");
+    cm->critic = shape_of_gpt(&j->cc, "critic");
+    cm->have_rm = j->have_rm;
+    cm->headroom = 0.1;
+    cm->slow = lp->slow;
+    lp->w = (Workload){cfg->ppo.batch, cfg->ppo.minibatch, cfg->ppo.epochs, j->P, 0.5 * cfg->ppo.max_response,
+                       cfg->ppo.max_response};
+    snprintf(lp->hw_text, sizeof lp->hw_text,
+             "GEMM %.1f GFLOP/s per rank alone, copy %.1f GB/s, %d rank(s) per node on %ld core(s)%s, %.1f GiB per rank",
+             gflops, hbm * 1e-9, rpn, cores, hw->cores ? " (shared: phases stretched by busy seconds / cores)" : "",
+             hw->mem / 1073741824.0);
+    nr_log("planner: policy %s, gamma %.3g, threshold %.3g, warmup %d step(s); machine model: %s\n",
+           cfg->planner.policy, cfg->planner.gamma, cfg->planner.threshold, cfg->planner.warmup, lp->hw_text);
+}
+
+void live_free(LivePlanner *lp) {
+    free(lp->slow);
+    free(lp->pool);
+    memset(lp, 0, sizeof *lp);
+}
+
+/* ---- measurements ------------------------------------------------------------- */
+
+void live_observe(LivePlanner *lp, Job *j, int step, const StepStats *st, double wall_s) {
+    if (!lp->on) return;
+    int n = j->size, K = PLAN_NSTAGES;
+    /* every rank's wall and CPU seconds per model-stage, to every rank (rank 0 uses them) */
+    double *m = nr_xcalloc((size_t)n * 2 * K, sizeof *m);
+    counters_rank_last(m + (size_t)j->rank * 2 * K, m + (size_t)j->rank * 2 * K + K);
+    comm_allreduce_sum_f64(j->world, m, (size_t)n * 2 * K);
+    if (j->rank != 0) {
+        free(m);
+        return;
+    }
+    const PlanConfig *plan = &j->plan;
+    CostModel *cm = &lp->cm;
+    lp->last_len = st->resp_len;
+    lp->w.resp_len = st->resp_len > 0 ? st->resp_len : lp->w.resp_len;
+    int warm = step >= j->cfg->planner.warmup, fresh = !lp->skip_calib && step > 0;
+    /* the prediction made before the step against what it took */
+    if (warm && fresh && isfinite(lp->pred_s) && wall_s > 0) {
+        double e = fabs(lp->pred_s - wall_s) / wall_s;
+        lp->err_sum += e;
+        lp->err_n++;
+        if (e > lp->err_max) lp->err_max = e;
+    }
+    /* slowdown per rank: CPU seconds over the model's seconds for its stages, against the median rank */
+    double *ratio = nr_xcalloc((size_t)n, sizeof *ratio), *sorted = nr_xcalloc((size_t)n, sizeof *sorted);
+    int nr = 0;
+    for (int r = 0; r < n; r++) {
+        double cpu = 0, pred = 0;
+        for (int s = 0; s < K; s++) {
+            const PlanStage *ps = &plan->stage[s];
+            int member = 0;
+            for (int i = 0; i < ps->nranks; i++) member |= ps->ranks[i] == r;
+            if (!member || !job_stage_holds_model(j, s)) continue;
+            double p = cost_stage_compute(cm, s, (GridLayout){ps->tp, ps->pp, ps->dp}, &lp->w);
+            if (!isfinite(p)) continue;
+            cpu += m[(size_t)r * 2 * K + K + s];
+            pred += p;
+        }
+        if (pred > 0 && cpu > 0) {
+            ratio[r] = cpu / pred;
+            sorted[nr++] = ratio[r];
+        }
+    }
+    double med = median(sorted, nr);
+    if (fresh && med > 0)
+        for (int r = 0; r < n; r++)
+            if (ratio[r] > 0) lp->slow[r] = ratio[r] / med > SLOW_DETECT ? ratio[r] / med : 1; /* no work: kept */
+    free(ratio);
+    free(sorted);
+    /* calibration: each stage's slowest member against the model, its phase's core sharing and slowdown out */
+    if (fresh) {
+        double phase[3] = {0, 0, 0};
+        double *rt = nr_xcalloc((size_t)n * 3, sizeof *rt);
+        for (int s = 0; s < K; s++) {
+            const PlanStage *ps = &plan->stage[s];
+            if (!job_stage_holds_model(j, s)) continue;
+            double meas = 0;
+            for (int i = 0; i < ps->nranks; i++) {
+                double t = m[(size_t)ps->ranks[i] * 2 * K + s];
+                meas = fmax(meas, t);
+                rt[(size_t)ps->ranks[i] * 3 + plan_stage_phase(s)] += t;
+            }
+            if (meas > 0) cost_calibrate_in_plan(cm, plan, n, &lp->w, s, meas, j->cfg->planner.alpha);
+        }
+        for (int r = 0; r < n; r++)
+            for (int ph = 0; ph < 3; ph++) phase[ph] = fmax(phase[ph], rt[(size_t)r * 3 + ph]);
+        free(rt);
+        /* the rest of the step (rollout assembly, advantages, the sync's model error): a running mean */
+        StepCost sc;
+        double save = cm->overhead_s;
+        cm->overhead_s = 0;
+        cost_plan(cm, plan, n, &lp->w, &sc);
+        double rest = wall_s - phase[0] - phase[1] - phase[2] - sc.phase[3];
+        if (rest < 0) rest = 0;
+        double a = j->cfg->planner.alpha;
+        cm->overhead_s = step <= 1 ? rest : (1 - a) * save + a * rest;
+    }
+    lp->skip_calib = 0;
+    free(m);
+}
+
+/* ---- decisions ------------------------------------------------------------------ */
+
+static void log_decision(const LivePlanner *lp, const AdaptDecision *d, const char *what) {
+    char drift[160] = "";
+    size_t k = 0;
+    if (d->mask & DRIFT_POOL) k += (size_t)snprintf(drift + k, sizeof drift - k, "pool %d rank(s); ", lp->npool);
+    if (d->mask & DRIFT_OOM) k += (size_t)snprintf(drift + k, sizeof drift - k, "predicted out-of-memory; ");
+    if (d->mask & DRIFT_LENGTH)
+        k += (size_t)snprintf(drift + k, sizeof drift - k, "length %.2f (ref %.2f); ", d->len, lp->ad.dm.ref_len);
+    if (d->mask & DRIFT_EFFICIENCY)
+        k += (size_t)snprintf(drift + k, sizeof drift - k, "slowest rank at %.2f of its speed (ref %.2f); ", d->eff,
+                              lp->ad.dm.ref_eff);
+    if (k >= 2) drift[k - 2] = 0;
+    nr_log("planner: before step %d: %s%s%s: predicted %.4f s/step now, %.4f s/step with the candidate, transition "
+           "%.4f s, H %.3g steps: %s\n",
+           d->step, what, drift[0] ? " — " : "", drift, d->L_now, d->L_new, d->C, d->H, d->reason);
+}
+
+static void trace_decided(Trace *tr, const AdaptDecision *d, double gamma, int plan_id) {
+    if (d->mask & DRIFT_POOL) trace_drift(tr, d->step, "pool", NAN, NAN);
+    if (d->mask & DRIFT_OOM) trace_drift(tr, d->step, "oom", NAN, NAN);
+    if (d->mask & DRIFT_LENGTH) trace_drift(tr, d->step, "length", d->len, NAN);
+    if (d->mask & DRIFT_EFFICIENCY) trace_drift(tr, d->step, "efficiency", d->eff, NAN);
+    TraceDecision td = {d->step, plan_id, d->changed ? plan_id + 1 : -1, d->L_now, d->L_new, d->L_now - d->L_new,
+                        d->C, d->H, gamma, d->urgent, d->admitted, d->reason};
+    trace_decision(tr, &td);
+}
+
+int live_decide(LivePlanner *lp, Job *j, const Injector *inj, int step, Trace *tr, int *plan_id, char *plan_text,
+                size_t plan_len, double *tx_bytes, char *why, size_t len) {
+    if (!lp->on) return 0;
+    const Config *cfg = j->cfg;
+    int n = j->size;
+    /* the pool: every rank says whether it is in */
+    int64_t *in = nr_xcalloc((size_t)n, sizeof *in);
+    in[j->rank] = inject_in_pool(inj, j->rank, step);
+    comm_allreduce_sum_i64(j->world, in, (size_t)n);
+    int np = 0;
+    for (int r = 0; r < n; r++)
+        if (in[r]) lp->pool[np++] = r;
+    int pool_changed = np != lp->npool;
+    lp->npool = np;
+    free(in);
+
+    /* rank 0 decides: 0 nothing, 1 a decision without a move, 2 move to `next` */
+    AdaptDecision d;
+    memset(&d, 0, sizeof d);
+    int64_t act = 0;
+    int initial = 0;
+    if (j->rank == 0) {
+        CostModel *cm = &lp->cm;
+        Observed o = {lp->last_len > 0 ? lp->last_len : lp->w.resp_len, lp->npool, lp->pool, lp->slow, 0};
+        StepCost now;
+        cost_plan(cm, &j->plan, n, &lp->w, &now);
+        o.oom = !now.fits;
+        AdaptConfig ac = {lp->policy, cfg->planner.gamma, cfg->planner.threshold, cfg->planner.every_k,
+                          cfg->ppo.steps, n, tx_price, &j->px};
+        if (!lp->started && (step >= cfg->planner.warmup || pool_changed)) {
+            /* the initial placement: the best plan for the measured initial conditions */
+            adapt_init(&lp->ad, &ac, &j->plan, &o);
+            lp->w0 = lp->w;
+            d.step = step;
+            d.searched = 1;
+            d.len = o.resp_len;
+            d.eff = adapt_eff_signal(&o);
+            d.mask = pool_changed ? DRIFT_POOL : 0;
+            d.urgent = pool_changed;
+            if (adapt_search(cm, &lp->w, lp->policy, n, &o, &d.next, &d.next_cost, d.why, sizeof d.why) != 0) {
+                d.failed = 1;
+            } else {
+                d.L_now = now.total;
+                d.L_new = d.next_cost.total;
+                int same = memcmp(&d.next, &j->plan, sizeof d.next) == 0;
+                d.C = same ? 0 : tx_price(&j->px, &j->plan, &d.next);
+                d.admitted = d.urgent || d.L_new < d.L_now;
+                d.changed = d.admitted && !same;
+                snprintf(d.reason, sizeof d.reason, "initial placement: %s",
+                         same ? "the deck's plan is the best found" : d.admitted ? "faster, admitted" : "not faster, kept the deck's plan");
+                if (d.changed) lp->ad.cur = d.next;
+            }
+            lp->started = initial = 1;
+            act = 1 + d.changed;
+        } else if (lp->started) {
+            adapt_step(&lp->ad, step, cm, &lp->w, cm, lp->policy == ADAPT_STATIC ? &lp->w0 : &lp->w, &o, &d);
+            if (d.searched) act = 1 + d.changed;
+        }
+        if (act) {
+            lp->decisions++;
+            lp->searches += d.searched;
+            if (d.failed) {
+                nr_log("planner: before step %d: no plan fits the %d-rank pool: %s\n", step, lp->npool, d.why);
+            } else {
+                lp->admitted += d.admitted;
+                lp->refused += !d.admitted;
+                log_decision(lp, &d, initial ? "initial placement" : "replan");
+                trace_decided(tr, &d, cfg->planner.gamma, *plan_id);
+            }
+        }
+    }
+    int64_t hdr[2] = {act, d.failed};
+    comm_bcast(j->world, hdr, sizeof hdr, 0);
+    int urgent_pool = 0;
+    /* a plan that uses ranks out of the pool cannot stay */
+    for (int s = 0; s < PLAN_NSTAGES && !urgent_pool; s++)
+        for (int i = 0; i < j->plan.stage[s].nranks; i++) {
+            int r = j->plan.stage[s].ranks[i], ok = 0;
+            for (int k = 0; k < lp->npool; k++) ok |= lp->pool[k] == r;
+            if (!ok) { urgent_pool = 1; break; }
+        }
+    if (hdr[0] != 2) {
+        if (j->rank == 0) {
+            StepCost sc;
+            lp->pred_s = cost_plan(&lp->cm, &j->plan, n, &lp->w, &sc);
+        }
+        if (urgent_pool)
+            return nr_fail(why, len, "before step %d: ranks left the pool and no plan without them %s", step,
+                           hdr[1] ? "fits" : "was found");
+        return 0;
+    }
+    PlanConfig next = d.next;
+    comm_bcast(j->world, &next, sizeof next, 0);
+    double t0 = nr_now();
+    JobTxReport rep;
+    char reason[512] = "";
+    int rc = job_transition(j, &next, 0, &rep, reason, sizeof reason);
+    if (rc < 0) return nr_fail(why, len, "before step %d: the planner's transition failed: %s", step, reason);
+    if (rc == 1) {
+        nr_log("planner: before step %d: the transition was refused: %s; continuing on the current plan\n", step, reason);
+        if (j->rank == 0) {
+            adapt_revert(&lp->ad, &j->plan);
+            StepCost sc;
+            lp->pred_s = cost_plan(&lp->cm, &j->plan, n, &lp->w, &sc);
+        }
+        if (urgent_pool) return nr_fail(why, len, "before step %d: ranks left the pool and the move off them was refused: %s",
+                                        step, reason);
+        return 0;
+    }
+    plan_format(&j->plan, plan_text, plan_len);
+    nr_log("planner: before step %d: plan %d -> %d:\n%s", step, *plan_id, *plan_id + 1, plan_text);
+    char source[64];
+    snprintf(source, sizeof source, "planner %s", cfg->planner.policy);
+    trace_plan(tr, *plan_id + 1, step, plan_text, source, d.L_new, d.next_cost.peak_mem);
+    job_tx_log(&rep, step, t0, *plan_id, *plan_id + 1, tr);
+    (*plan_id)++;
+    *tx_bytes += rep.bytes_moved;
+    lp->transitions++;
+    lp->transition_s += rep.measured_s;
+    lp->skip_calib = 1;
+    if (j->rank == 0) {
+        StepCost sc;
+        lp->pred_s = cost_plan(&lp->cm, &j->plan, n, &lp->w, &sc);
+    }
+    return 0;
+}
+
+void live_report(const LivePlanner *lp) {
+    if (!lp->on) return;
+    nr_log("planner: %d decision(s) (%d search(es)): %d admitted, %d refused; %d transition(s), %.3f s measured\n",
+           lp->decisions, lp->searches, lp->admitted, lp->refused, lp->transitions, lp->transition_s);
+    if (lp->err_n > 0)
+        nr_log("planner: predicted vs measured step time over %d step(s): mean error %.1f%%, worst %.1f%%\n", lp->err_n,
+               100.0 * lp->err_sum / lp->err_n, 100.0 * lp->err_max);
+    const Efficiency *e = &lp->cm.eff;
+    nr_log("planner: calibrated efficiencies: GEMM %.3g, attention %.3g, memory-bound %.3g, all-reduce %.3g, "
+           "point-to-point %.3g; overhead %.4f s/step\n",
+           e->f[EFF_GEMM], e->f[EFF_ATTN], e->f[EFF_DECODE], e->f[EFF_AR_INTRA], e->f[EFF_P2P_INTRA], lp->cm.overhead_s);
+}
