@@ -66,22 +66,36 @@ static int check_plan(const TxPlan *P, int full_cover) {
     if (seen != n) bad |= B_CYCLE;
     free(indeg);
     free(q);
-    /* COPY / XFER nodes partition the slabs; XFERs in (wave, change, src, dst) order */
+    /* COPY / XFER nodes partition the slabs (their block refs, and the slabs those expand to: each
+       slab's source and destination are the node's, local exactly in COPY nodes) */
     for (int c = 0; c < P->nchanges; c++) {
-        char *hit = calloc(P->sp[c].n + 1, 1);
+        const TxSlabs *ts = &P->sl[c];
+        char *hit = calloc(ts->nref + 1, 1);
+        Slab *buf = malloc((ts->nslabs + 1) * sizeof *buf);
+        size_t nsl = 0;
         for (size_t k = 0; k < n; k++) {
             const TxNode *d = &P->nodes[k];
             if (d->change != c || (d->kind != TXN_COPY && d->kind != TXN_XFER)) continue;
-            for (size_t s = d->slab0; s < d->slab0 + d->nslab; s++) {
-                const Slab *sl = &P->sp[c].slabs[s];
-                if (hit[s]++ || sl->src_rank != d->rank || sl->local != (d->kind == TXN_COPY) ||
-                    (d->kind == TXN_XFER && sl->dst_rank != d->peer))
+            if (d->slab0 + d->nslab > ts->nref) { bad |= B_PARTITION; continue; }
+            for (size_t s = d->slab0; s < d->slab0 + d->nslab; s++)
+                if (hit[s]++) bad |= B_PARTITION;
+            size_t m = tx_slabs_expand(ts, d->slab0, d->slab0 + d->nslab, buf);
+            nsl += m;
+            size_t bytes = 0;
+            for (size_t s = 0; s < m; s++) {
+                const Slab *sl = &buf[s];
+                bytes += sl->bytes * (size_t)P->ch[c].nbufs;
+                if (sl->src_rank != d->rank || sl->local != (d->kind == TXN_COPY) ||
+                    (d->kind == TXN_XFER && sl->dst_rank != d->peer) || (d->kind == TXN_COPY && sl->dst_rank != d->rank))
                     bad |= B_PARTITION;
             }
+            if (bytes != d->bytes) bad |= B_PARTITION;
         }
-        for (size_t s = 0; s < P->sp[c].n; s++)
+        for (size_t s = 0; s < ts->nref; s++)
             if (!hit[s]) bad |= B_PARTITION;
+        if (nsl != ts->nslabs) bad |= B_PARTITION;
         free(hit);
+        free(buf);
     }
     /* XFERs in (wave, change) order, each (change, src, dst) pair once: the one global message order
        both sides of every pair take from this node list */
@@ -255,7 +269,7 @@ int main(void) {
             for (int y = x; y > 0 && ts[y] < ts[y - 1]; y--) { double t = ts[y]; ts[y] = ts[y - 1]; ts[y - 1] = t; }
         CHECK(ok && bad == 0, "%4d ranks, 8B actor+critic (Adam) and gen: DAG of %zu nodes, %zu slabs, %d wave(s) in %.3f ms "
               "(median of 7; goal <= 1.2 ms at 1024), moved %.1f GB = bound %.1f GB, predicted %.2f s%s%s",
-              N, ok ? P.nnodes : 0, ok ? P.sp[0].n + P.sp[1].n + P.sp[2].n : 0, ok ? P.nwaves : 0, ts[3] * 1e3,
+              N, ok ? P.nnodes : 0, ok ? P.sl[0].nslabs + P.sl[1].nslabs + P.sl[2].nslabs : 0, ok ? P.nwaves : 0, ts[3] * 1e3,
               ok ? P.bytes_moved / 1e9 : 0, ok ? P.bytes_lower_bound / 1e9 : 0, ok ? P.predicted_s : 0, ok ? "" : why,
               bad ? " (structural check failed)" : "");
         if (ok) {

@@ -13,15 +13,29 @@
  *             (src_rank = dst_rank, 0 bytes moved);
  *   - moved   otherwise the source is one of the old ranks that hold the
  *             cell (all DP replicas, every TP rank of a TP-replicated tensor,
- *             both wte copies under PP): the least loaded so far (bytes sent;
- *             ties: the lowest job rank) among up to 8 of them, taken
- *             round-robin per (tensor, cell) from where the last slab of that
- *             cell stopped — balanced like a full least-loaded search, at
- *             O(1) per slab. The geometry (which cells a new shard meets, and
- *             the boxes) is computed once per new (tp, pp) cell and reused for
- *             every replica.
- * Slabs are produced destination by destination in new grid order, tensor
- * by tensor, old cell by old cell.
+ *             both wte copies under PP), chosen per block (below).
+ * Slabs are produced destination by destination in new grid order, block by
+ * block, the local blocks first, then the moved ones grouped by source in
+ * the order the sources first appear.
+ *
+ * Blocks. The (tensor, owner cell) pairs whose holders are the same old
+ * cells form one holder set; the slabs of one new (tp, pp) cell that come
+ * from one holder set form one block. A block is local or moved as a whole
+ * (the destination's old cell is a holder or not) and has ONE source per
+ * destination: the least loaded so far (bytes sent; ties: the lowest job
+ * rank) of up to TX_SRC_WINDOW = 16 candidates (holder cell × old replica),
+ * taken round-robin per holder set from just after that set's last pick.
+ * Per block rather than per slab: a destination talks to few sources (about
+ * one per old cell its new cell meets: fewer, longer streams, fewer DAG
+ * nodes), and the plan is cheap: the geometry (which cells a new shard
+ * meets, the boxes, the blocks) is computed once per new (tp, pp) cell and
+ * reused for every replica, and per destination one decision is made per
+ * block. The balance stays within about a block of a full least-loaded
+ * search (measured in test_slabs: max bytes out = max bytes in on the
+ * 1,024-rank re-cuts). TxSlabs below keeps the plan in this form;
+ * slab_plan_build expands it. Within a transition (tx_plan_build) the
+ * changes are balanced together: each change's sources are chosen against
+ * the bytes the earlier changes already send (tx_slabs_build_seeded).
  *
  * Bytes are parameter bytes: elements · sizeof(float). A caller moving more
  * than one buffer per element (grads, AdamW m and v) scales them.
@@ -61,6 +75,48 @@ typedef struct SlabPlan {
     size_t *rank_in, *rank_out; /* (nranks) bytes each job rank receives / sends (local slabs: 0) */
     int nranks;                /* job ranks */
 } SlabPlan;
+
+/* The compact form of a slab plan: the slab shapes once per new cell
+ * (geo, cut into blocks), and per destination its blocks with their source.
+ * Expanding ref k gives the slabs geo[blk.g0 .. blk.g1) of its block with
+ * src_rank = ref.src, dst_rank = ref.dst, local = (src = dst). Expanding
+ * every ref in order gives exactly the SlabPlan that slab_plan_build returns. */
+typedef struct TxBlock {
+    int g0, g1;          /* its slab shapes: geo[g0 .. g1) (src, dst, local unset there) */
+    int hs;              /* holder set */
+    size_t bytes;        /* Σ bytes of its slabs (one buffer) */
+} TxBlock;
+
+typedef struct TxRef {
+    int block;           /* into blk */
+    int src, dst;        /* job ranks (src = dst: local) */
+} TxRef;
+
+typedef struct TxSlabs {
+    Slab *geo;           /* (ngeo) */
+    TxBlock *blk;        /* (nblk) by new cell */
+    TxRef *ref;          /* (nref) by new grid position: local ones first, then grouped by source */
+    size_t *ref_off;     /* (nnew + 1) position pos has refs [ref_off[pos], ref_off[pos + 1]) */
+    int ngeo, nblk, nnew;
+    size_t nref, nslabs; /* refs; slabs when expanded */
+    size_t bytes_moved, bytes_local, bytes_lower_bound; /* as in SlabPlan */
+    size_t *rank_in, *rank_out; /* (nranks) as in SlabPlan */
+    int nranks;
+} TxSlabs;
+
+/* The compact plan (same arguments and checks as slab_plan_build). Pure. */
+int tx_slabs_build(TxSlabs *ts, const GPTConfig *cfg, const PlanStage *old_stage, const PlanStage *new_stage,
+                   int nranks, char *why, size_t len);
+/* The same, with the sources balanced against load[r] (bytes each rank already sends: other changes
+ * of the transition), which it raises by scale × the bytes of each block it gives rank r to send
+ * (scale: the change's buffers per element). load = NULL: tx_slabs_build. */
+int tx_slabs_build_seeded(TxSlabs *ts, const GPTConfig *cfg, const PlanStage *old_stage, const PlanStage *new_stage,
+                          int nranks, size_t *load, size_t scale, char *why, size_t len);
+void tx_slabs_free(TxSlabs *ts);
+/* The slabs of refs [r0, r1) into out, in order; returns how many. */
+size_t tx_slabs_expand(const TxSlabs *ts, size_t r0, size_t r1, Slab *out);
+/* How many slabs refs [r0, r1) expand to. */
+size_t tx_slabs_count(const TxSlabs *ts, size_t r0, size_t r1);
 
 /* Builds the slab plan of moving cfg's model from old_stage to new_stage
  * (both over job ranks 0..nranks-1). The stages need tp, pp, dp ≥ 1,
@@ -166,7 +222,8 @@ typedef struct TxNode {
     int change;            /* index into the plan's changes */
     int rank, peer;        /* ALLOC/COPY/FREE/COMMIT: the rank; XFER: source rank, peer = destination; COMM: -1 */
     int wave;
-    size_t slab0, nslab;   /* COPY, XFER: slabs [slab0, slab0+nslab) of the change's slab plan */
+    size_t slab0, nslab;   /* COPY, XFER: refs [slab0, slab0+nslab) of the change's TxSlabs (blocks; expanded
+                              into slabs by tx_slabs_expand) */
     size_t bytes;          /* COPY, XFER: bytes over all buffers */
 } TxNode;
 
@@ -183,7 +240,8 @@ typedef struct TxPrimitives {
 typedef struct TxPlan {
     int nranks, nchanges, nwaves;
     TxChange *ch;            /* (nchanges) */
-    SlabPlan *sp;            /* (nchanges) slabs: per change, by destination, local ones first, then grouped by source */
+    TxSlabs *sl;             /* (nchanges) slabs (compact): per change, by destination, local ones first, then
+                                grouped by source */
     int *wave;               /* (nchanges) */
     TxPrimitives *prim;      /* (nchanges) */
     TxNode *nodes;           /* DAG nodes; XFER nodes in the global message order (wave, change, dst, src) */

@@ -15,51 +15,11 @@
 
 static int lsize(const PlanStage *s) { return s->tp * s->pp * s->dp; }
 
-/* Slab order inside a change: by destination (as the slab planner emits
- * them), and within a destination the local ones first, then one group per
- * source in the order the sources first appear, each group in emission
- * order. A counting sort per destination: O(slabs · sources per
- * destination), no comparisons. */
-static int group_by_source(SlabPlan *sp) {
-    size_t maxrun = 0;
-    for (size_t s0 = 0, s1; s0 < sp->n; s0 = s1) {
-        for (s1 = s0 + 1; s1 < sp->n && sp->slabs[s1].dst_rank == sp->slabs[s0].dst_rank; s1++) {}
-        if (s1 - s0 > maxrun) maxrun = s1 - s0;
-    }
-    Slab *tmp = malloc((maxrun ? maxrun : 1) * sizeof *tmp);
-    int *key = malloc((maxrun ? maxrun : 1) * sizeof *key), *src = malloc((maxrun + 1) * sizeof *src);
-    size_t *cnt = malloc((maxrun + 2) * sizeof *cnt);
-    if (!tmp || !key || !src || !cnt) {
-        free(tmp); free(key); free(src); free(cnt);
-        return -1;
-    }
-    for (size_t s0 = 0, s1; s0 < sp->n; s0 = s1) {
-        for (s1 = s0 + 1; s1 < sp->n && sp->slabs[s1].dst_rank == sp->slabs[s0].dst_rank; s1++) {}
-        size_t n = s1 - s0;
-        int nsrc = 0;
-        for (size_t q = 0; q < n; q++) {
-            const Slab *x = &sp->slabs[s0 + q];
-            if (x->local) { key[q] = 0; continue; }
-            int g = 0;
-            while (g < nsrc && src[g] != x->src_rank) g++;
-            if (g == nsrc) src[nsrc++] = x->src_rank;
-            key[q] = g + 1;
-        }
-        memset(cnt, 0, ((size_t)nsrc + 2) * sizeof *cnt);
-        for (size_t q = 0; q < n; q++) cnt[key[q] + 1]++;
-        for (int g = 1; g <= nsrc + 1; g++) cnt[g] += cnt[g - 1];
-        for (size_t q = 0; q < n; q++) tmp[cnt[key[q]]++] = sp->slabs[s0 + q];
-        memcpy(sp->slabs + s0, tmp, n * sizeof *tmp);
-    }
-    free(tmp); free(key); free(src); free(cnt);
-    return 0;
-}
-
 void tx_plan_free(TxPlan *P) {
     if (!P) return;
-    for (int c = 0; c < P->nchanges && P->sp; c++) slab_plan_free(&P->sp[c]);
+    for (int c = 0; c < P->nchanges && P->sl; c++) tx_slabs_free(&P->sl[c]);
     free(P->ch);
-    free(P->sp);
+    free(P->sl);
     free(P->wave);
     free(P->prim);
     free(P->nodes);
@@ -88,28 +48,6 @@ static void layout_mem(const TxChange *c, const PlanStage *s, int bmax, size_t *
     }
 }
 
-typedef struct EdgeList {
-    int *a, *b;
-    size_t n, cap;
-} EdgeList;
-
-static int edge(EdgeList *e, size_t from, size_t to) {
-    if (e->n == e->cap) {
-        size_t cap = e->cap ? 2 * e->cap : 1024;
-        int *na = realloc(e->a, cap * sizeof *na), *nb;
-        if (!na) return -1;
-        e->a = na;
-        nb = realloc(e->b, cap * sizeof *nb);
-        if (!nb) return -1;
-        e->b = nb;
-        e->cap = cap;
-    }
-    e->a[e->n] = (int)from;
-    e->b[e->n] = (int)to;
-    e->n++;
-    return 0;
-}
-
 static int change_order_cmp_ctx_tie(const TxChange *ch, int x, int y) {
     if (ch[x].tie != ch[y].tie) return ch[x].tie < ch[y].tie ? -1 : 1;
     if (ch[x].id != ch[y].id) return ch[x].id < ch[y].id ? -1 : 1;
@@ -130,7 +68,7 @@ int tx_plan_build(TxPlan *P, const TxChange *ch, int n, int nranks, const TxOpti
     P->nchanges = n;
     size_t nr = (size_t)nranks, nc = (size_t)(n ? n : 1);
     P->ch = calloc(nc, sizeof *P->ch);
-    P->sp = calloc(nc, sizeof *P->sp);
+    P->sl = calloc(nc, sizeof *P->sl);
     P->wave = calloc(nc, sizeof *P->wave);
     P->prim = calloc(nc, sizeof *P->prim);
     P->mem_old = calloc(nc * nr, sizeof *P->mem_old);
@@ -141,13 +79,13 @@ int tx_plan_build(TxPlan *P, const TxChange *ch, int n, int nranks, const TxOpti
     P->rank_out = calloc(nr, sizeof *P->rank_out);
     char *in_from = calloc(nc * nr, 1), *in_to = calloc(nc * nr, 1), *moving = calloc(nr, 1);
     double *cur = calloc(nr, sizeof *cur), *acq = calloc(nr, sizeof *acq);
-    int *order = calloc(nc, sizeof *order), *nodeidx = NULL;
+    int *order = calloc(nc, sizeof *order);
     /* per rank in the current wave: bytes in and out over links between nodes [0..nr) and inside a node [nr..2nr) */
     double *w_in = calloc(2 * nr, sizeof *w_in), *w_out = calloc(2 * nr, sizeof *w_out), *w_msg = calloc(nr, sizeof *w_msg);
-    EdgeList E = {0};
+    size_t *load = calloc(nr, sizeof *load);
     int rc = 0;
-    if (!P->ch || !P->sp || !P->wave || !P->prim || !P->mem_old || !P->mem_new || !P->mem_start || !P->mem_peak ||
-        !P->rank_in || !P->rank_out || !in_from || !in_to || !moving || !cur || !acq || !order || !w_in || !w_out || !w_msg) {
+    if (!P->ch || !P->sl || !P->wave || !P->prim || !P->mem_old || !P->mem_new || !P->mem_start || !P->mem_peak ||
+        !P->rank_in || !P->rank_out || !in_from || !in_to || !moving || !cur || !acq || !order || !load || !w_in || !w_out || !w_msg) {
         rc = nr_fail(why, len, "transition: out of memory");
         goto done;
     }
@@ -161,15 +99,13 @@ int tx_plan_build(TxPlan *P, const TxChange *ch, int n, int nranks, const TxOpti
             goto done;
         }
         char w2[256];
-        if (slab_plan_build(&P->sp[c], &x->cfg, &x->from, &x->to, nranks, w2, sizeof w2)) {
+        /* sources balanced against what the earlier changes already send (P->rank_out, all buffers) */
+        if (tx_slabs_build_seeded(&P->sl[c], &x->cfg, &x->from, &x->to, nranks, load, (size_t)x->nbufs, w2,
+                                  sizeof w2)) {
             rc = nr_fail(why, len, "transition change %d: %s", c, w2);
             goto done;
         }
-        SlabPlan *sp = &P->sp[c];
-        if (group_by_source(sp)) {
-            rc = nr_fail(why, len, "transition: out of memory");
-            goto done;
-        }
+        TxSlabs *sp = &P->sl[c];
         for (int pos = 0; pos < lsize(&x->from); pos++) in_from[(size_t)c * nr + plan_stage_rank(&x->from, pos)] = 1;
         for (int pos = 0; pos < lsize(&x->to); pos++) in_to[(size_t)c * nr + plan_stage_rank(&x->to, pos)] = 1;
         layout_mem(x, &x->from, x->bmax_from, P->mem_old + (size_t)c * nr, nranks);
@@ -183,11 +119,11 @@ int tx_plan_build(TxPlan *P, const TxChange *ch, int n, int nranks, const TxOpti
             if (in_to[(size_t)c * nr + r] && !in_from[(size_t)c * nr + r]) pr->extend_ranks++;
         }
         size_t nb = (size_t)x->nbufs;
-        for (size_t k = 0; k < sp->n; k++) {
-            const Slab *s = &sp->slabs[k];
-            size_t b = s->bytes * nb;
-            if (s->local) pr->bytes_local += b;
-            else if (in_from[(size_t)c * nr + s->dst_rank]) pr->bytes_reshard += b;
+        for (size_t k = 0; k < sp->nref; k++) {
+            const TxRef *f = &sp->ref[k];
+            size_t b = sp->blk[f->block].bytes * nb;
+            if (f->src == f->dst) pr->bytes_local += b;
+            else if (in_from[(size_t)c * nr + f->dst]) pr->bytes_reshard += b;
             else pr->bytes_extend += b;
         }
         P->bytes_moved += sp->bytes_moved * nb;
@@ -201,8 +137,8 @@ int tx_plan_build(TxPlan *P, const TxChange *ch, int n, int nranks, const TxOpti
     /* ranks that move or copy anything hold transfer buffers: the window, plus one chunk for local copies */
     for (int r = 0; r < nranks; r++) moving[r] = P->rank_in[r] > 0 || P->rank_out[r] > 0;
     for (int c = 0; c < n; c++)
-        for (size_t k = 0; k < P->sp[c].n; k++)
-            if (P->sp[c].slabs[k].local) moving[P->sp[c].slabs[k].dst_rank] = 1;
+        for (size_t k = 0; k < P->sl[c].nref; k++)
+            if (P->sl[c].ref[k].src == P->sl[c].ref[k].dst) moving[P->sl[c].ref[k].dst] = 1;
 
     /* ---- memory waves ---- */
     double budget = opt->budget, win = (double)opt->window + (double)P->opt.chunk;
@@ -293,18 +229,11 @@ int tx_plan_build(TxPlan *P, const TxChange *ch, int n, int nranks, const TxOpti
         P->nwaves = w + 1;
     }
 
-    /* ---- nodes: per change (in (wave, change) order) COMM, ALLOC, COPY, XFER, FREE, COMMIT ---- */
-    /* node index tables: [kind][c·nr + r] */
-    enum { I_ALLOC, I_COPY, I_FREE, I_COMMIT, I_N };
-    nodeidx = malloc((size_t)I_N * nc * nr * sizeof *nodeidx);
-    size_t maxnodes = 0;
-    for (int c = 0; c < n; c++) maxnodes += 1 + 4 * nr + P->sp[c].n;
-    P->nodes = malloc((maxnodes ? maxnodes : 1) * sizeof *P->nodes);
-    if (!nodeidx || !P->nodes) {
-        rc = nr_fail(why, len, "transition: out of memory");
-        goto done;
-    }
-    for (size_t k = 0; k < (size_t)I_N * nc * nr; k++) nodeidx[k] = -1;
+    /* ---- nodes: per change (in (wave, change) order) COMM, ALLOC, COMMIT, FREE, then COPY / XFER ----
+     * Every node's index and out-degree is known before it is written (the runs of each destination's
+     * refs are counted first), so the edges go straight into the CSR arrays in node order: COMM → its
+     * ALLOCs; ALLOC → the COPY / XFER nodes into its rank; COPY / XFER → COMMIT of the destination and
+     * FREE of the source; FREE → the ALLOCs of later waves on its rank (resource edges). */
     int corder[64];
     for (int c = 0; c < n; c++) corder[c] = c;
     for (int a = 1; a < n; a++)
@@ -313,6 +242,60 @@ int tx_plan_build(TxPlan *P, const TxChange *ch, int n, int nranks, const TxOpti
              b--) {
             int t = corder[b]; corder[b] = corder[b - 1]; corder[b - 1] = t;
         }
+    /* per change: position of each rank in `to` / `from` (-1), runs per destination position, node bases */
+    int *topos = malloc(nc * nr * sizeof *topos), *frompos = malloc(nc * nr * sizeof *frompos);
+    size_t *cbase = malloc((nc + 1) * sizeof *cbase), nto_all = 0;
+    for (int c = 0; c < n; c++) nto_all += (size_t)lsize(&P->ch[c].to);
+    int *runs = malloc((nto_all + 1) * sizeof *runs);
+    size_t *runs_off = malloc((nc + 1) * sizeof *runs_off), *nruns = malloc((nc + 1) * sizeof *nruns);
+    if (!topos || !frompos || !cbase || !runs || !runs_off || !nruns) {
+        free(topos); free(frompos); free(cbase); free(runs); free(runs_off); free(nruns);
+        goto oom;
+    }
+    for (size_t k = 0; k < nc * nr; k++) topos[k] = frompos[k] = -1;
+    size_t nnodes = 0, nedges = 0;
+    for (int k = 0, ro = 0; k < n; k++) {
+        int c = corder[k], move = P->ch[c].kind == TX_MOVE;
+        const TxChange *x = &P->ch[c];
+        const TxSlabs *sp = &P->sl[c];
+        int nto = lsize(&x->to), nfrom = lsize(&x->from);
+        for (int pos = 0; pos < nto; pos++) topos[(size_t)c * nr + plan_stage_rank(&x->to, pos)] = pos;
+        for (int pos = 0; pos < nfrom; pos++) frompos[(size_t)c * nr + plan_stage_rank(&x->from, pos)] = pos;
+        runs_off[c] = (size_t)ro;
+        size_t nr_c = 0;
+        for (int pos = 0; pos < nto; pos++) {
+            int m = 0;
+            for (size_t q = sp->ref_off[pos]; q < sp->ref_off[pos + 1]; q++)
+                m += q == sp->ref_off[pos] || sp->ref[q].src != sp->ref[q - 1].src;
+            runs[ro++] = m;
+            nr_c += (size_t)m;
+        }
+        nruns[c] = nr_c;
+        cbase[c] = nnodes;
+        nnodes += (size_t)(move ? 1 + nto : 0) + (size_t)nto + (size_t)(move ? nfrom : 0) + nr_c;
+        nedges += (move ? (size_t)nto + nr_c : 0) + nr_c + (move ? nr_c : 0); /* every run's source is in `from` */
+    }
+    /* resource edges: FREE(c2, r) → ALLOC(c, r), wave(c2) < wave(c), both moves */
+    if (P->nwaves > 1)
+        for (int c = 0; c < n; c++) {
+            if (P->ch[c].kind != TX_MOVE || P->wave[c] == 0) continue;
+            for (int c2 = 0; c2 < n; c2++) {
+                if (P->ch[c2].kind != TX_MOVE || P->wave[c2] >= P->wave[c]) continue;
+                for (int pos = 0; pos < lsize(&P->ch[c].to); pos++)
+                    nedges += frompos[(size_t)c2 * nr + plan_stage_rank(&P->ch[c].to, pos)] >= 0;
+            }
+        }
+    P->nodes = malloc((nnodes ? nnodes : 1) * sizeof *P->nodes);
+    P->succ_off = malloc((nnodes + 1) * sizeof *P->succ_off);
+    P->succ = malloc((nedges ? nedges : 1) * sizeof *P->succ);
+    if (!P->nodes || !P->succ_off || !P->succ) {
+        free(topos); free(frompos); free(cbase); free(runs); free(runs_off); free(nruns);
+        goto oom;
+    }
+    size_t ne = 0;
+    P->succ_off[0] = 0;
+#define NODE(...) do { P->nodes[P->nnodes++] = (TxNode){__VA_ARGS__}; } while (0)
+#define DONE_NODE() do { P->succ_off[P->nnodes] = ne; } while (0)
     size_t chunk = P->opt.chunk;
     int cur_wave = -1, ncomm = 0;
     for (int k = 0; k <= n; k++) {
@@ -335,86 +318,72 @@ int tx_plan_build(TxPlan *P, const TxChange *ch, int n, int nranks, const TxOpti
         if (c < 0) break;
         cur_wave = w;
         const TxChange *x = &P->ch[c];
-        SlabPlan *sp = &P->sp[c];
-        size_t base = (size_t)c * nr, nb = (size_t)x->nbufs;
-        size_t comm = (size_t)-1;
-        if (x->kind == TX_MOVE) {
-            comm = P->nnodes;
-            P->nodes[P->nnodes++] = (TxNode){TXN_COMM, c, -1, -1, w, 0, 0, 0};
+        const TxSlabs *sp = &P->sl[c];
+        int move = x->kind == TX_MOVE, nto = lsize(&x->to), nfrom = lsize(&x->from);
+        size_t nb = (size_t)x->nbufs, b0 = cbase[c];
+        size_t alloc0 = b0 + 1, commit0 = b0 + (move ? 1 + (size_t)nto : 0), free0 = commit0 + (size_t)nto;
+        size_t run0 = free0 + (move ? (size_t)nfrom : 0);
+        const int *rn = runs + runs_off[c];
+        if (move) {
+            NODE(TXN_COMM, c, -1, -1, w, 0, 0, 0);
+            for (int pos = 0; pos < nto; pos++) P->succ[ne++] = (int)(alloc0 + (size_t)pos);
+            DONE_NODE();
             ncomm++;
-            for (int pos = 0; pos < lsize(&x->to); pos++) {
-                int r = plan_stage_rank(&x->to, pos);
-                nodeidx[I_ALLOC * nc * nr + base + r] = (int)P->nnodes;
-                P->nodes[P->nnodes++] = (TxNode){TXN_ALLOC, c, r, -1, w, 0, 0, 0};
-                if (edge(&E, comm, P->nnodes - 1)) goto oom;
+            for (int pos = 0, j = 0; pos < nto; j += rn[pos], pos++) {
+                NODE(TXN_ALLOC, c, plan_stage_rank(&x->to, pos), -1, w, 0, 0, 0);
+                for (int q = 0; q < rn[pos]; q++) P->succ[ne++] = (int)(run0 + (size_t)(j + q));
+                DONE_NODE();
             }
         }
-        for (int pos = 0; pos < lsize(&x->to); pos++) {
-            int r = plan_stage_rank(&x->to, pos);
-            nodeidx[I_COMMIT * nc * nr + base + r] = (int)P->nnodes;
-            P->nodes[P->nnodes++] = (TxNode){TXN_COMMIT, c, r, -1, w, 0, 0, 0};
+        for (int pos = 0; pos < nto; pos++) {
+            NODE(TXN_COMMIT, c, plan_stage_rank(&x->to, pos), -1, w, 0, 0, 0);
+            DONE_NODE();
         }
-        if (x->kind == TX_MOVE)
-            for (int pos = 0; pos < lsize(&x->from); pos++) {
+        if (move)
+            for (int pos = 0; pos < nfrom; pos++) {
                 int r = plan_stage_rank(&x->from, pos);
-                nodeidx[I_FREE * nc * nr + base + r] = (int)P->nnodes;
-                P->nodes[P->nnodes++] = (TxNode){TXN_FREE, c, r, -1, w, 0, 0, 0};
+                NODE(TXN_FREE, c, r, -1, w, 0, 0, 0);
+                if (P->nwaves > 1) /* resource edges to the ALLOCs of later waves on r, in change order */
+                    for (int c2 = 0; c2 < n; c2++) {
+                        int tp2 = topos[(size_t)c2 * nr + r];
+                        if (P->ch[c2].kind != TX_MOVE || P->wave[c2] <= w || tp2 < 0) continue;
+                        P->succ[ne++] = (int)(cbase[c2] + 1 + (size_t)tp2);
+                    }
+                DONE_NODE();
             }
-        /* COPY and XFER nodes over the sorted slabs: runs of equal (local, src, dst) */
-        for (size_t s0 = 0; s0 < sp->n;) {
-            const Slab *a = &sp->slabs[s0];
-            size_t s1 = s0 + 1, bytes = a->bytes;
-            while (s1 < sp->n && sp->slabs[s1].local == a->local && sp->slabs[s1].src_rank == a->src_rank &&
-                   sp->slabs[s1].dst_rank == a->dst_rank)
-                bytes += sp->slabs[s1++].bytes;
-            bytes *= nb;
-            size_t id = P->nnodes;
-            int src = a->src_rank, dst = a->dst_rank;
-            P->nodes[P->nnodes++] = (TxNode){a->local ? TXN_COPY : TXN_XFER, c, src, a->local ? -1 : dst, w, s0,
-                                             s1 - s0, bytes};
-            if (a->local) nodeidx[I_COPY * nc * nr + base + dst] = (int)id;
-            int al = nodeidx[I_ALLOC * nc * nr + base + dst], fr = nodeidx[I_FREE * nc * nr + base + src];
-            if (al >= 0 && edge(&E, (size_t)al, id)) goto oom;
-            if (edge(&E, id, (size_t)nodeidx[I_COMMIT * nc * nr + base + dst])) goto oom;
-            if (fr >= 0 && edge(&E, id, (size_t)fr)) goto oom;
-            if (!a->local) {
-                size_t msgs = (bytes + chunk - 1) / chunk;
-                P->messages += msgs;
-                int intra = opt->ranks_per_node > 0 && src / opt->ranks_per_node == dst / opt->ranks_per_node;
-                w_out[(intra ? nr : 0) + (size_t)src] += (double)bytes;
-                w_in[(intra ? nr : 0) + (size_t)dst] += (double)bytes;
-                w_msg[src] += (double)msgs;
-                w_msg[dst] += (double)msgs;
-            }
-            s0 = s1;
-        }
-    }
-    P->predicted_s += ncomm * opt->comm_setup;
-    /* resource edges: FREE of an earlier wave on a rank before the ALLOCs of later waves there */
-    if (P->nwaves > 1)
-        for (int c = 0; c < n; c++) {
-            if (P->ch[c].kind != TX_MOVE || P->wave[c] == 0) continue;
-            for (int pos = 0; pos < lsize(&P->ch[c].to); pos++) {
-                int r = plan_stage_rank(&P->ch[c].to, pos);
-                int al = nodeidx[I_ALLOC * nc * nr + (size_t)c * nr + r];
-                for (int c2 = 0; c2 < n; c2++) {
-                    int fr = nodeidx[I_FREE * nc * nr + (size_t)c2 * nr + r];
-                    if (fr >= 0 && P->wave[c2] < P->wave[c] && edge(&E, (size_t)fr, (size_t)al)) goto oom;
+        /* COPY and XFER nodes over the refs (by destination, local first, grouped by source): runs of equal
+           (src, dst) */
+        for (int pos = 0; pos < nto; pos++)
+            for (size_t s0 = sp->ref_off[pos], s1; s0 < sp->ref_off[pos + 1]; s0 = s1) {
+                const TxRef *a = &sp->ref[s0];
+                size_t bytes = sp->blk[a->block].bytes;
+                for (s1 = s0 + 1; s1 < sp->ref_off[pos + 1] && sp->ref[s1].src == a->src; s1++)
+                    bytes += sp->blk[sp->ref[s1].block].bytes;
+                bytes *= nb;
+                int src = a->src, dst = a->dst, local = src == dst;
+                NODE(local ? TXN_COPY : TXN_XFER, c, src, local ? -1 : dst, w, s0, s1 - s0, bytes);
+                P->succ[ne++] = (int)(commit0 + (size_t)pos);
+                if (move) P->succ[ne++] = (int)(free0 + (size_t)frompos[(size_t)c * nr + src]);
+                DONE_NODE();
+                if (!local) {
+                    size_t msgs = (bytes + chunk - 1) / chunk;
+                    P->messages += msgs;
+                    int intra = opt->ranks_per_node > 0 && src / opt->ranks_per_node == dst / opt->ranks_per_node;
+                    w_out[(intra ? nr : 0) + (size_t)src] += (double)bytes;
+                    w_in[(intra ? nr : 0) + (size_t)dst] += (double)bytes;
+                    w_msg[src] += (double)msgs;
+                    w_msg[dst] += (double)msgs;
                 }
             }
-        }
-    /* CSR */
-    P->succ_off = calloc(P->nnodes + 1, sizeof *P->succ_off);
-    P->succ = malloc((E.n ? E.n : 1) * sizeof *P->succ);
-    if (!P->succ_off || !P->succ) goto oom;
-    for (size_t e = 0; e < E.n; e++) P->succ_off[E.a[e] + 1]++;
-    for (size_t k = 0; k < P->nnodes; k++) P->succ_off[k + 1] += P->succ_off[k];
-    {
-        size_t *fill = malloc((P->nnodes + 1) * sizeof *fill);
-        if (!fill) goto oom;
-        memcpy(fill, P->succ_off, (P->nnodes + 1) * sizeof *fill);
-        for (size_t e = 0; e < E.n; e++) P->succ[fill[E.a[e]]++] = E.b[e];
-        free(fill);
+    }
+#undef NODE
+#undef DONE_NODE
+    free(topos); free(frompos); free(cbase); free(runs); free(runs_off); free(nruns);
+    P->predicted_s += ncomm * opt->comm_setup;
+    if (P->nnodes != nnodes || ne != nedges) {
+        rc = nr_fail(why, len, "transition: DAG of %zu nodes, %zu edges where %zu, %zu were counted (a bug)",
+                     P->nnodes, ne, nnodes, nedges);
+        goto done;
     }
     goto done;
 oom:
@@ -426,12 +395,10 @@ done:
     free(cur);
     free(acq);
     free(order);
+    free(load);
     free(w_in);
     free(w_out);
     free(w_msg);
-    free(nodeidx);
-    free(E.a);
-    free(E.b);
     if (rc) tx_plan_free(P);
     return rc;
 }
@@ -476,18 +443,17 @@ static void part_emit(const TxPlan *P, const TxNode *d, int r, TxPart *p, int pa
              : d->kind == TXN_XFER ? (d->rank == r ? TXO_SEND : TXO_RECV) : -1;
     if (kind < 0) return;
     int with_slabs = kind == TXO_COPY || kind == TXO_SEND || kind == TXO_RECV;
+    const TxSlabs *sl = &P->sl[d->change];
     if (pass == 0) {
         (*nops)++;
-        if (with_slabs) *nslabs += d->nslab;
+        if (with_slabs) *nslabs += tx_slabs_count(sl, d->slab0, d->slab0 + d->nslab);
         return;
     }
     int peer = kind == TXO_SEND ? d->peer : kind == TXO_RECV ? d->rank : -1;
+    size_t k = with_slabs ? tx_slabs_expand(sl, d->slab0, d->slab0 + d->nslab, p->slabs + p->nslabs) : 0;
     p->ops[p->nops++] = (TxOp){kind, d->change, d->wave, peer, (int64_t)d->bytes, with_slabs ? p->nslabs : 0,
-                               with_slabs ? (int64_t)d->nslab : 0};
-    if (with_slabs) {
-        memcpy(p->slabs + p->nslabs, P->sp[d->change].slabs + d->slab0, d->nslab * sizeof(Slab));
-        p->nslabs += (int64_t)d->nslab;
-    }
+                               (int64_t)k};
+    p->nslabs += (int64_t)k;
 }
 
 /* The parts of ranks [r0, r1) in one pass over the nodes per pass: parts[r - r0]. */

@@ -10,6 +10,11 @@
 
 #include "nereus/grid.h"
 
+/* candidates looked at per block: the least loaded of them is its source */
+#ifndef TX_SRC_WINDOW
+#define TX_SRC_WINDOW 16
+#endif
+
 typedef struct Box {
     int s[4], c[4];
 } Box;
@@ -79,14 +84,28 @@ static int check_stage(const char *which, const PlanStage *s, const GPTConfig *c
     return 0;
 }
 
-/* the tables of every (t, p) shard of a stage: tab[(t + tp·p)·GPT_NUM_TENSORS + i] */
-static TensorInfo *stage_tables(const GPTConfig *cfg, const PlanStage *s, int *ntensors) {
-    TensorInfo *tab = malloc((size_t)s->tp * (size_t)s->pp * GPT_NUM_TENSORS * sizeof *tab);
-    if (!tab) return NULL;
+/* What the planner needs of every (t, p) shard's tensor table: per tensor its box, held, owner, ndim. */
+typedef struct CellT {
+    Box b;
+    char held, owner, ndim;
+} CellT;
+
+/* every (t, p) cell of a stage: cl[(t + tp·p)·GPT_NUM_TENSORS + i] */
+static CellT *stage_cells(const GPTConfig *cfg, const PlanStage *s, int *ntensors) {
+    CellT *cl = malloc((size_t)s->tp * (size_t)s->pp * GPT_NUM_TENSORS * sizeof *cl);
+    if (!cl) return NULL;
+    TensorInfo tab[GPT_NUM_TENSORS];
     for (int p = 0; p < s->pp; p++)
-        for (int t = 0; t < s->tp; t++)
-            gpt_tensor_table_pp(cfg, s->tp, t, s->pp, p, tab + (size_t)(t + s->tp * p) * GPT_NUM_TENSORS, ntensors);
-    return tab;
+        for (int t = 0; t < s->tp; t++) {
+            gpt_tensor_table_pp(cfg, s->tp, t, s->pp, p, tab, ntensors);
+            CellT *c = cl + (size_t)(t + s->tp * p) * GPT_NUM_TENSORS;
+            for (int i = 0; i < *ntensors; i++) {
+                c[i].held = (char)slab_tensor_box(&tab[i], c[i].b.s, c[i].b.c);
+                c[i].owner = (char)tab[i].owner;
+                c[i].ndim = (char)tab[i].ndim;
+            }
+        }
+    return cl;
 }
 
 void slab_plan_free(SlabPlan *sp) {
@@ -97,9 +116,56 @@ void slab_plan_free(SlabPlan *sp) {
     memset(sp, 0, sizeof *sp);
 }
 
-int slab_plan_build(SlabPlan *sp, const GPTConfig *cfg, const PlanStage *os, const PlanStage *ns, int nranks,
-                    char *why, size_t len) {
-    memset(sp, 0, sizeof *sp);
+void tx_slabs_free(TxSlabs *ts) {
+    if (!ts) return;
+    free(ts->geo);
+    free(ts->blk);
+    free(ts->ref);
+    free(ts->ref_off);
+    free(ts->rank_in);
+    free(ts->rank_out);
+    memset(ts, 0, sizeof *ts);
+}
+
+size_t tx_slabs_count(const TxSlabs *ts, size_t r0, size_t r1) {
+    size_t n = 0;
+    for (size_t k = r0; k < r1; k++) {
+        const TxBlock *b = &ts->blk[ts->ref[k].block];
+        n += (size_t)(b->g1 - b->g0);
+    }
+    return n;
+}
+
+size_t tx_slabs_expand(const TxSlabs *ts, size_t r0, size_t r1, Slab *out) {
+    size_t n = 0;
+    for (size_t k = r0; k < r1; k++) {
+        const TxRef *f = &ts->ref[k];
+        const TxBlock *b = &ts->blk[f->block];
+        for (int g = b->g0; g < b->g1; g++) {
+            Slab *s = &out[n++];
+            *s = ts->geo[g];
+            s->src_rank = f->src;
+            s->dst_rank = f->dst;
+            s->local = f->src == f->dst;
+        }
+    }
+    return n;
+}
+
+/* One slab shape of a new cell before it is put in its block. */
+typedef struct GeoTmp {
+    int i, hs;
+    Box P;
+} GeoTmp;
+
+int tx_slabs_build(TxSlabs *ts, const GPTConfig *cfg, const PlanStage *os, const PlanStage *ns, int nranks,
+                   char *why, size_t len) {
+    return tx_slabs_build_seeded(ts, cfg, os, ns, nranks, NULL, 1, why, len);
+}
+
+int tx_slabs_build_seeded(TxSlabs *ts, const GPTConfig *cfg, const PlanStage *os, const PlanStage *ns, int nranks,
+                          size_t *load, size_t scale, char *why, size_t len) {
+    memset(ts, 0, sizeof *ts);
     if (nranks < 1) return nr_fail(why, len, "slab plan: %d job ranks", nranks);
     char *seen = malloc((size_t)nranks);
     if (!seen) return nr_fail(why, len, "slab plan: out of memory");
@@ -110,156 +176,295 @@ int slab_plan_build(SlabPlan *sp, const GPTConfig *cfg, const PlanStage *os, con
     free(seen);
 
     const size_t F = sizeof(float);
+    const int NT = GPT_NUM_TENSORS;
     int nt = 0;
-    TensorInfo *otab = stage_tables(cfg, os, &nt), *ntab = stage_tables(cfg, ns, &nt);
     int otp = os->tp, opp = os->pp, odp = os->dp, ocells = otp * opp;
     int on = otp * opp * odp, nn = ns->tp * ns->pp * ns->dp;
-    int *opos = malloc((size_t)nranks * sizeof *opos);         /* job rank → old grid position, -1 */
-    Box *obox = malloc((size_t)ocells * GPT_NUM_TENSORS * sizeof *obox); /* old (t,p) boxes */
-    char *oheld = malloc((size_t)ocells * GPT_NUM_TENSORS);
-    int *cells = malloc((size_t)ocells * GPT_NUM_TENSORS * sizeof *cells);  /* owner cells per tensor */
-    int *ncells = calloc(GPT_NUM_TENSORS, sizeof *ncells);
-    /* holders[(i·ocells + c)·ocells + k]: the (t,p) holding owner cell c of tensor i */
-    int *holders = malloc((size_t)GPT_NUM_TENSORS * (size_t)ocells * (size_t)ocells * sizeof *holders);
-    int *nholders = calloc((size_t)GPT_NUM_TENSORS * (size_t)ocells, sizeof *nholders);
-    sp->rank_in = calloc((size_t)nranks, sizeof *sp->rank_in);
-    sp->rank_out = calloc((size_t)nranks, sizeof *sp->rank_out);
-    sp->nranks = nranks;
-    int rc = 0;
-    if (!otab || !ntab || !opos || !obox || !oheld || !cells || !ncells || !holders || !nholders || !sp->rank_in ||
-        !sp->rank_out) {
-        rc = nr_fail(why, len, "slab plan: out of memory");
-        goto done;
-    }
+    int ntp = ns->tp, npp = ns->pp, ncell_new = ntp * npp;
+    size_t npair = (size_t)NT * (size_t)ocells;
+    CellT *ocl = stage_cells(cfg, os, &nt), *ncl = stage_cells(cfg, ns, &nt);
+    int *opos = malloc((size_t)nranks * sizeof *opos);          /* job rank → old grid position, -1 */
+    int *cells = malloc(npair * sizeof *cells);                  /* owner cells per tensor: [i·ocells + k] */
+    int *ncells = calloc((size_t)NT, sizeof *ncells);
+    int *hs_of = malloc(npair * sizeof *hs_of);                  /* holder set of (tensor i, owner k) */
+    size_t hs_cap = npair + (size_t)ocells;                     /* grows */
+    int *hs_cells = malloc(hs_cap * sizeof *hs_cells);           /* each set's holder cells, ascending */
+    int *hs_off = malloc((npair + 1) * sizeof *hs_off);
+    unsigned long long *hs_key = malloc(npair * sizeof *hs_key);
+    size_t hmask = 1;                                            /* open addressing over the keys: set + 1 */
+    while (hmask < 2 * npair) hmask <<= 1;
+    int *htab = calloc(hmask, sizeof *htab);
+    hmask--;
+    int *cand_off = malloc((npair + 1) * sizeof *cand_off), *cand = NULL, *rr = NULL;
+    int *tmp_h = malloc(((size_t)ocells + 1) * sizeof *tmp_h);
+    GeoTmp *gt = malloc(((size_t)NT * (size_t)ocells + 1) * sizeof *gt);
+    int *cell_blk_off = malloc(((size_t)ncell_new + 1) * sizeof *cell_blk_off);
+    int *cell_geo_n = malloc(((size_t)ncell_new + 1) * sizeof *cell_geo_n);
+    /* the lower bound per (new cell, old cell + 1) pair, when that table is small */
+    size_t nmemo = (size_t)ncell_new * ((size_t)ocells + 1);
+    if (nmemo > 65536) nmemo = 0;
+    size_t *lb_memo = malloc((nmemo + 1) * sizeof *lb_memo);
+    ts->rank_in = calloc((size_t)nranks, sizeof *ts->rank_in);
+    ts->rank_out = calloc((size_t)nranks, sizeof *ts->rank_out);
+    ts->ref_off = malloc(((size_t)nn + 1) * sizeof *ts->ref_off);
+    ts->nranks = nranks;
+    ts->nnew = nn;
+    int rc = 0, nhs = 0;
+    size_t geo_cap = 0, blk_cap = 0;
+    if (!ocl || !ncl || !opos || !cells || !ncells || !hs_of || !hs_cells || !hs_off || !hs_key ||
+        !htab || !cand_off || !tmp_h || !gt || !cell_blk_off || !cell_geo_n || !lb_memo || !ts->rank_in ||
+        !ts->rank_out || !ts->ref_off)
+        goto oom;
     for (int r = 0; r < nranks; r++) opos[r] = -1;
     for (int pos = 0; pos < on; pos++) opos[plan_stage_rank(os, pos)] = pos;
     for (int c = 0; c < ocells; c++)
         for (int i = 0; i < nt; i++) {
-            const TensorInfo *ti = &otab[(size_t)c * GPT_NUM_TENSORS + i];
-            Box *b = &obox[(size_t)c * GPT_NUM_TENSORS + i];
-            oheld[(size_t)c * GPT_NUM_TENSORS + i] = (char)slab_tensor_box(ti, b->s, b->c);
-            if (ti->owner) cells[i * ocells + ncells[i]++] = c;
+            if (ocl[(size_t)c * NT + i].owner) cells[i * ocells + ncells[i]++] = c;
         }
+    /* holder sets: the old cells whose box contains an owner cell's box, deduplicated */
+    hs_off[0] = 0;
     for (int i = 0; i < nt; i++)
         for (int k = 0; k < ncells[i]; k++) {
-            const Box *cb = &obox[(size_t)cells[i * ocells + k] * GPT_NUM_TENSORS + i];
-            size_t hi = (size_t)i * ocells + k;
+            const Box *cb = &ocl[(size_t)cells[i * ocells + k] * NT + i].b;
+            int nh = 0;
+            unsigned long long key = 1469598103934665603ull;
             for (int c = 0; c < ocells; c++)
-                if (oheld[(size_t)c * GPT_NUM_TENSORS + i] && box_contains(&obox[(size_t)c * GPT_NUM_TENSORS + i], cb))
-                    holders[hi * ocells + nholders[hi]++] = c;
+                if (ocl[(size_t)c * NT + i].held && box_contains(&ocl[(size_t)c * NT + i].b, cb)) {
+                    tmp_h[nh++] = c;
+                    key = (key ^ (unsigned long long)(c + 1)) * 1099511628211ull;
+                }
+            key = (key ^ (unsigned long long)nh) * 1099511628211ull;
+            int h = -1;
+            size_t slot = (size_t)(key ^ (key >> 29)) & hmask;
+            for (; htab[slot]; slot = (slot + 1) & hmask) {
+                int x = htab[slot] - 1;
+                if (hs_key[x] == key && hs_off[x + 1] - hs_off[x] == nh &&
+                    memcmp(hs_cells + hs_off[x], tmp_h, (size_t)nh * sizeof *tmp_h) == 0) {
+                    h = x;
+                    break;
+                }
+            }
+            if (h < 0) {
+                h = nhs++;
+                if ((size_t)(hs_off[h] + nh) > hs_cap) {
+                    hs_cap = 2 * hs_cap + (size_t)nh;
+                    int *nhc = realloc(hs_cells, hs_cap * sizeof *nhc);
+                    if (!nhc) goto oom;
+                    hs_cells = nhc;
+                }
+                memcpy(hs_cells + hs_off[h], tmp_h, (size_t)nh * sizeof *tmp_h);
+                hs_off[h + 1] = hs_off[h] + nh;
+                hs_key[h] = key;
+                htab[slot] = h + 1;
+            }
+            hs_of[i * ocells + k] = h;
         }
-
-    /* Geometry per new (t, p) cell, the same for every replica d: for each
-     * tensor, the owner cells its box meets and the intersections. */
-    int ntp = ns->tp, npp = ns->pp, ncell_new = ntp * npp;
-    size_t geo_cap = (size_t)ncell_new * (size_t)nt * (size_t)ocells, ngeo = 0;
-    struct Geo { int i, k; Box P; } *geo = malloc((geo_cap ? geo_cap : 1) * sizeof *geo);
-    size_t *geo_off = calloc((size_t)ncell_new + 1, sizeof *geo_off);
-    /* round-robin start per (tensor, owner cell) over its candidates (holders × old replicas) */
-    int *rr = calloc((size_t)GPT_NUM_TENSORS * (size_t)ocells, sizeof *rr);
-    if (!geo || !geo_off || !rr) {
-        free(geo); free(geo_off); free(rr);
-        rc = nr_fail(why, len, "slab plan: out of memory");
-        goto done;
+    /* candidates of each set: holder cell × old replica (cell fastest), as job ranks */
+    cand_off[0] = 0;
+    for (int h = 0; h < nhs; h++) cand_off[h + 1] = cand_off[h] + (hs_off[h + 1] - hs_off[h]) * odp;
+    /* stored with the first TX_SRC_WINDOW of each set repeated after it, so that a window never wraps */
+    cand = malloc(((size_t)cand_off[nhs] + (size_t)nhs * TX_SRC_WINDOW + 1) * sizeof *cand);
+    rr = malloc(((size_t)nhs + 1) * sizeof *rr);
+    if (!cand || !rr) goto oom;
+    for (int h = 0; h < nhs; h++) {
+        int nh = hs_off[h + 1] - hs_off[h], ncand = nh * odp;
+        int *cd = cand + cand_off[h] + (size_t)h * TX_SRC_WINDOW;
+        for (int x = 0; x < ncand; x++) {
+            int c = hs_cells[hs_off[h] + x % nh], d = x / nh;
+            cd[x] = plan_stage_rank(os, c % otp + otp * (d + odp * (c / otp)));
+        }
+        for (int x = 0; x < TX_SRC_WINDOW; x++) cd[ncand + x] = cd[x % ncand];
+        rr[h] = (int)((size_t)h * 7 % (size_t)ncand);
     }
+
+    /* geometry per new (t, p) cell, the same for every replica: the owner cells each tensor's box meets,
+       the intersections, put into blocks by holder set (in order of first appearance) */
     for (int nc = 0; nc < ncell_new; nc++) {
-        const TensorInfo *tt = &ntab[(size_t)nc * GPT_NUM_TENSORS];
-        geo_off[nc] = ngeo;
+        const CellT *tt = &ncl[(size_t)nc * NT];
+        int n = 0, b0 = ts->nblk;
+        cell_blk_off[nc] = b0;
         for (int i = 0; i < nt; i++) {
-            Box B;
-            if (!slab_tensor_box(&tt[i], B.s, B.c)) continue;
+            if (!tt[i].held) continue;
+            const Box B = tt[i].b;
             for (int k = 0; k < ncells[i]; k++) {
                 Box P;
-                if (box_intersect(&B, &obox[(size_t)cells[i * ocells + k] * GPT_NUM_TENSORS + i], &P))
-                    geo[ngeo++] = (struct Geo){i, k, P};
+                if (!box_intersect(&B, &ocl[(size_t)cells[i * ocells + k] * NT + i].b, &P)) continue;
+                int h = hs_of[i * ocells + k], b = b0;
+                while (b < ts->nblk && ts->blk[b].hs != h) b++;
+                if (b == ts->nblk) {
+                    if ((size_t)ts->nblk == blk_cap) {
+                        blk_cap = blk_cap ? 2 * blk_cap : 64;
+                        TxBlock *nb = realloc(ts->blk, blk_cap * sizeof *nb);
+                        if (!nb) goto oom;
+                        ts->blk = nb;
+                    }
+                    ts->blk[ts->nblk++] = (TxBlock){0, 0, h, 0};
+                }
+                gt[n++] = (GeoTmp){i, b, P};
             }
         }
-    }
-    geo_off[ncell_new] = ngeo;
-    for (size_t q = 0; q < (size_t)GPT_NUM_TENSORS * (size_t)ocells; q++) rr[q] = (int)(q * 7 % 64);
-    if (!sp->cap || sp->cap < ngeo * (size_t)ns->dp) { /* every slab at once: no growth in the loop */
-        Slab *nsl = realloc(sp->slabs, (ngeo * (size_t)ns->dp + 1) * sizeof *nsl);
-        if (!nsl) {
-            free(geo); free(geo_off); free(rr);
-            rc = nr_fail(why, len, "slab plan: out of memory");
-            goto done;
+        /* the cell's entries by block: counting sort (stable, so tensor order inside a block) */
+        if ((size_t)(ts->ngeo + n) > geo_cap) {
+            geo_cap = 2 * (size_t)(ts->ngeo + n) + 64;
+            Slab *ng = realloc(ts->geo, geo_cap * sizeof *ng);
+            if (!ng) goto oom;
+            ts->geo = ng;
         }
-        sp->slabs = nsl;
-        sp->cap = ngeo * (size_t)ns->dp + 1;
+        int g = ts->ngeo;
+        for (int b = b0; b < ts->nblk; b++) {
+            ts->blk[b].g0 = g;
+            for (int q = 0; q < n; q++) {
+                if (gt[q].hs != b) continue;
+                Slab *s = &ts->geo[g++];
+                memset(s, 0, sizeof *s);
+                s->tensor = gt[q].i;
+                s->ndim = tt[gt[q].i].ndim;
+                memcpy(s->start, gt[q].P.s, sizeof s->start);
+                memcpy(s->count, gt[q].P.c, sizeof s->count);
+                s->bytes = box_numel(&gt[q].P) * F;
+                ts->blk[b].bytes += s->bytes;
+            }
+            ts->blk[b].g1 = g;
+        }
+        cell_geo_n[nc] = n;
+        ts->ngeo = g;
     }
+    cell_blk_off[ncell_new] = ts->nblk;
+    for (size_t q = 0; q < nmemo; q++) lb_memo[q] = (size_t)-1;
 
+    /* refs: every destination's blocks */
+    ts->ref_off[0] = 0;
     for (int pos = 0; pos < nn; pos++) {
-        GridCoord g = grid_coord((GridLayout){ns->tp, ns->pp, ns->dp}, pos);
-        int r = plan_stage_rank(ns, pos), op = opos[r], nc = g.t + ntp * g.p;
+        int nc = pos % ntp + ntp * (pos / (ntp * ns->dp));
+        ts->ref_off[pos + 1] = ts->ref_off[pos] + (size_t)(cell_blk_off[nc + 1] - cell_blk_off[nc]);
+        ts->nslabs += (size_t)cell_geo_n[nc];
+    }
+    ts->nref = ts->ref_off[nn];
+    ts->ref = malloc((ts->nref + 1) * sizeof *ts->ref);
+    if (!ts->ref) goto oom;
+    int maxb = 0;
+    for (int nc = 0; nc < ncell_new; nc++)
+        if (cell_blk_off[nc + 1] - cell_blk_off[nc] > maxb) maxb = cell_blk_off[nc + 1] - cell_blk_off[nc];
+    TxRef *mv = malloc(((size_t)maxb + 1) * sizeof *mv);
+    int *grp = malloc(((size_t)maxb + 1) * sizeof *grp), *gsrc = malloc(((size_t)maxb + 1) * sizeof *gsrc);
+    int *gcnt = malloc(((size_t)maxb + 2) * sizeof *gcnt);
+    if (!mv || !grp || !gsrc || !gcnt) {
+        free(mv); free(grp); free(gsrc); free(gcnt);
+        goto oom;
+    }
+    size_t *L = load ? load : ts->rank_out; /* what the sources are balanced on */
+    int rsh = 1; /* bits of a rank (loads: bytes, < 2^52) */
+    while ((1 << rsh) < nranks) rsh++;
+    for (int pos = 0; pos < nn; pos++) {
+        int r = plan_stage_rank(ns, pos), op = opos[r], nc = pos % ntp + ntp * (pos / (ntp * ns->dp));
         int ocell = op < 0 ? -1 : (op % otp) + otp * (op / (otp * odp)); /* t + tp·p of r's old position */
-        const TensorInfo *tt = &ntab[(size_t)nc * GPT_NUM_TENSORS];
-        const Box *A[GPT_NUM_TENSORS];
-        for (int i = 0; i < nt; i++) {
-            A[i] = ocell >= 0 && oheld[(size_t)ocell * GPT_NUM_TENSORS + i] ? &obox[(size_t)ocell * GPT_NUM_TENSORS + i]
-                                                                              : NULL;
-            Box B;
-            if (!slab_tensor_box(&tt[i], B.s, B.c)) continue;
-            /* the lower bound, independently of the slabs: need minus what r already holds */
-            size_t need = box_numel(&B);
-            Box X;
-            if (A[i] && box_intersect(&B, A[i], &X)) need -= box_numel(&X);
-            sp->bytes_lower_bound += need * F;
-        }
-        for (size_t q = geo_off[nc]; q < geo_off[nc + 1]; q++) {
-            int i = geo[q].i, k = geo[q].k;
-            const Box *cb = &obox[(size_t)cells[i * ocells + k] * GPT_NUM_TENSORS + i];
-            Slab *s = &sp->slabs[sp->n++];
-            s->tensor = i;
-            s->ndim = tt[i].ndim;
-            for (int a = 0; a < 4; a++) {
-                s->start[a] = geo[q].P.s[a];
-                s->count[a] = geo[q].P.c[a];
+        /* the lower bound, independently of the blocks: need minus what r already holds, per (new cell,
+           old cell) */
+        size_t lb_here = (size_t)-1, *lb = nmemo ? &lb_memo[(size_t)nc * ((size_t)ocells + 1) + (size_t)(ocell + 1)]
+                                                 : &lb_here;
+        if (*lb == (size_t)-1) {
+            const CellT *tt = &ncl[(size_t)nc * NT];
+            size_t sum = 0;
+            for (int i = 0; i < nt; i++) {
+                Box X;
+                if (!tt[i].held) continue;
+                const Box B = tt[i].b;
+                size_t need = box_numel(&B);
+                if (ocell >= 0 && ocl[(size_t)ocell * NT + i].held && box_intersect(&B, &ocl[(size_t)ocell * NT + i].b, &X))
+                    need -= box_numel(&X);
+                sum += need * F;
             }
-            s->dst_rank = r;
-            s->bytes = box_numel(&geo[q].P) * F;
-            /* old boxes are unions of old cells: r's old box holds the whole cell or none of it */
-            s->local = A[i] && box_contains(A[i], cb);
-            if (s->local) {
-                s->src_rank = r;
-                sp->bytes_local += s->bytes;
+            *lb = sum;
+        }
+        ts->bytes_lower_bound += *lb;
+        TxRef *out = ts->ref + ts->ref_off[pos];
+        int nl = 0, nm = 0, ng = 0;
+        for (int b = cell_blk_off[nc]; b < cell_blk_off[nc + 1]; b++) {
+            const TxBlock *bk = &ts->blk[b];
+            int h = bk->hs;
+            /* old boxes are unions of old cells: r's old cell holds the whole block or none of it */
+            int here = 0;
+            for (int q = hs_off[h]; ocell >= 0 && q < hs_off[h + 1] && !here; q++) here = hs_cells[q] == ocell;
+            if (here) {
+                out[nl++] = (TxRef){b, r, r};
+                ts->bytes_local += bk->bytes;
                 continue;
             }
-            /* the least-loaded of up to 8 candidates (holder cell × old replica), taken round-robin
-               from where the last slab of this block stopped: balanced, O(1) per slab */
-            size_t hi = (size_t)i * ocells + k;
-            int nh = nholders[hi], ncand = nh * odp, *p = &rr[hi], best = -1;
-            for (int w = 0; w < ncand && w < 8; w++) {
-                int cidx = (*p + w) % ncand, c = holders[hi * ocells + cidx % nh], d = cidx / nh;
-                int qr = plan_stage_rank(os, c % otp + otp * (d + odp * (c / otp)));
-                if (best < 0 || sp->rank_out[qr] < sp->rank_out[best] ||
-                    (sp->rank_out[qr] == sp->rank_out[best] && qr < best))
-                    best = qr;
+            /* the least loaded of up to TX_SRC_WINDOW candidates, round-robin from just after the set's last pick */
+            int ncand = cand_off[h + 1] - cand_off[h], nw = ncand < TX_SRC_WINDOW ? ncand : TX_SRC_WINDOW;
+            const int *cd = cand + cand_off[h] + (size_t)h * TX_SRC_WINDOW + rr[h];
+            /* key: load, then rank (ties: the lowest rank); the window's ranks are distinct */
+            unsigned long long bestk = ~0ull;
+            for (int w = 0; w < nw; w++) {
+                unsigned long long key = (unsigned long long)L[cd[w]] << rsh | (unsigned long long)cd[w];
+                bestk = key < bestk ? key : bestk;
             }
-            *p = (*p + 1) % (ncand ? ncand : 1);
-            if (best < 0) { /* cannot happen: every owner cell has its owner as a holder */
-                free(geo); free(geo_off); free(rr);
-                rc = nr_fail(why, len, "slab plan: no old holder of a block of tensor %s", tt[i].name);
-                goto done;
-            }
-            s->src_rank = best;
-            sp->rank_out[best] += s->bytes;
-            sp->rank_in[r] += s->bytes;
-            sp->bytes_moved += s->bytes;
+            int best = (int)(bestk & ((1ull << rsh) - 1)), bx = 0;
+            while (cd[bx] != best) bx++;
+            bx += rr[h] + 1;
+            rr[h] = bx >= ncand ? bx - ncand : bx;
+            ts->rank_out[best] += bk->bytes;
+            if (load) load[best] += bk->bytes * scale;
+            ts->rank_in[r] += bk->bytes;
+            ts->bytes_moved += bk->bytes;
+            int q = 0;
+            while (q < ng && gsrc[q] != best) q++;
+            if (q == ng) gsrc[ng++] = best;
+            grp[nm] = q;
+            mv[nm++] = (TxRef){b, best, r};
         }
+        /* the moved ones after the local ones, grouped by source (first appearance), stable */
+        memset(gcnt, 0, ((size_t)ng + 1) * sizeof *gcnt);
+        for (int q = 0; q < nm; q++) gcnt[grp[q] + 1]++;
+        for (int q = 1; q <= ng; q++) gcnt[q] += gcnt[q - 1];
+        for (int q = 0; q < nm; q++) out[nl + gcnt[grp[q]]++] = mv[q];
     }
-    free(geo);
-    free(geo_off);
-    free(rr);
+    free(mv); free(grp); free(gsrc); free(gcnt);
+    goto done;
+oom:
+    rc = nr_fail(why, len, "slab plan: out of memory");
 done:
-    free(otab);
-    free(ntab);
+    free(ocl);
+    free(ncl);
     free(opos);
-    free(obox);
-    free(oheld);
     free(cells);
     free(ncells);
-    free(holders);
-    free(nholders);
-    if (rc) slab_plan_free(sp);
+    free(hs_of);
+    free(hs_cells);
+    free(hs_off);
+    free(hs_key);
+    free(htab);
+    free(cand_off);
+    free(cand);
+    free(rr);
+    free(tmp_h);
+    free(gt);
+    free(cell_blk_off);
+    free(cell_geo_n);
+    free(lb_memo);
+    if (rc) tx_slabs_free(ts);
     return rc;
+}
+
+int slab_plan_build(SlabPlan *sp, const GPTConfig *cfg, const PlanStage *os, const PlanStage *ns, int nranks,
+                    char *why, size_t len) {
+    memset(sp, 0, sizeof *sp);
+    TxSlabs ts;
+    if (tx_slabs_build(&ts, cfg, os, ns, nranks, why, len)) return -1;
+    sp->slabs = malloc((ts.nslabs + 1) * sizeof *sp->slabs);
+    if (!sp->slabs) {
+        tx_slabs_free(&ts);
+        return nr_fail(why, len, "slab plan: out of memory");
+    }
+    sp->n = tx_slabs_expand(&ts, 0, ts.nref, sp->slabs);
+    sp->cap = ts.nslabs + 1;
+    sp->bytes_moved = ts.bytes_moved;
+    sp->bytes_local = ts.bytes_local;
+    sp->bytes_lower_bound = ts.bytes_lower_bound;
+    sp->rank_in = ts.rank_in;
+    sp->rank_out = ts.rank_out;
+    sp->nranks = nranks;
+    ts.rank_in = ts.rank_out = NULL;
+    tx_slabs_free(&ts);
+    return 0;
 }
