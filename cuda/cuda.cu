@@ -183,9 +183,11 @@ static int local_rank(MPI_Comm *node) {
  * refuses two ranks of one communicator on one device, so then no rank
  * builds NCCL groups and device buffers stage through host memory. A rank
  * without a device (have = 0) takes part and shares with no one. The lowest
- * pair found is reported in *who (local ranks) for the note. */
-static int gpu_shared(MPI_Comm node, int have, const cudaUUID_t *uuid, int who[2]) {
+ * pair found is reported in *who (local ranks) for the note; *some_failed
+ * says whether any rank of the world has no usable device. */
+static int gpu_shared(MPI_Comm node, int have, const cudaUUID_t *uuid, int who[2], int *some_failed) {
     who[0] = who[1] = -1;
+    *some_failed = !have;
     if (node == MPI_COMM_NULL) return 0;
     int n = 0;
     mpiCheck(MPI_Comm_size(node, &n));
@@ -203,9 +205,10 @@ static int gpu_shared(MPI_Comm node, int have, const cudaUUID_t *uuid, int who[2
                 who[1] = j;
             }
     free(all);
-    int any = shared;
-    mpiCheck(MPI_Allreduce(&shared, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
-    return any;
+    int mine2[2] = {shared, !have}, any[2] = {0, 0};
+    mpiCheck(MPI_Allreduce(mine2, any, 2, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
+    *some_failed = any[1];
+    return any[0];
 }
 
 #define PROBE_FAIL(...)                                                                        \
@@ -277,10 +280,15 @@ extern "C" const Backend *backend_cuda_probe(char *why, size_t why_len) {
     cudaUUID_t uuid;
     memset(&uuid, 0, sizeof uuid);
     int ok = probe_device(lr, &uuid) == 0;
-    int who[2];
-    int shared = gpu_shared(node, ok, &uuid, who);
+    int who[2], some_failed = 0;
+    int shared = gpu_shared(node, ok, &uuid, who, &some_failed);
     if (node != MPI_COMM_NULL) mpiCheck(MPI_Comm_free(&node));
-    if (!ok) {
+    /* all ranks or none: a job has one backend (device buffers, NCCL splits
+     * and staging must agree on every rank of a call) */
+    if (ok && some_failed)
+        snprintf(cuda_fail_why, sizeof cuda_fail_why, "another rank has no usable CUDA device, and every rank "
+                 "of a job must use the same backend");
+    if (!ok || some_failed) {
         cuda_state = -1;
         set_why(why, why_len, cuda_fail_why);
         return NULL;

@@ -19,7 +19,8 @@ extern "C" {
  * local rank (MPI_COMM_TYPE_SHARED split of MPI_COMM_WORLD, when MPI is
  * initialised) modulo the device count; later calls return the same backend
  * (or the same failure). Collective over MPI_COMM_WORLD on its first call
- * when MPI is up (also on ranks whose probe fails). On success it also
+ * when MPI is up (also on ranks whose probe fails); it succeeds on every
+ * rank or on none (one backend per job). On success it also
  * registers the CUDA CommDevice with the comm facade (comm.h): NCCL groups
  * for the EMU communicators when NCCL is built and no two ranks share a
  * device (by UUID, over every node), else host staging of device buffers. */

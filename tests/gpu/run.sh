@@ -56,7 +56,7 @@ if [ -z "${CUDA_VISIBLE_DEVICES:-}" ] && [ "$(nvidia-smi -L 2>/dev/null | wc -l)
   # two GPUs: real 2-rank NCCL groups
   timeout 120 env CUDA_VISIBLE_DEVICES=0,1 jobs/local.sh -np 2 build/tests/gpu/parity --groups 2>&1 | tee "$LOG/groups-2gpus.log"
   rc=${PIPESTATUS[0]}
-  grep -q 'NCCL .* groups' "$LOG/groups-2gpus.log" || fail+=("2 GPUs: no NCCL groups")
+  grep -q 'NCCL [0-9.]* groups for the EMU' "$LOG/groups-2gpus.log" || fail+=("2 GPUs: no NCCL groups")
   [ "$rc" = 0 ] || fail+=("2-GPU NCCL groups (exit $rc)")
 fi
 
