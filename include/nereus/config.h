@@ -98,11 +98,15 @@ typedef struct InjectConfig {
 typedef struct PlannerConfig {
     float gamma;            /* [planner] gamma: payback γ */
     float threshold;        /* [planner] threshold: relative drift that triggers a replan */
-    float alpha;            /* [planner] alpha: calibration weight per measured step */
+    float alpha;            /* [planner] alpha: weight of each step in the running mean of the step overhead */
     float memory_gib;       /* [planner] memory_gib: memory per rank the cost model plans with (0 = physical / ranks) */
     int every_k;             /* [planner] every_k: the every-k policy's period */
     int warmup;              /* [planner] warmup: steps measured before the first decision */
-    char policy[16];         /* [planner] policy: off | static | payback | admit-all | every-k */
+    int sweep_plans;         /* [planner] sweep_plans: plans a sweep samples and runs */
+    int sweep_steps;         /* [planner] sweep_steps: steps per plan in a sweep (the first not measured) */
+    int sweep_calibrate;     /* [planner] sweep_calibrate: sampled plans the sweep calibrates on (the rest are held out) */
+    int sweep_seed;          /* [planner] sweep_seed: the sample's seed (0: [run] seed) */
+    char policy[16];         /* [planner] policy: off | static | payback | admit-all | every-k | sweep */
 } PlannerConfig;
 
 typedef struct CkptConfig {

@@ -82,17 +82,21 @@ typedef struct HwModel {
     double hbm;             /* memory bandwidth per rank, bytes/s */
     int ranks_per_node;
     double bw[2], lat[2];   /* link bandwidth (bytes/s) and latency (s): [0] inside a node, [1] between nodes */
+    double op_s;            /* ideal seconds of one operation's fixed cost (EFF_OPS); 0: not modelled */
     int cores;              /* cores a node's ranks share (0: a core, or a GPU, per rank). With fewer cores
                                than busy ranks the compute of a phase stretches (cost_plan) */
 } HwModel;
 
-enum { EFF_GEMM, EFF_ATTN, EFF_DECODE, EFF_AR_INTRA, EFF_AR_INTER, EFF_P2P_INTRA, EFF_P2P_INTER, EFF_N };
+/* EFF_OPS: the fixed cost of each operation a pass launches (hw.op_s
+ * ideal seconds apiece: a kernel launch on a GPU, a loop nest's set-up on
+ * a CPU), which dominates small models; 0 with hw.op_s = 0. */
+enum { EFF_GEMM, EFF_ATTN, EFF_DECODE, EFF_AR_INTRA, EFF_AR_INTER, EFF_P2P_INTRA, EFF_P2P_INTER, EFF_OPS, EFF_N };
 
 typedef struct Efficiency {
     double f[EFF_N];        /* fraction of peak each class reaches, (0, 1] */
 } Efficiency;
 
-/* The conservative start: GEMM 0.4, attention 0.2, decode 0.3, links 0.5. */
+/* The conservative start: GEMM 0.4, attention 0.2, decode 0.3, links and operations 0.5. */
 Efficiency eff_default(void);
 
 /* What a step asks of the models. */
@@ -143,15 +147,32 @@ double cost_stage_compute(const CostModel *cm, int stage, GridLayout l, const Wo
  * at its slowest member's pace and stretched by its phase's core sharing
  * (hw.cores), plus its communication. */
 double cost_stage_in_plan(const CostModel *cm, const PlanConfig *plan, int nranks, const Workload *w, int stage);
-/* cost_calibrate for a stage measured inside a plan: the same update
- * against cost_stage_in_plan, each class weighted by its share of it. */
-void cost_calibrate_in_plan(CostModel *cm, const PlanConfig *plan, int nranks, const Workload *w, int stage,
-                            double measured_s, double alpha);
 
 /* Calibration: a measured stage time against the model's prediction for the
  * same stage and layout moves the factors of the classes that dominate its
  * prediction (a multiplicative step toward the ratio, weight alpha). */
 void cost_calibrate(CostModel *cm, int stage, GridLayout l, const Workload *w, double measured_s, double alpha);
+
+/* Calibration by least squares. A stage's time inside a plan is linear in
+ * the inverses of the factors: t = Σ_k a_k / f_k, with a_k its ideal
+ * seconds of class k (stretched and slowed as cost_stage_in_plan does).
+ * A Calibration keeps the last CAL_MAX measured stages (a, t) and refits
+ * every factor at once: minimum Σ ((Σ a_k x_k − t) / t)² over x_k = 1/f_k ≥ 1
+ * (relative errors: short and long stages count alike), with a weak pull
+ * toward the factors in force so that a class no measurement separates
+ * stays where it was. Observations from several plans (different tp, dp,
+ * core sharing) are what tell the classes apart. */
+#define CAL_MAX 256
+typedef struct CalObs { double a[EFF_N]; double t; } CalObs;
+typedef struct Calibration {
+    int n, next;             /* observations held; the slot the next one takes */
+    CalObs obs[CAL_MAX];
+} Calibration;
+/* a stage measured inside a plan (measured_s > 0) */
+void cal_add(Calibration *c, const CostModel *cm, const PlanConfig *plan, int nranks, const Workload *w, int stage,
+             double measured_s);
+/* refit cm->eff from the observations; returns the RMS relative error of the fit (0 without observations) */
+double cal_fit(const Calibration *c, CostModel *cm);
 
 /* ---- search ----------------------------------------------------------------- */
 

@@ -41,6 +41,8 @@ typedef struct LivePlanner {
     int started;             /* the initial placement was decided */
     int skip_calib;          /* the next step runs right after a transition (cold buffers): not calibrated */
     CostModel cm;            /* rank 0: the calibrated model */
+    Calibration cal;         /* rank 0: the stages measured, for the least-squares fit */
+    double fit_rms;          /* rank 0: the fit's RMS relative error */
     Workload w, w0;          /* rank 0: the observed workload, and at the initial placement */
     double *slow;            /* (world) rank 0: measured slowdown per rank */
     int *pool, npool;        /* the pool at the last decision (every rank) */
@@ -53,6 +55,7 @@ typedef struct LivePlanner {
     int decisions, searches, admitted, refused, transitions;
     double transition_s;     /* Σ measured transition seconds */
     char hw_text[256];       /* what the machine model holds, for the log */
+    struct Sweep *sweep;     /* policy = sweep (src/run/sweep.c); NULL otherwise */
 } LivePlanner;
 
 /* collective over world: the machine model (times a GEMM and a copy on
@@ -70,6 +73,9 @@ int live_decide(LivePlanner *lp, Job *j, const Injector *inj, int step, Trace *t
 /* collective over world: after PPO step `step` ran, with the step's
  * statistics and wall seconds. */
 void live_observe(LivePlanner *lp, Job *j, int step, const StepStats *st, double wall_s);
+
+/* rank 0: the planner's policy and machine model into the trace (/planner) */
+void live_trace_start(const LivePlanner *lp, const Job *j, Trace *tr);
 
 /* rank 0: the log lines of the run's planner summary */
 void live_report(const LivePlanner *lp);

@@ -111,6 +111,33 @@ typedef struct TraceDecision {
 } TraceDecision;
 void trace_decision(Trace *t, const TraceDecision *d);
 
+/* rank 0, for the replay (nereus-trace replay): before each PPO step, what
+ * the live planner saw and the cost model it decided with. */
+#define TRACE_EFF_N 8        /* planner.h EFF_N */
+typedef struct TraceSignals {
+    int64_t step;
+    int plan_id;                 /* the plan in force before the decision */
+    int initial;                 /* 1: the initial placement is decided at this step */
+    int npool, oom;
+    double resp_len;             /* the observed mean response length */
+    double eff_signal;           /* 1 / the slowest pool rank's slowdown */
+    double pred_step_s;          /* the model's prediction for the plan in force */
+    double overhead_s;           /* the model's step overhead */
+    double eff[TRACE_EFF_N];     /* the model's efficiency factors (planner.h order) */
+    const char *pool;            /* the pool's ranks ("0-3,5") */
+    const char *slow;            /* the measured slowdowns other than 1, "rank:factor,..." (%.17g: exact) */
+} TraceSignals;
+void trace_signals(Trace *t, const TraceSignals *g);
+/* rank 0, once when the live planner starts: its policy and machine model
+ * (the /planner dataset's attributes). */
+typedef struct TracePlanner {
+    const char *policy, *hw_name;
+    double gamma, threshold, headroom;
+    double hw_flops, hw_mem, hw_hbm, hw_bw, hw_lat, hw_op_s;
+    int every_k, warmup, steps_total, nranks, hw_rpn, hw_cores;
+} TracePlanner;
+void trace_planner(Trace *t, const TracePlanner *p);
+
 /* collective over world: writes /complete (rank 0) when status is not
  * NULL ("pass", "fail", "stopped ..."), closes the file, stops the
  * counters; prints a line with the trace's own time (rank 0). NULL status:

@@ -97,13 +97,21 @@ typedef struct DecisionRow {
     const char *reason;
 } DecisionRow;
 
+typedef struct SignalRow {
+    int64_t step;
+    int32_t plan_id, initial, npool, oom;
+    double resp_len, eff_signal, pred_step_s, overhead_s;
+    double eff[TRACE_EFF_N];
+    const char *pool, *slow;
+} SignalRow;
+
 typedef struct Table {
     const char *name;
     hid_t d, mt;
     hsize_t n;
 } Table;
 
-enum { T_STEPS, T_STAGES, T_PLANS, T_DRIFT, T_DECISIONS, T_TRANSITIONS, T_N };
+enum { T_STEPS, T_STAGES, T_PLANS, T_DRIFT, T_DECISIONS, T_TRANSITIONS, T_SIGNALS, T_N };
 
 struct Trace {
     int rank, world;
@@ -381,6 +389,31 @@ fail:
     if (mt >= 0) H5Tclose(mt);
     return -1;
 }
+static hid_t type_signals(H5Err *e, hid_t vs) {
+    hid_t mt = -1, at = -1;
+    hsize_t n = TRACE_EFF_N;
+    h5Check(e, mt = H5Tcreate(H5T_COMPOUND, sizeof(SignalRow)));
+    INS(SignalRow, step, H5T_NATIVE_INT64);
+    INS(SignalRow, plan_id, H5T_NATIVE_INT32);
+    INS(SignalRow, initial, H5T_NATIVE_INT32);
+    INS(SignalRow, npool, H5T_NATIVE_INT32);
+    INS(SignalRow, oom, H5T_NATIVE_INT32);
+    INS(SignalRow, resp_len, H5T_NATIVE_DOUBLE);
+    INS(SignalRow, eff_signal, H5T_NATIVE_DOUBLE);
+    INS(SignalRow, pred_step_s, H5T_NATIVE_DOUBLE);
+    INS(SignalRow, overhead_s, H5T_NATIVE_DOUBLE);
+    h5Check(e, at = H5Tarray_create2(H5T_NATIVE_DOUBLE, 1, &n));
+    INS(SignalRow, eff, at);
+    H5Tclose(at);
+    at = -1;
+    INS(SignalRow, pool, vs);
+    INS(SignalRow, slow, vs);
+    return mt;
+fail:
+    if (at >= 0) H5Tclose(at);
+    if (mt >= 0) H5Tclose(mt);
+    return -1;
+}
 #undef INS
 
 /* rank 0: the file, its attributes and empty tables */
@@ -479,6 +512,12 @@ static int trace_create(Trace *t, const TraceJob *job, const char *counters_note
     h5Check(e, table_create(e, t, T_TRANSITIONS, "transitions", mt, 16,
                             "one row per plan-to-plan transition (before PPO step `step`): predicted and measured "
                             "seconds, bytes moved against the minimum, text = per model-stage primitives and bytes"));
+    h5Check(e, mt = type_signals(e, t->vstr));
+    h5Check(e, table_create(e, t, T_SIGNALS, "signals", mt, 64,
+                            "what the live planner saw and believed before each PPO step (empty without it): the "
+                            "observed response length, pool and per-rank slowdown, and its calibrated cost model "
+                            "(eff: the efficiency factors in planner.h order, overhead_s); initial = 1 at the initial "
+                            "placement; what nereus-trace replay re-runs the controller on"));
     h5Check(e, H5Fflush(t->f, H5F_SCOPE_LOCAL));
     return 0;
 fail:
@@ -672,6 +711,48 @@ void trace_decision(Trace *t, const TraceDecision *d) {
     trace_append(t, T_DECISIONS, &r, 1);
 }
 
+void trace_signals(Trace *t, const TraceSignals *g) {
+    if (!t || t->rank != 0 || !t->open) return;
+    SignalRow r = {g->step,       g->plan_id,   g->initial,     g->npool,      g->oom, g->resp_len, g->eff_signal,
+                   g->pred_step_s, g->overhead_s, {0},          g->pool ? g->pool : "", g->slow ? g->slow : ""};
+    memcpy(r.eff, g->eff, sizeof r.eff);
+    trace_append(t, T_SIGNALS, &r, 1);
+}
+
+void trace_planner(Trace *t, const TracePlanner *p) {
+    if (!t || t->rank != 0 || !t->open) return;
+    char why[1024] = "";
+    H5Err ee = {t->path, why, sizeof why}, *e = &ee;
+    hid_t sp = -1, d = -1;
+    int32_t one = 1;
+    h5Check(e, sp = H5Screate(H5S_SCALAR));
+    h5Check(e, d = H5Dcreate2(t->f, "planner", H5T_STD_I32LE, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+    h5Check(e, H5Dwrite(d, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, &one));
+    h5Check(e, h5_attr_put_str(e, d, "policy", p->policy));
+    h5Check(e, h5_attr_put_str(e, d, "hw_name", p->hw_name));
+    const struct { const char *n; double v; } dv[] = {
+        {"gamma", p->gamma},       {"threshold", p->threshold}, {"headroom", p->headroom}, {"hw_flops", p->hw_flops},
+        {"hw_mem", p->hw_mem},     {"hw_hbm", p->hw_hbm},       {"hw_bw", p->hw_bw},       {"hw_lat", p->hw_lat},
+        {"hw_op_s", p->hw_op_s},
+    };
+    for (size_t i = 0; i < sizeof dv / sizeof dv[0]; i++)
+        h5Check(e, h5_attr_put(e, d, dv[i].n, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 0, &dv[i].v));
+    const struct { const char *n; int64_t v; } iv[] = {
+        {"every_k", p->every_k}, {"warmup", p->warmup},           {"steps_total", p->steps_total},
+        {"nranks", p->nranks},   {"hw_ranks_per_node", p->hw_rpn}, {"hw_cores", p->hw_cores},
+    };
+    for (size_t i = 0; i < sizeof iv / sizeof iv[0]; i++)
+        h5Check(e, h5_attr_put(e, d, iv[i].n, H5T_STD_I64LE, H5T_NATIVE_INT64, 0, &iv[i].v));
+    H5Dclose(d);
+    H5Sclose(sp);
+    if (H5Fflush(t->f, H5F_SCOPE_LOCAL) < 0) trace_broken(t, "flush");
+    return;
+fail:
+    if (d >= 0) H5Dclose(d);
+    if (sp >= 0) H5Sclose(sp);
+    trace_broken(t, why);
+}
+
 void trace_close(Trace *t, MPI_Comm world, const char *status, int64_t ppo_steps, double ppo_s) {
     if (!t) return;
     if (t->rank == 0 && t->open) {
@@ -745,5 +826,7 @@ void trace_plan(Trace *t, int plan_id, int64_t first_step, const char *text, con
 void trace_transition(Trace *t, const TraceTransition *x) {}
 void trace_drift(Trace *t, int64_t step, const char *kind, double magnitude, double threshold) {}
 void trace_decision(Trace *t, const TraceDecision *d) {}
+void trace_signals(Trace *t, const TraceSignals *g) {}
+void trace_planner(Trace *t, const TracePlanner *p) {}
 void trace_close(Trace *t, MPI_Comm world, const char *status, int64_t ppo_steps, double ppo_s) {}
 #endif

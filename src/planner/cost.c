@@ -108,7 +108,10 @@ static double stage_parts(const CostModel *cm, int stage, GridLayout l, const Wo
     double C = m->C, Lloc = (double)m->L / pp, kvw = C * m->KVH / m->NH;
     double F = hw->flops, E_g = cm->eff.f[EFF_GEMM], E_a = cm->eff.f[EFF_ATTN];
     double mb = pp, bubble = (mb + pp - 1) / mb;
+    /* operations of one forward pass over a pipeline stage's layers: ~12 a layer, ~4 for the head */
+    double ops_pass = 12.0 * Lloc + 4.0, op_t = hw->op_s > 0 ? hw->op_s / cm->eff.f[EFF_OPS] : 0;
     if (gen) {
+        pt->t[EFF_OPS] += (1.0 + w->resp_len) * ops_pass * op_t; /* the prefill and one pass per token */
         /* prefill: the prompts in one forward */
         double toks = B * w->prompt_len;
         pt->t[EFF_GEMM] += toks * fwd_flops_dense(m) / tp / (F * E_g);
@@ -134,10 +137,24 @@ static double stage_parts(const CostModel *cm, int stage, GridLayout l, const Wo
         double attn = passes * mult * toks * fwd_flops_attn(m, T) / (tp * pp) / (F * E_a);
         pt->t[EFF_GEMM] += gemm * bubble;
         pt->t[EFF_ATTN] += attn * bubble;
+        pt->t[EFF_OPS] += passes * mb * mult * ops_pass * op_t * bubble;
+        if (train) pt->t[EFF_OPS] += passes * ops_pass * op_t; /* AdamW, about one operation per tensor */
         double nar = train ? 4.0 : 2.0;
-        pt->t[ktp ? EFF_AR_INTER : EFF_AR_INTRA] += passes * nar * Lloc * allreduce_s(cm, toks * C * ab, tp, ktp) * bubble;
-        if (pp > 1) /* activations across each stage boundary, forward (and backward) */
+        /* TP: nar all-reduces a layer for each of the mb microbatches */
+        pt->t[ktp ? EFF_AR_INTER : EFF_AR_INTRA] +=
+            passes * nar * Lloc * mb * allreduce_s(cm, toks * C * ab / mb, tp, ktp) * bubble;
+        if (pp > 1) { /* activations across each stage boundary, forward (and backward), and the last
+                         stage's per-token results to the others (two broadcasts a forward pass) */
             pt->t[kpp ? EFF_P2P_INTER : EFF_P2P_INTRA] += passes * (train ? 2 : 1) * (pp - 1) * p2p_s(cm, toks * C * ab / mb, kpp);
+            pt->t[kpp ? EFF_AR_INTER : EFF_AR_INTRA] += passes * 2.0 * allreduce_s(cm, toks * 4.0, pp, kpp);
+        }
+        if (train) { /* per update: the gradient norm over the shard's tp and pp groups, the tied embedding's
+                        gradient between the first and last pipeline stages */
+            pt->t[ktp ? EFF_AR_INTER : EFF_AR_INTRA] += passes * allreduce_s(cm, 8.0, tp, ktp);
+            if (pp > 1)
+                pt->t[kpp ? EFF_AR_INTER : EFF_AR_INTRA] +=
+                    passes * (allreduce_s(cm, 8.0, pp, kpp) + allreduce_s(cm, (double)m->V * C / tp * 4.0, 2, kpp));
+        }
         if (train) { /* gradients over the replicas, then AdamW (memory-bound: 7 passes over 4-byte state) */
             pt->t[kdp ? EFF_AR_INTER : EFF_AR_INTRA] += passes * allreduce_s(cm, Ploc * 4.0, dp, kdp);
             pt->t[EFF_DECODE] += passes * Ploc * 28.0 / (hw->hbm * cm->eff.f[EFF_DECODE]);
@@ -178,7 +195,7 @@ double cost_stage(const CostModel *cm, int stage, GridLayout l, const Workload *
 }
 
 /* the compute classes (the cores do them) and the links */
-static int is_compute(int k) { return k == EFF_GEMM || k == EFF_ATTN || k == EFF_DECODE; }
+static int is_compute(int k) { return k == EFF_GEMM || k == EFF_ATTN || k == EFF_DECODE || k == EFF_OPS; }
 
 static void parts_split(const Parts *pt, double *compute, double *comm) {
     *compute = *comm = 0;
@@ -199,11 +216,13 @@ double cost_stage_compute(const CostModel *cm, int stage, GridLayout l, const Wo
  * pace) and its communication; per rank and phase their sums; where a
  * node's ranks share fewer cores than are busy, the compute stretches by
  * k = the node's compute seconds / (cores × the largest rank's), at least
- * 1 (waiting ranks sleep: only compute takes a core); the phase takes the
- * largest per-rank k·compute + communication. slowf[s]: the stage's
+ * 1 (waiting ranks sleep: only compute takes a core), and communication
+ * by ρ = the node's busy ranks / cores, at least 1 (each message waits for
+ * its peer to get a core); the phase takes the largest per-rank
+ * k·compute + ρ·communication. slowf[s]: the stage's
  * slowdown; k[ph]: the phase's stretch; each rank's memory. */
 typedef struct PlanPhases {
-    double phase[3], k[3], slowf[PLAN_NSTAGES];
+    double phase[3], k[3], rho[3], slowf[PLAN_NSTAGES];
     Parts parts[PLAN_NSTAGES];
     double rm[PLAN_MAX_RANKS];
 } PlanPhases;
@@ -237,29 +256,38 @@ static void plan_phases(const CostModel *cm, const PlanConfig *plan, int nranks,
     }
     int rpn = cm->hw.ranks_per_node > 0 ? cm->hw.ranks_per_node : 1;
     for (int ph = 0; ph < 3; ph++) {
-        double big = 0, busy = 0, node = 0, k = 1;
+        double big = 0, busy = 0, node = 0, k = 1, rho = 1;
+        int active = 0, most = 0;
         for (int r = 0; r < nranks; r++) {
             if (rc[ph][r] > big) big = rc[ph][r];
             node += rc[ph][r];
+            active += rc[ph][r] + rx[ph][r] > 0;
             if ((r + 1) % rpn == 0 || r + 1 == nranks) { /* the node's last rank */
                 if (node > busy) busy = node;
+                if (active > most) most = active;
                 node = 0;
+                active = 0;
             }
         }
-        if (cm->hw.cores > 0 && big > 0 && busy / (cm->hw.cores * big) > 1) k = busy / (cm->hw.cores * big);
+        if (cm->hw.cores > 0) {
+            if (big > 0 && busy / (cm->hw.cores * big) > 1) k = busy / (cm->hw.cores * big);
+            /* a message waits for its peer to get a core: latency grows with the ranks per core */
+            if ((double)most / cm->hw.cores > 1) rho = (double)most / cm->hw.cores;
+        }
         double t = 0;
         for (int r = 0; r < nranks; r++)
-            if (k * rc[ph][r] + rx[ph][r] > t) t = k * rc[ph][r] + rx[ph][r];
+            if (k * rc[ph][r] + rho * rx[ph][r] > t) t = k * rc[ph][r] + rho * rx[ph][r];
         pp->phase[ph] = t;
         pp->k[ph] = k;
+        pp->rho[ph] = rho;
     }
 }
 
 /* a stage's seconds under the plan: its compute stretched and slowed, its communication */
 static double stage_in_plan(const PlanPhases *pp, int s, double *scale) {
-    double t = 0, k = pp->k[plan_stage_phase(s)];
+    double t = 0, k = pp->k[plan_stage_phase(s)], rho = pp->rho[plan_stage_phase(s)];
     for (int c = 0; c < EFF_N; c++) {
-        scale[c] = is_compute(c) ? k * pp->slowf[s] : 1;
+        scale[c] = is_compute(c) ? k * pp->slowf[s] : rho;
         t += scale[c] * pp->parts[s].t[c];
     }
     return t;
@@ -270,22 +298,6 @@ double cost_stage_in_plan(const CostModel *cm, const PlanConfig *plan, int nrank
     double scale[EFF_N];
     plan_phases(cm, plan, nranks, w, &pp);
     return stage_in_plan(&pp, stage, scale);
-}
-
-void cost_calibrate_in_plan(CostModel *cm, const PlanConfig *plan, int nranks, const Workload *w, int stage,
-                            double measured_s, double alpha) {
-    static PlanPhases pp;
-    double scale[EFF_N];
-    plan_phases(cm, plan, nranks, w, &pp);
-    double pred = stage_in_plan(&pp, stage, scale);
-    if (!(pred > 0) || !isfinite(pred) || !(measured_s > 0)) return;
-    double ratio = pred / measured_s;
-    for (int k = 0; k < EFF_N; k++) {
-        double share = scale[k] * pp.parts[stage].t[k] / pred;
-        if (share <= 0) continue;
-        double f = cm->eff.f[k] * pow(ratio, alpha * share);
-        cm->eff.f[k] = f > 1.0 ? 1.0 : f < 1e-6 ? 1e-6 : f;
-    }
 }
 
 double cost_plan(const CostModel *cm, const PlanConfig *plan, int nranks, const Workload *w, StepCost *sc) {
@@ -332,4 +344,72 @@ void cost_calibrate(CostModel *cm, int stage, GridLayout l, const Workload *w, d
         double f = cm->eff.f[k] * pow(ratio, alpha * share);
         cm->eff.f[k] = f > 1.0 ? 1.0 : f < 1e-6 ? 1e-6 : f;
     }
+}
+
+/* ---- least-squares calibration ------------------------------------------------- */
+
+void cal_add(Calibration *c, const CostModel *cm, const PlanConfig *plan, int nranks, const Workload *w, int stage,
+             double measured_s) {
+    static PlanPhases pp;
+    double scale[EFF_N];
+    if (!(measured_s > 0)) return;
+    plan_phases(cm, plan, nranks, w, &pp);
+    double pred = stage_in_plan(&pp, stage, scale);
+    if (!(pred > 0) || !isfinite(pred)) return;
+    CalObs *o = &c->obs[c->next];
+    for (int k = 0; k < EFF_N; k++) o->a[k] = scale[k] * pp.parts[stage].t[k] * cm->eff.f[k]; /* ideal seconds */
+    o->t = measured_s;
+    c->next = (c->next + 1) % CAL_MAX;
+    if (c->n < CAL_MAX) c->n++;
+}
+
+double cal_fit(const Calibration *c, CostModel *cm) {
+    if (c->n == 0) return 0;
+    /* normal equations of the relative residuals, plus the pull toward x0 = 1/f */
+    double A[EFF_N][EFF_N], b[EFF_N], x[EFF_N], x0[EFF_N], used[EFF_N];
+    memset(A, 0, sizeof A);
+    memset(b, 0, sizeof b);
+    memset(used, 0, sizeof used);
+    for (int i = 0; i < c->n; i++) {
+        const CalObs *o = &c->obs[i];
+        double wt = 1.0 / (o->t * o->t);
+        for (int k = 0; k < EFF_N; k++) {
+            if (o->a[k] <= 0) continue;
+            used[k] += o->a[k] / o->t;
+            b[k] += wt * o->a[k] * o->t;
+            for (int l = 0; l < EFF_N; l++) A[k][l] += wt * o->a[k] * o->a[l];
+        }
+    }
+    const double lambda = 1e-3; /* the pull, relative to one observation's weight */
+    for (int k = 0; k < EFF_N; k++) {
+        x0[k] = x[k] = 1.0 / cm->eff.f[k];
+        double reg = lambda / (x0[k] * x0[k]);
+        A[k][k] += reg;
+        b[k] += reg * x0[k];
+    }
+    /* projected coordinate descent on the convex quadratic, x ≥ 1 */
+    for (int it = 0; it < 500; it++) {
+        double moved = 0;
+        for (int k = 0; k < EFF_N; k++) {
+            if (A[k][k] <= 0) continue;
+            double r = b[k];
+            for (int l = 0; l < EFF_N; l++)
+                if (l != k) r -= A[k][l] * x[l];
+            double nx = r / A[k][k];
+            if (nx < 1) nx = 1;
+            moved = fmax(moved, fabs(nx - x[k]) / x[k]);
+            x[k] = nx;
+        }
+        if (moved < 1e-9) break;
+    }
+    for (int k = 0; k < EFF_N; k++)
+        if (used[k] > 0) cm->eff.f[k] = 1.0 / x[k];
+    double ss = 0;
+    for (int i = 0; i < c->n; i++) {
+        const CalObs *o = &c->obs[i];
+        double p = 0;
+        for (int k = 0; k < EFF_N; k++) p += o->a[k] * x[k];
+        ss += (p - o->t) * (p - o->t) / (o->t * o->t);
+    }
+    return sqrt(ss / c->n);
 }

@@ -4,6 +4,8 @@
  * simulator and the replay. */
 #include "nereus/planner_live.h"
 
+#include "live_int.h"
+
 #include <math.h>
 #include <mpi.h>
 #include <stdio.h>
@@ -17,6 +19,7 @@
 #include "nereus/util.h"
 
 #define SLOW_DETECT 1.5 /* a rank counts as slow at this many times the others' CPU per predicted second */
+_Static_assert(TRACE_EFF_N == EFF_N, "trace.h TRACE_EFF_N must match planner.h EFF_N");
 
 static int cmp_dbl(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -78,7 +81,11 @@ void live_init(LivePlanner *lp, Job *j) {
     int rpn = 1;
     MPI_Comm_size(node, &rpn);
     MPI_Comm_free(&node);
-    if (j->rank != 0) return;
+    int sweep = strcmp(cfg->planner.policy, "sweep") == 0;
+    if (j->rank != 0) {
+        if (sweep) lp->sweep = sweep_new(lp, j);
+        return;
+    }
 
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     double phys = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
@@ -92,6 +99,7 @@ void live_init(LivePlanner *lp, Job *j) {
     hw->mem = cfg->planner.memory_gib > 0 ? cfg->planner.memory_gib * 1073741824.0 : phys / rpn;
     hw->bw[0] = hw->bw[1] = cfg->transition.bandwidth_gbs * 1e9;
     hw->lat[0] = hw->lat[1] = cfg->transition.latency_us * 1e-6;
+    hw->op_s = 1e-6; /* an operation's fixed cost, nominal: EFF_OPS calibrates it */
     cm->eff = eff_default();
     cm->actor = shape_of_gpt(&j->ac, "actor");
     cm->critic = shape_of_gpt(&j->cc, "critic");
@@ -106,9 +114,11 @@ void live_init(LivePlanner *lp, Job *j) {
              hw->mem / 1073741824.0);
     nr_log("planner: policy %s, gamma %.3g, threshold %.3g, warmup %d step(s); machine model: %s\n",
            cfg->planner.policy, cfg->planner.gamma, cfg->planner.threshold, cfg->planner.warmup, lp->hw_text);
+    if (sweep) lp->sweep = sweep_new(lp, j);
 }
 
 void live_free(LivePlanner *lp) {
+    sweep_free(lp->sweep);
     free(lp->slow);
     free(lp->pool);
     memset(lp, 0, sizeof *lp);
@@ -124,6 +134,12 @@ void live_observe(LivePlanner *lp, Job *j, int step, const StepStats *st, double
     counters_rank_last(m + (size_t)j->rank * 2 * K, m + (size_t)j->rank * 2 * K + K);
     comm_allreduce_sum_f64(j->world, m, (size_t)n * 2 * K);
     if (j->rank != 0) {
+        free(m);
+        return;
+    }
+    if (lp->sweep) {
+        sweep_observe(lp, j, step, m, wall_s, st->resp_len);
+        lp->w.resp_len = st->resp_len > 0 ? st->resp_len : lp->w.resp_len;
         free(m);
         return;
     }
@@ -178,8 +194,9 @@ void live_observe(LivePlanner *lp, Job *j, int step, const StepStats *st, double
                 meas = fmax(meas, t);
                 rt[(size_t)ps->ranks[i] * 3 + plan_stage_phase(s)] += t;
             }
-            if (meas > 0) cost_calibrate_in_plan(cm, plan, n, &lp->w, s, meas, j->cfg->planner.alpha);
+            if (meas > 0) cal_add(&lp->cal, cm, plan, n, &lp->w, s, meas);
         }
+        lp->fit_rms = cal_fit(&lp->cal, cm);
         for (int r = 0; r < n; r++)
             for (int ph = 0; ph < 3; ph++) phase[ph] = fmax(phase[ph], rt[(size_t)r * 3 + ph]);
         free(rt);
@@ -225,6 +242,75 @@ static void trace_decided(Trace *tr, const AdaptDecision *d, double gamma, int p
     trace_decision(tr, &td);
 }
 
+/* rank 0: the /signals row of this step (what the replay re-runs the controller on) */
+static void trace_seen(const LivePlanner *lp, Trace *tr, int step, int plan_id, int initial, const Observed *o,
+                       double pred, int n) {
+    if (!tr) return;
+    int16_t *pr = nr_xmalloc((size_t)o->npool * sizeof *pr);
+    for (int i = 0; i < o->npool; i++) pr[i] = (int16_t)o->pool[i];
+    char pool[4096] = "", slow[4096] = "";
+    plan_ranks_format(pr, o->npool, pool, sizeof pool);
+    free(pr);
+    size_t k = 0;
+    for (int r = 0; r < n && k < sizeof slow; r++)
+        if (lp->slow[r] != 1)
+            k += (size_t)snprintf(slow + k, sizeof slow - k, "%s%d:%.17g", k ? "," : "", r, lp->slow[r]);
+    TraceSignals g = {step, plan_id, initial, o->npool, o->oom, o->resp_len, adapt_eff_signal(o), pred,
+                      lp->cm.overhead_s, {0}, pool, slow};
+    memcpy(g.eff, lp->cm.eff.f, sizeof g.eff);
+    trace_signals(tr, &g);
+}
+
+void live_trace_start(const LivePlanner *lp, const Job *j, Trace *tr) {
+    if (!lp->on || lp->sweep || j->rank != 0) return;
+    const Config *cfg = j->cfg;
+    const HwModel *hw = &lp->cm.hw;
+    TracePlanner p = {cfg->planner.policy, hw->name, cfg->planner.gamma, cfg->planner.threshold, lp->cm.headroom,
+                      hw->flops, hw->mem, hw->hbm, hw->bw[0], hw->lat[0], hw->op_s, cfg->planner.every_k,
+                      cfg->planner.warmup, cfg->ppo.steps, j->size, hw->ranks_per_node, hw->cores};
+    trace_planner(tr, &p);
+}
+
+/* collective: the job moves to next (every rank has it); 0 moved, 1 refused (the run goes on), −1 a check failed */
+static int move_to(LivePlanner *lp, Job *j, const PlanConfig *next, int step, double L_new, double mem, Trace *tr,
+                   int *plan_id, char *plan_text, size_t plan_len, double *tx_bytes, char *why, size_t len) {
+    double t0 = nr_now();
+    JobTxReport rep;
+    char reason[512] = "";
+    int rc = job_transition(j, next, 0, &rep, reason, sizeof reason);
+    if (rc < 0) return nr_fail(why, len, "before step %d: the planner's transition failed: %s", step, reason);
+    if (rc == 1) {
+        nr_log("planner: before step %d: the transition was refused: %s; continuing on the current plan\n", step, reason);
+        snprintf(why, len, "%s", reason);
+        return 1;
+    }
+    plan_format(&j->plan, plan_text, plan_len);
+    nr_log("planner: before step %d: plan %d -> %d:\n%s", step, *plan_id, *plan_id + 1, plan_text);
+    char source[64];
+    snprintf(source, sizeof source, "planner %s", j->cfg->planner.policy);
+    trace_plan(tr, *plan_id + 1, step, plan_text, source, L_new, mem);
+    job_tx_log(&rep, step, t0, *plan_id, *plan_id + 1, tr);
+    (*plan_id)++;
+    *tx_bytes += rep.bytes_moved;
+    lp->transitions++;
+    lp->transition_s += rep.measured_s;
+    lp->skip_calib = 1;
+    return 0;
+}
+
+/* collective: the sweep's move before `step` */
+static int sweep_move(LivePlanner *lp, Job *j, int step, Trace *tr, int *plan_id, char *plan_text, size_t plan_len,
+                      double *tx_bytes, char *why, size_t len) {
+    PlanConfig next;
+    int64_t act = j->rank == 0 ? sweep_decide(lp, j, step, &next) : 0;
+    comm_bcast(j->world, &act, sizeof act, 0);
+    if (!act) return 0;
+    comm_bcast(j->world, &next, sizeof next, 0);
+    int rc = move_to(lp, j, &next, step, NAN, NAN, tr, plan_id, plan_text, plan_len, tx_bytes, why, len);
+    if (rc == 1 && j->rank == 0) sweep_refused(lp, step);
+    return rc < 0 ? -1 : 0;
+}
+
 int live_decide(LivePlanner *lp, Job *j, const Injector *inj, int step, Trace *tr, int *plan_id, char *plan_text,
                 size_t plan_len, double *tx_bytes, char *why, size_t len) {
     if (!lp->on) return 0;
@@ -241,6 +327,7 @@ int live_decide(LivePlanner *lp, Job *j, const Injector *inj, int step, Trace *t
     lp->npool = np;
     free(in);
 
+    if (lp->sweep) return sweep_move(lp, j, step, tr, plan_id, plan_text, plan_len, tx_bytes, why, len);
     /* rank 0 decides: 0 nothing, 1 a decision without a move, 2 move to `next` */
     AdaptDecision d;
     memset(&d, 0, sizeof d);
@@ -254,6 +341,8 @@ int live_decide(LivePlanner *lp, Job *j, const Injector *inj, int step, Trace *t
         o.oom = !now.fits;
         AdaptConfig ac = {lp->policy, cfg->planner.gamma, cfg->planner.threshold, cfg->planner.every_k,
                           cfg->ppo.steps, n, tx_price, &j->px};
+        trace_seen(lp, tr, step, *plan_id, !lp->started && (step >= cfg->planner.warmup || pool_changed), &o,
+                   now.total, n);
         if (!lp->started && (step >= cfg->planner.warmup || pool_changed)) {
             /* the initial placement: the best plan for the measured initial conditions */
             adapt_init(&lp->ad, &ac, &j->plan, &o);
@@ -318,33 +407,14 @@ int live_decide(LivePlanner *lp, Job *j, const Injector *inj, int step, Trace *t
     }
     PlanConfig next = d.next;
     comm_bcast(j->world, &next, sizeof next, 0);
-    double t0 = nr_now();
-    JobTxReport rep;
-    char reason[512] = "";
-    int rc = job_transition(j, &next, 0, &rep, reason, sizeof reason);
-    if (rc < 0) return nr_fail(why, len, "before step %d: the planner's transition failed: %s", step, reason);
+    int rc = move_to(lp, j, &next, step, d.L_new, d.next_cost.peak_mem, tr, plan_id, plan_text, plan_len, tx_bytes,
+                     why, len);
+    if (rc < 0) return -1;
     if (rc == 1) {
-        nr_log("planner: before step %d: the transition was refused: %s; continuing on the current plan\n", step, reason);
-        if (j->rank == 0) {
-            adapt_revert(&lp->ad, &j->plan);
-            StepCost sc;
-            lp->pred_s = cost_plan(&lp->cm, &j->plan, n, &lp->w, &sc);
-        }
-        if (urgent_pool) return nr_fail(why, len, "before step %d: ranks left the pool and the move off them was refused: %s",
-                                        step, reason);
-        return 0;
+        if (urgent_pool)
+            return nr_fail(why, len, "before step %d: ranks left the pool and the move off them was refused", step);
+        if (j->rank == 0) adapt_revert(&lp->ad, &j->plan);
     }
-    plan_format(&j->plan, plan_text, plan_len);
-    nr_log("planner: before step %d: plan %d -> %d:\n%s", step, *plan_id, *plan_id + 1, plan_text);
-    char source[64];
-    snprintf(source, sizeof source, "planner %s", cfg->planner.policy);
-    trace_plan(tr, *plan_id + 1, step, plan_text, source, d.L_new, d.next_cost.peak_mem);
-    job_tx_log(&rep, step, t0, *plan_id, *plan_id + 1, tr);
-    (*plan_id)++;
-    *tx_bytes += rep.bytes_moved;
-    lp->transitions++;
-    lp->transition_s += rep.measured_s;
-    lp->skip_calib = 1;
     if (j->rank == 0) {
         StepCost sc;
         lp->pred_s = cost_plan(&lp->cm, &j->plan, n, &lp->w, &sc);
@@ -354,6 +424,10 @@ int live_decide(LivePlanner *lp, Job *j, const Injector *inj, int step, Trace *t
 
 void live_report(const LivePlanner *lp) {
     if (!lp->on) return;
+    if (lp->sweep) {
+        sweep_report(lp);
+        return;
+    }
     nr_log("planner: %d decision(s) (%d search(es)): %d admitted, %d refused; %d transition(s), %.3f s measured\n",
            lp->decisions, lp->searches, lp->admitted, lp->refused, lp->transitions, lp->transition_s);
     if (lp->err_n > 0)
@@ -361,6 +435,7 @@ void live_report(const LivePlanner *lp) {
                100.0 * lp->err_sum / lp->err_n, 100.0 * lp->err_max);
     const Efficiency *e = &lp->cm.eff;
     nr_log("planner: calibrated efficiencies: GEMM %.3g, attention %.3g, memory-bound %.3g, all-reduce %.3g, "
-           "point-to-point %.3g; overhead %.4f s/step\n",
-           e->f[EFF_GEMM], e->f[EFF_ATTN], e->f[EFF_DECODE], e->f[EFF_AR_INTRA], e->f[EFF_P2P_INTRA], lp->cm.overhead_s);
+           "point-to-point %.3g; overhead %.4f s/step; fit over %d stage measurement(s): %.1f%% RMS\n",
+           e->f[EFF_GEMM], e->f[EFF_ATTN], e->f[EFF_DECODE], e->f[EFF_AR_INTRA], e->f[EFF_P2P_INTRA], lp->cm.overhead_s,
+           lp->cal.n, 100.0 * lp->fit_rms);
 }

@@ -137,6 +137,15 @@ int run_job(const Config *cfg, const Deck *deck, const char *deck_path) {
                              "[planner] policy = %s and [switch] step = %d both change the plan during the run; "
                              "use one (policy = off for the [switch])",
                              cfg->planner.policy, cfg->sw.step);
+    if (strcmp(cfg->planner.policy, "sweep") == 0) {
+        const PlannerConfig *pc = &cfg->planner;
+        int need = pc->warmup + (pc->sweep_plans + 1) * pc->sweep_steps;
+        if (cfg->ppo.steps < need)
+            return deck_error_at(deck, "ppo.steps",
+                                 "[planner] policy = sweep runs warmup %d + (sweep_plans %d + the search's choice) x "
+                                 "sweep_steps %d = %d PPO steps; [ppo] steps = %d is too few",
+                                 pc->warmup, pc->sweep_plans, pc->sweep_steps, need, cfg->ppo.steps);
+    }
     Injector inj;
     {
         const char *ikey = "";
@@ -206,6 +215,7 @@ int run_job(const Config *cfg, const Deck *deck, const char *deck_path) {
         return rc;
     }
     int plan_id = 0;
+    live_trace_start(&lp, &job, tr);
 
     int status = 0, stop_sig = 0;
     char stop_ckpt[JOB_PATH_MAX] = "";

@@ -1,0 +1,20 @@
+/* live_int.h — inside the live planner (planner_live.c): the sweep
+ * (sweep.c), policy = sweep. */
+#ifndef NEREUS_LIVE_INT_H
+#define NEREUS_LIVE_INT_H
+
+#include "nereus/planner_live.h"
+
+/* every rank: the sweep's state (rank 0 samples its plans with lp's model) */
+struct Sweep *sweep_new(LivePlanner *lp, Job *j);
+void sweep_free(struct Sweep *sw);
+/* rank 0, before PPO step `step`: 1 with *next when the job must move */
+int sweep_decide(LivePlanner *lp, Job *j, int step, PlanConfig *next);
+/* rank 0: the move before `step` was refused */
+void sweep_refused(LivePlanner *lp, int step);
+/* rank 0, after `step`: m (ranks × 2 × PLAN_NSTAGES) the ranks' wall and CPU seconds per model-stage */
+void sweep_observe(LivePlanner *lp, Job *j, int step, const double *m, double wall_s, double len);
+/* rank 0: the table and the sweep.* lines */
+void sweep_report(const LivePlanner *lp);
+
+#endif

@@ -1,0 +1,296 @@
+/* sweep.c — [planner] policy = sweep: the cost model validated on the
+ * machine it runs on (planner_live.h). Rank 0 samples sweep_plans plans
+ * uniformly from a small feasible space; the job runs each for
+ * sweep_steps PPO steps (the first after the transition not measured).
+ * After the first sweep_calibrate plans the model is fitted on their
+ * model-stages alone (least squares, planner.h) and frozen; every later
+ * plan is predicted before it runs (held out). Last, the search picks a
+ * plan with the frozen model and the job runs it: its measured step
+ * against the best measured of the sample is the plan-quality gap.
+ *
+ * The space, per model-stage: tp dividing n_head, pp dividing n_layer (1
+ * for generation), dp dividing the batch (and the minibatch for
+ * training), tp·pp·dp ≤ the job's ranks, on the block of tp·pp·dp
+ * consecutive ranks starting at a multiple of its size; a plan is kept
+ * when it fits memory. Each model-stage draws its option uniformly. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "live_int.h"
+#include "nereus/plan.h"
+#include "nereus/util.h"
+
+typedef struct SweepPlan {
+    PlanConfig plan;
+    double *wall;            /* measured step seconds */
+    int nwall;
+    double len;              /* Σ mean response length of its measured steps */
+    double phase[3];         /* Σ measured gen, inf, train phase (the largest per-rank sum of stage seconds) */
+    double outside;          /* Σ measured seconds outside the phases (wall − phases) */
+    double pred_phase[3];    /* held out: the predicted phases */
+    double pred;             /* held out: predicted before it ran (NaN: calibration plan, or refused) */
+    int refused;
+} SweepPlan;
+
+struct Sweep {
+    int n, K, steps, start;  /* sampled plans, calibration plans, steps per plan, the first sweep step */
+    SweepPlan *p;            /* (n + 1): the sample, then the search's choice */
+    Calibration cal;
+    CostModel fit;           /* the model fitted on the first K plans, frozen */
+    int fitted;
+    double over_sum;         /* the calibration plans' step time outside the model-stages */
+    int over_n;
+};
+
+static uint64_t rng_next(uint64_t *s) {
+    uint64_t x = *s;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return *s = x;
+}
+
+/* every option of stage id in the space, into opt (PlanStage, resolved); returns the count */
+static int stage_options(const Job *j, int id, PlanStage *opt, int max) {
+    const Config *cfg = j->cfg;
+    int n = 0, W = j->size;
+    for (int tp = 1; tp <= W; tp++) {
+        if (cfg->model.n_head % tp) continue;
+        for (int pp = 1; tp * pp <= W; pp++) {
+            if (cfg->model.n_layer % pp || (id == PLAN_ACTOR_GEN && pp > 1)) continue;
+            for (int dp = 1; tp * pp * dp <= W; dp++) {
+                if (cfg->ppo.batch % dp || (plan_stage_is_train(id) && cfg->ppo.minibatch % dp)) continue;
+                int size = tp * pp * dp;
+                for (int r0 = 0; r0 + size <= W && n < max; r0 += size) {
+                    PlanStage *s = &opt[n++];
+                    memset(s, 0, sizeof *s);
+                    s->src = PLAN_SRC_DECK;
+                    s->tp = tp, s->pp = pp, s->dp = dp, s->nranks = size;
+                    for (int i = 0; i < size; i++) s->ranks[i] = (int16_t)(r0 + i);
+                }
+            }
+        }
+    }
+    return n;
+}
+
+static void sweep_sample(LivePlanner *lp, Job *j, struct Sweep *sw) {
+    const Config *cfg = j->cfg;
+    static PlanStage opt[PLAN_NSTAGES][512];
+    int nopt[PLAN_NSTAGES];
+    for (int s = 0; s < PLAN_NSTAGES; s++) nopt[s] = stage_options(j, s, opt[s], 512);
+    uint64_t seed = (uint64_t)(cfg->planner.sweep_seed ? cfg->planner.sweep_seed : cfg->run.seed);
+    uint64_t st = seed * 0x9e3779b97f4a7c15ULL + 1;
+    for (int k = 0; k < sw->n; k++) {
+        for (int tries = 0; tries < 1000; tries++) {
+            PlanConfig *p = &sw->p[k].plan;
+            *p = j->plan;
+            for (int s = 0; s < PLAN_NSTAGES; s++) p->stage[s] = opt[s][rng_next(&st) % (uint64_t)nopt[s]];
+            StepCost c;
+            cost_plan(&lp->cm, p, j->size, &lp->w, &c);
+            if (c.fits) break;
+        }
+        sw->p[k].pred = NAN;
+    }
+    sw->p[sw->n].pred = NAN;
+}
+
+struct Sweep *sweep_new(LivePlanner *lp, Job *j) {
+    const PlannerConfig *pc = &j->cfg->planner;
+    struct Sweep *sw = nr_xcalloc(1, sizeof *sw);
+    sw->n = pc->sweep_plans;
+    sw->K = pc->sweep_calibrate < sw->n ? pc->sweep_calibrate : sw->n - 1;
+    sw->steps = pc->sweep_steps;
+    sw->start = pc->warmup;
+    sw->p = nr_xcalloc((size_t)sw->n + 1, sizeof *sw->p);
+    for (int k = 0; k <= sw->n; k++) sw->p[k].wall = nr_xcalloc((size_t)sw->steps, sizeof(double));
+    if (j->rank == 0) sweep_sample(lp, j, sw);
+    return sw;
+}
+
+void sweep_free(struct Sweep *sw) {
+    if (!sw) return;
+    for (int k = 0; k <= sw->n; k++) free(sw->p[k].wall);
+    free(sw->p);
+    free(sw);
+}
+
+/* the sample index of PPO step `step` and its position in the plan's window (−1: not in the sweep) */
+static int sweep_index(const struct Sweep *sw, int step, int *phase) {
+    if (step < sw->start) return -1;
+    int i = (step - sw->start) / sw->steps;
+    *phase = (step - sw->start) % sw->steps;
+    return i <= sw->n ? i : -1;
+}
+
+/* rank 0: fit the frozen model on the calibration plans */
+static void sweep_fit(LivePlanner *lp, struct Sweep *sw, int nranks) {
+    sw->fit = lp->cm;
+    sw->fit.eff = eff_default();
+    sw->fit.slow = NULL;
+    /* the observations were taken with the live model's factors: cal_add stored ideal seconds, so the fit starts anew */
+    cal_fit(&sw->cal, &sw->fit);
+    sw->fit.overhead_s = 0;
+    /* the time outside the phases, measured (wall − the phases the stage timers give), less the model's sync */
+    double over = 0;
+    int n = 0;
+    for (int k = 0; k < sw->K; k++) {
+        const SweepPlan *p = &sw->p[k];
+        if (p->refused || p->nwall == 0) continue;
+        Workload w = lp->w;
+        w.resp_len = p->len / p->nwall;
+        StepCost c;
+        cost_plan(&sw->fit, &p->plan, nranks, &w, &c);
+        over += p->outside - p->nwall * c.phase[3];
+        n += p->nwall;
+    }
+    sw->fit.overhead_s = n > 0 && over > 0 ? over / n : 0;
+    sw->fitted = 1;
+}
+
+int sweep_decide(LivePlanner *lp, Job *j, int step, PlanConfig *next) {
+    struct Sweep *sw = lp->sweep;
+    int phase, i = sweep_index(sw, step, &phase);
+    if (i < 0 || phase != 0) return 0;
+    if (i == sw->K && !sw->fitted) sweep_fit(lp, sw, j->size);
+    if (i == sw->n) { /* the search's choice with the frozen model */
+        StepCost c;
+        SearchStats st;
+        char why[512];
+        if (plan_search_on(&sw->fit, j->size, NULL, j->size, &lp->w, &sw->p[i].plan, &c, &st, why, sizeof why) != 0) {
+            nr_log("planner: sweep: the search found no plan: %s\n", why);
+            sw->p[i].refused = 1;
+            return 0;
+        }
+        sw->p[i].pred = c.total;
+        for (int ph = 0; ph < 3; ph++) sw->p[i].pred_phase[ph] = c.phase[ph];
+    } else if (sw->fitted) {
+        StepCost c;
+        sw->p[i].pred = cost_plan(&sw->fit, &sw->p[i].plan, j->size, &lp->w, &c);
+        for (int ph = 0; ph < 3; ph++) sw->p[i].pred_phase[ph] = c.phase[ph];
+    }
+    *next = sw->p[i].plan;
+    return 1;
+}
+
+void sweep_refused(LivePlanner *lp, int step) {
+    int phase, i = sweep_index(lp->sweep, step, &phase);
+    if (i >= 0) lp->sweep->p[i].refused = 1;
+}
+
+void sweep_observe(LivePlanner *lp, Job *j, int step, const double *m, double wall_s, double len) {
+    struct Sweep *sw = lp->sweep;
+    int phase, i = sweep_index(sw, step, &phase);
+    if (i < 0 || phase == 0 || sw->p[i].refused) return;
+    SweepPlan *p = &sw->p[i];
+    p->wall[p->nwall++] = wall_s;
+    p->len += len;
+    int K = PLAN_NSTAGES, n = j->size;
+    double *rt = nr_xcalloc((size_t)n * 3, sizeof *rt), ph[3] = {0, 0, 0};
+    for (int s = 0; s < K; s++) {
+        const PlanStage *ps = &j->plan.stage[s];
+        if (!job_stage_holds_model(j, s)) continue;
+        double meas = 0;
+        for (int r = 0; r < ps->nranks; r++) {
+            double t = m[(size_t)ps->ranks[r] * 2 * K + s];
+            meas = fmax(meas, t);
+            rt[(size_t)ps->ranks[r] * 3 + plan_stage_phase(s)] += t;
+        }
+        if (meas > 0 && i < sw->K) cal_add(&sw->cal, &lp->cm, &j->plan, n, &lp->w, s, meas);
+    }
+    for (int r = 0; r < n; r++)
+        for (int k = 0; k < 3; k++) ph[k] = fmax(ph[k], rt[(size_t)r * 3 + k]);
+    free(rt);
+    for (int k = 0; k < 3; k++) p->phase[k] += ph[k];
+    p->outside += wall_s - ph[0] - ph[1] - ph[2];
+}
+
+/* a plan on one line: each model-stage's layout and ranks */
+static void plan_short(const PlanConfig *p, char *buf, size_t len) {
+    static const char *ab[PLAN_NSTAGES] = {"gen", "a.inf", "a.trn", "ref", "c.inf", "c.trn", "rm"};
+    size_t n = 0;
+    buf[0] = 0;
+    for (int s = 0; s < PLAN_NSTAGES && n < len; s++) {
+        char r[64];
+        plan_ranks_format(p->stage[s].ranks, p->stage[s].nranks, r, sizeof r);
+        n += (size_t)snprintf(buf + n, len - n, "%s%s t%dp%dd%d@%s", s ? " " : "", ab[s], p->stage[s].tp, p->stage[s].pp,
+                              p->stage[s].dp, r);
+    }
+}
+
+static double plan_median(const SweepPlan *p) {
+    double v[64];
+    int n = p->nwall < 64 ? p->nwall : 64;
+    memcpy(v, p->wall, (size_t)n * sizeof *v);
+    for (int a = 1; a < n; a++)
+        for (int b = a; b > 0 && v[b] < v[b - 1]; b--) {
+            double t = v[b];
+            v[b] = v[b - 1];
+            v[b - 1] = t;
+        }
+    return n == 0 ? NAN : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+void sweep_report(const LivePlanner *lp) {
+    const struct Sweep *sw = lp->sweep;
+    nr_log("planner: sweep: %d sampled plan(s), %d step(s) each (the first after a transition not measured); the first "
+           "%d calibrate the model, the rest are predicted before they run\n",
+           sw->n, sw->steps, sw->K);
+    nr_log("  #  role        measured s  predicted s   error  gen/inf/train/outside measured (predicted)  plan\n");
+    double esum = 0, emax = 0, best = INFINITY;
+    int ne = 0, nrun = 0, ibest = -1;
+    for (int k = 0; k <= sw->n; k++) {
+        const SweepPlan *p = &sw->p[k];
+        double meas = plan_median(p);
+        char txt[512];
+        plan_short(&p->plan, txt, sizeof txt);
+        const char *role = k == sw->n ? "chosen" : k < sw->K ? "calibrate" : "held-out";
+        if (p->refused || !isfinite(meas)) {
+            nr_log("%3d  %-10s  %10s  %11s  %6s  %s\n", k, role, p->refused ? "refused" : "-", "-", "-", txt);
+            continue;
+        }
+        double err = isfinite(p->pred) ? (p->pred - meas) / meas : NAN;
+        if (k < sw->n) {
+            nrun++;
+            if (meas < best) best = meas, ibest = k;
+            if (k >= sw->K && isfinite(err)) {
+                esum += fabs(err);
+                emax = fmax(emax, fabs(err));
+                ne++;
+            }
+        }
+        char pe[32] = "-", ee[32] = "-";
+        if (isfinite(p->pred)) snprintf(pe, sizeof pe, "%.4f", p->pred);
+        if (isfinite(err)) snprintf(ee, sizeof ee, "%+.1f%%", 100 * err);
+        char phs[160];
+        double nw = p->nwall;
+        if (isfinite(p->pred))
+            snprintf(phs, sizeof phs, "%.3f/%.3f/%.3f/%.3f (%.3f/%.3f/%.3f/%.3f)", p->phase[0] / nw, p->phase[1] / nw,
+                     p->phase[2] / nw, p->outside / nw, p->pred_phase[0], p->pred_phase[1], p->pred_phase[2],
+                     p->pred - p->pred_phase[0] - p->pred_phase[1] - p->pred_phase[2]);
+        else
+            snprintf(phs, sizeof phs, "%.3f/%.3f/%.3f/%.3f", p->phase[0] / nw, p->phase[1] / nw, p->phase[2] / nw,
+                     p->outside / nw);
+        nr_log("%3d  %-10s  %10.4f  %11s  %6s  %s  %s\n", k, role, meas, pe, ee, phs, txt);
+    }
+    const SweepPlan *c = &sw->p[sw->n];
+    double chosen = plan_median(c);
+    const Efficiency *e = &sw->fit.eff;
+    nr_log("planner: sweep: fitted factors GEMM %.3g, attention %.3g, memory-bound %.3g, all-reduce %.3g, "
+           "point-to-point %.3g, per-operation %.3g; overhead %.4f s/step\n",
+           e->f[EFF_GEMM], e->f[EFF_ATTN], e->f[EFF_DECODE], e->f[EFF_AR_INTRA], e->f[EFF_P2P_INTRA], e->f[EFF_OPS],
+           sw->fit.overhead_s);
+    nr_log("sweep.plans_run: %d\n", nrun);
+    nr_log("sweep.heldout: %d\n", ne);
+    if (ne > 0) {
+        nr_log("sweep.mape_pct: %.2f\n", 100 * esum / ne);
+        nr_log("sweep.worst_pct: %.2f\n", 100 * emax);
+    }
+    if (ibest >= 0) nr_log("sweep.best_measured_s: %.4f (plan %d)\n", best, ibest);
+    if (isfinite(chosen) && ibest >= 0) {
+        nr_log("sweep.chosen_measured_s: %.4f\n", chosen);
+        nr_log("sweep.chosen_gap_pct: %.2f\n", 100 * (chosen - best) / best);
+    }
+}
