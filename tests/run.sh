@@ -273,6 +273,24 @@ for k in infeasible budget; do
   else result "switch-$k-refused" 1 0 "no refusal line, or the run did not continue"; fi
 done
 
+echo "== live planner: an injected pool change and slowdown, the planner's moves"
+# rank 3 leaves before step 4 and joins before step 8: the plan taken before step 4 holds nothing on rank 3
+t planner-pool-run 300 $L -np 4 bin/nereus tests/decks/pool.deck
+f=$LOG/planner-pool-run.log
+on3=$(awk '/^planner: before step 4: plan [0-9]+ -> [0-9]+:/{p=1;next} p&&/^transition:/{exit}
+  p{ if (match($0, /ranks [0-9,-]+/)) { n=split(substr($0, RSTART+6, RLENGTH-6), a, ",");
+       for (i=1;i<=n;i++) { m=split(a[i], b, "-"); lo=b[1]; hi=(m>1)?b[2]:b[1]; if (lo<=3 && 3<=hi) print $1 } } }' "$f")
+if grep -q '^planner: before step 4: replan — pool 3 rank(s)' "$f" && grep -q '^planner: before step 8: replan — pool 4 rank(s)' "$f" && \
+   [ -z "$on3" ] && [ "$(verify "$f" transitions)" -ge 2 ] && [ "$(verify "$f" status)" = pass ] && grep -q 'per-tensor checks passed' "$f"; then
+  result planner-pool-follows 0 0 "urgent replans at steps 4 (rank 3 out: nothing left on it) and 8 (back); $(verify "$f" transitions) transitions, checked"
+else result planner-pool-follows 1 0 "no urgent replan, or a model-stage left on rank 3: '$on3'"; fi
+# rank 1 does 4x its work from step 4: the planner measures it and replans
+t planner-slow-run 300 $L -np 4 bin/nereus tests/decks/slow.deck
+f=$LOG/planner-slow-run.log
+if grep -qE '^planner: before step [5-7]: replan — slowest rank at 0\.[0-4][0-9] of its speed' "$f" && [ "$(verify "$f" status)" = pass ]; then
+  result planner-slow-detected "0" 0 "$(grep -m1 -oE 'before step [0-9]+: replan — slowest rank at [0-9.]+ of its speed' "$f")"
+else result planner-slow-detected 1 0 "the injected 4x slowdown of rank 1 was not detected by step 7"; fi
+
 echo "== simulator (bin/nereus --simulate: MODELLED clusters, every policy)"
 t sim-growth-64 120 bin/nereus --simulate inputs/sim/growth-64.deck
 f=$LOG/sim-growth-64.log

@@ -77,6 +77,9 @@ void counters_stage_end(int id);
  * of the current or last step, wall[PLAN_NSTAGES], cpu[PLAN_NSTAGES] (0 where
  * it did not work on one). The timers run whether or not the counters are on. */
 void counters_rank_last(double *wall, double *cpu);
+/* local: a hook run at the start of every counters_stage_end (NULL: none),
+ * inside the stage — the injected slowdown's extra work (inject.h). */
+void counters_set_stage_end_hook(void (*hook)(void));
 /* collective over world: this step's records of every model-stage,
  * out[PLAN_NSTAGES], the same on every rank. */
 void counters_step_reduce(MPI_Comm world, CounterStage *out);

@@ -5,8 +5,9 @@
  * response lengths are ppo_min_response's, in the rollout).
  *
  * Slowdown: a slowed rank does (factor − 1) × the CPU seconds it computed
- * since its last wait, at every wait on other ranks (comm.h's wait hook),
- * as real floating-point work — so the ranks that wait on it really wait,
+ * since its last wait, at every wait on other ranks (comm.h's wait hook)
+ * and at the end of every model-stage (counters.h's stage-end hook), as
+ * real floating-point work — so the ranks that wait on it really wait,
  * its own stage timers and CPU clock show it, and the cores it shares are
  * really taken.
  *

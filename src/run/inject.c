@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "nereus/comm.h"
+#include "nereus/counters.h"
 #include "nereus/plan.h"
 #include "nereus/util.h"
 
@@ -44,6 +45,10 @@ int inject_init(Injector *in, const Config *cfg, int world, int rank, const char
     *key = "inject.slow_until";
     if (c->slow_until >= 0 && c->slow_until <= c->slow_step)
         return nr_fail(why, len, "[inject] slow_until = %d must come after slow_step = %d", c->slow_until, c->slow_step);
+    *key = "inject.leave_step";
+    if (c->leave_step >= 0 && strcmp(cfg->planner.policy, "off") == 0)
+        return nr_fail(why, len, "[inject] leave_step = %d takes ranks out of the pool, which needs the planner to move "
+                       "their work: set [planner] policy (static, payback, admit-all or every-k)", c->leave_step);
     *key = "inject.leave_ranks";
     if ((in->nleave = parse_ranks(c->leave_ranks, world, in->leave, why, len)) < 0) return -1;
     if (c->leave_step >= 0 && in->nleave == 0) return nr_fail(why, len, "[inject] leave_step = %d needs leave_ranks", c->leave_step);
@@ -52,10 +57,6 @@ int inject_init(Injector *in, const Config *cfg, int world, int rank, const char
     *key = "inject.join_step";
     if (c->join_step >= 0 && c->join_step <= c->leave_step)
         return nr_fail(why, len, "[inject] join_step = %d must come after leave_step = %d", c->join_step, c->leave_step);
-    *key = "inject.leave_step";
-    if (c->leave_step >= 0 && strcmp(cfg->planner.policy, "off") == 0)
-        return nr_fail(why, len, "[inject] leave_step = %d takes ranks out of the pool, which needs the planner to move "
-                       "their work: set [planner] policy (static, payback, admit-all or every-k)", c->leave_step);
     *key = "inject.resp_len_to";
     if (c->resp_len_to > cfg->ppo.max_response || c->resp_len_from > cfg->ppo.max_response)
         return nr_fail(why, len, "[inject] resp_len_from = %d / resp_len_to = %d: at most [ppo] max_response = %d",
@@ -66,6 +67,7 @@ int inject_init(Injector *in, const Config *cfg, int world, int rank, const char
 
 void inject_free(Injector *in) {
     comm_set_wait_hook(NULL);
+    counters_set_stage_end_hook(NULL);
     free(in->slow);
     free(in->leave);
     memset(in, 0, sizeof *in);
@@ -142,4 +144,5 @@ void inject_begin_step(Injector *in, int step) {
     in->factor = slow_factor = f;
     cpu_mark = thread_cpu();
     comm_set_wait_hook(f > 1 ? slow_hook : NULL);
+    counters_set_stage_end_hook(f > 1 ? slow_hook : NULL);
 }

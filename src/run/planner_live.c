@@ -18,7 +18,8 @@
 #include "nereus/plan.h"
 #include "nereus/util.h"
 
-#define SLOW_DETECT 1.5 /* a rank counts as slow at this many times the others' CPU per predicted second */
+#define SLOW_DETECT 2.0 /* a rank counts as slow at this many times its peers' CPU seconds (the model-based
+                           fallback's error across stage kinds reaches ~1.6x) */
 _Static_assert(TRACE_EFF_N == EFF_N, "trace.h TRACE_EFF_N must match planner.h EFF_N");
 
 static int cmp_dbl(const void *a, const void *b) {
@@ -155,9 +156,28 @@ void live_observe(LivePlanner *lp, Job *j, int step, const StepStats *st, double
         lp->err_n++;
         if (e > lp->err_max) lp->err_max = e;
     }
-    /* slowdown per rank: CPU seconds over the model's seconds for its stages, against the median rank */
-    double *ratio = nr_xcalloc((size_t)n, sizeof *ratio), *sorted = nr_xcalloc((size_t)n, sizeof *sorted);
-    int nr = 0;
+    /* slowdown per rank: against its peers in the model-stages it shares with others (CPU seconds over
+       the members' median, over the lesser of two), else its CPU seconds per predicted compute second
+       against the median rank's */
+    double *peer = nr_xcalloc((size_t)n, sizeof *peer), *ratio = nr_xcalloc((size_t)n, sizeof *ratio);
+    double *sorted = nr_xcalloc((size_t)n, sizeof *sorted), *cpu_s = nr_xcalloc((size_t)n, sizeof *cpu_s);
+    int *npeer = nr_xcalloc((size_t)n, sizeof *npeer), nr = 0;
+    for (int s = 0; s < K; s++) {
+        const PlanStage *ps = &plan->stage[s];
+        if (ps->nranks < 2 || !job_stage_holds_model(j, s)) continue;
+        for (int i = 0; i < ps->nranks; i++) cpu_s[i] = m[(size_t)ps->ranks[i] * 2 * K + K + s];
+        double ref;
+        if (ps->nranks == 2) ref = fmin(cpu_s[0], cpu_s[1]);
+        else {
+            memcpy(sorted, cpu_s, (size_t)ps->nranks * sizeof *sorted);
+            ref = median(sorted, ps->nranks);
+        }
+        if (!(ref > 1e-4)) continue; /* too short to tell */
+        for (int i = 0; i < ps->nranks; i++) {
+            peer[ps->ranks[i]] += cpu_s[i] / ref;
+            npeer[ps->ranks[i]]++;
+        }
+    }
     for (int r = 0; r < n; r++) {
         double cpu = 0, pred = 0;
         for (int s = 0; s < K; s++) {
@@ -176,9 +196,19 @@ void live_observe(LivePlanner *lp, Job *j, int step, const StepStats *st, double
         }
     }
     double med = median(sorted, nr);
-    if (fresh && med > 0)
-        for (int r = 0; r < n; r++)
-            if (ratio[r] > 0) lp->slow[r] = ratio[r] / med > SLOW_DETECT ? ratio[r] / med : 1; /* no work: kept */
+    if (fresh)
+        for (int r = 0; r < n; r++) {
+            double x = npeer[r] > 0 ? peer[r] / npeer[r] : ratio[r] > 0 && med > 0 ? ratio[r] / med : 0;
+            if (x > 0) lp->slow[r] = x > SLOW_DETECT ? x : 1; /* no work: the last estimate is kept */
+        }
+    if (getenv("NEREUS_PLANNER_DEBUG")) {
+        fprintf(stderr, "planner debug: step %d slow:", step);
+        for (int r = 0; r < n; r++) fprintf(stderr, " %d:%.2f(peer %.2f/%d model %.2f)", r, lp->slow[r], npeer[r] ? peer[r] / npeer[r] : 0, npeer[r], med > 0 ? ratio[r] / med : 0);
+        fprintf(stderr, "\n");
+    }
+    free(peer);
+    free(npeer);
+    free(cpu_s);
     free(ratio);
     free(sorted);
     /* calibration: each stage's slowest member against the model, its phase's core sharing and slowdown out */
@@ -216,16 +246,16 @@ void live_observe(LivePlanner *lp, Job *j, int step, const StepStats *st, double
 
 /* ---- decisions ------------------------------------------------------------------ */
 
-static void log_decision(const LivePlanner *lp, const AdaptDecision *d, const char *what) {
+static void log_decision(const LivePlanner *lp, const AdaptDecision *d, const char *what, double ref_len, double ref_eff) {
     char drift[160] = "";
     size_t k = 0;
     if (d->mask & DRIFT_POOL) k += (size_t)snprintf(drift + k, sizeof drift - k, "pool %d rank(s); ", lp->npool);
     if (d->mask & DRIFT_OOM) k += (size_t)snprintf(drift + k, sizeof drift - k, "predicted out-of-memory; ");
     if (d->mask & DRIFT_LENGTH)
-        k += (size_t)snprintf(drift + k, sizeof drift - k, "length %.2f (ref %.2f); ", d->len, lp->ad.dm.ref_len);
+        k += (size_t)snprintf(drift + k, sizeof drift - k, "length %.2f (ref %.2f); ", d->len, ref_len);
     if (d->mask & DRIFT_EFFICIENCY)
         k += (size_t)snprintf(drift + k, sizeof drift - k, "slowest rank at %.2f of its speed (ref %.2f); ", d->eff,
-                              lp->ad.dm.ref_eff);
+                              ref_eff);
     if (k >= 2) drift[k - 2] = 0;
     nr_log("planner: before step %d: %s%s%s: predicted %.4f s/step now, %.4f s/step with the candidate, transition "
            "%.4f s, H %.3g steps: %s\n",
@@ -333,6 +363,7 @@ int live_decide(LivePlanner *lp, Job *j, const Injector *inj, int step, Trace *t
     memset(&d, 0, sizeof d);
     int64_t act = 0;
     int initial = 0;
+    double ref_len = lp->ad.dm.ref_len, ref_eff = lp->ad.dm.ref_eff; /* before the decision resets them */
     if (j->rank == 0) {
         CostModel *cm = &lp->cm;
         Observed o = {lp->last_len > 0 ? lp->last_len : lp->w.resp_len, lp->npool, lp->pool, lp->slow, 0};
@@ -380,7 +411,7 @@ int live_decide(LivePlanner *lp, Job *j, const Injector *inj, int step, Trace *t
             } else {
                 lp->admitted += d.admitted;
                 lp->refused += !d.admitted;
-                log_decision(lp, &d, initial ? "initial placement" : "replan");
+                log_decision(lp, &d, initial ? "initial placement" : "replan", ref_len, ref_eff);
                 trace_decided(tr, &d, cfg->planner.gamma, *plan_id);
             }
         }

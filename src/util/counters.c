@@ -242,8 +242,12 @@ void counters_stage_begin(int id) {
     if (!s->ran) s->start = s->t_in - C.t0;
 }
 
+static void (*stage_end_hook)(void);
+void counters_set_stage_end_hook(void (*hook)(void)) { stage_end_hook = hook; }
+
 void counters_stage_end(int id) {
     if (id < 0 || id >= PLAN_NSTAGES) return;
+    if (stage_end_hook) stage_end_hook(); /* inside the stage: what it does counts as the stage's */
     RankStage *s = &C.st[id];
     double t = nr_now();
     long long v[COUNTERS_MAX_EVENTS];
