@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "nereus/adapt.h"
 #include "nereus/planner.h"
 
 static HwModel h200(void) {
@@ -22,6 +23,12 @@ static HwModel h200(void) {
     h.bw[0] = 450e9, h.lat[0] = 3e-6;   /* NVLink */
     h.bw[1] = 50e9, h.lat[1] = 10e-6;   /* InfiniBand NDR 400 */
     return h;
+}
+
+/* a transition cost the test sets */
+static double fixed_cost(void *ctx, const PlanConfig *a, const PlanConfig *b) {
+    (void)a, (void)b;
+    return *(const double *)ctx;
 }
 
 int main(void) {
@@ -124,5 +131,39 @@ int main(void) {
     SearchStats st;
     int rc = plan_search(&big, 2, &w, &pc, &sc, &st, why, sizeof why);
     CHECK(rc == -1 && strstr(why, "needs") && strstr(why, "GiB"), "70B on 2 ranks of 24 GB refused: %s", why);
+
+    /* ---- the controller (adapt.h): a refused replan still resets the references ---- */
+    {
+        int N = 64, pool[64];
+        for (int r = 0; r < N; r++) pool[r] = r;
+        Workload w0 = w;
+        PlanConfig start;
+        StepCost s0;
+        Observed o = {w0.resp_len, N, pool, NULL, 0};
+        CHECK(adapt_search(&cm, &w0, ADAPT_PAYBACK, N, &o, &start, &s0, why, sizeof why) == 0, "controller: a start plan");
+        double huge_C = 1e9;
+        AdaptConfig ac = {ADAPT_PAYBACK, 0.5, 0.3, 10, 1000, N, fixed_cost, &huge_C};
+        Adapt ad;
+        adapt_init(&ad, &ac, &start, &o);
+        AdaptDecision d;
+        Workload w1 = w0;
+        w1.resp_len = w1.resp_max = 4 * w0.resp_len; /* responses 4x longer: a crossing */
+        o.resp_len = w1.resp_len;
+        adapt_step(&ad, 10, &cm, &w1, &cm, &w1, &o, &d);
+        CHECK(d.searched && (d.mask & DRIFT_LENGTH) && !d.admitted && !d.changed && ad.dm.ref_len == w1.resp_len &&
+                  ad.dm.last_cross == 10 && memcmp(&ad.cur, &start, sizeof start) == 0,
+              "controller: length x4 searched, C = 1e9 s refused (%s), reference reset to %.0f, plan kept", d.reason,
+              ad.dm.ref_len);
+        adapt_step(&ad, 11, &cm, &w1, &cm, &w1, &o, &d);
+        CHECK(!d.searched, "controller: the same length one step later is no crossing (reference reset)");
+        huge_C = 0.1;
+        o.npool = N / 2; /* half the pool left: urgent, admitted whatever it costs */
+        adapt_step(&ad, 12, &cm, &w1, &cm, &w1, &o, &d);
+        int inside = 1;
+        for (int s = 0; s < PLAN_NSTAGES; s++)
+            for (int i = 0; i < ad.cur.stage[s].nranks; i++) inside &= ad.cur.stage[s].ranks[i] < N / 2;
+        CHECK(d.urgent && d.admitted && d.changed && inside, "controller: half the pool left: urgent, admitted, the new "
+              "plan within the 32 ranks left (%s)", d.reason);
+    }
     return CHECK_DONE();
 }

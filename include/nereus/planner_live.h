@@ -62,6 +62,10 @@ typedef struct LivePlanner {
  * every rank), when [planner] policy is not off. Prints what it found. */
 void live_init(LivePlanner *lp, Job *j);
 void live_free(LivePlanner *lp);
+/* collective over world: −1 with why (the same on every rank) when no plan
+ * fits the models in the pool's memory under any layout (what does not fit
+ * and by how much), 0 otherwise or without the planner */
+int live_check_fits(LivePlanner *lp, Job *j, char *why, size_t len);
 
 /* collective over world: before PPO step `step`. Returns 0 (the plan in
  * force stays or moved), or −1 (a transition's check failed, or a pool

@@ -287,13 +287,14 @@ int plan_search_mode(const CostModel *cm, int N, const int *map, int Njob, const
                     }
             if (mn > worst) { worst = mn; ws = s; wl = ml; }
         }
+        char b1[32], b2[32], b3[32];
         if (ws >= 0 && worst > usable)
-            nr_fail(why, len, "%s needs %.1f GiB per rank even at tp%d pp%d dp%d on %d ranks; ranks have %.1f GiB less %.0f%% headroom (%.1f GiB)",
-                 plan_stage_name(ws), worst / 1073741824.0, wl.tp, wl.pp, wl.dp, N, cm->hw.mem / 1073741824.0,
-                 cm->headroom * 100, usable / 1073741824.0);
+            nr_fail(why, len, "%s needs %s per rank even at tp%d pp%d dp%d on %d ranks; ranks have %s less %.0f%% headroom (%s)",
+                    plan_stage_name(ws), nr_bytes_str(worst, b1, sizeof b1), wl.tp, wl.pp, wl.dp, N,
+                    nr_bytes_str(cm->hw.mem, b2, sizeof b2), cm->headroom * 100, nr_bytes_str(usable, b3, sizeof b3));
         else
-            nr_fail(why, len, "no plan fits %d ranks of %.1f GiB (less %.0f%% headroom): the models together need more than the pool holds",
-                 N, cm->hw.mem / 1073741824.0, cm->headroom * 100);
+            nr_fail(why, len, "no plan fits %d ranks of %s (less %.0f%% headroom): the models together need more than the pool holds",
+                    N, nr_bytes_str(cm->hw.mem, b2, sizeof b2), cm->headroom * 100);
     }
     for (int s = 0; s < PLAN_NSTAGES; s++) {
         free(F[s].t);

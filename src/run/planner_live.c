@@ -118,6 +118,22 @@ void live_init(LivePlanner *lp, Job *j) {
     if (sweep) lp->sweep = sweep_new(lp, j);
 }
 
+int live_check_fits(LivePlanner *lp, Job *j, char *why, size_t len) {
+    if (!lp->on) return 0;
+    int64_t bad = 0;
+    if (j->rank == 0) {
+        Workload w = lp->w;
+        w.resp_len = w.resp_max; /* the most the models must hold */
+        PlanConfig p;
+        StepCost c;
+        SearchStats st;
+        bad = plan_search_on(&lp->cm, j->size, NULL, j->size, &w, &p, &c, &st, why, len) != 0;
+    }
+    comm_bcast(j->world, &bad, sizeof bad, 0);
+    if (bad) comm_bcast(j->world, why, len, 0);
+    return bad ? -1 : 0;
+}
+
 void live_free(LivePlanner *lp) {
     sweep_free(lp->sweep);
     free(lp->slow);

@@ -175,6 +175,14 @@ int run_job(const Config *cfg, const Deck *deck, const char *deck_path) {
     job_build(&job, MPI_COMM_WORLD, cfg, be, &ts, V, Tsft);
     LivePlanner lp;
     live_init(&lp, &job);
+    if (live_check_fits(&lp, &job, why, sizeof why) != 0) {
+        rc = deck_error_at(deck, cfg->planner.memory_gib > 0 ? "planner.memory_gib" : "planner.policy",
+                           "no plan fits the models in this job's %d rank(s): %s", world, why);
+        live_free(&lp);
+        inject_free(&inj);
+        job_free(&job);
+        return rc;
+    }
     nr_log("model: GPT-2 L=%d C=%d NH=%d V=%d T=%d: %zu parameters (actor), %zu (critic)\n", cfg->model.n_layer,
            cfg->model.n_embd, cfg->model.n_head, V, cfg->model.max_seq, job.n_actor, job.n_critic);
     char *deck_text = deck_resolved_text(deck, cfg);

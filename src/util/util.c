@@ -126,3 +126,12 @@ int nr_fail(char *why, size_t len, const char *fmt, ...) {
     }
     return -1;
 }
+
+const char *nr_bytes_str(double b, char *buf, size_t len) {
+    static const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int u = 0;
+    while (fabs(b) >= 1024.0 && u < 4) b /= 1024.0, u++;
+    if (u == 0) snprintf(buf, len, "%.0f B", b);
+    else snprintf(buf, len, "%.1f %s", b, unit[u]);
+    return buf;
+}
