@@ -143,8 +143,9 @@ $NT compare "$T" "$T" >"$D/compare.txt" 2>&1 && grep -qE '^  mean step s +[0-9.]
   grep -q 'actor.train s' "$D/compare.txt" && grep -q 'tokens/s' "$D/compare.txt"
 ok $? "compare A A: side by side, ratios 1.000"
 $NT replay "$T" --gamma 0 --gamma 1 >"$D/replay.txt" 2>&1; rc=$?
-[ $rc = 0 ] && grep -q '^replay: needs the planner.s decisions (/decisions is empty in this trace)$' "$D/replay.txt"
-ok $? "replay on an empty /decisions: says it needs the planner's decisions, exit $rc"
+[ $rc = 0 ] && grep -q '^replay: needs the planner.s decisions (/decisions is empty in this trace)$' "$D/replay.txt" &&
+  grep -q '^replay: the predicted total time .* need /signals and /planner .*: /signals is empty (the run had no live planner); not computed$' "$D/replay.txt"
+ok $? "replay on a run without the planner: says it needs the planner's decisions and that totals need /signals, exit $rc"
 
 # decisions and a drift event added with h5py as docs/TRACE.md describes them
 if have_py; then
@@ -181,6 +182,111 @@ PY
   $NT summary "$D/decided.h5" >"$D/summary2.txt" 2>&1 && grep -q 'step 3: length, magnitude 0.42' "$D/summary2.txt" &&
     grep -q 'admission decisions: 3, 2 admitted' "$D/summary2.txt"
   ok $? "summary lists the drift event and the decisions"
+fi
+
+# ---- the live planner: /planner, /signals and the replay -----------------------------------------
+# 4 ranks, policy payback, rank 3 made 3x slower from PPO step 5 (INJECTED) and a response-length ramp:
+# the initial placement before step 2, a replan when the slowdown shows (admitted: the plan off rank 3
+# pays back at once); about 8 s here.
+LT=$D/planner.trace.h5
+cat >"$D/planner.deck" <<EOF
+[run]
+seed = 1
+name = trace_planner
+[model]
+n_layer = 2
+n_embd = 64
+n_head = 4
+max_seq = 32
+[task]
+names = reverse,sort
+digits = 4
+[sft]
+steps = 20
+batch = 32
+lr = 3e-3
+[ppo]
+steps = 12
+batch = 64
+epochs = 2
+minibatch = 16
+max_response = 24
+[inject]
+resp_len_from = 4
+resp_len_to = 16
+slow_ranks = 3
+slow_step = 5
+slow_factor = 3
+[planner]
+policy = payback
+[trace]
+file = $LT
+EOF
+timeout 300 $L -np 4 bin/nereus "$D/planner.deck" >"$D/planner.log" 2>&1; rc=$?
+ok $rc "4-rank live-planner run (payback, rank 3 slowed from step 5; exit $rc; log $D/planner.log)"
+if have_py; then
+  $PY - "$LT" >"$D/planner-h5py.log" 2>&1 <<'PY'
+import sys, h5py, numpy as np
+f = h5py.File(sys.argv[1], "r")
+p = f["planner"].attrs
+for a in ["policy", "gamma", "threshold", "every_k", "warmup", "steps_total", "nranks", "hw_name", "hw_flops", "hw_mem",
+          "hw_hbm", "hw_bw", "hw_lat", "hw_op_s", "hw_ranks_per_node", "hw_cores", "headroom"]:
+    assert a in p, "no /planner attribute " + a
+assert p["policy"] == b"payback" and p["nranks"] == 4 and p["steps_total"] == 12
+s = f["signals"][:]
+for c in ["step", "plan_id", "initial", "npool", "oom", "resp_len", "eff_signal", "pred_step_s", "overhead_s", "eff",
+          "pool", "slow"]:
+    assert c in s.dtype.names, "no /signals column " + c
+assert list(s["step"]) == list(range(12)), s["step"]
+assert s["eff"].shape == (12, 8) and int(s["initial"].sum()) == 1 and s["initial"][2] == 1
+assert all(x == b"0-3" for x in s["pool"]) and s["slow"][0] == b""
+assert any(x.startswith(b"3:") for x in s["slow"]), "rank 3's slowdown not in /signals"
+d = f["decisions"][:]
+late = [r for r in d if r["admitted"] and not r["reason"].startswith(b"initial")]
+assert late, "no admitted decision after the initial placement: %s" % d
+print("ok: /planner attributes, /signals 12 rows (eff 8 wide, initial at step 2), %d decision(s), %d admitted after "
+      "the initial placement (step %d)" % (len(d), len(late), late[0]["step"]))
+PY
+  ok $? "h5py: /planner and /signals as documented, an admitted replan: $(tail -1 "$D/planner-h5py.log")"
+fi
+$NT replay "$LT" --gamma 0 --gamma 1 >"$D/replay-live.txt" 2>&1; rc=$?
+nd=$(sed -n 's/^replay .*: \([0-9]*\) recorded decision(s).*/\1/p' "$D/replay-live.txt")
+[ $rc = 0 ] && [ -n "$nd" ] && grep -q "^  reproduced: $nd of $nd recorded decision(s)" "$D/replay-live.txt" &&
+  grep -q '^  the recorded parameters reproduce every recorded decision$' "$D/replay-live.txt" &&
+  grep -q '^  plans: every step.s plan id agrees with /steps' "$D/replay-live.txt" &&
+  grep -q '^model: the rebuilt cost model gives the recorded prediction for the plan in force on 12 of 12 step(s)$' "$D/replay-live.txt" &&
+  ! grep -q DIFFERS "$D/replay-live.txt"
+ok $? "replay with the recorded gamma and threshold reproduces all $nd recorded decisions, the plan sequence and the model's predictions"
+# a totals row: "transitions total_s"
+row() { sed -n "s/^  $1  *[0-9-]*  *\([0-9]*\)  *[0-9.]*  *[0-9.]*  *\([0-9.]*\) .*/\1 \2/p" "$D/replay-live.txt"; }
+g0=$(row 'payback gamma 0') g1=$(row 'payback gamma 1') rr=$(row 'recorded run (as it ran)') st=$(row 'static')
+[ -n "$g0" ] && [ -n "$g1" ] && [ -n "$rr" ] && [ -n "$st" ] && [ "$g0" != "$g1" ] &&
+  grep -q '^recorded run, measured: 12 step(s)' "$D/replay-live.txt" && grep -q '^  best fixed plan (hindsight)' "$D/replay-live.txt"
+ok $? "replay gamma 0 vs gamma 1 differ (transitions, predicted total s): gamma 0 '$g0', gamma 1 '$g1'; recorded '$rr', static '$st'"
+$NT replay "$LT" --gamma 1 --threshold 0.1 >"$D/replay-thr.txt" 2>&1; rc=$?
+[ $rc = 0 ] && grep -q '^payback gamma 1, threshold 0.1: ' "$D/replay-thr.txt" &&
+  grep -q '^  the recorded parameters reproduce every recorded decision$' "$D/replay-thr.txt"
+ok $? "replay --threshold 0.1 re-runs the drift monitor: $(grep '^payback gamma 1, threshold' "$D/replay-thr.txt")"
+$NT csv "$LT" signals >"$D/signals.csv" 2>&1 && [ "$(wc -l <"$D/signals.csv")" = 13 ] &&
+  head -1 "$D/signals.csv" | grep -q '^step,plan_id,initial,.*,eff_0,eff_1,eff_2,eff_3,eff_4,eff_5,eff_6,eff_7,pool,slow$'
+ok $? "csv signals: header (eff as eff_0..eff_7) + 12 rows"
+if have_py; then
+  # one row's calibration changed at the replan: the replay must say so, not claim a reproduction
+  cp "$LT" "$D/tampered.h5"
+  $PY - "$D/tampered.h5" <<'PY'
+import sys, h5py
+with h5py.File(sys.argv[1], "r+") as f:
+    s = f["signals"]
+    d = f["decisions"][:]
+    k = int([r["step"] for r in d if not r["reason"].startswith(b"initial")][0])
+    r = s[k]
+    r["eff"][0] *= 0.5
+    s[k] = r
+PY
+  $NT replay "$D/tampered.h5" >"$D/replay-tampered.txt" 2>&1; rc=$?
+  [ $rc = 0 ] && grep -q 'DIFFERS' "$D/replay-tampered.txt" &&
+    grep -q '^  the recorded parameters do NOT reproduce the recorded run' "$D/replay-tampered.txt"
+  ok $? "replay of a copy with one /signals row changed says what differs: $(grep -m1 DIFFERS "$D/replay-tampered.txt" | cut -c1-100)..."
 fi
 
 # ---- plot-trace ----------------------------------------------------------------------------------

@@ -29,7 +29,11 @@
 
 #include <hdf5.h>
 
-#include "nereus/planner.h" /* admit(): the payback rule replay applies */
+#include "nereus/adapt.h"   /* the controller replay re-runs */
+#include "nereus/deck.h"    /* the stored deck back into a Config */
+#include "nereus/planner.h" /* cost model, admit() */
+#include "nereus/task.h"    /* the prompt length and vocabulary, as run.c has them */
+#include "nereus/txprice.h" /* the transition pricer, as the job prices */
 
 #pragma GCC diagnostic ignored "-Wformat-truncation"
 
@@ -66,10 +70,11 @@ static void h5reason(char *buf, size_t len) {
 
 /* ---- tables ------------------------------------------------------------------- */
 
-enum { C_INT, C_FLT, C_STR };
+enum { C_INT, C_FLT, C_STR, C_VEC };
 typedef struct Col {
     char name[64];
     int cls;
+    int w;          /* C_VEC: reals per row (a 1-D array member), in f row-major */
     int64_t *i;
     double *f;
     char **s;
@@ -82,8 +87,14 @@ typedef struct Table {
     Col *col;
 } Table;
 
-enum { T_STEPS, T_STAGES, T_PLANS, T_DRIFT, T_DECISIONS, T_TRANSITIONS, T_N };
-static const char *table_names[T_N] = {"steps", "stages", "plans", "drift", "decisions", "transitions"};
+enum { T_STEPS, T_STAGES, T_PLANS, T_DRIFT, T_DECISIONS, T_TRANSITIONS, T_SIGNALS, T_N };
+static const char *table_names[T_N] = {"steps", "stages", "plans", "drift", "decisions", "transitions", "signals"};
+/* the live planner's attributes of /planner (trace.h TracePlanner) */
+typedef struct PlannerAttrs {
+    char policy[32], hw_name[64];
+    double gamma, threshold, headroom, hw_flops, hw_mem, hw_hbm, hw_bw, hw_lat, hw_op_s;
+    int64_t every_k, warmup, steps_total, nranks, hw_rpn, hw_cores;
+} PlannerAttrs;
 
 typedef struct TraceFile {
     const char *path;
@@ -96,6 +107,11 @@ typedef struct TraceFile {
     char status[128];
     double ppo_s, trace_s;
     int64_t mfu_clamped;
+    int has_signals;        /* the trace has a /signals table (traces before the live planner have none) */
+    int has_planner;        /* /planner, with every attribute the replay needs */
+    char planner_missing[64];
+    PlannerAttrs pa;
+    char *deck;             /* the resolved deck (/deck), NULL when unreadable */
 } TraceFile;
 
 static int read_col(const char *path, hid_t d, const char *tname, hid_t mtype_member, Col *c, size_t n, hid_t fspace) {
@@ -107,7 +123,7 @@ static int read_col(const char *path, hid_t d, const char *tname, hid_t mtype_me
     if (!buf) return fail("%s: /%s: out of memory for %zu rows", path, tname, n);
     if (n && H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) goto h5fail;
     if (c->cls == C_INT) c->i = buf;
-    else if (c->cls == C_FLT) c->f = buf;
+    else if (c->cls == C_FLT || c->cls == C_VEC) c->f = buf;
     else {
         char **v = buf;
         c->s = calloc(n ? n : 1, sizeof *c->s);
@@ -161,6 +177,23 @@ static int read_table(const char *path, hid_t f, int which, Table *t) {
         hid_t mtm;
         if (cl == H5T_INTEGER) { c->cls = C_INT; mtm = H5T_NATIVE_INT64; }
         else if (cl == H5T_FLOAT) { c->cls = C_FLT; mtm = H5T_NATIVE_DOUBLE; }
+        else if (cl == H5T_ARRAY) { /* a 1-D array of reals (/signals eff) */
+            hid_t mty = H5Tget_member_type(ft, (unsigned)m), base = mty >= 0 ? H5Tget_super(mty) : -1;
+            hsize_t dim[4] = {0};
+            int ok = base >= 0 && H5Tget_class(base) == H5T_FLOAT && H5Tget_array_ndims(mty) == 1 &&
+                     H5Tget_array_dims2(mty, dim) == 1 && dim[0] >= 1 && dim[0] <= 64;
+            if (base >= 0) H5Tclose(base);
+            if (mty >= 0) H5Tclose(mty);
+            if (!ok) continue; /* not ours; left out */
+            c->cls = C_VEC;
+            c->w = (int)dim[0];
+            if ((mtm = H5Tarray_create2(H5T_NATIVE_DOUBLE, 1, dim)) < 0) goto h5fail;
+            int rc = read_col(path, d, name, mtm, c, t->n, sp);
+            H5Tclose(mtm);
+            if (rc != 0) goto out;
+            t->ncol++;
+            continue;
+        }
         else if (cl == H5T_STRING) {
             hid_t mty = H5Tget_member_type(ft, (unsigned)m);
             int vl = H5Tis_variable_str(mty);
@@ -203,7 +236,8 @@ static const char *required[T_N] = {
     "plan_id,first_step,text,source,predicted_step_s,predicted_mem_bytes",
     "step,kind,magnitude,threshold",
     "step,from_plan,to_plan,urgent,admitted,L_now_s,L_new_s,dL_s,C_s,H_steps,gamma,reason",
-    "step,from_plan,to_plan,nchanges,t_start_s,predicted_s,measured_s,engine_s,bytes_moved,bytes_min,text"};
+    "step,from_plan,to_plan,nchanges,t_start_s,predicted_s,measured_s,engine_s,bytes_moved,bytes_min,text",
+    "step,plan_id,initial,npool,oom,resp_len,eff_signal,pred_step_s,overhead_s,eff,pool,slow"};
 
 static int check_columns(const TraceFile *tf, int which) {
     char list[512];
@@ -267,6 +301,69 @@ static int attr_num(hid_t loc, const char *name, hid_t mtype, void *out, size_t 
     return rc;
 }
 
+/* a scalar string dataset (fixed or variable length), malloc'd; NULL when absent or unreadable */
+static char *dset_str(hid_t f, const char *name) {
+    if (H5Lexists(f, name, H5P_DEFAULT) <= 0) return NULL;
+    hid_t d = H5Dopen2(f, name, H5P_DEFAULT), t = d >= 0 ? H5Dget_type(d) : -1, mt = -1;
+    char *out = NULL;
+    if (t < 0 || H5Tget_class(t) != H5T_STRING) goto done;
+    mt = H5Tcopy(H5T_C_S1);
+    if (H5Tis_variable_str(t) > 0) {
+        char *p = NULL;
+        H5Tset_size(mt, H5T_VARIABLE);
+        if (H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, &p) >= 0 && p) {
+            out = strdup(p);
+            H5free_memory(p);
+        }
+    } else {
+        size_t n = H5Tget_size(t);
+        out = calloc(n + 2, 1);
+        H5Tset_size(mt, n + 1);
+        if (out && H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, out) < 0) {
+            free(out);
+            out = NULL;
+        }
+    }
+done:
+    if (mt >= 0) H5Tclose(mt);
+    if (t >= 0) H5Tclose(t);
+    if (d >= 0) H5Dclose(d);
+    return out;
+}
+
+/* /planner's attributes (written once when the live planner starts); has_planner = 1 when every one is there */
+static void read_planner(hid_t f, TraceFile *tf) {
+    PlannerAttrs *p = &tf->pa;
+    if (H5Lexists(f, "planner", H5P_DEFAULT) <= 0) {
+        snprintf(tf->planner_missing, sizeof tf->planner_missing, "no /planner");
+        return;
+    }
+    hid_t d = H5Dopen2(f, "planner", H5P_DEFAULT);
+    if (d < 0) {
+        snprintf(tf->planner_missing, sizeof tf->planner_missing, "/planner unreadable");
+        return;
+    }
+    const struct { const char *n; double *v; } dv[] = {
+        {"gamma", &p->gamma},     {"threshold", &p->threshold}, {"headroom", &p->headroom}, {"hw_flops", &p->hw_flops},
+        {"hw_mem", &p->hw_mem},   {"hw_hbm", &p->hw_hbm},       {"hw_bw", &p->hw_bw},       {"hw_lat", &p->hw_lat},
+        {"hw_op_s", &p->hw_op_s},
+    };
+    const struct { const char *n; int64_t *v; } iv[] = {
+        {"every_k", &p->every_k}, {"warmup", &p->warmup},         {"steps_total", &p->steps_total},
+        {"nranks", &p->nranks},   {"hw_ranks_per_node", &p->hw_rpn}, {"hw_cores", &p->hw_cores},
+    };
+    const char *miss = NULL;
+    if (attr_str(d, "policy", p->policy, sizeof p->policy) != 0) miss = "policy";
+    if (attr_str(d, "hw_name", p->hw_name, sizeof p->hw_name) != 0) miss = "hw_name";
+    for (size_t i = 0; i < sizeof dv / sizeof dv[0]; i++)
+        if (attr_num(d, dv[i].n, H5T_NATIVE_DOUBLE, dv[i].v, 1) != 0) miss = dv[i].n;
+    for (size_t i = 0; i < sizeof iv / sizeof iv[0]; i++)
+        if (attr_num(d, iv[i].n, H5T_NATIVE_INT64, iv[i].v, 1) != 0) miss = iv[i].n;
+    H5Dclose(d);
+    if (miss) snprintf(tf->planner_missing, sizeof tf->planner_missing, "/planner has no attribute %s", miss);
+    else tf->has_planner = 1;
+}
+
 static int trace_load(const char *path, TraceFile *tf) {
     memset(tf, 0, sizeof *tf);
     tf->path = path;
@@ -320,8 +417,16 @@ static int trace_load(const char *path, TraceFile *tf) {
             attr_num(f, "peak_gflops_together", H5T_NATIVE_DOUBLE, tf->peak_together, (size_t)tf->ranks) != 0)
             tf->npeak = 0;
     }
-    for (int i = 0; i < T_N; i++)
+    for (int i = 0; i < T_N; i++) {
+        if (i == T_SIGNALS) { /* optional: traces before the live planner have no /signals */
+            tf->t[i].name = table_names[i];
+            if (H5Lexists(f, table_names[i], H5P_DEFAULT) <= 0) continue;
+            tf->has_signals = 1;
+        }
         if (read_table(path, f, i, &tf->t[i]) != 0 || check_columns(tf, i) != 0) goto out;
+    }
+    read_planner(f, tf);
+    tf->deck = dset_str(f, "deck");
     if (H5Lexists(f, "complete", H5P_DEFAULT) > 0) {
         hid_t d = H5Dopen2(f, "complete", H5P_DEFAULT);
         int32_t one = 0;
@@ -618,12 +723,20 @@ static int cmd_csv(const TraceFile *tf, const char *name) {
     for (int i = 0; i < T_N; i++)
         if (strcmp(name, table_names[i]) == 0) which = i;
     if (which < 0) {
-        fprintf(stderr, "nereus-trace: csv: no table '%s' (steps, stages, plans, drift, decisions, transitions)\n",
+        fprintf(stderr, "nereus-trace: csv: no table '%s' (steps, stages, plans, drift, decisions, transitions, signals)\n",
                 name);
         return 2;
     }
     const Table *t = &tf->t[which];
-    for (int c = 0; c < t->ncol; c++) printf("%s%s", c ? "," : "", t->col[c].name);
+    if (which == T_SIGNALS && !tf->has_signals) {
+        fprintf(stderr, "nereus-trace: csv: %s has no /signals (a trace from before the live planner)\n", tf->path);
+        return 1;
+    }
+    for (int c = 0; c < t->ncol; c++) {
+        if (t->col[c].cls != C_VEC) printf("%s%s", c ? "," : "", t->col[c].name);
+        else
+            for (int m = 0; m < t->col[c].w; m++) printf("%s%s_%d", c || m ? "," : "", t->col[c].name, m);
+    }
     if (which == T_STAGES) printf(",stage_name");
     printf("\n");
     for (size_t k = 0; k < t->n; k++) {
@@ -632,6 +745,8 @@ static int cmd_csv(const TraceFile *tf, const char *name) {
             if (c) putchar(',');
             if (col->cls == C_INT) printf("%lld", (long long)col->i[k]);
             else if (col->cls == C_FLT) printf("%.9g", col->f[k]);
+            else if (col->cls == C_VEC)
+                for (int m = 0; m < col->w; m++) printf("%s%.17g", m ? "," : "", col->f[k * (size_t)col->w + m]);
             else csv_str(col->s[k]);
         }
         if (which == T_STAGES) {
@@ -683,21 +798,481 @@ static int cmd_compare(const TraceFile *A, const TraceFile *B) {
     return 0;
 }
 
-/* replay: the admission rule (planner.h admit) over the recorded decisions
- * with other γ. What it cannot do yet says so: re-running the drift
- * monitor with other thresholds and pricing the plans that were not taken
- * need the planner's cost model in the trace. */
-static int cmd_replay(const TraceFile *tf, const double *gammas, int ng, double threshold) {
+/* ---- replay ----------------------------------------------------------------------
+ *
+ * With /signals and /planner (a live-planner run): the controller's inputs
+ * rebuilt step by step — the machine model from /planner, the calibrated
+ * efficiencies, overhead, response length, pool and per-rank slowdowns
+ * from each /signals row, the models, workload and transition pricer from
+ * the deck stored in the trace — and the controller (adapt.h, the code the
+ * live run decides with) re-run over them: with the recorded policy, γ and
+ * threshold it must give the recorded /decisions; with other γ, threshold
+ * or the static policy it says what those would have decided, and every
+ * run is priced with the same per-step model. Without them: the admission
+ * rule over the recorded decisions only. */
+
+#define GPT2_VOCAB 50257 /* src/run/run.c's: the vocabulary of [sft] data = tokens */
+
+typedef struct SigRow {
+    int64_t step;
+    int plan_id, initial, npool, oom;
+    double resp_len, eff_signal, pred, overhead, eff[EFF_N];
+    int *pool;               /* (npool) ascending job ranks */
+    double *slow;            /* (nranks) 1 where the row lists none */
+} SigRow;
+
+typedef struct Replay {
+    const TraceFile *tf;
+    Config cfg;
+    int n;                   /* job ranks */
+    GPTConfig ac, cc;
+    int have_rm, P;
+    TxPricer px;
+    HwModel hw;
+    PlanConfig plan0;        /* the deck's plan, resolved as main.c resolves it */
+    SigRow *row;
+    size_t nrow;
+    int nrec;                /* recorded plans: /plans text parsed back (pricing the recorded run) */
+    PlanConfig *rec;         /* indexed by plan id */
+    int *rec_ok;
+} Replay;
+
+/* "0-3,5" into ranks (ascending); returns the count or −1 */
+static int parse_ranks(const char *s, int *out, int max) {
+    int n = 0;
+    while (*s) {
+        char *e;
+        long a = strtol(s, &e, 10), b = a;
+        if (e == s) return -1;
+        s = e;
+        if (*s == '-') {
+            b = strtol(s + 1, &e, 10);
+            if (e == s + 1) return -1;
+            s = e;
+        }
+        for (long r = a; r <= b; r++) {
+            if (n >= max || r < 0) return -1;
+            out[n++] = (int)r;
+        }
+        if (*s == ',') s++;
+        else if (*s) return -1;
+    }
+    return n;
+}
+
+/* one plan_format text back into a PlanConfig (layouts and ranks; src from "(deck" / "(default") */
+static int parse_plan_text(const char *text, PlanConfig *p) {
+    memset(p, 0, sizeof *p);
+    snprintf(p->fill, sizeof p->fill, "auto");
+    int seen = 0;
+    for (const char *l = text; *l;) {
+        const char *e = strchr(l, '\n');
+        size_t len = e ? (size_t)(e - l) : strlen(l);
+        char line[8192];
+        snprintf(line, sizeof line, "%.*s", (int)(len < sizeof line ? len : sizeof line - 1), l);
+        l += len + (e ? 1 : 0);
+        char *sp = strchr(line, ' '), *rk = strstr(line, "  ranks "), *par = strstr(line, "  (");
+        if (!sp || !rk) continue;
+        int id = plan_stage_find(line, (size_t)(sp - line));
+        if (id < 0) return -1;
+        char *rl = rk + 8, *re = strchr(rl, ' ');
+        char spec[8192];
+        snprintf(spec, sizeof spec, "%.*s @ %.*s", (int)(rk - sp), sp, re ? (int)(re - rl) : (int)strlen(rl), rl);
+        char why[256];
+        if (plan_stage_parse(spec, strlen(spec), &p->stage[id], why, sizeof why) != 0) return -1;
+        p->stage[id].src = par && strncmp(par + 3, "default", 7) == 0 ? PLAN_SRC_DEFAULT : PLAN_SRC_DECK;
+        seen |= 1 << id;
+    }
+    return seen == (1 << PLAN_NSTAGES) - 1 ? 0 : -1;
+}
+
+static void free_replay(Replay *r) {
+    for (size_t k = 0; k < r->nrow; k++) {
+        free(r->row[k].pool);
+        free(r->row[k].slow);
+    }
+    free(r->row);
+    free(r->rec);
+    free(r->rec_ok);
+}
+
+/* the controller's inputs from the trace; 0, or −1 with why */
+static int replay_build(const TraceFile *tf, Replay *r, char *why, size_t len) {
+    memset(r, 0, sizeof *r);
+    r->tf = tf;
+    const PlannerAttrs *pa = &tf->pa;
+    if (!tf->deck) return snprintf(why, len, "the trace has no readable /deck"), -1;
+    if (deck_parse_string("the trace's /deck", tf->deck, strlen(tf->deck), &r->cfg, NULL, 1) != 0)
+        return snprintf(why, len, "the deck stored in the trace does not parse"), -1;
+    const Config *cfg = &r->cfg;
+    r->n = (int)pa->nranks;
+    if (r->n < 1 || r->n > PLAN_MAX_RANKS) return snprintf(why, len, "/planner nranks = %d", r->n), -1;
+    /* the models, prompt and sequence capacities as run.c and job.c make them */
+    TaskSet ts;
+    char w2[512];
+    if (task_parse(&ts, cfg->task.names, cfg->task.digits, (uint64_t)cfg->run.seed, w2, sizeof w2) != 0)
+        return snprintf(why, len, "the deck's [task]: %s", w2), -1;
+    int use_tokens = strcmp(cfg->sft.data, "tokens") == 0 && cfg->sft.steps > 0;
+    int V = cfg->model.vocab_size ? cfg->model.vocab_size : (use_tokens ? GPT2_VOCAB : TASK_VOCAB);
+    r->P = task_prompt_len(&ts);
+    int Tsft = use_tokens ? (cfg->sft.seq > 0 ? cfg->sft.seq : cfg->model.max_seq) : r->P + task_max_answer(&ts) + 1;
+    int Tresp = cfg->ppo.steps > 0 ? cfg->ppo.max_response : task_max_answer(&ts) + 1;
+    int Tgen = cfg->model.max_seq < r->P + Tresp ? cfg->model.max_seq : r->P + Tresp;
+    r->have_rm = cfg->reward.network && cfg->ppo.steps > 0;
+    r->ac = (GPTConfig){V, cfg->model.max_seq, cfg->model.n_layer, cfg->model.n_embd, cfg->model.n_head, 0};
+    r->cc = r->ac;
+    r->cc.value_head = 1;
+    r->px = (TxPricer){&r->cfg, r->ac, r->cc, r->have_rm, Tgen, Tsft, r->n};
+    r->plan0 = cfg->plan;
+    PlanLimits lim = {r->n, cfg->model.n_head, cfg->model.n_layer, cfg->ppo.batch, cfg->ppo.minibatch};
+    PlanError perr;
+    if (plan_resolve(&r->plan0, &lim, &perr) != 0)
+        return snprintf(why, len, "the deck's plan does not resolve on %d ranks: %s", r->n, perr.msg), -1;
+    /* the machine model (planner_live.c live_init: both link kinds alike) */
+    HwModel *hw = &r->hw;
+    snprintf(hw->name, sizeof hw->name, "%s", pa->hw_name);
+    hw->flops = pa->hw_flops;
+    hw->mem = pa->hw_mem;
+    hw->hbm = pa->hw_hbm;
+    hw->ranks_per_node = (int)pa->hw_rpn;
+    hw->bw[0] = hw->bw[1] = pa->hw_bw;
+    hw->lat[0] = hw->lat[1] = pa->hw_lat;
+    hw->op_s = pa->hw_op_s;
+    hw->cores = (int)pa->hw_cores;
+    /* the rows */
+    const Table *sg = &tf->t[T_SIGNALS];
+    const Col *eff = col_find(sg, "eff");
+    if (!eff || eff->cls != C_VEC || eff->w != EFF_N)
+        return snprintf(why, len, "/signals eff is not %d reals (planner.h EFF_N)", EFF_N), -1;
+    r->row = calloc(sg->n, sizeof *r->row);
+    r->nrow = sg->n;
+    for (size_t k = 0; k < sg->n; k++) {
+        SigRow *x = &r->row[k];
+        x->step = (int64_t)num(sg, "step", k);
+        x->plan_id = (int)num(sg, "plan_id", k);
+        x->initial = num(sg, "initial", k) != 0;
+        x->npool = (int)num(sg, "npool", k);
+        x->oom = num(sg, "oom", k) != 0;
+        x->resp_len = num(sg, "resp_len", k);
+        x->eff_signal = num(sg, "eff_signal", k);
+        x->pred = num(sg, "pred_step_s", k);
+        x->overhead = num(sg, "overhead_s", k);
+        memcpy(x->eff, eff->f + k * EFF_N, sizeof x->eff);
+        x->pool = calloc((size_t)r->n, sizeof *x->pool);
+        x->slow = calloc((size_t)r->n, sizeof *x->slow);
+        int np = parse_ranks(str(sg, "pool", k), x->pool, r->n);
+        if (np != x->npool) return snprintf(why, len, "/signals row %zu: pool '%s' is not %d ranks", k, str(sg, "pool", k), x->npool), -1;
+        for (int i = 0; i < r->n; i++) x->slow[i] = 1;
+        for (const char *s = str(sg, "slow", k); *s;) {
+            char *e;
+            long rk = strtol(s, &e, 10);
+            if (e == s || *e != ':' || rk < 0 || rk >= r->n)
+                return snprintf(why, len, "/signals row %zu: slow '%s' is not rank:factor,...", k, str(sg, "slow", k)), -1;
+            x->slow[rk] = strtod(e + 1, &e);
+            s = *e == ',' ? e + 1 : e;
+        }
+        if (k && x->step <= r->row[k - 1].step) return snprintf(why, len, "/signals steps are not increasing at row %zu", k), -1;
+    }
+    /* the recorded plans */
+    const Table *pl = &tf->t[T_PLANS];
+    for (size_t k = 0; k < pl->n; k++) r->nrec = fmax(r->nrec, num(pl, "plan_id", k) + 1);
+    r->rec = calloc((size_t)r->nrec + 1, sizeof *r->rec);
+    r->rec_ok = calloc((size_t)r->nrec + 1, sizeof *r->rec_ok);
+    for (size_t k = 0; k < pl->n; k++) {
+        int id = (int)num(pl, "plan_id", k);
+        if (id >= 0 && id < r->nrec) r->rec_ok[id] = parse_plan_text(str(pl, "text", k), &r->rec[id]) == 0;
+    }
+    /* the resolved deck writes every stage out, so the parse marks them all "deck"; the job's plan had the
+     * default plan's stages marked "default" (plan_format's "(default; ..."), and the controller compares plans
+     * byte for byte: each stage's origin as /plans plan 0 shows it */
+    if (r->nrec > 0 && r->rec_ok[0])
+        for (int i = 0; i < PLAN_NSTAGES; i++)
+            if (plan_stage_same(&r->plan0.stage[i], &r->rec[0].stage[i])) r->plan0.stage[i].src = r->rec[0].stage[i].src;
+    return 0;
+}
+
+static void replay_model(const Replay *r, const SigRow *x, CostModel *cm, Workload *w) {
+    memset(cm, 0, sizeof *cm);
+    cm->hw = r->hw;
+    memcpy(cm->eff.f, x->eff, sizeof cm->eff.f);
+    cm->actor = shape_of_gpt(&r->ac, "actor");
+    cm->critic = shape_of_gpt(&r->cc, "critic");
+    cm->have_rm = r->have_rm;
+    cm->headroom = r->tf->pa.headroom;
+    cm->slow = x->slow;
+    cm->overhead_s = x->overhead;
+    const Config *c = &r->cfg;
+    *w = (Workload){c->ppo.batch, c->ppo.minibatch, c->ppo.epochs, r->P, x->resp_len, c->ppo.max_response};
+}
+
+/* one decision of a replayed run */
+typedef struct RDec {
+    int64_t step;
+    int initial, urgent, admitted, changed, moved, failed, from_id, to_id;
+    double L_now, L_new, C, H;
+    char reason[256];
+} RDec;
+
+typedef struct Run {
+    char name[64];
+    int policy;
+    double gamma, threshold;
+    RDec *dec;
+    int ndec, nadm, ntx, nplans;
+    double steps_s, tx_s, total;
+    int *plan_at;            /* (nrow) the plan id in force for each row's step */
+    PlanConfig *plans;       /* (nrow + 1) the plans the run used, by id */
+    char stop[600];          /* "" or why the run could not go on (as the live run would stop) */
+} Run;
+
+/* re-runs the controller over every row; refused_at: the steps where the recorded run's move was refused (the
+ * recorded replay only; NULL otherwise) */
+static void replay_run(const Replay *r, int policy, double gamma, double threshold, const int64_t *refused_at,
+                       int nrefused, Run *u) {
+    const PlannerAttrs *pa = &r->tf->pa;
+    u->policy = policy;
+    u->gamma = gamma;
+    u->threshold = threshold;
+    u->dec = calloc(r->nrow + 1, sizeof *u->dec);
+    u->plan_at = calloc(r->nrow + 1, sizeof *u->plan_at);
+    u->plans = calloc(r->nrow + 2, sizeof *u->plans);
+    int base = r->nrow ? r->row[0].plan_id : 0, pid = base;
+    PlanConfig cur = r->plan0;
+    u->plans[0] = cur;
+    u->nplans = 1;
+    Adapt *ad = calloc(1, sizeof *ad);
+    AdaptDecision *d = calloc(1, sizeof *d);
+    Workload w0 = {0};
+    int started = 0, prev_np = r->n;
+    AdaptConfig ac = {policy, gamma, threshold, (int)pa->every_k, (int)pa->steps_total, r->n, tx_price, (void *)&r->px};
+    for (size_t k = 0; k < r->nrow; k++) {
+        const SigRow *x = &r->row[k];
+        CostModel cm;
+        Workload w;
+        replay_model(r, x, &cm, &w);
+        Observed o = {x->resp_len, x->npool, x->pool, x->slow, 0};
+        StepCost now;
+        cost_plan(&cm, &cur, r->n, &w, &now);
+        o.oom = !now.fits;
+        int pool_changed = x->npool != prev_np, act = 0, is_init = 0;
+        prev_np = x->npool;
+        memset(d, 0, sizeof *d);
+        if (!started && x->initial) { /* planner_live.c live_decide: the initial placement */
+            adapt_init(ad, &ac, &cur, &o);
+            w0 = w;
+            d->step = (int)x->step;
+            d->searched = 1;
+            d->urgent = pool_changed;
+            if (adapt_search(&cm, &w, policy, r->n, &o, &d->next, &d->next_cost, d->why, sizeof d->why) != 0) {
+                d->failed = 1;
+            } else {
+                d->L_now = now.total;
+                d->L_new = d->next_cost.total;
+                int same = memcmp(&d->next, &cur, sizeof d->next) == 0;
+                d->C = same ? 0 : tx_price((void *)&r->px, &cur, &d->next);
+                d->admitted = d->urgent || d->L_new < d->L_now;
+                d->changed = d->admitted && !same;
+                snprintf(d->reason, sizeof d->reason, "initial placement: %s",
+                         same ? "the deck's plan is the best found" : d->admitted ? "faster, admitted" : "not faster, kept the deck's plan");
+                if (d->changed) ad->cur = d->next;
+            }
+            started = act = is_init = 1;
+        } else if (started) {
+            adapt_step(ad, (int)x->step, &cm, &w, &cm, policy == ADAPT_STATIC ? &w0 : &w, &o, d);
+            act = d->searched;
+        }
+        if (act && d->failed) {
+            int outside = 0;
+            for (int s = 0; s < PLAN_NSTAGES; s++)
+                for (int i = 0; i < cur.stage[s].nranks; i++) {
+                    int rk = cur.stage[s].ranks[i], in = 0;
+                    for (int q = 0; q < x->npool; q++) in |= x->pool[q] == rk;
+                    outside |= !in;
+                }
+            if (outside) {
+                snprintf(u->stop, sizeof u->stop, "before step %lld: ranks left the pool and no plan without them fits (%s)",
+                         (long long)x->step, d->why);
+                break;
+            }
+        } else if (act) {
+            RDec *q = &u->dec[u->ndec++];
+            q->step = x->step;
+            q->initial = is_init;
+            q->urgent = d->urgent;
+            q->admitted = d->admitted;
+            q->changed = d->changed;
+            q->L_now = d->L_now;
+            q->L_new = d->L_new;
+            q->C = d->C;
+            q->H = d->H;
+            q->from_id = pid;
+            q->to_id = d->changed ? pid + 1 : -1;
+            snprintf(q->reason, sizeof q->reason, "%s", d->reason);
+            u->nadm += d->admitted;
+            if (d->changed) {
+                int refused = !isfinite(d->C);
+                for (int i = 0; i < nrefused; i++) refused |= refused_at[i] == x->step;
+                if (refused) {
+                    adapt_revert(ad, &cur); /* the engine refused the move: the run stays (live_decide) */
+                } else {
+                    q->moved = 1;
+                    cur = d->next;
+                    pid++;
+                    u->plans[u->nplans++] = cur;
+                    u->ntx++;
+                    u->tx_s += d->C;
+                }
+            }
+        }
+        StepCost sc;
+        u->steps_s += cost_plan(&cm, &cur, r->n, &w, &sc);
+        u->plan_at[k] = pid;
+    }
+    u->total = u->steps_s + u->tx_s;
+    free(ad);
+    free(d);
+}
+
+static void free_run(Run *u) {
+    free(u->dec);
+    free(u->plan_at);
+    free(u->plans);
+}
+
+/* two recorded numbers agree when equal (∞ and NaN alike) or within 1e-9 relative */
+static int same_num(double a, double b) {
+    if (a == b || (isnan(a) && isnan(b))) return 1;
+    return isfinite(a) && isfinite(b) && fabs(a - b) <= 1e-9 * fmax(fabs(a), fabs(b));
+}
+
+static void print_decisions(const Run *u) {
+    printf("  %6s %6s %10s %10s %10s %10s %7s %-7s %-8s  %s\n", "step", "urgent", "L_now s", "L_new s", "dL s", "C s",
+           "H", "rule", "plan", "reason");
+    for (int i = 0; i < u->ndec; i++) {
+        const RDec *q = &u->dec[i];
+        char plan[32];
+        if (q->moved) snprintf(plan, sizeof plan, "%d -> %d", q->from_id, q->to_id);
+        else snprintf(plan, sizeof plan, "%d%s", q->from_id, q->changed ? " (move refused)" : "");
+        printf("  %6lld %6s %10.4f %10.4f %10.4f %10.4f %7.3g %-7s %-8s  %s\n", (long long)q->step,
+               q->urgent ? "yes" : "no", q->L_now, q->L_new, q->L_now - q->L_new, q->C, q->H,
+               q->admitted ? "admit" : "refuse", plan, q->reason);
+    }
+}
+
+/* the replayed run of the recorded parameters against /decisions, /steps and /plans; returns the differences */
+static int compare_recorded(const Replay *r, const Run *u) {
+    const TraceFile *tf = r->tf;
     const Table *de = &tf->t[T_DECISIONS];
-    printf("replay %s: %zu recorded decision(s), %zu drift event(s), %zu transition(s)\n", tf->path, de->n,
-           tf->t[T_DRIFT].n, tf->t[T_TRANSITIONS].n);
+    int diff = 0, bit = 0;
+    size_t nd = de->n > (size_t)u->ndec ? de->n : (size_t)u->ndec;
+    for (size_t k = 0; k < nd; k++) {
+        if (k >= de->n) {
+            printf("  DIFFERS: the replay decides at step %lld (%s), the run recorded no decision there\n",
+                   (long long)u->dec[k].step, u->dec[k].reason);
+            diff++;
+            continue;
+        }
+        if (k >= (size_t)u->ndec) {
+            printf("  DIFFERS: the run decided at step %lld (%s), the replay did not\n", (long long)num(de, "step", k),
+                   str(de, "reason", k));
+            diff++;
+            continue;
+        }
+        const RDec *q = &u->dec[k];
+        char what[512] = "";
+        size_t w = 0;
+#define CHK(cond, ...) if (!(cond)) w += (size_t)snprintf(what + w, w < sizeof what ? sizeof what - w : 0, __VA_ARGS__)
+        CHK(q->step == (int64_t)num(de, "step", k), " step %lld vs %lld;", (long long)q->step, (long long)num(de, "step", k));
+        CHK(q->urgent == (num(de, "urgent", k) != 0), " urgent %d vs %g;", q->urgent, num(de, "urgent", k));
+        CHK(q->admitted == (num(de, "admitted", k) != 0), " admitted %d vs %g;", q->admitted, num(de, "admitted", k));
+        CHK(q->from_id == (int)num(de, "from_plan", k), " from plan %d vs %g;", q->from_id, num(de, "from_plan", k));
+        CHK(q->to_id == (int)num(de, "to_plan", k), " to plan %d vs %g;", q->to_id, num(de, "to_plan", k));
+        CHK(same_num(q->L_now, num(de, "L_now_s", k)), " L_now %.17g vs %.17g;", q->L_now, num(de, "L_now_s", k));
+        CHK(same_num(q->L_new, num(de, "L_new_s", k)), " L_new %.17g vs %.17g;", q->L_new, num(de, "L_new_s", k));
+        CHK(same_num(q->L_now - q->L_new, num(de, "dL_s", k)), " dL %.17g vs %.17g;", q->L_now - q->L_new, num(de, "dL_s", k));
+        CHK(same_num(q->C, num(de, "C_s", k)), " C %.17g vs %.17g;", q->C, num(de, "C_s", k));
+        CHK(same_num(q->H, num(de, "H_steps", k)), " H %.17g vs %.17g;", q->H, num(de, "H_steps", k));
+        CHK(strcmp(q->reason, str(de, "reason", k)) == 0, " reason '%s' vs '%s';", q->reason, str(de, "reason", k));
+#undef CHK
+        if (w) {
+            printf("  DIFFERS at decision %zu (step %lld): replayed vs recorded:%s\n", k, (long long)q->step, what);
+            diff++;
+        } else {
+            bit += q->L_now == num(de, "L_now_s", k) && q->L_new == num(de, "L_new_s", k) && q->C == num(de, "C_s", k);
+        }
+    }
+    if (!diff)
+        printf("  reproduced: %zu of %zu recorded decision(s) — the same steps searched, the same admitted/refused, plan "
+               "ids and reasons, L_now/L_new/dL/C/H equal (%d bit for bit)\n",
+               de->n, de->n, bit);
+    /* the plans in force, step by step, against /steps; the plans' texts against /plans */
+    const Table *st = &tf->t[T_STEPS], *pl = &tf->t[T_PLANS];
+    int pbad = 0, tbad = 0;
+    for (size_t k = 0; k < r->nrow; k++)
+        for (size_t j = 0; j < st->n; j++)
+            if ((int64_t)num(st, "step", j) == r->row[k].step && (int)num(st, "plan_id", j) != u->plan_at[k]) {
+                if (!pbad) printf("  DIFFERS: step %lld ran under plan %g, the replay has plan %d\n",
+                                  (long long)r->row[k].step, num(st, "plan_id", j), u->plan_at[k]);
+                pbad++;
+            }
+    int base = r->nrow ? r->row[0].plan_id : 0;
+    for (int i = 0; i < u->nplans; i++) {
+        char text[16384];
+        plan_format(&u->plans[i], text, sizeof text);
+        for (size_t j = 0; j < pl->n; j++)
+            if ((int)num(pl, "plan_id", j) == base + i && strcmp(text, str(pl, "text", j)) != 0) {
+                if (!tbad) printf("  DIFFERS: plan %d of the replay is not /plans plan %d:\n%s", base + i, base + i, text);
+                tbad++;
+            }
+    }
+    if (!pbad && !tbad)
+        printf("  plans: every step's plan id agrees with /steps, and the %d plan(s) format to the /plans text\n",
+               u->nplans);
+    return diff + pbad + tbad;
+}
+
+/* the recorded run priced as the replays are: each step's model on the plan /steps says it ran under, and
+ * tx_price of each recorded transition; the measured total from /steps and /transitions */
+static int price_recorded(const Replay *r, double *steps_s, double *tx_s, int *ntx, char *why, size_t len) {
+    const TraceFile *tf = r->tf;
+    const Table *st = &tf->t[T_STEPS], *tx = &tf->t[T_TRANSITIONS];
+    *steps_s = *tx_s = 0;
+    *ntx = 0;
+    for (size_t k = 0; k < r->nrow; k++) {
+        int pid = -1;
+        for (size_t j = 0; j < st->n; j++)
+            if ((int64_t)num(st, "step", j) == r->row[k].step) pid = (int)num(st, "plan_id", j);
+        if (pid < 0) {
+            if (k + 1 == r->nrow) break; /* the last decision's step did not finish (a killed run) */
+            return snprintf(why, len, "step %lld has a /signals row but no /steps row", (long long)r->row[k].step), -1;
+        }
+        if (pid >= r->nrec || !r->rec_ok[pid]) return snprintf(why, len, "/plans text of plan %d does not parse", pid), -1;
+        CostModel cm;
+        Workload w;
+        replay_model(r, &r->row[k], &cm, &w);
+        StepCost sc;
+        *steps_s += cost_plan(&cm, &r->rec[pid], r->n, &w, &sc);
+    }
+    for (size_t j = 0; j < tx->n; j++) {
+        int a = (int)num(tx, "from_plan", j), b = (int)num(tx, "to_plan", j);
+        if (a < 0 || b < 0 || a >= r->nrec || b >= r->nrec || !r->rec_ok[a] || !r->rec_ok[b])
+            return snprintf(why, len, "/transitions row %zu: plans %d -> %d not in /plans", j, a, b), -1;
+        *tx_s += tx_price((void *)&r->px, &r->rec[a], &r->rec[b]);
+        (*ntx)++;
+    }
+    return 0;
+}
+
+/* the rule over the recorded decisions (traces without /signals) */
+static int replay_rule(const TraceFile *tf, const double *gammas, int ng, double threshold) {
+    const Table *de = &tf->t[T_DECISIONS];
     if (de->n == 0) {
         printf("replay: needs the planner's decisions (/decisions is empty in this trace)\n");
         return 0;
     }
     if (isfinite(threshold))
-        printf("replay: --threshold %.3g: re-running the drift monitor needs the recorded signals, which this trace "
-               "format does not hold yet; the recorded decisions are replayed as they were triggered\n",
+        printf("replay: --threshold %.3g: re-running the drift monitor needs /signals, which this trace does not "
+               "hold; the recorded decisions are replayed as they were triggered\n",
                threshold);
     /* the recorded γ first: it must reproduce the recorded decisions */
     double g_rec = num(de, "gamma", 0);
@@ -731,9 +1306,202 @@ static int cmd_replay(const TraceFile *tf, const double *gammas, int ng, double 
             printf("  %s\n", agree == de->n ? "the recorded gamma reproduces every recorded decision"
                                             : "the recorded gamma does NOT reproduce the recorded decisions");
     }
-    printf("\nreplay: the predicted total time and the regret against the best static plan and the recorded run need "
-           "the planner's per-plan step predictions for the plans not taken; this trace does not hold them, so they "
-           "are not computed\n");
+    return 0;
+}
+
+static int cmd_replay(const TraceFile *tf, const double *gammas, int ng, double threshold) {
+    const Table *de = &tf->t[T_DECISIONS], *sg = &tf->t[T_SIGNALS];
+    printf("replay %s: %zu recorded decision(s), %zu drift event(s), %zu transition(s), %zu /signals row(s)\n", tf->path,
+           de->n, tf->t[T_DRIFT].n, tf->t[T_TRANSITIONS].n, sg->n);
+    char why[1024] = "";
+    Replay r;
+    int full = 0;
+    if (!tf->has_signals) snprintf(why, sizeof why, "this trace has no /signals (written before the live planner)");
+    else if (!sg->n) snprintf(why, sizeof why, "/signals is empty (the run had no live planner)");
+    else if (!tf->has_planner) snprintf(why, sizeof why, "%s", tf->planner_missing);
+    else if (replay_build(tf, &r, why, sizeof why) == 0) full = 1;
+    else free_replay(&r);
+    if (!full) {
+        int rc = replay_rule(tf, gammas, ng, threshold);
+        printf("\nreplay: the predicted total time and the regret against the best static plan and the recorded run "
+               "need /signals and /planner (what the live planner saw and its cost model, step by step): %s; not "
+               "computed\n", why);
+        return rc;
+    }
+    const PlannerAttrs *pa = &tf->pa;
+    int rec_policy = adapt_policy_named(pa->policy);
+    if (rec_policy < 0) {
+        printf("replay: the recorded policy '%s' is not one the controller replays; not computed\n", pa->policy);
+        free_replay(&r);
+        return 0;
+    }
+    size_t init = r.nrow;
+    for (size_t k = 0; k < r.nrow && init == r.nrow; k++)
+        if (r.row[k].initial) init = k;
+    printf("planner: policy %s, gamma %.3g, threshold %.3g, every_k %lld, warmup %lld, %lld steps, %d rank(s); machine: "
+           "%s, %.1f GFLOP/s per rank, %.1f GB/s memory, links %.1f GB/s %.3g us, %lld rank(s) per node on %lld core(s)\n",
+           pa->policy, pa->gamma, pa->threshold, (long long)pa->every_k, (long long)pa->warmup,
+           (long long)pa->steps_total, r.n, pa->hw_name, pa->hw_flops * 1e-9, pa->hw_hbm * 1e-9, pa->hw_bw * 1e-9,
+           pa->hw_lat * 1e6, (long long)pa->hw_rpn, (long long)pa->hw_cores);
+    if (init < r.nrow)
+        printf("signals: steps %lld-%lld, the initial placement before step %lld\n", (long long)r.row[0].step,
+               (long long)r.row[r.nrow - 1].step, (long long)r.row[init].step);
+    else
+        printf("signals: steps %lld-%lld, no initial placement recorded (the run ended before warmup)\n",
+               (long long)r.row[0].step, (long long)r.row[r.nrow - 1].step);
+    /* the cost model rebuilt: its prediction for the plan in force against the recorded one, every row */
+    int mok = 0, mrows = 0;
+    double mworst = 0;
+    for (size_t k = 0; k < r.nrow; k++) {
+        int pid = r.row[k].plan_id;
+        if (pid < 0 || pid >= r.nrec || !r.rec_ok[pid]) continue;
+        CostModel cm;
+        Workload w;
+        replay_model(&r, &r.row[k], &cm, &w);
+        StepCost sc;
+        double p = cost_plan(&cm, &r.rec[pid], r.n, &w, &sc);
+        mrows++;
+        mok += same_num(p, r.row[k].pred);
+        if (isfinite(p) && r.row[k].pred != 0) mworst = fmax(mworst, fabs(p - r.row[k].pred) / fabs(r.row[k].pred));
+    }
+    printf("model: the rebuilt cost model gives the recorded prediction for the plan in force on %d of %d step(s)%s",
+           mok, mrows, mok == mrows ? "\n" : "");
+    if (mok != mrows) printf(" (largest relative difference %.3g)\n", mworst);
+
+    /* 1. the recorded parameters: must give the recorded decisions */
+    int64_t *refused = calloc(de->n + 1, sizeof *refused);
+    int nref = 0;
+    const Table *tx = &tf->t[T_TRANSITIONS];
+    for (size_t k = 0; k < de->n; k++) {
+        if (num(de, "admitted", k) == 0 || num(de, "to_plan", k) < 0) continue;
+        int64_t s = (int64_t)num(de, "step", k);
+        int found = 0;
+        for (size_t j = 0; j < tx->n; j++) found |= (int64_t)num(tx, "step", j) == s;
+        if (!found) refused[nref++] = s; /* admitted, but the engine refused the move: no transition row */
+    }
+    Run rec;
+    memset(&rec, 0, sizeof rec);
+    replay_run(&r, rec_policy, pa->gamma, pa->threshold, refused, nref, &rec);
+    printf("\nrecorded parameters (policy %s, gamma %.3g, threshold %.3g): %d decision(s), %d admitted, %d transition(s)\n",
+           pa->policy, pa->gamma, pa->threshold, rec.ndec, rec.nadm, rec.ntx);
+    print_decisions(&rec);
+    if (rec.stop[0]) printf("  the run stops: %s\n", rec.stop);
+    int ndiff = compare_recorded(&r, &rec);
+    printf("  %s\n", ndiff ? "the recorded parameters do NOT reproduce the recorded run (above: where and how)"
+                           : "the recorded parameters reproduce every recorded decision");
+
+    /* 2. the what-if runs: each --gamma (default: the recorded one) at the threshold; the static baseline */
+    double thr = isfinite(threshold) ? (double)(float)threshold : pa->threshold;
+    int nw = ng ? ng : 1;
+    Run *runs = calloc((size_t)nw + 1, sizeof *runs);
+    Run *st = &runs[0];
+    replay_run(&r, ADAPT_STATIC, pa->gamma, thr, NULL, 0, st);
+    snprintf(st->name, sizeof st->name, "static");
+    for (int i = 0; i < nw; i++) {
+        Run *u = &runs[1 + i];
+        double g = ng ? (double)(float)gammas[i] : pa->gamma;
+        replay_run(&r, ADAPT_PAYBACK, g, thr, NULL, 0, u);
+        snprintf(u->name, sizeof u->name, "payback gamma %.3g", g);
+        printf("\n%s, threshold %.3g: %d decision(s), %d admitted, %d transition(s)\n", u->name, thr, u->ndec, u->nadm,
+               u->ntx);
+        print_decisions(u);
+        if (u->stop[0]) printf("  the run stops: %s\n", u->stop);
+    }
+    printf("\nstatic (the initial placement kept; re-searched only when urgent), threshold %.3g: %d decision(s), %d "
+           "transition(s)\n", thr, st->ndec, st->ntx);
+    print_decisions(st);
+    double rs = 0, rt = 0;
+    int rn = 0;
+    char pwhy[512] = "";
+    int have_rec = price_recorded(&r, &rs, &rt, &rn, pwhy, sizeof pwhy) == 0;
+
+    printf("\npredicted totals over steps %lld-%lld (each step's calibrated model on the plan in force, plus the "
+           "predicted transitions):\n", (long long)r.row[0].step, (long long)r.row[r.nrow - 1].step);
+    printf("  %-28s %5s %6s %10s %9s %10s %12s %13s\n", "run", "dec", "trans", "steps s", "trans s", "total s",
+           "vs static s", "vs recorded s");
+    double rtot = rs + rt;
+    if (have_rec)
+        printf("  %-28s %5zu %6d %10.3f %9.4f %10.3f %+12.3f %13s\n", "recorded run (as it ran)", de->n, rn, rs, rt,
+               rtot, rtot - st->total, "0");
+    else printf("  recorded run: not priced: %s\n", pwhy);
+    {
+        char vr[32] = "-";
+        if (have_rec) snprintf(vr, sizeof vr, "%+.3f", rec.total - rtot);
+        printf("  %-28s %5d %6d %10.3f %9.4f %10.3f %+12.3f %13s\n", "replay, recorded params", rec.ndec, rec.ntx,
+               rec.steps_s, rec.tx_s, rec.total, rec.total - st->total, vr);
+    }
+    for (int i = 0; i <= nw; i++) {
+        const Run *u = &runs[i == nw ? 0 : 1 + i];
+        char vr[32] = "-";
+        if (have_rec) snprintf(vr, sizeof vr, "%+.3f", u->total - rtot);
+        printf("  %-28s %5d %6d %10.3f %9.4f %10.3f %+12.3f %13s%s\n", u->name, u->ndec, u->ntx, u->steps_s, u->tx_s,
+               u->total, u->total - st->total, vr, u->stop[0] ? "  (stops: see above)" : "");
+    }
+    /* the best single plan in hindsight among the plans any run used: the deck's plan until the initial
+     * placement, that plan from there on (one transition), every step within the pool */
+    {
+        const Run *all[34];
+        int na = 0;
+        all[na++] = &rec;
+        for (int i = 0; i <= nw && na < 34; i++) all[na++] = &runs[i];
+        double best = INFINITY, best_steps = 0, best_c = 0;
+        const PlanConfig *bp = NULL;
+        for (int a = 0; a < na; a++)
+            for (int i = 0; i < all[a]->nplans; i++) {
+                const PlanConfig *p = &all[a]->plans[i];
+                double t = 0, c = memcmp(p, &r.plan0, sizeof *p) == 0 || init == r.nrow ? 0
+                                 : tx_price((void *)&r.px, &r.plan0, p);
+                int ok = isfinite(c);
+                for (size_t k = 0; k < r.nrow && ok; k++) {
+                    const PlanConfig *q = k < init ? &r.plan0 : p;
+                    for (int s2 = 0; s2 < PLAN_NSTAGES && ok; s2++)
+                        for (int j = 0; j < q->stage[s2].nranks && ok; j++) {
+                            int in = 0;
+                            for (int m = 0; m < r.row[k].npool; m++) in |= r.row[k].pool[m] == q->stage[s2].ranks[j];
+                            ok = in;
+                        }
+                    CostModel cm;
+                    Workload w;
+                    replay_model(&r, &r.row[k], &cm, &w);
+                    StepCost sc;
+                    t += cost_plan(&cm, q, r.n, &w, &sc);
+                }
+                if (ok && t + c < best) {
+                    best = t + c;
+                    best_steps = t;
+                    best_c = c;
+                    bp = p;
+                }
+            }
+        if (bp) {
+            char vr[32] = "-";
+            if (have_rec) snprintf(vr, sizeof vr, "%+.3f", best - rtot);
+            printf("  %-28s %5s %6d %10.3f %9.4f %10.3f %+12.3f %13s\n", "best fixed plan (hindsight)", "-",
+                   best_c > 0 || memcmp(bp, &r.plan0, sizeof *bp) != 0, best_steps, best_c, best, best - st->total, vr);
+        }
+    }
+    /* measured, for reference */
+    const Table *sp = &tf->t[T_STEPS];
+    double ms = 0, mt = 0;
+    for (size_t j = 0; j < sp->n; j++) ms += num(sp, "wall_s", j);
+    for (size_t j = 0; j < tx->n; j++) mt += num(tx, "measured_s", j);
+    printf("recorded run, measured: %zu step(s) %.3f s + %zu transition(s) %.4f s = %.3f s (/steps wall_s, /transitions "
+           "measured_s)\n", sp->n, ms, tx->n, mt, ms + mt);
+    if (nw >= 2) {
+        int differ = 0;
+        for (int i = 2; i <= nw; i++)
+            differ |= !same_num(runs[i].total, runs[1].total) || runs[i].ntx != runs[1].ntx;
+        if (!differ)
+            printf("note: every gamma gives the same decisions and total on this trace (no admission it changes: every "
+                   "searched candidate pays back at every gamma tried, or none is faster)\n");
+    }
+    printf("note: the what-if runs see the signals the recorded run measured (lengths, slowdowns, calibration); a run "
+           "on other plans would have measured slightly different ones\n");
+    for (int i = 0; i <= nw; i++) free_run(&runs[i]);
+    free(runs);
+    free_run(&rec);
+    free(refused);
+    free_replay(&r);
     return 0;
 }
 
@@ -742,7 +1510,7 @@ static int usage(void) {
             "usage: nereus-trace summary FILE\n"
             "       nereus-trace plans FILE\n"
             "       nereus-trace transitions FILE\n"
-            "       nereus-trace csv FILE TABLE      TABLE: steps stages plans drift decisions transitions\n"
+            "       nereus-trace csv FILE TABLE      TABLE: steps stages plans drift decisions transitions signals\n"
             "       nereus-trace compare A B\n"
             "       nereus-trace replay FILE [--gamma G]... [--threshold X]\n");
     return 2;
