@@ -7,7 +7,10 @@
  *   nereus-trace csv FILE TABLE        a table (steps, stages, plans, drift, decisions, transitions) as CSV
  *   nereus-trace compare A B           two traces side by side
  *   nereus-trace replay FILE [--gamma G ...] [--threshold X]
- *                                      the admission policy over the recorded decisions
+ *                                      the planner's controller re-run over the recorded signals
+ *                                      (/signals, /planner): the recorded decisions reproduced, other
+ *                                      γ and thresholds and the static policy priced, regrets; on an
+ *                                      older trace the admission rule over the recorded decisions
  * (FILE first, then the subcommand, is accepted too.)
  * Exit: 0 ok; 1 the file is missing, not HDF5, not a trace, truncated or
  * corrupt (one line on stderr naming the file and what is wrong); 2 bad
@@ -832,6 +835,8 @@ typedef struct Replay {
     PlanConfig plan0;        /* the deck's plan, resolved as main.c resolves it */
     SigRow *row;
     size_t nrow;
+    int *ran;                /* (nrow) the row's step has a /steps row (the step finished): the totals count it */
+    int nran;
     int nrec;                /* recorded plans: /plans text parsed back (pricing the recorded run) */
     PlanConfig *rec;         /* indexed by plan id */
     int *rec_ok;
@@ -892,6 +897,7 @@ static void free_replay(Replay *r) {
         free(r->row[k].slow);
     }
     free(r->row);
+    free(r->ran);
     free(r->rec);
     free(r->rec_ok);
 }
@@ -972,6 +978,12 @@ static int replay_build(const TraceFile *tf, Replay *r, char *why, size_t len) {
             s = *e == ',' ? e + 1 : e;
         }
         if (k && x->step <= r->row[k - 1].step) return snprintf(why, len, "/signals steps are not increasing at row %zu", k), -1;
+    }
+    r->ran = calloc(sg->n + 1, sizeof *r->ran);
+    const Table *stp = &tf->t[T_STEPS];
+    for (size_t k = 0; k < sg->n; k++) {
+        for (size_t j = 0; j < stp->n && !r->ran[k]; j++) r->ran[k] = (int64_t)num(stp, "step", j) == r->row[k].step;
+        r->nran += r->ran[k];
     }
     /* the recorded plans */
     const Table *pl = &tf->t[T_PLANS];
@@ -1125,7 +1137,8 @@ static void replay_run(const Replay *r, int policy, double gamma, double thresho
             }
         }
         StepCost sc;
-        u->steps_s += cost_plan(&cm, &cur, r->n, &w, &sc);
+        double t = cost_plan(&cm, &cur, r->n, &w, &sc);
+        if (r->ran[k]) u->steps_s += t;
         u->plan_at[k] = pid;
     }
     u->total = u->steps_s + u->tx_s;
@@ -1242,10 +1255,7 @@ static int price_recorded(const Replay *r, double *steps_s, double *tx_s, int *n
         int pid = -1;
         for (size_t j = 0; j < st->n; j++)
             if ((int64_t)num(st, "step", j) == r->row[k].step) pid = (int)num(st, "plan_id", j);
-        if (pid < 0) {
-            if (k + 1 == r->nrow) break; /* the last decision's step did not finish (a killed run) */
-            return snprintf(why, len, "step %lld has a /signals row but no /steps row", (long long)r->row[k].step), -1;
-        }
+        if (pid < 0) continue; /* the step did not finish (a killed run): not counted in any total */
         if (pid >= r->nrec || !r->rec_ok[pid]) return snprintf(why, len, "/plans text of plan %d does not parse", pid), -1;
         CostModel cm;
         Workload w;
@@ -1415,8 +1425,9 @@ static int cmd_replay(const TraceFile *tf, const double *gammas, int ng, double 
     char pwhy[512] = "";
     int have_rec = price_recorded(&r, &rs, &rt, &rn, pwhy, sizeof pwhy) == 0;
 
-    printf("\npredicted totals over steps %lld-%lld (each step's calibrated model on the plan in force, plus the "
-           "predicted transitions):\n", (long long)r.row[0].step, (long long)r.row[r.nrow - 1].step);
+    printf("\npredicted totals over the %d step(s) run of steps %lld-%lld (each step's calibrated model on the plan in "
+           "force, plus the predicted transitions):\n", r.nran, (long long)r.row[0].step,
+           (long long)r.row[r.nrow - 1].step);
     printf("  %-28s %5s %6s %10s %9s %10s %12s %13s\n", "run", "dec", "trans", "steps s", "trans s", "total s",
            "vs static s", "vs recorded s");
     double rtot = rs + rt;
@@ -1464,7 +1475,8 @@ static int cmd_replay(const TraceFile *tf, const double *gammas, int ng, double 
                     Workload w;
                     replay_model(&r, &r.row[k], &cm, &w);
                     StepCost sc;
-                    t += cost_plan(&cm, q, r.n, &w, &sc);
+                    double tk = cost_plan(&cm, q, r.n, &w, &sc);
+                    if (r.ran[k]) t += tk;
                 }
                 if (ok && t + c < best) {
                     best = t + c;
