@@ -16,6 +16,7 @@
  *   test_transition [TRIALS]   (default 250) */
 #include <math.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,28 @@
 #include "nereus/transition.h"
 #include "nereus/util.h"
 #include "test_random.h" /* the same stream on every rank */
+
+/* FNV-1a over a part's contents (not its pointers) */
+static uint64_t part_hash(const TxPart *p) {
+    uint64_t h = 1469598103934665603ull;
+#define MIX(ptr, n) do { const unsigned char *b_ = (const unsigned char *)(ptr); for (size_t i_ = 0; i_ < (size_t)(n); i_++) h = (h ^ b_[i_]) * 1099511628211ull; } while (0)
+    int64_t f[6] = {p->rank, p->nchanges, p->nwaves, p->nops, p->nslabs, p->stage_all};
+    double m[2] = {p->mem_start, p->mem_peak};
+    size_t cw[2] = {p->chunk, p->window};
+    MIX(f, sizeof f);
+    MIX(m, sizeof m);
+    MIX(cw, sizeof cw);
+    MIX(p->ch, (size_t)p->nchanges * sizeof *p->ch);
+    MIX(p->ops, (size_t)p->nops * sizeof *p->ops);
+    for (int64_t k = 0; k < p->nslabs; k++) { /* field by field: no padding */
+        const Slab *s = &p->slabs[k];
+        int64_t v[14] = {s->tensor, s->ndim, s->start[0], s->start[1], s->start[2], s->start[3], s->count[0],
+                         s->count[1], s->count[2], s->count[3], s->src_rank, s->dst_rank, (int64_t)s->bytes, s->local};
+        MIX(v, sizeof v);
+    }
+#undef MIX
+    return h;
+}
 
 static void random_stage(PlanStage *s, int nranks) {
     memset(s, 0, sizeof *s);
@@ -102,7 +125,7 @@ int main(int argc, char **argv) {
     MPI_Comm xcomm;
     MPI_Comm_dup(MPI_COMM_WORLD, &xcomm);
     static Trial T;
-    long n_ok = 0, n_bad_value = 0, n_bad_bytes = 0, n_bad_mem = 0, n_refused = 0, n_waves = 0, n_budget = 0;
+    long n_ok = 0, n_bad_value = 0, n_bad_bytes = 0, n_bad_mem = 0, n_bad_part = 0, n_refused = 0, n_waves = 0, n_budget = 0;
     long n_adam = 0, n_copy = 0, n_shared = 0, n_disjoint = 0, n_pairs = 0;
     double bytes_total = 0, secs = 0;
     size_t nfull = 0;
@@ -211,6 +234,20 @@ int main(int argc, char **argv) {
             n_budget += st_rc[1] != 0;
             TxPart part;
             if (tx_part_scatter(rank == 0 ? &P : NULL, MPI_COMM_WORLD, &part)) nr_fatal("part scatter failed");
+            /* what each rank got = what tx_part_extract gives for it on rank 0 */
+            uint64_t hmine = part_hash(&part), hall[64];
+            MPI_Gather(&hmine, 1, MPI_UINT64_T, hall, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+            int64_t part_bad = 0;
+            for (int r = 0; rank == 0 && r < size; r++) {
+                TxPart ref;
+                if (tx_part_extract(&P, r, &ref) || part_hash(&ref) != hall[r]) part_bad++;
+                tx_part_free(&ref);
+            }
+            comm_bcast(MPI_COMM_WORLD, &part_bad, sizeof part_bad, 0);
+            if (part_bad) {
+                n_bad_part++;
+                if (rank == 0) fprintf(stderr, "trial %d: %lld ranks' scattered parts differ from tx_part_extract\n", it, (long long)part_bad);
+            }
             for (int c = 0; c < T.nch; c++) /* new communicators before anything moves */
                 if (T.ch[c].kind == TX_MOVE) {
                     int r2[64];
@@ -288,7 +325,7 @@ int main(int argc, char **argv) {
     free(full);
     free(got);
     MPI_Comm_free(&xcomm);
-    int fails = n_bad_value + n_bad_bytes + n_bad_mem;
+    int fails = n_bad_value + n_bad_bytes + n_bad_mem + n_bad_part;
     if (rank == 0) {
         printf("%s %d ranks: %d random transitions (%ld changes with AdamW state, %ld copies; %ld changes on shared "
                "ranks, %ld on disjoint ones): %ld complete and bit-identical (%ld (old, new) pairs executed), %ld with a tight budget (%ld of "
@@ -298,6 +335,8 @@ int main(int argc, char **argv) {
         printf("%s every element bit-identical after its transition (%ld trials bad)\n", n_bad_value ? "FAIL" : "ok  ", n_bad_value);
         printf("%s bytes that crossed between ranks = planned = the minimum (%ld bad)\n", n_bad_bytes ? "FAIL" : "ok  ", n_bad_bytes);
         printf("%s measured peak memory within the budget (%ld bad)\n", n_bad_mem ? "FAIL" : "ok  ", n_bad_mem);
+        printf("%s every rank's scattered part (geometry + its block refs, expanded there) = tx_part_extract's (%ld trials bad)\n",
+               n_bad_part ? "FAIL" : "ok  ", n_bad_part);
     }
     MPI_Finalize();
     return fails ? 1 : 0;

@@ -273,18 +273,57 @@ int main(void) {
               ok ? P.bytes_moved / 1e9 : 0, ok ? P.bytes_lower_bound / 1e9 : 0, ok ? P.predicted_s : 0, ok ? "" : why,
               bad ? " (structural check failed)" : "");
         if (ok) {
-            /* what rank 0 then does before the scatter: every rank's part, one pass */
-            TxPart *parts = calloc((size_t)N, sizeof *parts);
-            double t0 = nr_now();
-            int prc = tx_parts_extract(&P, parts);
-            double tp = nr_now() - t0;
-            size_t bytes = 0;
-            for (int r = 0; r < N; r++) {
-                bytes += sizeof parts[r] + (size_t)parts[r].nops * sizeof(TxOp) + (size_t)parts[r].nslabs * sizeof(Slab);
-                tx_part_free(&parts[r]);
+            /* what rank 0 then does before the scatter (tx_part_scatter): every rank's compact part and the
+               geometry, median of 7; then what each rank does with its own (expands its refs into slabs):
+               the slowest rank; at <= 256 ranks every unpacked part must equal tx_part_extract's */
+            int *counts = calloc((size_t)N, sizeof *counts), *displs = calloc((size_t)N, sizeof *displs);
+            char *all = NULL, *geo = NULL;
+            size_t glen = 0;
+            double tk[7];
+            int prc = 0;
+            for (int k = 0; k < 7; k++) {
+                free(all);
+                free(geo);
+                double t0 = nr_now();
+                prc |= tx_parts_pack(&P, N, &all, counts, displs);
+                geo = tx_geometry_pack(&P, &glen);
+                tk[k] = nr_now() - t0;
+                prc |= !geo;
             }
-            free(parts);
-            CHECK(prc == 0, "%4d ranks: every rank's part in %.3f ms (%.1f MiB to scatter)", N, tp * 1e3, bytes / 1048576.0);
+            for (int x = 1; x < 7; x++)
+                for (int y = x; y > 0 && tk[y] < tk[y - 1]; y--) { double t = tk[y]; tk[y] = tk[y - 1]; tk[y - 1] = t; }
+            size_t bytes = glen;
+            double tu = 0;
+            int same = 1;
+            for (int r = 0; prc == 0 && r < N; r++) {
+                bytes += (size_t)counts[r];
+                TxPart pt, ref;
+                double t0 = nr_now();
+                prc |= tx_part_unpack(all + displs[r], geo, &pt);
+                double t = nr_now() - t0;
+                tu = t > tu ? t : tu;
+                if (N <= 256 && prc == 0) {
+                    prc |= tx_part_extract(&P, r, &ref);
+                    same &= pt.nops == ref.nops && pt.nslabs == ref.nslabs && pt.mem_peak == ref.mem_peak &&
+                            !memcmp(pt.ch, ref.ch, (size_t)pt.nchanges * sizeof *pt.ch) &&
+                            !memcmp(pt.ops, ref.ops, (size_t)pt.nops * sizeof *pt.ops);
+                    for (int64_t q = 0; same && q < pt.nslabs; q++) {
+                        const Slab *u = &pt.slabs[q], *v = &ref.slabs[q];
+                        same &= u->tensor == v->tensor && u->ndim == v->ndim && !memcmp(u->start, v->start, sizeof u->start) &&
+                                !memcmp(u->count, v->count, sizeof u->count) && u->src_rank == v->src_rank &&
+                                u->dst_rank == v->dst_rank && u->bytes == v->bytes && u->local == v->local;
+                    }
+                    tx_part_free(&ref);
+                }
+                tx_part_free(&pt);
+            }
+            free(all);
+            free(geo);
+            free(counts);
+            free(displs);
+            CHECK(prc == 0 && same, "%4d ranks: every rank's part packed in %.3f ms (median of 7; %.2f MiB to send), "
+                  "unpacked by its rank in at most %.3f ms%s", N, tk[3] * 1e3, bytes / 1048576.0, tu * 1e3,
+                  N <= 256 ? ", each equal to tx_part_extract's" : "");
             printf("tx_dag_build_ms_%d: %.3f\n", N, ts[3] * 1e3);
             tx_plan_free(&P);
         }

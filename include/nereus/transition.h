@@ -295,8 +295,20 @@ int tx_part_extract(const TxPlan *plan, int r, TxPart *part);
 int tx_parts_extract(const TxPlan *plan, TxPart *parts);
 void tx_part_free(TxPart *part);
 
+/* Pure: the parts in compact form, what tx_part_scatter sends. tx_parts_pack: every rank's part as
+ * [TxPart fields][ch][ops][its block refs (TxRef)], the ops' slab0 / nslab indexing the refs, into one
+ * buffer *all (malloc) at displs[r], counts[r] bytes (ranks 0..nranks-1). tx_geometry_pack: every
+ * change's slab shapes and blocks (TxSlabs geo, blk), the same for all ranks, *len bytes (malloc).
+ * tx_part_unpack: rank r's TxPart from its packed part and the geometry, expanded into slabs: equal to
+ * tx_part_extract(plan, r). Return 0 / NULL / −1 on out of memory. */
+int tx_parts_pack(const TxPlan *plan, int nranks, char **all, int *counts, int *displs);
+char *tx_geometry_pack(const TxPlan *plan, size_t *len);
+int tx_part_unpack(const char *packed, const char *geometry, TxPart *part);
+
 /* collective over comm (the job communicator, ranks = job ranks): rank 0
- * passes the plan (others NULL); every rank gets its part (MPI_Scatterv). */
+ * passes the plan (others NULL); every rank gets its part: the geometry by
+ * MPI_Bcast, its packed part by MPI_Scatterv, expanded there
+ * (tx_part_unpack) — rank 0 never expands every rank's slabs. */
 int tx_part_scatter(const TxPlan *plan, MPI_Comm comm, TxPart *part);
 
 /* ---- execution ---------------------------------------------------------- */
@@ -317,6 +329,7 @@ typedef struct TxStats {
     double seconds;        /* this rank's wall time in tx_execute */
     double copy_seconds;   /* of which in local copies */
     double hook_seconds;   /* of which in the alloc and release hooks */
+    double cpu_seconds;    /* this rank's CPU time in tx_execute (user + system: copies, page faults, polling) */
     size_t bytes_sent, bytes_recv, bytes_copied;
     size_t messages_sent;
     size_t mem_peak;       /* measured: be->mem_live high-water + transfer buffers, bytes */

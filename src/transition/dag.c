@@ -517,3 +517,192 @@ static int parts_build(const TxPlan *P, int r0, int r1, TxPart *parts) {
 int tx_part_extract(const TxPlan *P, int r, TxPart *p) { return parts_build(P, r, r + 1, p); }
 
 int tx_parts_extract(const TxPlan *P, TxPart *parts) { return parts_build(P, 0, P->nranks, parts); }
+
+/* ---- the parts in compact form (what tx_part_scatter sends) ------------------- */
+
+typedef struct PackHead {
+    TxPart part;          /* pointers not used; part.nslabs: the rank's refs */
+} PackHead;
+
+/* per rank: [PackHead][ch (nchanges)][ops (nops)][refs (part.nslabs)] */
+static size_t pack_bytes(int nchanges, int64_t nops, int64_t nrefs) {
+    return sizeof(PackHead) + (size_t)nchanges * sizeof(TxPartChange) + (size_t)nops * sizeof(TxOp) +
+           (size_t)nrefs * sizeof(TxRef);
+}
+
+static int node_op_kind(const TxNode *d, int r) {
+    return d->kind == TXN_ALLOC ? TXO_ALLOC : d->kind == TXN_FREE ? TXO_FREE : d->kind == TXN_COPY ? TXO_COPY
+         : d->kind == TXN_XFER ? (d->rank == r ? TXO_SEND : TXO_RECV) : -1;
+}
+
+int tx_parts_pack(const TxPlan *P, int size, char **all, int *counts, int *displs) {
+    int64_t *nops = calloc((size_t)size, sizeof *nops), *nrefs = calloc((size_t)size, sizeof *nrefs);
+    char **at = calloc((size_t)size, sizeof *at);
+    int rc = -1;
+    *all = NULL;
+    if (!nops || !nrefs || !at) goto out;
+    for (size_t k = 0; k < P->nnodes; k++) {
+        const TxNode *d = &P->nodes[k];
+        int who[2] = {d->rank, d->kind == TXN_XFER ? d->peer : -1};
+        for (int w = 0; w < 2; w++) {
+            int r = who[w];
+            if (r < 0 || r >= size || node_op_kind(d, r) < 0) continue;
+            nops[r]++;
+            if (d->kind == TXN_COPY || d->kind == TXN_XFER) nrefs[r] += (int64_t)d->nslab;
+        }
+    }
+    size_t total = 0;
+    for (int r = 0; r < size; r++) {
+        size_t b = pack_bytes(P->nchanges, nops[r], nrefs[r]);
+        if (b > (size_t)1 << 30 || total + b > (size_t)2000000000) goto out;
+        counts[r] = (int)b;
+        displs[r] = (int)total;
+        total += b;
+    }
+    if ((*all = calloc(total ? total : 1, 1)) == NULL) goto out;
+    for (int r = 0; r < size; r++) {
+        PackHead *h = (PackHead *)(*all + displs[r]);
+        TxPart *p = &h->part;
+        p->rank = r;
+        p->nchanges = P->nchanges;
+        p->nwaves = P->nwaves;
+        p->mem_start = P->mem_start[r];
+        p->mem_peak = P->mem_peak[r];
+        p->chunk = P->opt.chunk;
+        p->window = P->opt.window;
+        p->stage_all = P->opt.stage_all;
+        TxPartChange *ch = (TxPartChange *)(h + 1);
+        for (int c = 0; c < P->nchanges; c++) {
+            ch[c].kind = P->ch[c].kind;
+            ch[c].nbufs = P->ch[c].nbufs;
+            ch[c].wave = P->wave[c];
+        }
+        at[r] = (char *)(ch + P->nchanges);
+    }
+    for (int c = 0; c < P->nchanges; c++) { /* membership of every rank in each change's layouts */
+        const TxChange *x = &P->ch[c];
+        for (int pos = 0; pos < x->from.tp * x->from.pp * x->from.dp; pos++) {
+            int r = plan_stage_rank(&x->from, pos);
+            if (r < size) ((TxPartChange *)((PackHead *)(*all + displs[r]) + 1))[c].in_from = 1;
+        }
+        for (int pos = 0; pos < x->to.tp * x->to.pp * x->to.dp; pos++) {
+            int r = plan_stage_rank(&x->to, pos);
+            if (r < size) ((TxPartChange *)((PackHead *)(*all + displs[r]) + 1))[c].in_to = 1;
+        }
+    }
+    /* ops in node order (the global message order), then each rank's refs after its ops */
+    for (int r = 0; r < size; r++) {
+        ((PackHead *)(*all + displs[r]))->part.nops = 0;
+        ((PackHead *)(*all + displs[r]))->part.nslabs = 0;
+    }
+    for (size_t k = 0; k < P->nnodes; k++) {
+        const TxNode *d = &P->nodes[k];
+        int who[2] = {d->rank, d->kind == TXN_XFER ? d->peer : -1};
+        for (int w = 0; w < 2; w++) {
+            int r = who[w], kind = r >= 0 && r < size ? node_op_kind(d, r) : -1;
+            if (kind < 0) continue;
+            TxPart *p = &((PackHead *)(*all + displs[r]))->part;
+            TxOp *ops = (TxOp *)at[r];
+            TxRef *refs = (TxRef *)(ops + nops[r]);
+            int with = kind == TXO_COPY || kind == TXO_SEND || kind == TXO_RECV;
+            int peer = kind == TXO_SEND ? d->peer : kind == TXO_RECV ? d->rank : -1;
+            ops[p->nops++] = (TxOp){kind, d->change, d->wave, peer, (int64_t)d->bytes, with ? p->nslabs : 0,
+                                    with ? (int64_t)d->nslab : 0};
+            if (with) {
+                memcpy(refs + p->nslabs, P->sl[d->change].ref + d->slab0, d->nslab * sizeof *refs);
+                p->nslabs += (int64_t)d->nslab;
+            }
+        }
+    }
+    rc = 0;
+out:
+    if (rc) { free(*all); *all = NULL; }
+    free(nops);
+    free(nrefs);
+    free(at);
+    return rc;
+}
+
+/* The geometry of every change: [int64 ngeo, nblk] per change, then per change geo[], blk[]. */
+char *tx_geometry_pack(const TxPlan *P, size_t *len) {
+    size_t n = (size_t)P->nchanges * 2 * sizeof(int64_t);
+    for (int c = 0; c < P->nchanges; c++)
+        n += (size_t)P->sl[c].ngeo * sizeof(Slab) + (size_t)P->sl[c].nblk * sizeof(TxBlock);
+    char *b = malloc(n ? n : 1), *o = b;
+    if (!b) return NULL;
+    for (int c = 0; c < P->nchanges; c++) {
+        int64_t g[2] = {P->sl[c].ngeo, P->sl[c].nblk};
+        memcpy(o, g, sizeof g);
+        o += sizeof g;
+    }
+    for (int c = 0; c < P->nchanges; c++) {
+        memcpy(o, P->sl[c].geo, (size_t)P->sl[c].ngeo * sizeof(Slab));
+        o += (size_t)P->sl[c].ngeo * sizeof(Slab);
+        memcpy(o, P->sl[c].blk, (size_t)P->sl[c].nblk * sizeof(TxBlock));
+        o += (size_t)P->sl[c].nblk * sizeof(TxBlock);
+    }
+    *len = n;
+    return b;
+}
+
+
+int tx_part_unpack(const char *packed, const char *geo, TxPart *part) {
+    const PackHead *h = (const PackHead *)packed;
+    *part = h->part;
+    int nch = part->nchanges;
+    const TxPartChange *ch = (const TxPartChange *)(h + 1);
+    const TxOp *ops = (const TxOp *)(ch + nch);
+    const TxRef *refs = (const TxRef *)(ops + part->nops);
+    /* the geometry of each change */
+    const Slab **cgeo = calloc((size_t)nch + 1, sizeof *cgeo);
+    const TxBlock **cblk = calloc((size_t)nch + 1, sizeof *cblk);
+    part->ch = malloc((size_t)(nch ? nch : 1) * sizeof *part->ch);
+    part->ops = malloc((size_t)(part->nops ? part->nops : 1) * sizeof *part->ops);
+    part->slabs = NULL;
+    if (!cgeo || !cblk || !part->ch || !part->ops) goto oom;
+    const char *o = geo + (size_t)nch * 2 * sizeof(int64_t);
+    for (int c = 0; c < nch; c++) {
+        int64_t g[2];
+        memcpy(g, geo + (size_t)c * sizeof g, sizeof g);
+        cgeo[c] = (const Slab *)o;
+        o += (size_t)g[0] * sizeof(Slab);
+        cblk[c] = (const TxBlock *)o;
+        o += (size_t)g[1] * sizeof(TxBlock);
+    }
+    int64_t nslabs = 0;
+    for (int64_t i = 0; i < part->nops; i++)
+        for (int64_t k = ops[i].slab0; k < ops[i].slab0 + ops[i].nslab; k++) {
+            const TxBlock *b = &cblk[ops[i].change][refs[k].block];
+            nslabs += b->g1 - b->g0;
+        }
+    part->slabs = malloc((size_t)(nslabs ? nslabs : 1) * sizeof *part->slabs);
+    if (!part->slabs) goto oom;
+    memcpy(part->ch, ch, (size_t)nch * sizeof *part->ch);
+    part->nslabs = 0;
+    for (int64_t i = 0; i < part->nops; i++) {
+        TxOp op = ops[i];
+        int64_t s0 = part->nslabs;
+        for (int64_t k = op.slab0; k < op.slab0 + op.nslab; k++) {
+            const TxRef *f = &refs[k];
+            const TxBlock *b = &cblk[op.change][f->block];
+            for (int g = b->g0; g < b->g1; g++) {
+                Slab *sl = &part->slabs[part->nslabs++];
+                *sl = cgeo[op.change][g];
+                sl->src_rank = f->src;
+                sl->dst_rank = f->dst;
+                sl->local = f->src == f->dst;
+            }
+        }
+        op.slab0 = op.nslab ? s0 : 0;
+        op.nslab = part->nslabs - s0;
+        part->ops[i] = op;
+    }
+    free(cgeo);
+    free(cblk);
+    return 0;
+oom:
+    free(cgeo);
+    free(cblk);
+    tx_part_free(part);
+    return -1;
+}

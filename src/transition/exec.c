@@ -214,6 +214,8 @@ void tx_execute(const TxPart *pt, TxEndpoint *ep, const TxHooks *hooks, const Ba
                 TxStats *st) {
     memset(st, 0, sizeof *st);
     double t0 = nr_now();
+    struct timespec cpu0;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu0);
     int nc = pt->nchanges;
     size_t chunk_el = pt->chunk / sizeof(float), half = pt->window / 2;
     size_t staging = 0;
@@ -453,73 +455,56 @@ void tx_execute(const TxPart *pt, TxEndpoint *ep, const TxHooks *hooks, const Ba
     free(swapped);
     free(copy_host);
     st->seconds = nr_now() - t0;
+    struct timespec cpu1;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu1);
+    st->cpu_seconds = (double)(cpu1.tv_sec - cpu0.tv_sec) + 1e-9 * (double)(cpu1.tv_nsec - cpu0.tv_nsec);
 }
 
 /* ---- rank 0 → every rank: the parts ------------------------------------- */
 
-/* a part as bytes: the struct, then ch, ops, slabs */
-static size_t part_bytes(const TxPart *p) {
-    return sizeof *p + (size_t)p->nchanges * sizeof *p->ch + (size_t)p->nops * sizeof *p->ops +
-           (size_t)p->nslabs * sizeof *p->slabs;
-}
+/* What rank 0 sends. Not the expanded slabs (at 1,024 ranks ~70,000 of
+ * them, ~9 MiB): every rank gets the plan's geometry (per change its slab
+ * shapes and blocks, TxSlabs.geo and .blk: the same for all, broadcast) and
+ * its own compact part: the TxPart fields, ch, and ops whose slab0 / nslab
+ * index its list of block refs (TxRef: block, source, destination), sent
+ * with MPI_Scatterv. Each rank then expands its refs into its slabs, exactly
+ * as tx_part_extract would (test_transition compares the two). */
 
 int tx_part_scatter(const TxPlan *plan, MPI_Comm comm, TxPart *part) {
     int rank, size;
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &size);
-    char *all = NULL;
+    char *all = NULL, *geo = NULL;
     int *counts = NULL, *displs = NULL;
-    int64_t ok = 1;
+    int64_t hdr[3] = {1, 0, 0}; /* ok, geometry bytes, changes */
+    size_t glen = 0;
     if (rank == 0) {
         counts = calloc((size_t)size, sizeof *counts);
         displs = calloc((size_t)size, sizeof *displs);
-        TxPart *parts = calloc((size_t)size, sizeof *parts);
-        size_t total = 0;
-        if (!counts || !displs || !parts) ok = 0;
-        if (ok && tx_parts_extract(plan, parts)) ok = 0;
-        for (int r = 0; ok && r < size; r++) {
-            size_t b = part_bytes(&parts[r]);
-            if (b > (size_t)1 << 30 || total + b > (size_t)2000000000) { ok = 0; break; }
-            counts[r] = (int)b;
-            displs[r] = (int)total;
-            total += b;
-        }
-        if (ok && (all = malloc(total ? total : 1)) == NULL) ok = 0;
-        for (int r = 0; ok && r < size; r++) {
-            char *o = all + displs[r];
-            memcpy(o, &parts[r], sizeof parts[r]);
-            o += sizeof parts[r];
-            memcpy(o, parts[r].ch, (size_t)parts[r].nchanges * sizeof *parts[r].ch);
-            o += (size_t)parts[r].nchanges * sizeof *parts[r].ch;
-            memcpy(o, parts[r].ops, (size_t)parts[r].nops * sizeof *parts[r].ops);
-            o += (size_t)parts[r].nops * sizeof *parts[r].ops;
-            memcpy(o, parts[r].slabs, (size_t)parts[r].nslabs * sizeof *parts[r].slabs);
-        }
-        for (int r = 0; parts && r < size; r++) tx_part_free(&parts[r]);
-        free(parts);
+        if (!counts || !displs || plan->nranks < size || tx_parts_pack(plan, size, &all, counts, displs) ||
+            !(geo = tx_geometry_pack(plan, &glen)) || glen > (size_t)2000000000)
+            hdr[0] = 0;
+        hdr[1] = (int64_t)glen;
+        hdr[2] = plan->nchanges;
     }
-    mpiCheck(MPI_Bcast(&ok, 1, MPI_INT64_T, 0, comm));
-    if (!ok) {
-        free(all); free(counts); free(displs);
+    mpiCheck(MPI_Bcast(hdr, 3, MPI_INT64_T, 0, comm));
+    if (!hdr[0]) {
+        free(all); free(geo); free(counts); free(displs);
         return -1;
     }
+    glen = (size_t)hdr[1];
+    if (rank != 0 && (geo = malloc(glen ? glen : 1)) == NULL) nr_fatal("transition: out of memory for the geometry");
+    mpiCheck(MPI_Bcast(geo, (int)glen, MPI_BYTE, 0, comm));
     int mine = 0;
     mpiCheck(MPI_Scatter(counts, 1, MPI_INT, &mine, 1, MPI_INT, 0, comm));
     char *buf = malloc((size_t)mine);
     if (!buf) nr_fatal("transition: out of memory for this rank's part (%d bytes)", mine);
     mpiCheck(MPI_Scatterv(all, counts, displs, MPI_BYTE, buf, mine, MPI_BYTE, 0, comm));
     free(all); free(counts); free(displs);
-    memcpy(part, buf, sizeof *part);
-    const char *o = buf + sizeof *part;
-    part->ch = malloc((size_t)(part->nchanges ? part->nchanges : 1) * sizeof *part->ch);
-    part->ops = malloc((size_t)(part->nops ? part->nops : 1) * sizeof *part->ops);
-    part->slabs = malloc((size_t)(part->nslabs ? part->nslabs : 1) * sizeof *part->slabs);
-    if (!part->ch || !part->ops || !part->slabs) nr_fatal("transition: out of memory for this rank's part");
-    memcpy(part->ch, o, (size_t)part->nchanges * sizeof *part->ch);
-    o += (size_t)part->nchanges * sizeof *part->ch;
-    memcpy(part->ops, o, (size_t)part->nops * sizeof *part->ops);
-    o += (size_t)part->nops * sizeof *part->ops;
-    memcpy(part->slabs, o, (size_t)part->nslabs * sizeof *part->slabs);
+
+    /* this rank's part: its refs expanded into slabs */
+    if (tx_part_unpack(buf, geo, part)) nr_fatal("transition: out of memory for this rank's part");
+    free(geo);
     free(buf);
     return 0;
 }
