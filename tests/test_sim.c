@@ -23,7 +23,7 @@ static SimScenario growth(int gpus) {
     h->flops = 989e12, h->mem = 141e9, h->hbm = 4.8e12, h->ranks_per_node = 8;
     h->bw[0] = 450e9, h->lat[0] = 3e-6, h->bw[1] = 50e9, h->lat[1] = 10e-6;
     /* what the modelled cluster really reaches (the planner starts from eff_default) */
-    Efficiency e = {{0.55, 0.35, 0.6, 0.7, 0.6, 0.7, 0.6}};
+    Efficiency e = {{0.55, 0.35, 0.6, 0.7, 0.6, 0.7, 0.6, 0.5, 0.7}};
     sc.truth.eff = e;
     shape_named("llama-3.1-8b", &sc.truth.actor);
     sc.truth.critic = sc.truth.actor;

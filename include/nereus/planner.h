@@ -83,6 +83,8 @@ typedef struct HwModel {
     int ranks_per_node;
     double bw[2], lat[2];   /* link bandwidth (bytes/s) and latency (s): [0] inside a node, [1] between nodes */
     double op_s;            /* ideal seconds of one operation's fixed cost (EFF_OPS); 0: not modelled */
+    double rho_exp;         /* with cores: a message's wait grows as (busy ranks per core)^rho_exp (0: 1);
+                               cal_fit fits it */
     int cores;              /* cores a node's ranks share (0: a core, or a GPU, per rank). With fewer cores
                                than busy ranks the compute of a phase stretches (cost_plan) */
 } HwModel;
@@ -90,7 +92,9 @@ typedef struct HwModel {
 /* EFF_OPS: the fixed cost of each operation a pass launches (hw.op_s
  * ideal seconds apiece: a kernel launch on a GPU, a loop nest's set-up on
  * a CPU), which dominates small models; 0 with hw.op_s = 0. */
-enum { EFF_GEMM, EFF_ATTN, EFF_DECODE, EFF_AR_INTRA, EFF_AR_INTER, EFF_P2P_INTRA, EFF_P2P_INTER, EFF_OPS, EFF_N };
+/* EFF_LAT: the latency of every message (the α of an α-β model; the link
+ * classes are the β, bytes over bandwidth). */
+enum { EFF_GEMM, EFF_ATTN, EFF_DECODE, EFF_AR_INTRA, EFF_AR_INTER, EFF_P2P_INTRA, EFF_P2P_INTER, EFF_OPS, EFF_LAT, EFF_N };
 
 typedef struct Efficiency {
     double f[EFF_N];        /* fraction of peak each class reaches, (0, 1] */
@@ -163,7 +167,14 @@ void cost_calibrate(CostModel *cm, int stage, GridLayout l, const Workload *w, d
  * stays where it was. Observations from several plans (different tp, dp,
  * core sharing) are what tell the classes apart. */
 #define CAL_MAX 256
-typedef struct CalObs { double a[EFF_N]; double t; } CalObs;
+typedef struct CalObs {
+    double a[EFF_N]; /* ideal seconds per class (stretched, slowed) */
+    double t;        /* measured */
+    double rho;      /* the phase's busy ranks per core */
+    double beta;     /* the hw.rho_exp a[] was computed with (the links' a[] include rho^beta) */
+    int stage;
+    GridLayout l;
+} CalObs;
 typedef struct Calibration {
     int n, next;             /* observations held; the slot the next one takes */
     CalObs obs[CAL_MAX];

@@ -113,7 +113,7 @@ void trace_decision(Trace *t, const TraceDecision *d);
 
 /* rank 0, for the replay (nereus-trace replay): before each PPO step, what
  * the live planner saw and the cost model it decided with. */
-#define TRACE_EFF_N 8        /* planner.h EFF_N */
+#define TRACE_EFF_N 9        /* planner.h EFF_N */
 typedef struct TraceSignals {
     int64_t step;
     int plan_id;                 /* the plan in force before the decision */

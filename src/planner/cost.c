@@ -61,7 +61,7 @@ Efficiency eff_default(void) {
     e.f[EFF_GEMM] = 0.4;
     e.f[EFF_ATTN] = 0.2;
     e.f[EFF_DECODE] = 0.3;
-    for (int k = EFF_AR_INTRA; k < EFF_N; k++) e.f[k] = 0.5;
+    for (int k = EFF_AR_INTRA; k < EFF_N; k++) e.f[k] = 0.5; /* links, operations, latency */
     return e;
 }
 
@@ -71,19 +71,32 @@ static const ModelShape *stage_shape(const CostModel *cm, int stage) {
     return plan_stage_is_critic(stage) ? &cm->critic : &cm->actor;
 }
 
-/* ring all-reduce of `bytes` over n ranks on link k (0 inside a node, 1 between) */
-static double allreduce_s(const CostModel *cm, double bytes, int n, int k) {
-    if (n <= 1) return 0;
-    double e = cm->eff.f[k ? EFF_AR_INTER : EFF_AR_INTRA];
-    return (2.0 * (n - 1) / n * bytes / cm->hw.bw[k] + 2.0 * (n - 1) * cm->hw.lat[k]) / e;
-}
+/* A message's cost is its bytes over the link (the link kind's class) plus
+ * its latency (EFF_LAT: the α of an α-β model, one class for every link,
+ * so that many small messages and few large ones calibrate apart). */
+static double lat_s(const CostModel *cm, double hops, int k) { return hops * cm->hw.lat[k] / cm->eff.f[EFF_LAT]; }
 
 static double p2p_s(const CostModel *cm, double bytes, int k) {
-    return (bytes / cm->hw.bw[k] + cm->hw.lat[k]) / cm->eff.f[k ? EFF_P2P_INTER : EFF_P2P_INTRA];
+    return bytes / cm->hw.bw[k] / cm->eff.f[k ? EFF_P2P_INTER : EFF_P2P_INTRA] + lat_s(cm, 1, k);
 }
 
 /* the time of each class in one stage, so that calibration knows what dominates */
 typedef struct Parts { double t[EFF_N]; } Parts;
+
+/* mult ring all-reduces of `bytes` over n ranks on link k (0 inside a node, 1 between) */
+static void add_allreduce(const CostModel *cm, Parts *pt, double mult, double bytes, int n, int k) {
+    if (n <= 1 || !(mult > 0)) return;
+    int c = k ? EFF_AR_INTER : EFF_AR_INTRA;
+    pt->t[c] += mult * 2.0 * (n - 1) / n * bytes / cm->hw.bw[k] / cm->eff.f[c];
+    pt->t[EFF_LAT] += mult * lat_s(cm, 2.0 * (n - 1), k);
+}
+
+/* mult point-to-point messages of `bytes` on link k */
+static void add_p2p(const CostModel *cm, Parts *pt, double mult, double bytes, int k) {
+    int c = k ? EFF_P2P_INTER : EFF_P2P_INTRA;
+    pt->t[c] += mult * bytes / cm->hw.bw[k] / cm->eff.f[c];
+    pt->t[EFF_LAT] += mult * lat_s(cm, 1, k);
+}
 
 static double stage_parts(const CostModel *cm, int stage, GridLayout l, const Workload *w, double *mem, Parts *pt) {
     const ModelShape *m = stage_shape(cm, stage);
@@ -116,7 +129,7 @@ static double stage_parts(const CostModel *cm, int stage, GridLayout l, const Wo
         double toks = B * w->prompt_len;
         pt->t[EFF_GEMM] += toks * fwd_flops_dense(m) / tp / (F * E_g);
         pt->t[EFF_ATTN] += toks * fwd_flops_attn(m, w->prompt_len) / tp / (F * E_a);
-        pt->t[ktp ? EFF_AR_INTER : EFF_AR_INTRA] += 2.0 * m->L * allreduce_s(cm, toks * C * ab, tp, ktp);
+        add_allreduce(cm, pt, 2.0 * m->L, toks * C * ab, tp, ktp);
         /* decode: per step the larger of its FLOPs and its memory traffic, plus the TP sums */
         double ctx = w->prompt_len + w->resp_len / 2.0;
         double fl = B * (fwd_flops_dense(m) + fwd_flops_attn(m, ctx)) / tp;
@@ -124,7 +137,7 @@ static double stage_parts(const CostModel *cm, int stage, GridLayout l, const Wo
         double tc = fl / (F * E_g), tm = by / (hw->hbm * cm->eff.f[EFF_DECODE]);
         if (tc > tm) pt->t[EFF_GEMM] += w->resp_len * tc;
         else pt->t[EFF_DECODE] += w->resp_len * tm;
-        pt->t[ktp ? EFF_AR_INTER : EFF_AR_INTRA] += w->resp_len * 2.0 * m->L * allreduce_s(cm, B * C * ab, tp, ktp);
+        add_allreduce(cm, pt, w->resp_len * 2.0 * m->L, B * C * ab, tp, ktp);
     } else {
         double passes = 1, rows = B, mult = 1; /* inference: one forward over the replica's rows */
         if (train) {
@@ -141,22 +154,22 @@ static double stage_parts(const CostModel *cm, int stage, GridLayout l, const Wo
         if (train) pt->t[EFF_OPS] += passes * ops_pass * op_t; /* AdamW, about one operation per tensor */
         double nar = train ? 4.0 : 2.0;
         /* TP: nar all-reduces a layer for each of the mb microbatches */
-        pt->t[ktp ? EFF_AR_INTER : EFF_AR_INTRA] +=
-            passes * nar * Lloc * mb * allreduce_s(cm, toks * C * ab / mb, tp, ktp) * bubble;
+        add_allreduce(cm, pt, passes * nar * Lloc * mb * bubble, toks * C * ab / mb, tp, ktp);
         if (pp > 1) { /* activations across each stage boundary, forward (and backward), and the last
                          stage's per-token results to the others (two broadcasts a forward pass) */
-            pt->t[kpp ? EFF_P2P_INTER : EFF_P2P_INTRA] += passes * (train ? 2 : 1) * (pp - 1) * p2p_s(cm, toks * C * ab / mb, kpp);
-            pt->t[kpp ? EFF_AR_INTER : EFF_AR_INTRA] += passes * 2.0 * allreduce_s(cm, toks * 4.0, pp, kpp);
+            add_p2p(cm, pt, passes * (train ? 2 : 1) * (pp - 1), toks * C * ab / mb, kpp);
+            add_allreduce(cm, pt, passes * 2.0, toks * 4.0, pp, kpp);
         }
         if (train) { /* per update: the gradient norm over the shard's tp and pp groups, the tied embedding's
                         gradient between the first and last pipeline stages */
-            pt->t[ktp ? EFF_AR_INTER : EFF_AR_INTRA] += passes * allreduce_s(cm, 8.0, tp, ktp);
-            if (pp > 1)
-                pt->t[kpp ? EFF_AR_INTER : EFF_AR_INTRA] +=
-                    passes * (allreduce_s(cm, 8.0, pp, kpp) + allreduce_s(cm, (double)m->V * C / tp * 4.0, 2, kpp));
+            add_allreduce(cm, pt, passes, 8.0, tp, ktp);
+            if (pp > 1) {
+                add_allreduce(cm, pt, passes, 8.0, pp, kpp);
+                add_allreduce(cm, pt, passes, (double)m->V * C / tp * 4.0, 2, kpp);
+            }
         }
         if (train) { /* gradients over the replicas, then AdamW (memory-bound: 7 passes over 4-byte state) */
-            pt->t[kdp ? EFF_AR_INTER : EFF_AR_INTRA] += passes * allreduce_s(cm, Ploc * 4.0, dp, kdp);
+            add_allreduce(cm, pt, passes, Ploc * 4.0, dp, kdp);
             pt->t[EFF_DECODE] += passes * Ploc * 28.0 / (hw->hbm * cm->eff.f[EFF_DECODE]);
         }
     }
@@ -222,7 +235,7 @@ double cost_stage_compute(const CostModel *cm, int stage, GridLayout l, const Wo
  * k·compute + ρ·communication. slowf[s]: the stage's
  * slowdown; k[ph]: the phase's stretch; each rank's memory. */
 typedef struct PlanPhases {
-    double phase[3], k[3], rho[3], slowf[PLAN_NSTAGES];
+    double phase[3], k[3], rho[3], busy_per_core[3], slowf[PLAN_NSTAGES];
     Parts parts[PLAN_NSTAGES];
     double rm[PLAN_MAX_RANKS];
 } PlanPhases;
@@ -272,7 +285,8 @@ static void plan_phases(const CostModel *cm, const PlanConfig *plan, int nranks,
         if (cm->hw.cores > 0) {
             if (big > 0 && busy / (cm->hw.cores * big) > 1) k = busy / (cm->hw.cores * big);
             /* a message waits for its peer to get a core: latency grows with the ranks per core */
-            if ((double)most / cm->hw.cores > 1) rho = (double)most / cm->hw.cores;
+            if ((double)most / cm->hw.cores > 1)
+                rho = pow((double)most / cm->hw.cores, cm->hw.rho_exp > 0 ? cm->hw.rho_exp : 1);
         }
         double t = 0;
         for (int r = 0; r < nranks; r++)
@@ -280,6 +294,7 @@ static void plan_phases(const CostModel *cm, const PlanConfig *plan, int nranks,
         pp->phase[ph] = t;
         pp->k[ph] = k;
         pp->rho[ph] = rho;
+        pp->busy_per_core[ph] = cm->hw.cores > 0 ? (double)most / cm->hw.cores : 1;
     }
 }
 
@@ -359,30 +374,40 @@ void cal_add(Calibration *c, const CostModel *cm, const PlanConfig *plan, int nr
     CalObs *o = &c->obs[c->next];
     for (int k = 0; k < EFF_N; k++) o->a[k] = scale[k] * pp.parts[stage].t[k] * cm->eff.f[k]; /* ideal seconds */
     o->t = measured_s;
+    o->rho = pp.busy_per_core[plan_stage_phase(stage)];
+    o->beta = cm->hw.rho_exp > 0 ? cm->hw.rho_exp : 1;
+    o->stage = stage;
+    o->l = (GridLayout){plan->stage[stage].tp, plan->stage[stage].pp, plan->stage[stage].dp};
     c->next = (c->next + 1) % CAL_MAX;
     if (c->n < CAL_MAX) c->n++;
 }
 
-double cal_fit(const Calibration *c, CostModel *cm) {
-    if (c->n == 0) return 0;
-    /* normal equations of the relative residuals, plus the pull toward x0 = 1/f */
-    double A[EFF_N][EFF_N], b[EFF_N], x[EFF_N], x0[EFF_N], used[EFF_N];
+/* the links' ideal seconds of o under message-stretch exponent beta (o->a holds them at o->beta) */
+static double obs_a(const CalObs *o, int k, double beta) {
+    if (is_compute(k) || o->rho <= 1) return o->a[k];
+    return o->a[k] * pow(o->rho, beta - o->beta);
+}
+
+/* least squares of the relative residuals for exponent beta, the pull toward x0; x out, RMS returned */
+static double fit_beta(const Calibration *c, const double *x0, double beta, double *x, double *used) {
+    double A[EFF_N][EFF_N], b[EFF_N];
     memset(A, 0, sizeof A);
     memset(b, 0, sizeof b);
-    memset(used, 0, sizeof used);
+    memset(used, 0, EFF_N * sizeof *used);
     for (int i = 0; i < c->n; i++) {
         const CalObs *o = &c->obs[i];
-        double wt = 1.0 / (o->t * o->t);
+        double wt = 1.0 / (o->t * o->t), a[EFF_N];
+        for (int k = 0; k < EFF_N; k++) a[k] = obs_a(o, k, beta);
         for (int k = 0; k < EFF_N; k++) {
-            if (o->a[k] <= 0) continue;
-            used[k] += o->a[k] / o->t;
-            b[k] += wt * o->a[k] * o->t;
-            for (int l = 0; l < EFF_N; l++) A[k][l] += wt * o->a[k] * o->a[l];
+            if (a[k] <= 0) continue;
+            used[k] += a[k] / o->t;
+            b[k] += wt * a[k] * o->t;
+            for (int l = 0; l < EFF_N; l++) A[k][l] += wt * a[k] * a[l];
         }
     }
     const double lambda = 1e-3; /* the pull, relative to one observation's weight */
     for (int k = 0; k < EFF_N; k++) {
-        x0[k] = x[k] = 1.0 / cm->eff.f[k];
+        x[k] = x0[k];
         double reg = lambda / (x0[k] * x0[k]);
         A[k][k] += reg;
         b[k] += reg * x0[k];
@@ -402,14 +427,39 @@ double cal_fit(const Calibration *c, CostModel *cm) {
         }
         if (moved < 1e-9) break;
     }
-    for (int k = 0; k < EFF_N; k++)
-        if (used[k] > 0) cm->eff.f[k] = 1.0 / x[k];
     double ss = 0;
     for (int i = 0; i < c->n; i++) {
         const CalObs *o = &c->obs[i];
         double p = 0;
-        for (int k = 0; k < EFF_N; k++) p += o->a[k] * x[k];
+        for (int k = 0; k < EFF_N; k++) p += obs_a(o, k, beta) * x[k];
         ss += (p - o->t) * (p - o->t) / (o->t * o->t);
     }
     return sqrt(ss / c->n);
+}
+
+double cal_fit(const Calibration *c, CostModel *cm) {
+    if (c->n == 0) return 0;
+    double x0[EFF_N], x[EFF_N], used[EFF_N], bx[EFF_N], bused[EFF_N];
+    for (int k = 0; k < EFF_N; k++) x0[k] = 1.0 / cm->eff.f[k];
+    double beta0 = cm->hw.rho_exp > 0 ? cm->hw.rho_exp : 1, best = INFINITY, bbeta = beta0;
+    /* the exponent of the message stretch (how a message's wait grows with the busy ranks per core): the
+       best of a grid, each with its least-squares factors; only where some stage ran with ranks sharing cores */
+    int shared = 0;
+    for (int i = 0; i < c->n; i++) shared |= c->obs[i].rho > 1;
+    static const double grid[] = {1, 1.25, 1.5, 1.75, 2, 2.5, 3};
+    int ng = shared && cm->hw.cores > 0 ? (int)(sizeof grid / sizeof grid[0]) : 1;
+    for (int g = 0; g < ng; g++) {
+        double beta = ng > 1 ? grid[g] : beta0;
+        double r = fit_beta(c, x0, beta, x, used);
+        if (r < best) {
+            best = r;
+            bbeta = beta;
+            memcpy(bx, x, sizeof bx);
+            memcpy(bused, used, sizeof bused);
+        }
+    }
+    for (int k = 0; k < EFF_N; k++)
+        if (bused[k] > 0) cm->eff.f[k] = 1.0 / bx[k];
+    if (shared && cm->hw.cores > 0) cm->hw.rho_exp = bbeta;
+    return best;
 }

@@ -70,7 +70,7 @@ static int scenario_of(const Config *cfg, const Deck *deck, SimScenario *sc) {
     t->hw.bw[1] = slingshot ? 25e9 : 50e9;
     t->hw.lat[1] = slingshot ? 2e-6 : 10e-6;
     /* what the modelled cluster reaches; the planner does not see these, it calibrates toward them */
-    t->eff = (Efficiency){{0.55, 0.35, 0.6, 0.7, 0.6, 0.7, 0.6}};
+    t->eff = (Efficiency){{0.55, 0.35, 0.6, 0.7, 0.6, 0.7, 0.6, 0.5, 0.7}};
     if (shape_named(m->actor, &t->actor) != 0)
         return deck_error_at(deck, "simulate.actor", "unknown model %s (llama-3.1-8b, qwen3-14b, qwen3-32b, llama-3.3-70b)", m->actor);
     if (shape_named(m->critic, &t->critic) != 0)

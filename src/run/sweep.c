@@ -4,9 +4,11 @@
  * sweep_steps PPO steps (the first after the transition not measured).
  * After the first sweep_calibrate plans the model is fitted on their
  * model-stages alone (least squares, planner.h) and frozen; every later
- * plan is predicted before it runs (held out). Last, the search picks a
- * plan with the frozen model and the job runs it: its measured step
- * against the best measured of the sample is the plan-quality gap.
+ * plan is predicted before it runs (held out): that is the model's error.
+ * Last, as the live planner keeps calibrating on what it runs, the model
+ * is refitted on every sampled plan's stages, the search picks a plan with
+ * it and the job runs it: its measured step against the best measured of
+ * the sample is the plan-quality gap.
  *
  * The space, per model-stage: tp dividing n_head, pp dividing n_layer (1
  * for generation), dp dividing the batch (and the minibatch for
@@ -37,8 +39,10 @@ typedef struct SweepPlan {
 struct Sweep {
     int n, K, steps, start;  /* sampled plans, calibration plans, steps per plan, the first sweep step */
     SweepPlan *p;            /* (n + 1): the sample, then the search's choice */
-    Calibration cal;
+    Calibration cal;         /* the first K plans' stages */
+    Calibration all;         /* every sampled plan's stages */
     CostModel fit;           /* the model fitted on the first K plans, frozen */
+    CostModel fit_all;       /* the model fitted on every sampled plan, for the search's choice */
     int fitted;
     double over_sum;         /* the calibration plans' step time outside the model-stages */
     int over_n;
@@ -126,12 +130,26 @@ static int sweep_index(const struct Sweep *sw, int step, int *phase) {
 }
 
 /* rank 0: fit the frozen model on the calibration plans */
-static void sweep_fit(LivePlanner *lp, struct Sweep *sw, int nranks) {
-    sw->fit = lp->cm;
-    sw->fit.eff = eff_default();
-    sw->fit.slow = NULL;
+static void sweep_fit(LivePlanner *lp, struct Sweep *sw, int nranks, const Calibration *cal, int nplans,
+                      CostModel *fit) {
+    *fit = lp->cm;
+    fit->eff = eff_default();
+    fit->slow = NULL;
     /* the observations were taken with the live model's factors: cal_add stored ideal seconds, so the fit starts anew */
-    cal_fit(&sw->cal, &sw->fit);
+    double rms = cal_fit(cal, fit);
+    if (getenv("NEREUS_PLANNER_DEBUG")) {
+        fprintf(stderr, "sweep debug: fit over %d stage(s), RMS %.1f%%, message stretch exponent %.2f\n", cal->n,
+                100 * rms, fit->hw.rho_exp);
+        for (int i = 0; i < cal->n; i++) {
+            const CalObs *o = &cal->obs[i];
+            double p = 0;
+            for (int k = 0; k < EFF_N; k++) p += o->a[k] / fit->eff.f[k];
+            fprintf(stderr, "  %-12s t%dp%dd%d measured %.4f fitted %.4f (%+.0f%%) ideal:", plan_stage_name(o->stage),
+                    o->l.tp, o->l.pp, o->l.dp, o->t, p, 100 * (p - o->t) / o->t);
+            for (int k = 0; k < EFF_N; k++) fprintf(stderr, " %.2g", o->a[k]);
+            fprintf(stderr, "\n");
+        }
+    }
     sw->fit.overhead_s = 0;
     /* the time outside the phases, measured (wall − the phases the stage timers give), less the model's sync */
     double over = 0;
@@ -142,24 +160,27 @@ static void sweep_fit(LivePlanner *lp, struct Sweep *sw, int nranks) {
         Workload w = lp->w;
         w.resp_len = p->len / p->nwall;
         StepCost c;
-        cost_plan(&sw->fit, &p->plan, nranks, &w, &c);
+        cost_plan(fit, &p->plan, nranks, &w, &c);
         over += p->outside - p->nwall * c.phase[3];
         n += p->nwall;
     }
-    sw->fit.overhead_s = n > 0 && over > 0 ? over / n : 0;
-    sw->fitted = 1;
+    fit->overhead_s = n > 0 && over > 0 ? over / n : 0;
 }
 
 int sweep_decide(LivePlanner *lp, Job *j, int step, PlanConfig *next) {
     struct Sweep *sw = lp->sweep;
     int phase, i = sweep_index(sw, step, &phase);
     if (i < 0 || phase != 0) return 0;
-    if (i == sw->K && !sw->fitted) sweep_fit(lp, sw, j->size);
-    if (i == sw->n) { /* the search's choice with the frozen model */
+    if (i == sw->K && !sw->fitted) {
+        sweep_fit(lp, sw, j->size, &sw->cal, sw->K, &sw->fit);
+        sw->fitted = 1;
+    }
+    if (i == sw->n) { /* the search's choice, the model refitted on every sampled plan */
         StepCost c;
         SearchStats st;
         char why[512];
-        if (plan_search_on(&sw->fit, j->size, NULL, j->size, &lp->w, &sw->p[i].plan, &c, &st, why, sizeof why) != 0) {
+        sweep_fit(lp, sw, j->size, &sw->all, sw->n, &sw->fit_all);
+        if (plan_search_on(&sw->fit_all, j->size, NULL, j->size, &lp->w, &sw->p[i].plan, &c, &st, why, sizeof why) != 0) {
             nr_log("planner: sweep: the search found no plan: %s\n", why);
             sw->p[i].refused = 1;
             return 0;
@@ -199,6 +220,7 @@ void sweep_observe(LivePlanner *lp, Job *j, int step, const double *m, double wa
             rt[(size_t)ps->ranks[r] * 3 + plan_stage_phase(s)] += t;
         }
         if (meas > 0 && i < sw->K) cal_add(&sw->cal, &lp->cm, &j->plan, n, &lp->w, s, meas);
+        if (meas > 0 && i < sw->n) cal_add(&sw->all, &lp->cm, &j->plan, n, &lp->w, s, meas);
     }
     for (int r = 0; r < n; r++)
         for (int k = 0; k < 3; k++) ph[k] = fmax(ph[k], rt[(size_t)r * 3 + k]);
@@ -277,11 +299,15 @@ void sweep_report(const LivePlanner *lp) {
     }
     const SweepPlan *c = &sw->p[sw->n];
     double chosen = plan_median(c);
-    const Efficiency *e = &sw->fit.eff;
-    nr_log("planner: sweep: fitted factors GEMM %.3g, attention %.3g, memory-bound %.3g, all-reduce %.3g, "
-           "point-to-point %.3g, per-operation %.3g; overhead %.4f s/step\n",
-           e->f[EFF_GEMM], e->f[EFF_ATTN], e->f[EFF_DECODE], e->f[EFF_AR_INTRA], e->f[EFF_P2P_INTRA], e->f[EFF_OPS],
-           sw->fit.overhead_s);
+    for (int m = 0; m < 2; m++) {
+        const CostModel *f = m ? &sw->fit_all : &sw->fit;
+        const Efficiency *e = &f->eff;
+        nr_log("planner: sweep: %s: GEMM %.3g, attention %.3g, memory-bound %.3g, all-reduce %.3g, "
+               "point-to-point %.3g, per-operation %.3g; message stretch exponent %.2f; overhead %.4f s/step\n",
+               m ? "refitted on every sampled plan (the choice)" : "fitted on the calibration plans (the predictions)",
+               e->f[EFF_GEMM], e->f[EFF_ATTN], e->f[EFF_DECODE], e->f[EFF_AR_INTRA], e->f[EFF_P2P_INTRA],
+               e->f[EFF_OPS], f->hw.rho_exp, f->overhead_s);
+    }
     nr_log("sweep.plans_run: %d\n", nrun);
     nr_log("sweep.heldout: %d\n", ne);
     if (ne > 0) {

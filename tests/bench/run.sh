@@ -15,6 +15,8 @@ tests/bench/plans.sh "$out"
 mkdir -p build/bench-io
 jobs/local.sh -np 4 build/bench/bench_ckpt "$out" build/bench-io
 jobs/local.sh -np 8 build/bench/bench_transition "$out" build/bench-io
+# the live planner on 8 ranks: drift under payback vs static, the cost model on held-out plans
+tests/bench/live.sh "$out"
 # the pure DAG builder at 32, 256 and 1,024 ranks (test_tx_dag times it: median of 7)
 echo
 echo "== transition DAG build time (8B-shaped actor and critic with AdamW state, and actor.gen; one process)"

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# tests/bench/live.sh OUT — the live planner on 8 ranks (issue #6), on this
+# machine (8 ranks share its cores: docs/PLANNER.md says what that does to
+# the numbers):
+#   drift   inputs/live/drift8.deck (INJECTED: responses 6 -> 24 tokens, rank 1
+#           3x slower from step 15) under [planner] policy = static (the best
+#           plan the planner finds for the initial conditions, kept) and =
+#           payback; runs alternate, 2 each; mean step = the PPO loop's wall
+#           time (transitions included) / steps; the medians compared.
+#   sweep   inputs/live/sweep8.deck: the cost model's error on 30 held-out
+#           plans and the gap of the search's choice to the best of 36 run.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+out=$1
+mkdir -p build/bench-live
+mean_step() { sed -n 's/^ppo: \([0-9]*\) steps in \([0-9.]*\)s.*/\2 \1/p' "$1" | awk '{printf "%.4f", $1 / $2}'; }
+median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {print (NR % 2 ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2)}'; }
+echo
+echo "== live planner, 8 ranks: inputs/live/drift8.deck (INJECTED drift) under static and payback, alternating"
+s_all=""; p_all=""
+for r in 1 2; do
+  for pol in static payback; do
+    d=build/bench-live/drift8-$pol.deck
+    sed "s/^policy = payback/policy = $pol/; s/^name = drift8/name = drift8-$pol/" inputs/live/drift8.deck > "$d"
+    printf '[trace]\nfile = none\n' >> "$d"
+    log=build/bench-live/drift8-$pol-$r.log
+    jobs/local.sh -np 8 bin/nereus "$d" > "$log" 2>&1
+    m=$(mean_step "$log"); nt=$(sed -n 's/^verify.transitions: //p' "$log")
+    printf '  run %d  %-8s mean step %.4f s, %s transition(s)\n' "$r" "$pol" "$m" "$nt"
+    if [ $pol = static ]; then s_all="$s_all $m"; else p_all="$p_all $m"; fi
+  done
+done
+ms=$(echo "$s_all" | median); mp=$(echo "$p_all" | median)
+red=$(awk -v s="$ms" -v p="$mp" 'BEGIN {printf "%.1f", 100 * (s - p) / s}')
+echo "  median mean step: static $ms s, payback $mp s: payback $red% lower (goal >= 27.7%, the paper's)"
+grep -h '^planner: before step' build/bench-live/drift8-payback-2.log | cut -c1-160 | sed 's/^/  payback run 2: /'
+{ echo "live.drift8.static_mean_step_s: $ms"; echo "live.drift8.payback_mean_step_s: $mp"; echo "live.drift8.payback_reduction_pct: $red"; } >> "$out"
+echo
+echo "== live planner, 8 ranks: inputs/live/sweep8.deck (cost model on held-out plans, plan quality)"
+log=build/bench-live/sweep8.log
+jobs/local.sh -np 8 bin/nereus inputs/live/sweep8.deck > "$log" 2>&1
+sed -n '/^planner: sweep: [0-9]* sampled/,/^sweep\.chosen_gap_pct/p' "$log" | cut -c1-200
+sed -n 's/^sweep\.\([a-z_]*\): \([-0-9.]*\).*/live.sweep8.\1: \2/p' "$log" >> "$out"
