@@ -820,6 +820,7 @@ typedef struct SigRow {
     int64_t step;
     int plan_id, initial, npool, oom;
     double resp_len, eff_signal, pred, overhead, eff[EFF_N];
+    double rho_exp;          /* the cost model's hw.rho_exp (fitted by the calibration): /signals rho_exp, or inferred */
     int *pool;               /* (npool) ascending job ranks */
     double *slow;            /* (nranks) 1 where the row lists none */
 } SigRow;
@@ -837,6 +838,8 @@ typedef struct Replay {
     size_t nrow;
     int *ran;                /* (nrow) the row's step has a /steps row (the step finished): the totals count it */
     int nran;
+    int rho_recorded;        /* /signals has rho_exp; else it is inferred (rho_matched of the rows matched) */
+    int rho_matched;
     int nrec;                /* recorded plans: /plans text parsed back (pricing the recorded run) */
     PlanConfig *rec;         /* indexed by plan id */
     int *rec_ok;
@@ -902,6 +905,8 @@ static void free_replay(Replay *r) {
     free(r->rec_ok);
 }
 
+static void infer_rho(Replay *r);
+
 /* the controller's inputs from the trace; 0, or −1 with why */
 static int replay_build(const TraceFile *tf, Replay *r, char *why, size_t len) {
     memset(r, 0, sizeof *r);
@@ -948,8 +953,15 @@ static int replay_build(const TraceFile *tf, Replay *r, char *why, size_t len) {
     /* the rows */
     const Table *sg = &tf->t[T_SIGNALS];
     const Col *eff = col_find(sg, "eff");
-    if (!eff || eff->cls != C_VEC || eff->w != EFF_N)
-        return snprintf(why, len, "/signals eff is not %d reals (planner.h EFF_N)", EFF_N), -1;
+    if (!eff || eff->cls != C_VEC)
+        return snprintf(why, len, "/signals has no column eff of reals"), -1;
+    if (eff->w != EFF_N)
+        return snprintf(why, len,
+                        "/signals eff holds %d efficiency factors, this nereus-trace's cost model has %d (planner.h "
+                        "EFF_N): the trace was written by another version of the cost model",
+                        eff->w, EFF_N), -1;
+    const Col *rho = col_find(sg, "rho_exp");
+    r->rho_recorded = rho && rho->cls == C_FLT;
     r->row = calloc(sg->n, sizeof *r->row);
     r->nrow = sg->n;
     for (size_t k = 0; k < sg->n; k++) {
@@ -964,6 +976,7 @@ static int replay_build(const TraceFile *tf, Replay *r, char *why, size_t len) {
         x->pred = num(sg, "pred_step_s", k);
         x->overhead = num(sg, "overhead_s", k);
         memcpy(x->eff, eff->f + k * EFF_N, sizeof x->eff);
+        x->rho_exp = r->rho_recorded ? rho->f[k] : 0;
         x->pool = calloc((size_t)r->n, sizeof *x->pool);
         x->slow = calloc((size_t)r->n, sizeof *x->slow);
         int np = parse_ranks(str(sg, "pool", k), x->pool, r->n);
@@ -1000,6 +1013,7 @@ static int replay_build(const TraceFile *tf, Replay *r, char *why, size_t len) {
     if (r->nrec > 0 && r->rec_ok[0])
         for (int i = 0; i < PLAN_NSTAGES; i++)
             if (plan_stage_same(&r->plan0.stage[i], &r->rec[0].stage[i])) r->plan0.stage[i].src = r->rec[0].stage[i].src;
+    if (!r->rho_recorded) infer_rho(r);
     return 0;
 }
 
@@ -1013,8 +1027,35 @@ static void replay_model(const Replay *r, const SigRow *x, CostModel *cm, Worklo
     cm->headroom = r->tf->pa.headroom;
     cm->slow = x->slow;
     cm->overhead_s = x->overhead;
+    cm->hw.rho_exp = x->rho_exp;
     const Config *c = &r->cfg;
     *w = (Workload){c->ppo.batch, c->ppo.minibatch, c->ppo.epochs, r->P, x->resp_len, c->ppo.max_response};
+}
+
+/* hw.rho_exp, the exponent of the message stretch that cal_fit (cost.c) picks from a grid, when /signals does not
+ * record it: per row the value (the previous row's first, then the grid's) whose prediction for the plan in force
+ * is the recorded pred_step_s exactly; the previous one where none does or several do */
+static void infer_rho(Replay *r) {
+    static const double grid[] = {1, 1.25, 1.5, 1.75, 2, 2.5, 3}; /* cost.c cal_fit's */
+    double prev = 0;
+    for (size_t k = 0; k < r->nrow; k++) {
+        SigRow *x = &r->row[k];
+        int pid = x->plan_id, found = 0;
+        x->rho_exp = prev;
+        if (pid >= 0 && pid < r->nrec && r->rec_ok[pid]) {
+            for (int g = -1; g < (int)(sizeof grid / sizeof grid[0]) && !found; g++) {
+                x->rho_exp = g < 0 ? prev : grid[g];
+                CostModel cm;
+                Workload w;
+                replay_model(r, x, &cm, &w);
+                StepCost sc;
+                found = cost_plan(&cm, &r->rec[pid], r->n, &w, &sc) == x->pred;
+            }
+            if (!found) x->rho_exp = prev;
+        }
+        r->rho_matched += found;
+        prev = x->rho_exp;
+    }
 }
 
 /* one decision of a replayed run */
@@ -1359,6 +1400,9 @@ static int cmd_replay(const TraceFile *tf, const double *gammas, int ng, double 
     else
         printf("signals: steps %lld-%lld, no initial placement recorded (the run ended before warmup)\n",
                (long long)r.row[0].step, (long long)r.row[r.nrow - 1].step);
+    if (!r.rho_recorded)
+        printf("model: /signals does not record hw.rho_exp (the message-stretch exponent the calibration fits): "
+               "inferred per step from pred_step_s (%d of %zu step(s) matched exactly)\n", r.rho_matched, r.nrow);
     /* the cost model rebuilt: its prediction for the plan in force against the recorded one, every row */
     int mok = 0, mrows = 0;
     double mworst = 0;
@@ -1372,11 +1416,18 @@ static int cmd_replay(const TraceFile *tf, const double *gammas, int ng, double 
         double p = cost_plan(&cm, &r.rec[pid], r.n, &w, &sc);
         mrows++;
         mok += same_num(p, r.row[k].pred);
+        if (!same_num(p, r.row[k].pred) && mrows - mok <= 3)
+            printf("model DIFFERS at step %lld (plan %d): recorded prediction %.17g s, rebuilt %.17g s\n",
+                   (long long)r.row[k].step, pid, r.row[k].pred, p);
         if (isfinite(p) && r.row[k].pred != 0) mworst = fmax(mworst, fabs(p - r.row[k].pred) / fabs(r.row[k].pred));
     }
     printf("model: the rebuilt cost model gives the recorded prediction for the plan in force on %d of %d step(s)%s",
            mok, mrows, mok == mrows ? "\n" : "");
-    if (mok != mrows) printf(" (largest relative difference %.3g)\n", mworst);
+    if (mok != mrows)
+        printf(" (largest relative difference %.3g): the replay cannot reproduce the run — this nereus-trace's cost model "
+               "(src/planner/cost.c) is not the one the run used (the run's source: %s; uncommitted changes are not "
+               "recorded), or an input of the model is missing from the trace\n",
+               mworst, tf->commit);
 
     /* 1. the recorded parameters: must give the recorded decisions */
     int64_t *refused = calloc(de->n + 1, sizeof *refused);
