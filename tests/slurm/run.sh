@@ -5,7 +5,8 @@
 # NEREUS_SLURM_KEEP=1). Root. The jobs, each checked through its exit state,
 # its stdout and its checkpoints:
 #   slurm-full      a 60-step run on 2 ranks: exit 0, verify.status pass, the
-#                   checkpoint in runs/RUN/ckpt/ passes bin/nereus-ckpt verify
+#                   checkpoint in runs/RUN/ckpt/ passes bin/nereus-ckpt verify,
+#                   the trace in its job directory holds the 60 steps
 #   slurm-finished  the same run name again, on 4 ranks: restarts from step
 #                   60 (the checkpoint loads under another rank count), runs
 #                   no step, holds slurm-full's weights
@@ -84,7 +85,7 @@ if [ ! -x bin/nereus ] || [ ! -x bin/nereus-ckpt ]; then
 fi
 # the jobs run a copy of the binaries: a rebuild of bin/ while the test runs
 # (other work in the same tree) cannot change or break them halfway
-mkdir -p "$T/bin"; cp bin/nereus bin/nereus-ckpt "$T/bin/"
+mkdir -p "$T/bin"; cp bin/nereus bin/nereus-ckpt bin/nereus-trace "$T/bin/"
 export NEREUS_BIN=$T/bin/nereus
 
 # ---- setup: installs (if missing) and starts the daemons
@@ -111,8 +112,11 @@ else
   [ "$(verify "$out" ppo_steps)" = 60 ] || why="$why verify.ppo_steps '$(verify "$out" ppo_steps)';"
   grep -qxF "ckpt: $ck" "$out" 2>/dev/null || why="$why no 'ckpt: $ck' line;"
   ckpt_ok "$ck" || why="$why nereus-ckpt verify $ck failed;"
+  tr_=$NEREUS_RUNS/$run/$id/$run.trace.h5 # the job's trace, in its job directory
+  if ! "$T/bin/nereus-trace" summary "$tr_" >"$T/trace-summary-$run.log" 2>&1; then why="$why nereus-trace summary $tr_ failed;"
+  elif ! grep -qE '^steps: 60 \(steps 0-59\)' "$T/trace-summary-$run.log"; then why="$why the trace does not hold the 60 steps ($(head -3 "$T/trace-summary-$run.log" | tr '\n' ' '));"; fi
 fi
-[ -z "$why" ] && result $run 0 "$(since "$t0")" "job $id, 2 ranks, pass, $(basename "$ck") verified" \
+[ -z "$why" ] && result $run 0 "$(since "$t0")" "job $id, 2 ranks, pass, $(basename "$ck") verified, trace read by nereus-trace" \
               || result $run 1 "$(since "$t0")" "$why (job dir $NEREUS_RUNS/$run/${id:-})"
 full_out=${out:-}
 
