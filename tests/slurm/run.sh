@@ -237,11 +237,6 @@ fi
 [ -z "$why" ] && result $run 0 "$(since "$t0")" "job $id (limit 2 min) signalled, stopped at step $stopped, exit 0, checkpoint verified" \
               || result $run 1 "$(since "$t0")" "$why (job dir $NEREUS_RUNS/$run/${id:-})"
 
-# ---- traces: NOT CHECKED YET. Trace files (trace.h5) come with a later part
-# of issue 7; jobs/slurm.sbatch runs every job in its own $NEREUS_RUNS/RUN/JOBID/
-# so that they land there. Check here, once they exist, that each job above
-# wrote $NEREUS_RUNS/RUN/JOBID/trace.h5 and that it is readable and complete.
-
 finish; trap - EXIT
 echo "== summary ($(printf '%.0f' "$(since "$t_start")") s)"
 for f in "${failed[@]}"; do echo "failed: $f"; done
