@@ -123,6 +123,7 @@ typedef struct TraceSignals {
     double eff_signal;           /* 1 / the slowest pool rank's slowdown */
     double pred_step_s;          /* the model's prediction for the plan in force */
     double overhead_s;           /* the model's step overhead */
+    double rho_exp;              /* the model's message stretch exponent (HwModel.rho_exp; 0 = 1) */
     double eff[TRACE_EFF_N];     /* the model's efficiency factors (planner.h order) */
     const char *pool;            /* the pool's ranks ("0-3,5") */
     const char *slow;            /* the measured slowdowns other than 1, "rank:factor,..." (%.17g: exact) */

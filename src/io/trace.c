@@ -100,7 +100,7 @@ typedef struct DecisionRow {
 typedef struct SignalRow {
     int64_t step;
     int32_t plan_id, initial, npool, oom;
-    double resp_len, eff_signal, pred_step_s, overhead_s;
+    double resp_len, eff_signal, pred_step_s, overhead_s, rho_exp;
     double eff[TRACE_EFF_N];
     const char *pool, *slow;
 } SignalRow;
@@ -402,6 +402,7 @@ static hid_t type_signals(H5Err *e, hid_t vs) {
     INS(SignalRow, eff_signal, H5T_NATIVE_DOUBLE);
     INS(SignalRow, pred_step_s, H5T_NATIVE_DOUBLE);
     INS(SignalRow, overhead_s, H5T_NATIVE_DOUBLE);
+    INS(SignalRow, rho_exp, H5T_NATIVE_DOUBLE);
     h5Check(e, at = H5Tarray_create2(H5T_NATIVE_DOUBLE, 1, &n));
     INS(SignalRow, eff, at);
     H5Tclose(at);
@@ -713,8 +714,8 @@ void trace_decision(Trace *t, const TraceDecision *d) {
 
 void trace_signals(Trace *t, const TraceSignals *g) {
     if (!t || t->rank != 0 || !t->open) return;
-    SignalRow r = {g->step,       g->plan_id,   g->initial,     g->npool,      g->oom, g->resp_len, g->eff_signal,
-                   g->pred_step_s, g->overhead_s, {0},          g->pool ? g->pool : "", g->slow ? g->slow : ""};
+    SignalRow r = {g->step,        g->plan_id,    g->initial,  g->npool, g->oom, g->resp_len, g->eff_signal,
+                   g->pred_step_s, g->overhead_s, g->rho_exp, {0},      g->pool ? g->pool : "", g->slow ? g->slow : ""};
     memcpy(r.eff, g->eff, sizeof r.eff);
     trace_append(t, T_SIGNALS, &r, 1);
 }
