@@ -30,6 +30,8 @@ void tx_change_for(const TxPricer *p, int id, int kind, const PlanStage *from, c
 int tx_changes(const TxPricer *p, const PlanConfig *a, const PlanConfig *b, TxChange *ch);
 /* [transition]'s chunk, window, budget and link as TxOptions (no resident memory) */
 TxOptions tx_options_of(const Config *cfg);
+/* the engine's predicted seconds of n changes (0 for none; INFINITY when no schedule fits o's budget) */
+double tx_predicted_s(const TxChange *ch, int n, int nranks, const TxOptions *o);
 /* predicted seconds of a → b (0 when nothing changes; INFINITY when no schedule fits the budget);
  * the signature of AdaptTxCost (adapt.h), ctx a TxPricer */
 double tx_price(void *pricer, const PlanConfig *a, const PlanConfig *b);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "nereus/transition.h"
+#include "nereus/txprice.h"
 #include "nereus/util.h"
 
 const char *sim_policy_name(int p) { return adapt_policy_name(p); }
@@ -40,16 +41,10 @@ static int pool_at(const SimScenario *sc, int step, double *slow) {
  * so the two kinds are priced as two DAGs with their bandwidth scaled by
  * element width, and the slower one taken (they run side by side). */
 static double tx_predict(const SimScenario *sc, const TxChange *ch, int n, double scale) {
-    if (n == 0) return 0;
     const HwModel *hw = &sc->truth.hw;
     TxOptions o = {0, 64u << 20, 512u << 20, hw->bw[1] * sc->truth.eff.f[EFF_P2P_INTER] * scale, hw->lat[1], 0, NULL, 0,
                    hw->ranks_per_node, hw->bw[0] * sc->truth.eff.f[EFF_P2P_INTRA] * scale};
-    TxPlan P;
-    char why[256];
-    if (tx_plan_build(&P, ch, n, sc->gpus, &o, why, sizeof why) != 0) return INFINITY;
-    double t = P.predicted_s;
-    tx_plan_free(&P);
-    return t;
+    return tx_predicted_s(ch, n, sc->gpus, &o);
 }
 
 static double transition_s(const SimScenario *sc, const PlanConfig *a, const PlanConfig *b) {

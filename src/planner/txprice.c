@@ -53,16 +53,20 @@ TxOptions tx_options_of(const Config *cfg) {
     return o;
 }
 
+double tx_predicted_s(const TxChange *ch, int n, int nranks, const TxOptions *o) {
+    if (n == 0) return 0;
+    TxPlan P;
+    char why[512];
+    if (tx_plan_build(&P, ch, n, nranks, o, why, sizeof why) != 0) return INFINITY;
+    double t = P.predicted_s;
+    tx_plan_free(&P);
+    return t;
+}
+
 double tx_price(void *pricer, const PlanConfig *a, const PlanConfig *b) {
     const TxPricer *p = pricer;
     TxChange ch[PLAN_NSTAGES];
     int n = tx_changes(p, a, b, ch);
-    if (n == 0) return 0;
     TxOptions o = tx_options_of(p->cfg);
-    TxPlan P;
-    char why[512];
-    if (tx_plan_build(&P, ch, n, p->nranks, &o, why, sizeof why) != 0) return INFINITY;
-    double t = P.predicted_s;
-    tx_plan_free(&P);
-    return t;
+    return tx_predicted_s(ch, n, p->nranks, &o);
 }

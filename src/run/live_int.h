@@ -5,6 +5,11 @@
 
 #include "nereus/planner_live.h"
 
+/* rank 0: from the ranks' timers m (ranks × 2 × PLAN_NSTAGES: wall, then CPU), each model-stage's
+   measured seconds (its slowest member's wall; 0 where it holds no model) and the phases' (the largest
+   per-rank sum of its stages' wall seconds), under the job's plan */
+void live_measured(const Job *j, const double *m, double *meas, double *phase);
+
 /* every rank: the sweep's state (rank 0 samples its plans with lp's model) */
 struct Sweep *sweep_new(LivePlanner *lp, Job *j);
 void sweep_free(struct Sweep *sw);

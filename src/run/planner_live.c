@@ -143,6 +143,25 @@ void live_free(LivePlanner *lp) {
 
 /* ---- measurements ------------------------------------------------------------- */
 
+void live_measured(const Job *j, const double *m, double *meas, double *phase) {
+    int K = PLAN_NSTAGES, n = j->size;
+    double *rt = nr_xcalloc((size_t)n * 3, sizeof *rt);
+    for (int s = 0; s < K; s++) {
+        const PlanStage *ps = &j->plan.stage[s];
+        meas[s] = 0;
+        if (!job_stage_holds_model(j, s)) continue;
+        for (int i = 0; i < ps->nranks; i++) {
+            double t = m[(size_t)ps->ranks[i] * 2 * K + s];
+            meas[s] = fmax(meas[s], t);
+            rt[(size_t)ps->ranks[i] * 3 + plan_stage_phase(s)] += t;
+        }
+    }
+    for (int ph = 0; ph < 3; ph++) phase[ph] = 0;
+    for (int r = 0; r < n; r++)
+        for (int ph = 0; ph < 3; ph++) phase[ph] = fmax(phase[ph], rt[(size_t)r * 3 + ph]);
+    free(rt);
+}
+
 void live_observe(LivePlanner *lp, Job *j, int step, const StepStats *st, double wall_s) {
     if (!lp->on) return;
     int n = j->size, K = PLAN_NSTAGES;
@@ -229,23 +248,11 @@ void live_observe(LivePlanner *lp, Job *j, int step, const StepStats *st, double
     free(sorted);
     /* calibration: each stage's slowest member against the model, its phase's core sharing and slowdown out */
     if (fresh) {
-        double phase[3] = {0, 0, 0};
-        double *rt = nr_xcalloc((size_t)n * 3, sizeof *rt);
-        for (int s = 0; s < K; s++) {
-            const PlanStage *ps = &plan->stage[s];
-            if (!job_stage_holds_model(j, s)) continue;
-            double meas = 0;
-            for (int i = 0; i < ps->nranks; i++) {
-                double t = m[(size_t)ps->ranks[i] * 2 * K + s];
-                meas = fmax(meas, t);
-                rt[(size_t)ps->ranks[i] * 3 + plan_stage_phase(s)] += t;
-            }
-            if (meas > 0) cal_add(&lp->cal, cm, plan, n, &lp->w, s, meas);
-        }
+        double meas[PLAN_NSTAGES], phase[3];
+        live_measured(j, m, meas, phase);
+        for (int s = 0; s < K; s++)
+            if (meas[s] > 0) cal_add(&lp->cal, cm, plan, n, &lp->w, s, meas[s]);
         lp->fit_rms = cal_fit(&lp->cal, cm);
-        for (int r = 0; r < n; r++)
-            for (int ph = 0; ph < 3; ph++) phase[ph] = fmax(phase[ph], rt[(size_t)r * 3 + ph]);
-        free(rt);
         /* the rest of the step (rollout assembly, advantages, the sync's model error): a running mean */
         StepCost sc;
         double save = cm->overhead_s;

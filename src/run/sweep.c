@@ -208,23 +208,12 @@ void sweep_observe(LivePlanner *lp, Job *j, int step, const double *m, double wa
     SweepPlan *p = &sw->p[i];
     p->wall[p->nwall++] = wall_s;
     p->len += len;
-    int K = PLAN_NSTAGES, n = j->size;
-    double *rt = nr_xcalloc((size_t)n * 3, sizeof *rt), ph[3] = {0, 0, 0};
-    for (int s = 0; s < K; s++) {
-        const PlanStage *ps = &j->plan.stage[s];
-        if (!job_stage_holds_model(j, s)) continue;
-        double meas = 0;
-        for (int r = 0; r < ps->nranks; r++) {
-            double t = m[(size_t)ps->ranks[r] * 2 * K + s];
-            meas = fmax(meas, t);
-            rt[(size_t)ps->ranks[r] * 3 + plan_stage_phase(s)] += t;
-        }
-        if (meas > 0 && i < sw->K) cal_add(&sw->cal, &lp->cm, &j->plan, n, &lp->w, s, meas);
-        if (meas > 0 && i < sw->n) cal_add(&sw->all, &lp->cm, &j->plan, n, &lp->w, s, meas);
+    double meas[PLAN_NSTAGES], ph[3];
+    live_measured(j, m, meas, ph);
+    for (int s = 0; s < PLAN_NSTAGES; s++) {
+        if (meas[s] > 0 && i < sw->K) cal_add(&sw->cal, &lp->cm, &j->plan, j->size, &lp->w, s, meas[s]);
+        if (meas[s] > 0 && i < sw->n) cal_add(&sw->all, &lp->cm, &j->plan, j->size, &lp->w, s, meas[s]);
     }
-    for (int r = 0; r < n; r++)
-        for (int k = 0; k < 3; k++) ph[k] = fmax(ph[k], rt[(size_t)r * 3 + k]);
-    free(rt);
     for (int k = 0; k < 3; k++) p->phase[k] += ph[k];
     p->outside += wall_s - ph[0] - ph[1] - ph[2];
 }
