@@ -110,6 +110,10 @@ typedef struct TraceDecision {
     const char *reason;
 } TraceDecision;
 void trace_decision(Trace *t, const TraceDecision *d);
+/* rank 0: a change of plan refused before anything moved (a deck [switch] the job cannot take, or an
+   admitted plan the transition engine refused): a /decisions row with admitted = 0, to_plan = −1, NaN
+   numbers and the reason */
+void trace_refused(Trace *t, int64_t step, int plan_id, const char *reason);
 
 /* rank 0, for the replay (nereus-trace replay): before each PPO step, what
  * the live planner saw and the cost model it decided with. */

@@ -712,6 +712,11 @@ void trace_decision(Trace *t, const TraceDecision *d) {
     trace_append(t, T_DECISIONS, &r, 1);
 }
 
+void trace_refused(Trace *t, int64_t step, int plan_id, const char *reason) {
+    TraceDecision d = {step, plan_id, -1, NAN, NAN, NAN, NAN, NAN, NAN, 0, 0, reason};
+    trace_decision(t, &d);
+}
+
 void trace_signals(Trace *t, const TraceSignals *g) {
     if (!t || t->rank != 0 || !t->open) return;
     SignalRow r = {g->step,        g->plan_id,    g->initial,  g->npool, g->oom, g->resp_len, g->eff_signal,
@@ -827,6 +832,12 @@ void trace_plan(Trace *t, int plan_id, int64_t first_step, const char *text, con
 void trace_transition(Trace *t, const TraceTransition *x) {}
 void trace_drift(Trace *t, int64_t step, const char *kind, double magnitude, double threshold) {}
 void trace_decision(Trace *t, const TraceDecision *d) {}
+void trace_refused(Trace *t, int64_t step, int plan_id, const char *reason) {
+    TraceDecision d = {step, plan_id, -1, NAN, NAN, NAN, NAN, NAN, NAN, 0, 0, reason};
+    trace_decision(t, &d);
+}
+
+void trace_refused(Trace *t, int64_t step, int plan_id, const char *reason) {}
 void trace_signals(Trace *t, const TraceSignals *g) {}
 void trace_planner(Trace *t, const TracePlanner *p) {}
 void trace_close(Trace *t, MPI_Comm world, const char *status, int64_t ppo_steps, double ppo_s) {}

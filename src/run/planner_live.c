@@ -334,6 +334,9 @@ static int move_to(LivePlanner *lp, Job *j, const PlanConfig *next, int step, do
     if (rc < 0) return nr_fail(why, len, "before step %d: the planner's transition failed: %s", step, reason);
     if (rc == 1) {
         nr_log("planner: before step %d: the transition was refused: %s; continuing on the current plan\n", step, reason);
+        char r[700];
+        snprintf(r, sizeof r, "admitted, but the transition engine refused it: %s", reason);
+        trace_refused(tr, step, *plan_id, r);
         snprintf(why, len, "%s", reason);
         return 1;
     }

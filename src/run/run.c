@@ -73,6 +73,9 @@ static int run_switch(Job *j, const Config *cfg, int step, char *plan_text, size
         snprintf(pre, sizeof pre, "[plan] %s: ", key);
         if (strncmp(msg, pre, strlen(pre)) == 0) msg += strlen(pre);
         nr_log("switch before step %d refused: [switch] %s: %s; continuing on the current plan\n", step, key, msg);
+        char r[1200];
+        snprintf(r, sizeof r, "deck [switch] refused: [switch] %s: %s", key, msg);
+        trace_refused(tr, step, plan_id, r);
         return 1;
     }
     JobTxReport rep;
@@ -80,6 +83,9 @@ static int run_switch(Job *j, const Config *cfg, int step, char *plan_text, size
     int rc = job_transition(j, &np, 0, &rep, why, sizeof why);
     if (rc == 1) {
         nr_log("switch before step %d refused: %s; continuing on the current plan\n", step, why);
+        char r[600];
+        snprintf(r, sizeof r, "deck [switch] refused: %s", why);
+        trace_refused(tr, step, plan_id, r);
         return 1;
     }
     if (rc < 0) {
