@@ -115,6 +115,8 @@ typedef struct TraceFile {
     char planner_missing[64];
     PlannerAttrs pa;
     char *deck;             /* the resolved deck (/deck), NULL when unreadable */
+    Table rule;             /* /decisions without the refusal rows: the decisions of the rule */
+    Table refusals;         /* /decisions rows of a change of plan refused before anything moved (trace_refused) */
 } TraceFile;
 
 static int read_col(const char *path, hid_t d, const char *tname, hid_t mtype_member, Col *c, size_t n, hid_t fspace) {
@@ -304,6 +306,47 @@ static int attr_num(hid_t loc, const char *name, hid_t mtype, void *out, size_t 
     return rc;
 }
 
+/* rows `keep` (nonzero) of src into dst (the same columns) */
+static void table_subset(const Table *src, const int *keep, int want, Table *dst) {
+    memset(dst, 0, sizeof *dst);
+    dst->name = src->name;
+    dst->ncol = src->ncol;
+    dst->col = calloc((size_t)src->ncol + 1, sizeof *dst->col);
+    for (size_t k = 0; k < src->n; k++) dst->n += (keep[k] != 0) == want;
+    for (int c = 0; c < src->ncol; c++) {
+        const Col *a = &src->col[c];
+        Col *b = &dst->col[c];
+        *b = *a;
+        b->i = NULL;
+        b->f = NULL;
+        b->s = NULL;
+        size_t w = a->cls == C_VEC ? (size_t)a->w : 1, m = 0;
+        if (a->cls == C_INT) b->i = calloc(dst->n + 1, sizeof *b->i);
+        else if (a->cls == C_STR) b->s = calloc(dst->n + 1, sizeof *b->s);
+        else b->f = calloc((dst->n + 1) * w, sizeof *b->f);
+        for (size_t k = 0; k < src->n; k++) {
+            if ((keep[k] != 0) != want) continue;
+            if (a->cls == C_INT) b->i[m] = a->i[k];
+            else if (a->cls == C_STR) b->s[m] = a->s[k];
+            else memcpy(b->f + m * w, a->f + k * w, w * sizeof *b->f);
+            m++;
+        }
+    }
+}
+
+/* /decisions holds the rule's decisions and, since trace_refused, rows for a change of plan refused before
+ * anything moved (admitted 0, to_plan −1, NaN numbers): split them */
+static void split_decisions(TraceFile *tf) {
+    const Table *de = &tf->t[T_DECISIONS];
+    int *rule = calloc(de->n + 1, sizeof *rule);
+    for (size_t k = 0; k < de->n; k++)
+        rule[k] = !(num(de, "admitted", k) == 0 && num(de, "to_plan", k) == -1 && isnan(num(de, "L_now_s", k)) &&
+                    isnan(num(de, "L_new_s", k)) && isnan(num(de, "C_s", k)));
+    table_subset(de, rule, 1, &tf->rule);
+    table_subset(de, rule, 0, &tf->refusals);
+    free(rule);
+}
+
 /* a scalar string dataset (fixed or variable length), malloc'd; NULL when absent or unreadable */
 static char *dset_str(hid_t f, const char *name) {
     if (H5Lexists(f, name, H5P_DEFAULT) <= 0) return NULL;
@@ -430,6 +473,7 @@ static int trace_load(const char *path, TraceFile *tf) {
     }
     read_planner(f, tf);
     tf->deck = dset_str(f, "deck");
+    split_decisions(tf);
     if (H5Lexists(f, "complete", H5P_DEFAULT) > 0) {
         hid_t d = H5Dopen2(f, "complete", H5P_DEFAULT);
         int32_t one = 0;
@@ -614,11 +658,13 @@ static int cmd_summary(const TraceFile *tf) {
             printf("  step %lld: %s, magnitude %.3g (threshold %.3g)\n", (long long)num(dr, "step", k),
                    str(dr, "kind", k), num(dr, "magnitude", k), num(dr, "threshold", k));
     }
-    const Table *de = &tf->t[T_DECISIONS];
+    const Table *de = &tf->rule, *rf = &tf->refusals;
     size_t adm = 0;
     for (size_t k = 0; k < de->n; k++) adm += num(de, "admitted", k) != 0;
     if (!de->n) printf("admission decisions: none recorded\n");
     else printf("admission decisions: %zu, %zu admitted\n", de->n, adm);
+    for (size_t k = 0; k < rf->n; k++)
+        printf("  refused change of plan before step %lld: %s\n", (long long)num(rf, "step", k), str(rf, "reason", k));
     if (tf->npeak) {
         double lo = INFINITY, hi = 0, tog = 0;
         for (int r = 0; r < tf->npeak; r++) {
@@ -845,7 +891,7 @@ typedef struct Replay {
     int *rec_ok;
 } Replay;
 
-/* "0-3,5" into ranks (ascending); returns the count or −1 */
+/* "0-3,5" into ranks (each below max); returns the count or −1 */
 static int parse_ranks(const char *s, int *out, int max) {
     int n = 0;
     while (*s) {
@@ -859,7 +905,7 @@ static int parse_ranks(const char *s, int *out, int max) {
             s = e;
         }
         for (long r = a; r <= b; r++) {
-            if (n >= max || r < 0) return -1;
+            if (n >= max || r < 0 || r >= max) return -1;
             out[n++] = (int)r;
         }
         if (*s == ',') s++;
@@ -1005,7 +1051,10 @@ static int replay_build(const TraceFile *tf, Replay *r, char *why, size_t len) {
     r->rec_ok = calloc((size_t)r->nrec + 1, sizeof *r->rec_ok);
     for (size_t k = 0; k < pl->n; k++) {
         int id = (int)num(pl, "plan_id", k);
-        if (id >= 0 && id < r->nrec) r->rec_ok[id] = parse_plan_text(str(pl, "text", k), &r->rec[id]) == 0;
+        if (id < 0 || id >= r->nrec) continue;
+        r->rec_ok[id] = parse_plan_text(str(pl, "text", k), &r->rec[id]) == 0;
+        for (int i = 0; i < PLAN_NSTAGES && r->rec_ok[id]; i++) /* ranks of this job, degrees that fit the model */
+            r->rec_ok[id] = plan_validate_stage(&r->rec[id].stage[i], i, &lim, &perr) == 0;
     }
     /* the resolved deck writes every stage out, so the parse marks them all "deck"; the job's plan had the
      * default plan's stages marked "default" (plan_format's "(default; ..."), and the controller compares plans
@@ -1216,7 +1265,7 @@ static void print_decisions(const Run *u) {
 /* the replayed run of the recorded parameters against /decisions, /steps and /plans; returns the differences */
 static int compare_recorded(const Replay *r, const Run *u) {
     const TraceFile *tf = r->tf;
-    const Table *de = &tf->t[T_DECISIONS];
+    const Table *de = &tf->rule;
     int diff = 0, bit = 0;
     size_t nd = de->n > (size_t)u->ndec ? de->n : (size_t)u->ndec;
     for (size_t k = 0; k < nd; k++) {
@@ -1253,6 +1302,17 @@ static int compare_recorded(const Replay *r, const Run *u) {
             diff++;
         } else {
             bit += q->L_now == num(de, "L_now_s", k) && q->L_new == num(de, "L_new_s", k) && q->C == num(de, "C_s", k);
+        }
+    }
+    /* a move the engine refused: a refusal row at that step in the recording, a refused move in the replay */
+    const Table *rf = &tf->refusals;
+    for (size_t k = 0; k < rf->n; k++) {
+        int64_t s = (int64_t)num(rf, "step", k), seen = 0;
+        for (int i = 0; i < u->ndec; i++) seen |= u->dec[i].step == s && u->dec[i].changed && !u->dec[i].moved;
+        if (!seen) {
+            printf("  DIFFERS: the run recorded a refused change of plan before step %lld (%s), the replay has no "
+                   "refused move there\n", (long long)s, str(rf, "reason", k));
+            diff++;
         }
     }
     if (!diff)
@@ -1316,7 +1376,7 @@ static int price_recorded(const Replay *r, double *steps_s, double *tx_s, int *n
 
 /* the rule over the recorded decisions (traces without /signals) */
 static int replay_rule(const TraceFile *tf, const double *gammas, int ng, double threshold) {
-    const Table *de = &tf->t[T_DECISIONS];
+    const Table *de = &tf->rule;
     if (de->n == 0) {
         printf("replay: needs the planner's decisions (/decisions is empty in this trace)\n");
         return 0;
@@ -1361,9 +1421,11 @@ static int replay_rule(const TraceFile *tf, const double *gammas, int ng, double
 }
 
 static int cmd_replay(const TraceFile *tf, const double *gammas, int ng, double threshold) {
-    const Table *de = &tf->t[T_DECISIONS], *sg = &tf->t[T_SIGNALS];
+    const Table *de = &tf->rule, *sg = &tf->t[T_SIGNALS], *rf = &tf->refusals;
     printf("replay %s: %zu recorded decision(s), %zu drift event(s), %zu transition(s), %zu /signals row(s)\n", tf->path,
            de->n, tf->t[T_DRIFT].n, tf->t[T_TRANSITIONS].n, sg->n);
+    for (size_t k = 0; k < rf->n; k++)
+        printf("  and a change of plan refused before step %lld: %s\n", (long long)num(rf, "step", k), str(rf, "reason", k));
     char why[1024] = "";
     Replay r;
     int full = 0;
