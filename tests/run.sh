@@ -87,6 +87,12 @@ for f in tests/decks/bad_plans/*.deck; do
     if grep -qE -- "$note" "$LOG/$n.log"; then result "$n-note" 0 0; else result "$n-note" 1 0 "no /$note/"; fi
   fi
 done
+echo "== bad run decks: what the job checks at start-up ([planner], [inject]; mpirun, ranks from '# ranks: N')"
+for f in tests/decks/bad_runs/*.deck; do
+  re=$(sed -n 's/^# expect: //p' "$f" | head -1 | tr -d '\r')
+  np=$(sed -n 's/^# ranks: //p' "$f" | head -1 | tr -d '\r')
+  bad "run-$(basename "$f" .deck)" "$re" jobs/local.sh -np "$np" bin/nereus "$f"
+done
 bad deck-nonexistent 'no/such\.deck.*(No such file|cannot|does not exist)' bin/nereus tests/decks/no/such.deck
 bad deck-directory 'tests/decks.*(directory|cannot read|not a regular)' bin/nereus tests/decks
 bad deck-binary 'bin/nereus.*binary' bin/nereus bin/nereus

@@ -1170,7 +1170,7 @@ static void replay_run(const Replay *r, int policy, double gamma, double thresho
             } else {
                 d->L_now = now.total;
                 d->L_new = d->next_cost.total;
-                int same = memcmp(&d->next, &cur, sizeof d->next) == 0;
+                int same = plan_same(&d->next, &cur);
                 d->C = same ? 0 : tx_price((void *)&r->px, &cur, &d->next);
                 d->admitted = d->urgent || d->L_new < d->L_now;
                 d->changed = d->admitted && !same;
@@ -1573,7 +1573,7 @@ static int cmd_replay(const TraceFile *tf, const double *gammas, int ng, double 
         for (int a = 0; a < na; a++)
             for (int i = 0; i < all[a]->nplans; i++) {
                 const PlanConfig *p = &all[a]->plans[i];
-                double t = 0, c = memcmp(p, &r.plan0, sizeof *p) == 0 || init == r.nrow ? 0
+                double t = 0, c = plan_same(p, &r.plan0) || init == r.nrow ? 0
                                  : tx_price((void *)&r.px, &r.plan0, p);
                 int ok = isfinite(c);
                 for (size_t k = 0; k < r.nrow && ok; k++) {
@@ -1602,7 +1602,7 @@ static int cmd_replay(const TraceFile *tf, const double *gammas, int ng, double 
             char vr[32] = "-";
             if (have_rec) snprintf(vr, sizeof vr, "%+.3f", best - rtot);
             printf("  %-28s %5s %6d %10.3f %9.4f %10.3f %+12.3f %13s\n", "best fixed plan (hindsight)", "-",
-                   best_c > 0 || memcmp(bp, &r.plan0, sizeof *bp) != 0, best_steps, best_c, best, best - st->total, vr);
+                   best_c > 0 || !plan_same(bp, &r.plan0), best_steps, best_c, best, best - st->total, vr);
         }
     }
     /* measured, for reference */

@@ -149,6 +149,8 @@ int plan_stage_rank(const PlanStage *s, int pos);
 /* 1 when a and b are the same EMU: the same degrees and the same ranks in
  * the same grid order. */
 int plan_stage_same(const PlanStage *a, const PlanStage *b);
+/* 1 when every model-stage of a and b is the same EMU (where each came from does not matter) */
+int plan_same(const PlanConfig *a, const PlanConfig *b);
 
 /* Resolves a plan as it came from the deck against the job: fills
  * unlisted stages from the default plan named by plan->fill, expands `all`

@@ -832,11 +832,6 @@ void trace_plan(Trace *t, int plan_id, int64_t first_step, const char *text, con
 void trace_transition(Trace *t, const TraceTransition *x) {}
 void trace_drift(Trace *t, int64_t step, const char *kind, double magnitude, double threshold) {}
 void trace_decision(Trace *t, const TraceDecision *d) {}
-void trace_refused(Trace *t, int64_t step, int plan_id, const char *reason) {
-    TraceDecision d = {step, plan_id, -1, NAN, NAN, NAN, NAN, NAN, NAN, 0, 0, reason};
-    trace_decision(t, &d);
-}
-
 void trace_refused(Trace *t, int64_t step, int plan_id, const char *reason) {}
 void trace_signals(Trace *t, const TraceSignals *g) {}
 void trace_planner(Trace *t, const TracePlanner *p) {}

@@ -105,7 +105,7 @@ int adapt_step(Adapt *a, int step, const CostModel *price, const Workload *w, co
     d->L_now = outside ? INFINITY : cost_plan(price, &a->cur, c->nranks, w, &now);
     d->L_new = cost_plan(price, &d->next, c->nranks, w, &nx);
     d->next_cost = nx;
-    int same = memcmp(&d->next, &a->cur, sizeof d->next) == 0;
+    int same = plan_same(&d->next, &a->cur);
     d->C = same ? 0 : c->tx_cost(c->tx_ctx, &a->cur, &d->next);
     if (c->policy == ADAPT_PAYBACK) {
         d->H = drift_horizon(&a->dm, step, c->steps_total);

@@ -285,11 +285,15 @@ static void log_decision(const LivePlanner *lp, const AdaptDecision *d, const ch
            d->step, what, drift[0] ? " — " : "", drift, d->L_now, d->L_new, d->C, d->H, d->reason);
 }
 
-static void trace_decided(Trace *tr, const AdaptDecision *d, double gamma, int plan_id) {
-    if (d->mask & DRIFT_POOL) trace_drift(tr, d->step, "pool", NAN, NAN);
+/* the drift events (magnitude: the relative change against the reference; the threshold it crossed, NaN for
+   the urgent kinds) and the decision */
+static void trace_decided(Trace *tr, const AdaptDecision *d, double gamma, int plan_id, double threshold,
+                          double ref_len, double ref_eff, int ref_pool, int npool) {
+    if (d->mask & DRIFT_POOL) trace_drift(tr, d->step, "pool", ref_pool > 0 ? (double)npool / ref_pool - 1 : NAN, NAN);
     if (d->mask & DRIFT_OOM) trace_drift(tr, d->step, "oom", NAN, NAN);
-    if (d->mask & DRIFT_LENGTH) trace_drift(tr, d->step, "length", d->len, NAN);
-    if (d->mask & DRIFT_EFFICIENCY) trace_drift(tr, d->step, "efficiency", d->eff, NAN);
+    if (d->mask & DRIFT_LENGTH) trace_drift(tr, d->step, "length", ref_len > 0 ? d->len / ref_len - 1 : NAN, threshold);
+    if (d->mask & DRIFT_EFFICIENCY)
+        trace_drift(tr, d->step, "efficiency", ref_eff > 0 ? d->eff / ref_eff - 1 : NAN, threshold);
     TraceDecision td = {d->step, plan_id, d->changed ? plan_id + 1 : -1, d->L_now, d->L_new, d->L_now - d->L_new,
                         d->C, d->H, gamma, d->urgent, d->admitted, d->reason};
     trace_decision(tr, &td);
@@ -390,6 +394,7 @@ int live_decide(LivePlanner *lp, Job *j, const Injector *inj, int step, Trace *t
     int64_t act = 0;
     int initial = 0;
     double ref_len = lp->ad.dm.ref_len, ref_eff = lp->ad.dm.ref_eff; /* before the decision resets them */
+    int ref_pool = lp->ad.dm.ref_pool;
     if (j->rank == 0) {
         CostModel *cm = &lp->cm;
         Observed o = {lp->last_len > 0 ? lp->last_len : lp->w.resp_len, lp->npool, lp->pool, lp->slow, 0};
@@ -415,7 +420,7 @@ int live_decide(LivePlanner *lp, Job *j, const Injector *inj, int step, Trace *t
             } else {
                 d.L_now = now.total;
                 d.L_new = d.next_cost.total;
-                int same = memcmp(&d.next, &j->plan, sizeof d.next) == 0;
+                int same = plan_same(&d.next, &j->plan);
                 d.C = same ? 0 : tx_price(&j->px, &j->plan, &d.next);
                 d.admitted = d.urgent || d.L_new < d.L_now;
                 d.changed = d.admitted && !same;
@@ -438,7 +443,8 @@ int live_decide(LivePlanner *lp, Job *j, const Injector *inj, int step, Trace *t
                 lp->admitted += d.admitted;
                 lp->refused += !d.admitted;
                 log_decision(lp, &d, initial ? "initial placement" : "replan", ref_len, ref_eff);
-                trace_decided(tr, &d, cfg->planner.gamma, *plan_id);
+                trace_decided(tr, &d, cfg->planner.gamma, *plan_id, cfg->planner.threshold, ref_len, ref_eff, ref_pool,
+                              lp->npool);
             }
         }
     }
