@@ -860,7 +860,6 @@ static int cmd_compare(const TraceFile *A, const TraceFile *B) {
  * run is priced with the same per-step model. Without them: the admission
  * rule over the recorded decisions only. */
 
-#define GPT2_VOCAB 50257 /* src/run/run.c's: the vocabulary of [sft] data = tokens */
 
 typedef struct SigRow {
     int64_t step;
@@ -969,17 +968,13 @@ static int replay_build(const TraceFile *tf, Replay *r, char *why, size_t len) {
     char w2[512];
     if (task_parse(&ts, cfg->task.names, cfg->task.digits, (uint64_t)cfg->run.seed, w2, sizeof w2) != 0)
         return snprintf(why, len, "the deck's [task]: %s", w2), -1;
-    int use_tokens = strcmp(cfg->sft.data, "tokens") == 0 && cfg->sft.steps > 0;
-    int V = cfg->model.vocab_size ? cfg->model.vocab_size : (use_tokens ? GPT2_VOCAB : TASK_VOCAB);
-    r->P = task_prompt_len(&ts);
-    int Tsft = use_tokens ? (cfg->sft.seq > 0 ? cfg->sft.seq : cfg->model.max_seq) : r->P + task_max_answer(&ts) + 1;
-    int Tresp = cfg->ppo.steps > 0 ? cfg->ppo.max_response : task_max_answer(&ts) + 1;
-    int Tgen = cfg->model.max_seq < r->P + Tresp ? cfg->model.max_seq : r->P + Tresp;
-    r->have_rm = cfg->reward.network && cfg->ppo.steps > 0;
-    r->ac = (GPTConfig){V, cfg->model.max_seq, cfg->model.n_layer, cfg->model.n_embd, cfg->model.n_head, 0};
-    r->cc = r->ac;
-    r->cc.value_head = 1;
-    r->px = (TxPricer){&r->cfg, r->ac, r->cc, r->have_rm, Tgen, Tsft, r->n};
+    JobShape sh;
+    job_shape_of(cfg, &ts, &sh);
+    r->P = sh.P;
+    r->have_rm = sh.have_rm;
+    r->ac = sh.ac;
+    r->cc = sh.cc;
+    r->px = (TxPricer){&r->cfg, r->ac, r->cc, r->have_rm, sh.Tgen, sh.Tsft, r->n};
     r->plan0 = cfg->plan;
     PlanLimits lim = {r->n, cfg->model.n_head, cfg->model.n_layer, cfg->ppo.batch, cfg->ppo.minibatch};
     PlanError perr;

@@ -77,7 +77,7 @@ typedef struct JobTxReport {
 /* collective over world: EMUs of the resolved plan, this rank's models
  * (initialised from the seed: every stage of a model starts equal), the
  * rollout buffers. */
-void job_build(Job *j, MPI_Comm world, const Config *cfg, const Backend *be, const TaskSet *ts, int V, int Tsft);
+void job_build(Job *j, MPI_Comm world, const Config *cfg, const Backend *be, const TaskSet *ts);
 void job_free(Job *j);
 
 /* collective over world: the logical parameters of stage src's model

@@ -12,6 +12,23 @@
 #include "nereus/model.h"
 #include "nereus/transition.h"
 
+/* The job's models and sequence capacities as the deck makes them (run.c,
+ * job.c and the trace's replay all take them from here): the vocabulary
+ * (the deck's, or GPT-2's for SFT on a token file, or the task's), the
+ * prompt length, the SFT sequence length, the generation capacity (prompt +
+ * max_response, or the longest answer + EOS for an SFT-only run, at most
+ * max_seq), whether reward.inf holds a network, the actor's and critic's
+ * logical configs. */
+#define GPT2_VOCAB 50257
+typedef struct JobShape {
+    int V, P, Tsft, Tgen;
+    int use_tokens;          /* SFT from a token file */
+    int have_rm;
+    GPTConfig ac, cc;
+} JobShape;
+struct TaskSet;
+void job_shape_of(const Config *cfg, const struct TaskSet *ts, JobShape *out);
+
 typedef struct TxPricer {
     const Config *cfg;
     GPTConfig ac, cc;        /* the actor's and the critic's logical configs */

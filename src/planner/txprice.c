@@ -6,7 +6,22 @@
 #include <string.h>
 
 #include "nereus/plan.h"
+#include "nereus/task.h"
 #include "nereus/util.h"
+
+void job_shape_of(const Config *cfg, const TaskSet *ts, JobShape *o) {
+    memset(o, 0, sizeof *o);
+    o->use_tokens = strcmp(cfg->sft.data, "tokens") == 0 && cfg->sft.steps > 0;
+    o->V = cfg->model.vocab_size ? cfg->model.vocab_size : (o->use_tokens ? GPT2_VOCAB : TASK_VOCAB);
+    o->P = task_prompt_len(ts);
+    o->Tsft = o->use_tokens ? (cfg->sft.seq > 0 ? cfg->sft.seq : cfg->model.max_seq) : o->P + task_max_answer(ts) + 1;
+    int Tresp = cfg->ppo.steps > 0 ? cfg->ppo.max_response : task_max_answer(ts) + 1;
+    o->Tgen = NR_MIN(cfg->model.max_seq, o->P + Tresp);
+    o->have_rm = cfg->reward.network && cfg->ppo.steps > 0;
+    o->ac = (GPTConfig){o->V, cfg->model.max_seq, cfg->model.n_layer, cfg->model.n_embd, cfg->model.n_head, 0};
+    o->cc = o->ac;
+    o->cc.value_head = 1;
+}
 
 void tx_stage_capacity(const TxPricer *p, int id, int dp, int *Bmax, int *Tmax) {
     const Config *cfg = p->cfg;

@@ -78,7 +78,7 @@ void job_stage_model(Job *j, Stage *s, int empty) {
     }
 }
 
-void job_build(Job *j, MPI_Comm world, const Config *cfg, const Backend *be, const TaskSet *ts, int V, int Tsft) {
+void job_build(Job *j, MPI_Comm world, const Config *cfg, const Backend *be, const TaskSet *ts) {
     memset(j, 0, sizeof *j);
     j->world = world;
     MPI_Comm_rank(world, &j->rank);
@@ -86,18 +86,16 @@ void job_build(Job *j, MPI_Comm world, const Config *cfg, const Backend *be, con
     j->cfg = cfg;
     j->be = be;
     j->ts = *ts;
-    j->V = V;
-    j->P = task_prompt_len(ts);
-    j->Tsft = Tsft;
-    /* generation holds prompt + max_response, or (SFT-only runs, for the
-     * greedy evaluation) prompt + the longest answer + EOS */
-    int Tresp = cfg->ppo.steps > 0 ? cfg->ppo.max_response : task_max_answer(ts) + 1;
-    j->Tgen = NR_MIN(cfg->model.max_seq, j->P + Tresp);
-    j->have_rm = cfg->reward.network && cfg->ppo.steps > 0;
+    JobShape sh; /* the vocabulary, prompt, capacities and model configs the deck makes (txprice.h) */
+    job_shape_of(cfg, ts, &sh);
+    j->V = sh.V;
+    j->P = sh.P;
+    j->Tsft = sh.Tsft;
+    j->Tgen = sh.Tgen;
+    j->have_rm = sh.have_rm;
     int Bg = cfg->ppo.batch;
-    j->ac = (GPTConfig){V, cfg->model.max_seq, cfg->model.n_layer, cfg->model.n_embd, cfg->model.n_head, 0};
-    j->cc = j->ac;
-    j->cc.value_head = 1;
+    j->ac = sh.ac;
+    j->cc = sh.cc;
     j->px = (TxPricer){cfg, j->ac, j->cc, j->have_rm, j->Tgen, j->Tsft, j->size};
     j->n_actor = gpt_logical_numel(&j->ac);
     j->n_critic = gpt_logical_numel(&j->cc);

@@ -23,7 +23,6 @@
 #include "nereus/trace.h"
 #include "nereus/util.h"
 
-#define GPT2_VOCAB 50257
 
 /* Mean of xs[lo, hi) */
 static double mean_range(const double *xs, int lo, int hi) {
@@ -121,14 +120,13 @@ int run_job(const Config *cfg, const Deck *deck, const char *deck_path) {
     TaskSet ts;
     if (task_parse(&ts, cfg->task.names, cfg->task.digits, (uint64_t)cfg->run.seed, why, sizeof why) != 0)
         return deck_error_at(deck, "task.names", "%s", why);
-    int use_tokens = strcmp(cfg->sft.data, "tokens") == 0 && cfg->sft.steps > 0;
-    int V = cfg->model.vocab_size ? cfg->model.vocab_size : (use_tokens ? GPT2_VOCAB : TASK_VOCAB);
+    JobShape shape;
+    job_shape_of(cfg, &ts, &shape);
+    int use_tokens = shape.use_tokens, V = shape.V, P = shape.P, Tsft = shape.Tsft;
     if (V < TASK_VOCAB && cfg->ppo.steps > 0)
         return deck_error_at(deck, "model.vocab_size", "vocab_size %d is smaller than the task vocabulary (%d tokens)",
                              V, TASK_VOCAB);
-    int P = task_prompt_len(&ts);
     int Tppo = P + cfg->ppo.max_response;
-    int Tsft = use_tokens ? (cfg->sft.seq > 0 ? cfg->sft.seq : cfg->model.max_seq) : P + task_max_answer(&ts) + 1;
     if (cfg->ppo.steps > 0 && Tppo > cfg->model.max_seq)
         return deck_error_at(deck, "model.max_seq",
                              "max_seq %d is shorter than a prompt (%d tokens for %d digits) plus max_response %d",
@@ -178,7 +176,7 @@ int run_job(const Config *cfg, const Deck *deck, const char *deck_path) {
     char injected[1024];
     if (inject_describe(&inj, injected, sizeof injected)) nr_log("%s\n", injected);
     Job job;
-    job_build(&job, MPI_COMM_WORLD, cfg, be, &ts, V, Tsft);
+    job_build(&job, MPI_COMM_WORLD, cfg, be, &ts);
     LivePlanner lp;
     live_init(&lp, &job);
     if (live_check_fits(&lp, &job, why, sizeof why) != 0) {
