@@ -352,6 +352,10 @@ int tx_slabs_build_seeded(TxSlabs *ts, const GPTConfig *cfg, const PlanStage *os
         free(mv); free(grp); free(gsrc); free(gcnt);
         goto oom;
     }
+    /* with at most 64 old cells: each holder set's cells as a bit mask (is r's old cell a holder?) */
+    unsigned long long *hs_mask = ocells <= 64 ? calloc((size_t)nhs + 1, sizeof *hs_mask) : NULL;
+    for (int h = 0; hs_mask && h < nhs; h++)
+        for (int q = hs_off[h]; q < hs_off[h + 1]; q++) hs_mask[h] |= 1ull << hs_cells[q];
     size_t *L = load ? load : ts->rank_out; /* what the sources are balanced on */
     int rsh = 1; /* bits of a rank (loads: bytes, < 2^52) */
     while ((1 << rsh) < nranks) rsh++;
@@ -384,7 +388,10 @@ int tx_slabs_build_seeded(TxSlabs *ts, const GPTConfig *cfg, const PlanStage *os
             int h = bk->hs;
             /* old boxes are unions of old cells: r's old cell holds the whole block or none of it */
             int here = 0;
-            for (int q = hs_off[h]; ocell >= 0 && q < hs_off[h + 1] && !here; q++) here = hs_cells[q] == ocell;
+            if (ocell >= 0 && hs_mask)
+                here = (int)(hs_mask[h] >> ocell & 1);
+            else
+                for (int q = hs_off[h]; ocell >= 0 && q < hs_off[h + 1] && !here; q++) here = hs_cells[q] == ocell;
             if (here) {
                 out[nl++] = (TxRef){b, r, r};
                 ts->bytes_local += bk->bytes;
@@ -394,11 +401,19 @@ int tx_slabs_build_seeded(TxSlabs *ts, const GPTConfig *cfg, const PlanStage *os
             int ncand = cand_off[h + 1] - cand_off[h], nw = ncand < TX_SRC_WINDOW ? ncand : TX_SRC_WINDOW;
             const int *cd = cand + cand_off[h] + (size_t)h * TX_SRC_WINDOW + rr[h];
             /* key: load, then rank (ties: the lowest rank); the window's ranks are distinct */
-            unsigned long long bestk = ~0ull;
-            for (int w = 0; w < nw; w++) {
-                unsigned long long key = (unsigned long long)L[cd[w]] << rsh | (unsigned long long)cd[w];
-                bestk = key < bestk ? key : bestk;
+            unsigned long long bestk = ~0ull, bestk1 = ~0ull; /* two chains: half the dependent latency */
+            int w = 0;
+            for (; w + 1 < nw; w += 2) {
+                unsigned long long k0 = (unsigned long long)L[cd[w]] << rsh | (unsigned long long)cd[w];
+                unsigned long long k1 = (unsigned long long)L[cd[w + 1]] << rsh | (unsigned long long)cd[w + 1];
+                bestk = k0 < bestk ? k0 : bestk;
+                bestk1 = k1 < bestk1 ? k1 : bestk1;
             }
+            if (w < nw) {
+                unsigned long long k0 = (unsigned long long)L[cd[w]] << rsh | (unsigned long long)cd[w];
+                bestk = k0 < bestk ? k0 : bestk;
+            }
+            bestk = bestk1 < bestk ? bestk1 : bestk;
             int best = (int)(bestk & ((1ull << rsh) - 1)), bx = 0;
             while (cd[bx] != best) bx++;
             bx += rr[h] + 1;
@@ -420,6 +435,7 @@ int tx_slabs_build_seeded(TxSlabs *ts, const GPTConfig *cfg, const PlanStage *os
         for (int q = 0; q < nm; q++) out[nl + gcnt[grp[q]]++] = mv[q];
     }
     free(mv); free(grp); free(gsrc); free(gcnt);
+    free(hs_mask);
     goto done;
 oom:
     rc = nr_fail(why, len, "slab plan: out of memory");
