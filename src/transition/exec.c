@@ -32,7 +32,14 @@
  * only inside MPI calls, and a sleeping poller made the transfers ~10x
  * slower here (measured: 0.08 against ~1 GB/s per rank on 8 ranks); after
  * that it sleeps (10 µs doubling to 1 ms, as comm.h), so a rank that waits
- * for long does not spin a core. */
+ * for long does not spin a core.
+ *
+ * What a transition costs on the CPU backend (measured with bench_transition's BENCH_TX_PHASES /
+ * BENCH_TX_PRETOUCH, 8 ranks on 2 cores): the ranks are CPU-bound together, and about half of their
+ * CPU time in here is the kernel faulting in and zeroing the new shards' pages on their first write
+ * (the backend maps large buffers lazily); the rest is MPI's two copies per moved byte (into and out of
+ * shared memory), the local copies, and the polling. The bound the bench compares with is measured
+ * into buffers already touched. */
 #include "nereus/transition.h"
 
 #include <sched.h>
