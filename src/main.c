@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "nereus/comm.h"
 #include "nereus/deck.h"
 #include "nereus/plan.h"
 #include "nereus/run.h"
@@ -93,6 +94,7 @@ int main(int argc, char **argv) {
     if (rc == 0 && restart) snprintf(cfg.run.restart, sizeof cfg.run.restart, "%s", restart); /* overrides the deck */
     if (rc == 0) rc = run_job(&cfg, deck, deck_path);
     deck_free(deck);
+    comm_group_detach(MPI_COMM_WORLD); /* the world's device group (CUDA: NCCL), before MPI_Finalize frees it */
     MPI_Finalize();
     return rc;
 }
