@@ -150,7 +150,7 @@ static void sweep_fit(LivePlanner *lp, struct Sweep *sw, int nranks, const Calib
             fprintf(stderr, "\n");
         }
     }
-    sw->fit.overhead_s = 0;
+    fit->overhead_s = 0;
     /* the time outside the phases, measured (wall − the phases the stage timers give), less the model's sync */
     double over = 0;
     int n = 0;
@@ -163,6 +163,9 @@ static void sweep_fit(LivePlanner *lp, struct Sweep *sw, int nranks, const Calib
         cost_plan(fit, &p->plan, nranks, &w, &c);
         over += p->outside - p->nwall * c.phase[3];
         n += p->nwall;
+        if (getenv("NEREUS_PLANNER_DEBUG"))
+            fprintf(stderr, "sweep debug: plan %d outside %.4f s/step, predicted sync %.4f s\n", k, p->outside / p->nwall,
+                    c.phase[3]);
     }
     fit->overhead_s = n > 0 && over > 0 ? over / n : 0;
 }
@@ -292,10 +295,11 @@ void sweep_report(const LivePlanner *lp) {
         const CostModel *f = m ? &sw->fit_all : &sw->fit;
         const Efficiency *e = &f->eff;
         nr_log("planner: sweep: %s: GEMM %.3g, attention %.3g, memory-bound %.3g, all-reduce %.3g, "
-               "point-to-point %.3g, per-operation %.3g; message stretch exponent %.2f; overhead %.4f s/step\n",
+               "point-to-point %.3g, per-operation %.3g, latency %.3g; message stretch exponent %.2f; overhead %.4f "
+               "s/step\n",
                m ? "refitted on every sampled plan (the choice)" : "fitted on the calibration plans (the predictions)",
                e->f[EFF_GEMM], e->f[EFF_ATTN], e->f[EFF_DECODE], e->f[EFF_AR_INTRA], e->f[EFF_P2P_INTRA],
-               e->f[EFF_OPS], f->hw.rho_exp, f->overhead_s);
+               e->f[EFF_OPS], e->f[EFF_LAT], f->hw.rho_exp, f->overhead_s);
     }
     nr_log("sweep.plans_run: %d\n", nrun);
     nr_log("sweep.heldout: %d\n", ne);
