@@ -166,7 +166,7 @@ void cost_calibrate(CostModel *cm, int stage, GridLayout l, const Workload *w, d
  * toward the factors in force so that a class no measurement separates
  * stays where it was. Observations from several plans (different tp, dp,
  * core sharing) are what tell the classes apart. */
-#define CAL_MAX 256
+#define CAL_MAX 512
 typedef struct CalObs {
     double a[EFF_N]; /* ideal seconds per class (stretched, slowed) */
     double t;        /* measured */
@@ -182,6 +182,10 @@ typedef struct Calibration {
 /* a stage measured inside a plan (measured_s > 0) */
 void cal_add(Calibration *c, const CostModel *cm, const PlanConfig *plan, int nranks, const Workload *w, int stage,
              double measured_s);
+/* a phase measured inside a plan (its largest per-rank sum of stage seconds): linearised at the rank that
+   sets the phase under cm, so that the fit also answers for what cost_plan adds up; stage = −1 − phase */
+void cal_add_phase(Calibration *c, const CostModel *cm, const PlanConfig *plan, int nranks, const Workload *w,
+                   int phase, double measured_s);
 /* refit cm->eff from the observations; returns the RMS relative error of the fit (0 without observations) */
 double cal_fit(const Calibration *c, CostModel *cm);
 

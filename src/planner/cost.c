@@ -236,6 +236,7 @@ double cost_stage_compute(const CostModel *cm, int stage, GridLayout l, const Wo
  * slowdown; k[ph]: the phase's stretch; each rank's memory. */
 typedef struct PlanPhases {
     double phase[3], k[3], rho[3], busy_per_core[3], slowf[PLAN_NSTAGES];
+    int crit[3];             /* the rank that sets each phase (−1: an empty phase) */
     Parts parts[PLAN_NSTAGES];
     double rm[PLAN_MAX_RANKS];
 } PlanPhases;
@@ -289,8 +290,12 @@ static void plan_phases(const CostModel *cm, const PlanConfig *plan, int nranks,
                 rho = pow((double)most / cm->hw.cores, cm->hw.rho_exp > 0 ? cm->hw.rho_exp : 1);
         }
         double t = 0;
+        pp->crit[ph] = -1;
         for (int r = 0; r < nranks; r++)
-            if (k * rc[ph][r] + rho * rx[ph][r] > t) t = k * rc[ph][r] + rho * rx[ph][r];
+            if (k * rc[ph][r] + rho * rx[ph][r] > t) {
+                t = k * rc[ph][r] + rho * rx[ph][r];
+                pp->crit[ph] = r;
+            }
         pp->phase[ph] = t;
         pp->k[ph] = k;
         pp->rho[ph] = rho;
@@ -378,6 +383,35 @@ void cal_add(Calibration *c, const CostModel *cm, const PlanConfig *plan, int nr
     o->beta = cm->hw.rho_exp > 0 ? cm->hw.rho_exp : 1;
     o->stage = stage;
     o->l = (GridLayout){plan->stage[stage].tp, plan->stage[stage].pp, plan->stage[stage].dp};
+    c->next = (c->next + 1) % CAL_MAX;
+    if (c->n < CAL_MAX) c->n++;
+}
+
+void cal_add_phase(Calibration *c, const CostModel *cm, const PlanConfig *plan, int nranks, const Workload *w,
+                   int phase, double measured_s) {
+    static PlanPhases pp;
+    double scale[EFF_N], a[EFF_N] = {0};
+    if (!(measured_s > 0)) return;
+    plan_phases(cm, plan, nranks, w, &pp);
+    int r = pp.crit[phase];
+    if (r < 0) return;
+    for (int s = 0; s < PLAN_NSTAGES; s++) { /* the stages of the phase on its critical rank, as plan_phases adds them */
+        const PlanStage *ps = &plan->stage[s];
+        if (plan_stage_phase(s) != phase) continue;
+        int member = 0;
+        for (int i = 0; i < ps->nranks; i++) member |= ps->ranks[i] == r;
+        if (!member) continue;
+        double t = stage_in_plan(&pp, s, scale);
+        if (!isfinite(t)) return;
+        for (int k = 0; k < EFF_N; k++) a[k] += scale[k] * pp.parts[s].t[k] * cm->eff.f[k];
+    }
+    CalObs *o = &c->obs[c->next];
+    memcpy(o->a, a, sizeof a);
+    o->t = measured_s;
+    o->rho = pp.busy_per_core[phase];
+    o->beta = cm->hw.rho_exp > 0 ? cm->hw.rho_exp : 1;
+    o->stage = -1 - phase;
+    o->l = (GridLayout){0, 0, 0};
     c->next = (c->next + 1) % CAL_MAX;
     if (c->n < CAL_MAX) c->n++;
 }

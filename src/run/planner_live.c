@@ -252,6 +252,7 @@ void live_observe(LivePlanner *lp, Job *j, int step, const StepStats *st, double
         live_measured(j, m, meas, phase);
         for (int s = 0; s < K; s++)
             if (meas[s] > 0) cal_add(&lp->cal, cm, plan, n, &lp->w, s, meas[s]);
+        for (int ph = 0; ph < 3; ph++) cal_add_phase(&lp->cal, cm, plan, n, &lp->w, ph, phase[ph]);
         lp->fit_rms = cal_fit(&lp->cal, cm);
         /* the rest of the step (rollout assembly, advantages, the sync's model error): a running mean */
         StepCost sc;

@@ -144,7 +144,7 @@ static void sweep_fit(LivePlanner *lp, struct Sweep *sw, int nranks, const Calib
             const CalObs *o = &cal->obs[i];
             double p = 0;
             for (int k = 0; k < EFF_N; k++) p += o->a[k] / fit->eff.f[k];
-            fprintf(stderr, "  %-12s t%dp%dd%d measured %.4f fitted %.4f (%+.0f%%) ideal:", plan_stage_name(o->stage),
+            fprintf(stderr, "  %-12s t%dp%dd%d measured %.4f fitted %.4f (%+.0f%%) ideal:", o->stage >= 0 ? plan_stage_name(o->stage) : o->stage == -1 ? "phase gen" : o->stage == -2 ? "phase inf" : "phase train",
                     o->l.tp, o->l.pp, o->l.dp, o->t, p, 100 * (p - o->t) / o->t);
             for (int k = 0; k < EFF_N; k++) fprintf(stderr, " %.2g", o->a[k]);
             fprintf(stderr, "\n");
@@ -217,7 +217,11 @@ void sweep_observe(LivePlanner *lp, Job *j, int step, const double *m, double wa
         if (meas[s] > 0 && i < sw->K) cal_add(&sw->cal, &lp->cm, &j->plan, j->size, &lp->w, s, meas[s]);
         if (meas[s] > 0 && i < sw->n) cal_add(&sw->all, &lp->cm, &j->plan, j->size, &lp->w, s, meas[s]);
     }
-    for (int k = 0; k < 3; k++) p->phase[k] += ph[k];
+    for (int k = 0; k < 3; k++) {
+        if (i < sw->K) cal_add_phase(&sw->cal, &lp->cm, &j->plan, j->size, &lp->w, k, ph[k]);
+        if (i < sw->n) cal_add_phase(&sw->all, &lp->cm, &j->plan, j->size, &lp->w, k, ph[k]);
+        p->phase[k] += ph[k];
+    }
     p->outside += wall_s - ph[0] - ph[1] - ph[2];
 }
 
