@@ -190,10 +190,8 @@ typedef struct GPT {
     float *logp, *ent;        /* (Bmax, Tmax) outputs of gpt_logprob */
     float *dlogp, *dent;      /* (Bmax, Tmax) inputs of gpt_backward */
     float *decode_mem;
-    float *tp_host;           /* (Bmax·Tmax·C) host staging of the TP sums; only tp > 1 on a
-                                 backend whose memory is not host memory */
     float *pp_host;           /* (2, Bmax·Tmax·C) host staging of the PP sends [0] and receives
-                                 [1]; only pp > 1 on such a backend */
+                                 [1]; only pp > 1 on a backend whose memory is not host memory */
     MPI_Request *pp_req;      /* (2·Bmax) the pipeline's point-to-point requests; only pp > 1 */
 } GPT;
 

@@ -19,17 +19,11 @@
 #include "nereus/util.h"
 
 /* collective over m->sh.tp_comm (no-op when tp = 1): buf (n floats, backend
- * memory) becomes its sum over the TP group. Host-memory backends reduce in
- * place; others go through the host staging buffer. */
+ * memory) becomes its sum over the TP group, in place: comm.h takes device
+ * memory to the group's NCCL communicator, or through host memory. */
 static void gpt_tp_sum(GPT *m, float *buf, size_t n) {
     if (m->sh.tp == 1) return;
-    if (m->tp_host) {
-        m->be->download(m->tp_host, buf, n * sizeof(float));
-        comm_allreduce_sum_f32(m->sh.tp_comm, m->tp_host, n);
-        m->be->upload(buf, m->tp_host, n * sizeof(float));
-    } else {
-        comm_allreduce_sum_f32(m->sh.tp_comm, buf, n);
-    }
+    comm_allreduce_sum_f32(m->sh.tp_comm, buf, n);
 }
 
 /* The replicated bias of a row-parallel matmul (attproj, fcproj) enters the
@@ -96,13 +90,7 @@ static void gpt_pp_progress(MPI_Request *sent, int nsent, MPI_Request *recv, int
 static void gpt_pp_bcast(GPT *m, float *buf, size_t n) {
     if (m->sh.pp == 1) return;
     int root = m->sh.pp - 1;
-    if (m->pp_host) {
-        if (m->last) m->be->download(m->pp_host, buf, n * sizeof(float));
-        comm_bcast_f32(m->sh.pp_comm, m->pp_host, n, root);
-        if (!m->last) m->be->upload(buf, m->pp_host, n * sizeof(float));
-    } else {
-        comm_bcast_f32(m->sh.pp_comm, buf, n, root);
-    }
+    comm_bcast_f32(m->sh.pp_comm, buf, n, root); /* device memory: NCCL or through host memory (comm.h) */
 }
 
 /* Bump allocator over one backend allocation: carve named arrays. */
@@ -342,8 +330,6 @@ static void gpt_alloc_shard(GPT *m, const GPTConfig *cfg, const GPTShard *sh, co
     gpt_carve_decode(m, &cv);
     m->tokens = be->alloc((size_t)Bmax * (size_t)Tmax * sizeof(int));
     m->targets = be->alloc((size_t)Bmax * (size_t)Tmax * sizeof(int));
-    if (m->sh.tp > 1 && strcmp(be->name, "cpu") != 0)
-        m->tp_host = nr_xmalloc((size_t)Bmax * (size_t)Tmax * (size_t)cfg->C * sizeof(float));
     if (m->sh.pp > 1) {
         if (strcmp(be->name, "cpu") != 0) m->pp_host = nr_xmalloc(2 * gpt_pp_slot(m) * sizeof(float));
         m->pp_req = nr_xmalloc(2 * (size_t)Bmax * sizeof(MPI_Request));
@@ -375,7 +361,6 @@ void gpt_free(GPT *m) {
     be->free(m->decode_mem);
     be->free(m->tokens);
     be->free(m->targets);
-    free(m->tp_host);
     free(m->pp_host);
     free(m->pp_req);
     memset(m, 0, sizeof *m);
@@ -633,17 +618,7 @@ void gpt_backward(GPT *m, const float *dlogp, const float *dent, const float *dv
     if (m->sh.pp > 1 && (m->first || m->last)) {
         size_t n = m->tensors[GPT_WTE].lnumel;
         float *g = m->g[GPT_WTE];
-        if (m->pp_host) { /* through the host staging, a chunk of its size at a time */
-            size_t chunk = 2 * gpt_pp_slot(m);
-            for (size_t o = 0; o < n; o += chunk) {
-                size_t k = n - o < chunk ? n - o : chunk;
-                be->download(m->pp_host, g + o, k * sizeof(float));
-                comm_allreduce_sum_f32(m->sh.embd_comm, m->pp_host, k);
-                be->upload(g + o, m->pp_host, k * sizeof(float));
-            }
-        } else {
-            comm_allreduce_sum_f32(m->sh.embd_comm, g, n);
-        }
+        comm_allreduce_sum_f32(m->sh.embd_comm, g, n); /* device memory: NCCL or through host memory (comm.h) */
     }
 }
 
