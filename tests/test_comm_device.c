@@ -39,16 +39,7 @@
 static int me, world;
 static long fails, checks;
 
-static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void fail(const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "FAIL rank %d: ", me);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-    fails++;
-}
+#include "mpi_fail.h"
 
 /* ---- the fake device layer -------------------------------------------------- */
 

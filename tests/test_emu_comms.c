@@ -38,17 +38,7 @@
 static int me, world;
 static long fails, comms_checked, nulls_checked, reductions;
 
-static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void fail(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "FAIL rank %d: ", me);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-    fails++;
-}
+#include "mpi_fail.h"
 
 static int draw(int round, int k, int n) { return rng_below(SEED, RNG_TEST, (uint64_t)round, (uint64_t)k, n); }
 

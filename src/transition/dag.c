@@ -456,6 +456,18 @@ static void part_emit(const TxPlan *P, const TxNode *d, int r, TxPart *p, int pa
     p->nslabs += (int64_t)k;
 }
 
+/* a part's header: its rank, the plan's counts and the rank's memory and transfer settings */
+static void part_head(TxPart *p, const TxPlan *P, int r) {
+    p->rank = r;
+    p->nchanges = P->nchanges;
+    p->nwaves = P->nwaves;
+    p->mem_start = P->mem_start[r];
+    p->mem_peak = P->mem_peak[r];
+    p->chunk = P->opt.chunk;
+    p->window = P->opt.window;
+    p->stage_all = P->opt.stage_all;
+}
+
 /* The parts of ranks [r0, r1) in one pass over the nodes per pass: parts[r - r0]. */
 static int parts_build(const TxPlan *P, int r0, int r1, TxPart *parts) {
     int n = r1 - r0;
@@ -466,15 +478,7 @@ static int parts_build(const TxPlan *P, int r0, int r1, TxPart *parts) {
             for (int q = 0; q < n; q++) {
                 TxPart *p = &parts[q];
                 memset(p, 0, sizeof *p);
-                int r = r0 + q;
-                p->rank = r;
-                p->nchanges = P->nchanges;
-                p->nwaves = P->nwaves;
-                p->mem_start = P->mem_start[r];
-                p->mem_peak = P->mem_peak[r];
-                p->chunk = P->opt.chunk;
-                p->window = P->opt.window;
-                p->stage_all = P->opt.stage_all;
+                part_head(p, P, r0 + q);
                 p->ch = calloc((size_t)(P->nchanges ? P->nchanges : 1), sizeof *p->ch);
                 p->ops = malloc((nops[q] ? nops[q] : 1) * sizeof *p->ops);
                 p->slabs = malloc((nslabs[q] ? nslabs[q] : 1) * sizeof *p->slabs);
@@ -563,14 +567,7 @@ int tx_parts_pack(const TxPlan *P, int size, char **all, int *counts, int *displ
     for (int r = 0; r < size; r++) {
         PackHead *h = (PackHead *)(*all + displs[r]);
         TxPart *p = &h->part;
-        p->rank = r;
-        p->nchanges = P->nchanges;
-        p->nwaves = P->nwaves;
-        p->mem_start = P->mem_start[r];
-        p->mem_peak = P->mem_peak[r];
-        p->chunk = P->opt.chunk;
-        p->window = P->opt.window;
-        p->stage_all = P->opt.stage_all;
+        part_head(p, P, r);
         TxPartChange *ch = (TxPartChange *)(h + 1);
         for (int c = 0; c < P->nchanges; c++) {
             ch[c].kind = P->ch[c].kind;
