@@ -3,9 +3,12 @@
 # machine (8 ranks share its cores: docs/PLANNER.md says what that does to
 # the numbers):
 #   drift   inputs/live/drift8.deck (INJECTED: responses 6 -> 24 tokens, rank 1
-#           3x slower from step 15) under [planner] policy = static (the best
-#           plan the planner finds for the initial conditions, kept) and =
-#           payback; runs alternate, 2 each; mean step = the PPO loop's wall
+#           3x slower from step 15) under [planner] policy = payback, then
+#           the static baseline: the plan that run's initial placement chose
+#           (the best the planner found for the initial conditions) fixed
+#           from step 0, planner off, the same drift (so the two start from
+#           the same plan, and the baseline skips payback's 2 warm-up steps
+#           on the deck's plan); 2 pairs; mean step = the PPO loop's wall
 #           time (transitions included) / steps; the medians compared.
 #   sweep   inputs/live/sweep8.deck: the cost model's error on 30 held-out
 #           plans and the gap of the search's choice to the best of 36 run.
@@ -16,17 +19,28 @@ mkdir -p build/bench-live
 mean_step() { sed -n 's/^ppo: \([0-9]*\) steps in \([0-9.]*\)s.*/\2 \1/p' "$1" | awk '{printf "%.4f", $1 / $2}'; }
 median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {print (NR % 2 ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2)}'; }
 echo
-echo "== live planner, 8 ranks: inputs/live/drift8.deck (INJECTED drift) under static and payback, alternating"
+echo "== live planner, 8 ranks: inputs/live/drift8.deck (INJECTED drift): payback, then its initial plan kept (static)"
 s_all=""; p_all=""
 for r in 1 2; do
-  for pol in static payback; do
-    d=build/bench-live/drift8-$pol.deck
-    sed "s/^policy = payback/policy = $pol/; s/^name = drift8/name = drift8-$pol/" inputs/live/drift8.deck > "$d"
-    printf '[trace]\nfile = none\n' >> "$d"
-    log=build/bench-live/drift8-$pol-$r.log
-    jobs/local.sh -np 8 bin/nereus "$d" > "$log" 2>&1
-    m=$(mean_step "$log"); nt=$(sed -n 's/^verify.transitions: //p' "$log")
-    printf '  run %d  %-8s mean step %.4f s, %s transition(s)\n' "$r" "$pol" "$m" "$nt"
+  d=build/bench-live/drift8-payback.deck
+  sed "s/^name = drift8/name = drift8-payback/" inputs/live/drift8.deck > "$d"
+  printf '[trace]\nfile = none\n' >> "$d"
+  log=build/bench-live/drift8-payback-$r.log
+  jobs/local.sh -np 8 bin/nereus "$d" > "$log" 2>&1
+  # the static baseline: the plan payback's initial placement chose (the best the planner found for the
+  # initial conditions; it decides before step 2, after [planner] warmup = 2), fixed from step 0 with the
+  # planner off; the same injected drift. No move at step 2: the deck's own (default) plan
+  plan=$(awk '/^planner: before step 2: plan 0 -> 1:/{p=1;next} p&&/^transition:/{exit}
+              p{ if (match($0, /ranks [0-9,-]+/)) printf "%s = %s %s %s @ %s\n", $1, $2, $3, $4, substr($0, RSTART+6, RLENGTH-6) }' "$log")
+  ds=build/bench-live/drift8-static.deck
+  sed "s/^name = drift8/name = drift8-static/; s/^policy = payback/policy = off/" inputs/live/drift8.deck > "$ds"
+  printf '[trace]\nfile = none\n[plan]\n%s\n' "${plan:-default = colocated}" >> "$ds"
+  logs=build/bench-live/drift8-static-$r.log
+  jobs/local.sh -np 8 bin/nereus "$ds" > "$logs" 2>&1
+  for pol in payback static; do
+    f=build/bench-live/drift8-$pol-$r.log
+    m=$(mean_step "$f"); nt=$(sed -n 's/^verify.transitions: //p' "$f")
+    printf '  run %d  %-8s mean step %.4f s, %s transition(s)\n' "$r" "$pol" "$m" "${nt:-0}"
     if [ $pol = static ]; then s_all="$s_all $m"; else p_all="$p_all $m"; fi
   done
 done
