@@ -40,6 +40,7 @@ typedef struct LivePlanner {
     int policy;              /* ADAPT_* */
     int started;             /* the initial placement was decided */
     int skip_calib;          /* the next step runs right after a transition (cold buffers): not calibrated */
+    int first_step;          /* the first PPO step of this run (a restart starts later); −1 before it */
     CostModel cm;            /* rank 0: the calibrated model */
     Calibration cal;         /* rank 0: the stages measured, for the least-squares fit */
     double fit_rms;          /* rank 0: the fit's RMS relative error */

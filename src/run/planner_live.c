@@ -57,6 +57,7 @@ void live_init(LivePlanner *lp, Job *j) {
     memset(lp, 0, sizeof *lp);
     const Config *cfg = j->cfg;
     lp->on = strcmp(cfg->planner.policy, "off") != 0;
+    lp->first_step = -1;
     lp->pool = nr_xmalloc((size_t)j->size * sizeof *lp->pool);
     lp->npool = j->size;
     for (int r = 0; r < j->size; r++) lp->pool[r] = r;
@@ -183,7 +184,7 @@ void live_observe(LivePlanner *lp, Job *j, int step, const StepStats *st, double
     CostModel *cm = &lp->cm;
     lp->last_len = st->resp_len;
     lp->w.resp_len = st->resp_len > 0 ? st->resp_len : lp->w.resp_len;
-    int warm = step >= j->cfg->planner.warmup, fresh = !lp->skip_calib && step > 0;
+    int warm = step - lp->first_step >= j->cfg->planner.warmup, fresh = !lp->skip_calib && step > lp->first_step;
     /* the prediction made before the step against what it took */
     if (warm && fresh && isfinite(lp->pred_s) && wall_s > 0) {
         double e = fabs(lp->pred_s - wall_s) / wall_s;
@@ -262,7 +263,7 @@ void live_observe(LivePlanner *lp, Job *j, int step, const StepStats *st, double
         double rest = wall_s - phase[0] - phase[1] - phase[2] - sc.phase[3];
         if (rest < 0) rest = 0;
         double a = j->cfg->planner.alpha;
-        cm->overhead_s = step <= 1 ? rest : (1 - a) * save + a * rest;
+        cm->overhead_s = step <= lp->first_step + 1 ? rest : (1 - a) * save + a * rest;
     }
     lp->skip_calib = 0;
     free(m);
@@ -377,6 +378,7 @@ int live_decide(LivePlanner *lp, Job *j, const Injector *inj, int step, Trace *t
     if (!lp->on) return 0;
     const Config *cfg = j->cfg;
     int n = j->size;
+    if (lp->first_step < 0) lp->first_step = step;
     /* the pool: every rank says whether it is in */
     int64_t *in = nr_xcalloc((size_t)n, sizeof *in);
     in[j->rank] = inject_in_pool(inj, j->rank, step);
@@ -404,9 +406,10 @@ int live_decide(LivePlanner *lp, Job *j, const Injector *inj, int step, Trace *t
         o.oom = !now.fits;
         AdaptConfig ac = {lp->policy, cfg->planner.gamma, cfg->planner.threshold, cfg->planner.every_k,
                           cfg->ppo.steps, n, tx_price, &j->px};
-        trace_seen(lp, tr, step, *plan_id, !lp->started && (step >= cfg->planner.warmup || pool_changed), &o,
+        int due = step - lp->first_step >= cfg->planner.warmup; /* warmup steps measured in this run (a restart too) */
+        trace_seen(lp, tr, step, *plan_id, !lp->started && (due || pool_changed), &o,
                    now.total, n);
-        if (!lp->started && (step >= cfg->planner.warmup || pool_changed)) {
+        if (!lp->started && (due || pool_changed)) {
             /* the initial placement: the best plan for the measured initial conditions */
             adapt_init(&lp->ad, &ac, &j->plan, &o);
             lp->w0 = lp->w;
