@@ -1155,38 +1155,15 @@ static void replay_run(const Replay *r, int policy, double gamma, double thresho
         prev_np = x->npool;
         memset(d, 0, sizeof *d);
         if (!started && x->initial) { /* planner_live.c live_decide: the initial placement */
-            adapt_init(ad, &ac, &cur, &o);
+            adapt_place(ad, &ac, &cur, (int)x->step, &cm, &w, &o, pool_changed, d);
             w0 = w;
-            d->step = (int)x->step;
-            d->searched = 1;
-            d->urgent = pool_changed;
-            if (adapt_search(&cm, &w, policy, r->n, &o, &d->next, &d->next_cost, d->why, sizeof d->why) != 0) {
-                d->failed = 1;
-            } else {
-                d->L_now = now.total;
-                d->L_new = d->next_cost.total;
-                int same = plan_same(&d->next, &cur);
-                d->C = same ? 0 : tx_price((void *)&r->px, &cur, &d->next);
-                d->admitted = d->urgent || d->L_new < d->L_now;
-                d->changed = d->admitted && !same;
-                snprintf(d->reason, sizeof d->reason, "initial placement: %s",
-                         same ? "the deck's plan is the best found" : d->admitted ? "faster, admitted" : "not faster, kept the deck's plan");
-                if (d->changed) ad->cur = d->next;
-            }
             started = act = is_init = 1;
         } else if (started) {
             adapt_step(ad, (int)x->step, &cm, &w, &cm, policy == ADAPT_STATIC ? &w0 : &w, &o, d);
             act = d->searched;
         }
         if (act && d->failed) {
-            int outside = 0;
-            for (int s = 0; s < PLAN_NSTAGES; s++)
-                for (int i = 0; i < cur.stage[s].nranks; i++) {
-                    int rk = cur.stage[s].ranks[i], in = 0;
-                    for (int q = 0; q < x->npool; q++) in |= x->pool[q] == rk;
-                    outside |= !in;
-                }
-            if (outside) {
+            if (!adapt_plan_within(&cur, x->pool, x->npool, r->n)) {
                 snprintf(u->stop, sizeof u->stop, "before step %lld: ranks left the pool and no plan without them fits (%s)",
                          (long long)x->step, d->why);
                 break;

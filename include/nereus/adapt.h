@@ -103,6 +103,14 @@ void adapt_init(Adapt *a, const AdaptConfig *c, const PlanConfig *start, const O
  * d->changed. */
 int adapt_step(Adapt *a, int step, const CostModel *price, const Workload *w, const CostModel *search,
                const Workload *sw, const Observed *o, AdaptDecision *d);
+/* The initial placement at `step`: adapt_init with `start` and o, then the
+ * policy's search for w, taken when it is predicted faster than `start`
+ * under cm (or when urgent: the pool changed before the first decision).
+ * Returns d->changed (the controller's plan is then d->next). */
+int adapt_place(Adapt *a, const AdaptConfig *c, const PlanConfig *start, int step, const CostModel *cm,
+                const Workload *w, const Observed *o, int urgent, AdaptDecision *d);
+/* 1 when every rank of plan p is one of pool[0..npool) */
+int adapt_plan_within(const PlanConfig *p, const int *pool, int npool, int nranks);
 /* The caller could not move (the transition was refused): back to `cur`. */
 void adapt_revert(Adapt *a, const PlanConfig *cur);
 

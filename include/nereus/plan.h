@@ -146,6 +146,8 @@ int plan_validate_stage(const PlanStage *s, int id, const PlanLimits *lim, PlanE
 /* The job rank at grid position pos of stage s (a stage without a rank
  * list, nranks = 0: position pos is rank pos). */
 int plan_stage_rank(const PlanStage *s, int pos);
+/* The grid position of job rank `rank` in a resolved stage, or −1 when it is not a member. */
+int plan_stage_pos(const PlanStage *s, int rank);
 /* 1 when a and b are the same EMU: the same degrees and the same ranks in
  * the same grid order. */
 int plan_stage_same(const PlanStage *a, const PlanStage *b);

@@ -36,6 +36,12 @@ int plan_stage_same(const PlanStage *a, const PlanStage *b) {
     return 1;
 }
 
+int plan_stage_pos(const PlanStage *s, int rank) {
+    for (int i = 0; i < s->nranks; i++)
+        if (s->ranks[i] == rank) return i;
+    return -1;
+}
+
 int plan_same(const PlanConfig *a, const PlanConfig *b) {
     for (int s = 0; s < PLAN_NSTAGES; s++)
         if (!plan_stage_same(&a->stage[s], &b->stage[s])) return 0;

@@ -26,12 +26,11 @@ double adapt_eff_signal(const Observed *o) {
     return 1.0 / maxslow;
 }
 
-/* every rank of the plan is in the pool */
-static int plan_within(const PlanConfig *p, const Observed *o, int nranks) {
+int adapt_plan_within(const PlanConfig *p, const int *pool, int npool, int nranks) {
     static unsigned char in[PLAN_MAX_RANKS];
     memset(in, 0, (size_t)nranks);
-    for (int i = 0; i < o->npool; i++)
-        if (o->pool[i] >= 0 && o->pool[i] < nranks) in[o->pool[i]] = 1;
+    for (int i = 0; i < npool; i++)
+        if (pool[i] >= 0 && pool[i] < nranks) in[pool[i]] = 1;
     for (int s = 0; s < PLAN_NSTAGES; s++)
         for (int i = 0; i < p->stage[s].nranks; i++) {
             int r = p->stage[s].ranks[i];
@@ -84,7 +83,7 @@ int adapt_step(Adapt *a, int step, const CostModel *price, const Workload *w, co
     d->step = step;
     d->len = o->resp_len;
     d->eff = adapt_eff_signal(o);
-    int pool_changed = o->npool != a->dm.ref_pool, outside = !plan_within(&a->cur, o, c->nranks);
+    int pool_changed = o->npool != a->dm.ref_pool, outside = !adapt_plan_within(&a->cur, o->pool, o->npool, c->nranks);
     d->mask = drift_check(&a->dm, d->len, d->eff, o->npool, o->oom);
     int crossing = (d->mask & (DRIFT_LENGTH | DRIFT_EFFICIENCY)) != 0;
     d->urgent = pool_changed || outside || o->oom;
@@ -121,6 +120,33 @@ int adapt_step(Adapt *a, int step, const CostModel *price, const Workload *w, co
     d->changed = d->admitted && !same;
     if (d->changed) a->cur = d->next;
     if (crossing || d->urgent) drift_reset(&a->dm, step, d->len, d->eff, o->npool);
+    return d->changed;
+}
+
+int adapt_place(Adapt *a, const AdaptConfig *c, const PlanConfig *start, int step, const CostModel *cm,
+                const Workload *w, const Observed *o, int urgent, AdaptDecision *d) {
+    adapt_init(a, c, start, o);
+    memset(d, 0, sizeof *d);
+    d->step = step;
+    d->searched = 1;
+    d->len = o->resp_len;
+    d->eff = adapt_eff_signal(o);
+    d->mask = urgent ? DRIFT_POOL : 0;
+    d->urgent = urgent;
+    if (adapt_search(cm, w, c->policy, c->nranks, o, &d->next, &d->next_cost, d->why, sizeof d->why) != 0) {
+        d->failed = 1;
+        return 0;
+    }
+    StepCost now;
+    d->L_now = cost_plan(cm, start, c->nranks, w, &now);
+    d->L_new = d->next_cost.total;
+    int same = plan_same(&d->next, start);
+    d->C = same ? 0 : c->tx_cost(c->tx_ctx, start, &d->next);
+    d->admitted = d->urgent || d->L_new < d->L_now;
+    d->changed = d->admitted && !same;
+    snprintf(d->reason, sizeof d->reason, "initial placement: %s",
+             same ? "the deck's plan is the best found" : d->admitted ? "faster, admitted" : "not faster, kept the deck's plan");
+    if (d->changed) a->cur = d->next;
     return d->changed;
 }
 

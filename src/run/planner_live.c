@@ -22,16 +22,6 @@
                            fallback's error across stage kinds reaches ~1.6x) */
 _Static_assert(TRACE_EFF_N == EFF_N, "trace.h TRACE_EFF_N must match planner.h EFF_N");
 
-static int cmp_dbl(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) {
-    if (n <= 0) return 0;
-    qsort(v, (size_t)n, sizeof *v, cmp_dbl);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 /* bytes/s of a 64 MiB copy on this rank, best of 3 (read + write counted) */
 static double copy_rate(void) {
@@ -72,7 +62,7 @@ void live_init(LivePlanner *lp, Job *j) {
     counters_calibrate(j->world, j->be, &peak);
     double *solo = nr_xmalloc((size_t)j->size * sizeof *solo);
     memcpy(solo, peak.solo, (size_t)j->size * sizeof *solo);
-    double gflops = median(solo, j->size);
+    double gflops = nr_median(solo, j->size);
     free(solo);
     counters_peak_free(&peak);
     double hbm = 0;
@@ -163,38 +153,14 @@ void live_measured(const Job *j, const double *m, double *meas, double *phase) {
     free(rt);
 }
 
-void live_observe(LivePlanner *lp, Job *j, int step, const StepStats *st, double wall_s) {
-    if (!lp->on) return;
+/* rank 0: each rank's slowdown from the ranks' timers m (ranks × 2 × PLAN_NSTAGES: wall, then CPU) — against
+   its peers in the model-stages it shares with others (CPU seconds over the members' median, over the lesser
+   of two), else its CPU seconds per predicted compute second against the median rank's. NEREUS_PLANNER_DEBUG
+   in the environment prints the estimates. */
+static void estimate_slowdown(LivePlanner *lp, const Job *j, const double *m, int step) {
     int n = j->size, K = PLAN_NSTAGES;
-    /* every rank's wall and CPU seconds per model-stage, to every rank (rank 0 uses them) */
-    double *m = nr_xcalloc((size_t)n * 2 * K, sizeof *m);
-    counters_rank_last(m + (size_t)j->rank * 2 * K, m + (size_t)j->rank * 2 * K + K);
-    comm_allreduce_sum_f64(j->world, m, (size_t)n * 2 * K);
-    if (j->rank != 0) {
-        free(m);
-        return;
-    }
-    if (lp->sweep) {
-        sweep_observe(lp, j, step, m, wall_s, st->resp_len);
-        lp->w.resp_len = st->resp_len > 0 ? st->resp_len : lp->w.resp_len;
-        free(m);
-        return;
-    }
     const PlanConfig *plan = &j->plan;
-    CostModel *cm = &lp->cm;
-    lp->last_len = st->resp_len;
-    lp->w.resp_len = st->resp_len > 0 ? st->resp_len : lp->w.resp_len;
-    int warm = step - lp->first_step >= j->cfg->planner.warmup, fresh = !lp->skip_calib && step > lp->first_step;
-    /* the prediction made before the step against what it took */
-    if (warm && fresh && isfinite(lp->pred_s) && wall_s > 0) {
-        double e = fabs(lp->pred_s - wall_s) / wall_s;
-        lp->err_sum += e;
-        lp->err_n++;
-        if (e > lp->err_max) lp->err_max = e;
-    }
-    /* slowdown per rank: against its peers in the model-stages it shares with others (CPU seconds over
-       the members' median, over the lesser of two), else its CPU seconds per predicted compute second
-       against the median rank's */
+    const CostModel *cm = &lp->cm;
     double *peer = nr_xcalloc((size_t)n, sizeof *peer), *ratio = nr_xcalloc((size_t)n, sizeof *ratio);
     double *sorted = nr_xcalloc((size_t)n, sizeof *sorted), *cpu_s = nr_xcalloc((size_t)n, sizeof *cpu_s);
     int *npeer = nr_xcalloc((size_t)n, sizeof *npeer), nr = 0;
@@ -206,7 +172,7 @@ void live_observe(LivePlanner *lp, Job *j, int step, const StepStats *st, double
         if (ps->nranks == 2) ref = fmin(cpu_s[0], cpu_s[1]);
         else {
             memcpy(sorted, cpu_s, (size_t)ps->nranks * sizeof *sorted);
-            ref = median(sorted, ps->nranks);
+            ref = nr_median(sorted, ps->nranks);
         }
         if (!(ref > 1e-4)) continue; /* too short to tell */
         for (int i = 0; i < ps->nranks; i++) {
@@ -218,9 +184,7 @@ void live_observe(LivePlanner *lp, Job *j, int step, const StepStats *st, double
         double cpu = 0, pred = 0;
         for (int s = 0; s < K; s++) {
             const PlanStage *ps = &plan->stage[s];
-            int member = 0;
-            for (int i = 0; i < ps->nranks; i++) member |= ps->ranks[i] == r;
-            if (!member || !job_stage_holds_model(j, s)) continue;
+            if (plan_stage_pos(ps, r) < 0 || !job_stage_holds_model(j, s)) continue;
             double p = cost_stage_compute(cm, s, (GridLayout){ps->tp, ps->pp, ps->dp}, &lp->w);
             if (!isfinite(p)) continue;
             cpu += m[(size_t)r * 2 * K + K + s];
@@ -231,15 +195,16 @@ void live_observe(LivePlanner *lp, Job *j, int step, const StepStats *st, double
             sorted[nr++] = ratio[r];
         }
     }
-    double med = median(sorted, nr);
-    if (fresh)
-        for (int r = 0; r < n; r++) {
-            double x = npeer[r] > 0 ? peer[r] / npeer[r] : ratio[r] > 0 && med > 0 ? ratio[r] / med : 0;
-            if (x > 0) lp->slow[r] = x > SLOW_DETECT ? x : 1; /* no work: the last estimate is kept */
-        }
+    double med = nr > 0 ? nr_median(sorted, nr) : 0;
+    for (int r = 0; r < n; r++) {
+        double x = npeer[r] > 0 ? peer[r] / npeer[r] : ratio[r] > 0 && med > 0 ? ratio[r] / med : 0;
+        if (x > 0) lp->slow[r] = x > SLOW_DETECT ? x : 1; /* no work: the last estimate is kept */
+    }
     if (getenv("NEREUS_PLANNER_DEBUG")) {
         fprintf(stderr, "planner debug: step %d slow:", step);
-        for (int r = 0; r < n; r++) fprintf(stderr, " %d:%.2f(peer %.2f/%d model %.2f)", r, lp->slow[r], npeer[r] ? peer[r] / npeer[r] : 0, npeer[r], med > 0 ? ratio[r] / med : 0);
+        for (int r = 0; r < n; r++)
+            fprintf(stderr, " %d:%.2f(peer %.2f/%d model %.2f)", r, lp->slow[r], npeer[r] ? peer[r] / npeer[r] : 0,
+                    npeer[r], med > 0 ? ratio[r] / med : 0);
         fprintf(stderr, "\n");
     }
     free(peer);
@@ -247,6 +212,37 @@ void live_observe(LivePlanner *lp, Job *j, int step, const StepStats *st, double
     free(cpu_s);
     free(ratio);
     free(sorted);
+}
+
+void live_observe(LivePlanner *lp, Job *j, int step, const StepStats *st, double wall_s) {
+    if (!lp->on) return;
+    int n = j->size, K = PLAN_NSTAGES;
+    /* every rank's wall and CPU seconds per model-stage, to every rank (rank 0 uses them) */
+    double *m = nr_xcalloc((size_t)n * 2 * K, sizeof *m);
+    counters_rank_last(m + (size_t)j->rank * 2 * K, m + (size_t)j->rank * 2 * K + K);
+    comm_allreduce_sum_f64(j->world, m, (size_t)n * 2 * K);
+    if (j->rank != 0) {
+        free(m);
+        return;
+    }
+    lp->w.resp_len = st->resp_len > 0 ? st->resp_len : lp->w.resp_len;
+    if (lp->sweep) {
+        sweep_observe(lp, j, step, m, wall_s, st->resp_len);
+        free(m);
+        return;
+    }
+    const PlanConfig *plan = &j->plan;
+    CostModel *cm = &lp->cm;
+    lp->last_len = st->resp_len;
+    int warm = step - lp->first_step >= j->cfg->planner.warmup, fresh = !lp->skip_calib && step > lp->first_step;
+    /* the prediction made before the step against what it took */
+    if (warm && fresh && isfinite(lp->pred_s) && wall_s > 0) {
+        double e = fabs(lp->pred_s - wall_s) / wall_s;
+        lp->err_sum += e;
+        lp->err_n++;
+        if (e > lp->err_max) lp->err_max = e;
+    }
+    if (fresh) estimate_slowdown(lp, j, m, step);
     /* calibration: each stage's slowest member against the model, its phase's core sharing and slowdown out */
     if (fresh) {
         double meas[PLAN_NSTAGES], phase[3];
@@ -409,29 +405,9 @@ int live_decide(LivePlanner *lp, Job *j, const Injector *inj, int step, Trace *t
         int due = step - lp->first_step >= cfg->planner.warmup; /* warmup steps measured in this run (a restart too) */
         trace_seen(lp, tr, step, *plan_id, !lp->started && (due || pool_changed), &o,
                    now.total, n);
-        if (!lp->started && (due || pool_changed)) {
-            /* the initial placement: the best plan for the measured initial conditions */
-            adapt_init(&lp->ad, &ac, &j->plan, &o);
+        if (!lp->started && (due || pool_changed)) { /* the best plan for the measured initial conditions */
+            adapt_place(&lp->ad, &ac, &j->plan, step, cm, &lp->w, &o, pool_changed, &d);
             lp->w0 = lp->w;
-            d.step = step;
-            d.searched = 1;
-            d.len = o.resp_len;
-            d.eff = adapt_eff_signal(&o);
-            d.mask = pool_changed ? DRIFT_POOL : 0;
-            d.urgent = pool_changed;
-            if (adapt_search(cm, &lp->w, lp->policy, n, &o, &d.next, &d.next_cost, d.why, sizeof d.why) != 0) {
-                d.failed = 1;
-            } else {
-                d.L_now = now.total;
-                d.L_new = d.next_cost.total;
-                int same = plan_same(&d.next, &j->plan);
-                d.C = same ? 0 : tx_price(&j->px, &j->plan, &d.next);
-                d.admitted = d.urgent || d.L_new < d.L_now;
-                d.changed = d.admitted && !same;
-                snprintf(d.reason, sizeof d.reason, "initial placement: %s",
-                         same ? "the deck's plan is the best found" : d.admitted ? "faster, admitted" : "not faster, kept the deck's plan");
-                if (d.changed) lp->ad.cur = d.next;
-            }
             lp->started = initial = 1;
             act = 1 + d.changed;
         } else if (lp->started) {
@@ -454,35 +430,22 @@ int live_decide(LivePlanner *lp, Job *j, const Injector *inj, int step, Trace *t
     }
     int64_t hdr[2] = {act, d.failed};
     comm_bcast(j->world, hdr, sizeof hdr, 0);
-    int urgent_pool = 0;
     /* a plan that uses ranks out of the pool cannot stay */
-    for (int s = 0; s < PLAN_NSTAGES && !urgent_pool; s++)
-        for (int i = 0; i < j->plan.stage[s].nranks; i++) {
-            int r = j->plan.stage[s].ranks[i], ok = 0;
-            for (int k = 0; k < lp->npool; k++) ok |= lp->pool[k] == r;
-            if (!ok) { urgent_pool = 1; break; }
-        }
-    if (hdr[0] != 2) {
-        if (j->rank == 0) {
-            StepCost sc;
-            lp->pred_s = cost_plan(&lp->cm, &j->plan, n, &lp->w, &sc);
-        }
-        if (urgent_pool)
-            return nr_fail(why, len, "before step %d: ranks left the pool and no plan without them %s", step,
-                           hdr[1] ? "fits" : "was found");
-        return 0;
-    }
-    PlanConfig next = d.next;
-    comm_bcast(j->world, &next, sizeof next, 0);
-    int rc = move_to(lp, j, &next, step, d.L_new, d.next_cost.peak_mem, tr, plan_id, plan_text, plan_len, tx_bytes,
-                     why, len);
-    if (rc < 0) return -1;
-    if (rc == 1) {
-        if (urgent_pool)
+    int urgent_pool = !adapt_plan_within(&j->plan, lp->pool, lp->npool, n);
+    if (hdr[0] == 2) {
+        PlanConfig next = d.next;
+        comm_bcast(j->world, &next, sizeof next, 0);
+        int rc = move_to(lp, j, &next, step, d.L_new, d.next_cost.peak_mem, tr, plan_id, plan_text, plan_len,
+                         tx_bytes, why, len);
+        if (rc < 0) return -1;
+        if (rc == 1 && urgent_pool)
             return nr_fail(why, len, "before step %d: ranks left the pool and the move off them was refused", step);
-        if (j->rank == 0) adapt_revert(&lp->ad, &j->plan);
+        if (rc == 1 && j->rank == 0) adapt_revert(&lp->ad, &j->plan);
+    } else if (urgent_pool) {
+        return nr_fail(why, len, "before step %d: ranks left the pool and no plan without them %s", step,
+                       hdr[1] ? "fits" : "was found");
     }
-    if (j->rank == 0) {
+    if (j->rank == 0) { /* the prediction for the plan the next step runs under */
         StepCost sc;
         lp->pred_s = cost_plan(&lp->cm, &j->plan, n, &lp->w, &sc);
     }
