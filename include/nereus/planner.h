@@ -147,10 +147,6 @@ double cost_plan(const CostModel *cm, const PlanConfig *plan, int nranks, const 
 /* The compute part of cost_stage (GEMM, attention, memory-bound classes):
  * what a rank's CPU (or GPU) is busy for. */
 double cost_stage_compute(const CostModel *cm, int stage, GridLayout l, const Workload *w);
-/* A stage's seconds inside a plan, as cost_plan counts them: its compute
- * at its slowest member's pace and stretched by its phase's core sharing
- * (hw.cores), plus its communication. */
-double cost_stage_in_plan(const CostModel *cm, const PlanConfig *plan, int nranks, const Workload *w, int stage);
 
 /* Calibration: a measured stage time against the model's prediction for the
  * same stage and layout moves the factors of the classes that dominate its

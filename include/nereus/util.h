@@ -64,6 +64,8 @@ float rng_normal(uint64_t seed, uint64_t stream, uint64_t a, uint64_t b);
 int rng_below(uint64_t seed, uint64_t stream, uint64_t a, uint64_t b, int n);
 
 /* ---- misc ------------------------------------------------------------ */
+/* the median of v[0..n), which it sorts in place; NaN for n = 0 */
+double nr_median(double *v, int n);
 /* bytes as "12.3 KiB" / "4.5 MiB" / "1.2 GiB" (B below 1 KiB) into buf; returns buf */
 const char *nr_bytes_str(double bytes, char *buf, size_t len);
 void *nr_xmalloc(size_t bytes);   /* aborts with the size on failure */

@@ -313,13 +313,6 @@ static double stage_in_plan(const PlanPhases *pp, int s, double *scale) {
     return t;
 }
 
-double cost_stage_in_plan(const CostModel *cm, const PlanConfig *plan, int nranks, const Workload *w, int stage) {
-    static PlanPhases pp;
-    double scale[EFF_N];
-    plan_phases(cm, plan, nranks, w, &pp);
-    return stage_in_plan(&pp, stage, scale);
-}
-
 double cost_plan(const CostModel *cm, const PlanConfig *plan, int nranks, const Workload *w, StepCost *sc) {
     static PlanPhases pp;
     memset(sc, 0, sizeof *sc);
@@ -397,10 +390,7 @@ void cal_add_phase(Calibration *c, const CostModel *cm, const PlanConfig *plan, 
     if (r < 0) return;
     for (int s = 0; s < PLAN_NSTAGES; s++) { /* the stages of the phase on its critical rank, as plan_phases adds them */
         const PlanStage *ps = &plan->stage[s];
-        if (plan_stage_phase(s) != phase) continue;
-        int member = 0;
-        for (int i = 0; i < ps->nranks; i++) member |= ps->ranks[i] == r;
-        if (!member) continue;
+        if (plan_stage_phase(s) != phase || plan_stage_pos(ps, r) < 0) continue;
         double t = stage_in_plan(&pp, s, scale);
         if (!isfinite(t)) return;
         for (int k = 0; k < EFF_N; k++) a[k] += scale[k] * pp.parts[s].t[k] * cm->eff.f[k];

@@ -238,17 +238,13 @@ static void plan_short(const PlanConfig *p, char *buf, size_t len) {
     }
 }
 
+/* the median measured step of a plan (NaN when none was measured); its steps stay in order */
 static double plan_median(const SweepPlan *p) {
-    double v[64];
-    int n = p->nwall < 64 ? p->nwall : 64;
-    memcpy(v, p->wall, (size_t)n * sizeof *v);
-    for (int a = 1; a < n; a++)
-        for (int b = a; b > 0 && v[b] < v[b - 1]; b--) {
-            double t = v[b];
-            v[b] = v[b - 1];
-            v[b - 1] = t;
-        }
-    return n == 0 ? NAN : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+    double *v = nr_xmalloc((size_t)(p->nwall > 0 ? p->nwall : 1) * sizeof *v);
+    memcpy(v, p->wall, (size_t)p->nwall * sizeof *v);
+    double m = nr_median(v, p->nwall);
+    free(v);
+    return m;
 }
 
 void sweep_report(const LivePlanner *lp) {

@@ -135,3 +135,14 @@ const char *nr_bytes_str(double b, char *buf, size_t len) {
     else snprintf(buf, len, "%.1f %s", b, unit[u]);
     return buf;
 }
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double nr_median(double *v, int n) {
+    if (n <= 0) return NAN;
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}

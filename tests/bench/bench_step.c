@@ -35,14 +35,6 @@ static void metric(const char *name, double v) {
     if (out_txt) fprintf(out_txt, "%s: %.6g\n", name, v);
 }
 
-static double median(double *x, int n) {
-    for (int i = 1; i < n; i++)
-        for (int j = i; j > 0 && x[j] < x[j - 1]; j--) {
-            double t = x[j]; x[j] = x[j - 1]; x[j - 1] = t;
-        }
-    return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
-}
-
 /* one training step on random tokens; returns seconds */
 static double train_step(GPT *m, const int *tok, const int *tg, const float *dlogp, int B, int T) {
     double t0 = nr_now();
@@ -106,7 +98,7 @@ static void bench_train(const Shape *s, int threads) {
         ts[r] = train_step(&m, tok, tg, dl, s->B, s->T);
         if (cpu) tg_[r] = sgemm_step(&s->c, BT, A, Bm, Cm, &flops_g);
     }
-    double t_step = median(ts, reps), t_gemm = cpu ? median(tg_, reps) : NAN;
+    double t_step = nr_median(ts, reps), t_gemm = cpu ? nr_median(tg_, reps) : NAN;
     double flops_step = 3.0 * gpt_flops_per_token_fwd(&s->c, s->T) * BT;
     double tok_s = BT / t_step, gf_step = flops_step / t_step * 1e-9, gf_gemm = cpu ? flops_g / t_gemm * 1e-9 : NAN;
     printf("%-22s %4d %3d %3d %7d %12.0f %10.2f %10.2f %8.2f", s->name, threads, s->B, s->T, reps, tok_s, gf_step,
@@ -159,7 +151,7 @@ static void bench_gen(const char *name, GPTConfig c, int B, int digits, int R, i
         tn[k] = nr_now() - t0;
     }
     /* tokens of the last rep (same tokens in both paths) */
-    double c_s = ntok / median(tc, reps), n_s = ntok / median(tn, reps);
+    double c_s = ntok / nr_median(tc, reps), n_s = ntok / nr_median(tn, reps);
     printf("%-22s %4d %5d %3d %9.0f %9.0f %8.2f\n", name, B, task_prompt_len(&ts), R, c_s, n_s, c_s / n_s);
     char key[128];
     snprintf(key, sizeof key, "gen.%s.%s.kv_cache.tokens_per_s", be->name, name); metric(key, c_s);
