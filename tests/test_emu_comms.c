@@ -42,6 +42,32 @@ static long fails, comms_checked, nulls_checked, reductions;
 
 static int draw(int round, int k, int n) { return rng_below(SEED, RNG_TEST, (uint64_t)round, (uint64_t)k, n); }
 
+/* EMUs of one layout on the same ranks share one communicator set (emu.h): a third EMU of a layout already
+   built makes no new set, its groups still check out against the grid math, freeing one of the two leaves
+   the other working, and freeing the last leaves no set behind. */
+static void check_group(const Emu *e, GridGroup g, int round, int chunk);
+static void shared_check(void)
+{
+    int n0 = emu_comm_sets();
+    int r[PLAN_MAX_RANKS], q[PLAN_MAX_RANKS];
+    for (int i = 0; i < world; i++) r[i] = world - 1 - i, q[i] = i;
+    GridLayout l = {world >= 4 ? 2 : 1, 1, world >= 4 ? world / 2 : world};
+    Emu a, b, c;
+    emu_build(&a, MPI_COMM_WORLD, "shared.a", l, r);
+    emu_build(&b, MPI_COMM_WORLD, "shared.b", l, q); /* same layout, other rank order: its own set */
+    emu_build(&c, MPI_COMM_WORLD, "shared.c", l, r); /* same layout and ranks as a: shares a's set */
+    if (emu_comm_sets() != n0 + 2) fail("three EMUs of two distinct (layout, ranks) made %d sets", emu_comm_sets() - n0);
+    if (c.tp != a.tp || c.dp != a.dp || c.all != a.all) fail("the EMU of a's layout and ranks does not share its groups");
+    if (world > 1 && b.all == a.all) fail("an EMU of other ranks shares a's groups");
+    emu_free(&a);
+    for (GridGroup g = GRID_TP; g < GRID_NGROUPS; g++) check_group(&c, g, 9000, 0); /* still whole after a went */
+    emu_free(&c);
+    emu_free(&b);
+    if (emu_comm_sets() != n0) fail("%d communicator set(s) left after the last EMU was freed", emu_comm_sets() - n0);
+    if (me == 0) printf("%s EMUs of one layout and ranks share one communicator set, freed with the last\n",
+                        fails ? "FAIL" : "ok  ");
+}
+
 /* A random permutation of 0..n-1 (Fisher–Yates over the RNG). */
 static void permutation(int *p, int n, int round, int *k)
 {
@@ -273,6 +299,8 @@ int main(int argc, char **argv)
         }
         if (me == 0) printf("     %s\n", desc);
     }
+
+    shared_check();
 
     /* zero-length and default-chunk reductions, and i64 counts */
     float none[1] = {42.0f};

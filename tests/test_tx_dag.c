@@ -11,6 +11,7 @@
  *   - 32, 256 and 1,024 ranks of an 8B-shaped model: build time (median of
  *     7) and the same structural checks. */
 #include <stdint.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -226,6 +227,36 @@ int main(void) {
     CHECK(multiwave > 20, "tight budgets give multi-wave schedules (%d of %d)", multiwave, trials);
     CHECK(refused_ok == refused_n && refused_n > 0, "a budget below what ranks hold is refused with the reason (%d of %d)",
           refused_ok, refused_n);
+
+    /* communicator set-up in the prediction: once per change whose new layout no EMU has (plan_stage_new_comms) */
+    {
+        PlanConfig pa, pb;
+        memset(&pa, 0, sizeof pa);
+        for (int s = 0; s < PLAN_NSTAGES; s++) random_stage(&pa.stage[s], 8, 3);
+        pb = pa;
+        random_stage(&pb.stage[PLAN_ACTOR_TRAIN], 8, 3);
+        pb.stage[PLAN_CRITIC_TRAIN] = pb.stage[PLAN_ACTOR_TRAIN]; /* a later change onto the same new layout */
+        pb.stage[PLAN_REF_INF] = pa.stage[PLAN_ACTOR_GEN];        /* onto a layout the old plan has */
+        int fresh = 1;
+        for (int s = 0; s < PLAN_NSTAGES; s++) fresh = fresh && !plan_stage_same(&pb.stage[PLAN_ACTOR_TRAIN], &pa.stage[s]);
+        int nc = plan_stage_new_comms(&pa, &pb, PLAN_ACTOR_TRAIN), ncr = plan_stage_new_comms(&pa, &pb, PLAN_CRITIC_TRAIN),
+            nref = plan_stage_new_comms(&pa, &pb, PLAN_REF_INF), same = plan_stage_new_comms(&pa, &pa, PLAN_ACTOR_INF);
+        CHECK(nc == fresh && ncr == 0 && nref == 0 && same == 0,
+              "new communicators only for a layout no EMU has (new %d want %d; the second onto it %d, onto an old "
+              "layout %d, unchanged %d: want 0)", nc, fresh, ncr, nref, same);
+        GPTConfig cfg = {.V = 15, .maxT = 16, .L = 4, .C = 32, .NH = 4, .value_head = 0};
+        TxChange x = change_of(0, TX_MOVE, &cfg, &pa.stage[PLAN_ACTOR_TRAIN], &pb.stage[PLAN_ACTOR_TRAIN], 3);
+        TxPlan P;
+        char why[512];
+        opt.budget = 0;
+        double t[2] = {0, 0};
+        for (int k = 0; k < 2; k++) {
+            x.comm_shared = k;
+            if (tx_plan_build(&P, &x, 1, 8, &opt, why, sizeof why) == 0) t[k] = P.predicted_s, tx_plan_free(&P);
+        }
+        CHECK(fabs(t[0] - t[1] - opt.comm_setup) < 1e-12, "a change onto existing communicators is predicted "
+              "comm_setup (%.0f us) faster: %.6g vs %.6g s", opt.comm_setup * 1e6, t[0], t[1]);
+    }
 
     /* scale: 32, 256, 1,024 ranks of an 8B-shaped actor and critic */
     GPTConfig big = {.V = 128256, .maxT = 8192, .L = 32, .C = 4096, .NH = 32, .value_head = 0};

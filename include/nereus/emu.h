@@ -7,7 +7,18 @@
  * communicator's rank order is the grid order. A rank outside the EMU gets
  * MPI_COMM_NULL for all of them, and so does a rank on a middle pipeline
  * stage (or any rank when pp == 1) for embd. There are no global
- * communicators: an EMU owns its groups and emu_free frees them.
+ * communicators.
+ *
+ * EMUs of the same layout on the same ranks, in grid order, of the same job
+ * communicator share one set of communicators (counted references; the
+ * last emu_free frees them). Colocated plans give several model-stages the
+ * same layout (actor.inf and ref.inf, actor.gen and actor.train), and a
+ * transition that moves a model-stage onto a layout another one already
+ * has then builds nothing: communicator set-up (NCCL's, at scale, costs
+ * hundreds of ms a group) is paid once per distinct layout. Sharing is
+ * safe because a rank runs its model-stages one after the other and every
+ * stage completes its messages before the next begins; every rank builds
+ * and frees EMUs in the same order, so every rank finds the same sets.
  *
  * With the CUDA backend and NCCL, every one of these communicators also
  * carries an NCCL communicator with the same ranks in the same order (split
@@ -37,11 +48,14 @@ typedef struct Emu {
     MPI_Comm dp;        /* same (t, p), by d */
     MPI_Comm pp;        /* same (t, d), by p */
     MPI_Comm embd;      /* first and last pp stage at the same (t, d), when pp > 1 */
+    void *set;          /* the shared set these communicators belong to (emu.c) */
 } Emu;
 
 /* collective over job: every rank of job must call emu_build for every EMU,
  * in the same order, with the same arguments (one MPI_Comm_split per group
- * kind, and with device groups one ncclCommSplit per kind). ranks[0..tp*pp*dp) are ranks of job in grid-position order, all
+ * kind, and with device groups one ncclCommSplit per kind; none when an
+ * EMU of the same layout and ranks is alive: it shares that one's set).
+ * ranks[0..tp*pp*dp) are ranks of job in grid-position order, all
  * distinct and in range (plan_validate_stage checks a plan's; an invalid
  * list here is a programming error and aborts). */
 void emu_build(Emu *e, MPI_Comm job, const char *name, GridLayout layout, const int *ranks);
@@ -58,11 +72,16 @@ MPI_Comm emu_comm(const Emu *e, GridGroup g);
 struct GPTShard;
 void emu_gpt_shard(const Emu *e, struct GPTShard *sh);
 
-/* collective over e->all (MPI_Comm_free is collective over each
- * communicator; call it on every job rank, members or not, in the same
- * order as the builds): frees the communicators (and their NCCL
- * communicators, ncclCommDestroy) and the rank list and
- * leaves every communicator MPI_COMM_NULL. Safe to call twice. */
+/* collective over e->all when e holds the last reference to its set
+ * (MPI_Comm_free is collective over each communicator; call it on every job
+ * rank, members or not, in the same order as the builds): drops e's
+ * reference to its communicators, frees them with their NCCL communicators
+ * (ncclCommDestroy) when it was the last, frees the rank list and leaves
+ * every communicator MPI_COMM_NULL. Safe to call twice. */
 void emu_free(Emu *e);
+
+/* Local: the communicator sets alive in this process (for tests: EMUs of one
+ * layout count once). */
+int emu_comm_sets(void);
 
 #endif

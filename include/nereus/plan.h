@@ -151,6 +151,12 @@ int plan_stage_pos(const PlanStage *s, int rank);
 /* 1 when a and b are the same EMU: the same degrees and the same ranks in
  * the same grid order. */
 int plan_stage_same(const PlanStage *a, const PlanStage *b);
+/* 1 when model-stage s of plan `to`, built while every EMU of plan `from`
+ * is alive and the changed stages before s are built (the transition's
+ * order), needs communicators of its own: no EMU of `from` and no earlier
+ * stage of `to` has its layout on its ranks (emu.h: such EMUs share one
+ * set). */
+int plan_stage_new_comms(const PlanConfig *from, const PlanConfig *to, int s);
 /* 1 when every model-stage of a and b is the same EMU (where each came from does not matter) */
 int plan_same(const PlanConfig *a, const PlanConfig *b);
 

@@ -199,6 +199,8 @@ typedef struct TxChange {
     int nbufs;            /* 1: parameters; 3: parameters, AdamW m, v (trainable) */
     int trainable;        /* memory: the models hold gradients, AdamW state, backward scratch */
     int bmax_from, bmax_to, tmax; /* memory: activation capacity of the old / new shards */
+    int comm_shared;      /* 1: the new layout's communicators exist (another EMU has it; plan_stage_new_comms):
+                             no set-up in the prediction */
 } TxChange;
 
 typedef struct TxOptions {

@@ -17,7 +17,34 @@
 
 #include "nereus/util.h"
 
-/* collective over job */
+/* The communicator sets alive in this process (emu.h: EMUs of one layout share one). A handful per job:
+   a linear list. */
+enum { EMU_NKINDS = 5 };
+typedef struct CommSet {
+    MPI_Comm job;
+    GridLayout l;
+    int n, *ranks;        /* job ranks in grid order (owned) */
+    MPI_Comm c[EMU_NKINDS]; /* all, tp, dp, pp, embd */
+    int refs;
+    struct CommSet *next;
+} CommSet;
+static CommSet *emu_sets;
+
+static CommSet *set_find(MPI_Comm job, GridLayout l, const int *ranks, int n) {
+    for (CommSet *s = emu_sets; s; s = s->next)
+        if (s->job == job && s->l.tp == l.tp && s->l.pp == l.pp && s->l.dp == l.dp && s->n == n &&
+            memcmp(s->ranks, ranks, (size_t)n * sizeof *ranks) == 0)
+            return s;
+    return NULL;
+}
+
+static void set_take(Emu *e, CommSet *s) {
+    s->refs++;
+    e->set = s;
+    e->all = s->c[0], e->tp = s->c[1], e->dp = s->c[2], e->pp = s->c[3], e->embd = s->c[4];
+}
+
+/* collective over job (unless a set with this layout and these ranks exists: then local, on every rank alike) */
 void emu_build(Emu *e, MPI_Comm job, const char *name, GridLayout l, const int *ranks)
 {
     memset(e, 0, sizeof *e);
@@ -42,8 +69,13 @@ void emu_build(Emu *e, MPI_Comm job, const char *name, GridLayout l, const int *
     if (e->pos >= 0) e->coord = grid_coord(l, e->pos);
     else e->coord.t = e->coord.d = e->coord.p = -1;
 
-    static const GridGroup kinds[] = {GRID_ALL, GRID_TP, GRID_DP, GRID_PP, GRID_EMBD};
-    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+    CommSet *set = set_find(job, l, e->ranks, e->n);
+    if (set) {
+        set_take(e, set);
+        return;
+    }
+    static const GridGroup kinds[EMU_NKINDS] = {GRID_ALL, GRID_TP, GRID_DP, GRID_PP, GRID_EMBD};
+    for (size_t k = 0; k < EMU_NKINDS; k++) {
         GridGroup g = kinds[k];
         int color = e->pos >= 0 ? grid_group_color(l, g, e->pos) : -1;
         int key = e->pos >= 0 ? grid_group_index(l, g, e->pos) : 0;
@@ -59,9 +91,25 @@ void emu_build(Emu *e, MPI_Comm job, const char *name, GridLayout l, const int *
         default: break;
         }
     }
+    set = nr_xcalloc(1, sizeof *set);
+    set->job = job;
+    set->l = l;
+    set->n = e->n;
+    set->ranks = nr_xmalloc((size_t)e->n * sizeof *set->ranks);
+    memcpy(set->ranks, e->ranks, (size_t)e->n * sizeof *set->ranks);
+    set->c[0] = e->all, set->c[1] = e->tp, set->c[2] = e->dp, set->c[3] = e->pp, set->c[4] = e->embd;
+    set->next = emu_sets;
+    emu_sets = set;
+    set_take(e, set);
 }
 
-/* collective over job */
+int emu_comm_sets(void) {
+    int n = 0;
+    for (CommSet *s = emu_sets; s; s = s->next) n++;
+    return n;
+}
+
+/* collective over job (see emu_build) */
 void emu_build_stage(Emu *e, MPI_Comm job, const PlanConfig *plan, int stage)
 {
     const PlanStage *s = &plan->stage[stage];
@@ -88,9 +136,18 @@ MPI_Comm emu_comm(const Emu *e, GridGroup g)
 
 void emu_free(Emu *e)
 {
-    MPI_Comm *cs[] = {&e->all, &e->tp, &e->dp, &e->pp, &e->embd};
-    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++)
-        if (*cs[i] != MPI_COMM_NULL) mpiCheck(MPI_Comm_free(cs[i]));
+    CommSet *set = e->set;
+    if (set && --set->refs == 0) { /* the last EMU of this set: its communicators go */
+        for (int i = 0; i < EMU_NKINDS; i++)
+            if (set->c[i] != MPI_COMM_NULL) mpiCheck(MPI_Comm_free(&set->c[i]));
+        CommSet **p = &emu_sets;
+        while (*p != set) p = &(*p)->next;
+        *p = set->next;
+        free(set->ranks);
+        free(set);
+    }
+    e->set = NULL;
+    e->all = e->tp = e->dp = e->pp = e->embd = MPI_COMM_NULL;
     free(e->ranks);
     e->ranks = NULL;
     e->n = 0;

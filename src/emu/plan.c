@@ -36,6 +36,13 @@ int plan_stage_same(const PlanStage *a, const PlanStage *b) {
     return 1;
 }
 
+int plan_stage_new_comms(const PlanConfig *from, const PlanConfig *to, int s) {
+    for (int t = 0; t < PLAN_NSTAGES; t++)
+        if (plan_stage_same(&from->stage[t], &to->stage[s]) || (t < s && plan_stage_same(&to->stage[t], &to->stage[s])))
+            return 0;
+    return 1;
+}
+
 int plan_stage_pos(const PlanStage *s, int rank) {
     for (int i = 0; i < s->nranks; i++)
         if (s->ranks[i] == rank) return i;

@@ -5,6 +5,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "nereus/transition.h"
@@ -34,7 +35,8 @@ static int pool_at(const SimScenario *sc, int step, double *slow) {
  * changed model-stage (the modelled model as a GPT of the same L, C, heads
  * and vocabulary: the same tensor cuts, parameters within ~10% of the
  * Llama/Qwen counts) over the true cluster's inter-node link, plus a
- * communicator set-up per changed model-stage. The engine counts 4-byte
+ * communicator set-up per changed model-stage whose layout no EMU has yet
+ * (emu.h: model-stages of one layout share one set). The engine counts 4-byte
  * elements; the modelled models hold bf16 weights (inference stages: half
  * the bytes) and, trained, 14 bytes a parameter in the moved buffers (bf16
  * weights, fp32 master, m, v: 14/12 of the engine's three 4-byte buffers),
@@ -49,7 +51,7 @@ static double tx_predict(const SimScenario *sc, const TxChange *ch, int n, doubl
 
 static double transition_s(const SimScenario *sc, const PlanConfig *a, const PlanConfig *b) {
     TxChange inf[PLAN_NSTAGES], trn[PLAN_NSTAGES];
-    int ni = 0, nt = 0;
+    int ni = 0, nt = 0, nsetup = 0;
     for (int s = 0; s < PLAN_NSTAGES; s++) {
         if (s == PLAN_REWARD_INF && !sc->truth.have_rm) continue;
         if (plan_stage_same(&a->stage[s], &b->stage[s])) continue;
@@ -66,10 +68,13 @@ static double transition_s(const SimScenario *sc, const PlanConfig *a, const Pla
         x->nbufs = x->trainable ? 3 : 1;
         x->bmax_from = x->bmax_to = 1;
         x->tmax = 1;
+        x->comm_shared = !plan_stage_new_comms(a, b, s);
+        nsetup += !x->comm_shared;
     }
     double wb = sc->truth.actor.wbytes > 0 ? sc->truth.actor.wbytes : 4;
     double ti = tx_predict(sc, inf, ni, 4.0 / wb), tt = tx_predict(sc, trn, nt, 12.0 / 14.0);
-    return fmax(ti, tt) + (ni + nt) * SIM_COMM_SETUP_S;
+    if (getenv("NEREUS_SIM_DEBUG")) fprintf(stderr, "    transition: data %.3f s (inference %.3f, training %.3f), %d of %d changed model-stages with new communicators\n", fmax(ti, tt), ti, tt, nsetup, ni + nt);
+    return fmax(ti, tt) + nsetup * SIM_COMM_SETUP_S;
 }
 
 static double tx_cost(void *ctx, const PlanConfig *a, const PlanConfig *b) {
@@ -89,6 +94,7 @@ int sim_run(const SimScenario *sc, int policy, SimResult *res, char *why, size_t
     int family = policy == SIM_VERL || policy == SIM_OPENRLHF, fixed = family || policy == SIM_STATIC;
     Observed o = {w.resp_len, pool_at(sc, 0, slow), ranks, slow, 0};
     double tp0 = nr_now();
+    int debug = getenv("NEREUS_SIM_DEBUG") != NULL;
     int rc = 0;
     /* the starting plan: the best of the policy's family for the initial conditions, on the true cluster */
     PlanConfig start;
@@ -114,6 +120,16 @@ int sim_run(const SimScenario *sc, int policy, SimResult *res, char *why, size_t
                 rc = nr_fail(why, len, "%s: no plan fits the %d-rank pool at step %d", sim_policy_name(policy),
                              o.npool, step);
                 break;
+            }
+            if (debug) { /* NEREUS_SIM_DEBUG: every decision with its numbers, and each new plan */
+                fprintf(stderr, "sim %-9s step %4d pool %4d len %7.1f: L %.4f -> %.4f s, C %.3f s, H %.1f: %s%s\n",
+                        sim_policy_name(policy), step, o.npool, w.resp_len, d.L_now, d.L_new, d.C, d.H, d.reason,
+                        d.changed ? " [switch]" : "");
+                if (d.changed) {
+                    static char pb[8192];
+                    plan_format(&d.next, pb, sizeof pb);
+                    fprintf(stderr, "%s", pb);
+                }
             }
             if (d.changed) {
                 res->transitions++;

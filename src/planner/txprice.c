@@ -57,7 +57,10 @@ int tx_changes(const TxPricer *p, const PlanConfig *a, const PlanConfig *b, TxCh
     int n = 0;
     for (int i = 0; i < PLAN_NSTAGES; i++)
         if (tx_stage_holds_model(p, i) && !plan_stage_same(&a->stage[i], &b->stage[i]))
-            tx_change_for(p, i, TX_MOVE, &a->stage[i], &b->stage[i], &ch[n++]);
+        {
+            tx_change_for(p, i, TX_MOVE, &a->stage[i], &b->stage[i], &ch[n]);
+            ch[n++].comm_shared = !plan_stage_new_comms(a, b, i);
+        }
     return n;
 }
 

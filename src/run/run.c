@@ -2,6 +2,7 @@
  * context, what the plan asks of this build), builds the job's EMUs and
  * models, runs the SFT warm-start and the PPO steps, prints one line per
  * step (rank 0) and the verification block. */
+#include "nereus/emu.h"
 #include "nereus/run.h"
 
 #include <math.h>
@@ -189,6 +190,8 @@ int run_job(const Config *cfg, const Deck *deck, const char *deck_path) {
     }
     nr_log("model: GPT-2 L=%d C=%d NH=%d V=%d T=%d: %zu parameters (actor), %zu (critic)\n", cfg->model.n_layer,
            cfg->model.n_embd, cfg->model.n_head, V, cfg->model.max_seq, job.n_actor, job.n_critic);
+    nr_log("communicators: %d group set(s) for the %d model-stages (model-stages of one layout on the same ranks "
+           "share one)\n", emu_comm_sets(), PLAN_NSTAGES);
     char *deck_text = deck_resolved_text(deck, cfg);
     job_install_signals();
 

@@ -328,7 +328,7 @@ int tx_plan_build(TxPlan *P, const TxChange *ch, int n, int nranks, const TxOpti
             NODE(TXN_COMM, c, -1, -1, w, 0, 0, 0);
             for (int pos = 0; pos < nto; pos++) P->succ[ne++] = (int)(alloc0 + (size_t)pos);
             DONE_NODE();
-            ncomm++;
+            ncomm += !x->comm_shared;
             for (int pos = 0, j = 0; pos < nto; j += rn[pos], pos++) {
                 NODE(TXN_ALLOC, c, plan_stage_rank(&x->to, pos), -1, w, 0, 0, 0);
                 for (int q = 0; q < rn[pos]; q++) P->succ[ne++] = (int)(run0 + (size_t)(j + q));
