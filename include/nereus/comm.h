@@ -5,12 +5,19 @@
  * the rank: util.h). There are no module-level communicators: every function
  * takes the communicator it works on (an EMU's tp, pp, dp or embd group).
  *
- * Waiting does not spin a core: blocking collectives are the non-blocking
- * MPI call plus comm_wait, which polls MPI_Test with an exponential back-off
- * sleep (a few immediate polls, then nanosleep from 10 µs doubling to 1 ms).
- * Open MPI's own blocking waits busy-poll, which on an oversubscribed
- * machine (8 ranks on 2 cores in tests) steals the core from the rank that
- * has work. The cost is up to ~1 ms of extra latency on a long wait.
+ * Waiting does not spin a core for long: blocking collectives are the
+ * non-blocking MPI call plus comm_wait, which polls MPI_Test through a
+ * CommWaiter: a few immediate polls; then, for the first COMM_YIELD_S of
+ * the wait, polls that give the core away between them (sched_yield: a
+ * peer that has work runs, and Open MPI moves shared-memory fragments only
+ * inside MPI calls); then nanosleep from 20 µs doubling to 200 µs while the
+ * wait is under COMM_IDLE_S, and to 2 ms after (a rank idle for that long
+ * costs a wake-up every 2 ms). Open MPI's own blocking waits busy-poll,
+ * which on an oversubscribed machine (8 ranks on 2 cores in tests) steals
+ * the core from the rank that has work. Measured on 8 ranks of 2 cores
+ * (README, performance): the PPO step 2.5-5x faster than with the earlier
+ * sleep-only back-off (10 µs to 1 ms), which stalled every message of a
+ * group larger than the cores by up to a millisecond.
  *
  * Counts are size_t; buffers larger than INT_MAX elements are cut into
  * chunks of at most COMM_CHUNK_MAX elements (same cuts on every rank).
@@ -42,6 +49,23 @@
 /* Local: waits for one request (or all n) without spinning a core. */
 void comm_wait(MPI_Request *req);
 void comm_waitall(int n, MPI_Request *reqs);
+
+/* Local: the pause between two polls of a wait (comm_wait's policy, also
+ * the transition engine's). Zero-initialise one per wait (or call
+ * comm_waiter_progress when the wait made progress: the yielding window
+ * starts again; yield_s is kept), and call comm_waiter_pause after every poll that found
+ * nothing done. yield_s: how long to yield between polls before sleeping
+ * (0: COMM_YIELD_S). */
+#define COMM_YIELD_S 0.003
+#define COMM_IDLE_S 0.05
+typedef struct CommWaiter {
+    int polls;          /* polls since the start or the last progress */
+    double t0;          /* when the first pause of this stretch began (0: not yet) */
+    long sleep_ns;      /* the last sleep */
+    double yield_s;
+} CommWaiter;
+void comm_waiter_pause(CommWaiter *w);
+void comm_waiter_progress(CommWaiter *w);
 /* Local: hook called at the start of every comm_wait / comm_waitall (NULL:
  * none) — the point where this rank's compute meets the other ranks. The
  * injected slowdown ([inject] slow_ranks, src/run/inject.c) does its extra

@@ -26,12 +26,12 @@
  * earlier sends (done) and local copies: the receive is posted. So the
  * earliest chunk completes, and by induction all do.
  *
- * Waiting: while transfers are in flight and the last progress is under
- * 5 ms old, a pass that made no progress yields the core (sched_yield) and
- * polls again — Open MPI moves a large message's shared-memory fragments
- * only inside MPI calls, and a sleeping poller made the transfers ~10x
- * slower here (measured: 0.08 against ~1 GB/s per rank on 8 ranks); after
- * that it sleeps (10 µs doubling to 1 ms, as comm.h), so a rank that waits
+ * Waiting (comm.h's CommWaiter, with a 5 ms yielding window): while the
+ * last progress is under 5 ms old, a pass that made no progress yields the
+ * core (sched_yield) and polls again — Open MPI moves a large message's
+ * shared-memory fragments only inside MPI calls, and a sleeping poller made
+ * the transfers ~10x slower here (measured: 0.08 against ~1 GB/s per rank
+ * on 8 ranks); after that it sleeps (as comm_wait), so a rank that waits
  * for long does not spin a core.
  *
  * What a transition costs on the CPU backend (measured with bench_transition's BENCH_TX_PHASES /
@@ -42,11 +42,11 @@
  * into buffers already touched. */
 #include "nereus/transition.h"
 
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "nereus/comm.h"
 #include "nereus/util.h"
 
 typedef struct Cursor {
@@ -272,8 +272,7 @@ void tx_execute(const TxPart *pt, TxEndpoint *ep, const TxHooks *hooks, const Ba
     int64_t ops_left = pt->nops; /* ALLOC, COPY, FREE ops done, plus streams finished */
     int64_t streams_left = nsend + nrecv;
     ops_left -= nsend + nrecv;
-    long sleep_ns = 0;
-    double last_progress = nr_now();
+    CommWaiter wt = {.yield_s = TX_YIELD_S};
     while (ops_left > 0 || streams_left > 0) {
         int progress = 0;
         /* ALLOC, COPY, FREE in op order */
@@ -432,18 +431,10 @@ void tx_execute(const TxPart *pt, TxEndpoint *ep, const TxHooks *hooks, const Ba
             }
         }
         /* streams of zero bytes (none are built) would never complete: guard */
-        if (progress) {
-            sleep_ns = 0;
-            last_progress = nr_now();
-        } else if (nf > 0 && nr_now() - last_progress < TX_YIELD_S) {
-            /* transfers in flight: Open MPI moves a large message's fragments only inside MPI calls,
-               so keep calling, but give the core to any rank that has work */
-            sched_yield();
-        } else {
-            sleep_ns = sleep_ns == 0 ? 10000 : (sleep_ns * 2 > 1000000 ? 1000000 : sleep_ns * 2);
-            struct timespec ts = {0, sleep_ns};
-            nanosleep(&ts, NULL);
-        }
+        /* transfers in flight: Open MPI moves a large message's fragments only inside MPI calls, so keep
+           calling, giving the core to any rank that has work; sleep once nothing has moved for a while */
+        if (progress) comm_waiter_progress(&wt);
+        else comm_waiter_pause(&wt);
     }
 #undef SAMPLE
     free(alloc_done);

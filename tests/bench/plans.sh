@@ -39,4 +39,4 @@ while IFS='|' read -r -u 3 name np plan; do
   run_plan "$name" "$np" "$plan"
 done 3< tests/equiv_plans.txt
 echo "  sync: weight sync after each step (actor.train -> actor.gen, actor.inf; critic.train -> critic.inf),"
-echo "  the simple baseline (whole logical model to every rank); sync_MiB = bytes received by all ranks per step"
+echo "  through the transition engine (the default, [transition] sync = engine); sync_MiB = bytes received by all ranks per step"
