@@ -13,6 +13,8 @@ void live_measured(const Job *j, const double *m, double *meas, double *phase);
 /* every rank: the sweep's state (rank 0 samples its plans with lp's model) */
 struct Sweep *sweep_new(LivePlanner *lp, Job *j);
 void sweep_free(struct Sweep *sw);
+/* rank 0: −1 with why when a sampled plan has no memory-fitting draw (the run is refused), else 0 */
+int sweep_unfit(const struct Sweep *sw, char *why, size_t len);
 /* rank 0, before PPO step `step`: 1 with *next when the job must move */
 int sweep_decide(LivePlanner *lp, Job *j, int step, PlanConfig *next);
 /* rank 0: the move before `step` was refused */

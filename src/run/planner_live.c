@@ -119,6 +119,7 @@ int live_check_fits(LivePlanner *lp, Job *j, char *why, size_t len) {
         StepCost c;
         SearchStats st;
         bad = plan_search_on(&lp->cm, j->size, NULL, j->size, &w, &p, &c, &st, why, len) != 0;
+        if (!bad) bad = sweep_unfit(lp->sweep, why, len) != 0;
     }
     comm_bcast(j->world, &bad, sizeof bad, 0);
     if (bad) comm_bcast(j->world, why, len, 0);

@@ -44,9 +44,12 @@ struct Sweep {
     CostModel fit;           /* the model fitted on the first K plans, frozen */
     CostModel fit_all;       /* the model fitted on every sampled plan, for the search's choice */
     int fitted;
+    int unfit;               /* rank 0: 1 + the first sample no memory-fitting draw was found for (0: all fit) */
     double over_sum;         /* the calibration plans' step time outside the model-stages */
     int over_n;
 };
+
+#define SWEEP_DRAWS 1000 /* random plans drawn per sample before the sweep gives up on fitting memory */
 
 static uint64_t rng_next(uint64_t *s) {
     uint64_t x = *s;
@@ -88,17 +91,26 @@ static void sweep_sample(LivePlanner *lp, Job *j, struct Sweep *sw) {
     uint64_t seed = (uint64_t)(cfg->planner.sweep_seed ? cfg->planner.sweep_seed : cfg->run.seed);
     uint64_t st = seed * 0x9e3779b97f4a7c15ULL + 1;
     for (int k = 0; k < sw->n; k++) {
-        for (int tries = 0; tries < 1000; tries++) {
+        int fits = 0;
+        for (int tries = 0; tries < SWEEP_DRAWS && !fits; tries++) {
             PlanConfig *p = &sw->p[k].plan;
             *p = j->plan;
             for (int s = 0; s < PLAN_NSTAGES; s++) p->stage[s] = opt[s][rng_next(&st) % (uint64_t)nopt[s]];
             StepCost c;
             cost_plan(&lp->cm, p, j->size, &lp->w, &c);
-            if (c.fits) break;
+            fits = c.fits;
         }
         sw->p[k].pred = NAN;
+        if (!fits && !sw->unfit) sw->unfit = k + 1; /* refused at start-up (sweep_unfit), not run out of memory */
     }
     sw->p[sw->n].pred = NAN;
+}
+
+int sweep_unfit(const struct Sweep *sw, char *why, size_t len) {
+    if (!sw || !sw->unfit) return 0;
+    return nr_fail(why, len, "[planner] policy = sweep: no plan that fits memory in %d random draws for sampled plan %d "
+                   "of %d: few plans of this job fit the memory model's limit ([planner] memory_gib); raise it or use a "
+                   "smaller model", SWEEP_DRAWS, sw->unfit, sw->n);
 }
 
 struct Sweep *sweep_new(LivePlanner *lp, Job *j) {
@@ -190,6 +202,15 @@ int sweep_decide(LivePlanner *lp, Job *j, int step, PlanConfig *next) {
         }
         sw->p[i].pred = c.total;
         for (int ph = 0; ph < 3; ph++) sw->p[i].pred_phase[ph] = c.phase[ph];
+        if (getenv("NEREUS_PLANNER_DEBUG"))
+            for (int k = 0; k < sw->n; k++) {
+                StepCost ck;
+                double pk = cost_plan(&sw->fit_all, &sw->p[k].plan, j->size, &lp->w, &ck);
+                fprintf(stderr, "sweep debug: refit predicts plan %2d %.4f s (gen %.3f inf %.3f train %.3f), measured %.4f (%.3f %.3f %.3f)\n", k, pk,
+                        ck.phase[0], ck.phase[1], ck.phase[2], sw->p[k].nwall ? sw->p[k].wall[0] : NAN,
+                        sw->p[k].nwall ? sw->p[k].phase[0] / sw->p[k].nwall : NAN, sw->p[k].nwall ? sw->p[k].phase[1] / sw->p[k].nwall : NAN,
+                        sw->p[k].nwall ? sw->p[k].phase[2] / sw->p[k].nwall : NAN);
+            }
     } else if (sw->fitted) {
         StepCost c;
         sw->p[i].pred = cost_plan(&sw->fit, &sw->p[i].plan, j->size, &lp->w, &c);
