@@ -226,23 +226,50 @@ double cost_stage_compute(const CostModel *cm, int stage, GridLayout l, const Wo
 /* ---- a plan ---------------------------------------------------------------------- */
 
 /* The phases of a plan. Per stage its compute (at its slowest member's
- * pace) and its communication; per rank and phase their sums; where a
- * node's ranks share fewer cores than are busy, the compute stretches by
- * k = the node's compute seconds / (cores × the largest rank's), at least
- * 1 (waiting ranks sleep: only compute takes a core), and communication
- * by ρ = the node's busy ranks / cores, at least 1 (each message waits for
- * its peer to get a core); the phase takes the largest per-rank
- * k·compute + ρ·communication. slowf[s]: the stage's
- * slowdown; k[ph]: the phase's stretch; each rank's memory. */
+ * pace) and its communication; per rank and phase their sums. Where a
+ * node's ranks share fewer cores than are busy, the compute is shared out
+ * as the kernel's scheduler does, processor sharing: while n of the node's
+ * ranks still have compute left, each runs at min(1, cores / n), so a rank
+ * alone finishes at its own pace and ranks of equal work at the node's
+ * total over the cores (waiting ranks sleep: only compute takes a core).
+ * kr[ph][r] = when rank r's compute ends / its compute seconds (≥ 1), the
+ * stretch of its stages; ks[s]: the largest over stage s's ranks.
+ * Communication stretches by ρ = (the node's busy ranks / cores)^rho_exp,
+ * at least 1 (each message waits for its peer to get a core). The phase
+ * takes the largest per-rank stretched compute + ρ·communication.
+ * slowf[s]: the stage's slowdown; each rank's memory. */
 typedef struct PlanPhases {
-    double phase[3], k[3], rho[3], busy_per_core[3], slowf[PLAN_NSTAGES];
+    double phase[3], rho[3], busy_per_core[3], slowf[PLAN_NSTAGES], ks[PLAN_NSTAGES];
     int crit[3];             /* the rank that sets each phase (−1: an empty phase) */
     Parts parts[PLAN_NSTAGES];
     double rm[PLAN_MAX_RANKS];
+    double kr[3][PLAN_MAX_RANKS];
 } PlanPhases;
 
+/* Processor sharing of `cores` cores by n ranks with compute w[i]: end[i], the time rank i's compute
+   ends. Sorted by work, the ranks finish in order; between two finishes every rank still running
+   advances at min(1, cores / running). */
+static void share_cores(const double *w, int n, int cores, double *end) {
+    int idx[PLAN_MAX_RANKS];
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+        end[i] = 0;
+        if (w[i] > 0) idx[m++] = i;
+    }
+    for (int i = 1; i < m; i++)
+        for (int j = i; j > 0 && w[idx[j]] < w[idx[j - 1]]; j--) { int t = idx[j]; idx[j] = idx[j - 1]; idx[j - 1] = t; }
+    double t = 0, done = 0;
+    for (int a = 0; a < m; a++) {
+        int running = m - a;
+        double rate = running > cores ? (double)cores / running : 1.0;
+        t += (w[idx[a]] - done) / rate;
+        done = w[idx[a]];
+        end[idx[a]] = t;
+    }
+}
+
 static void plan_phases(const CostModel *cm, const PlanConfig *plan, int nranks, const Workload *w, PlanPhases *pp) {
-    static double rc[3][PLAN_MAX_RANKS], rx[3][PLAN_MAX_RANKS];
+    static double rc[3][PLAN_MAX_RANKS], rx[3][PLAN_MAX_RANKS], end[PLAN_MAX_RANKS];
     memset(pp, 0, sizeof *pp);
     for (int ph = 0; ph < 3; ph++) {
         memset(rc[ph], 0, (size_t)nranks * sizeof(double));
@@ -270,48 +297,54 @@ static void plan_phases(const CostModel *cm, const PlanConfig *plan, int nranks,
     }
     int rpn = cm->hw.ranks_per_node > 0 ? cm->hw.ranks_per_node : 1;
     for (int ph = 0; ph < 3; ph++) {
-        double big = 0, busy = 0, node = 0, k = 1, rho = 1;
-        int active = 0, most = 0;
-        for (int r = 0; r < nranks; r++) {
-            if (rc[ph][r] > big) big = rc[ph][r];
-            node += rc[ph][r];
-            active += rc[ph][r] + rx[ph][r] > 0;
-            if ((r + 1) % rpn == 0 || r + 1 == nranks) { /* the node's last rank */
-                if (node > busy) busy = node;
-                if (active > most) most = active;
-                node = 0;
-                active = 0;
-            }
+        int most = 0;
+        for (int r0 = 0; r0 < nranks; r0 += rpn) { /* each node: its ranks share its cores */
+            int n = r0 + rpn <= nranks ? rpn : nranks - r0, active = 0;
+            for (int r = r0; r < r0 + n; r++) active += rc[ph][r] + rx[ph][r] > 0;
+            if (active > most) most = active;
+            if (cm->hw.cores > 0) share_cores(rc[ph] + r0, n, cm->hw.cores, end + r0);
+            for (int r = r0; r < r0 + n; r++)
+                pp->kr[ph][r] = cm->hw.cores > 0 && rc[ph][r] > 0 && isfinite(rc[ph][r]) && end[r] > rc[ph][r]
+                                    ? end[r] / rc[ph][r] : 1;
         }
-        if (cm->hw.cores > 0) {
-            if (big > 0 && busy / (cm->hw.cores * big) > 1) k = busy / (cm->hw.cores * big);
-            /* a message waits for its peer to get a core: latency grows with the ranks per core */
-            if ((double)most / cm->hw.cores > 1)
-                rho = pow((double)most / cm->hw.cores, cm->hw.rho_exp > 0 ? cm->hw.rho_exp : 1);
-        }
+        double rho = 1;
+        /* a message waits for its peer to get a core: latency grows with the ranks per core */
+        if (cm->hw.cores > 0 && (double)most / cm->hw.cores > 1)
+            rho = pow((double)most / cm->hw.cores, cm->hw.rho_exp > 0 ? cm->hw.rho_exp : 1);
         double t = 0;
         pp->crit[ph] = -1;
         for (int r = 0; r < nranks; r++)
-            if (k * rc[ph][r] + rho * rx[ph][r] > t) {
-                t = k * rc[ph][r] + rho * rx[ph][r];
+            if (pp->kr[ph][r] * rc[ph][r] + rho * rx[ph][r] > t) {
+                t = pp->kr[ph][r] * rc[ph][r] + rho * rx[ph][r];
                 pp->crit[ph] = r;
             }
         pp->phase[ph] = t;
-        pp->k[ph] = k;
         pp->rho[ph] = rho;
         pp->busy_per_core[ph] = cm->hw.cores > 0 ? (double)most / cm->hw.cores : 1;
     }
+    for (int s = 0; s < PLAN_NSTAGES; s++) {
+        const PlanStage *ps = &plan->stage[s];
+        double k = 1;
+        for (int i = 0; i < ps->nranks; i++) {
+            int r = ps->ranks[i];
+            if (r >= 0 && r < nranks && pp->kr[plan_stage_phase(s)][r] > k) k = pp->kr[plan_stage_phase(s)][r];
+        }
+        pp->ks[s] = k;
+    }
 }
 
-/* a stage's seconds under the plan: its compute stretched and slowed, its communication */
-static double stage_in_plan(const PlanPhases *pp, int s, double *scale) {
-    double t = 0, k = pp->k[plan_stage_phase(s)], rho = pp->rho[plan_stage_phase(s)];
+/* a stage's seconds under the plan, its compute stretched by k and slowed, its communication by ρ */
+static double stage_scaled(const PlanPhases *pp, int s, double k, double *scale) {
+    double t = 0, rho = pp->rho[plan_stage_phase(s)];
     for (int c = 0; c < EFF_N; c++) {
         scale[c] = is_compute(c) ? k * pp->slowf[s] : rho;
         t += scale[c] * pp->parts[s].t[c];
     }
     return t;
 }
+
+/* a stage's seconds under the plan, at the stretch of its most stretched rank */
+static double stage_in_plan(const PlanPhases *pp, int s, double *scale) { return stage_scaled(pp, s, pp->ks[s], scale); }
 
 double cost_plan(const CostModel *cm, const PlanConfig *plan, int nranks, const Workload *w, StepCost *sc) {
     static PlanPhases pp;
@@ -391,7 +424,7 @@ void cal_add_phase(Calibration *c, const CostModel *cm, const PlanConfig *plan, 
     for (int s = 0; s < PLAN_NSTAGES; s++) { /* the stages of the phase on its critical rank, as plan_phases adds them */
         const PlanStage *ps = &plan->stage[s];
         if (plan_stage_phase(s) != phase || plan_stage_pos(ps, r) < 0) continue;
-        double t = stage_in_plan(&pp, s, scale);
+        double t = stage_scaled(&pp, s, pp.kr[phase][r], scale); /* at the critical rank's stretch */
         if (!isfinite(t)) return;
         for (int k = 0; k < EFF_N; k++) a[k] += scale[k] * pp.parts[s].t[k] * cm->eff.f[k];
     }
@@ -470,7 +503,7 @@ double cal_fit(const Calibration *c, CostModel *cm) {
        best of a grid, each with its least-squares factors; only where some stage ran with ranks sharing cores */
     int shared = 0;
     for (int i = 0; i < c->n; i++) shared |= c->obs[i].rho > 1;
-    static const double grid[] = {1, 1.25, 1.5, 1.75, 2, 2.5, 3};
+    static const double grid[] = {0.01, 0.25, 0.5, 0.75, 1, 1.25, 1.5, 1.75, 2, 2.5, 3};
     int ng = shared && cm->hw.cores > 0 ? (int)(sizeof grid / sizeof grid[0]) : 1;
     for (int g = 0; g < ng; g++) {
         double beta = ng > 1 ? grid[g] : beta0;
