@@ -44,6 +44,23 @@ int main(void) {
           "urgent: admitted without the payback test (%s)", why);
     CHECK(admit(10, 8, 10, 0.5, 10, 0, why, sizeof why) == 1, "admit at equality: 5 <= 0.5 x 10");
 
+    /* ---- the measure-and-revert guard: the new plan's measured step against the old plan's expected ---- */
+    {
+        AdaptGuard g = {0.8}; /* the old plan ran at 0.8 x its prediction */
+        double ex = 0;
+        /* the model now says 0.30 for the old plan (longer responses): expect 0.8 x 0.30 = 0.24 */
+        CHECK(adapt_guard(&g, 0.27, 0.30, 0.1, &ex, why, sizeof why) == 1 && fabs(ex - 0.24) < 1e-12 &&
+                  strncmp(why, "measured revert", 15) == 0,
+              "guard: new 0.27 > 0.24 x 1.1 = 0.264: revert (%s)", why);
+        CHECK(adapt_guard(&g, 0.26, 0.30, 0.1, &ex, why, sizeof why) == 0 && strncmp(why, "measured keep", 13) == 0,
+              "guard: new 0.26 <= 0.264: keep (%s)", why);
+        CHECK(adapt_guard(&g, 0.2401, 0.30, 0.0, &ex, why, sizeof why) == 1,
+              "guard: margin 0: any slower measurement reverts (%s)", why);
+        g.prev_ratio = NAN; /* the old plan had no prediction to compare with */
+        CHECK(adapt_guard(&g, 10.0, 0.30, 0.1, &ex, why, sizeof why) == 0 && strstr(why, "nothing to compare"),
+              "guard: without the old plan's ratio, never a revert (%s)", why);
+    }
+
     /* ---- drift monitor ---- */
     DriftMonitor d;
     drift_init(&d, 0.3, 100, 1.0, 8);

@@ -117,6 +117,7 @@ typedef struct TraceFile {
     char *deck;             /* the resolved deck (/deck), NULL when unreadable */
     Table rule;             /* /decisions without the refusal rows: the decisions of the rule */
     Table refusals;         /* /decisions rows of a change of plan refused before anything moved (trace_refused) */
+    Table reverts;          /* /decisions rows of the measure-and-revert guard's moves back ("measured revert: ...") */
 } TraceFile;
 
 static int read_col(const char *path, hid_t d, const char *tname, hid_t mtype_member, Col *c, size_t n, hid_t fspace) {
@@ -335,16 +336,26 @@ static void table_subset(const Table *src, const int *keep, int want, Table *dst
 }
 
 /* /decisions holds the rule's decisions and, since trace_refused, rows for a change of plan refused before
- * anything moved (admitted 0, to_plan −1, NaN numbers): split them */
+ * anything moved (admitted 0, to_plan −1, NaN numbers), and since the guard, its moves back (the reason starts
+ * "measured revert"): split them */
 static void split_decisions(TraceFile *tf) {
     const Table *de = &tf->t[T_DECISIONS];
-    int *rule = calloc(de->n + 1, sizeof *rule);
-    for (size_t k = 0; k < de->n; k++)
-        rule[k] = !(num(de, "admitted", k) == 0 && num(de, "to_plan", k) == -1 && isnan(num(de, "L_now_s", k)) &&
-                    isnan(num(de, "L_new_s", k)) && isnan(num(de, "C_s", k)));
-    table_subset(de, rule, 1, &tf->rule);
-    table_subset(de, rule, 0, &tf->refusals);
-    free(rule);
+    int *kind = calloc(de->n + 1, sizeof *kind), *is = calloc(de->n + 1, sizeof *is);
+    for (size_t k = 0; k < de->n; k++) {
+        const char *why = str(de, "reason", k);
+        if (num(de, "admitted", k) == 0 && num(de, "to_plan", k) == -1 && isnan(num(de, "L_now_s", k)) &&
+            isnan(num(de, "L_new_s", k)) && isnan(num(de, "C_s", k)))
+            kind[k] = 1;
+        else if (why && strncmp(why, "measured revert", 15) == 0)
+            kind[k] = 2;
+    }
+    Table *out[3] = {&tf->rule, &tf->refusals, &tf->reverts};
+    for (int c = 0; c < 3; c++) {
+        for (size_t k = 0; k < de->n; k++) is[k] = kind[k] == c;
+        table_subset(de, is, 1, out[c]);
+    }
+    free(kind);
+    free(is);
 }
 
 /* a scalar string dataset (fixed or variable length), malloc'd; NULL when absent or unreadable */
@@ -665,6 +676,9 @@ static int cmd_summary(const TraceFile *tf) {
     else printf("admission decisions: %zu, %zu admitted\n", de->n, adm);
     for (size_t k = 0; k < rf->n; k++)
         printf("  refused change of plan before step %lld: %s\n", (long long)num(rf, "step", k), str(rf, "reason", k));
+    for (size_t k = 0; k < tf->reverts.n; k++)
+        printf("  moved back by the measure-and-revert guard before step %lld: %s\n",
+               (long long)num(&tf->reverts, "step", k), str(&tf->reverts, "reason", k));
     if (tf->npeak) {
         double lo = INFINITY, hi = 0, tog = 0;
         for (int r = 0; r < tf->npeak; r++) {
@@ -1125,7 +1139,7 @@ typedef struct Run {
 /* re-runs the controller over every row; refused_at: the steps where the recorded run's move was refused (the
  * recorded replay only; NULL otherwise) */
 static void replay_run(const Replay *r, int policy, double gamma, double threshold, const int64_t *refused_at,
-                       int nrefused, Run *u) {
+                       int nrefused, const int64_t *revert_at, int nrevert, Run *u) {
     const PlannerAttrs *pa = &r->tf->pa;
     u->policy = policy;
     u->gamma = gamma;
@@ -1134,7 +1148,7 @@ static void replay_run(const Replay *r, int policy, double gamma, double thresho
     u->plan_at = calloc(r->nrow + 1, sizeof *u->plan_at);
     u->plans = calloc(r->nrow + 2, sizeof *u->plans);
     int base = r->nrow ? r->row[0].plan_id : 0, pid = base;
-    PlanConfig cur = r->plan0;
+    PlanConfig cur = r->plan0, prev = r->plan0; /* prev: the plan the last move left (the guard's old plan) */
     u->plans[0] = cur;
     u->nplans = 1;
     Adapt *ad = calloc(1, sizeof *ad);
@@ -1154,7 +1168,18 @@ static void replay_run(const Replay *r, int policy, double gamma, double thresho
         int pool_changed = x->npool != prev_np, act = 0, is_init = 0;
         prev_np = x->npool;
         memset(d, 0, sizeof *d);
-        if (!started && x->initial) { /* planner_live.c live_decide: the initial placement */
+        int reverted = 0;
+        for (int i = 0; i < nrevert && started; i++) reverted |= revert_at[i] == x->step;
+        if (reverted) { /* the recorded run's guard moved back here (a measurement: taken as recorded) */
+            PlanConfig t = cur;
+            cur = prev;
+            prev = t;
+            pid++;
+            u->plans[u->nplans++] = cur;
+            u->ntx++;
+            u->tx_s += tx_price((void *)&r->px, &prev, &cur);
+            adapt_revert(ad, &cur);
+        } else if (!started && x->initial) { /* planner_live.c live_decide: the initial placement */
             adapt_place(ad, &ac, &cur, (int)x->step, &cm, &w, &o, pool_changed, d);
             w0 = w;
             started = act = is_init = 1;
@@ -1190,6 +1215,7 @@ static void replay_run(const Replay *r, int policy, double gamma, double thresho
                     adapt_revert(ad, &cur); /* the engine refused the move: the run stays (live_decide) */
                 } else {
                     q->moved = 1;
+                    prev = cur;
                     cur = d->next;
                     pid++;
                     u->plans[u->nplans++] = cur;
@@ -1398,6 +1424,9 @@ static int cmd_replay(const TraceFile *tf, const double *gammas, int ng, double 
            de->n, tf->t[T_DRIFT].n, tf->t[T_TRANSITIONS].n, sg->n);
     for (size_t k = 0; k < rf->n; k++)
         printf("  and a change of plan refused before step %lld: %s\n", (long long)num(rf, "step", k), str(rf, "reason", k));
+    for (size_t k = 0; k < tf->reverts.n; k++)
+        printf("  and a move back by the measure-and-revert guard before step %lld (taken as recorded: a measurement, "
+               "not the controller): %s\n", (long long)num(&tf->reverts, "step", k), str(&tf->reverts, "reason", k));
     char why[1024] = "";
     Replay r;
     int full = 0;
@@ -1476,7 +1505,16 @@ static int cmd_replay(const TraceFile *tf, const double *gammas, int ng, double 
     }
     Run rec;
     memset(&rec, 0, sizeof rec);
-    replay_run(&r, rec_policy, pa->gamma, pa->threshold, refused, nref, &rec);
+    const Table *rv = &tf->reverts;
+    int64_t *reverted = calloc(rv->n + 1, sizeof *reverted);
+    int nrev = 0;
+    for (size_t k = 0; k < rv->n; k++) { /* moves back that happened (the engine may refuse one: no transition row) */
+        int64_t s = (int64_t)num(rv, "step", k);
+        int found = 0;
+        for (size_t j = 0; j < tx->n; j++) found |= (int64_t)num(tx, "step", j) == s;
+        if (found) reverted[nrev++] = s;
+    }
+    replay_run(&r, rec_policy, pa->gamma, pa->threshold, refused, nref, reverted, nrev, &rec);
     printf("\nrecorded parameters (policy %s, gamma %.3g, threshold %.3g): %d decision(s), %d admitted, %d transition(s)\n",
            pa->policy, pa->gamma, pa->threshold, rec.ndec, rec.nadm, rec.ntx);
     print_decisions(&rec);
@@ -1490,12 +1528,12 @@ static int cmd_replay(const TraceFile *tf, const double *gammas, int ng, double 
     int nw = ng ? ng : 1;
     Run *runs = calloc((size_t)nw + 1, sizeof *runs);
     Run *st = &runs[0];
-    replay_run(&r, ADAPT_STATIC, pa->gamma, thr, NULL, 0, st);
+    replay_run(&r, ADAPT_STATIC, pa->gamma, thr, NULL, 0, NULL, 0, st);
     snprintf(st->name, sizeof st->name, "static");
     for (int i = 0; i < nw; i++) {
         Run *u = &runs[1 + i];
         double g = ng ? (double)(float)gammas[i] : pa->gamma;
-        replay_run(&r, ADAPT_PAYBACK, g, thr, NULL, 0, u);
+        replay_run(&r, ADAPT_PAYBACK, g, thr, NULL, 0, NULL, 0, u);
         snprintf(u->name, sizeof u->name, "payback gamma %.3g", g);
         printf("\n%s, threshold %.3g: %d decision(s), %d admitted, %d transition(s)\n", u->name, thr, u->ndec, u->nadm,
                u->ntx);
@@ -1598,6 +1636,7 @@ static int cmd_replay(const TraceFile *tf, const double *gammas, int ng, double 
     free(runs);
     free_run(&rec);
     free(refused);
+    free(reverted);
     free_replay(&r);
     return 0;
 }

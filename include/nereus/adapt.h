@@ -114,6 +114,24 @@ int adapt_plan_within(const PlanConfig *p, const int *pool, int npool, int nrank
 /* The caller could not move (the transition was refused): back to `cur`. */
 void adapt_revert(Adapt *a, const PlanConfig *cur);
 
+/* The measure-and-revert guard ([planner] guard_margin): after an adaptive
+ * move, the new plan's measured step (the median of its first fresh steps)
+ * against what the old plan would take now: the model's prediction for it
+ * now (which knows what changed since: longer responses, a slower rank)
+ * times the old plan's own measured / predicted ratio over its last fresh
+ * steps before the move (the model's bias for that plan, measured; a
+ * median, so one step taken just as the drift began does not set it).
+ * Revert when the new plan is slower than that by more than margin: the
+ * model ranked the two wrongly. Writes the expected old-plan step to
+ * *expect_s and the numbers into reason ("measured revert: ..." or
+ * "measured keep: ..."). Returns 1 to revert (never without a finite
+ * ratio and prediction). Pure. */
+typedef struct AdaptGuard {
+    double prev_ratio;       /* the old plan's measured / predicted step, median of its last fresh steps */
+} AdaptGuard;
+int adapt_guard(const AdaptGuard *g, double new_measured_s, double prev_pred_now, double margin, double *expect_s,
+                char *reason, size_t len);
+
 /* The best plan on the pool for a policy's placement family (ANY: the
  * whole pool and without the slow ranks, the faster). Returns 0, or −1
  * with why. */

@@ -57,6 +57,15 @@ typedef struct LivePlanner {
     double transition_s;     /* Σ measured transition seconds */
     char hw_text[256];       /* what the machine model holds, for the log */
     struct Sweep *sweep;     /* policy = sweep (src/run/sweep.c); NULL otherwise */
+    /* rank 0: the measure-and-revert guard ([planner] guard_margin; adapt.h adapt_guard) */
+    double recent[4];        /* the last fresh steps' measured / predicted step under the plan in force (a ring) */
+    int nrecent;             /* fresh steps since the last move */
+    int guard_on;            /* the last adaptive move is on probation */
+    int reverts, kept;       /* the guard's verdicts */
+    AdaptGuard guard;
+    double guard_new[16];    /* the new plan's fresh steps */
+    int guard_n;
+    PlanConfig guard_prev;   /* the plan before the move on probation */
 } LivePlanner;
 
 /* collective over world: the machine model (times a GEMM and a copy on

@@ -151,3 +151,16 @@ int adapt_place(Adapt *a, const AdaptConfig *c, const PlanConfig *start, int ste
 }
 
 void adapt_revert(Adapt *a, const PlanConfig *cur) { a->cur = *cur; }
+
+int adapt_guard(const AdaptGuard *g, double new_measured_s, double prev_pred_now, double margin, double *expect_s,
+                char *reason, size_t len) {
+    double expect = g->prev_ratio * prev_pred_now;
+    *expect_s = expect;
+    int ok = isfinite(expect) && expect > 0 && isfinite(new_measured_s);
+    int revert = ok && new_measured_s > expect * (1 + margin);
+    snprintf(reason, len, "measured %s: the new plan %.4g s/step, the old one %.4g (the model's %.4g x its measured / "
+             "predicted %.3g before the move)%s %.4g x (1 + margin %.3g)%s", revert ? "revert" : "keep", new_measured_s,
+             expect, prev_pred_now, g->prev_ratio, revert ? " >" : " <=", expect, margin,
+             ok ? "" : "; nothing to compare with");
+    return revert;
+}

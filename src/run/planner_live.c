@@ -243,6 +243,10 @@ void live_observe(LivePlanner *lp, Job *j, int step, const StepStats *st, double
         lp->err_n++;
         if (e > lp->err_max) lp->err_max = e;
     }
+    if (fresh && wall_s > 0) { /* the guard's measurements: the plan in force, and the one on probation */
+        if (isfinite(lp->pred_s) && lp->pred_s > 0) lp->recent[lp->nrecent++ % 4] = wall_s / lp->pred_s;
+        if (lp->guard_on && lp->guard_n < 16) lp->guard_new[lp->guard_n++] = wall_s;
+    }
     if (fresh) estimate_slowdown(lp, j, m, step);
     /* calibration: each stage's slowest member against the model, its phase's core sharing and slowdown out */
     if (fresh) {
@@ -392,7 +396,8 @@ int live_decide(LivePlanner *lp, Job *j, const Injector *inj, int step, Trace *t
     AdaptDecision d;
     memset(&d, 0, sizeof d);
     int64_t act = 0;
-    int initial = 0;
+    int initial = 0, reverting = 0;
+    static PlanConfig before; /* rank 0: the plan a move leaves (the guard's old plan) */
     double ref_len = lp->ad.dm.ref_len, ref_eff = lp->ad.dm.ref_eff; /* before the decision resets them */
     int ref_pool = lp->ad.dm.ref_pool;
     if (j->rank == 0) {
@@ -406,7 +411,38 @@ int live_decide(LivePlanner *lp, Job *j, const Injector *inj, int step, Trace *t
         int due = step - lp->first_step >= cfg->planner.warmup; /* warmup steps measured in this run (a restart too) */
         trace_seen(lp, tr, step, *plan_id, !lp->started && (due || pool_changed), &o,
                    now.total, n);
-        if (!lp->started && (due || pool_changed)) { /* the best plan for the measured initial conditions */
+        if (lp->guard_on && pool_changed) lp->guard_on = 0; /* the pool moved on: the controller's urgent path decides */
+        if (lp->guard_on && lp->guard_n >= cfg->planner.guard_steps) { /* the move on probation is judged */
+            lp->guard_on = 0;
+            StepCost gc;
+            double prev_now = cost_plan(cm, &lp->guard_prev, n, &lp->w, &gc), expect;
+            double m_new = nr_median(lp->guard_new, lp->guard_n);
+            int rev = adapt_guard(&lp->guard, m_new, prev_now, cfg->planner.guard_margin, &expect, d.reason,
+                                  sizeof d.reason);
+            if (rev && !adapt_plan_within(&lp->guard_prev, lp->pool, lp->npool, n)) {
+                rev = 0;
+                snprintf(d.reason + strlen(d.reason), sizeof d.reason - strlen(d.reason), "; not reverted: the old "
+                         "plan holds ranks out of the pool");
+            }
+            if (rev) {
+                d.step = step;
+                d.next = lp->guard_prev;
+                d.L_now = m_new;
+                d.L_new = expect;
+                d.C = d.H = NAN;
+                d.admitted = d.changed = 1;
+                act = 2;
+                reverting = 1;
+                lp->reverts++; /* logged and traced below, as every decision */
+            } else {
+                nr_log("planner: before step %d: measure-and-revert guard: %s\n", step, d.reason);
+                lp->kept++;
+                memset(&d, 0, sizeof d);
+            }
+        }
+        if (reverting) {
+            /* the move back is the decision of this step */
+        } else if (!lp->started && (due || pool_changed)) { /* the best plan for the measured initial conditions */
             adapt_place(&lp->ad, &ac, &j->plan, step, cm, &lp->w, &o, pool_changed, &d);
             lp->w0 = lp->w;
             lp->started = initial = 1;
@@ -423,7 +459,8 @@ int live_decide(LivePlanner *lp, Job *j, const Injector *inj, int step, Trace *t
             } else {
                 lp->admitted += d.admitted;
                 lp->refused += !d.admitted;
-                log_decision(lp, &d, initial ? "initial placement" : "replan", ref_len, ref_eff);
+                if (reverting) nr_log("planner: before step %d: measure-and-revert guard: %s\n", step, d.reason);
+                else log_decision(lp, &d, initial ? "initial placement" : "replan", ref_len, ref_eff);
                 trace_decided(tr, &d, cfg->planner.gamma, *plan_id, cfg->planner.threshold, ref_len, ref_eff, ref_pool,
                               lp->npool);
             }
@@ -436,12 +473,29 @@ int live_decide(LivePlanner *lp, Job *j, const Injector *inj, int step, Trace *t
     if (hdr[0] == 2) {
         PlanConfig next = d.next;
         comm_bcast(j->world, &next, sizeof next, 0);
+        if (j->rank == 0) before = j->plan;
         int rc = move_to(lp, j, &next, step, d.L_new, d.next_cost.peak_mem, tr, plan_id, plan_text, plan_len,
                          tx_bytes, why, len);
         if (rc < 0) return -1;
         if (rc == 1 && urgent_pool)
             return nr_fail(why, len, "before step %d: ranks left the pool and the move off them was refused", step);
         if (rc == 1 && j->rank == 0) adapt_revert(&lp->ad, &j->plan);
+        if (rc == 0 && j->rank == 0) {
+            if (reverting) adapt_revert(&lp->ad, &j->plan); /* the controller's plan is the old one again */
+            /* an adaptive move the rule chose (not urgent, not the initial placement, not a move back) goes on
+               probation, measured against the old plan's last fresh steps */
+            int adaptive = lp->policy == ADAPT_PAYBACK || lp->policy == ADAPT_ADMIT_ALL || lp->policy == ADAPT_EVERY_K;
+            int kept = lp->nrecent < 4 ? lp->nrecent : 4;
+            if (adaptive && !reverting && !initial && !d.urgent && cfg->planner.guard_margin > 0 && kept >= 2) {
+                double v[4];
+                memcpy(v, lp->recent, sizeof v);
+                lp->guard_on = 1;
+                lp->guard_n = 0;
+                lp->guard_prev = before;
+                lp->guard = (AdaptGuard){nr_median(v, kept)};
+            }
+            lp->nrecent = 0;
+        }
     } else if (urgent_pool) {
         return nr_fail(why, len, "before step %d: ranks left the pool and no plan without them %s", step,
                        hdr[1] ? "fits" : "was found");
@@ -461,6 +515,9 @@ void live_report(const LivePlanner *lp) {
     }
     nr_log("planner: %d decision(s) (%d search(es)): %d admitted, %d refused; %d transition(s), %.3f s measured\n",
            lp->decisions, lp->searches, lp->admitted, lp->refused, lp->transitions, lp->transition_s);
+    if (lp->reverts + lp->kept > 0)
+        nr_log("planner: measure-and-revert guard: %d move(s) judged, %d kept, %d reverted\n", lp->reverts + lp->kept,
+               lp->kept, lp->reverts);
     if (lp->err_n > 0)
         nr_log("planner: predicted vs measured step time over %d step(s): mean error %.1f%%, worst %.1f%%\n", lp->err_n,
                100.0 * lp->err_sum / lp->err_n, 100.0 * lp->err_max);
