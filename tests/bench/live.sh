@@ -8,7 +8,7 @@
 #           (the best the planner found for the initial conditions) fixed
 #           from step 0, planner off, the same drift (so the two start from
 #           the same plan, and the baseline skips payback's 2 warm-up steps
-#           on the deck's plan); 2 pairs; mean step = the PPO loop's wall
+#           on the deck's plan); 3 pairs; mean step = the PPO loop's wall
 #           time (transitions included) / steps; the medians compared.
 #   sweep   inputs/live/sweep8.deck: the cost model's error on 30 held-out
 #           plans and the gap of the search's choice to the best of 36 run.
@@ -21,7 +21,7 @@ median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {print (NR
 echo
 echo "== live planner, 8 ranks: inputs/live/drift8.deck (INJECTED drift): payback, then its initial plan kept (static)"
 s_all=""; p_all=""
-for r in 1 2; do
+for r in 1 2 3; do
   d=build/bench-live/drift8-payback.deck
   sed "s/^name = drift8/name = drift8-payback/" inputs/live/drift8.deck > "$d"
   printf '[trace]\nfile = none\n' >> "$d"
