@@ -101,9 +101,9 @@ int main(void) {
     double g4 = cost_stage(&cm, PLAN_ACTOR_GEN, (GridLayout){1, 1, 8}, &w4, &mem);
     CHECK(g4 > 3.5 * g1, "generation grows with the response length (4x tokens: %.2f -> %.2f s)", g1, g4);
 
-    /* ---- search at 32, 256, 1,024 ranks ---- */
-    int sizes[3] = {32, 256, 1024};
-    for (int k = 0; k < 3; k++) {
+    /* ---- search at 8 and 16 ranks (with the local search: SEARCH_REFINE_MAX), 32, 256, 1,024 ---- */
+    int sizes[5] = {8, 16, 32, 256, 1024};
+    for (int k = 0; k < 5; k++) {
         int N = sizes[k];
         PlanConfig pc;
         StepCost sc;
@@ -128,11 +128,12 @@ int main(void) {
         if (plan_default(&def, "colocated", &lim, 0, &de) == 0) tdef = cost_plan(&cm, &def, N, &ws, &dsc);
         char text[8192];
         if (valid) plan_format(&pc, text, sizeof text);
-        CHECK(valid && sc.fits && sc.total <= tdef * 1.0000001,
+        int dfits = isfinite(tdef) && dsc.fits;
+        CHECK(valid && sc.fits && (sc.total <= tdef * 1.0000001 || !dfits),
               "%4d ranks, 8B actor and critic: search %.2f ms (goal <= 34 ms at 1024), %ld layouts, %ld groupings; "
-              "predicted step %.2f s (gen %.2f inf %.2f train %.2f sync %.3f) vs colocated default %.2f s; peak %.1f GB%s",
+              "predicted step %.2f s (gen %.2f inf %.2f train %.2f sync %.3f) vs colocated default %.2f s%s; peak %.1f GB%s",
               N, st.seconds * 1e3, st.candidates, st.groupings, sc.total, sc.phase[0], sc.phase[1], sc.phase[2],
-              sc.phase[3], tdef, sc.peak_mem / 1e9, rc ? why : "");
+              sc.phase[3], tdef, dfits ? "" : " (which does not fit memory)", sc.peak_mem / 1e9, rc ? why : "");
         if (valid && N == 32) printf("%s", text);
         printf("planner_search_ms_%d: %.3f\n", N, st.seconds * 1e3);
     }

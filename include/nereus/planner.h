@@ -200,6 +200,13 @@ typedef struct SearchStats {
  * rank blocks (generation alone; the four scoring stages; the two
  * trainings), the blocks sized by a min–max split; then the memory check
  * over the phases' overlap, and, where a rank does not fit, the next best.
+ * On pools of at most SEARCH_REFINE_MAX ranks (SEARCH_ANY only) a local
+ * search follows, since the families above never place a stage on part of
+ * a phase's ranks beside an idle part: SEARCH_REFINE_DRAWS random plans
+ * (every model-stage on any layout of an aligned block, plan_stage_options;
+ * a fixed seed, so the same inputs give the same plan), then coordinate
+ * descent from the best (one model-stage at a time over all its options,
+ * until no move helps); the fastest plan that fits wins.
  * Returns 0, or −1 with why: the smallest total memory the models need
  * against what the pool has ("actor.train needs 31.2 GiB per rank even at
  * tp8 pp8 on 64 ranks; ranks have 24.0 GiB less 10% headroom"). */
@@ -219,6 +226,22 @@ int plan_search_on(const CostModel *cm, int n, const int *map, int nranks_job, c
  * tried on a grid of N/32 ranks). The baselines of the simulator are the
  * best plans of their family, not a fixed default. */
 enum { SEARCH_ANY, SEARCH_COLOCATED, SEARCH_DISAGGREGATED };
+#define SEARCH_REFINE_MAX 16
+#define SEARCH_REFINE_DRAWS 2000
+/* One option of a model-stage for the local search and the sweep's sampler:
+ * a layout on ranks first .. first + tp·pp·dp − 1 of the pool. */
+typedef struct StageOption {
+    GridLayout l;
+    int first;
+} StageOption;
+/* Every layout of `stage` the model can price (its divisibility rules: tp
+ * dividing the heads, pp the layers, dp the batch and minibatch, no pp for
+ * generation) on every aligned block of a pool of n ranks (the block's
+ * first rank a multiple of its size), up to max; returns the count. Pure. */
+int plan_stage_options(const CostModel *cm, int stage, int n, const Workload *w, StageOption *opt, int max);
+/* The model-stage of option o, its ranks mapped through map (NULL: pool
+ * position = job rank). */
+void plan_stage_of_option(const StageOption *o, const int *map, PlanStage *ps);
 int plan_search_mode(const CostModel *cm, int n, const int *map, int nranks_job, const Workload *w, int mode,
                      PlanConfig *out, StepCost *sc, SearchStats *st, char *why, size_t len);
 

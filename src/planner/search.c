@@ -8,11 +8,13 @@
  * lays every phase's blocks from rank 0 up; its memory is checked over all
  * phases (cost_plan); where a rank does not fit, the search runs again with
  * tighter per-stage caps (1/k of a rank's usable memory for k = 2 … 7
- * co-resident stages) and keeps the fastest plan that fits. Pure. */
+ * co-resident stages) and keeps the fastest plan that fits. Small pools
+ * then get a local search (refine). Pure. */
 #include "nereus/planner.h"
 #include "nereus/util.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -228,6 +230,63 @@ priced:
     return cost_plan(cm, out, Njob, w, sc);
 }
 
+int plan_stage_options(const CostModel *cm, int stage, int n, const Workload *w, StageOption *opt, int max) {
+    int k = 0;
+    for (int size = 1; size <= n; size++)
+        for (int tp = 1; tp <= size; tp++) {
+            if (size % tp) continue;
+            for (int pp = 1; tp * pp <= size; pp++) {
+                if (size % (tp * pp)) continue;
+                GridLayout l = {tp, pp, size / (tp * pp)};
+                if (!isfinite(cost_stage(cm, stage, l, w, NULL))) continue;
+                for (int first = 0; first + size <= n && k < max; first += size) opt[k++] = (StageOption){l, first};
+            }
+        }
+    return k;
+}
+
+void plan_stage_of_option(const StageOption *o, const int *map, PlanStage *ps) {
+    place(ps, o->l, o->first);
+    if (map)
+        for (int i = 0; i < ps->nranks; i++) ps->ranks[i] = (int16_t)map[ps->ranks[i]];
+}
+
+/* The local search after the families' best (planner.h): random plans, then coordinate descent. */
+#define REFINE_OPTS 1024
+static void refine(const CostModel *cm, int N, const int *map, int Njob, const Workload *w, PlanConfig *best,
+                   StepCost *bsc, SearchStats *st) {
+    static StageOption opt[PLAN_NSTAGES][REFINE_OPTS];
+    static PlanConfig q;
+    int nopt[PLAN_NSTAGES];
+    for (int s = 0; s < PLAN_NSTAGES; s++)
+        nopt[s] = s == PLAN_REWARD_INF && !cm->have_rm ? 0 : plan_stage_options(cm, s, N, w, opt[s], REFINE_OPTS);
+    double bt = bsc->total;
+    StepCost c;
+    uint64_t x = 0x9E3779B97F4A7C15ull; /* xorshift64: the same draws for the same inputs */
+    for (int t = 0; t < SEARCH_REFINE_DRAWS; t++) {
+        q = *best;
+        for (int s = 0; s < PLAN_NSTAGES; s++) {
+            if (!nopt[s]) continue;
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            plan_stage_of_option(&opt[s][x % (uint64_t)nopt[s]], map, &q.stage[s]);
+        }
+        double T = cost_plan(cm, &q, Njob, w, &c);
+        st->candidates++;
+        if (c.fits && T < bt) *best = q, *bsc = c, bt = T;
+    }
+    for (int round = 0, moved = 1; moved && round < 8; round++) {
+        moved = 0;
+        for (int s = 0; s < PLAN_NSTAGES; s++)
+            for (int o = 0; o < nopt[s]; o++) {
+                q = *best;
+                plan_stage_of_option(&opt[s][o], map, &q.stage[s]);
+                double T = cost_plan(cm, &q, Njob, w, &c);
+                st->candidates++;
+                if (c.fits && T < bt * (1 - 1e-12)) *best = q, *bsc = c, bt = T, moved = 1;
+            }
+    }
+}
+
 int plan_search(const CostModel *cm, int N, const Workload *w, PlanConfig *out, StepCost *sc, SearchStats *st,
                 char *why, size_t len) {
     return plan_search_on(cm, N, NULL, N, w, out, sc, st, why, len);
@@ -265,6 +324,7 @@ int plan_search_mode(const CostModel *cm, int N, const int *map, int Njob, const
         }
         if (isfinite(bestT) && k == 1) break; /* the unconstrained optimum fits */
     }
+    if (isfinite(bestT) && mode == SEARCH_ANY && N <= SEARCH_REFINE_MAX) refine(cm, N, map, Njob, w, &best, &bsc, st);
     if (isfinite(bestT)) {
         *out = best;
         *sc = bsc;

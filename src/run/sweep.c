@@ -10,9 +10,10 @@
  * it and the job runs it: its measured step against the best measured of
  * the sample is the plan-quality gap.
  *
- * The space, per model-stage: tp dividing n_head, pp dividing n_layer (1
- * for generation), dp dividing the batch (and the minibatch for
- * training), tp·pp·dp ≤ the job's ranks, on the block of tp·pp·dp
+ * The space, per model-stage: plan_stage_options (planner.h) — every
+ * layout the cost model can price (tp dividing n_head, pp dividing n_layer,
+ * 1 for generation, dp dividing the batch and, for training, the
+ * minibatch), tp·pp·dp ≤ the job's ranks, on the block of tp·pp·dp
  * consecutive ranks starting at a multiple of its size; a plan is kept
  * when it fits memory. Each model-stage draws its option uniformly. */
 #include <math.h>
@@ -59,35 +60,11 @@ static uint64_t rng_next(uint64_t *s) {
     return *s = x;
 }
 
-/* every option of stage id in the space, into opt (PlanStage, resolved); returns the count */
-static int stage_options(const Job *j, int id, PlanStage *opt, int max) {
-    const Config *cfg = j->cfg;
-    int n = 0, W = j->size;
-    for (int tp = 1; tp <= W; tp++) {
-        if (cfg->model.n_head % tp) continue;
-        for (int pp = 1; tp * pp <= W; pp++) {
-            if (cfg->model.n_layer % pp || (id == PLAN_ACTOR_GEN && pp > 1)) continue;
-            for (int dp = 1; tp * pp * dp <= W; dp++) {
-                if (cfg->ppo.batch % dp || (plan_stage_is_train(id) && cfg->ppo.minibatch % dp)) continue;
-                int size = tp * pp * dp;
-                for (int r0 = 0; r0 + size <= W && n < max; r0 += size) {
-                    PlanStage *s = &opt[n++];
-                    memset(s, 0, sizeof *s);
-                    s->src = PLAN_SRC_DECK;
-                    s->tp = tp, s->pp = pp, s->dp = dp, s->nranks = size;
-                    for (int i = 0; i < size; i++) s->ranks[i] = (int16_t)(r0 + i);
-                }
-            }
-        }
-    }
-    return n;
-}
-
 static void sweep_sample(LivePlanner *lp, Job *j, struct Sweep *sw) {
     const Config *cfg = j->cfg;
-    static PlanStage opt[PLAN_NSTAGES][512];
+    static StageOption opt[PLAN_NSTAGES][512];
     int nopt[PLAN_NSTAGES];
-    for (int s = 0; s < PLAN_NSTAGES; s++) nopt[s] = stage_options(j, s, opt[s], 512);
+    for (int s = 0; s < PLAN_NSTAGES; s++) nopt[s] = plan_stage_options(&lp->cm, s, j->size, &lp->w, opt[s], 512);
     uint64_t seed = (uint64_t)(cfg->planner.sweep_seed ? cfg->planner.sweep_seed : cfg->run.seed);
     uint64_t st = seed * 0x9e3779b97f4a7c15ULL + 1;
     for (int k = 0; k < sw->n; k++) {
@@ -95,7 +72,7 @@ static void sweep_sample(LivePlanner *lp, Job *j, struct Sweep *sw) {
         for (int tries = 0; tries < SWEEP_DRAWS && !fits; tries++) {
             PlanConfig *p = &sw->p[k].plan;
             *p = j->plan;
-            for (int s = 0; s < PLAN_NSTAGES; s++) p->stage[s] = opt[s][rng_next(&st) % (uint64_t)nopt[s]];
+            for (int s = 0; s < PLAN_NSTAGES; s++) plan_stage_of_option(&opt[s][rng_next(&st) % (uint64_t)nopt[s]], NULL, &p->stage[s]);
             StepCost c;
             cost_plan(&lp->cm, p, j->size, &lp->w, &c);
             fits = c.fits;
