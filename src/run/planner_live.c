@@ -102,7 +102,7 @@ void live_init(LivePlanner *lp, Job *j) {
                        cfg->ppo.max_response};
     snprintf(lp->hw_text, sizeof lp->hw_text,
              "GEMM %.1f GFLOP/s per rank alone, copy %.1f GB/s, %d rank(s) per node on %ld core(s)%s, %.1f GiB per rank",
-             gflops, hbm * 1e-9, rpn, cores, hw->cores ? " (shared: phases stretched by busy seconds / cores)" : "",
+             gflops, hbm * 1e-9, rpn, cores, hw->cores ? " (shared: compute by processor sharing, messages by busy ranks per core)" : "",
              hw->mem / 1073741824.0);
     nr_log("planner: policy %s, gamma %.3g, threshold %.3g, warmup %d step(s); machine model: %s\n",
            cfg->planner.policy, cfg->planner.gamma, cfg->planner.threshold, cfg->planner.warmup, lp->hw_text);
