@@ -35,6 +35,10 @@
 #include "nereus/job.h"
 #include "nereus/trace.h"
 
+/* policy = sweep: the search's choice and the best sampled plan are run again last, this many times
+ * sweep_steps steps each */
+#define PLANNER_SWEEP_FINAL 3
+
 typedef struct LivePlanner {
     int on;                  /* [planner] policy != off */
     int policy;              /* ADAPT_* */

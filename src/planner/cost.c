@@ -4,6 +4,7 @@
 #include "nereus/planner.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -514,6 +515,22 @@ double cal_fit(const Calibration *c, CostModel *cm) {
             memcpy(bx, x, sizeof bx);
             memcpy(bused, used, sizeof bused);
         }
+    }
+    /* least squares of relative residuals errs low (an overprediction of a short stage costs more than the same
+       underprediction): one common scale, the geometric mean of measured / fitted, takes the bias out (where a
+       factor would pass 1, its efficiency stays at 1) */
+    {
+        double sl = 0;
+        int nl = 0;
+        for (int i = 0; i < c->n; i++) {
+            const CalObs *o = &c->obs[i];
+            double p = 0;
+            for (int k = 0; k < EFF_N; k++) p += obs_a(o, k, bbeta) * bx[k];
+            if (p > 0 && o->t > 0) sl += log(o->t / p), nl++;
+        }
+        double sc = nl ? exp(sl / nl) : 1;
+        for (int k = 0; k < EFF_N; k++)
+            if (bused[k] > 0) bx[k] = fmax(1.0, bx[k] * sc);
     }
     for (int k = 0; k < EFF_N; k++)
         if (bused[k] > 0) cm->eff.f[k] = 1.0 / bx[k];

@@ -39,7 +39,8 @@ typedef struct SweepPlan {
 
 struct Sweep {
     int n, K, steps, start;  /* sampled plans, calibration plans, steps per plan, the first sweep step */
-    SweepPlan *p;            /* (n + 1): the sample, then the search's choice */
+    int fsteps;              /* steps of each of the two last windows (PLANNER_SWEEP_FINAL x steps) */
+    SweepPlan *p;            /* (n + 2): the sample, the search's choice, the best sampled plan run again */
     Calibration cal;         /* the first K plans' stages */
     Calibration all;         /* every sampled plan's stages */
     CostModel fit;           /* the model fitted on the first K plans, frozen */
@@ -81,6 +82,7 @@ static void sweep_sample(LivePlanner *lp, Job *j, struct Sweep *sw) {
         if (!fits && !sw->unfit) sw->unfit = k + 1; /* refused at start-up (sweep_unfit), not run out of memory */
     }
     sw->p[sw->n].pred = NAN;
+    sw->p[sw->n + 1].pred = NAN;
 }
 
 int sweep_unfit(const struct Sweep *sw, char *why, size_t len) {
@@ -97,15 +99,16 @@ struct Sweep *sweep_new(LivePlanner *lp, Job *j) {
     sw->K = pc->sweep_calibrate < sw->n ? pc->sweep_calibrate : sw->n - 1;
     sw->steps = pc->sweep_steps;
     sw->start = pc->warmup;
-    sw->p = nr_xcalloc((size_t)sw->n + 1, sizeof *sw->p);
-    for (int k = 0; k <= sw->n; k++) sw->p[k].wall = nr_xcalloc((size_t)sw->steps, sizeof(double));
+    sw->fsteps = PLANNER_SWEEP_FINAL * sw->steps;
+    sw->p = nr_xcalloc((size_t)sw->n + 2, sizeof *sw->p);
+    for (int k = 0; k <= sw->n + 1; k++) sw->p[k].wall = nr_xcalloc((size_t)sw->fsteps, sizeof(double));
     if (j->rank == 0) sweep_sample(lp, j, sw);
     return sw;
 }
 
 void sweep_free(struct Sweep *sw) {
     if (!sw) return;
-    for (int k = 0; k <= sw->n; k++) free(sw->p[k].wall);
+    for (int k = 0; k <= sw->n + 1; k++) free(sw->p[k].wall);
     free(sw->p);
     free(sw);
 }
@@ -113,9 +116,16 @@ void sweep_free(struct Sweep *sw) {
 /* the sample index of PPO step `step` and its position in the plan's window (−1: not in the sweep) */
 static int sweep_index(const struct Sweep *sw, int step, int *phase) {
     if (step < sw->start) return -1;
-    int i = (step - sw->start) / sw->steps;
-    *phase = (step - sw->start) % sw->steps;
-    return i <= sw->n ? i : -1;
+    int t = step - sw->start, i;
+    if (t < sw->n * sw->steps) {
+        i = t / sw->steps;
+        *phase = t % sw->steps;
+    } else { /* the two last windows, longer */
+        t -= sw->n * sw->steps;
+        i = sw->n + t / sw->fsteps;
+        *phase = t % sw->fsteps;
+    }
+    return i <= sw->n + 1 ? i : -1;
 }
 
 /* rank 0: fit the frozen model on the calibration plans */
@@ -159,6 +169,26 @@ static void sweep_fit(LivePlanner *lp, struct Sweep *sw, int nranks, const Calib
     fit->overhead_s = n > 0 && over > 0 ? over / n : 0;
 }
 
+/* the median measured step of a plan (NaN when none was measured); its steps stay in order */
+static double plan_median(const SweepPlan *p) {
+    double *v = nr_xmalloc((size_t)(p->nwall > 0 ? p->nwall : 1) * sizeof *v);
+    memcpy(v, p->wall, (size_t)p->nwall * sizeof *v);
+    double m = nr_median(v, p->nwall);
+    free(v);
+    return m;
+}
+
+/* the sampled plan with the lowest median measured step (−1: none measured), and that median */
+static int sweep_best(const struct Sweep *sw, double *best) {
+    int ib = -1;
+    *best = INFINITY;
+    for (int k = 0; k < sw->n; k++) {
+        double m = sw->p[k].refused ? NAN : plan_median(&sw->p[k]);
+        if (isfinite(m) && m < *best) *best = m, ib = k;
+    }
+    return ib;
+}
+
 int sweep_decide(LivePlanner *lp, Job *j, int step, PlanConfig *next) {
     struct Sweep *sw = lp->sweep;
     int phase, i = sweep_index(sw, step, &phase);
@@ -188,6 +218,17 @@ int sweep_decide(LivePlanner *lp, Job *j, int step, PlanConfig *next) {
                         sw->p[k].nwall ? sw->p[k].phase[0] / sw->p[k].nwall : NAN, sw->p[k].nwall ? sw->p[k].phase[1] / sw->p[k].nwall : NAN,
                         sw->p[k].nwall ? sw->p[k].phase[2] / sw->p[k].nwall : NAN);
             }
+    } else if (i == sw->n + 1) { /* the best sampled plan again, as long as the choice ran: both fresh */
+        double best;
+        int b = sweep_best(sw, &best);
+        if (b < 0) {
+            sw->p[i].refused = 1;
+            return 0;
+        }
+        StepCost c;
+        sw->p[i].plan = sw->p[b].plan;
+        sw->p[i].pred = cost_plan(&sw->fit_all, &sw->p[i].plan, j->size, &lp->w, &c);
+        for (int ph = 0; ph < 3; ph++) sw->p[i].pred_phase[ph] = c.phase[ph];
     } else if (sw->fitted) {
         StepCost c;
         sw->p[i].pred = cost_plan(&sw->fit, &sw->p[i].plan, j->size, &lp->w, &c);
@@ -236,29 +277,21 @@ static void plan_short(const PlanConfig *p, char *buf, size_t len) {
     }
 }
 
-/* the median measured step of a plan (NaN when none was measured); its steps stay in order */
-static double plan_median(const SweepPlan *p) {
-    double *v = nr_xmalloc((size_t)(p->nwall > 0 ? p->nwall : 1) * sizeof *v);
-    memcpy(v, p->wall, (size_t)p->nwall * sizeof *v);
-    double m = nr_median(v, p->nwall);
-    free(v);
-    return m;
-}
-
 void sweep_report(const LivePlanner *lp) {
     const struct Sweep *sw = lp->sweep;
     nr_log("planner: sweep: %d sampled plan(s), %d step(s) each (the first after a transition not measured); the first "
-           "%d calibrate the model, the rest are predicted before they run\n",
-           sw->n, sw->steps, sw->K);
+           "%d calibrate the model, the rest are predicted before they run; then the search's choice and the best "
+           "sampled plan again, %d step(s) each (both fresh, so the gap is not the best of %d short runs against one)\n",
+           sw->n, sw->steps, sw->K, sw->fsteps, sw->n);
     nr_log("  #  role        measured s  predicted s   error  gen/inf/train/outside measured (predicted)  plan\n");
     double esum = 0, emax = 0, best = INFINITY;
     int ne = 0, nrun = 0, ibest = -1;
-    for (int k = 0; k <= sw->n; k++) {
+    for (int k = 0; k <= sw->n + 1; k++) {
         const SweepPlan *p = &sw->p[k];
         double meas = plan_median(p);
         char txt[512];
         plan_short(&p->plan, txt, sizeof txt);
-        const char *role = k == sw->n ? "chosen" : k < sw->K ? "calibrate" : "held-out";
+        const char *role = k == sw->n + 1 ? "best again" : k == sw->n ? "chosen" : k < sw->K ? "calibrate" : "held-out";
         if (p->refused || !isfinite(meas)) {
             nr_log("%3d  %-10s  %10s  %11s  %6s  %s\n", k, role, p->refused ? "refused" : "-", "-", "-", txt);
             continue;
@@ -309,5 +342,10 @@ void sweep_report(const LivePlanner *lp) {
     if (isfinite(chosen) && ibest >= 0) {
         nr_log("sweep.chosen_measured_s: %.4f\n", chosen);
         nr_log("sweep.chosen_gap_pct: %.2f\n", 100 * (chosen - best) / best);
+    }
+    double again = plan_median(&sw->p[sw->n + 1]);
+    if (isfinite(chosen) && isfinite(again)) { /* both fresh, both PLANNER_SWEEP_FINAL x sweep_steps long */
+        nr_log("sweep.best_again_s: %.4f\n", again);
+        nr_log("sweep.chosen_gap_again_pct: %.2f\n", 100 * (chosen - again) / again);
     }
 }
