@@ -397,7 +397,6 @@ int live_decide(LivePlanner *lp, Job *j, const Injector *inj, int step, Trace *t
     memset(&d, 0, sizeof d);
     int64_t act = 0;
     int initial = 0, reverting = 0;
-    static PlanConfig before; /* rank 0: the plan a move leaves (the guard's old plan) */
     double ref_len = lp->ad.dm.ref_len, ref_eff = lp->ad.dm.ref_eff; /* before the decision resets them */
     int ref_pool = lp->ad.dm.ref_pool;
     if (j->rank == 0) {
@@ -473,7 +472,8 @@ int live_decide(LivePlanner *lp, Job *j, const Injector *inj, int step, Trace *t
     if (hdr[0] == 2) {
         PlanConfig next = d.next;
         comm_bcast(j->world, &next, sizeof next, 0);
-        if (j->rank == 0) before = j->plan;
+        PlanConfig left;
+        if (j->rank == 0) left = j->plan; /* the guard's old plan, should this move go on probation */
         int rc = move_to(lp, j, &next, step, d.L_new, d.next_cost.peak_mem, tr, plan_id, plan_text, plan_len,
                          tx_bytes, why, len);
         if (rc < 0) return -1;
@@ -482,17 +482,17 @@ int live_decide(LivePlanner *lp, Job *j, const Injector *inj, int step, Trace *t
         if (rc == 1 && j->rank == 0) adapt_revert(&lp->ad, &j->plan);
         if (rc == 0 && j->rank == 0) {
             if (reverting) adapt_revert(&lp->ad, &j->plan); /* the controller's plan is the old one again */
-            /* an adaptive move the rule chose (not urgent, not the initial placement, not a move back) goes on
-               probation, measured against the old plan's last fresh steps */
+            /* any move ends a probation; an adaptive move the rule chose (not urgent, not the initial placement,
+               not a move back) starts one, measured against the old plan's last fresh steps */
             int adaptive = lp->policy == ADAPT_PAYBACK || lp->policy == ADAPT_ADMIT_ALL || lp->policy == ADAPT_EVERY_K;
-            int kept = lp->nrecent < 4 ? lp->nrecent : 4;
-            if (adaptive && !reverting && !initial && !d.urgent && cfg->planner.guard_margin > 0 && kept >= 2) {
+            int nr = lp->nrecent < 4 ? lp->nrecent : 4;
+            lp->guard_on = adaptive && !reverting && !initial && !d.urgent && cfg->planner.guard_margin > 0 && nr >= 2;
+            if (lp->guard_on) {
                 double v[4];
                 memcpy(v, lp->recent, sizeof v);
-                lp->guard_on = 1;
                 lp->guard_n = 0;
-                lp->guard_prev = before;
-                lp->guard = (AdaptGuard){nr_median(v, kept)};
+                lp->guard_prev = left;
+                lp->guard = (AdaptGuard){nr_median(v, nr)};
             }
             lp->nrecent = 0;
         }
