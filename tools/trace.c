@@ -1418,6 +1418,13 @@ static int replay_rule(const TraceFile *tf, const double *gammas, int ng, double
     return 0;
 }
 
+/* 1 when /transitions has a row before `step`: the run moved there */
+static int moved_at(const Table *tx, int64_t step) {
+    for (size_t j = 0; j < tx->n; j++)
+        if ((int64_t)num(tx, "step", j) == step) return 1;
+    return 0;
+}
+
 static int cmd_replay(const TraceFile *tf, const double *gammas, int ng, double threshold) {
     const Table *de = &tf->rule, *sg = &tf->t[T_SIGNALS], *rf = &tf->refusals;
     printf("replay %s: %zu recorded decision(s), %zu drift event(s), %zu transition(s), %zu /signals row(s)\n", tf->path,
@@ -1499,9 +1506,7 @@ static int cmd_replay(const TraceFile *tf, const double *gammas, int ng, double 
     for (size_t k = 0; k < de->n; k++) {
         if (num(de, "admitted", k) == 0 || num(de, "to_plan", k) < 0) continue;
         int64_t s = (int64_t)num(de, "step", k);
-        int found = 0;
-        for (size_t j = 0; j < tx->n; j++) found |= (int64_t)num(tx, "step", j) == s;
-        if (!found) refused[nref++] = s; /* admitted, but the engine refused the move: no transition row */
+        if (!moved_at(tx, s)) refused[nref++] = s; /* admitted, but the engine refused the move: no transition row */
     }
     Run rec;
     memset(&rec, 0, sizeof rec);
@@ -1510,9 +1515,7 @@ static int cmd_replay(const TraceFile *tf, const double *gammas, int ng, double 
     int nrev = 0;
     for (size_t k = 0; k < rv->n; k++) { /* moves back that happened (the engine may refuse one: no transition row) */
         int64_t s = (int64_t)num(rv, "step", k);
-        int found = 0;
-        for (size_t j = 0; j < tx->n; j++) found |= (int64_t)num(tx, "step", j) == s;
-        if (found) reverted[nrev++] = s;
+        if (moved_at(tx, s)) reverted[nrev++] = s;
     }
     replay_run(&r, rec_policy, pa->gamma, pa->threshold, refused, nref, reverted, nrev, &rec);
     printf("\nrecorded parameters (policy %s, gamma %.3g, threshold %.3g): %d decision(s), %d admitted, %d transition(s)\n",

@@ -263,8 +263,8 @@ static void refine(const CostModel *cm, int N, const int *map, int Njob, const W
     double bt = bsc->total;
     StepCost c;
     uint64_t x = 0x9E3779B97F4A7C15ull; /* xorshift64: the same draws for the same inputs */
+    q = *best; /* every draw replaces each stage that has options; the others stay best's throughout */
     for (int t = 0; t < SEARCH_REFINE_DRAWS; t++) {
-        q = *best;
         for (int s = 0; s < PLAN_NSTAGES; s++) {
             if (!nopt[s]) continue;
             x ^= x << 13, x ^= x >> 7, x ^= x << 17;
@@ -274,16 +274,18 @@ static void refine(const CostModel *cm, int N, const int *map, int Njob, const W
         st->candidates++;
         if (c.fits && T < bt) *best = q, *bsc = c, bt = T;
     }
+    q = *best; /* coordinate descent: q differs from best only in the stage being tried */
     for (int round = 0, moved = 1; moved && round < 8; round++) {
         moved = 0;
-        for (int s = 0; s < PLAN_NSTAGES; s++)
+        for (int s = 0; s < PLAN_NSTAGES; s++) {
             for (int o = 0; o < nopt[s]; o++) {
-                q = *best;
                 plan_stage_of_option(&opt[s][o], map, &q.stage[s]);
                 double T = cost_plan(cm, &q, Njob, w, &c);
                 st->candidates++;
                 if (c.fits && T < bt * (1 - 1e-12)) *best = q, *bsc = c, bt = T, moved = 1;
             }
+            q.stage[s] = best->stage[s];
+        }
     }
 }
 

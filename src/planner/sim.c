@@ -20,6 +20,13 @@ static double len_at(const SimScenario *sc, int step) {
     return sc->w.resp_len * pow(sc->len_end / sc->w.resp_len, (double)step / (sc->steps - 1));
 }
 
+/* NEREUS_SIM_DEBUG in the environment: every decision, plan and transition price on stderr (read once) */
+static int sim_debug(void) {
+    static int on = -1;
+    if (on < 0) on = getenv("NEREUS_SIM_DEBUG") != NULL;
+    return on;
+}
+
 /* the pool (ranks 0..pool-1) and each rank's slowdown at `step` */
 static int pool_at(const SimScenario *sc, int step, double *slow) {
     int pool = sc->gpus;
@@ -73,7 +80,9 @@ static double transition_s(const SimScenario *sc, const PlanConfig *a, const Pla
     }
     double wb = sc->truth.actor.wbytes > 0 ? sc->truth.actor.wbytes : 4;
     double ti = tx_predict(sc, inf, ni, 4.0 / wb), tt = tx_predict(sc, trn, nt, 12.0 / 14.0);
-    if (getenv("NEREUS_SIM_DEBUG")) fprintf(stderr, "    transition: data %.3f s (inference %.3f, training %.3f), %d of %d changed model-stages with new communicators\n", fmax(ti, tt), ti, tt, nsetup, ni + nt);
+    if (sim_debug())
+        fprintf(stderr, "    transition: data %.3f s (inference %.3f, training %.3f), %d of %d changed model-stages with "
+                "new communicators\n", fmax(ti, tt), ti, tt, nsetup, ni + nt);
     return fmax(ti, tt) + nsetup * SIM_COMM_SETUP_S;
 }
 
@@ -94,7 +103,7 @@ int sim_run(const SimScenario *sc, int policy, SimResult *res, char *why, size_t
     int family = policy == SIM_VERL || policy == SIM_OPENRLHF, fixed = family || policy == SIM_STATIC;
     Observed o = {w.resp_len, pool_at(sc, 0, slow), ranks, slow, 0};
     double tp0 = nr_now();
-    int debug = getenv("NEREUS_SIM_DEBUG") != NULL;
+    int debug = sim_debug();
     int rc = 0;
     /* the starting plan: the best of the policy's family for the initial conditions, on the true cluster */
     PlanConfig start;

@@ -55,12 +55,11 @@ void tx_change_for(const TxPricer *p, int id, int kind, const PlanStage *from, c
 
 int tx_changes(const TxPricer *p, const PlanConfig *a, const PlanConfig *b, TxChange *ch) {
     int n = 0;
-    for (int i = 0; i < PLAN_NSTAGES; i++)
-        if (tx_stage_holds_model(p, i) && !plan_stage_same(&a->stage[i], &b->stage[i]))
-        {
-            tx_change_for(p, i, TX_MOVE, &a->stage[i], &b->stage[i], &ch[n]);
-            ch[n++].comm_shared = !plan_stage_new_comms(a, b, i);
-        }
+    for (int i = 0; i < PLAN_NSTAGES; i++) {
+        if (!tx_stage_holds_model(p, i) || plan_stage_same(&a->stage[i], &b->stage[i])) continue;
+        tx_change_for(p, i, TX_MOVE, &a->stage[i], &b->stage[i], &ch[n]);
+        ch[n++].comm_shared = !plan_stage_new_comms(a, b, i);
+    }
     return n;
 }
 

@@ -2,7 +2,6 @@
  * context, what the plan asks of this build), builds the job's EMUs and
  * models, runs the SFT warm-start and the PPO steps, prints one line per
  * step (rank 0) and the verification block. */
-#include "nereus/emu.h"
 #include "nereus/run.h"
 
 #include <math.h>
@@ -17,6 +16,7 @@
 #include "nereus/backend_cuda.h"
 #endif
 #include "nereus/comm.h"
+#include "nereus/emu.h"
 #include "nereus/inject.h"
 #include "nereus/job.h"
 #include "nereus/plan.h"

@@ -219,8 +219,8 @@ int sweep_decide(LivePlanner *lp, Job *j, int step, PlanConfig *next) {
                         sw->p[k].nwall ? sw->p[k].phase[2] / sw->p[k].nwall : NAN);
             }
     } else if (i == sw->n + 1) { /* the best sampled plan again, as long as the choice ran: both fresh */
-        double best;
-        int b = sweep_best(sw, &best);
+        double best_s;
+        int b = sweep_best(sw, &best_s);
         if (b < 0) {
             sw->p[i].refused = 1;
             return 0;
@@ -284,8 +284,8 @@ void sweep_report(const LivePlanner *lp) {
            "sampled plan again, %d step(s) each (both fresh, so the gap is not the best of %d short runs against one)\n",
            sw->n, sw->steps, sw->K, sw->fsteps, sw->n);
     nr_log("  #  role        measured s  predicted s   error  gen/inf/train/outside measured (predicted)  plan\n");
-    double esum = 0, emax = 0, best = INFINITY;
-    int ne = 0, nrun = 0, ibest = -1;
+    double esum = 0, emax = 0, best;
+    int ne = 0, nrun = 0, ibest = sweep_best(sw, &best);
     for (int k = 0; k <= sw->n + 1; k++) {
         const SweepPlan *p = &sw->p[k];
         double meas = plan_median(p);
@@ -299,7 +299,6 @@ void sweep_report(const LivePlanner *lp) {
         double err = isfinite(p->pred) ? (p->pred - meas) / meas : NAN;
         if (k < sw->n) {
             nrun++;
-            if (meas < best) best = meas, ibest = k;
             if (k >= sw->K && isfinite(err)) {
                 esum += fabs(err);
                 emax = fmax(emax, fabs(err));
