@@ -125,9 +125,10 @@ int main(int argc, char **argv) {
     MPI_Comm xcomm;
     MPI_Comm_dup(MPI_COMM_WORLD, &xcomm);
     static Trial T;
-    long n_ok = 0, n_bad_value = 0, n_bad_bytes = 0, n_bad_mem = 0, n_bad_part = 0, n_refused = 0, n_waves = 0, n_budget = 0;
+    long n_ok = 0, n_bad_value = 0, n_bad_bytes = 0, n_bad_mem = 0, n_bad_part = 0, n_refused = 0, n_waves = 0, n_budget = 0, n_bad_fwd = 0, n_fwd = 0;
+    int max_hop = 0;
     long n_adam = 0, n_copy = 0, n_shared = 0, n_disjoint = 0, n_pairs = 0;
-    double bytes_total = 0, secs = 0;
+    double bytes_total = 0, secs = 0, fwd_bytes = 0;
     size_t nfull = 0;
     float *full = NULL, *got = NULL;
     for (int it = 0; it < trials; it++) {
@@ -160,7 +161,7 @@ int main(int argc, char **argv) {
             n_adam += x->nbufs == 3;
             n_copy += x->kind == TX_COPY;
         }
-        TxOptions opt = {0, (size_t)(4 << rnd(10)) * 4, 0, 10e9, 5e-6, 200e-6, NULL, 0, 0, 0};
+        TxOptions opt = {0, (size_t)(4 << rnd(10)) * 4, 0, 10e9, 5e-6, 200e-6, NULL, 0, 0, 0, 0};
         opt.stage_all = rnd(2); /* half the trials pack every chunk, as a device backend does */
         opt.window = opt.chunk * (size_t)(2 + rnd(8));
         int tight = rnd(3) == 0;
@@ -274,14 +275,15 @@ int main(int argc, char **argv) {
                         if (memcmp(&got[k], &full[k], sizeof(float)) != 0) bad++;
                 }
             }
-            int64_t red[3] = {bad, (int64_t)st.bytes_sent, (int64_t)st.bytes_recv};
-            comm_allreduce_sum_i64(MPI_COMM_WORLD, red, 3);
+            int64_t red[4] = {bad, (int64_t)st.bytes_sent, (int64_t)st.bytes_recv, (int64_t)st.bytes_forwarded};
+            comm_allreduce_sum_i64(MPI_COMM_WORLD, red, 4);
             double peak = (double)st.mem_peak, pred = part.mem_peak;
             double peaks[2] = {peak, peak > pred ? peak - pred : 0}; /* measured; its excess over the prediction */
             comm_allreduce_max_f64(MPI_COMM_WORLD, peaks, 2);
             double t = st.seconds;
             comm_allreduce_max_f64(MPI_COMM_WORLD, &t, 1);
-            int64_t want[2] = {rank == 0 ? (int64_t)P.bytes_moved : 0, rank == 0 ? (int64_t)P.bytes_lower_bound : 0};
+            int64_t want[4] = {rank == 0 ? (int64_t)P.bytes_moved : 0, rank == 0 ? (int64_t)P.bytes_lower_bound : 0,
+                               rank == 0 ? (int64_t)P.bytes_relayed : 0, rank == 0 ? P.max_hop : 0};
             comm_bcast(MPI_COMM_WORLD, want, sizeof want, 0);
             int nw = rank == 0 ? P.nwaves : 0;
             comm_bcast(MPI_COMM_WORLD, &nw, sizeof nw, 0);
@@ -299,6 +301,15 @@ int main(int argc, char **argv) {
                     fprintf(stderr, "trial %d: sent %lld, received %lld, planned %lld, minimum %lld bytes\n", it,
                             (long long)red[1], (long long)red[2], (long long)want[0], (long long)want[1]);
             }
+            if (red[3] != want[2]) {
+                n_bad_fwd++;
+                ok = 0;
+                if (rank == 0) fprintf(stderr, "trial %d: forwarded %lld bytes, planned %lld\n", it, (long long)red[3],
+                                       (long long)want[2]);
+            }
+            n_fwd += want[2] > 0;
+            fwd_bytes += (double)red[3];
+            max_hop = want[3] > max_hop ? (int)want[3] : max_hop;
             if (budget > 0 && peaks[0] > budget) {
                 n_bad_mem++;
                 ok = 0;
@@ -325,7 +336,7 @@ int main(int argc, char **argv) {
     free(full);
     free(got);
     MPI_Comm_free(&xcomm);
-    int fails = n_bad_value + n_bad_bytes + n_bad_mem + n_bad_part;
+    int fails = n_bad_value + n_bad_bytes + n_bad_mem + n_bad_part + n_bad_fwd + (n_fwd == 0);
     if (rank == 0) {
         printf("%s %d ranks: %d random transitions (%ld changes with AdamW state, %ld copies; %ld changes on shared "
                "ranks, %ld on disjoint ones): %ld complete and bit-identical (%ld (old, new) pairs executed), %ld with a tight budget (%ld of "
@@ -335,6 +346,8 @@ int main(int argc, char **argv) {
         printf("%s every element bit-identical after its transition (%ld trials bad)\n", n_bad_value ? "FAIL" : "ok  ", n_bad_value);
         printf("%s bytes that crossed between ranks = planned = the minimum (%ld bad)\n", n_bad_bytes ? "FAIL" : "ok  ", n_bad_bytes);
         printf("%s measured peak memory within the budget (%ld bad)\n", n_bad_mem ? "FAIL" : "ok  ", n_bad_mem);
+        printf("%s forwarding exercised: %ld trials forwarded %.1f MiB (chains up to %d hops); forwarded = planned "
+               "(%ld bad)\n", n_bad_fwd || !n_fwd ? "FAIL" : "ok  ", n_fwd, fwd_bytes / 1048576.0, max_hop, n_bad_fwd);
         printf("%s every rank's scattered part (geometry + its block refs, expanded there) = tx_part_extract's (%ld trials bad)\n",
                n_bad_part ? "FAIL" : "ok  ", n_bad_part);
     }

@@ -47,7 +47,9 @@ static size_t slab_numel(const Slab *s) {
 }
 
 /* structural checks of a built plan; returns a bitmask of failures */
-enum { B_CYCLE = 1, B_PARTITION = 2, B_COVER = 4, B_PAIRS = 8, B_RESOURCE = 16, B_ORDER = 32, B_MEM = 64, B_BOUND = 128 };
+enum { B_CYCLE = 1, B_PARTITION = 2, B_COVER = 4, B_PAIRS = 8, B_RESOURCE = 16, B_ORDER = 32, B_MEM = 64, B_BOUND = 128,
+       B_FWD = 256 };
+#define NB_CHECKS 9
 static int check_plan(const TxPlan *P, int full_cover) {
     int bad = 0;
     size_t n = P->nnodes;
@@ -150,6 +152,30 @@ static int check_plan(const TxPlan *P, int full_cover) {
         for (int r = 0; r < nr; r++)
             if (P->mem_peak[r] > P->opt.budget) bad |= B_MEM;
     if (P->bytes_moved != P->bytes_lower_bound) bad |= B_BOUND;
+    /* forwards: the XFER it forwards (feed → its source, same change) is earlier in node order, has an edge
+       to it, carries the same blocks in the same order (so the same chunks), and is not a forward of
+       more than one; a forward has no edge to the FREE of its source */
+    char *fwd_used = calloc(n + 1, 1);
+    for (size_t k = 0; k < n; k++) {
+        const TxNode *d = &P->nodes[k];
+        if (d->kind != TXN_XFER || d->feed < 0) continue;
+        size_t j = 0;
+        for (; j < k; j++) {
+            const TxNode *e = &P->nodes[j];
+            if (e->kind == TXN_XFER && e->change == d->change && e->rank == d->feed && e->peer == d->rank) break;
+        }
+        if (j == k) { bad |= B_FWD; continue; }
+        const TxNode *e = &P->nodes[j];
+        const TxSlabs *ts = &P->sl[d->change];
+        int edge = 0;
+        for (size_t q = P->succ_off[j]; q < P->succ_off[j + 1]; q++) edge |= (size_t)P->succ[q] == k;
+        if (!edge || fwd_used[j]++ || e->nslab != d->nslab || e->bytes != d->bytes) bad |= B_FWD;
+        for (size_t q = 0; q < d->nslab && q < e->nslab; q++)
+            if (ts->ref[d->slab0 + q].block != ts->ref[e->slab0 + q].block) bad |= B_FWD;
+        for (size_t q = P->succ_off[k]; q < P->succ_off[k + 1]; q++)
+            if (P->nodes[P->succ[q]].kind == TXN_FREE) bad |= B_FWD;
+    }
+    free(fwd_used);
     return bad;
 }
 
@@ -172,12 +198,13 @@ static TxChange change_of(int id, int kind, const GPTConfig *cfg, const PlanStag
 
 int main(void) {
     test_rng = 0x2545F4914F6CDD1Dull;
-    TxOptions opt = {0, 4096, 16384, 10e9, 5e-6, 200e-6, NULL, 0, 0, 0};
-    int nbad[8] = {0}, trials = 0, multiwave = 0, refused_ok = 0, refused_n = 0;
-    const char *what[8] = {"acyclic", "COPY/XFER nodes partition the slabs", "each part covers its new shard",
-                           "sends = receives per rank", "resource edges forward in waves on one rank",
-                           "XFERs in (wave, change) order, one per rank pair", "predicted peak within the budget",
-                           "bytes moved = lower bound"};
+    TxOptions opt = {0, 4096, 16384, 10e9, 5e-6, 200e-6, NULL, 0, 0, 0, 0};
+    int nbad[NB_CHECKS] = {0}, trials = 0, multiwave = 0, refused_ok = 0, refused_n = 0, nfwd = 0;
+    const char *what[NB_CHECKS] = {"acyclic", "COPY/XFER nodes partition the slabs", "each part covers its new shard",
+                                   "sends = receives per rank", "resource edges forward in waves on one rank",
+                                   "XFERs in (wave, change) order, one per rank pair", "predicted peak within the budget",
+                                   "bytes moved = lower bound",
+                                   "each forward follows the XFER it forwards (an edge, the same blocks, once)"};
     static PlanStage a[4], b[4];
     for (int it = 0; it < 400; it++) {
         int nranks = it % 2 ? 8 : 4, nch = 1 + rnd(3);
@@ -202,6 +229,7 @@ int main(void) {
         double lo = 0;
         for (int r = 0; r < nranks; r++) lo = P.mem_start[r] > lo ? P.mem_start[r] : lo;
         int bad = check_plan(&P, 1);
+        nfwd += P.bytes_relayed > 0;
         tx_plan_free(&P);
         opt.budget = lo + (hi - lo) * (0.3 + 0.5 * rnd(100) / 100.0) + opt.window;
         int rc = tx_plan_build(&P, ch, nch, nranks, &opt, why, sizeof why);
@@ -219,12 +247,13 @@ int main(void) {
             if (tx_plan_build(&P, ch, nch, nranks, &opt, why, sizeof why) != 0 && strstr(why, "too small")) refused_ok++;
             else tx_plan_free(&P);
         }
-        for (int k = 0; k < 8; k++)
+        for (int k = 0; k < NB_CHECKS; k++)
             if (bad & (1 << k)) nbad[k]++;
         trials++;
     }
-    for (int k = 0; k < 8; k++) CHECK(nbad[k] == 0, "%s (%d transitions of 1-3 changes on 4 or 8 ranks, %d bad)", what[k], trials, nbad[k]);
+    for (int k = 0; k < NB_CHECKS; k++) CHECK(nbad[k] == 0, "%s (%d transitions of 1-3 changes on 4 or 8 ranks, %d bad)", what[k], trials, nbad[k]);
     CHECK(multiwave > 20, "tight budgets give multi-wave schedules (%d of %d)", multiwave, trials);
+    CHECK(nfwd > 10, "forwarding is planned in some of them (%d of %d)", nfwd, trials);
     CHECK(refused_ok == refused_n && refused_n > 0, "a budget below what ranks hold is refused with the reason (%d of %d)",
           refused_ok, refused_n);
 
@@ -287,6 +316,7 @@ int main(void) {
         opt.budget = 0;
         opt.chunk = 4 << 20;
         opt.window = 64 << 20;
+        opt.no_relay = getenv("NR_NORELAY") != NULL;
         int ok = 1, bad = 0;
         for (int k = 0; k < 7; k++) {
             double t0 = nr_now();

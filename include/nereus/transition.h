@@ -32,7 +32,23 @@
  * reused for every replica, and per destination one decision is made per
  * block. The balance stays within about a block of a full least-loaded
  * search (measured in test_slabs: max bytes out = max bytes in on the
- * 1,024-rank re-cuts). TxSlabs below keeps the plan in this form;
+ * 1,024-rank re-cuts).
+ *
+ * Forwarding (tx_slabs_build_seeded with relay_chunk > 0; the transition
+ * DAG turns it on unless TxOptions.no_relay). Where a block has many more
+ * destinations than old holders (dp grows: pp32 dp8 -> tp8 dp32 sends the
+ * tied wte to 32 ranks per holder), the holders' send load, not the bytes,
+ * bounds the time. A later replica of a new cell may then take a whole
+ * stream that an earlier replica of the same cell receives (all the blocks
+ * it gets from one source) from that replica instead: the earlier replica
+ * forwards each chunk once it has arrived (same slab list, so the same
+ * chunks), a pipelined chain. Taken when the forwarder's send load plus one
+ * chunk per hop of the chain is below the least-loaded holder's for every
+ * block of the stream; each stream is forwarded at most once, and a
+ * destination never gets a forwarded stream and an old-shard stream from
+ * one rank (one stream per pair). The bytes each destination receives, and
+ * so bytes_moved and the lower bound, are unchanged; only who sends moves.
+ * TxSlabs below keeps the plan in this form;
  * slab_plan_build expands it. Within a transition (tx_plan_build) the
  * changes are balanced together: each change's sources are chosen against
  * the bytes the earlier changes already send (tx_slabs_build_seeded).
@@ -90,6 +106,9 @@ typedef struct TxBlock {
 typedef struct TxRef {
     int block;           /* into blk */
     int src, dst;        /* job ranks (src = dst: local) */
+    int feed;            /* -1: src sends from its old shard; else src forwards, from its new shard, what it
+                            receives from rank `feed` (the whole stream feed -> src of this change) */
+    int hop;             /* 0: from an old holder; k: the k-th forward of a chain */
 } TxRef;
 
 typedef struct TxSlabs {
@@ -100,6 +119,7 @@ typedef struct TxSlabs {
     int ngeo, nblk, nnew;
     size_t nref, nslabs; /* refs; slabs when expanded */
     size_t bytes_moved, bytes_local, bytes_lower_bound; /* as in SlabPlan */
+    size_t bytes_relayed;       /* of bytes_moved, sent by forwarders (refs with feed >= 0) */
     size_t *rank_in, *rank_out; /* (nranks) as in SlabPlan */
     int nranks;
 } TxSlabs;
@@ -109,9 +129,11 @@ int tx_slabs_build(TxSlabs *ts, const GPTConfig *cfg, const PlanStage *old_stage
                    int nranks, char *why, size_t len);
 /* The same, with the sources balanced against load[r] (bytes each rank already sends: other changes
  * of the transition), which it raises by scale × the bytes of each block it gives rank r to send
- * (scale: the change's buffers per element). load = NULL: tx_slabs_build. */
+ * (scale: the change's buffers per element), and with forwarding (above) when relay_chunk > 0: the
+ * bytes of one message in load's units, what one hop of a chain delays its end. load = NULL,
+ * relay_chunk = 0: tx_slabs_build. */
 int tx_slabs_build_seeded(TxSlabs *ts, const GPTConfig *cfg, const PlanStage *old_stage, const PlanStage *new_stage,
-                          int nranks, size_t *load, size_t scale, char *why, size_t len);
+                          int nranks, size_t *load, size_t scale, size_t relay_chunk, char *why, size_t len);
 void tx_slabs_free(TxSlabs *ts);
 /* The slabs of refs [r0, r1) into out, in order; returns how many. */
 size_t tx_slabs_expand(const TxSlabs *ts, size_t r0, size_t r1, Slab *out);
@@ -155,7 +177,9 @@ int slab_tensor_box(const TensorInfo *t, int start[4], int count[4]);
  * into it} → COMMIT; {XFER out of it, COPY} → FREE (a free waits for every
  * send out of its buffer, and the last copy of a slab is freed only after
  * it was delivered); and RESOURCE edges FREE(c', r) → ALLOC(c, r) where
- * rank r's memory budget needs c' gone before c arrives.
+ * rank r's memory budget needs c' gone before c arrives. A forwarded XFER
+ * (feed >= 0: it sends out of the new shard) has no edge to the FREE of
+ * its source and one from the XFER it forwards (feed → source).
  *
  * Memory waves. The budget (bytes per rank, 0 = none) covers the model
  * state a rank holds (gpt_shard_bytes of every shard, plus the `resident`
@@ -168,7 +192,10 @@ int slab_tensor_box(const TensorInfo *t, int start[4], int count[4]);
  * Resource edges run only from earlier waves to later ones, and every rank
  * posts its messages in one global order (wave, change, dest, source,
  * chunk), so the earliest unfinished message always has its send and its
- * receive posted: no deadlock under any window (exec.c). When the first
+ * receive posted: no deadlock under any window (exec.c). A forward comes
+ * from an earlier replica of the same new cell, an earlier destination of
+ * the same change, so the chunk it waits for is earlier in that order too.
+ * When the first
  * wave that could take a change is empty of progress (nothing fits), the
  * transition is refused with the rank, the change and the bytes.
  *
@@ -185,7 +212,9 @@ int slab_tensor_box(const TensorInfo *t, int start[4], int count[4]);
  * max over ranks (max(bytes in, bytes out) / bandwidth + messages ·
  * latency); with ranks_per_node, a rank's bytes to and from its own node go
  * over bandwidth_intra, the rest over bandwidth, and it takes the slower of
- * the two (separate links). The planner prices transitions with it without executing.
+ * the two (separate links), plus, where a rank's data comes down a
+ * forwarding chain, one chunk (chunk / bandwidth + latency) per hop. The
+ * planner prices transitions with it without executing.
  * ==================================================================== */
 
 enum { TX_MOVE = 0, TX_COPY = 1 };
@@ -215,6 +244,7 @@ typedef struct TxOptions {
     int stage_all;          /* 1: every chunk through host staging, as on a device backend (tests) */
     int ranks_per_node;     /* consecutive job ranks that share a node (0: one kind of link, `bandwidth`) */
     double bandwidth_intra; /* bytes/s per rank inside a node (with ranks_per_node) */
+    int no_relay;           /* 1: every block from an old holder (no forwarding; the baseline) */
 } TxOptions;
 
 enum { TXN_COMM, TXN_ALLOC, TXN_COPY, TXN_XFER, TXN_FREE, TXN_COMMIT };
@@ -227,6 +257,7 @@ typedef struct TxNode {
     size_t slab0, nslab;   /* COPY, XFER: refs [slab0, slab0+nslab) of the change's TxSlabs (blocks; expanded
                               into slabs by tx_slabs_expand) */
     size_t bytes;          /* COPY, XFER: bytes over all buffers */
+    int feed;              /* XFER: -1, or the source forwards what it receives from rank `feed` (TxRef.feed) */
 } TxNode;
 
 /* What a change does, for reports. */
@@ -254,6 +285,8 @@ typedef struct TxPlan {
     double *mem_start, *mem_peak; /* (nranks) predicted bytes at the start and at the peak (window included) */
     size_t *rank_in, *rank_out;   /* (nranks) bytes over all buffers */
     size_t bytes_moved, bytes_lower_bound, bytes_local;
+    size_t bytes_relayed;    /* of bytes_moved, sent by forwarders */
+    int max_hop;             /* the longest forwarding chain (0: none) */
     size_t messages;         /* chunks that cross between ranks */
     double predicted_s;
     TxOptions opt;
@@ -274,6 +307,9 @@ enum { TXO_ALLOC, TXO_COPY, TXO_SEND, TXO_RECV, TXO_FREE };
 typedef struct TxOp {
     int kind;              /* TXO_* */
     int change, wave, peer;/* peer: SEND destination / RECV source rank (else -1) */
+    int feed;              /* SEND: -1 (from the old shard), or it forwards, chunk by chunk as they arrive, this
+                              rank's RECV of the change from rank `feed` (from the new shard); else -1 */
+    int zero;              /* 0 (no padding: parts are sent and compared as bytes) */
     int64_t bytes;         /* COPY, SEND, RECV: bytes over all buffers */
     int64_t slab0, nslab;  /* into TxPart.slabs */
 } TxOp;
@@ -333,6 +369,7 @@ typedef struct TxStats {
     double hook_seconds;   /* of which in the alloc and release hooks */
     double cpu_seconds;    /* this rank's CPU time in tx_execute (user + system: copies, page faults, polling) */
     size_t bytes_sent, bytes_recv, bytes_copied;
+    size_t bytes_forwarded;/* of bytes_sent, forwarded out of the new shard */
     size_t messages_sent;
     size_t mem_peak;       /* measured: be->mem_live high-water + transfer buffers, bytes */
     size_t mem_start;      /* be->mem_live at entry */

@@ -52,7 +52,7 @@ static int pool_at(const SimScenario *sc, int step, double *slow) {
 static double tx_predict(const SimScenario *sc, const TxChange *ch, int n, double scale) {
     const HwModel *hw = &sc->truth.hw;
     TxOptions o = {0, 64u << 20, 512u << 20, hw->bw[1] * sc->truth.eff.f[EFF_P2P_INTER] * scale, hw->lat[1], 0, NULL, 0,
-                   hw->ranks_per_node, hw->bw[0] * sc->truth.eff.f[EFF_P2P_INTRA] * scale};
+                   hw->ranks_per_node, hw->bw[0] * sc->truth.eff.f[EFF_P2P_INTRA] * scale, 0};
     return tx_predicted_s(ch, n, sc->gpus, &o);
 }
 

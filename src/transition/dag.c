@@ -82,10 +82,11 @@ int tx_plan_build(TxPlan *P, const TxChange *ch, int n, int nranks, const TxOpti
     int *order = calloc(nc, sizeof *order);
     /* per rank in the current wave: bytes in and out over links between nodes [0..nr) and inside a node [nr..2nr) */
     double *w_in = calloc(2 * nr, sizeof *w_in), *w_out = calloc(2 * nr, sizeof *w_out), *w_msg = calloc(nr, sizeof *w_msg);
+    int *w_hop = calloc(nr, sizeof *w_hop); /* per rank in the current wave: the longest forwarding chain into it */
     size_t *load = calloc(nr, sizeof *load);
     int rc = 0;
     if (!P->ch || !P->sl || !P->wave || !P->prim || !P->mem_old || !P->mem_new || !P->mem_start || !P->mem_peak ||
-        !P->rank_in || !P->rank_out || !in_from || !in_to || !moving || !cur || !acq || !order || !load || !w_in || !w_out || !w_msg) {
+        !P->rank_in || !P->rank_out || !in_from || !in_to || !moving || !cur || !acq || !order || !load || !w_in || !w_out || !w_msg || !w_hop) {
         rc = nr_fail(why, len, "transition: out of memory");
         goto done;
     }
@@ -100,8 +101,8 @@ int tx_plan_build(TxPlan *P, const TxChange *ch, int n, int nranks, const TxOpti
         }
         char w2[256];
         /* sources balanced against what the earlier changes already send (P->rank_out, all buffers) */
-        if (tx_slabs_build_seeded(&P->sl[c], &x->cfg, &x->from, &x->to, nranks, load, (size_t)x->nbufs, w2,
-                                  sizeof w2)) {
+        if (tx_slabs_build_seeded(&P->sl[c], &x->cfg, &x->from, &x->to, nranks, load, (size_t)x->nbufs,
+                                  opt->no_relay ? 0 : P->opt.chunk, w2, sizeof w2)) {
             rc = nr_fail(why, len, "transition change %d: %s", c, w2);
             goto done;
         }
@@ -127,6 +128,7 @@ int tx_plan_build(TxPlan *P, const TxChange *ch, int n, int nranks, const TxOpti
             else pr->bytes_extend += b;
         }
         P->bytes_moved += sp->bytes_moved * nb;
+        P->bytes_relayed += sp->bytes_relayed * nb;
         P->bytes_lower_bound += sp->bytes_lower_bound * nb;
         P->bytes_local += sp->bytes_local * nb;
         for (int r = 0; r < nranks; r++) {
@@ -247,13 +249,16 @@ int tx_plan_build(TxPlan *P, const TxChange *ch, int n, int nranks, const TxOpti
     size_t *cbase = malloc((nc + 1) * sizeof *cbase), nto_all = 0;
     for (int c = 0; c < n; c++) nto_all += (size_t)lsize(&P->ch[c].to);
     int *runs = malloc((nto_all + 1) * sizeof *runs);
+    size_t *rfirst = malloc((nto_all + 1) * sizeof *rfirst); /* per (change, position): its first run's index */
     size_t *runs_off = malloc((nc + 1) * sizeof *runs_off), *nruns = malloc((nc + 1) * sizeof *nruns);
-    if (!topos || !frompos || !cbase || !runs || !runs_off || !nruns) {
-        free(topos); free(frompos); free(cbase); free(runs); free(runs_off); free(nruns);
+    size_t *rbase = malloc((nc + 1) * sizeof *rbase), *fwd = NULL; /* per change its first run; per run the
+                                                                      node that forwards it, or SIZE_MAX */
+    if (!topos || !frompos || !cbase || !runs || !runs_off || !nruns || !rbase || !rfirst) {
+        free(topos); free(frompos); free(cbase); free(runs); free(runs_off); free(nruns); free(rbase); free(fwd); free(rfirst);
         goto oom;
     }
     for (size_t k = 0; k < nc * nr; k++) topos[k] = frompos[k] = -1;
-    size_t nnodes = 0, nedges = 0;
+    size_t nnodes = 0, nedges = 0, nrun_all = 0;
     for (int k = 0, ro = 0; k < n; k++) {
         int c = corder[k], move = P->ch[c].kind == TX_MOVE;
         const TxChange *x = &P->ch[c];
@@ -267,13 +272,52 @@ int tx_plan_build(TxPlan *P, const TxChange *ch, int n, int nranks, const TxOpti
             int m = 0;
             for (size_t q = sp->ref_off[pos]; q < sp->ref_off[pos + 1]; q++)
                 m += q == sp->ref_off[pos] || sp->ref[q].src != sp->ref[q - 1].src;
+            rfirst[ro] = nr_c;
             runs[ro++] = m;
             nr_c += (size_t)m;
         }
         nruns[c] = nr_c;
+        rbase[c] = nrun_all;
+        nrun_all += nr_c;
         cbase[c] = nnodes;
         nnodes += (size_t)(move ? 1 + nto : 0) + (size_t)nto + (size_t)(move ? nfrom : 0) + nr_c;
-        nedges += (move ? (size_t)nto + nr_c : 0) + nr_c + (move ? nr_c : 0); /* every run's source is in `from` */
+        /* COMM → ALLOCs, ALLOC → runs, run → COMMIT, run → FREE of its source (in `from`; not a forward's) */
+        nedges += (move ? (size_t)nto + nr_c : 0) + nr_c + (move ? nr_c : 0);
+    }
+    /* forwards: the run forwarded (feed → source, at the source's position) gets an edge to the forward */
+    fwd = malloc((nrun_all + 1) * sizeof *fwd);
+    if (!fwd) {
+        free(topos); free(frompos); free(cbase); free(runs); free(runs_off); free(nruns); free(rbase); free(fwd); free(rfirst);
+        goto oom;
+    }
+    for (size_t q = 0; q < nrun_all; q++) fwd[q] = SIZE_MAX;
+    for (int c = 0; c < n; c++) {
+        const TxChange *x = &P->ch[c];
+        const TxSlabs *sp = &P->sl[c];
+        int move = x->kind == TX_MOVE, nto = lsize(&x->to), nfrom = lsize(&x->from);
+        size_t run0 = cbase[c] + (size_t)(move ? 1 + nto : 0) + (size_t)nto + (size_t)(move ? nfrom : 0);
+        for (int pos = 0; pos < nto; pos++)
+            for (size_t q = sp->ref_off[pos], jr = rfirst[runs_off[c] + (size_t)pos]; q < sp->ref_off[pos + 1]; q++) {
+                int first = q == sp->ref_off[pos] || sp->ref[q].src != sp->ref[q - 1].src;
+                jr += first && q > sp->ref_off[pos];
+                if (!first || sp->ref[q].feed < 0) continue;
+                /* the forwarder's run from feed */
+                int p1 = topos[(size_t)c * nr + sp->ref[q].src];
+                size_t q1 = p1 >= 0 ? sp->ref_off[p1] : 0, e1 = p1 >= 0 ? sp->ref_off[p1 + 1] : 0;
+                size_t j1 = p1 >= 0 ? rfirst[runs_off[c] + (size_t)p1] : 0;
+                for (; q1 < e1; q1++) {
+                    j1 += q1 > sp->ref_off[p1] && sp->ref[q1].src != sp->ref[q1 - 1].src;
+                    if (sp->ref[q1].src == sp->ref[q].feed) break;
+                }
+                if (q1 == e1 || p1 >= pos) {
+                    rc = nr_fail(why, len, "transition: change %d: rank %d forwards what it does not receive from "
+                                 "rank %d before (a bug)", c, sp->ref[q].src, sp->ref[q].feed);
+                    free(topos); free(frompos); free(cbase); free(runs); free(runs_off); free(nruns); free(rbase); free(fwd); free(rfirst);
+                    goto done;
+                }
+                fwd[rbase[c] + j1] = run0 + jr;
+                nedges += 1 - (size_t)move; /* the feed edge; a move drops the FREE edge */
+            }
     }
     /* resource edges: FREE(c2, r) → ALLOC(c, r), wave(c2) < wave(c), both moves */
     if (P->nwaves > 1)
@@ -289,7 +333,7 @@ int tx_plan_build(TxPlan *P, const TxChange *ch, int n, int nranks, const TxOpti
     P->succ_off = malloc((nnodes + 1) * sizeof *P->succ_off);
     P->succ = malloc((nedges ? nedges : 1) * sizeof *P->succ);
     if (!P->nodes || !P->succ_off || !P->succ) {
-        free(topos); free(frompos); free(cbase); free(runs); free(runs_off); free(nruns);
+        free(topos); free(frompos); free(cbase); free(runs); free(runs_off); free(nruns); free(rbase); free(fwd); free(rfirst);
         goto oom;
     }
     size_t ne = 0;
@@ -307,13 +351,16 @@ int tx_plan_build(TxPlan *P, const TxChange *ch, int n, int nranks, const TxOpti
                 /* the node's own link and the network are separate: the slower of the two */
                 double b = fmax(w_in[r], w_out[r]), bi = fmax(w_in[nr + r], w_out[nr + r]);
                 double bw_in = opt->bandwidth_intra > 0 ? opt->bandwidth_intra : opt->bandwidth;
-                double tr = fmax(b / opt->bandwidth, bi / bw_in) + w_msg[r] * opt->latency;
+                /* a forwarding chain delays the end by a chunk a hop (the chunks are pipelined along it) */
+                double tr = fmax(b / opt->bandwidth, bi / bw_in) + w_msg[r] * opt->latency +
+                            w_hop[r] * ((double)chunk / opt->bandwidth + opt->latency);
                 if (tr > t) t = tr;
             }
             P->predicted_s += t;
             memset(w_in, 0, 2 * nr * sizeof *w_in);
             memset(w_out, 0, 2 * nr * sizeof *w_out);
             memset(w_msg, 0, nr * sizeof *w_msg);
+            memset(w_hop, 0, nr * sizeof *w_hop);
         }
         if (c < 0) break;
         cur_wave = w;
@@ -324,25 +371,26 @@ int tx_plan_build(TxPlan *P, const TxChange *ch, int n, int nranks, const TxOpti
         size_t alloc0 = b0 + 1, commit0 = b0 + (move ? 1 + (size_t)nto : 0), free0 = commit0 + (size_t)nto;
         size_t run0 = free0 + (move ? (size_t)nfrom : 0);
         const int *rn = runs + runs_off[c];
+        size_t jrun = 0; /* the change's runs in node order */
         if (move) {
-            NODE(TXN_COMM, c, -1, -1, w, 0, 0, 0);
+            NODE(TXN_COMM, c, -1, -1, w, 0, 0, 0, -1);
             for (int pos = 0; pos < nto; pos++) P->succ[ne++] = (int)(alloc0 + (size_t)pos);
             DONE_NODE();
             ncomm += !x->comm_shared;
             for (int pos = 0, j = 0; pos < nto; j += rn[pos], pos++) {
-                NODE(TXN_ALLOC, c, plan_stage_rank(&x->to, pos), -1, w, 0, 0, 0);
+                NODE(TXN_ALLOC, c, plan_stage_rank(&x->to, pos), -1, w, 0, 0, 0, -1);
                 for (int q = 0; q < rn[pos]; q++) P->succ[ne++] = (int)(run0 + (size_t)(j + q));
                 DONE_NODE();
             }
         }
         for (int pos = 0; pos < nto; pos++) {
-            NODE(TXN_COMMIT, c, plan_stage_rank(&x->to, pos), -1, w, 0, 0, 0);
+            NODE(TXN_COMMIT, c, plan_stage_rank(&x->to, pos), -1, w, 0, 0, 0, -1);
             DONE_NODE();
         }
         if (move)
             for (int pos = 0; pos < nfrom; pos++) {
                 int r = plan_stage_rank(&x->from, pos);
-                NODE(TXN_FREE, c, r, -1, w, 0, 0, 0);
+                NODE(TXN_FREE, c, r, -1, w, 0, 0, 0, -1);
                 if (P->nwaves > 1) /* resource edges to the ALLOCs of later waves on r, in change order */
                     for (int c2 = 0; c2 < n; c2++) {
                         int tp2 = topos[(size_t)c2 * nr + r];
@@ -361,9 +409,11 @@ int tx_plan_build(TxPlan *P, const TxChange *ch, int n, int nranks, const TxOpti
                     bytes += sp->blk[sp->ref[s1].block].bytes;
                 bytes *= nb;
                 int src = a->src, dst = a->dst, local = src == dst;
-                NODE(local ? TXN_COPY : TXN_XFER, c, src, local ? -1 : dst, w, s0, s1 - s0, bytes);
+                NODE(local ? TXN_COPY : TXN_XFER, c, src, local ? -1 : dst, w, s0, s1 - s0, bytes, a->feed);
                 P->succ[ne++] = (int)(commit0 + (size_t)pos);
-                if (move) P->succ[ne++] = (int)(free0 + (size_t)frompos[(size_t)c * nr + src]);
+                if (move && a->feed < 0) P->succ[ne++] = (int)(free0 + (size_t)frompos[(size_t)c * nr + src]);
+                if (fwd[rbase[c] + jrun] != SIZE_MAX) P->succ[ne++] = (int)fwd[rbase[c] + jrun];
+                jrun++;
                 DONE_NODE();
                 if (!local) {
                     size_t msgs = (bytes + chunk - 1) / chunk;
@@ -373,12 +423,14 @@ int tx_plan_build(TxPlan *P, const TxChange *ch, int n, int nranks, const TxOpti
                     w_in[(intra ? nr : 0) + (size_t)dst] += (double)bytes;
                     w_msg[src] += (double)msgs;
                     w_msg[dst] += (double)msgs;
+                    if (a->hop > w_hop[dst]) w_hop[dst] = a->hop; /* a run's refs share one hop (one stream) */
+                    if (a->hop > P->max_hop) P->max_hop = a->hop;
                 }
             }
     }
 #undef NODE
 #undef DONE_NODE
-    free(topos); free(frompos); free(cbase); free(runs); free(runs_off); free(nruns);
+    free(topos); free(frompos); free(cbase); free(runs); free(runs_off); free(nruns); free(rbase); free(fwd); free(rfirst);
     P->predicted_s += ncomm * opt->comm_setup;
     if (P->nnodes != nnodes || ne != nedges) {
         rc = nr_fail(why, len, "transition: DAG of %zu nodes, %zu edges where %zu, %zu were counted (a bug)",
@@ -399,6 +451,7 @@ done:
     free(w_in);
     free(w_out);
     free(w_msg);
+    free(w_hop);
     if (rc) tx_plan_free(P);
     return rc;
 }
@@ -451,8 +504,8 @@ static void part_emit(const TxPlan *P, const TxNode *d, int r, TxPart *p, int pa
     }
     int peer = kind == TXO_SEND ? d->peer : kind == TXO_RECV ? d->rank : -1;
     size_t k = with_slabs ? tx_slabs_expand(sl, d->slab0, d->slab0 + d->nslab, p->slabs + p->nslabs) : 0;
-    p->ops[p->nops++] = (TxOp){kind, d->change, d->wave, peer, (int64_t)d->bytes, with_slabs ? p->nslabs : 0,
-                               (int64_t)k};
+    p->ops[p->nops++] = (TxOp){kind, d->change, d->wave, peer, kind == TXO_SEND ? d->feed : -1, 0, (int64_t)d->bytes,
+                               with_slabs ? p->nslabs : 0, (int64_t)k};
     p->nslabs += (int64_t)k;
 }
 
@@ -603,8 +656,8 @@ int tx_parts_pack(const TxPlan *P, int size, char **all, int *counts, int *displ
             TxRef *refs = (TxRef *)(ops + nops[r]);
             int with = kind == TXO_COPY || kind == TXO_SEND || kind == TXO_RECV;
             int peer = kind == TXO_SEND ? d->peer : kind == TXO_RECV ? d->rank : -1;
-            ops[p->nops++] = (TxOp){kind, d->change, d->wave, peer, (int64_t)d->bytes, with ? p->nslabs : 0,
-                                    with ? (int64_t)d->nslab : 0};
+            ops[p->nops++] = (TxOp){kind, d->change, d->wave, peer, kind == TXO_SEND ? d->feed : -1, 0,
+                                    (int64_t)d->bytes, with ? p->nslabs : 0, with ? (int64_t)d->nslab : 0};
             if (with) {
                 memcpy(refs + p->nslabs, P->sl[d->change].ref + d->slab0, d->nslab * sizeof *refs);
                 p->nslabs += (int64_t)d->nslab;

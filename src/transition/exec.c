@@ -26,6 +26,15 @@
  * earlier sends (done) and local copies: the receive is posted. So the
  * earliest chunk completes, and by induction all do.
  *
+ * Forwarding. A SEND with feed >= 0 sends, out of the new shard, the stream
+ * this rank receives from rank `feed` (the same slab list, so the same
+ * chunks): its chunk k is posted once chunks 0..k of that receive are in
+ * (completions are marked per chunk, in case they come out of order). The
+ * receive it waits for belongs to an earlier destination of the same
+ * change, so its chunk k is earlier in the global order: the induction
+ * above still holds. A forward does not hold back the FREE of the old shard
+ * (it does not read it).
+ *
  * Waiting (comm.h's CommWaiter, with a 5 ms yielding window): while the
  * last progress is under 5 ms old, a pass that made no progress yields the
  * core (sched_yield) and polls again — Open MPI moves a large message's
@@ -60,6 +69,11 @@ typedef struct Stream {
     Cursor cur;      /* next element to post */
     size_t left;     /* bytes not yet posted */
     size_t pending;  /* bytes posted, not completed */
+    size_t posted;   /* chunks posted (the next chunk's index) */
+    int gate;        /* a forwarding send: the receive stream it forwards (its chunk k goes once that stream's
+                        chunks 0..k are in); else -1 */
+    char *arrived;   /* a forwarded receive stream: per chunk, 1 once complete; else NULL */
+    size_t nchunks, prefix; /* with arrived: its chunks, and how many from the first are complete */
 } Stream;
 
 typedef struct Flight {
@@ -69,6 +83,7 @@ typedef struct Flight {
     size_t bytes;
     float *stage;    /* host staging (owned), NULL when the chunk goes straight from / into the shard */
     Cursor cur;      /* the chunk's first element */
+    size_t chunk;    /* its index in the stream */
 } Flight;
 
 static size_t slab_elems(const Slab *s) {
@@ -257,14 +272,33 @@ void tx_execute(const TxPart *pt, TxEndpoint *ep, const TxHooks *hooks, const Ba
     for (int64_t i = 0; i < pt->nops; i++) {
         const TxOp *op = &pt->ops[i];
         if (op->kind == TXO_SEND) {
-            ss[nsend++] = (Stream){op, {0, 0, 0}, (size_t)op->bytes, 0};
-            send_left[op->change] += op->bytes;
+            ss[nsend++] = (Stream){op, {0, 0, 0}, (size_t)op->bytes, 0, 0, -1, NULL, 0, 0};
+            if (op->feed < 0) send_left[op->change] += op->bytes; /* out of the old shard: its FREE waits */
         } else if (op->kind == TXO_RECV) {
-            rs[nrecv++] = (Stream){op, {0, 0, 0}, (size_t)op->bytes, 0};
+            rs[nrecv++] = (Stream){op, {0, 0, 0}, (size_t)op->bytes, 0, 0, -1, NULL, 0, 0};
         } else if (op->kind == TXO_COPY) {
             copy_left[op->change]++;
         } else if (op->kind == TXO_FREE) {
             free_left_wave[op->wave]++;
+        }
+    }
+    /* forwarding sends: the receive stream each forwards (one per (change, peer)), and its chunks marked */
+    for (int i = 0; i < nsend; i++) {
+        const TxOp *op = ss[i].op;
+        if (op->feed < 0) continue;
+        int j = 0;
+        while (j < nrecv && (rs[j].op->change != op->change || rs[j].op->peer != op->feed)) j++;
+        if (j == nrecv || rs[j].op->bytes != op->bytes)
+            nr_fatal("transition: rank %d forwards to rank %d what it does not receive from rank %d (change %d)",
+                     pt->rank, op->peer, op->feed, op->change);
+        ss[i].gate = j;
+        if (!rs[j].arrived) {
+            Cursor cc = {0, 0, 0};
+            while (cc.b < pt->ch[op->change].nbufs) {
+                next_chunk(pt, rs[j].op, pt->ch[op->change].nbufs, &cc, chunk_el);
+                rs[j].nchunks++;
+            }
+            if (!(rs[j].arrived = calloc(rs[j].nchunks + 1, 1))) nr_fatal("transition: out of memory for the executor");
         }
     }
     int si = 0, ri = 0;          /* next stream to post from */
@@ -311,10 +345,12 @@ void tx_execute(const TxPart *pt, TxEndpoint *ep, const TxHooks *hooks, const Ba
                 if (x->left == 0) { (*pi)++; continue; }
                 int c = x->op->change;
                 if (side == 1 && !alloc_done[c]) break; /* in order: nothing later either */
+                if (side == 0 && x->gate >= 0 && rs[x->gate].prefix <= x->posted) break; /* not arrived yet */
                 Cursor c0 = x->cur, c1 = x->cur;
                 size_t n = next_chunk(pt, x->op, pt->ch[c].nbufs, &c1, chunk_el), bytes = n * sizeof(float);
                 if (*inflight > 0 && *inflight + bytes > half) break;
-                GPT *m = side == 0 ? (swapped[c] ? ep[c].to : ep[c].from) : ep[c].to;
+                /* a forward reads the new shard, where the chunk arrived */
+                GPT *m = side == 0 && x->op->feed < 0 ? (swapped[c] ? ep[c].to : ep[c].from) : ep[c].to;
                 if (!m) nr_fatal("transition: rank %d has no %s shard for change %d", pt->rank,
                                  side == 0 ? "old" : "new", c);
                 float *dp = direct(pt, x->op, be, m, c0, n), *stage = NULL;
@@ -339,6 +375,7 @@ void tx_execute(const TxPart *pt, TxEndpoint *ep, const TxHooks *hooks, const Ba
                 f->bytes = bytes;
                 f->stage = stage;
                 f->cur = c0;
+                f->chunk = x->posted++;
                 if (type != MPI_DATATYPE_NULL) { /* the runs in place (the type may go once the call is posted) */
                     if (side == 0) mpiCheck(MPI_Isend(MPI_BOTTOM, 1, type, x->op->peer, c, comm, &f->req));
                     else mpiCheck(MPI_Irecv(MPI_BOTTOM, 1, type, x->op->peer, c, comm, &f->req));
@@ -403,12 +440,17 @@ void tx_execute(const TxPart *pt, TxEndpoint *ep, const TxHooks *hooks, const Ba
                     int c = x->op->change;
                     if (f->send) {
                         in_send -= f->bytes;
-                        send_left[c] -= (int64_t)f->bytes;
+                        if (x->op->feed < 0) send_left[c] -= (int64_t)f->bytes;
                         st->bytes_sent += f->bytes;
+                        if (x->op->feed >= 0) st->bytes_forwarded += f->bytes;
                     } else {
                         if (f->stage) stream_copy(pt, x->op, be, ep[c].to, f->cur, f->bytes / sizeof(float), f->stage, 0);
                         in_recv -= f->bytes;
                         st->bytes_recv += f->bytes;
+                        if (x->arrived) { /* in the new shard now: its forward may send it on */
+                            x->arrived[f->chunk] = 1;
+                            while (x->prefix < x->nchunks && x->arrived[x->prefix]) x->prefix++;
+                        }
                     }
                     if (f->stage) {
                         free(f->stage);
@@ -443,6 +485,7 @@ void tx_execute(const TxPart *pt, TxEndpoint *ep, const TxHooks *hooks, const Ba
     free(free_left_wave);
     free(send_left);
     free(ss);
+    for (int j = 0; j < nrecv; j++) free(rs[j].arrived);
     free(rs);
     free(fl);
     free(reqs);

@@ -1,6 +1,8 @@
 /* slabs.c — the pure slab planner of a transition (transition.h): old shards
  * ∩ new shards as N-d hyperslabs, local where the destination already holds
- * the data, otherwise the least-loaded old holder as the source. No MPI. */
+ * the data, otherwise the least-loaded old holder as the source, or (with
+ * forwarding) an earlier replica of the same new cell that receives the
+ * whole stream and sends it on. No MPI. */
 #include "nereus/transition.h"
 #include "nereus/util.h"
 
@@ -14,6 +16,51 @@
 #ifndef TX_SRC_WINDOW
 #define TX_SRC_WINDOW 16
 #endif
+
+/* streams of a new cell's replicas kept as forwarding candidates for its later replicas (oldest first):
+ * two replicas' worth plus 8, at most 128 */
+#define TX_RELAY_QUEUE_MAX 128
+
+/* A stream one replica of a new cell receives (all its refs from one source), which a later replica of
+ * the cell may take from it instead (transition.h, Forwarding). */
+typedef struct Fwd {
+    int rank, hop;   /* the replica that receives it; the hop of its refs */
+    int nref;
+    size_t ref0;     /* its refs: ts->ref[ref0 .. ref0 + nref) */
+    size_t bytes;    /* one buffer */
+} Fwd;
+
+/* The least loaded rank of cd[0..nw) (ties: the lowest rank; the ranks are distinct), skipping the
+ * ranks r with skip[r] set (skip may be NULL); -1 when all are skipped. */
+static inline int least_loaded(const int *cd, int nw, const size_t *L, int rsh, const char *skip) {
+    unsigned long long bestk = ~0ull, bestk1 = ~0ull; /* two chains: half the dependent latency */
+    int w = 0;
+    if (!skip) {
+        for (; w + 1 < nw; w += 2) {
+            unsigned long long k0 = (unsigned long long)L[cd[w]] << rsh | (unsigned long long)cd[w];
+            unsigned long long k1 = (unsigned long long)L[cd[w + 1]] << rsh | (unsigned long long)cd[w + 1];
+            bestk = k0 < bestk ? k0 : bestk;
+            bestk1 = k1 < bestk1 ? k1 : bestk1;
+        }
+    }
+    for (; w < nw; w++) {
+        if (skip && skip[cd[w]]) continue;
+        unsigned long long k0 = (unsigned long long)L[cd[w]] << rsh | (unsigned long long)cd[w];
+        bestk = k0 < bestk ? k0 : bestk;
+    }
+    bestk = bestk1 < bestk ? bestk1 : bestk;
+    return bestk == ~0ull ? -1 : (int)(bestk & ((1ull << rsh) - 1));
+}
+
+/* The source of a block of a holder set with candidates ch[0..ncand) (repeated after, so the window at
+ * rr does not wrap): the least loaded of the window, or where the destination's forwarders (skip) take
+ * it all, of every candidate; -1 when every candidate is one. */
+static int pick_holder(const int *ch, int ncand, int rr, const size_t *L, int rsh, const char *skip) {
+    int nw = ncand < TX_SRC_WINDOW ? ncand : TX_SRC_WINDOW;
+    int best = least_loaded(ch + rr, nw, L, rsh, skip);
+    if (best < 0 && ncand > nw) best = least_loaded(ch, ncand, L, rsh, skip);
+    return best;
+}
 
 typedef struct Box {
     int s[4], c[4];
@@ -160,11 +207,11 @@ typedef struct GeoTmp {
 
 int tx_slabs_build(TxSlabs *ts, const GPTConfig *cfg, const PlanStage *os, const PlanStage *ns, int nranks,
                    char *why, size_t len) {
-    return tx_slabs_build_seeded(ts, cfg, os, ns, nranks, NULL, 1, why, len);
+    return tx_slabs_build_seeded(ts, cfg, os, ns, nranks, NULL, 1, 0, why, len);
 }
 
 int tx_slabs_build_seeded(TxSlabs *ts, const GPTConfig *cfg, const PlanStage *os, const PlanStage *ns, int nranks,
-                          size_t *load, size_t scale, char *why, size_t len) {
+                          size_t *load, size_t scale, size_t relay_chunk, char *why, size_t len) {
     memset(ts, 0, sizeof *ts);
     if (nranks < 1) return nr_fail(why, len, "slab plan: %d job ranks", nranks);
     char *seen = malloc((size_t)nranks);
@@ -348,8 +395,47 @@ int tx_slabs_build_seeded(TxSlabs *ts, const GPTConfig *cfg, const PlanStage *os
     TxRef *mv = malloc(((size_t)maxb + 1) * sizeof *mv);
     int *grp = malloc(((size_t)maxb + 1) * sizeof *grp), *gsrc = malloc(((size_t)maxb + 1) * sizeof *gsrc);
     int *gcnt = malloc(((size_t)maxb + 2) * sizeof *gcnt);
-    if (!mv || !grp || !gsrc || !gcnt) {
-        free(mv); free(grp); free(gsrc); free(gcnt);
+    /* forwarding: per block of the destination its state (0 moved, 1 local, 2 forwarded) and the forward
+       taken; per new cell its queue of streams */
+    char *bstate = malloc((size_t)maxb + 1);
+    int *fsrc = malloc(((size_t)maxb + 1) * sizeof *fsrc);
+    int *ffeed = malloc(((size_t)maxb + 1) * sizeof *ffeed), *fhop = malloc(((size_t)maxb + 1) * sizeof *fhop);
+    int *used = malloc(((size_t)maxb + 1) * sizeof *used); /* this destination's forwarders, marked in isfwd */
+    /* per block of the destination: its least-loaded holder (not a forwarder), valid while hstamp = stamp */
+    int *hbest = malloc(((size_t)maxb + 1) * sizeof *hbest), *hstamp = calloc((size_t)maxb + 1, sizeof *hstamp);
+    int stamp = 0;
+    char *isfwd = relay_chunk ? calloc((size_t)nranks, 1) : NULL;
+    /* per new cell: its queue (capacity, offset, length). A cell can gain from forwarding only when a
+       holder of one of its blocks would send more than a replica of the cell receives: when the block's
+       destinations (all replicas of every new cell that needs it) over its holder candidates, times its
+       bytes, exceed the cell's bytes. */
+    int *fqcap = relay_chunk ? calloc((size_t)ncell_new + 1, sizeof *fqcap) : NULL;
+    size_t *fqoff = relay_chunk ? calloc((size_t)ncell_new + 1, sizeof *fqoff) : NULL;
+    int *fqn = relay_chunk ? calloc((size_t)ncell_new + 1, sizeof *fqn) : NULL;
+    int *ce = malloc((TX_RELAY_QUEUE_MAX + 1) * sizeof *ce); /* candidate streams of a destination, by margin */
+    size_t *cm = malloc((TX_RELAY_QUEUE_MAX + 1) * sizeof *cm);
+    Fwd *fq = NULL;
+    size_t *hs_dests = fqcap ? calloc((size_t)nhs + 1, sizeof *hs_dests) : NULL;
+    for (int b = 0; hs_dests && b < ts->nblk; b++) hs_dests[ts->blk[b].hs] += (size_t)ns->dp;
+    for (int nc = 0; hs_dests && nc < ncell_new; nc++) {
+        int nb = cell_blk_off[nc + 1] - cell_blk_off[nc], fan = 0;
+        size_t cell_bytes = 0;
+        for (int b = cell_blk_off[nc]; b < cell_blk_off[nc + 1]; b++) cell_bytes += ts->blk[b].bytes;
+        for (int b = cell_blk_off[nc]; b < cell_blk_off[nc + 1]; b++) {
+            int h = ts->blk[b].hs;
+            fan |= (double)hs_dests[h] * (double)ts->blk[b].bytes >
+                   (double)((hs_off[h + 1] - hs_off[h]) * odp) * (double)cell_bytes;
+        }
+        fqcap[nc] = !fan ? 0 : 2 * nb + 8 < TX_RELAY_QUEUE_MAX ? 2 * nb + 8 : TX_RELAY_QUEUE_MAX;
+        fqoff[nc + 1] = fqoff[nc] + (size_t)fqcap[nc];
+    }
+    free(hs_dests);
+    if (fqcap) fq = malloc((fqoff[ncell_new] + 1) * sizeof *fq);
+    if (!mv || !grp || !gsrc || !gcnt || !bstate || !fsrc || !ffeed || !fhop || !used || !hbest || !hstamp || !ce || !cm ||
+        (relay_chunk && (!isfwd || !fqcap || !fqoff || !fqn || !fq))) {
+        free(mv); free(grp); free(gsrc); free(gcnt); free(bstate); free(fsrc); free(ffeed); free(fhop);
+        free(used); free(hbest); free(hstamp); free(isfwd); free(fqcap); free(fqoff); free(fqn); free(ce);
+        free(cm); free(fq);
         goto oom;
     }
     /* with at most 64 old cells: each holder set's cells as a bit mask (is r's old cell a holder?) */
@@ -382,59 +468,153 @@ int tx_slabs_build_seeded(TxSlabs *ts, const GPTConfig *cfg, const PlanStage *os
         }
         ts->bytes_lower_bound += *lb;
         TxRef *out = ts->ref + ts->ref_off[pos];
-        int nl = 0, nm = 0, ng = 0;
-        for (int b = cell_blk_off[nc]; b < cell_blk_off[nc + 1]; b++) {
-            const TxBlock *bk = &ts->blk[b];
-            int h = bk->hs;
-            /* old boxes are unions of old cells: r's old cell holds the whole block or none of it */
-            int here = 0;
+        int nl = 0, nm = 0, ng = 0, nused = 0, b0 = cell_blk_off[nc], nb = cell_blk_off[nc + 1] - b0;
+        /* local or moved: old boxes are unions of old cells, so r's old cell holds the whole block or none */
+        for (int b = b0; b < b0 + nb; b++) {
+            int h = ts->blk[b].hs, here = 0;
             if (ocell >= 0 && hs_mask)
                 here = (int)(hs_mask[h] >> ocell & 1);
             else
                 for (int q = hs_off[h]; ocell >= 0 && q < hs_off[h + 1] && !here; q++) here = hs_cells[q] == ocell;
-            if (here) {
-                out[nl++] = (TxRef){b, r, r};
+            bstate[b - b0] = (char)here;
+        }
+        /* forwards: whole streams of earlier replicas of the cell whose forwarder, one chunk a hop behind,
+           would start before any holder of their blocks; the largest margin first. Invariant: every block
+           still to take from a holder keeps a candidate that is not one of this destination's forwarders
+           (one stream per pair). */
+        Fwd *qf = fq && fqcap[nc] ? fq + fqoff[nc] : NULL;
+        int nce = 0;
+        stamp++; /* a new destination: its holders again */
+#define HOLDER(b_) (hstamp[(b_) - b0] == stamp ? hbest[(b_) - b0] :                                              \
+                    (hstamp[(b_) - b0] = stamp, hbest[(b_) - b0] = pick_holder(cand + cand_off[ts->blk[b_].hs] +      \
+                        (size_t)ts->blk[b_].hs * TX_SRC_WINDOW, cand_off[ts->blk[b_].hs + 1] - cand_off[ts->blk[b_].hs], \
+                        rr[ts->blk[b_].hs], L, rsh, nused ? isfwd : NULL)))
+        for (int pass = 0; qf && pass < 2; pass++)
+            for (int x = 0; x < (pass ? nce : fqn[nc]); x++) {
+                int e = pass ? ce[x] : x;
+                const Fwd *f = &qf[e];
+                if (isfwd[f->rank]) continue;
+                size_t lh = ~(size_t)0, cost = L[f->rank] + (size_t)(f->hop + 1) * relay_chunk;
+                int ok = 1;
+                for (int k = 0; k < f->nref && ok; k++) {
+                    int b = ts->ref[f->ref0 + (size_t)k].block;
+                    ok = bstate[b - b0] == 0; /* not local here, not forwarded already */
+                    int y = ok ? HOLDER(b) : -1;
+                    if (y >= 0 && L[y] < lh) lh = L[y];
+                }
+                if (!ok || cost >= lh) continue;
+                if (pass == 0) { /* a candidate: by margin, largest first (insertion; at most the queue) */
+                    int y = nce++;
+                    for (; y > 0 && cm[y - 1] < lh - cost; y--) { ce[y] = ce[y - 1]; cm[y] = cm[y - 1]; }
+                    ce[y] = e;
+                    cm[y] = lh - cost;
+                    continue;
+                }
+                int fp = opos[f->rank], foc = fp < 0 ? -1 : (fp % otp) + otp * (fp / (otp * odp));
+                isfwd[f->rank] = 1; /* the invariant, with f a forwarder too */
+                for (int b = b0; b < b0 + nb && ok && foc >= 0; b++) {
+                    int h = ts->blk[b].hs, in = 0, ins = 0;
+                    if (bstate[b - b0] != 0) continue;
+                    for (int k = 0; k < f->nref && !ins; k++) ins = ts->ref[f->ref0 + (size_t)k].block == b;
+                    if (ins) continue;
+                    if (hs_mask) in = (int)(hs_mask[h] >> foc & 1);
+                    else for (int q = hs_off[h]; q < hs_off[h + 1] && !in; q++) in = hs_cells[q] == foc;
+                    ok = !in || pick_holder(cand + cand_off[h] + (size_t)h * TX_SRC_WINDOW, cand_off[h + 1] - cand_off[h],
+                                            rr[h], L, rsh, isfwd) >= 0;
+                }
+                if (!ok) { isfwd[f->rank] = 0; continue; }
+                used[nused++] = f->rank;
+                /* a forwarder more (and its load up): only a block whose least-loaded holder it was changes */
+                for (int b = 0; b < nb; b++)
+                    if (hstamp[b] == stamp && hbest[b] == f->rank) hstamp[b] = 0;
+                for (int k = 0; k < f->nref; k++) {
+                    int b = ts->ref[f->ref0 + (size_t)k].block - b0;
+                    bstate[b] = 2;
+                    fsrc[b] = f->rank;
+                    ffeed[b] = ts->ref[f->ref0 + (size_t)k].src;
+                    fhop[b] = f->hop + 1;
+                }
+                ts->rank_out[f->rank] += f->bytes;
+                if (load) load[f->rank] += f->bytes * scale;
+                ts->rank_in[r] += f->bytes;
+                ts->bytes_moved += f->bytes;
+                ts->bytes_relayed += f->bytes;
+                qf[e].nref = 0; /* forwarded once: out of the queue below */
+            }
+#undef HOLDER
+        if (qf && nused) {
+            int w = 0;
+            for (int e = 0; e < fqn[nc]; e++)
+                if (qf[e].nref) qf[w++] = qf[e];
+            fqn[nc] = w;
+        }
+        for (int b = b0; b < b0 + nb; b++) {
+            const TxBlock *bk = &ts->blk[b];
+            int h = bk->hs, st = bstate[b - b0];
+            if (st == 1) {
+                out[nl++] = (TxRef){b, r, r, -1, 0};
                 ts->bytes_local += bk->bytes;
                 continue;
             }
-            /* the least loaded of up to TX_SRC_WINDOW candidates, round-robin from just after the set's last pick */
-            int ncand = cand_off[h + 1] - cand_off[h], nw = ncand < TX_SRC_WINDOW ? ncand : TX_SRC_WINDOW;
-            const int *cd = cand + cand_off[h] + (size_t)h * TX_SRC_WINDOW + rr[h];
-            /* key: load, then rank (ties: the lowest rank); the window's ranks are distinct */
-            unsigned long long bestk = ~0ull, bestk1 = ~0ull; /* two chains: half the dependent latency */
-            int w = 0;
-            for (; w + 1 < nw; w += 2) {
-                unsigned long long k0 = (unsigned long long)L[cd[w]] << rsh | (unsigned long long)cd[w];
-                unsigned long long k1 = (unsigned long long)L[cd[w + 1]] << rsh | (unsigned long long)cd[w + 1];
-                bestk = k0 < bestk ? k0 : bestk;
-                bestk1 = k1 < bestk1 ? k1 : bestk1;
+            int best, feed = -1, hop = 0;
+            if (st == 2) {
+                best = fsrc[b - b0], feed = ffeed[b - b0], hop = fhop[b - b0];
+            } else {
+                /* the least loaded of up to TX_SRC_WINDOW candidates, round-robin from just after the set's last
+                   pick; never one of this destination's forwarders */
+                int ncand = cand_off[h + 1] - cand_off[h], nw = ncand < TX_SRC_WINDOW ? ncand : TX_SRC_WINDOW;
+                const int *ch = cand + cand_off[h] + (size_t)h * TX_SRC_WINDOW, *cd = ch + rr[h];
+                best = pick_holder(ch, ncand, rr[h], L, rsh, nused ? isfwd : NULL);
+                if (best < 0) { /* the invariant above makes this impossible */
+                    rc = nr_fail(why, len, "slab plan: rank %d has no source for a block that is not a forwarder "
+                                 "(a bug)", r);
+                    goto refs_done;
+                }
+                int bx = 0;
+                while (bx < nw && cd[bx] != best) bx++;
+                if (bx < nw) bx += rr[h] + 1;
+                else { /* picked outside the window */
+                    bx = 0;
+                    while (ch[bx] != best) bx++;
+                    bx++;
+                }
+                rr[h] = bx >= ncand ? bx - ncand : bx;
+                ts->rank_out[best] += bk->bytes;
+                if (load) load[best] += bk->bytes * scale;
+                ts->rank_in[r] += bk->bytes;
+                ts->bytes_moved += bk->bytes;
             }
-            if (w < nw) {
-                unsigned long long k0 = (unsigned long long)L[cd[w]] << rsh | (unsigned long long)cd[w];
-                bestk = k0 < bestk ? k0 : bestk;
-            }
-            bestk = bestk1 < bestk ? bestk1 : bestk;
-            int best = (int)(bestk & ((1ull << rsh) - 1)), bx = 0;
-            while (cd[bx] != best) bx++;
-            bx += rr[h] + 1;
-            rr[h] = bx >= ncand ? bx - ncand : bx;
-            ts->rank_out[best] += bk->bytes;
-            if (load) load[best] += bk->bytes * scale;
-            ts->rank_in[r] += bk->bytes;
-            ts->bytes_moved += bk->bytes;
             int q = 0;
             while (q < ng && gsrc[q] != best) q++;
             if (q == ng) gsrc[ng++] = best;
             grp[nm] = q;
-            mv[nm++] = (TxRef){b, best, r};
+            mv[nm++] = (TxRef){b, best, r, feed, hop};
         }
         /* the moved ones after the local ones, grouped by source (first appearance), stable */
         memset(gcnt, 0, ((size_t)ng + 1) * sizeof *gcnt);
         for (int q = 0; q < nm; q++) gcnt[grp[q] + 1]++;
         for (int q = 1; q <= ng; q++) gcnt[q] += gcnt[q - 1];
         for (int q = 0; q < nm; q++) out[nl + gcnt[grp[q]]++] = mv[q];
+        for (int u = 0; u < nused; u++) isfwd[used[u]] = 0;
+        /* this destination's streams become candidates for the cell's later replicas */
+        if (qf)
+            for (int k = nl; k < nl + nm;) {
+                Fwd f = {r, out[k].hop, 0, (size_t)(out - ts->ref) + (size_t)k, 0};
+                for (int src = out[k].src; k < nl + nm && out[k].src == src; k++) {
+                    f.nref++;
+                    f.bytes += ts->blk[out[k].block].bytes;
+                }
+                if (fqn[nc] == fqcap[nc]) { /* full: the oldest goes */
+                    memmove(&qf[0], &qf[1], (size_t)(fqcap[nc] - 1) * sizeof *qf);
+                    fqn[nc]--;
+                }
+                qf[fqn[nc]++] = f;
+            }
     }
-    free(mv); free(grp); free(gsrc); free(gcnt);
+refs_done:
+    free(mv); free(grp); free(gsrc); free(gcnt); free(bstate); free(fsrc); free(ffeed); free(fhop);
+    free(used); free(hbest); free(hstamp); free(isfwd); free(fqcap); free(fqoff); free(fqn); free(ce); free(cm);
+    free(fq);
     free(hs_mask);
     goto done;
 oom:

@@ -97,7 +97,7 @@ static void h_release(void *c, int k) {
 
 /* the engine's defaults ([transition] chunk_kib, window_kib); BENCH_TX_CHUNK_KIB / _WINDOW_KIB override */
 static TxOptions opts(void) {
-    TxOptions o = {0, 1u << 20, 8u << 20, 10e9, 5e-6, 200e-6, NULL, 0, 0, 0};
+    TxOptions o = {0, 1u << 20, 8u << 20, 10e9, 5e-6, 200e-6, NULL, 0, 0, 0, 0};
     if (getenv("BENCH_TX_CHUNK_KIB")) o.chunk = (size_t)atol(getenv("BENCH_TX_CHUNK_KIB")) * 1024;
     if (getenv("BENCH_TX_WINDOW_KIB")) o.window = (size_t)atol(getenv("BENCH_TX_WINDOW_KIB")) * 1024;
     if (getenv("BENCH_TX_STAGE")) o.stage_all = 1; /* pack every chunk, as on a device backend */
