@@ -316,7 +316,6 @@ int main(void) {
         opt.budget = 0;
         opt.chunk = 4 << 20;
         opt.window = 64 << 20;
-        opt.no_relay = getenv("NR_NORELAY") != NULL;
         int ok = 1, bad = 0;
         for (int k = 0; k < 7; k++) {
             double t0 = nr_now();
@@ -388,6 +387,33 @@ int main(void) {
             printf("tx_dag_build_ms_%d: %.3f\n", N, ts[3] * 1e3);
             tx_plan_free(&P);
         }
+    }
+    /* forwarding where old holders are few: an 8B critic pp32 dp8 -> tp8 dp32 on the same 256 ranks (every new
+       rank needs the whole tied wte, which 16 old ranks hold), with and without forwarding */
+    {
+        int N = 256;
+        static PlanStage o, nw;
+        o = (PlanStage){.src = PLAN_SRC_DECK, .tp = 1, .pp = 32, .dp = 8, .nranks = N};
+        nw = (PlanStage){.src = PLAN_SRC_DECK, .tp = 8, .pp = 1, .dp = 32, .nranks = N};
+        for (int i = 0; i < N; i++) o.ranks[i] = nw.ranks[i] = (int16_t)i;
+        TxChange x = change_of(5, TX_MOVE, &bigc, &o, &nw, 3);
+        double pred[2] = {0, 0}, maxout[2] = {0, 0}, relayed = 0;
+        int ok = 1, hops = 0, bad = 0;
+        for (int v = 0; v < 2; v++) {
+            TxPlan P;
+            char why[512];
+            opt.no_relay = v;
+            if (tx_plan_build(&P, &x, 1, N, &opt, why, sizeof why)) { ok = 0; continue; }
+            pred[v] = P.predicted_s;
+            for (int r = 0; r < N; r++) maxout[v] = (double)P.rank_out[r] > maxout[v] ? (double)P.rank_out[r] : maxout[v];
+            if (v == 0) relayed = (double)P.bytes_relayed / (double)P.bytes_moved, hops = P.max_hop, bad = check_plan(&P, 0);
+            tx_plan_free(&P);
+        }
+        opt.no_relay = 0;
+        CHECK(ok && !bad && maxout[0] < 0.5 * maxout[1] && pred[0] < 0.5 * pred[1],
+              "forwarding, 256 ranks, 8B critic pp32 dp8 -> tp8 dp32: busiest sender %.1f GB (without forwarding %.1f), "
+              "predicted %.2f s (without %.2f); %.0f%% of the bytes forwarded, chains up to %d hops", maxout[0] / 1e9,
+              maxout[1] / 1e9, pred[0], pred[1], 100 * relayed, hops);
     }
     return CHECK_DONE();
 }
