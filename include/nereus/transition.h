@@ -254,10 +254,10 @@ typedef struct TxNode {
     int change;            /* index into the plan's changes */
     int rank, peer;        /* ALLOC/COPY/FREE/COMMIT: the rank; XFER: source rank, peer = destination; COMM: -1 */
     int wave;
+    int feed;              /* XFER: -1, or the source forwards what it receives from rank `feed` (TxRef.feed) */
     size_t slab0, nslab;   /* COPY, XFER: refs [slab0, slab0+nslab) of the change's TxSlabs (blocks; expanded
                               into slabs by tx_slabs_expand) */
     size_t bytes;          /* COPY, XFER: bytes over all buffers */
-    int feed;              /* XFER: -1, or the source forwards what it receives from rank `feed` (TxRef.feed) */
 } TxNode;
 
 /* What a change does, for reports. */

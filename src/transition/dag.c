@@ -123,7 +123,7 @@ int tx_plan_build(TxPlan *P, const TxChange *ch, int n, int nranks, const TxOpti
         for (size_t k = 0; k < sp->nref; k++) {
             const TxRef *f = &sp->ref[k];
             size_t b = sp->blk[f->block].bytes * nb;
-            if (f->src == f->dst) pr->bytes_local += b;
+            if (f->src == f->dst) pr->bytes_local += b, moving[f->dst] = 1; /* local copies: a chunk buffer */
             else if (in_from[(size_t)c * nr + f->dst]) pr->bytes_reshard += b;
             else pr->bytes_extend += b;
         }
@@ -137,10 +137,7 @@ int tx_plan_build(TxPlan *P, const TxChange *ch, int n, int nranks, const TxOpti
         }
     }
     /* ranks that move or copy anything hold transfer buffers: the window, plus one chunk for local copies */
-    for (int r = 0; r < nranks; r++) moving[r] = P->rank_in[r] > 0 || P->rank_out[r] > 0;
-    for (int c = 0; c < n; c++)
-        for (size_t k = 0; k < P->sl[c].nref; k++)
-            if (P->sl[c].ref[k].src == P->sl[c].ref[k].dst) moving[P->sl[c].ref[k].dst] = 1;
+    for (int r = 0; r < nranks; r++) moving[r] |= P->rank_in[r] > 0 || P->rank_out[r] > 0;
 
     /* ---- memory waves ---- */
     double budget = opt->budget, win = (double)opt->window + (double)P->opt.chunk;
@@ -373,24 +370,24 @@ int tx_plan_build(TxPlan *P, const TxChange *ch, int n, int nranks, const TxOpti
         const int *rn = runs + runs_off[c];
         size_t jrun = 0; /* the change's runs in node order */
         if (move) {
-            NODE(TXN_COMM, c, -1, -1, w, 0, 0, 0, -1);
+            NODE(TXN_COMM, c, -1, -1, w, -1, 0, 0, 0);
             for (int pos = 0; pos < nto; pos++) P->succ[ne++] = (int)(alloc0 + (size_t)pos);
             DONE_NODE();
             ncomm += !x->comm_shared;
             for (int pos = 0, j = 0; pos < nto; j += rn[pos], pos++) {
-                NODE(TXN_ALLOC, c, plan_stage_rank(&x->to, pos), -1, w, 0, 0, 0, -1);
+                NODE(TXN_ALLOC, c, plan_stage_rank(&x->to, pos), -1, w, -1, 0, 0, 0);
                 for (int q = 0; q < rn[pos]; q++) P->succ[ne++] = (int)(run0 + (size_t)(j + q));
                 DONE_NODE();
             }
         }
         for (int pos = 0; pos < nto; pos++) {
-            NODE(TXN_COMMIT, c, plan_stage_rank(&x->to, pos), -1, w, 0, 0, 0, -1);
+            NODE(TXN_COMMIT, c, plan_stage_rank(&x->to, pos), -1, w, -1, 0, 0, 0);
             DONE_NODE();
         }
         if (move)
             for (int pos = 0; pos < nfrom; pos++) {
                 int r = plan_stage_rank(&x->from, pos);
-                NODE(TXN_FREE, c, r, -1, w, 0, 0, 0, -1);
+                NODE(TXN_FREE, c, r, -1, w, -1, 0, 0, 0);
                 if (P->nwaves > 1) /* resource edges to the ALLOCs of later waves on r, in change order */
                     for (int c2 = 0; c2 < n; c2++) {
                         int tp2 = topos[(size_t)c2 * nr + r];
@@ -409,7 +406,7 @@ int tx_plan_build(TxPlan *P, const TxChange *ch, int n, int nranks, const TxOpti
                     bytes += sp->blk[sp->ref[s1].block].bytes;
                 bytes *= nb;
                 int src = a->src, dst = a->dst, local = src == dst;
-                NODE(local ? TXN_COPY : TXN_XFER, c, src, local ? -1 : dst, w, s0, s1 - s0, bytes, a->feed);
+                NODE(local ? TXN_COPY : TXN_XFER, c, src, local ? -1 : dst, w, a->feed, s0, s1 - s0, bytes);
                 P->succ[ne++] = (int)(commit0 + (size_t)pos);
                 if (move && a->feed < 0) P->succ[ne++] = (int)(free0 + (size_t)frompos[(size_t)c * nr + src]);
                 if (fwd[rbase[c] + jrun] != SIZE_MAX) P->succ[ne++] = (int)fwd[rbase[c] + jrun];
