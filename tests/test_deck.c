@@ -235,6 +235,7 @@ static const char FULL[] =
     "bandwidth_gbs = 25\n"
     "latency_us = 0.1\n"
     "comm_setup_us = 0\n"
+    "forward = no\n"
     "[trace]\n"
     "file = none\n"
     "papi_events = PAPI_TOT_INS, PAPI_TOT_CYC\n"
@@ -316,7 +317,7 @@ static void good_full(Tally *t, const char *text, const char *what)
     const TransitionConfig *tx = &c.transition;
     check(t, tx->memory_mib == 512.5 && tx->chunk_kib == 256 && tx->window_kib == 2048 && tx->verify == 1 &&
                  strcmp(tx->sync, "broadcast") == 0 && tx->bandwidth_gbs == 25.0 && tx->latency_us == 0.1 &&
-                 tx->comm_setup_us == 0.0,
+                 tx->comm_setup_us == 0.0 && tx->forward == 0,
           "%s: transition values (latency_us %.17g: kept as a double)", what, tx->latency_us);
     const InjectConfig *ij = &c.inject;
     const PlannerConfig *pl = &c.planner;
@@ -803,7 +804,7 @@ static void table_checks(Tally *t)
         }
         l = nl ? nl + 1 : l + ll;
     }
-    check(t, rows == 119 && broken == 0, "reference: %d key rows, %d with a stray '|'", rows, broken);
+    check(t, rows == 120 && broken == 0, "reference: %d key rows, %d with a stray '|'", rows, broken);
     check(t, buf && strstr(buf, "| `value_clip` | float | `0.2` | > 0 and ≤ 1000000 |"), "bounds print as written (1000000)");
     check(t, buf && strstr(buf, "## [switch]") && strstr(buf, "## [transition]") &&
                  strstr(buf, "| `step` | int | `-1` | ≥ -1 | before PPO step N (0-based") &&

@@ -138,6 +138,7 @@ typedef struct TransitionConfig {
     int chunk_kib;           /* [transition] chunk_kib: slabs are cut into chunks of at most this, KiB */
     int window_kib;          /* [transition] window_kib: in flight per rank (sends + receives), KiB; ≥ chunk */
     int verify;              /* [transition] verify: bool, checksum every moved model before and after */
+    int forward;             /* [transition] forward: bool, a new replica may get a stream from an earlier one */
     char sync[16];           /* [transition] sync: engine | broadcast (the per-step weight sync path) */
 } TransitionConfig;
 

@@ -231,6 +231,8 @@ const DeckKey deck_keys[] = {
      "bytes in flight per rank (sends plus receives), in KiB; at least chunk_kib"},
     {"transition", "verify", DECK_T_BOOL, 0, "false", NONE, NONE, NULL, F_INT(transition.verify),
      "per-tensor checksums of every moved model before and after every transition, compared; a mismatch stops the run"},
+    {"transition", "forward", DECK_T_BOOL, 0, "true", NONE, NONE, NULL, F_INT(transition.forward),
+     "forwarding: where a model's new replicas far outnumber its old holders, a replica that has received a stream sends it on to the next, chunk by chunk (false: every replica from an old holder)"},
     {"transition", "sync", DECK_T_CHOICE, 0, "engine", NONE, NONE, "engine|broadcast", F_STR(transition.sync),
      "weight sync path each step: engine = minimal-byte transfers through the transition engine; broadcast = the baseline (whole logical model to every rank)"},
     {"transition", "bandwidth_gbs", DECK_T_DOUBLE, 0, "10", GT(0), NONE, NULL, F_DBL(transition.bandwidth_gbs),

@@ -66,7 +66,7 @@ int tx_changes(const TxPricer *p, const PlanConfig *a, const PlanConfig *b, TxCh
 TxOptions tx_options_of(const Config *cfg) {
     const TransitionConfig *t = &cfg->transition;
     TxOptions o = {t->memory_mib * 1024.0 * 1024.0, (size_t)t->chunk_kib * 1024, (size_t)t->window_kib * 1024,
-                   t->bandwidth_gbs * 1e9, t->latency_us * 1e-6, t->comm_setup_us * 1e-6, NULL, 0, 0, 0, 0};
+                   t->bandwidth_gbs * 1e9, t->latency_us * 1e-6, t->comm_setup_us * 1e-6, NULL, 0, 0, 0, !t->forward};
     return o;
 }
 
