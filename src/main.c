@@ -21,6 +21,7 @@ static void usage(FILE *f) {
 }
 
 int main(int argc, char **argv) {
+    nr_heap_keep();
     mpiCheck(MPI_Init(&argc, &argv));
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);

@@ -11,6 +11,7 @@
 #include "check.h"
 #include "nereus/adapt.h"
 #include "nereus/planner.h"
+#include "nereus/util.h"
 
 static HwModel h200(void) {
     HwModel h;
@@ -32,6 +33,7 @@ static double fixed_cost(void *ctx, const PlanConfig *a, const PlanConfig *b) {
 }
 
 int main(void) {
+    nr_heap_keep(); /* as bin/nereus: the timed searches reuse freed memory */
     char why[512];
     /* ---- admission: payback C/dL against gamma*H ---- */
     CHECK(admit(10, 8, 10, 0.5, 20, 0, why, sizeof why) == 1 && strstr(why, "admitted"),

@@ -68,6 +68,12 @@ int rng_below(uint64_t seed, uint64_t stream, uint64_t a, uint64_t b, int n);
 double nr_median(double *v, int n);
 /* bytes as "12.3 KiB" / "4.5 MiB" / "1.2 GiB" (B below 1 KiB) into buf; returns buf */
 const char *nr_bytes_str(double bytes, char *buf, size_t len);
+/* Keeps freed heap memory for reuse (glibc mallopt) instead of returning it to the kernel. The planner
+ * on rank 0 builds and frees a few MiB of DAG and search arrays every time it prices or plans a
+ * transition; with glibc's default, adapting thresholds those came back as fresh pages each time
+ * (measured, 1,024-rank DAG: 78,000 page faults in 200 builds, 1.6-2.2 ms a build against 0.93-1.0 ms
+ * with the memory kept). Model buffers are not affected (the CPU backend maps its own). Call once, early. */
+void nr_heap_keep(void);
 void *nr_xmalloc(size_t bytes);   /* aborts with the size on failure */
 void *nr_xcalloc(size_t n, size_t size);
 #define NR_MIN(a, b) ((a) < (b) ? (a) : (b))

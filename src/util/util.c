@@ -2,6 +2,7 @@
  * counter-based RNG, the order-free checksum and checked allocation (see util.h for the contracts). */
 #include "nereus/util.h"
 
+#include <malloc.h>
 #include <math.h>
 #include <mpi.h>
 #include <stdarg.h>
@@ -103,6 +104,13 @@ float rng_normal(uint64_t seed, uint64_t stream, uint64_t a, uint64_t b) {
 
 int rng_below(uint64_t seed, uint64_t stream, uint64_t a, uint64_t b, int n) {
     return (int)(((rng_u64(seed, stream, a, b) >> 32) * (uint64_t)n) >> 32);
+}
+
+void nr_heap_keep(void) {
+    /* fixed thresholds (mallopt turns the dynamic ones off): freed blocks under 32 MiB go back to the heap,
+       and the heap keeps up to 256 MiB free at its top instead of giving it back to the kernel */
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    mallopt(M_TRIM_THRESHOLD, 256 << 20);
 }
 
 void *nr_xmalloc(size_t bytes) {
