@@ -263,6 +263,23 @@ mv_=$(sed -n 's/^transition: .* moved \([0-9.]*\) MiB (minimum \([0-9.]*\) MiB).
 [ -n "$mv_" ] && [ "$(echo $mv_ | awk '{print ($1 == $2)}')" = 1 ] || why="$why bytes '$mv_';"
 if [ -z "$why" ]; then result switch-equals-new-plan 0 0 "checksums within $worst of the new plan from the same checkpoint; moved = minimum ($mv_ MiB)"
 else result switch-equals-new-plan 1 0 "$why"; fi
+# a scale-out (actor.train and critic.train from one rank each to dp4): with forwarding (the default) some
+# replicas get their shard from another new replica; without, all from the one holder; the same run either way
+P_ONE='actor.gen = tp2 dp2 @0-3\nactor.inf = dp4 @all\nref.inf = tp2 @2-3\ncritic.inf = dp2 @0-1\nactor.train = @0\ncritic.train = @1\nreward.inf = @0'
+P_OUT='actor.gen = dp4 @ 3,2,1,0\nactor.inf = tp4 @ 0-3\nref.inf = dp2 @ 0-1\ncritic.inf = pp2 @ 2-3\nactor.train = dp4 @ 0-3\ncritic.train = dp4 @ 0-3\nreward.inf = @ 3'
+for fw in true false; do
+  { cat tests/decks/restart.deck; printf "[plan]\n$P_ONE\n[switch]\nstep = 3\n$P_OUT\n[transition]\nverify = true\nforward = $fw\n"; } > "$T/scaleout-$fw.deck"
+  sed -i '/^\[ppo\]/,/^\[/ s/^steps = 10$/steps = 6/' "$T/scaleout-$fw.deck"
+  t switch-scaleout-forward-$fw 300 $L -np 4 bin/nereus "$T/scaleout-$fw.deck"
+done
+a_=$LOG/switch-scaleout-forward-true.log; b_=$LOG/switch-scaleout-forward-false.log
+fwd=$(sed -n 's/^transition: .*; \([0-9.]*\) MiB of it forwarded.*/\1/p' "$a_")
+same=1
+for k in tokens_hash checksum.actor checksum.critic checksum.ref status; do [ "$(verify "$a_" $k)" = "$(verify "$b_" $k)" ] || same=0; done
+if [ -n "$fwd" ] && ! grep -q 'forwarded' "$b_" && [ $same = 1 ] && [ "$(verify "$a_" status)" = pass ] && \
+   [ "$(grep -c 'per-tensor checks passed' "$a_")" -ge 1 ]; then
+  result switch-scaleout-forwarding 0 0 "$fwd MiB forwarded; tokens and checksums identical to the run without forwarding"
+else result switch-scaleout-forwarding 1 0 "forwarded '$fwd' MiB, identical $same"; fi
 # an infeasible plan (tp3 does not divide 4 heads) and a budget no schedule fits: refused, run continues on the old plan
 { cat tests/decks/restart.deck; printf "[plan]\n$P_OLD\n[switch]\nstep = 2\nactor.gen = tp3 @ 0-2\nactor.inf = dp4 @all\nref.inf = tp2 @2-3\ncritic.inf = dp2 @0-1\nactor.train = tp2 dp2 @0-3\ncritic.train = pp2 dp2 @0-3\nreward.inf = @0\n"; } > "$T/infeasible.deck"
 sed -i '/^\[ppo\]/,/^\[/ s/^steps = 10$/steps = 4/' "$T/infeasible.deck"

@@ -67,6 +67,8 @@ typedef struct Job {
 typedef struct JobTxReport {
     int nchanges, nwaves;
     double bytes_moved, bytes_lower_bound, bytes_local;
+    double bytes_relayed;             /* of bytes_moved, forwarded (transition.h) */
+    int max_hop;                      /* the longest forwarding chain */
     double predicted_s, measured_s;   /* measured: max over ranks, communicators and checks included */
     double engine_s;                  /* max over ranks of the transfers alone (tx_execute) */
     double mem_peak, mem_budget;      /* max over ranks of the measured peak (bytes); the budget (0 = none) */

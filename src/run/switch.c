@@ -118,8 +118,8 @@ int job_transition(Job *j, const PlanConfig *np, int verify, JobTxReport *rep, c
         free(resident);
         return 1;
     }
-    double nums[6] = {(double)P.bytes_moved, (double)P.bytes_lower_bound, (double)P.bytes_local, P.predicted_s,
-                      (double)P.nwaves, 0};
+    double nums[7] = {(double)P.bytes_moved, (double)P.bytes_lower_bound, (double)P.bytes_local, P.predicted_s,
+                      (double)P.nwaves, (double)P.bytes_relayed, (double)P.max_hop};
     if (j->rank == 0) {
         const char *names[PLAN_NSTAGES];
         for (int c = 0; c < nch; c++) names[c] = plan_stage_name(ch[c].id);
@@ -133,6 +133,8 @@ int job_transition(Job *j, const PlanConfig *np, int verify, JobTxReport *rep, c
     rep->bytes_local = nums[2];
     rep->predicted_s = nums[3];
     rep->nwaves = (int)nums[4];
+    rep->bytes_relayed = nums[5];
+    rep->max_hop = (int)nums[6];
     rep->mem_budget = opt.budget;
     TxPart part;
     if (tx_part_scatter(j->rank == 0 ? &P : NULL, j->world, &part) != 0)
@@ -262,9 +264,13 @@ void job_tx_log(const JobTxReport *rep, int step, double t0, int from_plan, int 
     char budget[64];
     if (rep->mem_budget > 0) snprintf(budget, sizeof budget, "budget %.1f MiB", rep->mem_budget / MIB);
     else snprintf(budget, sizeof budget, "no budget");
-    nr_log("transition: %d model-stage(s) in %d wave(s): moved %.2f MiB (minimum %.2f MiB), kept in place %.2f MiB; "
+    char fwd[96] = "";
+    if (rep->bytes_relayed > 0)
+        snprintf(fwd, sizeof fwd, "; %.2f MiB of it forwarded, chains up to %d hop%s", rep->bytes_relayed / MIB,
+                 rep->max_hop, rep->max_hop == 1 ? "" : "s");
+    nr_log("transition: %d model-stage(s) in %d wave(s): moved %.2f MiB (minimum %.2f MiB%s), kept in place %.2f MiB; "
            "predicted %.4f s, measured %.4f s (transfers %.4f s); peak memory %.1f MiB per rank (%s)%s\n%s",
-           rep->nchanges, rep->nwaves, rep->bytes_moved / MIB, rep->bytes_lower_bound / MIB, rep->bytes_local / MIB,
+           rep->nchanges, rep->nwaves, rep->bytes_moved / MIB, rep->bytes_lower_bound / MIB, fwd, rep->bytes_local / MIB,
            rep->predicted_s, rep->measured_s, rep->engine_s, rep->mem_peak / MIB, budget,
            rep->verified ? "; per-tensor checks passed" : "", rep->text);
     TraceTransition tx = {step, t0, from_plan, to_plan, rep->nchanges, rep->nwaves, rep->verified,
