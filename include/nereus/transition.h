@@ -42,9 +42,11 @@
  * stream that an earlier replica of the same cell receives (all the blocks
  * it gets from one source) from that replica instead: the earlier replica
  * forwards each chunk once it has arrived (same slab list, so the same
- * chunks), a pipelined chain. Taken when the forwarder's send load plus one
- * chunk per hop of the chain is below the least-loaded holder's for every
- * block of the stream; each stream is forwarded at most once, and a
+ * chunks), a pipelined chain. Taken when the forwarder, one chunk a hop
+ * behind, would finish the stream sooner than the least-loaded holder of
+ * its blocks, counting that nothing ends before the transition's largest
+ * receive (so never where the receives bound the time); each stream is
+ * forwarded at most once, and a
  * destination never gets a forwarded stream and an old-shard stream from
  * one rank (one stream per pair). The bytes each destination receives, and
  * so bytes_moved and the lower bound, are unchanged; only who sends moves.
@@ -130,10 +132,13 @@ int tx_slabs_build(TxSlabs *ts, const GPTConfig *cfg, const PlanStage *old_stage
 /* The same, with the sources balanced against load[r] (bytes each rank already sends: other changes
  * of the transition), which it raises by scale × the bytes of each block it gives rank r to send
  * (scale: the change's buffers per element), and with forwarding (above) when relay_chunk > 0: the
- * bytes of one message in load's units, what one hop of a chain delays its end. load = NULL,
- * relay_chunk = 0: tx_slabs_build. */
+ * bytes of one message in load's units, what one hop of a chain delays its end. in_load[r] (may be
+ * NULL): the bytes rank r already receives in the transition, in load's units; a forward is taken
+ * only where it ends sooner than the holder's send, and neither can end before the largest receive.
+ * load = in_load = NULL, relay_chunk = 0: tx_slabs_build. */
 int tx_slabs_build_seeded(TxSlabs *ts, const GPTConfig *cfg, const PlanStage *old_stage, const PlanStage *new_stage,
-                          int nranks, size_t *load, size_t scale, size_t relay_chunk, char *why, size_t len);
+                          int nranks, size_t *load, const size_t *in_load, size_t scale, size_t relay_chunk,
+                          char *why, size_t len);
 void tx_slabs_free(TxSlabs *ts);
 /* The slabs of refs [r0, r1) into out, in order; returns how many. */
 size_t tx_slabs_expand(const TxSlabs *ts, size_t r0, size_t r1, Slab *out);

@@ -101,7 +101,7 @@ int tx_plan_build(TxPlan *P, const TxChange *ch, int n, int nranks, const TxOpti
         }
         char w2[256];
         /* sources balanced against what the earlier changes already send (P->rank_out, all buffers) */
-        if (tx_slabs_build_seeded(&P->sl[c], &x->cfg, &x->from, &x->to, nranks, load, (size_t)x->nbufs,
+        if (tx_slabs_build_seeded(&P->sl[c], &x->cfg, &x->from, &x->to, nranks, load, P->rank_in, (size_t)x->nbufs,
                                   opt->no_relay ? 0 : P->opt.chunk, w2, sizeof w2)) {
             rc = nr_fail(why, len, "transition change %d: %s", c, w2);
             goto done;

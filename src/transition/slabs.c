@@ -207,11 +207,12 @@ typedef struct GeoTmp {
 
 int tx_slabs_build(TxSlabs *ts, const GPTConfig *cfg, const PlanStage *os, const PlanStage *ns, int nranks,
                    char *why, size_t len) {
-    return tx_slabs_build_seeded(ts, cfg, os, ns, nranks, NULL, 1, 0, why, len);
+    return tx_slabs_build_seeded(ts, cfg, os, ns, nranks, NULL, NULL, 1, 0, why, len);
 }
 
 int tx_slabs_build_seeded(TxSlabs *ts, const GPTConfig *cfg, const PlanStage *os, const PlanStage *ns, int nranks,
-                          size_t *load, size_t scale, size_t relay_chunk, char *why, size_t len) {
+                          size_t *load, const size_t *in_load, size_t scale, size_t relay_chunk, char *why,
+                          size_t len) {
     memset(ts, 0, sizeof *ts);
     if (nranks < 1) return nr_fail(why, len, "slab plan: %d job ranks", nranks);
     char *seen = malloc((size_t)nranks);
@@ -416,15 +417,19 @@ int tx_slabs_build_seeded(TxSlabs *ts, const GPTConfig *cfg, const PlanStage *os
     size_t *cm = malloc((TX_RELAY_QUEUE_MAX + 1) * sizeof *cm);
     Fwd *fq = NULL;
     size_t *hs_dests = fqcap ? calloc((size_t)nhs + 1, sizeof *hs_dests) : NULL;
+    size_t *cellb = fqcap ? calloc((size_t)ncell_new + 1, sizeof *cellb) : NULL; /* each new cell's bytes */
+    char *bfan = fqcap ? calloc((size_t)ts->nblk + 1, 1) : NULL; /* the blocks that make their cell one */
     for (int b = 0; hs_dests && b < ts->nblk; b++) hs_dests[ts->blk[b].hs] += (size_t)ns->dp;
     for (int nc = 0; hs_dests && nc < ncell_new; nc++) {
         int nb = cell_blk_off[nc + 1] - cell_blk_off[nc], fan = 0;
         size_t cell_bytes = 0;
         for (int b = cell_blk_off[nc]; b < cell_blk_off[nc + 1]; b++) cell_bytes += ts->blk[b].bytes;
+        if (cellb) cellb[nc] = cell_bytes;
         for (int b = cell_blk_off[nc]; b < cell_blk_off[nc + 1]; b++) {
             int h = ts->blk[b].hs;
-            fan |= (double)hs_dests[h] * (double)ts->blk[b].bytes >
-                   (double)((hs_off[h + 1] - hs_off[h]) * odp) * (double)cell_bytes;
+            bfan[b] = (double)hs_dests[h] * (double)ts->blk[b].bytes >
+                      (double)((hs_off[h + 1] - hs_off[h]) * odp) * (double)cell_bytes;
+            fan |= bfan[b];
         }
         fqcap[nc] = !fan ? 0 : 2 * nb + 8 < TX_RELAY_QUEUE_MAX ? 2 * nb + 8 : TX_RELAY_QUEUE_MAX;
         fqoff[nc + 1] = fqoff[nc] + (size_t)fqcap[nc];
@@ -432,10 +437,10 @@ int tx_slabs_build_seeded(TxSlabs *ts, const GPTConfig *cfg, const PlanStage *os
     free(hs_dests);
     if (fqcap) fq = malloc((fqoff[ncell_new] + 1) * sizeof *fq);
     if (!mv || !grp || !gsrc || !gcnt || !bstate || !fsrc || !ffeed || !fhop || !used || !hbest || !hstamp || !ce || !cm ||
-        (relay_chunk && (!isfwd || !fqcap || !fqoff || !fqn || !fq))) {
+        (relay_chunk && (!isfwd || !fqcap || !fqoff || !fqn || !fq || !cellb || !bfan))) {
         free(mv); free(grp); free(gsrc); free(gcnt); free(bstate); free(fsrc); free(ffeed); free(fhop);
         free(used); free(hbest); free(hstamp); free(isfwd); free(fqcap); free(fqoff); free(fqn); free(ce);
-        free(cm); free(fq);
+        free(cm); free(fq); free(cellb); free(bfan);
         goto oom;
     }
     /* with at most 64 old cells: each holder set's cells as a bit mask (is r's old cell a holder?) */
@@ -445,11 +450,17 @@ int tx_slabs_build_seeded(TxSlabs *ts, const GPTConfig *cfg, const PlanStage *os
     size_t *L = load ? load : ts->rank_out; /* what the sources are balanced on */
     int rsh = 1; /* bits of a rank (loads: bytes, < 2^52) */
     while ((1 << rsh) < nranks) rsh++;
+    /* the lower bound per destination, independently of the blocks: what its new cell needs minus what its
+       old cell holds (memoized per (new cell, old cell)); and the largest receive of the transition so far
+       with this change's added, in load's units: forwarding pays only where a holder would send more */
+    size_t *pos_lb = malloc(((size_t)nn + 1) * sizeof *pos_lb), in_target = 0;
+    if (!pos_lb) {
+        rc = nr_fail(why, len, "slab plan: out of memory");
+        goto refs_done;
+    }
     for (int pos = 0; pos < nn; pos++) {
         int r = plan_stage_rank(ns, pos), op = opos[r], nc = pos % ntp + ntp * (pos / (ntp * ns->dp));
-        int ocell = op < 0 ? -1 : (op % otp) + otp * (op / (otp * odp)); /* t + tp·p of r's old position */
-        /* the lower bound, independently of the blocks: need minus what r already holds, per (new cell,
-           old cell) */
+        int ocell = op < 0 ? -1 : (op % otp) + otp * (op / (otp * odp));
         size_t lb_here = (size_t)-1, *lb = nmemo ? &lb_memo[(size_t)nc * ((size_t)ocells + 1) + (size_t)(ocell + 1)]
                                                  : &lb_here;
         if (*lb == (size_t)-1) {
@@ -466,7 +477,17 @@ int tx_slabs_build_seeded(TxSlabs *ts, const GPTConfig *cfg, const PlanStage *os
             }
             *lb = sum;
         }
-        ts->bytes_lower_bound += *lb;
+        pos_lb[pos] = *lb;
+        size_t in = (in_load ? in_load[r] : 0) + *lb * scale;
+        if (in > in_target) in_target = in;
+    }
+    size_t maxL = 0; /* the largest send load: while a holder sending a whole cell stays under in_target, no
+                        forward can end sooner (the queue is not even looked at) */
+    for (int r = 0; r < nranks; r++) maxL = L[r] > maxL ? L[r] : maxL;
+    for (int pos = 0; pos < nn; pos++) {
+        int r = plan_stage_rank(ns, pos), op = opos[r], nc = pos % ntp + ntp * (pos / (ntp * ns->dp));
+        int ocell = op < 0 ? -1 : (op % otp) + otp * (op / (otp * odp)); /* t + tp·p of r's old position */
+        ts->bytes_lower_bound += pos_lb[pos];
         TxRef *out = ts->ref + ts->ref_off[pos];
         int nl = 0, nm = 0, ng = 0, nused = 0, b0 = cell_blk_off[nc], nb = cell_blk_off[nc + 1] - b0;
         /* local or moved: old boxes are unions of old cells, so r's old cell holds the whole block or none */
@@ -483,18 +504,19 @@ int tx_slabs_build_seeded(TxSlabs *ts, const GPTConfig *cfg, const PlanStage *os
            still to take from a holder keeps a candidate that is not one of this destination's forwarders
            (one stream per pair). */
         Fwd *qf = fq && fqcap[nc] ? fq + fqoff[nc] : NULL;
+        int look = qf && maxL + cellb[nc] * scale > in_target;
         int nce = 0;
         stamp++; /* a new destination: its holders again */
 #define HOLDER(b_) (hstamp[(b_) - b0] == stamp ? hbest[(b_) - b0] :                                              \
                     (hstamp[(b_) - b0] = stamp, hbest[(b_) - b0] = pick_holder(cand + cand_off[ts->blk[b_].hs] +      \
                         (size_t)ts->blk[b_].hs * TX_SRC_WINDOW, cand_off[ts->blk[b_].hs + 1] - cand_off[ts->blk[b_].hs], \
                         rr[ts->blk[b_].hs], L, rsh, nused ? isfwd : NULL)))
-        for (int pass = 0; qf && pass < 2; pass++)
+        for (int pass = 0; look && pass < 2; pass++)
             for (int x = 0; x < (pass ? nce : fqn[nc]); x++) {
                 int e = pass ? ce[x] : x;
                 const Fwd *f = &qf[e];
                 if (isfwd[f->rank]) continue;
-                size_t lh = ~(size_t)0, cost = L[f->rank] + (size_t)(f->hop + 1) * relay_chunk;
+                size_t lh = ~(size_t)0, sb = f->bytes * scale;
                 int ok = 1;
                 for (int k = 0; k < f->nref && ok; k++) {
                     int b = ts->ref[f->ref0 + (size_t)k].block;
@@ -502,12 +524,17 @@ int tx_slabs_build_seeded(TxSlabs *ts, const GPTConfig *cfg, const PlanStage *os
                     int y = ok ? HOLDER(b) : -1;
                     if (y >= 0 && L[y] < lh) lh = L[y];
                 }
-                if (!ok || cost >= lh) continue;
+                if (!ok) continue;
+                /* when each would be done, at the earliest the largest receive: the holder sending it, against
+                   the forwarder one chunk a hop behind (lh = ~0: no holder is left but forwarders) */
+                size_t hold_end = lh == ~(size_t)0 ? lh : NR_MAX(in_target, lh + sb);
+                size_t fwd_end = NR_MAX(in_target, L[f->rank] + sb) + (size_t)(f->hop + 1) * relay_chunk;
+                if (fwd_end >= hold_end) continue;
                 if (pass == 0) { /* a candidate: by margin, largest first (insertion; at most the queue) */
                     int y = nce++;
-                    for (; y > 0 && cm[y - 1] < lh - cost; y--) { ce[y] = ce[y - 1]; cm[y] = cm[y - 1]; }
+                    for (; y > 0 && cm[y - 1] < hold_end - fwd_end; y--) { ce[y] = ce[y - 1]; cm[y] = cm[y - 1]; }
                     ce[y] = e;
-                    cm[y] = lh - cost;
+                    cm[y] = hold_end - fwd_end;
                     continue;
                 }
                 int fp = opos[f->rank], foc = fp < 0 ? -1 : (fp % otp) + otp * (fp / (otp * odp));
@@ -536,6 +563,7 @@ int tx_slabs_build_seeded(TxSlabs *ts, const GPTConfig *cfg, const PlanStage *os
                 }
                 ts->rank_out[f->rank] += f->bytes;
                 if (load) load[f->rank] += f->bytes * scale;
+                maxL = L[f->rank] > maxL ? L[f->rank] : maxL;
                 ts->rank_in[r] += f->bytes;
                 ts->bytes_moved += f->bytes;
                 ts->bytes_relayed += f->bytes;
@@ -581,6 +609,7 @@ int tx_slabs_build_seeded(TxSlabs *ts, const GPTConfig *cfg, const PlanStage *os
                 rr[h] = bx >= ncand ? bx - ncand : bx;
                 ts->rank_out[best] += bk->bytes;
                 if (load) load[best] += bk->bytes * scale;
+                maxL = L[best] > maxL ? L[best] : maxL;
                 ts->rank_in[r] += bk->bytes;
                 ts->bytes_moved += bk->bytes;
             }
@@ -600,10 +629,13 @@ int tx_slabs_build_seeded(TxSlabs *ts, const GPTConfig *cfg, const PlanStage *os
         if (qf)
             for (int k = nl; k < nl + nm;) {
                 Fwd f = {r, out[k].hop, 0, (size_t)(out - ts->ref) + (size_t)k, 0};
+                int worth = 0; /* a stream with a block whose holders are too few */
                 for (int src = out[k].src; k < nl + nm && out[k].src == src; k++) {
                     f.nref++;
                     f.bytes += ts->blk[out[k].block].bytes;
+                    worth |= bfan[out[k].block];
                 }
+                if (!worth) continue;
                 if (fqn[nc] == fqcap[nc]) { /* full: the oldest goes */
                     memmove(&qf[0], &qf[1], (size_t)(fqcap[nc] - 1) * sizeof *qf);
                     fqn[nc]--;
@@ -612,9 +644,10 @@ int tx_slabs_build_seeded(TxSlabs *ts, const GPTConfig *cfg, const PlanStage *os
             }
     }
 refs_done:
+    free(pos_lb);
     free(mv); free(grp); free(gsrc); free(gcnt); free(bstate); free(fsrc); free(ffeed); free(fhop);
     free(used); free(hbest); free(hstamp); free(isfwd); free(fqcap); free(fqoff); free(fqn); free(ce); free(cm);
-    free(fq);
+    free(fq); free(cellb); free(bfan);
     free(hs_mask);
     goto done;
 oom:
