@@ -291,6 +291,7 @@ int tx_plan_build(TxPlan *P, const TxChange *ch, int n, int nranks, const TxOpti
     for (int c = 0; c < n; c++) {
         const TxChange *x = &P->ch[c];
         const TxSlabs *sp = &P->sl[c];
+        if (sp->bytes_relayed == 0) continue; /* no forwards in this change */
         int move = x->kind == TX_MOVE, nto = lsize(&x->to), nfrom = lsize(&x->from);
         size_t run0 = cbase[c] + (size_t)(move ? 1 + nto : 0) + (size_t)nto + (size_t)(move ? nfrom : 0);
         for (int pos = 0; pos < nto; pos++)
