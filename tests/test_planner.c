@@ -11,6 +11,7 @@
 #include "check.h"
 #include "nereus/adapt.h"
 #include "nereus/planner.h"
+#include "nereus/txprice.h"
 #include "nereus/util.h"
 
 static HwModel h200(void) {
@@ -184,6 +185,24 @@ int main(void) {
             for (int i = 0; i < ad.cur.stage[s].nranks; i++) inside &= ad.cur.stage[s].ranks[i] < N / 2;
         CHECK(d.urgent && d.admitted && d.changed && inside, "controller: half the pool left: urgent, admitted, the new "
               "plan within the 32 ranks left (%s)", d.reason);
+    }
+    /* ---- transition prices calibrated on measured transitions (txprice.h) ---- */
+    {
+        TxCalib tc;
+        memset(&tc, 0, sizeof tc);
+        double s0 = tx_calib_scale(&tc);
+        tx_calib_add(&tc, 0.001, 0.030); /* 30x */
+        tx_calib_add(&tc, 0, 0.5);       /* ignored: no estimate */
+        tx_calib_add(&tc, 0.002, NAN);   /* ignored */
+        double s1 = tx_calib_scale(&tc);
+        tx_calib_add(&tc, 0.001, 0.010); /* 10x */
+        tx_calib_add(&tc, 0.004, 0.080); /* 20x: the median of 10, 20, 30 */
+        double s3 = tx_calib_scale(&tc);
+        for (int i = 0; i < TX_CALIB_N; i++) tx_calib_add(&tc, 1.0, 2.0); /* the last TX_CALIB_N only */
+        double s9 = tx_calib_scale(&tc);
+        CHECK(s0 == 1 && fabs(s1 - 30) < 1e-9 && fabs(s3 - 20) < 1e-9 && tc.n == TX_CALIB_N && fabs(s9 - 2) < 1e-12,
+              "transition calibration: none 1 (%g), one 30x (%g), median of 10x, 20x, 30x (%g), the last %d only "
+              "(%g)", s0, s1, s3, TX_CALIB_N, s9);
     }
     return CHECK_DONE();
 }

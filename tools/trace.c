@@ -988,7 +988,7 @@ static int replay_build(const TraceFile *tf, Replay *r, char *why, size_t len) {
     r->have_rm = sh.have_rm;
     r->ac = sh.ac;
     r->cc = sh.cc;
-    r->px = (TxPricer){&r->cfg, r->ac, r->cc, r->have_rm, sh.Tgen, sh.Tsft, r->n};
+    r->px = (TxPricer){&r->cfg, r->ac, r->cc, r->have_rm, sh.Tgen, sh.Tsft, r->n, {{0}, 0, 0}};
     r->plan0 = cfg->plan;
     PlanLimits lim = {r->n, cfg->model.n_head, cfg->model.n_layer, cfg->ppo.batch, cfg->ppo.minibatch};
     PlanError perr;
@@ -1155,9 +1155,16 @@ static void replay_run(const Replay *r, int policy, double gamma, double thresho
     AdaptDecision *d = calloc(1, sizeof *d);
     Workload w0 = {0};
     int started = 0, prev_np = r->n;
-    AdaptConfig ac = {policy, gamma, threshold, (int)pa->every_k, (int)pa->steps_total, r->n, tx_price, (void *)&r->px};
+    /* transitions priced as the run priced them: the engine's estimate scaled by what the recorded run's
+       transitions before the decision measured against it (txprice.h, TxCalib) */
+    TxPricer px = r->px;
+    const Table *txt = &r->tf->t[T_TRANSITIONS];
+    size_t txi = 0;
+    AdaptConfig ac = {policy, gamma, threshold, (int)pa->every_k, (int)pa->steps_total, r->n, tx_price, (void *)&px};
     for (size_t k = 0; k < r->nrow; k++) {
         const SigRow *x = &r->row[k];
+        for (; txi < txt->n && (int64_t)num(txt, "step", txi) < x->step; txi++)
+            tx_calib_add(&px.calib, num(txt, "predicted_s", txi), num(txt, "measured_s", txi));
         CostModel cm;
         Workload w;
         replay_model(r, x, &cm, &w);
@@ -1177,7 +1184,7 @@ static void replay_run(const Replay *r, int policy, double gamma, double thresho
             pid++;
             u->plans[u->nplans++] = cur;
             u->ntx++;
-            u->tx_s += tx_price((void *)&r->px, &prev, &cur);
+            u->tx_s += tx_price((void *)&px, &prev, &cur);
             adapt_revert(ad, &cur);
         } else if (!started && x->initial) { /* planner_live.c live_decide: the initial placement */
             adapt_place(ad, &ac, &cur, (int)x->step, &cm, &w, &o, pool_changed, d);
@@ -1362,11 +1369,13 @@ static int price_recorded(const Replay *r, double *steps_s, double *tx_s, int *n
         StepCost sc;
         *steps_s += cost_plan(&cm, &r->rec[pid], r->n, &w, &sc);
     }
+    TxPricer px = r->px; /* each priced with the calibration of the transitions before it, as the run did */
     for (size_t j = 0; j < tx->n; j++) {
         int a = (int)num(tx, "from_plan", j), b = (int)num(tx, "to_plan", j);
         if (a < 0 || b < 0 || a >= r->nrec || b >= r->nrec || !r->rec_ok[a] || !r->rec_ok[b])
             return snprintf(why, len, "/transitions row %zu: plans %d -> %d not in /plans", j, a, b), -1;
-        *tx_s += tx_price((void *)&r->px, &r->rec[a], &r->rec[b]);
+        *tx_s += tx_price((void *)&px, &r->rec[a], &r->rec[b]);
+        tx_calib_add(&px.calib, num(tx, "predicted_s", j), num(tx, "measured_s", j));
         (*ntx)++;
     }
     return 0;

@@ -2,7 +2,8 @@
  * TxChange of a model-stage between two layouts (the shapes and activation
  * capacities the job's models have) and the transition engine's predicted
  * seconds for plan a → b (tx_plan_build's estimate under the deck's
- * [transition] link). The job (src/run/switch.c) executes with the same
+ * [transition] link, scaled by what the job's transitions measured against
+ * it: the deck's link is a guess, the measured ratio is not). The job (src/run/switch.c) executes with the same
  * changes the live planner prices, and the trace's replay rebuilds the
  * pricer from the deck stored in the trace. Pure (no MPI). */
 #ifndef NEREUS_TXPRICE_H
@@ -29,12 +30,26 @@ typedef struct JobShape {
 struct TaskSet;
 void job_shape_of(const Config *cfg, const struct TaskSet *ts, JobShape *out);
 
+/* The engine's estimate against what transitions measured: the ratios of the last TX_CALIB_N
+ * (measured / predicted seconds, each a whole transition: communicators, transfers, checks), whose
+ * median scales every later price. Nothing measured yet: 1. */
+#define TX_CALIB_N 8
+typedef struct TxCalib {
+    double ratio[TX_CALIB_N];
+    int n, next;             /* ratios held (≤ TX_CALIB_N); where the next goes */
+} TxCalib;
+/* adds one transition (ignored unless both times are finite and > 0) */
+void tx_calib_add(TxCalib *c, double predicted_s, double measured_s);
+/* the median ratio, 1 with none */
+double tx_calib_scale(const TxCalib *c);
+
 typedef struct TxPricer {
     const Config *cfg;
     GPTConfig ac, cc;        /* the actor's and the critic's logical configs */
     int have_rm;             /* reward.inf holds a network */
     int Tgen, Tsft;          /* the PPO sequence capacity (prompt + max_response) and the SFT sequence length */
     int nranks;              /* ranks of the job */
+    TxCalib calib;           /* the job's transitions so far (zeroed: none); tx_price scales by it */
 } TxPricer;
 
 /* activation capacity (rows, tokens) of stage id's model with dp replicas */
@@ -49,8 +64,9 @@ int tx_changes(const TxPricer *p, const PlanConfig *a, const PlanConfig *b, TxCh
 TxOptions tx_options_of(const Config *cfg);
 /* the engine's predicted seconds of n changes (0 for none; INFINITY when no schedule fits o's budget) */
 double tx_predicted_s(const TxChange *ch, int n, int nranks, const TxOptions *o);
-/* predicted seconds of a → b (0 when nothing changes; INFINITY when no schedule fits the budget);
- * the signature of AdaptTxCost (adapt.h), ctx a TxPricer */
+/* predicted seconds of a → b: the engine's estimate × tx_calib_scale(the pricer's calib) (0 when
+ * nothing changes; INFINITY when no schedule fits the budget); the signature of AdaptTxCost
+ * (adapt.h), ctx a TxPricer */
 double tx_price(void *pricer, const PlanConfig *a, const PlanConfig *b);
 
 #endif

@@ -80,10 +80,24 @@ double tx_predicted_s(const TxChange *ch, int n, int nranks, const TxOptions *o)
     return t;
 }
 
+void tx_calib_add(TxCalib *c, double predicted_s, double measured_s) {
+    if (!(predicted_s > 0) || !(measured_s > 0) || !isfinite(predicted_s) || !isfinite(measured_s)) return;
+    c->ratio[c->next] = measured_s / predicted_s;
+    c->next = (c->next + 1) % TX_CALIB_N;
+    if (c->n < TX_CALIB_N) c->n++;
+}
+
+double tx_calib_scale(const TxCalib *c) {
+    if (c->n <= 0) return 1;
+    double r[TX_CALIB_N];
+    memcpy(r, c->ratio, (size_t)c->n * sizeof *r);
+    return nr_median(r, c->n);
+}
+
 double tx_price(void *pricer, const PlanConfig *a, const PlanConfig *b) {
     const TxPricer *p = pricer;
     TxChange ch[PLAN_NSTAGES];
     int n = tx_changes(p, a, b, ch);
     TxOptions o = tx_options_of(p->cfg);
-    return tx_predicted_s(ch, n, p->nranks, &o);
+    return tx_predicted_s(ch, n, p->nranks, &o) * tx_calib_scale(&p->calib);
 }

@@ -353,6 +353,8 @@ static int move_to(LivePlanner *lp, Job *j, const PlanConfig *next, int step, do
     snprintf(source, sizeof source, "planner %s", j->cfg->planner.policy);
     trace_plan(tr, *plan_id + 1, step, plan_text, source, L_new, mem);
     job_tx_log(&rep, step, t0, *plan_id, *plan_id + 1, tr);
+    nr_log("planner: transitions now priced at %.3g x the engine's estimate (the median measured / predicted of "
+           "the last %d)\n", tx_calib_scale(&j->px.calib), j->px.calib.n);
     (*plan_id)++;
     *tx_bytes += rep.bytes_moved;
     lp->transitions++;

@@ -209,6 +209,9 @@ int job_transition(Job *j, const PlanConfig *np, int verify, JobTxReport *rep, c
     rep->engine_s = red[0];
     rep->mem_peak = red[1];
     rep->measured_s = red[2];
+    /* what it took against the engine's estimate: later transitions are priced by it (every rank: the
+       same reduced numbers; the trace's replay rebuilds the same from /transitions) */
+    if (rc == 0) tx_calib_add(&j->px.calib, rep->predicted_s, rep->measured_s);
     return rc;
 }
 
