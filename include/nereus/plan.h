@@ -144,8 +144,9 @@ int plan_default(PlanConfig *plan, const char *kind, const PlanLimits *lim, int 
 int plan_validate_stage(const PlanStage *s, int id, const PlanLimits *lim, PlanError *err);
 
 /* The job rank at grid position pos of stage s (a stage without a rank
- * list, nranks = 0: position pos is rank pos). */
-int plan_stage_rank(const PlanStage *s, int pos);
+ * list, nranks = 0: position pos is rank pos). Inline: the transition
+ * planner asks it once per rank and slab. */
+static inline int plan_stage_rank(const PlanStage *s, int pos) { return s->nranks ? s->ranks[pos] : pos; }
 /* The grid position of job rank `rank` in a resolved stage, or −1 when it is not a member. */
 int plan_stage_pos(const PlanStage *s, int rank);
 /* 1 when a and b are the same EMU: the same degrees and the same ranks in

@@ -27,8 +27,6 @@ int plan_stage_is_train(int id) { return id == PLAN_ACTOR_TRAIN || id == PLAN_CR
 int plan_stage_is_critic(int id) { return id == PLAN_CRITIC_INF || id == PLAN_CRITIC_TRAIN || id == PLAN_REWARD_INF; }
 int plan_stage_phase(int id) { return id == PLAN_ACTOR_GEN ? 0 : plan_stage_is_train(id) ? 2 : 1; }
 
-int plan_stage_rank(const PlanStage *s, int pos) { return s->nranks ? s->ranks[pos] : pos; }
-
 int plan_stage_same(const PlanStage *a, const PlanStage *b) {
     if (a->tp != b->tp || a->pp != b->pp || a->dp != b->dp || a->nranks != b->nranks) return 0;
     for (int i = 0; i < a->nranks; i++)
