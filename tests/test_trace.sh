@@ -83,6 +83,7 @@ assert names[0] == "actor.gen" and len(names) == 7
 t = f["transitions"][:]
 assert len(t) == 1 and t["step"][0] == 5 and t["from_plan"][0] == 0 and t["to_plan"][0] == 1, t
 assert t["bytes_moved"][0] == t["bytes_min"][0] > 0
+assert 0 <= t["bytes_forwarded"][0] <= t["bytes_moved"][0], t["bytes_forwarded"]
 p = f["plans"][:]
 assert list(p["plan_id"]) == [0, 1] and list(p["first_step"]) == [0, 5]
 assert len(f["drift"]) == 0 and len(f["decisions"]) == 0

@@ -746,9 +746,11 @@ static int cmd_transitions(const TraceFile *tf) {
                (int)num(tx, "nwaves", k));
         printf("  time: predicted %.4f s, measured %.4f s (measured / predicted %.2f), transfers %.4f s\n", pred, meas,
                pred > 0 ? meas / pred : NAN, num(tx, "engine_s", k));
-        printf("  bytes: moved %.2f MiB, minimum %.2f MiB, kept in place %.2f MiB\n",
-               num(tx, "bytes_moved", k) / 1048576.0, num(tx, "bytes_min", k) / 1048576.0,
-               num(tx, "bytes_local", k) / 1048576.0);
+        double fw = num(tx, "bytes_forwarded", k); /* NaN in traces from before forwarding */
+        printf("  bytes: moved %.2f MiB, minimum %.2f MiB, kept in place %.2f MiB", num(tx, "bytes_moved", k) / 1048576.0,
+               num(tx, "bytes_min", k) / 1048576.0, num(tx, "bytes_local", k) / 1048576.0);
+        if (fw > 0) printf("; %.2f MiB of the moved forwarded by new replicas", fw / 1048576.0);
+        printf("\n");
         double budget = num(tx, "mem_budget_bytes", k);
         printf("  memory: peak %.1f MiB per rank, budget %s", num(tx, "mem_peak_bytes", k) / 1048576.0,
                budget > 0 ? "" : "none");

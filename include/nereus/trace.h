@@ -92,6 +92,7 @@ typedef struct TraceTransition {
     int nchanges, nwaves, verified;
     double predicted_s, measured_s, engine_s;
     double bytes_moved, bytes_min, bytes_local, mem_peak, mem_budget;
+    double bytes_forwarded;      /* of bytes_moved, forwarded from a new replica (transition.h) */
     const char *text;            /* one line per changed model-stage: primitives and bytes */
 } TraceTransition;
 void trace_transition(Trace *t, const TraceTransition *x);

@@ -80,7 +80,7 @@ typedef struct TxRow {
     int64_t step;
     int32_t from_plan, to_plan, nchanges, nwaves, verified;
     double t_start_s, predicted_s, measured_s, engine_s, bytes_moved, bytes_min, bytes_local, mem_peak_bytes,
-        mem_budget_bytes;
+        mem_budget_bytes, bytes_forwarded;
     const char *text;
 } TxRow;
 
@@ -349,6 +349,7 @@ static hid_t type_transitions(H5Err *e, hid_t vs) {
     INS(TxRow, bytes_local, H5T_NATIVE_DOUBLE);
     INS(TxRow, mem_peak_bytes, H5T_NATIVE_DOUBLE);
     INS(TxRow, mem_budget_bytes, H5T_NATIVE_DOUBLE);
+    INS(TxRow, bytes_forwarded, H5T_NATIVE_DOUBLE);
     INS(TxRow, text, vs);
     return mt;
 fail:
@@ -694,7 +695,7 @@ void trace_transition(Trace *t, const TraceTransition *x) {
     TxRow r = {x->step,          x->from_plan,   x->to_plan,     x->nchanges,     x->nwaves,
                x->verified,      x->t0 - t->t_open, x->predicted_s, x->measured_s, x->engine_s,
                x->bytes_moved,   x->bytes_min,   x->bytes_local, x->mem_peak,     x->mem_budget,
-               x->text ? x->text : ""};
+               x->bytes_forwarded, x->text ? x->text : ""};
     trace_append(t, T_TRANSITIONS, &r, 1);
     t->write_s += nr_now() - t0;
 }

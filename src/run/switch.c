@@ -278,6 +278,6 @@ void job_tx_log(const JobTxReport *rep, int step, double t0, int from_plan, int 
            rep->verified ? "; per-tensor checks passed" : "", rep->text);
     TraceTransition tx = {step, t0, from_plan, to_plan, rep->nchanges, rep->nwaves, rep->verified,
                           rep->predicted_s, rep->measured_s, rep->engine_s, rep->bytes_moved, rep->bytes_lower_bound,
-                          rep->bytes_local, rep->mem_peak, rep->mem_budget, rep->text};
+                          rep->bytes_local, rep->mem_peak, rep->mem_budget, rep->bytes_relayed, rep->text};
     trace_transition(tr, &tx);
 }
