@@ -419,7 +419,21 @@ int tx_slabs_build_seeded(TxSlabs *ts, const GPTConfig *cfg, const PlanStage *os
     size_t *hs_dests = fqcap ? calloc((size_t)nhs + 1, sizeof *hs_dests) : NULL;
     size_t *cellb = fqcap ? calloc((size_t)ncell_new + 1, sizeof *cellb) : NULL; /* each new cell's bytes */
     char *bfan = fqcap ? calloc((size_t)ts->nblk + 1, 1) : NULL; /* the blocks that make their cell one */
+    /* and per old cell what one of its ranks would send from holders alone, against the largest new cell:
+       an old rank that holds a block with too few holders and others besides sends them all, so the
+       others' streams are worth forwarding too */
+    double *osend = fqcap ? calloc((size_t)ocells + 1, sizeof *osend) : NULL, maxcell = 0;
     for (int b = 0; hs_dests && b < ts->nblk; b++) hs_dests[ts->blk[b].hs] += (size_t)ns->dp;
+    for (int b = 0; osend && b < ts->nblk; b++) {
+        int h = ts->blk[b].hs;
+        double per = (double)ns->dp * (double)ts->blk[b].bytes / (double)((hs_off[h + 1] - hs_off[h]) * odp);
+        for (int q = hs_off[h]; q < hs_off[h + 1]; q++) osend[hs_cells[q]] += per;
+    }
+    for (int nc = 0; hs_dests && nc < ncell_new; nc++) {
+        double cb = 0;
+        for (int b = cell_blk_off[nc]; b < cell_blk_off[nc + 1]; b++) cb += (double)ts->blk[b].bytes;
+        if (cb > maxcell) maxcell = cb;
+    }
     for (int nc = 0; hs_dests && nc < ncell_new; nc++) {
         int nb = cell_blk_off[nc + 1] - cell_blk_off[nc], fan = 0;
         size_t cell_bytes = 0;
@@ -429,12 +443,14 @@ int tx_slabs_build_seeded(TxSlabs *ts, const GPTConfig *cfg, const PlanStage *os
             int h = ts->blk[b].hs;
             bfan[b] = (double)hs_dests[h] * (double)ts->blk[b].bytes >
                       (double)((hs_off[h + 1] - hs_off[h]) * odp) * (double)cell_bytes;
+            for (int q = hs_off[h]; osend && q < hs_off[h + 1] && !bfan[b]; q++) bfan[b] = osend[hs_cells[q]] > maxcell;
             fan |= bfan[b];
         }
         fqcap[nc] = !fan ? 0 : 2 * nb + 8 < TX_RELAY_QUEUE_MAX ? 2 * nb + 8 : TX_RELAY_QUEUE_MAX;
         fqoff[nc + 1] = fqoff[nc] + (size_t)fqcap[nc];
     }
     free(hs_dests);
+    free(osend);
     if (fqcap) fq = malloc((fqoff[ncell_new] + 1) * sizeof *fq);
     if (!mv || !grp || !gsrc || !gcnt || !bstate || !fsrc || !ffeed || !fhop || !used || !hbest || !hstamp || !ce || !cm ||
         (relay_chunk && (!isfwd || !fqcap || !fqoff || !fqn || !fq || !cellb || !bfan))) {
