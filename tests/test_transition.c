@@ -125,7 +125,7 @@ int main(int argc, char **argv) {
     MPI_Comm xcomm;
     MPI_Comm_dup(MPI_COMM_WORLD, &xcomm);
     static Trial T;
-    long n_ok = 0, n_bad_value = 0, n_bad_bytes = 0, n_bad_mem = 0, n_bad_part = 0, n_refused = 0, n_waves = 0, n_budget = 0, n_bad_fwd = 0, n_fwd = 0;
+    long n_ok = 0, n_bad_value = 0, n_bad_bytes = 0, n_bad_mem = 0, n_bad_part = 0, n_refused = 0, n_waves = 0, n_budget = 0, n_bad_fwd = 0, n_fwd = 0, n_fwd_waves = 0, n_fwd_staged = 0;
     int max_hop = 0;
     long n_adam = 0, n_copy = 0, n_shared = 0, n_disjoint = 0, n_pairs = 0;
     double bytes_total = 0, secs = 0, fwd_bytes = 0;
@@ -308,6 +308,8 @@ int main(int argc, char **argv) {
                                        (long long)want[2]);
             }
             n_fwd += want[2] > 0;
+            n_fwd_waves += want[2] > 0 && nw > 1;
+            n_fwd_staged += want[2] > 0 && opt.stage_all;
             fwd_bytes += (double)red[3];
             max_hop = want[3] > max_hop ? (int)want[3] : max_hop;
             if (budget > 0 && peaks[0] > budget) {
@@ -346,8 +348,9 @@ int main(int argc, char **argv) {
         printf("%s every element bit-identical after its transition (%ld trials bad)\n", n_bad_value ? "FAIL" : "ok  ", n_bad_value);
         printf("%s bytes that crossed between ranks = planned = the minimum (%ld bad)\n", n_bad_bytes ? "FAIL" : "ok  ", n_bad_bytes);
         printf("%s measured peak memory within the budget (%ld bad)\n", n_bad_mem ? "FAIL" : "ok  ", n_bad_mem);
-        printf("%s forwarding exercised: %ld trials forwarded %.1f MiB (chains up to %d hops); forwarded = planned "
-               "(%ld bad)\n", n_bad_fwd || !n_fwd ? "FAIL" : "ok  ", n_fwd, fwd_bytes / 1048576.0, max_hop, n_bad_fwd);
+        printf("%s forwarding exercised: %ld trials forwarded %.1f MiB (chains up to %d hops; %ld of them in several "
+               "waves, %ld through host staging); forwarded = planned (%ld bad)\n", n_bad_fwd || !n_fwd ? "FAIL" : "ok  ",
+               n_fwd, fwd_bytes / 1048576.0, max_hop, n_fwd_waves, n_fwd_staged, n_bad_fwd);
         printf("%s every rank's scattered part (geometry + its block refs, expanded there) = tx_part_extract's (%ld trials bad)\n",
                n_bad_part ? "FAIL" : "ok  ", n_bad_part);
     }
