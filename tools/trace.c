@@ -1138,6 +1138,11 @@ typedef struct Run {
     char stop[600];          /* "" or why the run could not go on (as the live run would stop) */
 } Run;
 
+/* /transitions row j into the job's transition calibration, as job_transition added it in the run */
+static void calib_add_row(TxCalib *c, const Table *tx, size_t j) {
+    tx_calib_add(c, num(tx, "predicted_s", j), num(tx, "measured_s", j));
+}
+
 /* re-runs the controller over every row; refused_at: the steps where the recorded run's move was refused (the
  * recorded replay only; NULL otherwise) */
 static void replay_run(const Replay *r, int policy, double gamma, double threshold, const int64_t *refused_at,
@@ -1166,7 +1171,7 @@ static void replay_run(const Replay *r, int policy, double gamma, double thresho
     for (size_t k = 0; k < r->nrow; k++) {
         const SigRow *x = &r->row[k];
         for (; txi < txt->n && (int64_t)num(txt, "step", txi) < x->step; txi++)
-            tx_calib_add(&px.calib, num(txt, "predicted_s", txi), num(txt, "measured_s", txi));
+            calib_add_row(&px.calib, txt, txi);
         CostModel cm;
         Workload w;
         replay_model(r, x, &cm, &w);
@@ -1377,7 +1382,7 @@ static int price_recorded(const Replay *r, double *steps_s, double *tx_s, int *n
         if (a < 0 || b < 0 || a >= r->nrec || b >= r->nrec || !r->rec_ok[a] || !r->rec_ok[b])
             return snprintf(why, len, "/transitions row %zu: plans %d -> %d not in /plans", j, a, b), -1;
         *tx_s += tx_price((void *)&px, &r->rec[a], &r->rec[b]);
-        tx_calib_add(&px.calib, num(tx, "predicted_s", j), num(tx, "measured_s", j));
+        calib_add_row(&px.calib, tx, j);
         (*ntx)++;
     }
     return 0;

@@ -80,6 +80,9 @@ int tx_plan_build(TxPlan *P, const TxChange *ch, int n, int nranks, const TxOpti
     char *in_from = calloc(nc * nr, 1), *in_to = calloc(nc * nr, 1), *moving = calloc(nr, 1);
     double *cur = calloc(nr, sizeof *cur), *acq = calloc(nr, sizeof *acq);
     int *order = calloc(nc, sizeof *order);
+    /* the node pass's per-change tables (below; freed at done) */
+    int *topos = NULL, *frompos = NULL, *runs = NULL;
+    size_t *cbase = NULL, *rfirst = NULL, *runs_off = NULL, *nruns = NULL, *rbase = NULL, *fwd = NULL;
     /* per rank in the current wave: bytes in and out over links between nodes [0..nr) and inside a node [nr..2nr) */
     double *w_in = calloc(2 * nr, sizeof *w_in), *w_out = calloc(2 * nr, sizeof *w_out), *w_msg = calloc(nr, sizeof *w_msg);
     int *w_hop = calloc(nr, sizeof *w_hop); /* per rank in the current wave: the longest forwarding chain into it */
@@ -242,18 +245,16 @@ int tx_plan_build(TxPlan *P, const TxChange *ch, int n, int nranks, const TxOpti
             int t = corder[b]; corder[b] = corder[b - 1]; corder[b - 1] = t;
         }
     /* per change: position of each rank in `to` / `from` (-1), runs per destination position, node bases */
-    int *topos = malloc(nc * nr * sizeof *topos), *frompos = malloc(nc * nr * sizeof *frompos);
-    size_t *cbase = malloc((nc + 1) * sizeof *cbase), nto_all = 0;
+    topos = malloc(nc * nr * sizeof *topos), frompos = malloc(nc * nr * sizeof *frompos);
+    cbase = malloc((nc + 1) * sizeof *cbase);
+    size_t nto_all = 0;
     for (int c = 0; c < n; c++) nto_all += (size_t)lsize(&P->ch[c].to);
-    int *runs = malloc((nto_all + 1) * sizeof *runs);
-    size_t *rfirst = malloc((nto_all + 1) * sizeof *rfirst); /* per (change, position): its first run's index */
-    size_t *runs_off = malloc((nc + 1) * sizeof *runs_off), *nruns = malloc((nc + 1) * sizeof *nruns);
-    size_t *rbase = malloc((nc + 1) * sizeof *rbase), *fwd = NULL; /* per change its first run; per run the
-                                                                      node that forwards it, or SIZE_MAX */
-    if (!topos || !frompos || !cbase || !runs || !runs_off || !nruns || !rbase || !rfirst) {
-        free(topos); free(frompos); free(cbase); free(runs); free(runs_off); free(nruns); free(rbase); free(fwd); free(rfirst);
-        goto oom;
-    }
+    runs = malloc((nto_all + 1) * sizeof *runs);
+    rfirst = malloc((nto_all + 1) * sizeof *rfirst); /* per (change, position): its first run's index */
+    runs_off = malloc((nc + 1) * sizeof *runs_off), nruns = malloc((nc + 1) * sizeof *nruns);
+    rbase = malloc((nc + 1) * sizeof *rbase); /* per change its first run; fwd: per run the node that forwards
+                                                 it, or SIZE_MAX */
+    if (!topos || !frompos || !cbase || !runs || !runs_off || !nruns || !rbase || !rfirst) goto oom;
     for (size_t k = 0; k < nc * nr; k++) topos[k] = frompos[k] = -1;
     size_t nnodes = 0, nedges = 0, nrun_all = 0;
     for (int k = 0, ro = 0; k < n; k++) {
@@ -283,10 +284,7 @@ int tx_plan_build(TxPlan *P, const TxChange *ch, int n, int nranks, const TxOpti
     }
     /* forwards: the run forwarded (feed → source, at the source's position) gets an edge to the forward */
     fwd = malloc((nrun_all + 1) * sizeof *fwd);
-    if (!fwd) {
-        free(topos); free(frompos); free(cbase); free(runs); free(runs_off); free(nruns); free(rbase); free(fwd); free(rfirst);
-        goto oom;
-    }
+    if (!fwd) goto oom;
     for (size_t q = 0; q < nrun_all; q++) fwd[q] = SIZE_MAX;
     for (int c = 0; c < n; c++) {
         const TxChange *x = &P->ch[c];
@@ -310,7 +308,6 @@ int tx_plan_build(TxPlan *P, const TxChange *ch, int n, int nranks, const TxOpti
                 if (q1 == e1 || p1 >= pos) {
                     rc = nr_fail(why, len, "transition: change %d: rank %d forwards what it does not receive from "
                                  "rank %d before (a bug)", c, sp->ref[q].src, sp->ref[q].feed);
-                    free(topos); free(frompos); free(cbase); free(runs); free(runs_off); free(nruns); free(rbase); free(fwd); free(rfirst);
                     goto done;
                 }
                 fwd[rbase[c] + j1] = run0 + jr;
@@ -330,10 +327,7 @@ int tx_plan_build(TxPlan *P, const TxChange *ch, int n, int nranks, const TxOpti
     P->nodes = malloc((nnodes ? nnodes : 1) * sizeof *P->nodes);
     P->succ_off = malloc((nnodes + 1) * sizeof *P->succ_off);
     P->succ = malloc((nedges ? nedges : 1) * sizeof *P->succ);
-    if (!P->nodes || !P->succ_off || !P->succ) {
-        free(topos); free(frompos); free(cbase); free(runs); free(runs_off); free(nruns); free(rbase); free(fwd); free(rfirst);
-        goto oom;
-    }
+    if (!P->nodes || !P->succ_off || !P->succ) goto oom;
     size_t ne = 0;
     P->succ_off[0] = 0;
 #define NODE(...) do { P->nodes[P->nnodes++] = (TxNode){__VA_ARGS__}; } while (0)
@@ -428,7 +422,6 @@ int tx_plan_build(TxPlan *P, const TxChange *ch, int n, int nranks, const TxOpti
     }
 #undef NODE
 #undef DONE_NODE
-    free(topos); free(frompos); free(cbase); free(runs); free(runs_off); free(nruns); free(rbase); free(fwd); free(rfirst);
     P->predicted_s += ncomm * opt->comm_setup;
     if (P->nnodes != nnodes || ne != nedges) {
         rc = nr_fail(why, len, "transition: DAG of %zu nodes, %zu edges where %zu, %zu were counted (a bug)",
@@ -450,6 +443,7 @@ done:
     free(w_out);
     free(w_msg);
     free(w_hop);
+    free(topos); free(frompos); free(cbase); free(runs); free(runs_off); free(nruns); free(rbase); free(fwd); free(rfirst);
     if (rc) tx_plan_free(P);
     return rc;
 }

@@ -52,15 +52,35 @@ static inline int least_loaded(const int *cd, int nw, const size_t *L, int rsh, 
     return bestk == ~0ull ? -1 : (int)(bestk & ((1ull << rsh) - 1));
 }
 
-/* The source of a block of a holder set with candidates ch[0..ncand) (repeated after, so the window at
- * rr does not wrap): the least loaded of the window, or where the destination's forwarders (skip) take
- * it all, of every candidate; -1 when every candidate is one. */
-static int pick_holder(const int *ch, int ncand, int rr, const size_t *L, int rsh, const char *skip) {
-    int nw = ncand < TX_SRC_WINDOW ? ncand : TX_SRC_WINDOW;
-    int best = least_loaded(ch + rr, nw, L, rsh, skip);
+/* Holder set h's candidates (cand_off[h + 1] − cand_off[h] of them) in cand, stored with the first
+ * TX_SRC_WINDOW repeated after them so that a window never wraps. */
+static const int *set_cands(const int *cand, const int *cand_off, int h) {
+    return cand + cand_off[h] + (size_t)h * TX_SRC_WINDOW;
+}
+
+/* The source of a block of holder set h: the least loaded of its window at rr[h], or where the
+ * destination's forwarders (skip) take it all, of every candidate; -1 when every candidate is one. */
+static int pick_holder(const int *cand, const int *cand_off, const int *rr, int h, const size_t *L, int rsh,
+                       const char *skip) {
+    const int *ch = set_cands(cand, cand_off, h);
+    int ncand = cand_off[h + 1] - cand_off[h], nw = ncand < TX_SRC_WINDOW ? ncand : TX_SRC_WINDOW;
+    int best = least_loaded(ch + rr[h], nw, L, rsh, skip);
     if (best < 0 && ncand > nw) best = least_loaded(ch, ncand, L, rsh, skip);
     return best;
 }
+
+/* 1 when old cell oc (−1: none) is one of holder set h's cells; mask: each set's cells as bits, when there
+ * are at most 64 old cells (else NULL: the set's list is searched) */
+static int set_holds(const unsigned long long *mask, const int *hs_off, const int *hs_cells, int h, int oc) {
+    if (oc < 0) return 0;
+    if (mask) return (int)(mask[h] >> oc & 1);
+    for (int q = hs_off[h]; q < hs_off[h + 1]; q++)
+        if (hs_cells[q] == oc) return 1;
+    return 0;
+}
+
+/* t + tp·p of old grid position op (−1: none) in a layout of tp otp, dp odp */
+static int old_cell(int op, int otp, int odp) { return op < 0 ? -1 : op % otp + otp * (op / (otp * odp)); }
 
 typedef struct Box {
     int s[4], c[4];
@@ -316,7 +336,7 @@ int tx_slabs_build_seeded(TxSlabs *ts, const GPTConfig *cfg, const PlanStage *os
     if (!cand || !rr) goto oom;
     for (int h = 0; h < nhs; h++) {
         int nh = hs_off[h + 1] - hs_off[h], ncand = nh * odp;
-        int *cd = cand + cand_off[h] + (size_t)h * TX_SRC_WINDOW;
+        int *cd = cand + cand_off[h] + (size_t)h * TX_SRC_WINDOW; /* set_cands(h) */
         for (int x = 0; x < ncand; x++) {
             int c = hs_cells[hs_off[h] + x % nh], d = x / nh;
             cd[x] = plan_stage_rank(os, c % otp + otp * (d + odp * (c / otp)));
@@ -429,20 +449,16 @@ int tx_slabs_build_seeded(TxSlabs *ts, const GPTConfig *cfg, const PlanStage *os
         double per = (double)ns->dp * (double)ts->blk[b].bytes / (double)((hs_off[h + 1] - hs_off[h]) * odp);
         for (int q = hs_off[h]; q < hs_off[h + 1]; q++) osend[hs_cells[q]] += per;
     }
-    for (int nc = 0; hs_dests && nc < ncell_new; nc++) {
-        double cb = 0;
-        for (int b = cell_blk_off[nc]; b < cell_blk_off[nc + 1]; b++) cb += (double)ts->blk[b].bytes;
-        if (cb > maxcell) maxcell = cb;
+    for (int nc = 0; hs_dests && cellb && nc < ncell_new; nc++) {
+        for (int b = cell_blk_off[nc]; b < cell_blk_off[nc + 1]; b++) cellb[nc] += ts->blk[b].bytes;
+        if ((double)cellb[nc] > maxcell) maxcell = (double)cellb[nc];
     }
-    for (int nc = 0; hs_dests && nc < ncell_new; nc++) {
+    for (int nc = 0; hs_dests && cellb && nc < ncell_new; nc++) {
         int nb = cell_blk_off[nc + 1] - cell_blk_off[nc], fan = 0;
-        size_t cell_bytes = 0;
-        for (int b = cell_blk_off[nc]; b < cell_blk_off[nc + 1]; b++) cell_bytes += ts->blk[b].bytes;
-        if (cellb) cellb[nc] = cell_bytes;
         for (int b = cell_blk_off[nc]; b < cell_blk_off[nc + 1]; b++) {
             int h = ts->blk[b].hs;
             bfan[b] = (double)hs_dests[h] * (double)ts->blk[b].bytes >
-                      (double)((hs_off[h + 1] - hs_off[h]) * odp) * (double)cell_bytes;
+                      (double)((hs_off[h + 1] - hs_off[h]) * odp) * (double)cellb[nc];
             for (int q = hs_off[h]; osend && q < hs_off[h + 1] && !bfan[b]; q++) bfan[b] = osend[hs_cells[q]] > maxcell;
             fan |= bfan[b];
         }
@@ -476,7 +492,7 @@ int tx_slabs_build_seeded(TxSlabs *ts, const GPTConfig *cfg, const PlanStage *os
     }
     for (int pos = 0; pos < nn; pos++) {
         int r = plan_stage_rank(ns, pos), op = opos[r], nc = pos % ntp + ntp * (pos / (ntp * ns->dp));
-        int ocell = op < 0 ? -1 : (op % otp) + otp * (op / (otp * odp));
+        int ocell = old_cell(op, otp, odp);
         size_t lb_here = (size_t)-1, *lb = nmemo ? &lb_memo[(size_t)nc * ((size_t)ocells + 1) + (size_t)(ocell + 1)]
                                                  : &lb_here;
         if (*lb == (size_t)-1) {
@@ -502,19 +518,12 @@ int tx_slabs_build_seeded(TxSlabs *ts, const GPTConfig *cfg, const PlanStage *os
     for (int r = 0; r < nranks; r++) maxL = L[r] > maxL ? L[r] : maxL;
     for (int pos = 0; pos < nn; pos++) {
         int r = plan_stage_rank(ns, pos), op = opos[r], nc = pos % ntp + ntp * (pos / (ntp * ns->dp));
-        int ocell = op < 0 ? -1 : (op % otp) + otp * (op / (otp * odp)); /* t + tp·p of r's old position */
+        int ocell = old_cell(op, otp, odp);
         ts->bytes_lower_bound += pos_lb[pos];
         TxRef *out = ts->ref + ts->ref_off[pos];
         int nl = 0, nm = 0, ng = 0, nused = 0, b0 = cell_blk_off[nc], nb = cell_blk_off[nc + 1] - b0;
         /* local or moved: old boxes are unions of old cells, so r's old cell holds the whole block or none */
-        for (int b = b0; b < b0 + nb; b++) {
-            int h = ts->blk[b].hs, here = 0;
-            if (ocell >= 0 && hs_mask)
-                here = (int)(hs_mask[h] >> ocell & 1);
-            else
-                for (int q = hs_off[h]; ocell >= 0 && q < hs_off[h + 1] && !here; q++) here = hs_cells[q] == ocell;
-            bstate[b - b0] = (char)here;
-        }
+        for (int b = b0; b < b0 + nb; b++) bstate[b - b0] = (char)set_holds(hs_mask, hs_off, hs_cells, ts->blk[b].hs, ocell);
         /* forwards: whole streams of earlier replicas of the cell whose forwarder, one chunk a hop behind,
            would start before any holder of their blocks; the largest margin first. Invariant: every block
            still to take from a holder keeps a candidate that is not one of this destination's forwarders
@@ -524,9 +533,8 @@ int tx_slabs_build_seeded(TxSlabs *ts, const GPTConfig *cfg, const PlanStage *os
         int nce = 0;
         stamp++; /* a new destination: its holders again */
 #define HOLDER(b_) (hstamp[(b_) - b0] == stamp ? hbest[(b_) - b0] :                                              \
-                    (hstamp[(b_) - b0] = stamp, hbest[(b_) - b0] = pick_holder(cand + cand_off[ts->blk[b_].hs] +      \
-                        (size_t)ts->blk[b_].hs * TX_SRC_WINDOW, cand_off[ts->blk[b_].hs + 1] - cand_off[ts->blk[b_].hs], \
-                        rr[ts->blk[b_].hs], L, rsh, nused ? isfwd : NULL)))
+                    (hstamp[(b_) - b0] = stamp,                                                                  \
+                     hbest[(b_) - b0] = pick_holder(cand, cand_off, rr, ts->blk[b_].hs, L, rsh, nused ? isfwd : NULL)))
         for (int pass = 0; look && pass < 2; pass++)
             for (int x = 0; x < (pass ? nce : fqn[nc]); x++) {
                 int e = pass ? ce[x] : x;
@@ -553,17 +561,15 @@ int tx_slabs_build_seeded(TxSlabs *ts, const GPTConfig *cfg, const PlanStage *os
                     cm[y] = hold_end - fwd_end;
                     continue;
                 }
-                int fp = opos[f->rank], foc = fp < 0 ? -1 : (fp % otp) + otp * (fp / (otp * odp));
+                int foc = old_cell(opos[f->rank], otp, odp);
                 isfwd[f->rank] = 1; /* the invariant, with f a forwarder too */
                 for (int b = b0; b < b0 + nb && ok && foc >= 0; b++) {
-                    int h = ts->blk[b].hs, in = 0, ins = 0;
+                    int h = ts->blk[b].hs, ins = 0;
                     if (bstate[b - b0] != 0) continue;
                     for (int k = 0; k < f->nref && !ins; k++) ins = ts->ref[f->ref0 + (size_t)k].block == b;
                     if (ins) continue;
-                    if (hs_mask) in = (int)(hs_mask[h] >> foc & 1);
-                    else for (int q = hs_off[h]; q < hs_off[h + 1] && !in; q++) in = hs_cells[q] == foc;
-                    ok = !in || pick_holder(cand + cand_off[h] + (size_t)h * TX_SRC_WINDOW, cand_off[h + 1] - cand_off[h],
-                                            rr[h], L, rsh, isfwd) >= 0;
+                    ok = !set_holds(hs_mask, hs_off, hs_cells, h, foc) ||
+                         pick_holder(cand, cand_off, rr, h, L, rsh, isfwd) >= 0;
                 }
                 if (!ok) { isfwd[f->rank] = 0; continue; }
                 used[nused++] = f->rank;
@@ -607,8 +613,8 @@ int tx_slabs_build_seeded(TxSlabs *ts, const GPTConfig *cfg, const PlanStage *os
                 /* the least loaded of up to TX_SRC_WINDOW candidates, round-robin from just after the set's last
                    pick; never one of this destination's forwarders */
                 int ncand = cand_off[h + 1] - cand_off[h], nw = ncand < TX_SRC_WINDOW ? ncand : TX_SRC_WINDOW;
-                const int *ch = cand + cand_off[h] + (size_t)h * TX_SRC_WINDOW, *cd = ch + rr[h];
-                best = pick_holder(ch, ncand, rr[h], L, rsh, nused ? isfwd : NULL);
+                const int *ch = set_cands(cand, cand_off, h), *cd = ch + rr[h];
+                best = pick_holder(cand, cand_off, rr, h, L, rsh, nused ? isfwd : NULL);
                 if (best < 0) { /* the invariant above makes this impossible */
                     rc = nr_fail(why, len, "slab plan: rank %d has no source for a block that is not a forwarder "
                                  "(a bug)", r);
