@@ -13,6 +13,10 @@
  * between ranks (counted by the executor) equal the computed minimum; the
  * measured peak memory (backend bytes live + transfer buffers) stays within
  * the budget; no transition hangs (an alarm aborts a trial after 60 s).
+ * New shards are built as the job builds them (gpt_build_shard_dest: what
+ * the engine fills is not cleared first) with NEREUS_CPU_POISON=1, so an
+ * element the engine did not write reads NaN, not a leftover that could
+ * match; the backend's pool of freed pages is on, as in a run.
  *   test_transition [TRIALS]   (default 250) */
 #include <math.h>
 #include <signal.h>
@@ -96,7 +100,9 @@ static void hook_alloc(void *ctx, int c) {
     Trial *T = ctx;
     GPTShard sh;
     emu_gpt_shard(&T->enew[c], &sh);
-    gpt_build_shard_empty(&T->mnew[c], &T->ch[c].cfg, &sh, T->be, T->ch[c].bmax_to, T->ch[c].tmax, T->ch[c].trainable);
+    /* as the job builds a destination: what the engine fills is not cleared first (NaN-poisoned here) */
+    gpt_build_shard_dest(&T->mnew[c], &T->ch[c].cfg, &sh, T->be, T->ch[c].bmax_to, T->ch[c].tmax, T->ch[c].trainable,
+                         T->ch[c].nbufs);
     T->ep[c].to = &T->mnew[c];
 }
 
@@ -114,6 +120,7 @@ static void on_alarm(int sig) {
 }
 
 int main(int argc, char **argv) {
+    setenv("NEREUS_CPU_POISON", "1", 1); /* before the first allocation: the backend reads it once */
     MPI_Init(&argc, &argv);
     int rank, size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);

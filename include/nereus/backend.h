@@ -22,8 +22,13 @@ typedef struct Backend {
 
     /* --- memory ------------------------------------------------------- */
     void *(*alloc)(size_t bytes);               /* zero-filled; aborts on failure */
+    void *(*alloc_uninit)(size_t bytes);        /* contents unspecified (reused memory may hold old data):
+                                                   for buffers written in full before they are read, e.g. a
+                                                   transition's new shard; NULL: use alloc */
     void (*free)(void *p);
     size_t (*mem_live)(void);                   /* bytes allocated by alloc and not yet freed (rounded up) */
+    size_t (*trim)(void);                       /* gives memory that free kept for reuse back to the system;
+                                                   returns its bytes (NULL: the backend keeps none) */
     void (*upload)(void *dst, const void *host_src, size_t bytes);
     void (*download)(void *host_dst, const void *src, size_t bytes);
     void (*copy)(void *dst, const void *src, size_t bytes);   /* backend to backend */

@@ -102,8 +102,10 @@ void job_stage_fill(Job *j, Stage *s);
 int job_stage_holds_model(const Job *j, int id);
 /* activation capacity (rows, tokens) of stage id's model with dp replicas */
 void job_stage_capacity(const Job *j, int id, int dp, int *Bmax, int *Tmax);
-/* builds s's model on this rank (when member): from the seed, or empty (zero) for a transition to fill */
-void job_stage_model(Job *j, Stage *s, int empty);
+/* builds s's model on this rank (when member): from the seed (filled 0), or as a transition's destination
+ * whose first `filled` buffers (params; with 3 also AdamW m and v) the engine writes in full
+ * (gpt_build_shard_dest) */
+void job_stage_model(Job *j, Stage *s, int filled);
 
 /* ---- transitions (src/run/switch.c) ---- */
 /* collective over world: moves the job to plan np (resolved) through the

@@ -216,6 +216,12 @@ void gpt_build_shard(GPT *m, const GPTConfig *cfg, const GPTShard *sh, const Bac
  * destination, which receives every parameter it holds). */
 void gpt_build_shard_empty(GPT *m, const GPTConfig *cfg, const GPTShard *sh, const Backend *be, int Bmax, int Tmax,
                            int trainable);
+/* A transition's destination: like gpt_build_shard_empty, but the first `filled` (1..3) of params, AdamW
+ * m, v, which the caller writes in full before any read, and the gradients (cleared by gpt_zero_grad
+ * before every backward) come from be->alloc_uninit: no clearing of memory about to be overwritten (on
+ * the CPU backend, reused pages would otherwise be cleared first). */
+void gpt_build_shard_dest(GPT *m, const GPTConfig *cfg, const GPTShard *sh, const Backend *be, int Bmax, int Tmax,
+                          int trainable, int filled);
 /* Pure: the backend bytes gpt_build_shard allocates for a shard on pipeline
  * stage pp_rank of (tp, pp) with capacity (Bmax, Tmax) — parameters, and
  * for a trainable model gradients, AdamW m and v and the backward scratch,

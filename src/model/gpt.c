@@ -242,8 +242,21 @@ size_t gpt_shard_bytes(const GPTConfig *cfg, int tp, int pp, int pp_rank, int Bm
     return total;
 }
 
+/* zeroes the padding of a flat buffer allocated without clearing: what follows each tensor up to the
+   next 16-float boundary, which no tensor write reaches (so reused memory leaves nothing there) */
+static void gpt_clear_padding(const GPT *m, float *buf) {
+    for (int i = 0; i < m->ntensors; i++) {
+        const TensorInfo *t = &m->tensors[i];
+        size_t end = t->offset + t->lnumel, next = t->offset + ((t->lnumel + 15) & ~(size_t)15);
+        if (next > end) m->be->zero(buf + end, (next - end) * sizeof(float));
+    }
+}
+
+/* filled: how many of (params, m, v) the caller writes in full before any read (a transition's
+   destination: 1, or 3 with the AdamW moments); those, and then the gradients (gpt_zero_grad clears
+   them before every backward), are allocated without clearing. 0: every buffer zero */
 static void gpt_alloc_shard(GPT *m, const GPTConfig *cfg, const GPTShard *sh, const Backend *be, int Bmax, int Tmax,
-                            int trainable) {
+                            int trainable, int filled) {
     memset(m, 0, sizeof *m);
     m->cfg = *cfg;
     m->be = be;
@@ -293,12 +306,15 @@ static void gpt_alloc_shard(GPT *m, const GPTConfig *cfg, const GPTShard *sh, co
     m->last = m->sh.pp_rank == m->sh.pp - 1;
     m->nparams = gpt_tensor_table_pp(cfg, m->sh.tp, m->sh.tp_rank, m->sh.pp, m->sh.pp_rank, m->tensors, &m->ntensors);
     size_t pb = m->nparams * sizeof(float);
-    m->params = be->alloc(pb);
+    void *(*uninit)(size_t) = be->alloc_uninit ? be->alloc_uninit : be->alloc;
+    m->params = (filled >= 1 ? uninit : be->alloc)(pb);
     if (trainable) {
-        m->grads = be->alloc(pb);
-        m->m = be->alloc(pb);
-        m->v = be->alloc(pb);
+        m->grads = (filled >= 1 ? uninit : be->alloc)(pb);
+        m->m = (filled >= 3 ? uninit : be->alloc)(pb);
+        m->v = (filled >= 3 ? uninit : be->alloc)(pb);
     }
+    if (filled >= 1) gpt_clear_padding(m, m->params);
+    if (filled >= 3 && trainable) gpt_clear_padding(m, m->m), gpt_clear_padding(m, m->v);
     for (int i = 0; i < m->ntensors; i++) { /* NULL: a tensor of another stage */
         int held = m->tensors[i].held;
         m->p[i] = held ? m->params + m->tensors[i].offset : NULL;
@@ -338,13 +354,19 @@ static void gpt_alloc_shard(GPT *m, const GPTConfig *cfg, const GPTShard *sh, co
 
 void gpt_build_shard(GPT *m, const GPTConfig *cfg, const GPTShard *sh, const Backend *be, int Bmax, int Tmax,
                      int trainable, uint64_t seed, float init_std) {
-    gpt_alloc_shard(m, cfg, sh, be, Bmax, Tmax, trainable);
+    gpt_alloc_shard(m, cfg, sh, be, Bmax, Tmax, trainable, 0);
     gpt_init_params(m, seed, init_std);
 }
 
 void gpt_build_shard_empty(GPT *m, const GPTConfig *cfg, const GPTShard *sh, const Backend *be, int Bmax, int Tmax,
                            int trainable) {
-    gpt_alloc_shard(m, cfg, sh, be, Bmax, Tmax, trainable);
+    gpt_alloc_shard(m, cfg, sh, be, Bmax, Tmax, trainable, 0);
+}
+
+void gpt_build_shard_dest(GPT *m, const GPTConfig *cfg, const GPTShard *sh, const Backend *be, int Bmax, int Tmax,
+                          int trainable, int filled) {
+    if (filled < 1 || filled > 3) nr_fatal("gpt_build_shard_dest: %d buffers filled (1..3)", filled);
+    gpt_alloc_shard(m, cfg, sh, be, Bmax, Tmax, trainable, filled);
 }
 
 void gpt_free(GPT *m) {

@@ -51,7 +51,7 @@ int job_stage_holds_model(const Job *j, int id) { return tx_stage_holds_model(&j
 
 void job_stage_capacity(const Job *j, int id, int dp, int *Bmax, int *Tmax) { tx_stage_capacity(&j->px, id, dp, Bmax, Tmax); }
 
-void job_stage_model(Job *j, Stage *s, int empty) {
+void job_stage_model(Job *j, Stage *s, int filled) {
     int i = s->id;
     if (!s->member || !job_stage_holds_model(j, i)) return;
     const Config *cfg = j->cfg;
@@ -59,8 +59,8 @@ void job_stage_model(Job *j, Stage *s, int empty) {
     job_stage_capacity(j, i, s->dp, &Bmax, &Tmax);
     GPTShard sh;
     emu_gpt_shard(&s->emu, &sh);
-    if (empty) {
-        gpt_build_shard_empty(&s->model, critic ? &j->cc : &j->ac, &sh, j->be, Bmax, Tmax, train);
+    if (filled) { /* a transition's destination */
+        gpt_build_shard_dest(&s->model, critic ? &j->cc : &j->ac, &sh, j->be, Bmax, Tmax, train, filled);
         return;
     }
     /* same seed for every stage of a model: they start equal; the critic

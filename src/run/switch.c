@@ -73,7 +73,7 @@ typedef struct MoveCtx {
 static void move_alloc(void *ctx, int c) {
     MoveCtx *m = ctx;
     Stage *s = &m->ns[m->ch[c].id];
-    job_stage_model(m->j, s, 1);
+    job_stage_model(m->j, s, m->ch[c].nbufs);
     m->ep[c].to = &s->model;
 }
 
