@@ -19,6 +19,15 @@
  * sleep-only back-off (10 µs to 1 ms), which stalled every message of a
  * group larger than the cores by up to a millisecond.
  *
+ * A large operation on host memory is cut into pieces of 256 KiB, 16 in
+ * flight, and each finished piece counts as progress, so that the waiter
+ * yields for as long as data moves and sleeps only once nothing has moved
+ * for COMM_YIELD_S (comm.c says why: one request for a whole gradient
+ * all-reduce looked idle, and its rounds stalled in the sleeps). The pieces
+ * are cut the same way on every rank; a send is received by a receive of
+ * the same n (comm_send_f32 by comm_recv_f32, comm_isend_f32 by
+ * comm_irecv_f32).
+ *
  * Counts are size_t; buffers larger than INT_MAX elements are cut into
  * chunks of at most COMM_CHUNK_MAX elements (same cuts on every rank).
  *
