@@ -13,7 +13,8 @@
 #   sweep   inputs/live/sweep8.deck: the cost model's error on 30 held-out
 #           plans and the gap of the search's choice to the best of the 40
 #           run (its sweep window), and to that plan run again as long as
-#           the choice (sweep.chosen_gap_again_pct).
+#           the choice (sweep.chosen_gap_again_pct); then the same with
+#           inputs/live/sweep8-wide.deck, a model where compute dominates.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 out=$1
@@ -51,9 +52,11 @@ red=$(awk -v s="$ms" -v p="$mp" 'BEGIN {printf "%.1f", 100 * (s - p) / s}')
 echo "  median mean step: static $ms s, payback $mp s: payback $red% lower (goal >= 27.7%, the paper's)"
 grep -h '^planner: before step' build/bench-live/drift8-payback-2.log | cut -c1-160 | sed 's/^/  payback run 2: /'
 { echo "live.drift8.static_mean_step_s: $ms"; echo "live.drift8.payback_mean_step_s: $mp"; echo "live.drift8.payback_reduction_pct: $red"; } >> "$out"
-echo
-echo "== live planner, 8 ranks: inputs/live/sweep8.deck (cost model on held-out plans, plan quality)"
-log=build/bench-live/sweep8.log
-jobs/local.sh -np 8 bin/nereus inputs/live/sweep8.deck > "$log" 2>&1
-sed -n '/^planner: sweep: [0-9]* sampled/,/^sweep\.chosen_gap_again_pct/p' "$log" | cut -c1-200
-sed -n 's/^sweep\.\([a-z_]*\): \([-0-9.]*\).*/live.sweep8.\1: \2/p' "$log" >> "$out"
+for deck in sweep8 sweep8-wide; do
+  echo
+  echo "== live planner, 8 ranks: inputs/live/$deck.deck (cost model on held-out plans, plan quality)"
+  log=build/bench-live/$deck.log
+  jobs/local.sh -np 8 bin/nereus inputs/live/$deck.deck > "$log" 2>&1
+  sed -n '/^planner: sweep: [0-9]* sampled/,/^sweep\.chosen_gap_again_pct/p' "$log" | cut -c1-200
+  sed -n "s/^sweep\.\([a-z_]*\): \([-0-9.]*\).*/live.$deck.\1: \2/p" "$log" >> "$out"
+done
