@@ -94,7 +94,7 @@ TOOLS := bin/nereus-task-tokens bin/nereus-ckpt bin/nereus-trace
 .PHONY: all build deps run test test-slurm bench clean found
 .SECONDARY:
 all: build
-build: found bin/nereus $(TOOLS) $(TEST_BIN) build/bench/bench_step build/bench/bench_ckpt build/bench/bench_transition
+build: found bin/nereus $(TOOLS) $(TEST_BIN) build/bench/bench_step build/bench/bench_ckpt build/bench/bench_transition build/bench/sweep_refit
 
 found:
 	@for l in $(FOUND); do echo "  $$l"; done

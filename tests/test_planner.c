@@ -104,6 +104,45 @@ int main(void) {
     double g4 = cost_stage(&cm, PLAN_ACTOR_GEN, (GridLayout){1, 1, 8}, &w4, &mem);
     CHECK(g4 > 3.5 * g1, "generation grows with the response length (4x tokens: %.2f -> %.2f s)", g1, g4);
 
+    /* ---- ranks sharing cores, by hand: on 2 cores, actor.train on rank 0, then critic.train on ranks 0-1
+       (dp2): rank 1 waits inside the critic's first collective while rank 0 trains the actor; links free ---- */
+    {
+        CostModel sh;
+        memset(&sh, 0, sizeof sh);
+        sh.hw = h200();
+        sh.hw.bw[0] = sh.hw.bw[1] = 1e30, sh.hw.lat[0] = sh.hw.lat[1] = 0;
+        sh.hw.cores = 2;
+        sh.eff = eff_default();
+        GPTConfig g = {.V = 64, .maxT = 32, .L = 2, .C = 64, .NH = 4, .value_head = 0};
+        sh.actor = shape_of_gpt(&g, "actor");
+        g.value_head = 1;
+        sh.critic = shape_of_gpt(&g, "critic");
+        Workload ww = {64, 16, 2, 10, 12, 12};
+        double A = cost_stage_compute(&sh, PLAN_ACTOR_TRAIN, (GridLayout){1, 1, 1}, &ww);
+        double K2 = cost_stage_compute(&sh, PLAN_CRITIC_TRAIN, (GridLayout){1, 1, 2}, &ww);
+        PlanConfig pl;
+        memset(&pl, 0, sizeof pl);
+        for (int s = 0; s < PLAN_NSTAGES; s++) pl.stage[s] = (PlanStage){PLAN_SRC_DECK, 1, 1, 1, 0, 1, {0}};
+        pl.stage[PLAN_CRITIC_TRAIN] = (PlanStage){PLAN_SRC_DECK, 1, 1, 2, 0, 2, {0, 1}};
+        StepCost c;
+        cost_plan(&sh, &pl, 2, &ww, &c);
+        /* the stages' predictions as their ranks time them: what cal_add observes */
+        static Calibration cal;
+        double st[2];
+        int ids[2] = {PLAN_ACTOR_TRAIN, PLAN_CRITIC_TRAIN};
+        for (int k = 0; k < 2; k++) {
+            memset(&cal, 0, sizeof cal);
+            cal_add(&cal, &sh, &pl, 2, &ww, ids[k], 1.0);
+            st[k] = 0;
+            for (int e = 0; e < EFF_N; e++) st[k] += cal.obs[0].a[e] / sh.eff.f[e];
+        }
+        CHECK(fabs(c.phase[2] - (A + K2)) < 1e-9 * (A + K2), "2 cores: the actor's training, then the critic's on both "
+              "ranks: the phase %.4g s = A %.4g + K2 %.4g", c.phase[2], A, K2);
+        CHECK(fabs(st[0] - A) < 1e-9 * A && fabs(st[1] - (A + K2)) < 1e-9 * (A + K2),
+              "2 cores: actor.train as timed %.4g s (A), critic.train %.4g s (A + K2: rank 1 waits in it for rank 0)",
+              st[0], st[1]);
+    }
+
     /* ---- search at 8 and 16 ranks (with the local search: SEARCH_REFINE_MAX), 32, 256, 1,024 ---- */
     int sizes[5] = {8, 16, 32, 256, 1024};
     for (int k = 0; k < 5; k++) {

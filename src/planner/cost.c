@@ -81,7 +81,10 @@ static double p2p_s(const CostModel *cm, double bytes, int k) {
 }
 
 /* the time of each class in one stage, so that calibration knows what dominates */
-typedef struct Parts { double t[EFF_N]; } Parts;
+typedef struct Parts {
+    double t[EFF_N];
+    double duty; /* the share of its compute time a rank computes: 1 / the pipeline bubble's stretch */
+} Parts;
 
 /* mult ring all-reduces of `bytes` over n ranks on link k (0 inside a node, 1 between) */
 static void add_allreduce(const CostModel *cm, Parts *pt, double mult, double bytes, int n, int k) {
@@ -101,6 +104,7 @@ static void add_p2p(const CostModel *cm, Parts *pt, double mult, double bytes, i
 static double stage_parts(const CostModel *cm, int stage, GridLayout l, const Workload *w, double *mem, Parts *pt) {
     const ModelShape *m = stage_shape(cm, stage);
     memset(pt, 0, sizeof *pt);
+    pt->duty = 1;
     if (mem) *mem = INFINITY;
     int tp = l.tp, pp = l.pp, dp = l.dp, train = plan_stage_is_train(stage), gen = stage == PLAN_ACTOR_GEN;
     if (tp < 1 || pp < 1 || dp < 1 || m->NH % tp || m->KVH % tp || m->L % pp || w->batch % dp) return INFINITY;
@@ -150,6 +154,7 @@ static double stage_parts(const CostModel *cm, int stage, GridLayout l, const Wo
         double attn = passes * mult * toks * fwd_flops_attn(m, T) / (tp * pp) / (F * E_a);
         pt->t[EFF_GEMM] += gemm * bubble;
         pt->t[EFF_ATTN] += attn * bubble;
+        pt->duty = 1 / bubble;
         pt->t[EFF_OPS] += passes * mb * mult * ops_pass * op_t * bubble;
         if (train) pt->t[EFF_OPS] += passes * ops_pass * op_t; /* AdamW, about one operation per tensor */
         double nar = train ? 4.0 : 2.0;
@@ -227,13 +232,22 @@ double cost_stage_compute(const CostModel *cm, int stage, GridLayout l, const Wo
 
 /* The phases of a plan. Per stage its compute (at its slowest member's
  * pace) and its communication; per rank and phase their sums. Where a
- * node's ranks share fewer cores than are busy, the compute is shared out
- * as the kernel's scheduler does, processor sharing: while n of the node's
- * ranks still have compute left, each runs at min(1, cores / n), so a rank
- * alone finishes at its own pace and ranks of equal work at the node's
- * total over the cores (waiting ranks sleep: only compute takes a core).
- * kr[ph][r] = when rank r's compute ends / its compute seconds (≥ 1), the
- * stretch of its stages; ks[s]: the largest over stage s's ranks.
+ * node's ranks share fewer cores than are busy (hw.cores), each phase is
+ * scheduled as the step runs it (schedule_phase): a rank's stages one after
+ * another in the step's order, a stage starting when its last rank is free,
+ * the compute of the ranks computing at each moment shared out as the
+ * kernel's scheduler does (processor sharing: each at min(1, cores /
+ * computing ranks of its node); waiting ranks sleep, and a pipeline stage
+ * asks only its duty's share of a core). kr[ph][r] = (when rank r's last
+ * stage ends − ρ·its communication) / its compute seconds (≥ 1), the
+ * stretch of its stages; ks[s]: stage s's stretch as its ranks time it
+ * (a rank that arrives first waits inside the stage's first collective).
+ * Until 2026-12-03 every rank's compute of the phase was shared from the
+ * phase's start, as if all stages ran at once, and ks was the largest kr
+ * of the stage's ranks: on three recorded sweeps (build/bench/sweep_refit)
+ * the held-out error 15.9 / 30.3 / 18.5% -> 15.0 / 30.7 / 17.2%, worst
+ * 54 / 95 / 52% -> 53 / 99 / 34%. Without a shared node (a GPU or core per
+ * rank) kr = ks = 1.
  * Communication stretches by ρ = (the node's busy ranks / cores)^rho_exp,
  * at least 1 (each message waits for its peer to get a core). The phase
  * takes the largest per-rank stretched compute + ρ·communication.
@@ -246,30 +260,94 @@ typedef struct PlanPhases {
     double kr[3][PLAN_MAX_RANKS];
 } PlanPhases;
 
-/* Processor sharing of `cores` cores by n ranks with compute w[i]: end[i], the time rank i's compute
-   ends. Sorted by work, the ranks finish in order; between two finishes every rank still running
-   advances at min(1, cores / running). */
-static void share_cores(const double *w, int n, int cores, double *end) {
-    int idx[PLAN_MAX_RANKS];
-    int m = 0;
-    for (int i = 0; i < n; i++) {
-        end[i] = 0;
-        if (w[i] > 0) idx[m++] = i;
-    }
-    for (int i = 1; i < m; i++)
-        for (int j = i; j > 0 && w[idx[j]] < w[idx[j - 1]]; j--) { int t = idx[j]; idx[j] = idx[j - 1]; idx[j - 1] = t; }
-    double t = 0, done = 0;
-    for (int a = 0; a < m; a++) {
-        int running = m - a;
-        double rate = running > cores ? (double)cores / running : 1.0;
-        t += (w[idx[a]] - done) / rate;
-        done = w[idx[a]];
-        end[idx[a]] = t;
+/* A phase on ranks that share cores, as the step runs it (step.c): every rank does its stages of the phase
+ * in the step's order (ascending id); a stage starts once each of its ranks is done with its earlier ones (its
+ * collectives wait for the last to arrive); it computes c[s] seconds (alone) on each of its ranks, sharing
+ * its node's cores with every rank computing at that moment (each at min(1, cores / computing ranks of its
+ * node), the stage at the pace of its slowest rank), then communicates for rho·m[s] without a core.
+ * rank_end[r]: when rank r's last stage of the phase ends (0: none); stage_k[s]: the stretch of stage s's
+ * compute as its ranks time it, (the longest time one of its ranks spends in it − rho·m[s]) / c[s] (a rank
+ * entering early waits inside it), at least 1. */
+static void schedule_phase(int ph, const PlanConfig *plan, int nranks, int rpn, int cores, const double *c,
+                           const double *m, const double *duty, double rho, double *rank_end, double *stage_k) {
+    int id[PLAN_NSTAGES], ns = 0, state[PLAN_NSTAGES];
+    double left[PLAN_NSTAGES], enter[PLAN_NSTAGES], comm_end[PLAN_NSTAGES];
+    for (int s = 0; s < PLAN_NSTAGES; s++)
+        if (plan_stage_phase(s) == ph && c[s] + m[s] > 0 && plan->stage[s].nranks > 0) id[ns++] = s;
+    for (int r = 0; r < nranks; r++) rank_end[r] = 0;
+    for (int k = 0; k < ns; k++) state[k] = 0;
+    double t = 0;
+    for (int guard = 0; guard < 8 * PLAN_NSTAGES + 8; guard++) {
+        int pending = 0;
+        for (int k = 0; k < ns; k++) { /* start what is ready: its ranks' earlier stages done */
+            if (state[k] != 0) continue;
+            const PlanStage *ps = &plan->stage[id[k]];
+            int ready = 1;
+            for (int j = 0; j < k && ready; j++)
+                if (state[j] != 3)
+                    for (int i = 0; i < ps->nranks && ready; i++) ready = plan_stage_pos(&plan->stage[id[j]], ps->ranks[i]) < 0;
+            if (!ready) continue;
+            enter[k] = INFINITY;
+            for (int i = 0; i < ps->nranks; i++) {
+                int r = ps->ranks[i];
+                if (r >= 0 && r < nranks && rank_end[r] < enter[k]) enter[k] = rank_end[r];
+            }
+            if (!isfinite(enter[k])) enter[k] = t;
+            left[k] = c[id[k]];
+            state[k] = left[k] > 0 ? 1 : 2;
+            comm_end[k] = t + rho * m[id[k]];
+        }
+        double cnt[PLAN_MAX_RANKS];
+        int nodes = (nranks + rpn - 1) / rpn;
+        for (int q = 0; q < nodes; q++) cnt[q] = 0;
+        for (int k = 0; k < ns; k++)
+            if (state[k] == 1)
+                for (int i = 0; i < plan->stage[id[k]].nranks; i++) {
+                    int r = plan->stage[id[k]].ranks[i];
+                    if (r >= 0 && r < nranks) cnt[r / rpn] += duty[id[k]];
+                }
+        double rate[PLAN_NSTAGES], dt = INFINITY;
+        for (int k = 0; k < ns; k++) {
+            if (state[k] == 0 || state[k] == 3) continue;
+            pending++;
+            if (state[k] == 2) {
+                dt = fmin(dt, comm_end[k] - t);
+                continue;
+            }
+            rate[k] = 1;
+            for (int i = 0; i < plan->stage[id[k]].nranks; i++) {
+                int r = plan->stage[id[k]].ranks[i];
+                if (r >= 0 && r < nranks && cnt[r / rpn] > cores) rate[k] = fmin(rate[k], cores / cnt[r / rpn]);
+            }
+            dt = fmin(dt, left[k] / rate[k]);
+        }
+        if (!pending) break;
+        if (dt < 0) dt = 0;
+        t += dt;
+        for (int k = 0; k < ns; k++) {
+            if (state[k] == 1) {
+                left[k] -= rate[k] * dt;
+                if (left[k] <= 1e-12 * c[id[k]]) {
+                    state[k] = 2;
+                    comm_end[k] = t + rho * m[id[k]];
+                }
+            }
+            if (state[k] == 2 && comm_end[k] <= t * (1 + 1e-12)) {
+                state[k] = 3;
+                const PlanStage *ps = &plan->stage[id[k]];
+                for (int i = 0; i < ps->nranks; i++)
+                    if (ps->ranks[i] >= 0 && ps->ranks[i] < nranks) rank_end[ps->ranks[i]] = comm_end[k];
+                double s = c[id[k]] > 0 ? (comm_end[k] - enter[k] - rho * m[id[k]]) / c[id[k]] : 1;
+                stage_k[id[k]] = s > 1 ? s : 1;
+            }
+        }
     }
 }
 
 static void plan_phases(const CostModel *cm, const PlanConfig *plan, int nranks, const Workload *w, PlanPhases *pp) {
     static double rc[3][PLAN_MAX_RANKS], rx[3][PLAN_MAX_RANKS], end[PLAN_MAX_RANKS];
+    double cs[PLAN_NSTAGES], ms[PLAN_NSTAGES], sk[PLAN_NSTAGES], du[PLAN_NSTAGES]; /* per stage: compute (slowed), communication */
+    int sched[3] = {0, 0, 0};                                   /* the phase was scheduled (schedule_phase) */
     memset(pp, 0, sizeof *pp);
     for (int ph = 0; ph < 3; ph++) {
         memset(rc[ph], 0, (size_t)nranks * sizeof(double));
@@ -287,6 +365,7 @@ static void plan_phases(const CostModel *cm, const PlanConfig *plan, int nranks,
                 if (r >= 0 && r < nranks && cm->slow[r] > f) f = cm->slow[r];
             }
         pp->slowf[s] = f;
+        cs[s] = f * c, ms[s] = m, sk[s] = 1, du[s] = pp->parts[s].duty;
         for (int i = 0; i < ps->nranks; i++) {
             int r = ps->ranks[i];
             if (r < 0 || r >= nranks) continue;
@@ -302,15 +381,20 @@ static void plan_phases(const CostModel *cm, const PlanConfig *plan, int nranks,
             int n = r0 + rpn <= nranks ? rpn : nranks - r0, active = 0;
             for (int r = r0; r < r0 + n; r++) active += rc[ph][r] + rx[ph][r] > 0;
             if (active > most) most = active;
-            if (cm->hw.cores > 0) share_cores(rc[ph] + r0, n, cm->hw.cores, end + r0);
-            for (int r = r0; r < r0 + n; r++)
-                pp->kr[ph][r] = cm->hw.cores > 0 && rc[ph][r] > 0 && isfinite(rc[ph][r]) && end[r] > rc[ph][r]
-                                    ? end[r] / rc[ph][r] : 1;
+            for (int r = r0; r < r0 + n; r++) pp->kr[ph][r] = 1;
         }
         double rho = 1;
         /* a message waits for its peer to get a core: latency grows with the ranks per core */
         if (cm->hw.cores > 0 && (double)most / cm->hw.cores > 1)
             rho = pow((double)most / cm->hw.cores, cm->hw.rho_exp > 0 ? cm->hw.rho_exp : 1);
+        int finite = 1;
+        for (int r = 0; r < nranks; r++) finite &= isfinite(rc[ph][r]) && isfinite(rx[ph][r]);
+        if (cm->hw.cores > 0 && finite) { /* the stages as they run, sharing the cores */
+            schedule_phase(ph, plan, nranks, rpn, cm->hw.cores, cs, ms, du, rho, end, sk);
+            for (int r = 0; r < nranks; r++)
+                pp->kr[ph][r] = rc[ph][r] > 0 && end[r] - rho * rx[ph][r] > rc[ph][r] ? (end[r] - rho * rx[ph][r]) / rc[ph][r] : 1;
+            sched[ph] = 1;
+        }
         double t = 0;
         pp->crit[ph] = -1;
         for (int r = 0; r < nranks; r++)
@@ -329,7 +413,7 @@ static void plan_phases(const CostModel *cm, const PlanConfig *plan, int nranks,
             int r = ps->ranks[i];
             if (r >= 0 && r < nranks && pp->kr[plan_stage_phase(s)][r] > k) k = pp->kr[plan_stage_phase(s)][r];
         }
-        pp->ks[s] = k;
+        pp->ks[s] = sched[plan_stage_phase(s)] ? sk[s] : k;
     }
 }
 

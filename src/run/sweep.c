@@ -49,6 +49,8 @@ struct Sweep {
     int unfit;               /* rank 0: 1 + the first sample no memory-fitting draw was found for (0: all fit) */
     double over_sum;         /* the calibration plans' step time outside the model-stages */
     int over_n;
+    FILE *dump;              /* rank 0: NEREUS_SWEEP_DUMP, the measurements for build/bench/sweep_refit */
+    int dumped_plan;         /* plans written to it */
 };
 
 #define SWEEP_DRAWS 1000 /* random plans drawn per sample before the sweep gives up on fitting memory */
@@ -108,6 +110,7 @@ struct Sweep *sweep_new(LivePlanner *lp, Job *j) {
 
 void sweep_free(struct Sweep *sw) {
     if (!sw) return;
+    if (sw->dump) fclose(sw->dump);
     for (int k = 0; k <= sw->n + 1; k++) free(sw->p[k].wall);
     free(sw->p);
     free(sw);
@@ -243,6 +246,45 @@ void sweep_refused(LivePlanner *lp, int step) {
     if (i >= 0) lp->sweep->p[i].refused = 1;
 }
 
+/* NEREUS_SWEEP_DUMP=FILE (rank 0): the sweep's machine model, models, workload, plans and every measured
+   step, as text, so that the cost model can be refitted offline on the same measurements
+   (tests/bench/sweep_refit.c reads it; docs/PLANNER.md) */
+static void sweep_dump(LivePlanner *lp, struct Sweep *sw, int i, const Job *j, double wall_s, double len,
+                       const double *meas, const double *ph) {
+    const char *path = getenv("NEREUS_SWEEP_DUMP");
+    if (!path || j->rank != 0) return;
+    if (!sw->dump) {
+        if (!(sw->dump = fopen(path, "w"))) {
+            nr_log("planner: sweep: cannot write NEREUS_SWEEP_DUMP %s; no dump\n", path);
+            unsetenv("NEREUS_SWEEP_DUMP");
+            return;
+        }
+        const CostModel *c = &lp->cm;
+        const HwModel *h = &c->hw;
+        fprintf(sw->dump, "nereus-sweep-dump 1\nhw %.17g %.17g %.17g %d %.17g %.17g %.17g %.17g %.17g %d\n", h->flops,
+                h->mem, h->hbm, h->ranks_per_node, h->bw[0], h->lat[0], h->bw[1], h->lat[1], h->op_s, h->cores);
+        const GPTConfig *m[2] = {&c->actor.cfg, &c->critic.cfg};
+        for (int k = 0; k < 2; k++)
+            fprintf(sw->dump, "model %d %d %d %d %d %d\n", m[k]->L, m[k]->C, m[k]->NH, m[k]->V, m[k]->maxT, m[k]->value_head);
+        fprintf(sw->dump, "rm %d %.17g\nwork %d %d %d %.17g %.17g %.17g\nsweep %d %d %d %d\n", c->have_rm, c->headroom,
+                lp->w.batch, lp->w.minibatch, lp->w.epochs, lp->w.prompt_len, lp->w.resp_len, lp->w.resp_max, sw->n,
+                sw->K, sw->steps, j->size);
+    }
+    for (; sw->dumped_plan <= i; sw->dumped_plan++) {
+        const PlanConfig *p = &sw->p[sw->dumped_plan].plan;
+        fprintf(sw->dump, "plan %d", sw->dumped_plan);
+        for (int s = 0; s < PLAN_NSTAGES; s++) {
+            fprintf(sw->dump, "  %d %d %d %d", p->stage[s].tp, p->stage[s].pp, p->stage[s].dp, p->stage[s].nranks);
+            for (int r = 0; r < p->stage[s].nranks; r++) fprintf(sw->dump, " %d", p->stage[s].ranks[r]);
+        }
+        fprintf(sw->dump, "\n");
+    }
+    fprintf(sw->dump, "obs %d %.9g %.9g", i, wall_s, len);
+    for (int s = 0; s < PLAN_NSTAGES; s++) fprintf(sw->dump, " %.9g", meas[s]);
+    fprintf(sw->dump, " %.9g %.9g %.9g\n", ph[0], ph[1], ph[2]);
+    fflush(sw->dump);
+}
+
 void sweep_observe(LivePlanner *lp, Job *j, int step, const double *m, double wall_s, double len) {
     struct Sweep *sw = lp->sweep;
     int phase, i = sweep_index(sw, step, &phase);
@@ -252,6 +294,7 @@ void sweep_observe(LivePlanner *lp, Job *j, int step, const double *m, double wa
     p->len += len;
     double meas[PLAN_NSTAGES], ph[3];
     live_measured(j, m, meas, ph);
+    sweep_dump(lp, sw, i, j, wall_s, len, meas, ph);
     for (int s = 0; s < PLAN_NSTAGES; s++) {
         if (meas[s] > 0 && i < sw->K) cal_add(&sw->cal, &lp->cm, &j->plan, j->size, &lp->w, s, meas[s]);
         if (meas[s] > 0 && i < sw->n) cal_add(&sw->all, &lp->cm, &j->plan, j->size, &lp->w, s, meas[s]);
