@@ -882,6 +882,8 @@ typedef struct SigRow {
     int plan_id, initial, npool, oom;
     double resp_len, eff_signal, pred, overhead, eff[EFF_N];
     double rho_exp;          /* the cost model's hw.rho_exp (fitted by the calibration): /signals rho_exp, or inferred */
+    double phase_scale[3];   /* the cost model's per-phase scales: /signals phase_scale; 1 in traces before it, whose
+                                model had none */
     int *pool;               /* (npool) ascending job ranks */
     double *slow;            /* (nranks) 1 where the row lists none */
 } SigRow;
@@ -1019,6 +1021,9 @@ static int replay_build(const TraceFile *tf, Replay *r, char *why, size_t len) {
                         eff->w, EFF_N), -1;
     const Col *rho = col_find(sg, "rho_exp");
     r->rho_recorded = rho && rho->cls == C_FLT;
+    const Col *psc = col_find(sg, "phase_scale");
+    if (psc && (psc->cls != C_VEC || psc->w != 3))
+        return snprintf(why, len, "/signals phase_scale is not 3 reals a row"), -1;
     r->row = calloc(sg->n, sizeof *r->row);
     r->nrow = sg->n;
     for (size_t k = 0; k < sg->n; k++) {
@@ -1034,6 +1039,7 @@ static int replay_build(const TraceFile *tf, Replay *r, char *why, size_t len) {
         x->overhead = num(sg, "overhead_s", k);
         memcpy(x->eff, eff->f + k * EFF_N, sizeof x->eff);
         x->rho_exp = r->rho_recorded ? rho->f[k] : 0;
+        for (int ph = 0; ph < 3; ph++) x->phase_scale[ph] = psc ? psc->f[k * 3 + ph] : 1;
         x->pool = calloc((size_t)r->n, sizeof *x->pool);
         x->slow = calloc((size_t)r->n, sizeof *x->slow);
         int np = parse_ranks(str(sg, "pool", k), x->pool, r->n);
@@ -1088,6 +1094,7 @@ static void replay_model(const Replay *r, const SigRow *x, CostModel *cm, Worklo
     cm->slow = x->slow;
     cm->overhead_s = x->overhead;
     cm->hw.rho_exp = x->rho_exp;
+    memcpy(cm->phase_scale, x->phase_scale, sizeof cm->phase_scale);
     const Config *c = &r->cfg;
     *w = (Workload){c->ppo.batch, c->ppo.minibatch, c->ppo.epochs, r->P, x->resp_len, c->ppo.max_response};
 }

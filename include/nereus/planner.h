@@ -123,6 +123,9 @@ typedef struct CostModel {
                                  model-stage runs at the pace of its slowest rank. */
     double overhead_s;        /* per-step time outside the model-stages (the live run's rollout assembly and
                                  advantages), calibrated; 0 in the simulator */
+    double phase_scale[3];    /* per phase (gen, inf, train): what the phases measured over what the fitted model
+                                 adds up for them (cal_fit, from the phase observations); cost_plan multiplies each
+                                 phase by it. 0 (the simulator, a model never fitted): 1 */
 } CostModel;
 
 /* Seconds of one stage (PlanStageId) under layout l with the workload;
@@ -182,7 +185,8 @@ void cal_add(Calibration *c, const CostModel *cm, const PlanConfig *plan, int nr
    sets the phase under cm, so that the fit also answers for what cost_plan adds up; stage = −1 − phase */
 void cal_add_phase(Calibration *c, const CostModel *cm, const PlanConfig *plan, int nranks, const Workload *w,
                    int phase, double measured_s);
-/* refit cm->eff from the observations; returns the RMS relative error of the fit (0 without observations) */
+/* refit cm->eff from the observations, then cm->phase_scale (per phase, the geometric mean of measured over
+   fitted of its phase observations); returns the RMS relative error of the fit (0 without observations) */
 double cal_fit(const Calibration *c, CostModel *cm);
 
 /* ---- search ----------------------------------------------------------------- */

@@ -129,6 +129,7 @@ typedef struct TraceSignals {
     double pred_step_s;          /* the model's prediction for the plan in force */
     double overhead_s;           /* the model's step overhead */
     double rho_exp;              /* the model's message stretch exponent (HwModel.rho_exp; 0 = 1) */
+    double phase_scale[3];       /* the model's per-phase scales (CostModel.phase_scale; 0 = 1) */
     double eff[TRACE_EFF_N];     /* the model's efficiency factors (planner.h order) */
     const char *pool;            /* the pool's ranks ("0-3,5") */
     const char *slow;            /* the measured slowdowns other than 1, "rank:factor,..." (%.17g: exact) */

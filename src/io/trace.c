@@ -101,6 +101,7 @@ typedef struct SignalRow {
     int64_t step;
     int32_t plan_id, initial, npool, oom;
     double resp_len, eff_signal, pred_step_s, overhead_s, rho_exp;
+    double phase_scale[3];
     double eff[TRACE_EFF_N];
     const char *pool, *slow;
 } SignalRow;
@@ -392,7 +393,7 @@ fail:
 }
 static hid_t type_signals(H5Err *e, hid_t vs) {
     hid_t mt = -1, at = -1;
-    hsize_t n = TRACE_EFF_N;
+    hsize_t n = TRACE_EFF_N, n3 = 3;
     h5Check(e, mt = H5Tcreate(H5T_COMPOUND, sizeof(SignalRow)));
     INS(SignalRow, step, H5T_NATIVE_INT64);
     INS(SignalRow, plan_id, H5T_NATIVE_INT32);
@@ -404,6 +405,9 @@ static hid_t type_signals(H5Err *e, hid_t vs) {
     INS(SignalRow, pred_step_s, H5T_NATIVE_DOUBLE);
     INS(SignalRow, overhead_s, H5T_NATIVE_DOUBLE);
     INS(SignalRow, rho_exp, H5T_NATIVE_DOUBLE);
+    h5Check(e, at = H5Tarray_create2(H5T_NATIVE_DOUBLE, 1, &n3));
+    INS(SignalRow, phase_scale, at);
+    H5Tclose(at);
     h5Check(e, at = H5Tarray_create2(H5T_NATIVE_DOUBLE, 1, &n));
     INS(SignalRow, eff, at);
     H5Tclose(at);
@@ -720,8 +724,10 @@ void trace_refused(Trace *t, int64_t step, int plan_id, const char *reason) {
 
 void trace_signals(Trace *t, const TraceSignals *g) {
     if (!t || t->rank != 0 || !t->open) return;
-    SignalRow r = {g->step,        g->plan_id,    g->initial,  g->npool, g->oom, g->resp_len, g->eff_signal,
-                   g->pred_step_s, g->overhead_s, g->rho_exp, {0},      g->pool ? g->pool : "", g->slow ? g->slow : ""};
+    SignalRow r = {g->step,        g->plan_id,    g->initial, g->npool, g->oom, g->resp_len, g->eff_signal,
+                   g->pred_step_s, g->overhead_s, g->rho_exp, {0},      {0},        g->pool ? g->pool : "",
+                   g->slow ? g->slow : ""};
+    memcpy(r.phase_scale, g->phase_scale, sizeof r.phase_scale);
     memcpy(r.eff, g->eff, sizeof r.eff);
     trace_append(t, T_SIGNALS, &r, 1);
 }

@@ -316,7 +316,8 @@ static void trace_seen(const LivePlanner *lp, Trace *tr, int step, int plan_id, 
         if (lp->slow[r] != 1)
             k += (size_t)snprintf(slow + k, sizeof slow - k, "%s%d:%.17g", k ? "," : "", r, lp->slow[r]);
     TraceSignals g = {step, plan_id, initial, o->npool, o->oom, o->resp_len, adapt_eff_signal(o), pred,
-                      lp->cm.overhead_s, lp->cm.hw.rho_exp, {0}, pool, slow};
+                      lp->cm.overhead_s, lp->cm.hw.rho_exp, {0}, {0}, pool, slow};
+    memcpy(g.phase_scale, lp->cm.phase_scale, sizeof g.phase_scale);
     memcpy(g.eff, lp->cm.eff.f, sizeof g.eff);
     trace_signals(tr, &g);
 }

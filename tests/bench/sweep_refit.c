@@ -204,9 +204,9 @@ int main(int argc, char **argv) {
     }
     printf("refit: %d calibration plan(s), %d held out, %d round(s): MAPE %.2f%%, worst %.2f%%; factors GEMM %.3g "
            "attention %.3g memory-bound %.3g all-reduce %.3g point-to-point %.3g per-operation %.3g latency %.3g, "
-           "message stretch exponent %.2f, overhead %.4f s/step\n",
+           "message stretch exponent %.2f, overhead %.4f s/step; phase scales %.3f %.3f %.3f\n",
            K, ne, rounds, ne ? 100 * esum / ne : NAN, 100 * emax, fit.eff.f[EFF_GEMM], fit.eff.f[EFF_ATTN],
            fit.eff.f[EFF_DECODE], fit.eff.f[EFF_AR_INTRA], fit.eff.f[EFF_P2P_INTRA], fit.eff.f[EFF_OPS], fit.eff.f[EFF_LAT],
-           fit.hw.rho_exp, fit.overhead_s);
+           fit.hw.rho_exp, fit.overhead_s, fit.phase_scale[0], fit.phase_scale[1], fit.phase_scale[2]);
     return 0;
 }
