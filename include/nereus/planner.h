@@ -171,6 +171,8 @@ typedef struct CalObs {
     double t;        /* measured */
     double rho;      /* the phase's busy ranks per core */
     double beta;     /* the hw.rho_exp a[] was computed with (the links' a[] include rho^beta) */
+    int core_links;  /* the links' bytes inside a node took a core (hw.cores > 0): their a[] hold the compute's
+                        stretch, not rho^beta */
     int stage;
     GridLayout l;
 } CalObs;

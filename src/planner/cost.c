@@ -214,17 +214,24 @@ double cost_stage(const CostModel *cm, int stage, GridLayout l, const Workload *
 
 /* the compute classes (the cores do them) and the links */
 static int is_compute(int k) { return k == EFF_GEMM || k == EFF_ATTN || k == EFF_DECODE || k == EFF_OPS; }
+/* What takes a core: the compute; and where a node's ranks share its cores (hw.cores > 0), also the bytes of
+   the messages inside the node, which the CPU copies through shared memory (their latency, the wait for a
+   peer, takes none). On six recorded sweeps (build/bench/sweep_refit, 2026-12-03) counting those bytes as
+   core work took the held-out error from 11.4 / 24.3 / 9.0 / 9.4 / 11.8 / 7.6% to 10.9 / 24.1 / 10.3 / 8.4 /
+   10.1 / 6.8%, the worst plan from 42 / 86 / 22 / 45 / 34 / 26% to 33 / 61 / 26 / 22 / 20 / 26%. */
+static int is_link_bytes_intra(int k) { return k == EFF_AR_INTRA || k == EFF_P2P_INTRA; }
+static int on_core(int cores, int k) { return is_compute(k) || (cores > 0 && is_link_bytes_intra(k)); }
 
-static void parts_split(const Parts *pt, double *compute, double *comm) {
+static void parts_split(const Parts *pt, int cores, double *compute, double *comm) {
     *compute = *comm = 0;
-    for (int k = 0; k < EFF_N; k++) *(is_compute(k) ? compute : comm) += pt->t[k];
+    for (int k = 0; k < EFF_N; k++) *(on_core(cores, k) ? compute : comm) += pt->t[k];
 }
 
 double cost_stage_compute(const CostModel *cm, int stage, GridLayout l, const Workload *w) {
     Parts pt;
     double c, m, t = stage_parts(cm, stage, l, w, NULL, &pt);
     if (!isfinite(t)) return t;
-    parts_split(&pt, &c, &m);
+    parts_split(&pt, cm->hw.cores, &c, &m);
     return c;
 }
 
@@ -254,6 +261,7 @@ double cost_stage_compute(const CostModel *cm, int stage, GridLayout l, const Wo
  * slowf[s]: the stage's slowdown; each rank's memory. */
 typedef struct PlanPhases {
     double phase[3], rho[3], busy_per_core[3], slowf[PLAN_NSTAGES], ks[PLAN_NSTAGES];
+    int cores;               /* hw.cores: > 0, the messages' bytes inside a node take a core (on_core) */
     int crit[3];             /* the rank that sets each phase (−1: an empty phase) */
     Parts parts[PLAN_NSTAGES];
     double rm[PLAN_MAX_RANKS];
@@ -349,6 +357,7 @@ static void plan_phases(const CostModel *cm, const PlanConfig *plan, int nranks,
     double cs[PLAN_NSTAGES], ms[PLAN_NSTAGES], sk[PLAN_NSTAGES], du[PLAN_NSTAGES]; /* per stage: compute (slowed), communication */
     int sched[3] = {0, 0, 0};                                   /* the phase was scheduled (schedule_phase) */
     memset(pp, 0, sizeof *pp);
+    pp->cores = cm->hw.cores;
     for (int ph = 0; ph < 3; ph++) {
         memset(rc[ph], 0, (size_t)nranks * sizeof(double));
         memset(rx[ph], 0, (size_t)nranks * sizeof(double));
@@ -357,7 +366,7 @@ static void plan_phases(const CostModel *cm, const PlanConfig *plan, int nranks,
         const PlanStage *ps = &plan->stage[s];
         double mem = 0, f = 1, c, m;
         double t = stage_parts(cm, s, (GridLayout){ps->tp, ps->pp, ps->dp}, w, &mem, &pp->parts[s]);
-        if (isfinite(t)) parts_split(&pp->parts[s], &c, &m);
+        if (isfinite(t)) parts_split(&pp->parts[s], cm->hw.cores, &c, &m);
         else c = m = INFINITY;
         if (cm->slow) /* at the pace of its slowest rank */
             for (int i = 0; i < ps->nranks; i++) {
@@ -421,7 +430,7 @@ static void plan_phases(const CostModel *cm, const PlanConfig *plan, int nranks,
 static double stage_scaled(const PlanPhases *pp, int s, double k, double *scale) {
     double t = 0, rho = pp->rho[plan_stage_phase(s)];
     for (int c = 0; c < EFF_N; c++) {
-        scale[c] = is_compute(c) ? k * pp->slowf[s] : rho;
+        scale[c] = on_core(pp->cores, c) ? k * pp->slowf[s] : rho;
         t += scale[c] * pp->parts[s].t[c];
     }
     return t;
@@ -491,6 +500,7 @@ void cal_add(Calibration *c, const CostModel *cm, const PlanConfig *plan, int nr
     o->t = measured_s;
     o->rho = pp.busy_per_core[plan_stage_phase(stage)];
     o->beta = cm->hw.rho_exp > 0 ? cm->hw.rho_exp : 1;
+    o->core_links = cm->hw.cores > 0;
     o->stage = stage;
     o->l = (GridLayout){plan->stage[stage].tp, plan->stage[stage].pp, plan->stage[stage].dp};
     c->next = (c->next + 1) % CAL_MAX;
@@ -517,6 +527,7 @@ void cal_add_phase(Calibration *c, const CostModel *cm, const PlanConfig *plan, 
     o->t = measured_s;
     o->rho = pp.busy_per_core[phase];
     o->beta = cm->hw.rho_exp > 0 ? cm->hw.rho_exp : 1;
+    o->core_links = cm->hw.cores > 0;
     o->stage = -1 - phase;
     o->l = (GridLayout){0, 0, 0};
     c->next = (c->next + 1) % CAL_MAX;
@@ -525,7 +536,7 @@ void cal_add_phase(Calibration *c, const CostModel *cm, const PlanConfig *plan, 
 
 /* the links' ideal seconds of o under message-stretch exponent beta (o->a holds them at o->beta) */
 static double obs_a(const CalObs *o, int k, double beta) {
-    if (is_compute(k) || o->rho <= 1) return o->a[k];
+    if (is_compute(k) || o->rho <= 1 || (o->core_links && is_link_bytes_intra(k))) return o->a[k];
     return o->a[k] * pow(o->rho, beta - o->beta);
 }
 
