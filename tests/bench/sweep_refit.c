@@ -163,6 +163,8 @@ int main(int argc, char **argv) {
         return 2;
     }
     if (load(argv[1]) != 0) return 1;
+    if (getenv("SWEEP_REFIT_K")) K = atoi(getenv("SWEEP_REFIT_K")); /* calibrate on another number of plans */
+    if (K < 1 || K >= n) return fprintf(stderr, "sweep_refit: SWEEP_REFIT_K must be 1..%d\n", n - 1), 2;
     int rounds = argc > 2 && argv[2][0] != '-' ? atoi(argv[2]) : 1, verbose = argc > 2 && !strcmp(argv[argc - 1], "-v");
     if (rounds < 1) rounds = 1;
     base.eff = eff_default();
