@@ -472,7 +472,8 @@ void tx_execute(const TxPart *pt, TxEndpoint *ep, const TxHooks *hooks, const Ba
                 nf = w;
             }
         }
-        /* streams of zero bytes (none are built) would never complete: guard */
+        /* (a stream of zero bytes would post nothing and never complete; the slab planner builds none: every
+           slab is a non-empty intersection) */
         /* transfers in flight: Open MPI moves a large message's fragments only inside MPI calls, so keep
            calling, giving the core to any rank that has work; sleep once nothing has moved for a while */
         if (progress) comm_waiter_progress(&wt);
