@@ -313,6 +313,13 @@ f=$LOG/planner-slow-run.log
 if grep -qE '^planner: before step [5-7]: replan — slowest rank at 0\.[0-4][0-9] of its speed' "$f" && [ "$(verify "$f" status)" = pass ]; then
   result planner-slow-detected "0" 0 "$(grep -m1 -oE 'before step [0-9]+: replan — slowest rank at [0-9.]+ of its speed' "$f")"
 else result planner-slow-detected 1 0 "the injected 4x slowdown of rank 1 was not detected by step 7"; fi
+# the same with slow_ranks = busiest: the run names the rank it slows (the one holding the most model-stages at step 4)
+t planner-slow-busiest-run 300 $L -np 4 bin/nereus tests/decks/slow_busiest.deck
+f=$LOG/planner-slow-busiest-run.log
+br=$(sed -n 's/^INJECTED slowdown: slow_ranks = busiest is rank \([0-9]*\) from step 4 (it holds .*/\1/p' "$f")
+if [ -n "$br" ] && grep -qE '^planner: before step [5-7]: replan — slowest rank at 0\.[0-4][0-9] of its speed' "$f" && [ "$(verify "$f" status)" = pass ]; then
+  result planner-slow-busiest 0 0 "rank $br slowed; $(grep -m1 -oE 'before step [0-9]+: replan — slowest rank at [0-9.]+ of its speed' "$f")"
+else result planner-slow-busiest 1 0 "busiest rank '$br' not named, or its slowdown not detected by step 7"; fi
 
 echo "== simulator (bin/nereus --simulate: MODELLED clusters, every policy)"
 t sim-growth-64 120 bin/nereus --simulate inputs/sim/growth-64.deck

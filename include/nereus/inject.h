@@ -20,6 +20,7 @@
 #include <stddef.h>
 
 #include "nereus/config.h"
+#include "nereus/plan.h"
 
 typedef struct Injector {
     const Config *cfg;
@@ -27,6 +28,8 @@ typedef struct Injector {
     unsigned char *slow;     /* (world) 1: in [inject] slow_ranks */
     unsigned char *leave;    /* (world) 1: in [inject] leave_ranks */
     int nslow, nleave;
+    int busiest;             /* slow_ranks = busiest: the rank is chosen from the plan in force at slow_step */
+    int busiest_rank;        /* that rank, once chosen (−1: not yet) */
     double factor;           /* this rank's slowdown in force (1: none) */
 } Injector;
 
@@ -38,8 +41,9 @@ void inject_free(Injector *in);
 int inject_describe(const Injector *in, char *buf, size_t len);
 /* this rank's slowdown at PPO step `step` (1: none) */
 double inject_slow_at(const Injector *in, int rank, int step);
-/* local: before PPO step `step`, start or stop this rank's extra work */
-void inject_begin_step(Injector *in, int step);
+/* local (the same on every rank): before PPO step `step`, start or stop this rank's extra work; plan: the
+ * plan in force (slow_ranks = busiest chooses its rank from it at slow_step; rank 0 says which) */
+void inject_begin_step(Injector *in, int step, const PlanConfig *plan);
 /* 1: rank is in the pool at step */
 int inject_in_pool(const Injector *in, int rank, int step);
 

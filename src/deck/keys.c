@@ -173,7 +173,7 @@ const DeckKey deck_keys[] = {
     {"inject", "join_step", DECK_T_INT, 0, "-1", GE(-1), NONE, NULL, F_INT(inject.join_step),
      "INJECTED pool change: leave_ranks join the pool again before this PPO step; -1 = never"},
     {"inject", "slow_ranks", DECK_T_STRING, 0, "", NONE, NONE, NULL, F_STR(inject.slow_ranks),
-     "the ranks slow_step slows: comma list of ranks and A-B ranges"},
+     "the ranks slow_step slows: comma list of ranks and A-B ranges, or busiest: the rank holding the most model-stages of the plan in force at slow_step (named in the output; on fewer cores than ranks the best plans leave ranks idle)"},
     {"inject", "leave_ranks", DECK_T_STRING, 0, "", NONE, NONE, NULL, F_STR(inject.leave_ranks),
      "the ranks leave_step takes out of the pool: comma list of ranks and A-B ranges"},
 

@@ -40,7 +40,13 @@ int inject_init(Injector *in, const Config *cfg, int world, int rank, const char
     in->leave = nr_xcalloc((size_t)world, 1);
     const InjectConfig *c = &cfg->inject;
     *key = "inject.slow_ranks";
-    if ((in->nslow = parse_ranks(c->slow_ranks, world, in->slow, why, len)) < 0) return -1;
+    in->busiest_rank = -1;
+    if (strcmp(c->slow_ranks, "busiest") == 0) { /* chosen at slow_step (inject_begin_step) */
+        in->busiest = 1;
+        in->nslow = 1;
+    } else if ((in->nslow = parse_ranks(c->slow_ranks, world, in->slow, why, len)) < 0) {
+        return -1;
+    }
     if (c->slow_step >= 0 && in->nslow == 0) return nr_fail(why, len, "[inject] slow_step = %d needs slow_ranks", c->slow_step);
     *key = "inject.slow_until";
     if (c->slow_until >= 0 && c->slow_until <= c->slow_step)
@@ -80,9 +86,16 @@ int inject_describe(const Injector *in, char *buf, size_t len) {
     if (c->resp_len_from > 0 || c->resp_len_to > 0)
         n += (size_t)snprintf(buf + n, n < len ? len - n : 0, "INJECTED length drift: responses forced to at least %d -> %d tokens (reached at step %d); ",
                               c->resp_len_from, c->resp_len_to, c->resp_len_ramp > 0 ? c->resp_len_ramp : in->cfg->ppo.steps - 1);
-    if (c->slow_step >= 0)
-        n += (size_t)snprintf(buf + n, n < len ? len - n : 0, "INJECTED slowdown: ranks %s do %.3gx their work (extra real work) from step %d%s; ",
-                              c->slow_ranks, c->slow_factor, c->slow_step, c->slow_until >= 0 ? " to the step before slow_until" : "");
+    if (c->slow_step >= 0) {
+        const char *until = c->slow_until >= 0 ? " to the step before slow_until" : "";
+        if (in->busiest)
+            n += (size_t)snprintf(buf + n, n < len ? len - n : 0, "INJECTED slowdown: the busiest rank at step %d (the one "
+                                  "holding the most model-stages) does %.3gx its work (extra real work) from then on%s; ",
+                                  c->slow_step, c->slow_factor, until);
+        else
+            n += (size_t)snprintf(buf + n, n < len ? len - n : 0, "INJECTED slowdown: ranks %s do %.3gx their work (extra "
+                                  "real work) from step %d%s; ", c->slow_ranks, c->slow_factor, c->slow_step, until);
+    }
     if (c->leave_step >= 0)
         n += (size_t)snprintf(buf + n, n < len ? len - n : 0, "INJECTED pool change: ranks %s leave the pool before step %d%s; ",
                               c->leave_ranks, c->leave_step, c->join_step >= 0 ? " and join again later" : "");
@@ -138,7 +151,40 @@ static void slow_hook(void) {
     cpu_mark = thread_cpu();
 }
 
-void inject_begin_step(Injector *in, int step) {
+/* slow_ranks = busiest: the rank that holds the most model-stages of the plan (a model-stage that holds a
+   model: reward.inf only with a reward network), ties to the one holding a training stage, then the lowest.
+   Why: on a machine with fewer cores than ranks the best plans leave ranks idle, and slowing a rank that
+   holds nothing tests nothing; on a cluster every rank works */
+static int busiest_rank(const Injector *in, const PlanConfig *plan) {
+    int best = 0, bn = -1, bt = 0;
+    for (int r = 0; r < in->world; r++) {
+        int n = 0, t = 0;
+        for (int s = 0; s < PLAN_NSTAGES; s++) {
+            if (s == PLAN_REWARD_INF && !in->cfg->reward.network) continue;
+            if (plan_stage_pos(&plan->stage[s], r) < 0) continue;
+            n++;
+            t |= plan_stage_is_train(s);
+        }
+        if (n > bn || (n == bn && t > bt)) best = r, bn = n, bt = t;
+    }
+    return best;
+}
+
+void inject_begin_step(Injector *in, int step, const PlanConfig *plan) {
+    const InjectConfig *c = &in->cfg->inject;
+    if (in->busiest && in->busiest_rank < 0 && c->slow_step >= 0 && step >= c->slow_step && plan) {
+        in->busiest_rank = busiest_rank(in, plan);
+        in->slow[in->busiest_rank] = 1;
+        if (in->rank == 0) {
+            char held[256] = "";
+            size_t k = 0;
+            for (int s = 0; s < PLAN_NSTAGES && k < sizeof held; s++)
+                if (plan_stage_pos(&plan->stage[s], in->busiest_rank) >= 0 && (s != PLAN_REWARD_INF || in->cfg->reward.network))
+                    k += (size_t)snprintf(held + k, sizeof held - k, "%s%s", k ? ", " : "", plan_stage_name(s));
+            nr_log("INJECTED slowdown: slow_ranks = busiest is rank %d from step %d (it holds %s in the plan in force)\n",
+                   in->busiest_rank, step, held);
+        }
+    }
     double f = inject_slow_at(in, in->rank, step);
     if (f == in->factor) return;
     in->factor = slow_factor = f;

@@ -308,7 +308,7 @@ int run_job(const Config *cfg, const Deck *deck, const char *deck_path) {
     if (cfg->ppo.steps > 0 && status == 0 && !stop_sig) {
         double run0 = nr_now();
         for (int step = (int)start_step; step < cfg->ppo.steps; step++) {
-            inject_begin_step(&inj, step);
+            inject_begin_step(&inj, step, &job.plan);
             if (lp.on) {
                 double moved = 0;
                 int before = plan_id;
@@ -380,7 +380,7 @@ int run_job(const Config *cfg, const Deck *deck, const char *deck_path) {
             }
         }
         ppo_s = nr_now() - run0;
-        inject_begin_step(&inj, -1); /* no injected slowdown past the PPO steps */
+        inject_begin_step(&inj, -1, NULL); /* no injected slowdown past the PPO steps */
         live_report(&lp);
         nr_log("ppo: %d steps in %.2fs; weight sync %.3fs in all, %.0f bytes per step\n", done_steps, ppo_s,
                sync_time, sync_bytes);

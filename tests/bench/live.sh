@@ -21,37 +21,40 @@ out=$1
 mkdir -p build/bench-live
 mean_step() { sed -n 's/^ppo: \([0-9]*\) steps in \([0-9.]*\)s.*/\2 \1/p' "$1" | awk '{printf "%.4f", $1 / $2}'; }
 median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {print (NR % 2 ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2)}'; }
+for dk in drift8 drift8-busiest; do
 echo
-echo "== live planner, 8 ranks: inputs/live/drift8.deck (INJECTED drift): payback, then its initial plan kept (static)"
+echo "== live planner, 8 ranks: inputs/live/$dk.deck (INJECTED drift): payback, then its initial plan kept (static)"
 s_all=""; p_all=""
 for r in 1 2 3; do
-  d=build/bench-live/drift8-payback.deck
-  sed "s/^name = drift8/name = drift8-payback/" inputs/live/drift8.deck > "$d"
+  d=build/bench-live/$dk-payback.deck
+  sed "s/^name = $dk\$/name = $dk-payback/" inputs/live/$dk.deck > "$d"
   printf '[trace]\nfile = none\n' >> "$d"
-  log=build/bench-live/drift8-payback-$r.log
+  log=build/bench-live/$dk-payback-$r.log
   jobs/local.sh -np 8 bin/nereus "$d" > "$log" 2>&1
   # the static baseline: the plan payback's initial placement chose (the best the planner found for the
   # initial conditions; it decides before step 2, after [planner] warmup = 2), fixed from step 0 with the
   # planner off; the same injected drift. No move at step 2: the deck's own (default) plan
   plan=$(awk '/^planner: before step 2: plan 0 -> 1:/{p=1;next} p&&/^transition:/{exit}
               p{ if (match($0, /ranks [0-9,-]+/)) printf "%s = %s %s %s @ %s\n", $1, $2, $3, $4, substr($0, RSTART+6, RLENGTH-6) }' "$log")
-  ds=build/bench-live/drift8-static.deck
-  sed "s/^name = drift8/name = drift8-static/; s/^policy = payback/policy = off/" inputs/live/drift8.deck > "$ds"
+  ds=build/bench-live/$dk-static.deck
+  sed "s/^name = $dk\$/name = $dk-static/; s/^policy = payback/policy = off/" inputs/live/$dk.deck > "$ds"
   printf '[trace]\nfile = none\n[plan]\n%s\n' "${plan:-default = colocated}" >> "$ds"
-  logs=build/bench-live/drift8-static-$r.log
+  logs=build/bench-live/$dk-static-$r.log
   jobs/local.sh -np 8 bin/nereus "$ds" > "$logs" 2>&1
   for pol in payback static; do
-    f=build/bench-live/drift8-$pol-$r.log
+    f=build/bench-live/$dk-$pol-$r.log
     m=$(mean_step "$f"); nt=$(sed -n 's/^verify.transitions: //p' "$f")
-    printf '  run %d  %-8s mean step %.4f s, %s transition(s)\n' "$r" "$pol" "$m" "${nt:-0}"
+    sr=$(sed -n 's/^INJECTED slowdown: slow_ranks = busiest is \(rank [0-9]*\) from.*/, slowed \1/p' "$f")
+    printf '  run %d  %-8s mean step %.4f s, %s transition(s)%s\n' "$r" "$pol" "$m" "${nt:-0}" "$sr"
     if [ $pol = static ]; then s_all="$s_all $m"; else p_all="$p_all $m"; fi
   done
 done
 ms=$(echo "$s_all" | median); mp=$(echo "$p_all" | median)
 red=$(awk -v s="$ms" -v p="$mp" 'BEGIN {printf "%.1f", 100 * (s - p) / s}')
 echo "  median mean step: static $ms s, payback $mp s: payback $red% lower (goal >= 27.7%, the paper's)"
-grep -h '^planner: before step' build/bench-live/drift8-payback-2.log | cut -c1-160 | sed 's/^/  payback run 2: /'
-{ echo "live.drift8.static_mean_step_s: $ms"; echo "live.drift8.payback_mean_step_s: $mp"; echo "live.drift8.payback_reduction_pct: $red"; } >> "$out"
+grep -h '^planner: before step\|^INJECTED slowdown: slow_ranks' build/bench-live/$dk-payback-2.log | cut -c1-160 | sed 's/^/  payback run 2: /'
+{ echo "live.$dk.static_mean_step_s: $ms"; echo "live.$dk.payback_mean_step_s: $mp"; echo "live.$dk.payback_reduction_pct: $red"; } >> "$out"
+done
 for deck in sweep8 sweep8-wide; do
   echo
   echo "== live planner, 8 ranks: inputs/live/$deck.deck (cost model on held-out plans, plan quality)"
