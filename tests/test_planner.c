@@ -141,6 +141,15 @@ int main(void) {
         CHECK(fabs(st[0] - A) < 1e-9 * A && fabs(st[1] - (A + K2)) < 1e-9 * (A + K2),
               "2 cores: actor.train as timed %.4g s (A), critic.train %.4g s (A + K2: rank 1 waits in it for rank 0)",
               st[0], st[1]);
+        /* side by side on 3 ranks: the actor on rank 0, the critic dp2 on ranks 1-2. The cores go to the two
+           stages, one each: the actor alone at full pace, the critic's two ranks at half until the actor is
+           done, then at full pace */
+        pl.stage[PLAN_CRITIC_TRAIN] = (PlanStage){PLAN_SRC_DECK, 1, 1, 2, 0, 2, {1, 2}};
+        cost_plan(&sh, &pl, 3, &ww, &c);
+        double want = A < 2 * K2 ? K2 + A / 2 : A; /* the critic at half pace until the actor is done, then alone */
+        CHECK(fabs(c.phase[2] - want) < 1e-9 * want,
+              "2 cores, the actor on rank 0 beside the critic on ranks 1-2: a core each, then both to the critic: "
+              "the phase %.4g s (A %.4g, K2 %.4g)", c.phase[2], A, K2);
     }
 
     /* ---- search at 8 and 16 ranks (with the local search: SEARCH_REFINE_MAX), 32, 256, 1,024 ---- */
