@@ -116,7 +116,7 @@ static void good_defaults(Tally *t)
           "switch defaults (step %d, default %s, no model-stage)", c.sw.step, c.sw.plan.fill);
     const TransitionConfig *tx = &c.transition;
     check(t, tx->memory_mib == 0.0 && tx->chunk_kib == 1024 && tx->window_kib == 8192 && tx->verify == 0 &&
-                 strcmp(tx->sync, "engine") == 0 && tx->bandwidth_gbs == 10.0 && tx->latency_us == 5.0 &&
+                 strcmp(tx->sync, "engine") == 0 && tx->bandwidth_gbs == 0.0 && tx->latency_us == 5.0 &&
                  tx->comm_setup_us == 200.0,
           "transition defaults (memory %g chunk %d window %d verify %d sync %s bw %g lat %g setup %g)",
           tx->memory_mib, tx->chunk_kib, tx->window_kib, tx->verify, tx->sync, tx->bandwidth_gbs, tx->latency_us,
@@ -444,7 +444,7 @@ static void good_switch_transition(Tally *t)
     check(t, rc == 0 && plan_none && strcmp(c.plan.fill, "auto") == 0, "[plan] is untouched by [switch]");
     const TransitionConfig *tx = &c.transition;
     check(t, rc == 0 && tx->chunk_kib == 64 && tx->window_kib == 64 && tx->memory_mib == 0.25 && tx->verify == 0 &&
-                 strcmp(tx->sync, "engine") == 0 && tx->bandwidth_gbs == 10.0 && tx->latency_us == 5.0 &&
+                 strcmp(tx->sync, "engine") == 0 && tx->bandwidth_gbs == 0.0 && tx->latency_us == 5.0 &&
                  tx->comm_setup_us == 200.0,
           "transition: set values, and defaults for the rest");
     check(t, deck_line(d, "switch.step") == 10 && deck_line(d, "switch.critic.train") == 12 &&
@@ -454,7 +454,7 @@ static void good_switch_transition(Tally *t)
     char *r = deck_resolved_text(d, &c);
     check(t, r && strstr(r, "[switch]\nstep = 0 ") && strstr(r, "critic.train = tp1 pp2 dp2 @ 4,6,5,7") == NULL &&
                  strstr(r, "critic.train = pp2 dp2 @ 4,6,5,7 ") && strstr(r, "ref.inf = default ") &&
-                 strstr(r, "[transition]\nmemory_mib = 0.25 ") && strstr(r, "bandwidth_gbs = 10 "),
+                 strstr(r, "[transition]\nmemory_mib = 0.25 ") && strstr(r, "bandwidth_gbs = 0 "),
           "resolved text has [switch] as written and [transition] (short doubles)");
     free(r);
     deck_free(d);
@@ -547,8 +547,8 @@ static void bad_cases(Tally *t)
         "x.deck:6: error: [transition] window_kib = 8192 is smaller than chunk_kib = 16384", NULL, 1);
     bad(t, "negative memory_mib", MODEL "[transition]\nmemory_mib = -1\n",
         "x.deck:6: error: [transition] memory_mib = -1 is out of range (must be ≥ 0)", NULL, 1);
-    bad(t, "zero bandwidth", MODEL "[transition]\nbandwidth_gbs = 0\n",
-        "x.deck:6: error: [transition] bandwidth_gbs = 0 is out of range (must be > 0)", NULL, 1);
+    bad(t, "negative bandwidth", MODEL "[transition]\nbandwidth_gbs = -1\n",
+        "x.deck:6: error: [transition] bandwidth_gbs = -1 is out of range (must be ≥ 0)", NULL, 1);
     bad(t, "double overflow", MODEL "[transition]\nlatency_us = 1e400\n",
         "x.deck:6: error: [transition] latency_us = 1e400 is not a finite number (expected a finite number, ≥ 0)", NULL, 1);
     bad(t, "double trailing junk", MODEL "[transition]\nlatency_us = 5us\n",

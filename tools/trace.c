@@ -96,6 +96,7 @@ static const char *table_names[T_N] = {"steps", "stages", "plans", "drift", "dec
 typedef struct PlannerAttrs {
     char policy[32], hw_name[64];
     double gamma, threshold, headroom, hw_flops, hw_mem, hw_hbm, hw_bw, hw_lat, hw_op_s;
+    double tx_link, tx_copy; /* measured transition rates (0 in traces before them: the deck's link) */
     int64_t every_k, warmup, steps_total, nranks, hw_rpn, hw_cores;
 } PlannerAttrs;
 
@@ -416,6 +417,8 @@ static void read_planner(hid_t f, TraceFile *tf) {
         if (attr_num(d, dv[i].n, H5T_NATIVE_DOUBLE, dv[i].v, 1) != 0) miss = dv[i].n;
     for (size_t i = 0; i < sizeof iv / sizeof iv[0]; i++)
         if (attr_num(d, iv[i].n, H5T_NATIVE_INT64, iv[i].v, 1) != 0) miss = iv[i].n;
+    if (attr_num(d, "tx_link", H5T_NATIVE_DOUBLE, &p->tx_link, 1) != 0) p->tx_link = 0; /* optional */
+    if (attr_num(d, "tx_copy", H5T_NATIVE_DOUBLE, &p->tx_copy, 1) != 0) p->tx_copy = 0;
     H5Dclose(d);
     if (miss) snprintf(tf->planner_missing, sizeof tf->planner_missing, "/planner has no attribute %s", miss);
     else tf->has_planner = 1;
@@ -992,7 +995,8 @@ static int replay_build(const TraceFile *tf, Replay *r, char *why, size_t len) {
     r->have_rm = sh.have_rm;
     r->ac = sh.ac;
     r->cc = sh.cc;
-    r->px = (TxPricer){&r->cfg, r->ac, r->cc, r->have_rm, sh.Tgen, sh.Tsft, r->n, {{0}, 0, 0}};
+    r->px = (TxPricer){&r->cfg, r->ac, r->cc, r->have_rm, sh.Tgen, sh.Tsft, r->n, {{0}, 0, 0}, pa->tx_link,
+                    pa->tx_copy, pa->hw_cores > 0 && pa->hw_rpn > pa->hw_cores};
     r->plan0 = cfg->plan;
     PlanLimits lim = {r->n, cfg->model.n_head, cfg->model.n_layer, cfg->ppo.batch, cfg->ppo.minibatch};
     PlanError perr;

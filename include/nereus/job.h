@@ -116,6 +116,11 @@ void job_stage_model(Job *j, Stage *s, int filled);
  * checksum is compared before and after: a mismatch returns −1 (the run
  * must stop). Returns 0 with *rep filled. */
 int job_transition(Job *j, const PlanConfig *np, int verify, JobTxReport *rep, char *why, size_t len);
+/* collective over world: with [transition] bandwidth_gbs = 0 (the default), measures once per job what a
+ * transition can expect of the links and local copies (tx_probe, every rank at once; a fraction of a
+ * second) into j->px, which the engine's predictions and the planner's prices then use; rank 0 logs it.
+ * Nothing to do when measured already or when the deck sets bandwidth_gbs. */
+void job_probe_links(Job *j);
 /* collective over world: the per-step weight sync through the engine
  * (actor.train → actor.gen, actor.inf; critic.train → critic.inf), compiled
  * once per plan; sets j->sync_bytes. */

@@ -142,6 +142,7 @@ typedef struct TracePlanner {
     double gamma, threshold, headroom;
     double hw_flops, hw_mem, hw_hbm, hw_bw, hw_lat, hw_op_s;
     int every_k, warmup, steps_total, nranks, hw_rpn, hw_cores;
+    double tx_link, tx_copy; /* the transitions' measured link and copy rates, bytes/s per rank (0: the deck's link) */
 } TracePlanner;
 void trace_planner(Trace *t, const TracePlanner *p);
 

@@ -250,6 +250,12 @@ typedef struct TxOptions {
     int ranks_per_node;     /* consecutive job ranks that share a node (0: one kind of link, `bandwidth`) */
     double bandwidth_intra; /* bytes/s per rank inside a node (with ranks_per_node) */
     int no_relay;           /* 1: every block from an old holder (no forwarding; the baseline) */
+    double copy_rate;       /* bytes/s per rank of a local copy (a slab kept on its rank), for the prediction
+                               (0: local copies cost nothing) */
+    int half_duplex;        /* 1: a rank's sends and receives share one capacity, 2 x bandwidth for in + out (ranks
+                               on shared cores, whose messages are copies by those cores; bandwidth then is the
+                               rate measured sending and receiving at once, as tx_probe measures); 0: full-duplex
+                               links, max(in, out) / bandwidth */
 } TxOptions;
 
 enum { TXN_COMM, TXN_ALLOC, TXN_COPY, TXN_XFER, TXN_FREE, TXN_COMMIT };
@@ -387,6 +393,26 @@ typedef struct TxStats {
  * sends and as many of receives in flight; waiting sleeps (comm.h). */
 void tx_execute(const TxPart *part, TxEndpoint *ep, const TxHooks *hooks, const Backend *be, MPI_Comm comm,
                 TxStats *st);
+
+/* How long a rank with transfers in flight polls (yielding) without progress before it sleeps (the
+ * engine's and tx_probe's waits) */
+#ifndef TX_YIELD_S
+#define TX_YIELD_S 0.005
+#endif
+
+/* What a transition can expect of this machine, measured the way a transition runs: every rank of c at
+ * once (probe.c). link: bytes/s per rank while each rank sends `bytes` to the next rank and receives as
+ * many from the previous, streamed as the engine streams (pieces of `chunk` bytes, half the `window` of
+ * them in flight each way, at most TX_PROBE_MAX_INFLIGHT; waited as the engine waits), from the slowest
+ * rank's time; copy:
+ * bytes/s per rank of a local copy of `bytes` with every rank copying. Medians of reps. Where ranks share
+ * cores (8 ranks on 2 here) both come out far below one pair's or one core's rate, as a transition sees
+ * them. Collective over c; host memory; about reps x 4 x bytes / link seconds. */
+typedef struct TxProbe {
+    double link, copy;
+} TxProbe;
+#define TX_PROBE_MAX_INFLIGHT 64
+void tx_probe(MPI_Comm c, size_t bytes, size_t chunk, size_t window, int reps, TxProbe *out);
 
 /* ---- boxes inside local shards (pack.c) ---------------------------------- */
 /* Copies elements [e0, e0 + n) (row-major order of box start/count) of

@@ -50,7 +50,14 @@ typedef struct TxPricer {
     int Tgen, Tsft;          /* the PPO sequence capacity (prompt + max_response) and the SFT sequence length */
     int nranks;              /* ranks of the job */
     TxCalib calib;           /* the job's transitions so far (zeroed: none); tx_price scales by it */
+    double link_rate, copy_rate; /* bytes/s per rank, measured by tx_probe with every rank at once (job_probe_links)
+                                    for [transition] bandwidth_gbs = 0; 0: not measured */
+    int shared_cores;        /* more ranks than cores on a node (measured with them): TxOptions.half_duplex */
 } TxPricer;
+
+/* the link rate the predictions assume when [transition] bandwidth_gbs = 0 and nothing was measured (the
+ * weight sync's plans, whose predicted time nothing reads) */
+#define TX_NOMINAL_BW 10e9
 
 /* activation capacity (rows, tokens) of stage id's model with dp replicas */
 void tx_stage_capacity(const TxPricer *p, int id, int dp, int *Bmax, int *Tmax);
@@ -60,8 +67,10 @@ int tx_stage_holds_model(const TxPricer *p, int id);
 void tx_change_for(const TxPricer *p, int id, int kind, const PlanStage *from, const PlanStage *to, TxChange *x);
 /* the changes of every model-stage whose layout differs, into ch[PLAN_NSTAGES]; returns their count */
 int tx_changes(const TxPricer *p, const PlanConfig *a, const PlanConfig *b, TxChange *ch);
-/* [transition]'s chunk, window, budget and link as TxOptions (no resident memory) */
-TxOptions tx_options_of(const Config *cfg);
+/* [transition]'s chunk, window, budget and link as TxOptions (no resident memory): bandwidth_gbs > 0 is
+ * the link, local copies free; bandwidth_gbs = 0 (the default) takes the pricer's measured link and copy
+ * rates (TX_NOMINAL_BW and free copies while unmeasured) */
+TxOptions tx_options_of(const TxPricer *p);
 /* the engine's predicted seconds of n changes (0 for none; INFINITY when no schedule fits o's budget) */
 double tx_predicted_s(const TxChange *ch, int n, int nranks, const TxOptions *o);
 /* predicted seconds of a → b: the engine's estimate × tx_calib_scale(the pricer's calib) (0 when

@@ -746,7 +746,7 @@ void trace_planner(Trace *t, const TracePlanner *p) {
     const struct { const char *n; double v; } dv[] = {
         {"gamma", p->gamma},       {"threshold", p->threshold}, {"headroom", p->headroom}, {"hw_flops", p->hw_flops},
         {"hw_mem", p->hw_mem},     {"hw_hbm", p->hw_hbm},       {"hw_bw", p->hw_bw},       {"hw_lat", p->hw_lat},
-        {"hw_op_s", p->hw_op_s},
+        {"hw_op_s", p->hw_op_s},   {"tx_link", p->tx_link},     {"tx_copy", p->tx_copy},
     };
     for (size_t i = 0; i < sizeof dv / sizeof dv[0]; i++)
         h5Check(e, h5_attr_put(e, d, dv[i].n, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 0, &dv[i].v));

@@ -63,10 +63,13 @@ int tx_changes(const TxPricer *p, const PlanConfig *a, const PlanConfig *b, TxCh
     return n;
 }
 
-TxOptions tx_options_of(const Config *cfg) {
-    const TransitionConfig *t = &cfg->transition;
-    TxOptions o = {t->memory_mib * 1024.0 * 1024.0, (size_t)t->chunk_kib * 1024, (size_t)t->window_kib * 1024,
-                   t->bandwidth_gbs * 1e9, t->latency_us * 1e-6, t->comm_setup_us * 1e-6, NULL, 0, 0, 0, !t->forward};
+TxOptions tx_options_of(const TxPricer *p) {
+    const TransitionConfig *t = &p->cfg->transition;
+    int measured = !(t->bandwidth_gbs > 0);
+    double bw = !measured ? t->bandwidth_gbs * 1e9 : p->link_rate > 0 ? p->link_rate : TX_NOMINAL_BW;
+    TxOptions o = {t->memory_mib * 1024.0 * 1024.0, (size_t)t->chunk_kib * 1024, (size_t)t->window_kib * 1024, bw,
+                   t->latency_us * 1e-6, t->comm_setup_us * 1e-6, NULL, 0, 0, 0, !t->forward,
+                   measured ? p->copy_rate : 0, measured && p->shared_cores};
     return o;
 }
 
@@ -98,6 +101,6 @@ double tx_price(void *pricer, const PlanConfig *a, const PlanConfig *b) {
     const TxPricer *p = pricer;
     TxChange ch[PLAN_NSTAGES];
     int n = tx_changes(p, a, b, ch);
-    TxOptions o = tx_options_of(p->cfg);
+    TxOptions o = tx_options_of(p);
     return tx_predicted_s(ch, n, p->nranks, &o) * tx_calib_scale(&p->calib);
 }

@@ -96,7 +96,7 @@ void job_build(Job *j, MPI_Comm world, const Config *cfg, const Backend *be, con
     int Bg = cfg->ppo.batch;
     j->ac = sh.ac;
     j->cc = sh.cc;
-    j->px = (TxPricer){cfg, j->ac, j->cc, j->have_rm, j->Tgen, j->Tsft, j->size, {{0}, 0, 0}};
+    j->px = (TxPricer){cfg, j->ac, j->cc, j->have_rm, j->Tgen, j->Tsft, j->size, {{0}, 0, 0}, 0, 0, 0};
     j->n_actor = gpt_logical_numel(&j->ac);
     j->n_critic = gpt_logical_numel(&j->cc);
     j->full = nr_xmalloc(j->n_critic * sizeof(float));

@@ -74,6 +74,7 @@ void live_init(LivePlanner *lp, Job *j) {
     MPI_Comm_size(node, &rpn);
     MPI_Comm_free(&node);
     int sweep = strcmp(cfg->planner.policy, "sweep") == 0;
+    job_probe_links(j); /* the transitions' prices: measured links, unless the deck sets them */
     if (j->rank != 0) {
         if (sweep) lp->sweep = sweep_new(lp, j);
         return;
@@ -89,7 +90,8 @@ void live_init(LivePlanner *lp, Job *j) {
     hw->ranks_per_node = rpn;
     hw->cores = cores > 0 && rpn > cores ? (int)cores : 0;
     hw->mem = cfg->planner.memory_gib > 0 ? cfg->planner.memory_gib * 1073741824.0 : phys / rpn;
-    hw->bw[0] = hw->bw[1] = cfg->transition.bandwidth_gbs * 1e9;
+    /* the cost model's links: nominal (their efficiency classes calibrate what the stages measure) */
+    hw->bw[0] = hw->bw[1] = cfg->transition.bandwidth_gbs > 0 ? cfg->transition.bandwidth_gbs * 1e9 : TX_NOMINAL_BW;
     hw->lat[0] = hw->lat[1] = cfg->transition.latency_us * 1e-6;
     hw->op_s = 1e-6; /* an operation's fixed cost, nominal: EFF_OPS calibrates it */
     cm->eff = eff_default();
@@ -328,7 +330,8 @@ void live_trace_start(const LivePlanner *lp, const Job *j, Trace *tr) {
     const HwModel *hw = &lp->cm.hw;
     TracePlanner p = {cfg->planner.policy, hw->name, cfg->planner.gamma, cfg->planner.threshold, lp->cm.headroom,
                       hw->flops, hw->mem, hw->hbm, hw->bw[0], hw->lat[0], hw->op_s, cfg->planner.every_k,
-                      cfg->planner.warmup, cfg->ppo.steps, j->size, hw->ranks_per_node, hw->cores};
+                      cfg->planner.warmup, cfg->ppo.steps, j->size, hw->ranks_per_node, hw->cores,
+                      j->px.link_rate, j->px.copy_rate};
     trace_planner(tr, &p);
 }
 

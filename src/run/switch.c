@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "nereus/comm.h"
 #include "nereus/job.h"
@@ -83,6 +84,31 @@ static void move_release(void *ctx, int c) {
     m->ep[c].from = NULL;
 }
 
+/* 8 MiB a rank, median of 3: long enough to stream (chunks of 1 MiB, as the engine cuts), short enough
+   to cost a fraction of a second on 8 ranks sharing 2 cores */
+#define PROBE_BYTES ((size_t)8 << 20)
+#define PROBE_REPS 3
+
+void job_probe_links(Job *j) {
+    if (j->cfg->transition.bandwidth_gbs > 0 || j->px.link_rate > 0) return;
+    TxProbe p;
+    tx_probe(j->world, PROBE_BYTES, (size_t)j->cfg->transition.chunk_kib * 1024, (size_t)j->cfg->transition.window_kib * 1024,
+             PROBE_REPS, &p);
+    j->px.link_rate = p.link > 0 ? p.link : TX_NOMINAL_BW; /* one rank: no link; nothing crosses */
+    j->px.copy_rate = p.copy;
+    MPI_Comm node; /* ranks sharing cores: their sends and receives are copies by the same cores */
+    MPI_Comm_split_type(j->world, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    int64_t over = comm_size(node) > sysconf(_SC_NPROCESSORS_ONLN);
+    MPI_Comm_free(&node);
+    comm_allreduce_max_i64(j->world, &over, 1);
+    j->px.shared_cores = (int)over;
+    if (j->rank == 0)
+        nr_log("transition: measured with every rank at once (tx_probe, %zu MiB a rank): links %.3g GB/s per rank%s, "
+               "local copies %.3g GB/s per rank%s; the engine's predictions use these ([transition] bandwidth_gbs "
+               "sets the link instead)\n", PROBE_BYTES >> 20, j->px.link_rate * 1e-9, p.link > 0 ? "" : " (nominal: one rank)",
+               p.copy * 1e-9, over ? " (ranks share cores: a rank's sends and receives share its rate)" : "");
+}
+
 int job_transition(Job *j, const PlanConfig *np, int verify, JobTxReport *rep, char *why, size_t len) {
     double t0 = nr_now();
     memset(rep, 0, sizeof *rep);
@@ -90,7 +116,8 @@ int job_transition(Job *j, const PlanConfig *np, int verify, JobTxReport *rep, c
     TxChange ch[PLAN_NSTAGES];
     int nch = tx_changes(&j->px, &j->plan, np, ch);
     /* the ranks' memory outside the changes: the stages that stay */
-    TxOptions opt = tx_options_of(j->cfg);
+    job_probe_links(j); /* collective: every rank is here */
+    TxOptions opt = tx_options_of(&j->px);
     double *resident = NULL;
     TxPlan P;
     memset(&P, 0, sizeof P);
@@ -234,7 +261,7 @@ void job_sync_engine(Job *j) {
         for (int k = 0; k < 3; k++)
             tx_change_for(&j->px, sync_pairs[k][1], TX_COPY, &j->plan.stage[sync_pairs[k][0]], &j->plan.stage[sync_pairs[k][1]],
                           &ch[k]);
-        TxOptions opt = tx_options_of(j->cfg);
+        TxOptions opt = tx_options_of(&j->px);
         opt.budget = 0; /* a copy allocates nothing but its window */
         TxPlan P;
         char why[512] = "";

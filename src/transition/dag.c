@@ -85,11 +85,13 @@ int tx_plan_build(TxPlan *P, const TxChange *ch, int n, int nranks, const TxOpti
     size_t *cbase = NULL, *rfirst = NULL, *runs_off = NULL, *nruns = NULL, *rbase = NULL, *fwd = NULL;
     /* per rank in the current wave: bytes in and out over links between nodes [0..nr) and inside a node [nr..2nr) */
     double *w_in = calloc(2 * nr, sizeof *w_in), *w_out = calloc(2 * nr, sizeof *w_out), *w_msg = calloc(nr, sizeof *w_msg);
+    double *w_loc = calloc(nr, sizeof *w_loc); /* per rank in the current wave: bytes copied locally */
     int *w_hop = calloc(nr, sizeof *w_hop); /* per rank in the current wave: the longest forwarding chain into it */
     size_t *load = calloc(nr, sizeof *load);
     int rc = 0;
     if (!P->ch || !P->sl || !P->wave || !P->prim || !P->mem_old || !P->mem_new || !P->mem_start || !P->mem_peak ||
-        !P->rank_in || !P->rank_out || !in_from || !in_to || !moving || !cur || !acq || !order || !load || !w_in || !w_out || !w_msg || !w_hop) {
+        !P->rank_in || !P->rank_out || !in_from || !in_to || !moving || !cur || !acq || !order || !load || !w_in || !w_out ||
+        !w_msg || !w_hop || !w_loc) {
         rc = nr_fail(why, len, "transition: out of memory");
         goto done;
     }
@@ -342,10 +344,13 @@ int tx_plan_build(TxPlan *P, const TxChange *ch, int n, int nranks, const TxOpti
             for (int r = 0; r < nranks; r++) {
                 /* the node's own link and the network are separate: the slower of the two */
                 double b = fmax(w_in[r], w_out[r]), bi = fmax(w_in[nr + r], w_out[nr + r]);
+                if (opt->half_duplex) b = 0.5 * (w_in[r] + w_out[r]), bi = 0.5 * (w_in[nr + r] + w_out[nr + r]);
                 double bw_in = opt->bandwidth_intra > 0 ? opt->bandwidth_intra : opt->bandwidth;
                 /* a forwarding chain delays the end by a chunk a hop (the chunks are pipelined along it) */
                 double tr = fmax(b / opt->bandwidth, bi / bw_in) + w_msg[r] * opt->latency +
                             w_hop[r] * ((double)chunk / opt->bandwidth + opt->latency);
+                /* the slabs a rank keeps: copied by the same rank (core, or device) that drives its transfers */
+                if (opt->copy_rate > 0) tr += w_loc[r] / opt->copy_rate;
                 if (tr > t) t = tr;
             }
             P->predicted_s += t;
@@ -353,6 +358,7 @@ int tx_plan_build(TxPlan *P, const TxChange *ch, int n, int nranks, const TxOpti
             memset(w_out, 0, 2 * nr * sizeof *w_out);
             memset(w_msg, 0, nr * sizeof *w_msg);
             memset(w_hop, 0, nr * sizeof *w_hop);
+            memset(w_loc, 0, nr * sizeof *w_loc);
         }
         if (c < 0) break;
         cur_wave = w;
@@ -407,7 +413,8 @@ int tx_plan_build(TxPlan *P, const TxChange *ch, int n, int nranks, const TxOpti
                 if (fwd[rbase[c] + jrun] != SIZE_MAX) P->succ[ne++] = (int)fwd[rbase[c] + jrun];
                 jrun++;
                 DONE_NODE();
-                if (!local) {
+                if (local) w_loc[src] += (double)bytes;
+                else {
                     size_t msgs = (bytes + chunk - 1) / chunk;
                     P->messages += msgs;
                     int intra = opt->ranks_per_node > 0 && src / opt->ranks_per_node == dst / opt->ranks_per_node;
@@ -443,6 +450,7 @@ done:
     free(w_out);
     free(w_msg);
     free(w_hop);
+    free(w_loc);
     free(topos); free(frompos); free(cbase); free(runs); free(runs_off); free(nruns); free(rbase); free(fwd); free(rfirst);
     if (rc) tx_plan_free(P);
     return rc;

@@ -166,11 +166,6 @@ static float *direct(const TxPart *pt, const TxOp *op, const Backend *be, GPT *m
     return off == (size_t)-1 ? NULL : buf_of(m, c.b) + t->offset + off;
 }
 
-/* How long a rank with transfers in flight polls (yielding) without progress before it sleeps */
-#ifndef TX_YIELD_S
-#define TX_YIELD_S 0.005
-#endif
-
 /* Runs per chunk that a derived datatype may describe; past this the chunk is packed. */
 #define TX_MAX_RUNS 4096
 

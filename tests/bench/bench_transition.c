@@ -120,7 +120,7 @@ static int no_relay; /* the forwarding section's baseline: every block from an o
 
 /* the engine's defaults ([transition] chunk_kib, window_kib); BENCH_TX_CHUNK_KIB / _WINDOW_KIB override */
 static TxOptions opts(void) {
-    TxOptions o = {0, 1u << 20, 8u << 20, 10e9, 5e-6, 200e-6, NULL, 0, 0, 0, no_relay};
+    TxOptions o = {0, 1u << 20, 8u << 20, 10e9, 5e-6, 200e-6, NULL, 0, 0, 0, no_relay, 0, 0};
     if (getenv("BENCH_TX_CHUNK_KIB")) o.chunk = (size_t)atol(getenv("BENCH_TX_CHUNK_KIB")) * 1024;
     if (getenv("BENCH_TX_WINDOW_KIB")) o.window = (size_t)atol(getenv("BENCH_TX_WINDOW_KIB")) * 1024;
     if (getenv("BENCH_TX_STAGE")) o.stage_all = 1; /* pack every chunk, as on a device backend */
@@ -151,11 +151,18 @@ static TxChange move_change(const PlanStage *from, const PlanStage *to) {
    NVLink (450 GB/s per GPU each way, 3 us a message), as the planner prices a transition; relay 0: no
    forwarding. What the routes cost where every rank has its own link, which this machine's shared cores
    cannot show */
-static double modelled_s(const PlanStage *from, const PlanStage *to, int relay) {
+/* the engine's prediction of from -> to over links of bw bytes/s per rank (latency lat), local copies at
+   copy bytes/s per rank (0: free) */
+static double predicted_s(const PlanStage *from, const PlanStage *to, int relay, double bw, double lat, double copy) {
     TxChange ch = move_change(from, to);
     TxOptions o = opts();
-    o.bandwidth = 450e9, o.latency = 3e-6, o.no_relay = !relay;
+    o.bandwidth = bw, o.latency = lat, o.no_relay = !relay, o.copy_rate = copy;
+    o.half_duplex = copy > 0 && NR > sysconf(_SC_NPROCESSORS_ONLN); /* measured rates on shared cores, as a job */
     return tx_predicted_s(&ch, 1, NR, &o);
+}
+/* MODELLED: 8 GPUs on NVLink */
+static double modelled_s(const PlanStage *from, const PlanStage *to, int relay) {
+    return predicted_s(from, to, relay, 450e9, 3e-6, 0);
 }
 
 static double engine_move_opt(Side *a, Side *b, double *bytes, double *maxrank, int pretouch) {
@@ -247,36 +254,14 @@ static double median3(double *t) {
     return t[REPS / 2];
 }
 
-/* point-to-point bandwidth per rank, every rank at once: 64 MiB to the next while 64 MiB come from the
-   previous, the buffers written first (no first-touch faults); median of 5. Measured again before every
-   case, since this machine's speed drifts over a run (0.4-1.2 GB/s within one bench) */
-static double p2p_bandwidth(void) {
-    size_t nb = (size_t)16 << 20;
-    float *sb = malloc(nb * sizeof(float)), *rb = malloc(nb * sizeof(float));
-    if (!sb || !rb) nr_fatal("bench: out of memory for the bandwidth buffers");
-    for (size_t i = 0; i < nb; i++) sb[i] = (float)i, rb[i] = 0.0f;
-    double bw_t[5];
-    for (int k = 0; k < 5; k++) {
-        comm_barrier(MPI_COMM_WORLD);
-        double t0 = nr_now();
-        MPI_Request rq[2];
-        rq[0] = comm_irecv_f32(MPI_COMM_WORLD, rb, nb, (rank + NR - 1) % NR, 9);
-        rq[1] = comm_isend_f32(MPI_COMM_WORLD, sb, nb, (rank + 1) % NR, 9);
-        /* poll and yield, as the engine waits: with 8 ranks on 2 cores a busy MPI_Waitall starves the peers
-           (measured 0.17-1.0 GB/s from run to run), a sleeping wait starves the transfer */
-        for (int done = 0; !done;) {
-            mpiCheck(MPI_Testall(2, rq, &done, MPI_STATUSES_IGNORE));
-            if (!done) sched_yield();
-        }
-        double t = nr_now() - t0;
-        comm_allreduce_max_f64(MPI_COMM_WORLD, &t, 1);
-        bw_t[k] = t;
-    }
-    free(sb);
-    free(rb);
-    for (int i = 1; i < 5; i++)
-        for (int j = i; j > 0 && bw_t[j] < bw_t[j - 1]; j--) { double x = bw_t[j]; bw_t[j] = bw_t[j - 1]; bw_t[j - 1] = x; }
-    return (double)nb * sizeof(float) / bw_t[2];
+/* point-to-point bandwidth per rank, every rank at once (tx_probe: 64 MiB to the next while 64 MiB come from
+   the previous, streamed in the engine's chunks and window and waited as the engine waits; median of 5), and the local copy rate the same way. Measured
+   again before every case, since this machine's speed drifts over a run (0.4-1.2 GB/s within one bench) */
+static TxProbe probe(void) {
+    TxProbe p;
+    TxOptions o = opts();
+    tx_probe(MPI_COMM_WORLD, (size_t)64 << 20, o.chunk, o.window, 5, &p);
+    return p;
 }
 
 int main(int argc, char **argv) {
@@ -289,7 +274,7 @@ int main(int argc, char **argv) {
         return 2;
     }
     be = backend_cpu();
-    double bw = p2p_bandwidth();
+    double bw = probe().link;
     const int all[NR] = {0, 1, 2, 3, 4, 5, 6, 7}, hi[4] = {4, 5, 6, 7}, shuf[NR] = {3, 6, 0, 5, 2, 7, 4, 1};
     struct { const char *name; int a[3], b[3]; const int *ra, *rb; } cases[] = {
         {"tp2pp2dp2->tp4dp2", {2, 2, 2}, {4, 1, 2}, all, all},
@@ -311,6 +296,7 @@ int main(int argc, char **argv) {
     }
     double worst_bound = 0, worst_cold = 0, worst_gather = 1e30, worst_gather_fwd = 1e30, worst_ckpt = 1e30;
     double worst_model = 1e30; /* rank 0: the modelled node's gather / engine */
+    double pred_lo = 1e30, pred_hi = 0; /* rank 0: warm engine / its prediction, over the cases */
     int nrun = 0;
     for (int c = 0; c < ncase; c++) {
         if (getenv("BENCH_TX_CASES") && !strchr(getenv("BENCH_TX_CASES"), '0' + c)) continue;
@@ -318,7 +304,8 @@ int main(int argc, char **argv) {
         mkstage(&A, cases[c].a[0], cases[c].a[1], cases[c].a[2], cases[c].ra);
         mkstage(&B, cases[c].b[0], cases[c].b[1], cases[c].b[2], cases[c].rb);
         double te[REPS], tcold[REPS], tg[REPS], tgf[REPS], tc[REPS], tp[REPS], bytes = 0, maxrank = 0, bmin = 0;
-        double bwc = p2p_bandwidth();
+        TxProbe pc = probe();
+        double bwc = pc.link;
         int pre = getenv("BENCH_TX_PRETOUCH") != NULL;
         for (int k = 0; pre && k < REPS; k++) { /* the diagnostic: new shards written before the clock starts */
             Side a, b;
@@ -415,6 +402,14 @@ int main(int argc, char **argv) {
             const int r0[1] = {0};
             mkstage(&W0, 1, 1, 1, r0);
             double me = modelled_s(&A, &B, 1), mg = modelled_s(&B, &W0, 0) + modelled_s(&W0, &A, 0);
+            /* the engine's own estimate with this case's measured rates (what a live job's planner prices with) */
+            double pr = predicted_s(&A, &B, 1, pc.link, 5e-6, pc.copy);
+            printf("  predicted by the engine with the rates measured here (links %.2f GB/s, local copies %.2f GB/s per "
+                   "rank): %.3f s; warm engine / predicted %.2f, cold %.2f\n", pc.link / 1e9, pc.copy / 1e9, pr, e / pr,
+                   ec / pr);
+            if (f) fprintf(f, "tx.%d.predicted_s: %.4g\ntx.%d.engine_over_predicted: %.3f\n", c, pr, c, e / pr);
+            pred_lo = e / pr < pred_lo ? e / pr : pred_lo;
+            pred_hi = e / pr > pred_hi ? e / pr : pred_hi;
             printf("  MODELLED 8 GPUs on NVLink (450 GB/s each, the engine's prediction): engine %.4f s, "
                    "gather-and-scatter %.4f s: %.1fx\n", me, mg, mg / me);
             if (f) fprintf(f, "tx.%d.modelled_engine_s: %.4g\ntx.%d.modelled_gather_s: %.4g\n", c, me, c, mg);
@@ -434,6 +429,9 @@ int main(int argc, char **argv) {
         printf("  (MODELLED on 8 NVLink GPUs, not measured: the engine at least %.1fx faster than gather-and-scatter)\n",
                worst_model);
         if (f) fprintf(f, "tx.worst_modelled_speedup_vs_gather: %.3f\n", worst_model);
+        printf("  the engine's prediction with the measured rates: warm transitions took %.2f-%.2fx it\n", pred_lo,
+               pred_hi);
+        if (f) fprintf(f, "tx.engine_over_predicted_min: %.3f\ntx.engine_over_predicted_max: %.3f\n", pred_lo, pred_hi);
         if (f)
             fprintf(f, "tx.worst_over_bound: %.3f\ntx.worst_cold_over_bound: %.3f\ntx.worst_speedup_vs_gather: %.3f\n"
                     "tx.worst_speedup_vs_gather_fwd: %.3f\ntx.worst_speedup_vs_ckpt: %.3f\n", worst_bound, worst_cold,
@@ -448,7 +446,7 @@ int main(int argc, char **argv) {
         mkstage(&A, 1, 1, 1, one);
         mkstage(&B, 1, 1, NR, all);
         double t[2][REPS], mr[2] = {0, 0}, bytes = 0;
-        bw = p2p_bandwidth();
+        bw = probe().link;
         for (int k = 0; k < REPS; k++)
             for (int v = 0; v < 2; v++) {
                 Side a, b;
