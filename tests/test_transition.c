@@ -345,7 +345,19 @@ int main(int argc, char **argv) {
     free(full);
     free(got);
     MPI_Comm_free(&xcomm);
-    int fails = n_bad_value + n_bad_bytes + n_bad_mem + n_bad_part + n_bad_fwd + (n_fwd == 0);
+    /* tx_probe: rates from every rank at once, the same on every rank (max-reduced); one rank alone has no
+       link (0) but a copy rate */
+    TxProbe pr, solo;
+    tx_probe(MPI_COMM_WORLD, (size_t)1 << 20, 64 << 10, 256 << 10, 3, &pr);
+    MPI_Comm self;
+    MPI_Comm_split(MPI_COMM_WORLD, rank, 0, &self);
+    tx_probe(self, (size_t)1 << 20, 64 << 10, 256 << 10, 1, &solo);
+    MPI_Comm_free(&self);
+    double lo[2] = {pr.link, pr.copy}, hi[2] = {pr.link, pr.copy};
+    MPI_Allreduce(MPI_IN_PLACE, lo, 2, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Allreduce(MPI_IN_PLACE, hi, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    int bad_probe = !(pr.link > 0 && pr.copy > 0 && lo[0] == hi[0] && lo[1] == hi[1] && solo.link == 0 && solo.copy > 0);
+    int fails = n_bad_value + n_bad_bytes + n_bad_mem + n_bad_part + n_bad_fwd + (n_fwd == 0) + bad_probe;
     if (rank == 0) {
         printf("%s %d ranks: %d random transitions (%ld changes with AdamW state, %ld copies; %ld changes on shared "
                "ranks, %ld on disjoint ones): %ld complete and bit-identical (%ld (old, new) pairs executed), %ld with a tight budget (%ld of "
@@ -360,6 +372,9 @@ int main(int argc, char **argv) {
                n_fwd, fwd_bytes / 1048576.0, max_hop, n_fwd_waves, n_fwd_staged, n_bad_fwd);
         printf("%s every rank's scattered part (geometry + its block refs, expanded there) = tx_part_extract's (%ld trials bad)\n",
                n_bad_part ? "FAIL" : "ok  ", n_bad_part);
+        printf("%s tx_probe on %d ranks at once: links %.3g GB/s, local copies %.3g GB/s per rank, the same on every "
+               "rank; one rank alone: link %g, copies %.3g GB/s\n", bad_probe ? "FAIL" : "ok  ", size, pr.link * 1e-9,
+               pr.copy * 1e-9, solo.link, solo.copy * 1e-9);
     }
     MPI_Finalize();
     return fails ? 1 : 0;
