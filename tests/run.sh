@@ -321,6 +321,15 @@ br=$(sed -n 's/^INJECTED slowdown: slow_ranks = busiest is rank \([0-9]*\) from 
 if [ -n "$br" ] && grep -qE '^planner: before step [5-7]: replan — slowest rank at 0\.[0-4][0-9] of its speed' "$f" && [ "$(verify "$f" status)" = pass ]; then
   result planner-slow-busiest 0 0 "rank $br slowed; $(grep -m1 -oE 'before step [0-9]+: replan — slowest rank at [0-9.]+ of its speed' "$f")"
 else result planner-slow-busiest 1 0 "busiest rank '$br' not named, or its slowdown not detected by step 7"; fi
+# policy = sweep with controls: 6 plans (2 calibrate, 4 held out), plan 0 run again after every 2 held-out ones
+t planner-sweep-run 300 $L -np 4 bin/nereus tests/decks/sweep.deck
+f=$LOG/planner-sweep-run.log
+nctl=$(grep -c '^planner: sweep: control [12] (plan 0 again, after [24] held-out plan(s)): ' "$f")
+if [ "$(verify "$f" status)" = pass ] && [ "$nctl" = 2 ] && [ "$(sed -n 's/^sweep\.heldout: //p' "$f")" = 4 ] \
+   && grep -qE '^sweep\.mape_pct: [0-9.]+$' "$f" && grep -qE '^sweep\.mape_speed_corrected_pct: [0-9.]+$' "$f" \
+   && grep -qE '^sweep\.chosen_gap_again_pct: -?[0-9.]+$' "$f"; then
+  result planner-sweep 0 0 "4 held out, 2 controls: $(sed -n 's/^sweep\.mape_pct: /MAPE /p' "$f")%, $(sed -n 's/^sweep\.mape_speed_corrected_pct: /speed-corrected /p' "$f")%"
+else result planner-sweep 1 0 "the sweep's report lacks its lines (held out, 2 controls, MAPE, corrected MAPE, gap): see $f"; fi
 
 echo "== simulator (bin/nereus --simulate: MODELLED clusters, every policy)"
 t sim-growth-64 120 bin/nereus --simulate inputs/sim/growth-64.deck

@@ -106,9 +106,11 @@ typedef struct PlannerConfig {
     int sweep_steps;         /* [planner] sweep_steps: steps per plan in a sweep (the first not measured) */
     int sweep_calibrate;     /* [planner] sweep_calibrate: sampled plans the sweep calibrates on (the rest are held out) */
     int sweep_seed;          /* [planner] sweep_seed: the sample's seed (0: [run] seed) */
+    int sweep_reference;     /* [planner] sweep_reference: re-run the first sampled plan after every N held-out ones
+                                (the machine's speed over the run); 0 = never */
     float guard_margin;      /* [planner] guard_margin: revert a move measured slower than the old plan by more (0: off) */
     int guard_steps;         /* [planner] guard_steps: steps of the new plan measured before the guard judges it */
-    char policy[16];         /* [planner] policy: off | static | payback | admit-all | every-k | sweep */
+    char policy[12];         /* [planner] policy: off | static | payback | admit-all | every-k | sweep (12: the longest choice fits, and the struct keeps [trace] 8-byte aligned) */
 } PlannerConfig;
 
 typedef struct CkptConfig {

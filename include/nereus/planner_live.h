@@ -38,6 +38,9 @@
 /* policy = sweep: the search's choice and the best sampled plan are run again last, this many times
  * sweep_steps steps each */
 #define PLANNER_SWEEP_FINAL 3
+/* policy = sweep: the control windows ([planner] sweep_reference = R): one after every R held-out plans and one
+ * after the last, so ceil((n − K) / R) of them for n sampled plans of which K calibrate (0 when R = 0) */
+static inline int planner_sweep_controls(int n, int K, int R) { return R > 0 && n > K ? (n - K + R - 1) / R : 0; }
 
 typedef struct LivePlanner {
     int on;                  /* [planner] policy != off */

@@ -203,6 +203,8 @@ const DeckKey deck_keys[] = {
      "policy = sweep: the first N sampled plans calibrate the cost model; the others are predicted (held out)"},
     {"planner", "sweep_seed", DECK_T_INT, 0, "0", GE(0), NONE, NULL, F_INT(planner.sweep_seed),
      "policy = sweep: the seed of the sample; 0 = [run] seed"},
+    {"planner", "sweep_reference", DECK_T_INT, 0, "0", GE(0), NONE, NULL, F_INT(planner.sweep_reference),
+     "policy = sweep: after every N held-out plans (and after the last) run the first sampled plan again, a control for the machine's speed over the run; the held-out error is then also reported with each plan's measurement divided by that speed (interpolated between controls); 0 = no control"},
 
     {"ckpt", "every", DECK_T_INT, 0, "0", GE(0), NONE, NULL, F_INT(ckpt.every),
      "write a checkpoint every N PPO steps; 0 = none on a schedule (SIGTERM / SIGUSR1 still write one)"},

@@ -144,13 +144,16 @@ int run_job(const Config *cfg, const Deck *deck, const char *deck_path) {
                              cfg->planner.policy, cfg->sw.step);
     if (strcmp(cfg->planner.policy, "sweep") == 0) {
         const PlannerConfig *pc = &cfg->planner;
-        int need = pc->warmup + (pc->sweep_plans + 2 * PLANNER_SWEEP_FINAL) * pc->sweep_steps;
+        int K = pc->sweep_calibrate < pc->sweep_plans ? pc->sweep_calibrate : pc->sweep_plans - 1;
+        int nc = planner_sweep_controls(pc->sweep_plans, K, pc->sweep_reference);
+        int need = pc->warmup + (pc->sweep_plans + nc + 2 * PLANNER_SWEEP_FINAL) * pc->sweep_steps;
         if (cfg->ppo.steps < need)
             return deck_error_at(deck, "ppo.steps",
-                                 "[planner] policy = sweep runs warmup %d + (sweep_plans %d + %d x 2 for the search's "
-                                 "choice and the best sampled plan again) x sweep_steps %d = %d PPO steps; [ppo] steps "
-                                 "= %d is too few",
-                                 pc->warmup, pc->sweep_plans, PLANNER_SWEEP_FINAL, pc->sweep_steps, need, cfg->ppo.steps);
+                                 "[planner] policy = sweep runs warmup %d + (sweep_plans %d + %d control(s) "
+                                 "(sweep_reference %d) + %d x 2 for the search's choice and the best sampled plan "
+                                 "again) x sweep_steps %d = %d PPO steps; [ppo] steps = %d is too few",
+                                 pc->warmup, pc->sweep_plans, nc, pc->sweep_reference, PLANNER_SWEEP_FINAL,
+                                 pc->sweep_steps, need, cfg->ppo.steps);
     }
     Injector inj;
     {

@@ -40,7 +40,11 @@ typedef struct SweepPlan {
 struct Sweep {
     int n, K, steps, start;  /* sampled plans, calibration plans, steps per plan, the first sweep step */
     int fsteps;              /* steps of each of the two last windows (PLANNER_SWEEP_FINAL x steps) */
-    SweepPlan *p;            /* (n + 2): the sample, the search's choice, the best sampled plan run again */
+    int R, nc;               /* [planner] sweep_reference and the control windows it makes (planner_sweep_controls) */
+    SweepPlan *p;            /* (n + 2 + nc): the sample, the search's choice, the best sampled plan run again, the
+                                controls (plan 0 run again) */
+    int nwin, *win;          /* the windows in run order: each an index into p */
+    unsigned char *dumped;   /* (n + 2 + nc) rank 0: the plan's line is in the dump */
     Calibration cal;         /* the first K plans' stages */
     Calibration all;         /* every sampled plan's stages */
     CostModel fit;           /* the model fitted on the first K plans, frozen */
@@ -50,7 +54,6 @@ struct Sweep {
     double over_sum;         /* the calibration plans' step time outside the model-stages */
     int over_n;
     FILE *dump;              /* rank 0: NEREUS_SWEEP_DUMP, the measurements for build/bench/sweep_refit */
-    int dumped_plan;         /* plans written to it */
 };
 
 #define SWEEP_DRAWS 1000 /* random plans drawn per sample before the sweep gives up on fitting memory */
@@ -102,8 +105,23 @@ struct Sweep *sweep_new(LivePlanner *lp, Job *j) {
     sw->steps = pc->sweep_steps;
     sw->start = pc->warmup;
     sw->fsteps = PLANNER_SWEEP_FINAL * sw->steps;
-    sw->p = nr_xcalloc((size_t)sw->n + 2, sizeof *sw->p);
-    for (int k = 0; k <= sw->n + 1; k++) sw->p[k].wall = nr_xcalloc((size_t)sw->fsteps, sizeof(double));
+    sw->R = pc->sweep_reference;
+    sw->nc = planner_sweep_controls(sw->n, sw->K, sw->R);
+    int np = sw->n + 2 + sw->nc;
+    sw->p = nr_xcalloc((size_t)np, sizeof *sw->p);
+    sw->dumped = nr_xcalloc((size_t)np, 1);
+    for (int k = 0; k < np; k++) sw->p[k].wall = nr_xcalloc((size_t)sw->fsteps, sizeof(double));
+    /* the windows: the sample in order, a control after every R held-out plans and after the last, then the
+       search's choice and the best sampled plan again */
+    sw->win = nr_xcalloc((size_t)np, sizeof *sw->win);
+    int c = 0;
+    for (int k = 0; k < sw->n; k++) {
+        sw->win[sw->nwin++] = k;
+        if (sw->nc && k >= sw->K && ((k - sw->K + 1) % sw->R == 0 || k == sw->n - 1)) sw->win[sw->nwin++] = sw->n + 2 + c++;
+    }
+    sw->win[sw->nwin++] = sw->n;
+    sw->win[sw->nwin++] = sw->n + 1;
+    for (int k = sw->n + 2; k < np; k++) sw->p[k].pred = NAN;
     if (j->rank == 0) sweep_sample(lp, j, sw);
     return sw;
 }
@@ -111,24 +129,26 @@ struct Sweep *sweep_new(LivePlanner *lp, Job *j) {
 void sweep_free(struct Sweep *sw) {
     if (!sw) return;
     if (sw->dump) fclose(sw->dump);
-    for (int k = 0; k <= sw->n + 1; k++) free(sw->p[k].wall);
+    for (int k = 0; k < sw->n + 2 + sw->nc; k++) free(sw->p[k].wall);
     free(sw->p);
+    free(sw->win);
+    free(sw->dumped);
     free(sw);
 }
 
-/* the sample index of PPO step `step` and its position in the plan's window (−1: not in the sweep) */
+/* the index into p of PPO step `step`'s window and its position in the window (−1: not in the sweep) */
 static int sweep_index(const struct Sweep *sw, int step, int *phase) {
     if (step < sw->start) return -1;
-    int t = step - sw->start, i;
-    if (t < sw->n * sw->steps) {
-        i = t / sw->steps;
-        *phase = t % sw->steps;
-    } else { /* the two last windows, longer */
-        t -= sw->n * sw->steps;
-        i = sw->n + t / sw->fsteps;
-        *phase = t % sw->fsteps;
+    int t = step - sw->start;
+    for (int w = 0; w < sw->nwin; w++) {
+        int i = sw->win[w], len = i == sw->n || i == sw->n + 1 ? sw->fsteps : sw->steps; /* the two last, longer */
+        if (t < len) {
+            *phase = t;
+            return i;
+        }
+        t -= len;
     }
-    return i <= sw->n + 1 ? i : -1;
+    return -1;
 }
 
 /* rank 0: fit the frozen model on the calibration plans */
@@ -232,6 +252,12 @@ int sweep_decide(LivePlanner *lp, Job *j, int step, PlanConfig *next) {
         sw->p[i].plan = sw->p[b].plan;
         sw->p[i].pred = cost_plan(&sw->fit_all, &sw->p[i].plan, j->size, &lp->w, &c);
         for (int ph = 0; ph < 3; ph++) sw->p[i].pred_phase[ph] = c.phase[ph];
+    } else if (i >= sw->n + 2) { /* a control: the first sampled plan again (no prediction: not held out) */
+        sw->p[i].plan = sw->p[0].plan;
+        if (sw->p[0].refused) {
+            sw->p[i].refused = 1;
+            return 0;
+        }
     } else if (sw->fitted) {
         StepCost c;
         sw->p[i].pred = cost_plan(&sw->fit, &sw->p[i].plan, j->size, &lp->w, &c);
@@ -270,14 +296,16 @@ static void sweep_dump(LivePlanner *lp, struct Sweep *sw, int i, const Job *j, d
                 lp->w.batch, lp->w.minibatch, lp->w.epochs, lp->w.prompt_len, lp->w.resp_len, lp->w.resp_max, sw->n,
                 sw->K, sw->steps, j->size);
     }
-    for (; sw->dumped_plan <= i; sw->dumped_plan++) {
-        const PlanConfig *p = &sw->p[sw->dumped_plan].plan;
-        fprintf(sw->dump, "plan %d", sw->dumped_plan);
+    if (!sw->dumped[i]) { /* its plan, the first time it is measured (a control: plan 0's, marked) */
+        const PlanConfig *p = &sw->p[i].plan;
+        fprintf(sw->dump, "plan %d", i);
         for (int s = 0; s < PLAN_NSTAGES; s++) {
             fprintf(sw->dump, "  %d %d %d %d", p->stage[s].tp, p->stage[s].pp, p->stage[s].dp, p->stage[s].nranks);
             for (int r = 0; r < p->stage[s].nranks; r++) fprintf(sw->dump, " %d", p->stage[s].ranks[r]);
         }
         fprintf(sw->dump, "\n");
+        if (i >= sw->n + 2) fprintf(sw->dump, "control %d\n", i);
+        sw->dumped[i] = 1;
     }
     fprintf(sw->dump, "obs %d %.9g %.9g", i, wall_s, len);
     for (int s = 0; s < PLAN_NSTAGES; s++) fprintf(sw->dump, " %.9g", meas[s]);
@@ -317,6 +345,56 @@ static void plan_short(const PlanConfig *p, char *buf, size_t len) {
         plan_ranks_format(p->stage[s].ranks, p->stage[s].nranks, r, sizeof r);
         n += (size_t)snprintf(buf + n, len - n, "%s%s t%dp%dd%d@%s", s ? " " : "", ab[s], p->stage[s].tp, p->stage[s].pp,
                               p->stage[s].dp, r);
+    }
+}
+
+/* The controls ([planner] sweep_reference): plan 0 run again after every R held-out plans. The machine's
+ * slowdown at a control = its median step / plan 0's first median (1 at plan 0's own window); at a held-out
+ * plan, interpolated linearly over the windows between the controls before and after it (the last one's
+ * after the last control). Logs each control and returns the held-out error with every plan's measurement
+ * divided by that slowdown (mean and worst |error|, NaN without controls) and the slowdowns' range. What
+ * it corrects is the machine, not the model: 8 ranks on 2 shared cores here ran the same plan 54% slower at
+ * the end of one sweep than at its start (make bench, 2026-12-03 12:30), which no cost model can predict. */
+static void sweep_controls(const struct Sweep *sw, double *mape, double *worst, double *smin, double *smax) {
+    double base = sw->p[0].refused ? NAN : plan_median(&sw->p[0]);
+    if (sw->nc == 0 || !isfinite(base) || !(base > 0)) return;
+    int nw = sw->nwin;
+    double *slow = nr_xcalloc((size_t)nw, sizeof *slow); /* per window: the slowdown measured there, or NaN */
+    for (int w = 0; w < nw; w++) {
+        int i = sw->win[w];
+        double m = i == 0 ? base : i >= sw->n + 2 && !sw->p[i].refused ? plan_median(&sw->p[i]) : NAN;
+        slow[w] = isfinite(m) ? m / base : NAN;
+    }
+    double esum = 0, emax = 0;
+    int ne = 0, held = 0;
+    *smin = INFINITY, *smax = 0;
+    for (int w = 0; w < nw; w++) {
+        int i = sw->win[w];
+        held += i >= sw->K && i < sw->n;
+        if (i >= sw->n + 2 && isfinite(slow[w])) {
+            *smin = fmin(*smin, slow[w]);
+            *smax = fmax(*smax, slow[w]);
+            nr_log("planner: sweep: control %d (plan 0 again, after %d held-out plan(s)): %.4f s/step, %.3fx plan 0's "
+                   "first\n", i - sw->n - 1, held, plan_median(&sw->p[i]), slow[w]);
+        }
+        if (i < sw->K || i >= sw->n || sw->p[i].refused || !isfinite(sw->p[i].pred)) continue;
+        int a = -1, b = -1; /* the controls (or plan 0) before and after */
+        for (int v = w - 1; v >= 0 && a < 0; v--) if (isfinite(slow[v])) a = v;
+        for (int v = w + 1; v < nw && b < 0; v++) if (isfinite(slow[v])) b = v;
+        if (a < 0) continue;
+        double k = b < 0 ? slow[a] : slow[a] + (slow[b] - slow[a]) * (w - a) / (double)(b - a);
+        double meas = plan_median(&sw->p[i]) / k, err = fabs(sw->p[i].pred - meas) / meas;
+        esum += err;
+        emax = fmax(emax, err);
+        ne++;
+    }
+    free(slow);
+    if (ne > 0) {
+        *mape = esum / ne;
+        *worst = emax;
+        nr_log("planner: sweep: the machine's slowdown over the run by the controls %.3f-%.3fx; held-out error with "
+               "each plan's measurement divided by it (interpolated): MAPE %.2f%%, worst %.2f%% (the model's own error, "
+               "the machine's drift taken out)\n", *smin, *smax, 100 * *mape, 100 * *worst);
     }
 }
 
@@ -362,6 +440,8 @@ void sweep_report(const LivePlanner *lp) {
                      p->outside / nw);
         nr_log("%3d  %-10s  %10.4f  %11s  %6s  %s  %s\n", k, role, meas, pe, ee, phs, txt);
     }
+    double cmape = NAN, cworst = NAN, smin = NAN, smax = NAN;
+    sweep_controls(sw, &cmape, &cworst, &smin, &smax);
     const SweepPlan *c = &sw->p[sw->n];
     double chosen = plan_median(c);
     for (int m = 0; m < 2; m++) {
@@ -379,6 +459,12 @@ void sweep_report(const LivePlanner *lp) {
     if (ne > 0) {
         nr_log("sweep.mape_pct: %.2f\n", 100 * esum / ne);
         nr_log("sweep.worst_pct: %.2f\n", 100 * emax);
+    }
+    if (isfinite(cmape)) {
+        nr_log("sweep.control_slowdown_min: %.3f\n", smin);
+        nr_log("sweep.control_slowdown_max: %.3f\n", smax);
+        nr_log("sweep.mape_speed_corrected_pct: %.2f\n", 100 * cmape);
+        nr_log("sweep.worst_speed_corrected_pct: %.2f\n", 100 * cworst);
     }
     if (ibest >= 0) nr_log("sweep.best_measured_s: %.4f (plan %d)\n", best, ibest);
     if (isfinite(chosen) && ibest >= 0) {
