@@ -234,6 +234,15 @@ int main(void) {
         CHECK(d.urgent && d.admitted && d.changed && inside, "controller: half the pool left: urgent, admitted, the new "
               "plan within the 32 ranks left (%s)", d.reason);
     }
+    /* ---- the sweep's slowdown between its controls (nr_fill_gaps), by hand ---- */
+    {
+        double v[6] = {NAN, 1.0, NAN, NAN, 1.6, NAN};
+        nr_fill_gaps(v, 6);
+        CHECK(isnan(v[0]) && v[1] == 1.0 && fabs(v[2] - 1.2) < 1e-12 && fabs(v[3] - 1.4) < 1e-12 && v[4] == 1.6 &&
+                  v[5] == 1.6,
+              "sweep controls: slowdowns 1 and 1.6 three windows apart fill as 1.2, 1.4 between, 1.6 after, nothing "
+              "before (%g %g %g %g %g %g)", v[0], v[1], v[2], v[3], v[4], v[5]);
+    }
     /* ---- transition prices calibrated on measured transitions (txprice.h) ---- */
     {
         TxCalib tc;

@@ -66,6 +66,10 @@ int rng_below(uint64_t seed, uint64_t stream, uint64_t a, uint64_t b, int n);
 /* ---- misc ------------------------------------------------------------ */
 /* the median of v[0..n), which it sorts in place; NaN for n = 0 */
 double nr_median(double *v, int n);
+/* fills the NaN entries of v[0..n) that lie between two finite ones by linear interpolation over the index,
+ * and those after the last finite one with it; NaNs before the first finite one stay (the sweep's machine
+ * slowdown at each window from its control windows) */
+void nr_fill_gaps(double *v, int n);
 /* bytes as "12.3 KiB" / "4.5 MiB" / "1.2 GiB" (B below 1 KiB) into buf; returns buf */
 const char *nr_bytes_str(double bytes, char *buf, size_t len);
 /* Keeps freed heap memory for reuse (glibc mallopt) instead of returning it to the kernel. The planner

@@ -377,13 +377,12 @@ static void sweep_controls(const struct Sweep *sw, double *mape, double *worst, 
             nr_log("planner: sweep: control %d (plan 0 again, after %d held-out plan(s)): %.4f s/step, %.3fx plan 0's "
                    "first\n", i - sw->n - 1, held, plan_median(&sw->p[i]), slow[w]);
         }
-        if (i < sw->K || i >= sw->n || sw->p[i].refused || !isfinite(sw->p[i].pred)) continue;
-        int a = -1, b = -1; /* the controls (or plan 0) before and after */
-        for (int v = w - 1; v >= 0 && a < 0; v--) if (isfinite(slow[v])) a = v;
-        for (int v = w + 1; v < nw && b < 0; v++) if (isfinite(slow[v])) b = v;
-        if (a < 0) continue;
-        double k = b < 0 ? slow[a] : slow[a] + (slow[b] - slow[a]) * (w - a) / (double)(b - a);
-        double meas = plan_median(&sw->p[i]) / k, err = fabs(sw->p[i].pred - meas) / meas;
+    }
+    nr_fill_gaps(slow, nw); /* every window's slowdown, interpolated between the controls */
+    for (int w = 0; w < nw; w++) {
+        int i = sw->win[w];
+        if (i < sw->K || i >= sw->n || sw->p[i].refused || !isfinite(sw->p[i].pred) || !isfinite(slow[w])) continue;
+        double meas = plan_median(&sw->p[i]) / slow[w], err = fabs(sw->p[i].pred - meas) / meas;
         esum += err;
         emax = fmax(emax, err);
         ne++;

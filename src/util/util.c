@@ -154,3 +154,13 @@ double nr_median(double *v, int n) {
     qsort(v, (size_t)n, sizeof *v, cmp_double);
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
+
+void nr_fill_gaps(double *v, int n) {
+    int a = -1; /* the last finite entry */
+    for (int i = 0; i < n; i++) {
+        if (!isfinite(v[i])) continue;
+        for (int k = a + 1; a >= 0 && k < i; k++) v[k] = v[a] + (v[i] - v[a]) * (k - a) / (double)(i - a);
+        a = i;
+    }
+    for (int k = a + 1; a >= 0 && k < n; k++) v[k] = v[a];
+}

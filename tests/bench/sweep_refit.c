@@ -12,7 +12,9 @@
  * model: calibrate on the first K plans' model-stages and phases
  * (cal_add, cal_add_phase, cal_fit, the overhead as sweep_fit takes it),
  * predict the other plans, print the MAPE and the worst error — the same
- * measurements for any version of cost.c.
+ * measurements for any version of cost.c. A dump with control windows
+ * ([planner] sweep_reference) also gets the error with the machine's
+ * drift taken out, as the sweep reports it.
  *
  * ROUNDS (default 1): the observations' coefficients depend on the model's
  * factors where ranks share cores (the processor-sharing stretch); round 1
@@ -32,9 +34,10 @@
 #define MAX_OBS 16
 
 typedef struct Obs { double wall, len, meas[PLAN_NSTAGES], ph[3]; } Obs;
-typedef struct DPlan { PlanConfig plan; Obs obs[MAX_OBS]; int nobs, have; } DPlan;
+typedef struct DPlan { PlanConfig plan; Obs obs[MAX_OBS]; int nobs, have, control; } DPlan;
 
 static DPlan P[MAX_PLANS];
+static int order[MAX_PLANS], norder; /* the plans in the order they ran (their first measured step) */
 static int n, K, steps, nranks;
 static CostModel base;
 static Workload W;
@@ -78,10 +81,14 @@ static int load(const char *path) {
                 for (int r = 0; r < ps->nranks && r < PLAN_MAX_RANKS; r++) ps->ranks[r] = (int16_t)strtol(s = e, &e, 10);
             }
             P[i].have = 1;
+        } else if (!strncmp(line, "control ", 8)) { /* [planner] sweep_reference: plan 0 run again */
+            int i = atoi(line + 8);
+            if (i >= 0 && i < MAX_PLANS) P[i].control = 1;
         } else if (!strncmp(line, "obs ", 4)) {
             char *s = line + 4, *e;
             int i = (int)strtol(s, &e, 10);
             if (i < 0 || i >= MAX_PLANS || P[i].nobs == MAX_OBS) continue;
+            if (P[i].nobs == 0) order[norder++] = i;
             Obs *o = &P[i].obs[P[i].nobs++];
             o->wall = strtod(s = e, &e);
             o->len = strtod(s = e, &e);
@@ -204,6 +211,30 @@ int main(int argc, char **argv) {
             printf("\n");
         }
     }
+    /* with controls in the dump: the held-out error with the machine's drift taken out, as the sweep reports it */
+    double slow[MAX_PLANS], base0 = P[0].nobs ? plan_median(&P[0]) : NAN, cs = 0, cm = 0, smin = INFINITY, smax = 0;
+    int nc = 0, ncs = 0;
+    for (int w = 0; w < norder; w++) {
+        int i = order[w];
+        slow[w] = i == 0 || P[i].control ? plan_median(&P[i]) / base0 : NAN;
+        if (P[i].control && isfinite(slow[w])) nc++, smin = fmin(smin, slow[w]), smax = fmax(smax, slow[w]);
+    }
+    nr_fill_gaps(slow, norder);
+    for (int w = 0; nc && w < norder; w++) {
+        int i = order[w];
+        if (i < K || i >= n || !P[i].have || !isfinite(slow[w])) continue;
+        Workload wl = W;
+        wl.resp_len = plan_len(&P[i]);
+        StepCost c;
+        double pred = cost_plan(&fit, &P[i].plan, nranks, &wl, &c), meas = plan_median(&P[i]) / slow[w];
+        double e = fabs(pred - meas) / meas;
+        cs += e;
+        cm = fmax(cm, e);
+        ncs++;
+    }
+    if (ncs)
+        printf("refit: %d control(s), the machine's slowdown %.3f-%.3fx: with it taken out MAPE %.2f%%, worst %.2f%%\n", nc,
+               smin, smax, 100 * cs / ncs, 100 * cm);
     printf("refit: %d calibration plan(s), %d held out, %d round(s): MAPE %.2f%%, worst %.2f%%; factors GEMM %.3g "
            "attention %.3g memory-bound %.3g all-reduce %.3g point-to-point %.3g per-operation %.3g latency %.3g, "
            "message stretch exponent %.2f, overhead %.4f s/step; phase scales %.3f %.3f %.3f\n",
