@@ -290,34 +290,41 @@ int main(void) {
 
     /* the prediction's terms for ranks on shared cores, by hand: a model moved whole from rank 0 to rank 1
        (B bytes out of 0, into 1) costs B / bw with full-duplex links and B / (2 bw) with half-duplex ones (a
-       rank's in + out against twice the rate measured both ways at once); a copy kept on rank 0 while rank 1
-       gains one (dp1 @ 0 -> dp2 @ 0,1) costs rank 0 its local bytes / copy_rate on top */
+       rank's in + out against twice the rate measured both ways at once); a re-cut tp1 @ 0 -> tp2 @ 0,1 that
+       keeps part of rank 0's shard there costs rank 0 those bytes / copy_rate on top; a scale-out dp1 @ 0 ->
+       dp2 @ 0,1, where rank 0 keeps its whole shard (the engine hands over the buffers), costs no copy */
     {
         GPTConfig cfg = {.V = 15, .maxT = 16, .L = 2, .C = 32, .NH = 4, .value_head = 0};
         PlanStage s0 = {.src = PLAN_SRC_DECK, .tp = 1, .pp = 1, .dp = 1, .nranks = 1, .ranks = {0}};
         PlanStage s1 = {.src = PLAN_SRC_DECK, .tp = 1, .pp = 1, .dp = 1, .nranks = 1, .ranks = {1}};
-        PlanStage s01 = {.src = PLAN_SRC_DECK, .tp = 1, .pp = 1, .dp = 2, .nranks = 2, .ranks = {0, 1}};
+        PlanStage t2 = {.src = PLAN_SRC_DECK, .tp = 2, .pp = 1, .dp = 1, .nranks = 2, .ranks = {0, 1}};
+        PlanStage d2 = {.src = PLAN_SRC_DECK, .tp = 1, .pp = 1, .dp = 2, .nranks = 2, .ranks = {0, 1}};
+        const PlanStage *to[6] = {&s1, &s1, &t2, &t2, &d2, &d2};
         TxOptions o = opt;
         o.budget = 0, o.no_relay = 0, o.ranks_per_node = 0;
-        double t[4] = {0, 0, 0, 0}, B = 0, Bloc = 0;
+        double t[6] = {0, 0, 0, 0, 0, 0}, B = 0, Bloc = 0, Bkeep = 0;
         char why[512];
-        for (int k = 0; k < 4; k++) {
-            TxChange x = change_of(0, TX_MOVE, &cfg, &s0, k < 2 ? &s1 : &s01, 3);
+        for (int k = 0; k < 6; k++) {
+            TxChange x = change_of(0, TX_MOVE, &cfg, &s0, to[k], 3);
             o.half_duplex = k == 1;
-            o.copy_rate = k == 3 ? 1e9 : 0;
+            o.copy_rate = k == 3 || k == 5 ? 1e9 : 0;
             TxPlan P;
             if (tx_plan_build(&P, &x, 1, 2, &o, why, sizeof why) != 0) continue;
             t[k] = P.predicted_s;
             if (k == 0) B = (double)P.bytes_moved;
             if (k == 3) Bloc = (double)P.bytes_local;
+            if (k == 5) Bkeep = (double)P.bytes_local;
             tx_plan_free(&P);
         }
         CHECK(B > 0 && fabs((t[0] - t[1]) - B / (2 * o.bandwidth)) < 1e-12 * (1 + t[0]),
               "half-duplex links: a one-way move of %.0f bytes predicted %.6g s, full-duplex %.6g s (want B / (2 bw) = "
               "%.6g s less)", B, t[1], t[0], B / (2 * o.bandwidth));
         CHECK(Bloc > 0 && fabs((t[3] - t[2]) - Bloc / 1e9) < 1e-12 * (1 + t[3]),
-              "a kept copy of %.0f bytes at 1 GB/s adds %.6g s to the prediction (%.6g -> %.6g s)", Bloc,
-              t[3] - t[2], t[2], t[3]);
+              "a re-cut keeping %.0f bytes on rank 0 adds them at 1 GB/s to the prediction: %.6g s (%.6g -> %.6g s)",
+              Bloc, t[3] - t[2], t[2], t[3]);
+        CHECK(Bkeep > 0 && t[5] == t[4] && t[4] > 0,
+              "a scale-out keeping rank 0's whole shard (%.0f bytes, handed over, not copied) adds no copy time "
+              "(%.6g and %.6g s)", Bkeep, t[4], t[5]);
     }
 
     /* scale: 32, 256, 1,024 ranks of an 8B-shaped actor and critic */

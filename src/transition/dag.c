@@ -413,8 +413,12 @@ int tx_plan_build(TxPlan *P, const TxChange *ch, int n, int nranks, const TxOpti
                 if (fwd[rbase[c] + jrun] != SIZE_MAX) P->succ[ne++] = (int)fwd[rbase[c] + jrun];
                 jrun++;
                 DONE_NODE();
-                if (local) w_loc[src] += (double)bytes;
-                else {
+                /* a rank whose new shard is all its old one (every ref local, the same tp and pp: the same
+                   slice) takes the old buffers (exec.c: gpt_swap_state) and copies nothing */
+                int swap = local && x->kind == TX_MOVE && s0 == sp->ref_off[pos] && s1 == sp->ref_off[pos + 1] &&
+                           x->from.tp == x->to.tp && x->from.pp == x->to.pp;
+                if (local && !swap) w_loc[src] += (double)bytes;
+                if (!local) {
                     size_t msgs = (bytes + chunk - 1) / chunk;
                     P->messages += msgs;
                     int intra = opt->ranks_per_node > 0 && src / opt->ranks_per_node == dst / opt->ranks_per_node;
