@@ -131,6 +131,8 @@ void comm_barrier(MPI_Comm c);
 /* Rank in c and size of c (-1 / 0 for MPI_COMM_NULL). */
 int comm_rank(MPI_Comm c);
 int comm_size(MPI_Comm c);
+/* collective over c: how many ranks of c share this rank's node (MPI_COMM_TYPE_SHARED) */
+int comm_node_size(MPI_Comm c);
 
 /* ---- device memory and device groups ------------------------------------ */
 

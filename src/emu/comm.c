@@ -536,3 +536,12 @@ int comm_size(MPI_Comm c)
     mpiCheck(MPI_Comm_size(c, &s));
     return s;
 }
+
+int comm_node_size(MPI_Comm c)
+{
+    MPI_Comm node;
+    mpiCheck(MPI_Comm_split_type(c, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+    int s = comm_size(node);
+    mpiCheck(MPI_Comm_free(&node));
+    return s;
+}

@@ -68,11 +68,7 @@ void live_init(LivePlanner *lp, Job *j) {
     double hbm = 0;
     if (j->rank == 0) hbm = copy_rate(); /* the others wait in a sleeping barrier */
     comm_barrier(j->world);
-    MPI_Comm node;
-    MPI_Comm_split_type(j->world, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
-    int rpn = 1;
-    MPI_Comm_size(node, &rpn);
-    MPI_Comm_free(&node);
+    int rpn = comm_node_size(j->world);
     int sweep = strcmp(cfg->planner.policy, "sweep") == 0;
     job_probe_links(j); /* the transitions' prices: measured links, unless the deck sets them */
     if (j->rank != 0) {

@@ -40,7 +40,7 @@ typedef struct SweepPlan {
 struct Sweep {
     int n, K, steps, start;  /* sampled plans, calibration plans, steps per plan, the first sweep step */
     int fsteps;              /* steps of each of the two last windows (PLANNER_SWEEP_FINAL x steps) */
-    int R, nc;               /* [planner] sweep_reference and the control windows it makes (planner_sweep_controls) */
+    int nc;                  /* control windows ([planner] sweep_reference; planner_sweep_controls) */
     SweepPlan *p;            /* (n + 2 + nc): the sample, the search's choice, the best sampled plan run again, the
                                 controls (plan 0 run again) */
     int nwin, *win;          /* the windows in run order: each an index into p */
@@ -105,8 +105,8 @@ struct Sweep *sweep_new(LivePlanner *lp, Job *j) {
     sw->steps = pc->sweep_steps;
     sw->start = pc->warmup;
     sw->fsteps = PLANNER_SWEEP_FINAL * sw->steps;
-    sw->R = pc->sweep_reference;
-    sw->nc = planner_sweep_controls(sw->n, sw->K, sw->R);
+    int R = pc->sweep_reference;
+    sw->nc = planner_sweep_controls(sw->n, sw->K, R);
     int np = sw->n + 2 + sw->nc;
     sw->p = nr_xcalloc((size_t)np, sizeof *sw->p);
     sw->dumped = nr_xcalloc((size_t)np, 1);
@@ -117,7 +117,7 @@ struct Sweep *sweep_new(LivePlanner *lp, Job *j) {
     int c = 0;
     for (int k = 0; k < sw->n; k++) {
         sw->win[sw->nwin++] = k;
-        if (sw->nc && k >= sw->K && ((k - sw->K + 1) % sw->R == 0 || k == sw->n - 1)) sw->win[sw->nwin++] = sw->n + 2 + c++;
+        if (sw->nc && k >= sw->K && ((k - sw->K + 1) % R == 0 || k == sw->n - 1)) sw->win[sw->nwin++] = sw->n + 2 + c++;
     }
     sw->win[sw->nwin++] = sw->n;
     sw->win[sw->nwin++] = sw->n + 1;

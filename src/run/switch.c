@@ -96,10 +96,8 @@ void job_probe_links(Job *j) {
              PROBE_REPS, &p);
     j->px.link_rate = p.link > 0 ? p.link : TX_NOMINAL_BW; /* one rank: no link; nothing crosses */
     j->px.copy_rate = p.copy;
-    MPI_Comm node; /* ranks sharing cores: their sends and receives are copies by the same cores */
-    MPI_Comm_split_type(j->world, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
-    int64_t over = comm_size(node) > sysconf(_SC_NPROCESSORS_ONLN);
-    MPI_Comm_free(&node);
+    /* ranks sharing cores: their sends and receives are copies by the same cores */
+    int64_t over = comm_node_size(j->world) > sysconf(_SC_NPROCESSORS_ONLN);
     comm_allreduce_max_i64(j->world, &over, 1);
     j->px.shared_cores = (int)over;
     if (j->rank == 0)

@@ -14,12 +14,6 @@
 #include "nereus/transition.h"
 #include "nereus/util.h"
 
-static double median_of(double *t, int n) {
-    for (int i = 1; i < n; i++)
-        for (int j = i; j > 0 && t[j] < t[j - 1]; j--) { double x = t[j]; t[j] = t[j - 1]; t[j - 1] = x; }
-    return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
-}
-
 /* one rank's share of the ring: n floats to `to` from sb while n come from `from` into rb, in pieces of
    `piece` floats with up to `inflight` of each kind posted, as the engine streams its chunks (one message of
    64 MiB stalls whenever its rank sleeps: Open MPI moves a rendezvous message only inside MPI calls) */
@@ -62,8 +56,8 @@ void tx_probe(MPI_Comm c, size_t bytes, size_t chunk, size_t window, int reps, T
     size_t n = bytes / sizeof(float), piece = chunk / sizeof(float);
     if (n < 1) n = 1;
     if (piece < 1) piece = 1;
-    int inflight = window / 2 / (chunk ? chunk : 1) > 0 ? (int)(window / 2 / chunk) : 1; /* half the window each way */
-    if (inflight > TX_PROBE_MAX_INFLIGHT) inflight = TX_PROBE_MAX_INFLIGHT;
+    size_t each = window / 2 / (chunk ? chunk : 1); /* half the window each way */
+    int inflight = each < 1 ? 1 : each > TX_PROBE_MAX_INFLIGHT ? TX_PROBE_MAX_INFLIGHT : (int)each;
     if (reps < 1) reps = 1;
     float *sb = nr_xmalloc(n * sizeof *sb), *rb = nr_xmalloc(n * sizeof *rb);
     for (size_t i = 0; i < n; i++) sb[i] = (float)i, rb[i] = 0.0f; /* written: no first-touch faults timed */
@@ -80,7 +74,7 @@ void tx_probe(MPI_Comm c, size_t bytes, size_t chunk, size_t window, int reps, T
     }
     comm_allreduce_max_f64(c, tl, (size_t)reps); /* the slowest rank's time */
     comm_allreduce_max_f64(c, tc, (size_t)reps);
-    double b = (double)n * sizeof(float), l = median_of(tl, reps), cp = median_of(tc, reps);
+    double b = (double)n * sizeof(float), l = nr_median(tl, reps), cp = nr_median(tc, reps);
     out->link = size > 1 && l > 0 ? b / l : 0;
     out->copy = cp > 0 ? b / cp : 0;
     free(tl);
