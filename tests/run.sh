@@ -4,6 +4,7 @@
 # mpirun launcher. One line per test; the last line is "N passed, N failed".
 set -u
 cd "$(dirname "$0")/.."
+. tests/workdir.sh test-run # runs write their traces there, not into the checkout
 LOG=build/test-logs
 rm -rf "$LOG"; mkdir -p "$LOG"
 pass=0; fail=0; skip=0; failed=()

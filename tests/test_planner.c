@@ -242,6 +242,20 @@ int main(void) {
                   v[5] == 1.6,
               "sweep controls: slowdowns 1 and 1.6 three windows apart fill as 1.2, 1.4 between, 1.6 after, nothing "
               "before (%g %g %g %g %g %g)", v[0], v[1], v[2], v[3], v[4], v[5]);
+        /* windows: reference 2.0 s, held-out (meas 3.3, pred 3.0), control 2.2 s (slowdown 1.1; the held-out
+           window between gets 1.05), held-out (meas 4.4, pred 4.4) after it (1.1): corrected 3.3/1.05 = 3.142857
+           against 3.0 (4.545%), 4.4/1.1 = 4.0 against 4.4 (10%): MAPE 7.27%, worst 10% */
+        double ref[4] = {2.0, NAN, 2.2, NAN}, meas[4] = {NAN, 3.3, NAN, 4.4}, pred[4] = {NAN, 3.0, NAN, 4.4}, slow[4];
+        double mape = -1, worst = -1, e1 = (3.3 / 1.05 - 3.0) / (3.3 / 1.05), e2 = 0.4 / 4.0;
+        int k = nr_drift_corrected_error(ref, meas, pred, 4, slow, &mape, &worst);
+        CHECK(k == 2 && fabs(slow[1] - 1.05) < 1e-12 && fabs(slow[3] - 1.1) < 1e-12 && fabs(mape - 0.5 * (e1 + e2)) < 1e-12 &&
+                  fabs(worst - e2) < 1e-12,
+              "sweep controls: held-out error with the slowdown taken out, by hand: %d windows, MAPE %.4f%% (want "
+              "%.4f), worst %.4f%% (want 10)", k, 100 * mape, 50 * (e1 + e2), 100 * worst);
+        double none[2] = {NAN, NAN};
+        mape = -1;
+        CHECK(nr_drift_corrected_error(none, meas, pred, 2, slow, &mape, &worst) == 0 && mape == -1,
+              "sweep controls: no reference measured, nothing scored");
     }
     /* ---- transition prices calibrated on measured transitions (txprice.h) ---- */
     {

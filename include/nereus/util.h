@@ -70,6 +70,15 @@ double nr_median(double *v, int n);
  * and those after the last finite one with it; NaNs before the first finite one stay (the sweep's machine
  * slowdown at each window from its control windows) */
 void nr_fill_gaps(double *v, int n);
+/* A sweep's held-out error with the machine's drift taken out ([planner] sweep_reference; run/sweep.c and
+ * build/bench/sweep_refit). Its windows in run order, n of them: ref[w] the reference plan's median step
+ * where it ran (its first window and the controls), NaN elsewhere; meas[w], pred[w] a held-out plan's
+ * median and prediction, NaN elsewhere. slow[w] (out): the machine's slowdown, ref[w] / the first finite
+ * ref, interpolated between the windows that have one (nr_fill_gaps). *mape, *worst: the mean and largest
+ * |pred - meas / slow| / (meas / slow) over the held-out windows with a slowdown; returns how many (0:
+ * *mape and *worst untouched) */
+int nr_drift_corrected_error(const double *ref, const double *meas, const double *pred, int n, double *slow, double *mape,
+                             double *worst);
 /* bytes as "12.3 KiB" / "4.5 MiB" / "1.2 GiB" (B below 1 KiB) into buf; returns buf */
 const char *nr_bytes_str(double bytes, char *buf, size_t len);
 /* Keeps freed heap memory for reuse (glibc mallopt) instead of returning it to the kernel. The planner

@@ -356,45 +356,34 @@ static void plan_short(const PlanConfig *p, char *buf, size_t len) {
  * it corrects is the machine, not the model: 8 ranks on 2 shared cores here ran the same plan 54% slower at
  * the end of one sweep than at its start (make bench, 2026-12-03 12:30), which no cost model can predict. */
 static void sweep_controls(const struct Sweep *sw, double *mape, double *worst, double *smin, double *smax) {
-    double base = sw->p[0].refused ? NAN : plan_median(&sw->p[0]);
-    if (sw->nc == 0 || !isfinite(base) || !(base > 0)) return;
+    if (sw->nc == 0) return;
     int nw = sw->nwin;
-    double *slow = nr_xcalloc((size_t)nw, sizeof *slow); /* per window: the slowdown measured there, or NaN */
-    for (int w = 0; w < nw; w++) {
-        int i = sw->win[w];
-        double m = i == 0 ? base : i >= sw->n + 2 && !sw->p[i].refused ? plan_median(&sw->p[i]) : NAN;
-        slow[w] = isfinite(m) ? m / base : NAN;
+    double *v = nr_xcalloc((size_t)(4 * nw), sizeof *v), *ref = v, *meas = v + nw, *pred = v + 2 * nw, *slow = v + 3 * nw;
+    for (int w = 0; w < nw; w++) { /* the reference (plan 0 and its controls); the held-out plans */
+        int i = sw->win[w], control = i == 0 || i >= sw->n + 2, held = i >= sw->K && i < sw->n;
+        double m = sw->p[i].refused ? NAN : plan_median(&sw->p[i]);
+        ref[w] = control ? m : NAN;
+        meas[w] = held ? m : NAN;
+        pred[w] = held ? sw->p[i].pred : NAN;
     }
-    double esum = 0, emax = 0;
-    int ne = 0, held = 0;
+    int ne = nr_drift_corrected_error(ref, meas, pred, nw, slow, mape, worst), held = 0;
     *smin = INFINITY, *smax = 0;
     for (int w = 0; w < nw; w++) {
         int i = sw->win[w];
         held += i >= sw->K && i < sw->n;
-        if (i >= sw->n + 2 && isfinite(slow[w])) {
+        if (i >= sw->n + 2 && isfinite(ref[w]) && isfinite(slow[w])) {
             *smin = fmin(*smin, slow[w]);
             *smax = fmax(*smax, slow[w]);
             nr_log("planner: sweep: control %d (plan 0 again, after %d held-out plan(s)): %.4f s/step, %.3fx plan 0's "
-                   "first\n", i - sw->n - 1, held, plan_median(&sw->p[i]), slow[w]);
+                   "first\n", i - sw->n - 1, held, ref[w], slow[w]);
         }
     }
-    nr_fill_gaps(slow, nw); /* every window's slowdown, interpolated between the controls */
-    for (int w = 0; w < nw; w++) {
-        int i = sw->win[w];
-        if (i < sw->K || i >= sw->n || sw->p[i].refused || !isfinite(sw->p[i].pred) || !isfinite(slow[w])) continue;
-        double meas = plan_median(&sw->p[i]) / slow[w], err = fabs(sw->p[i].pred - meas) / meas;
-        esum += err;
-        emax = fmax(emax, err);
-        ne++;
-    }
-    free(slow);
-    if (ne > 0) {
-        *mape = esum / ne;
-        *worst = emax;
+    free(v);
+    if (ne > 0 && !(*smax > 0)) *mape = *worst = NAN; /* no control ran: nothing to correct by */
+    else if (ne > 0)
         nr_log("planner: sweep: the machine's slowdown over the run by the controls %.3f-%.3fx; held-out error with "
                "each plan's measurement divided by it (interpolated): MAPE %.2f%%, worst %.2f%% (the model's own error, "
                "the machine's drift taken out)\n", *smin, *smax, 100 * *mape, 100 * *worst);
-    }
 }
 
 void sweep_report(const LivePlanner *lp) {

@@ -164,3 +164,23 @@ void nr_fill_gaps(double *v, int n) {
     }
     for (int k = a + 1; a >= 0 && k < n; k++) v[k] = v[a];
 }
+
+int nr_drift_corrected_error(const double *ref, const double *meas, const double *pred, int n, double *slow, double *mape,
+                             double *worst) {
+    double base = NAN;
+    for (int w = 0; w < n && !isfinite(base); w++)
+        if (isfinite(ref[w]) && ref[w] > 0) base = ref[w];
+    for (int w = 0; w < n; w++) slow[w] = isfinite(base) && isfinite(ref[w]) && ref[w] > 0 ? ref[w] / base : NAN;
+    nr_fill_gaps(slow, n);
+    double sum = 0, most = 0;
+    int k = 0;
+    for (int w = 0; w < n; w++) {
+        if (!isfinite(meas[w]) || !isfinite(pred[w]) || !isfinite(slow[w]) || !(meas[w] > 0)) continue;
+        double m = meas[w] / slow[w], e = fabs(pred[w] - m) / m;
+        sum += e;
+        most = fmax(most, e);
+        k++;
+    }
+    if (k) *mape = sum / k, *worst = most;
+    return k;
+}

@@ -248,11 +248,8 @@ static double gather_scatter(Side *b, const PlanStage *A, int relay, Side *a2) {
     return t;
 }
 
-static double median3(double *t) {
-    for (int i = 1; i < REPS; i++)
-        for (int j = i; j > 0 && t[j] < t[j - 1]; j--) { double x = t[j]; t[j] = t[j - 1]; t[j - 1] = x; }
-    return t[REPS / 2];
-}
+/* the median of the REPS repetitions (t is sorted in place) */
+static double median3(double *t) { return nr_median(t, REPS); }
 
 /* point-to-point bandwidth per rank, every rank at once (tx_probe: 64 MiB to the next while 64 MiB come from
    the previous, streamed in the engine's chunks and window and waited as the engine waits; median of 5), and the local copy rate the same way. Measured

@@ -5,6 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 mkdir -p build
+. tests/workdir.sh bench-run # runs write their traces there, not into the checkout
 out=build/bench.txt
 : > "$out"
 echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)" >> "$out"

@@ -102,16 +102,10 @@ static int load(const char *path) {
     return 0;
 }
 
-static int cmp_d(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 static double plan_median(const DPlan *p) {
     double v[MAX_OBS];
     for (int k = 0; k < p->nobs; k++) v[k] = p->obs[k].wall;
-    qsort(v, (size_t)p->nobs, sizeof *v, cmp_d);
-    return p->nobs % 2 ? v[p->nobs / 2] : 0.5 * (v[p->nobs / 2 - 1] + v[p->nobs / 2]);
+    return nr_median(v, p->nobs);
 }
 
 static double plan_len(const DPlan *p) {
@@ -212,29 +206,28 @@ int main(int argc, char **argv) {
         }
     }
     /* with controls in the dump: the held-out error with the machine's drift taken out, as the sweep reports it */
-    double slow[MAX_PLANS], base0 = P[0].nobs ? plan_median(&P[0]) : NAN, cs = 0, cm = 0, smin = INFINITY, smax = 0;
-    int nc = 0, ncs = 0;
+    double ref[MAX_PLANS], meas[MAX_PLANS], pred[MAX_PLANS], slow[MAX_PLANS], cs = NAN, cm = NAN, smin = INFINITY, smax = 0;
+    int nc = 0;
     for (int w = 0; w < norder; w++) {
-        int i = order[w];
-        slow[w] = i == 0 || P[i].control ? plan_median(&P[i]) / base0 : NAN;
-        if (P[i].control && isfinite(slow[w])) nc++, smin = fmin(smin, slow[w]), smax = fmax(smax, slow[w]);
+        int i = order[w], held = i >= K && i < n && P[i].have;
+        double m = P[i].nobs ? plan_median(&P[i]) : NAN;
+        ref[w] = i == 0 || P[i].control ? m : NAN;
+        meas[w] = held ? m : NAN;
+        pred[w] = NAN;
+        if (held) {
+            Workload wl = W;
+            wl.resp_len = plan_len(&P[i]);
+            StepCost c;
+            pred[w] = cost_plan(&fit, &P[i].plan, nranks, &wl, &c);
+        }
     }
-    nr_fill_gaps(slow, norder);
-    for (int w = 0; nc && w < norder; w++) {
-        int i = order[w];
-        if (i < K || i >= n || !P[i].have || !isfinite(slow[w])) continue;
-        Workload wl = W;
-        wl.resp_len = plan_len(&P[i]);
-        StepCost c;
-        double pred = cost_plan(&fit, &P[i].plan, nranks, &wl, &c), meas = plan_median(&P[i]) / slow[w];
-        double e = fabs(pred - meas) / meas;
-        cs += e;
-        cm = fmax(cm, e);
-        ncs++;
-    }
+    int ncs = nr_drift_corrected_error(ref, meas, pred, norder, slow, &cs, &cm);
+    for (int w = 0; w < norder; w++)
+        if (P[order[w]].control && isfinite(ref[w]) && isfinite(slow[w])) nc++, smin = fmin(smin, slow[w]), smax = fmax(smax, slow[w]);
+    if (!nc) ncs = 0;
     if (ncs)
         printf("refit: %d control(s), the machine's slowdown %.3f-%.3fx: with it taken out MAPE %.2f%%, worst %.2f%%\n", nc,
-               smin, smax, 100 * cs / ncs, 100 * cm);
+               smin, smax, 100 * cs, 100 * cm);
     printf("refit: %d calibration plan(s), %d held out, %d round(s): MAPE %.2f%%, worst %.2f%%; factors GEMM %.3g "
            "attention %.3g memory-bound %.3g all-reduce %.3g point-to-point %.3g per-operation %.3g latency %.3g, "
            "message stretch exponent %.2f, overhead %.4f s/step; phase scales %.3f %.3f %.3f\n",
