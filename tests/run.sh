@@ -328,9 +328,20 @@ f=$LOG/planner-sweep-run.log
 nctl=$(grep -c '^planner: sweep: control [12] (plan 0 again, after [24] held-out plan(s)): ' "$f")
 if [ "$(verify "$f" status)" = pass ] && [ "$nctl" = 2 ] && [ "$(sed -n 's/^sweep\.heldout: //p' "$f")" = 4 ] \
    && grep -qE '^sweep\.mape_pct: [0-9.]+$' "$f" && grep -qE '^sweep\.mape_speed_corrected_pct: [0-9.]+$' "$f" \
-   && grep -qE '^sweep\.chosen_gap_again_pct: -?[0-9.]+$' "$f"; then
+   && grep -qE '^sweep\.chosen_gap_again_pct: -?[0-9.]+$' "$f" && grep -qE '^sweep\.mape_floor_pct: [0-9.]+$' "$f"; then
   result planner-sweep 0 0 "4 held out, 2 controls: $(sed -n 's/^sweep\.mape_pct: /MAPE /p' "$f")%, $(sed -n 's/^sweep\.mape_speed_corrected_pct: /speed-corrected /p' "$f")%"
 else result planner-sweep 1 0 "the sweep's report lacks its lines (held out, 2 controls, MAPE, corrected MAPE, gap): see $f"; fi
+# tools/window-noise: 20 steps alternating 1.0 and 1.2 s after 2 skipped; windows of 3 keep 2 steps, mean 1.1
+# each (floor 0%); windows of 2 keep their second step, always 1.2 (|1.1 - 1.2| / 1.2 = 8.33%); its bad inputs
+wn=$LOG/window-noise.log
+{ for i in $(seq 0 21); do v=1.0; [ $(( i % 2 )) = 1 ] && v=1.2
+    printf 'step %4d | reward 0.1 | len 12.00 | %ss: gen 0.1s inf 0.1s train 0.1s sync 0.0s | 9 tok/s\n' $i $v; done; } > "$LOG/wn.log"
+tools/window-noise "$LOG/wn.log" > "$wn" 2>&1; rc=$?
+tools/window-noise "$LOG/wn.log" x >>"$wn" 2>&1; rc2=$?
+tools/window-noise "$LOG/no-such.log" >>"$wn" 2>&1; rc3=$?
+if [ $rc = 0 ] && grep -qE '^3 steps +6 +0\.00$' "$wn" && grep -qE '^2 steps +10 +8\.33$' "$wn" && [ $rc2 = 2 ] && [ $rc3 = 1 ] \
+   && grep -q "cannot read $LOG/no-such.log" "$wn"; then result window-noise 0 0 "by hand: windows of 3 at 0%, of 2 at 8.33%; bad inputs exit 2 and 1"
+else result window-noise 1 0 "see $wn (exit $rc, $rc2, $rc3)"; fi
 
 echo "== simulator (bin/nereus --simulate: MODELLED clusters, every policy)"
 t sim-growth-64 120 bin/nereus --simulate inputs/sim/growth-64.deck

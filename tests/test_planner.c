@@ -252,6 +252,11 @@ int main(void) {
                   fabs(worst - e2) < 1e-12,
               "sweep controls: held-out error with the slowdown taken out, by hand: %d windows, MAPE %.4f%% (want "
               "%.4f), worst %.4f%% (want 10)", k, 100 * mape, 50 * (e1 + e2), 100 * worst);
+        /* 1.0, 1.1, 1.0, 1.1: successive differences 0.1 each, sqrt(3 x 0.01 / 6) = 0.0707 over the mean 1.05 */
+        double rep[6] = {1.0, NAN, 1.1, 1.0, NAN, 1.1}, rsd = nr_repeat_sd(rep, 6), two[2] = {1.0, 1.1};
+        CHECK(fabs(rsd - sqrt(0.005) / 1.05) < 1e-12 && isnan(nr_repeat_sd(two, 2)),
+              "sweep controls: repeatability from successive differences, by hand: %.6f (want %.6f); NaN from two",
+              rsd, sqrt(0.005) / 1.05);
         double none[2] = {NAN, NAN};
         mape = -1;
         CHECK(nr_drift_corrected_error(none, meas, pred, 2, slow, &mape, &worst) == 0 && mape == -1,

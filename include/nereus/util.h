@@ -77,6 +77,13 @@ void nr_fill_gaps(double *v, int n);
  * ref, interpolated between the windows that have one (nr_fill_gaps). *mape, *worst: the mean and largest
  * |pred - meas / slow| / (meas / slow) over the held-out windows with a slowdown; returns how many (0:
  * *mape and *worst untouched) */
+/* How well one thing repeats: the standard deviation of the finite entries of x[0..n) (in order) relative to
+ * their mean, from successive differences (sqrt(sum (x[i+1] - x[i])^2 / (2 (m - 1)))), so that a slow drift
+ * over the sequence adds little; NaN with fewer than 3. The sweep's controls (one plan's windows over a run):
+ * an exact model would show a MAPE of about sqrt(2/pi) = 0.80 times this against windows that noisy */
+double nr_repeat_sd(const double *x, int n);
+/* sqrt(2/pi): E|e| / sd for normal e, the MAPE an exact model shows per unit of relative measurement noise */
+#define NR_MAPE_PER_SD 0.7978845608
 int nr_drift_corrected_error(const double *ref, const double *meas, const double *pred, int n, double *slow, double *mape,
                              double *worst);
 /* bytes as "12.3 KiB" / "4.5 MiB" / "1.2 GiB" (B below 1 KiB) into buf; returns buf */

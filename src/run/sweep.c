@@ -355,7 +355,7 @@ static void plan_short(const PlanConfig *p, char *buf, size_t len) {
  * divided by that slowdown (mean and worst |error|, NaN without controls) and the slowdowns' range. What
  * it corrects is the machine, not the model: 8 ranks on 2 shared cores here ran the same plan 54% slower at
  * the end of one sweep than at its start (make bench, 2026-12-03 12:30), which no cost model can predict. */
-static void sweep_controls(const struct Sweep *sw, double *mape, double *worst, double *smin, double *smax) {
+static void sweep_controls(const struct Sweep *sw, double *mape, double *worst, double *smin, double *smax, double *sd) {
     if (sw->nc == 0) return;
     int nw = sw->nwin;
     double *v = nr_xcalloc((size_t)(4 * nw), sizeof *v), *ref = v, *meas = v + nw, *pred = v + 2 * nw, *slow = v + 3 * nw;
@@ -367,6 +367,7 @@ static void sweep_controls(const struct Sweep *sw, double *mape, double *worst, 
         pred[w] = held ? sw->p[i].pred : NAN;
     }
     int ne = nr_drift_corrected_error(ref, meas, pred, nw, slow, mape, worst), held = 0;
+    *sd = nr_repeat_sd(ref, nw);
     *smin = INFINITY, *smax = 0;
     for (int w = 0; w < nw; w++) {
         int i = sw->win[w];
@@ -384,6 +385,10 @@ static void sweep_controls(const struct Sweep *sw, double *mape, double *worst, 
         nr_log("planner: sweep: the machine's slowdown over the run by the controls %.3f-%.3fx; held-out error with "
                "each plan's measurement divided by it (interpolated): MAPE %.2f%%, worst %.2f%% (the model's own error, "
                "the machine's drift taken out)\n", *smin, *smax, 100 * *mape, 100 * *worst);
+    if (isfinite(*sd))
+        nr_log("planner: sweep: plan 0's windows repeat within %.2f%% (standard deviation from successive "
+               "differences): against windows this noisy an exact model would show a MAPE of about %.2f%%\n", 100 * *sd,
+               100 * NR_MAPE_PER_SD * *sd);
 }
 
 void sweep_report(const LivePlanner *lp) {
@@ -428,8 +433,8 @@ void sweep_report(const LivePlanner *lp) {
                      p->outside / nw);
         nr_log("%3d  %-10s  %10.4f  %11s  %6s  %s  %s\n", k, role, meas, pe, ee, phs, txt);
     }
-    double cmape = NAN, cworst = NAN, smin = NAN, smax = NAN;
-    sweep_controls(sw, &cmape, &cworst, &smin, &smax);
+    double cmape = NAN, cworst = NAN, smin = NAN, smax = NAN, sd = NAN;
+    sweep_controls(sw, &cmape, &cworst, &smin, &smax, &sd);
     const SweepPlan *c = &sw->p[sw->n];
     double chosen = plan_median(c);
     for (int m = 0; m < 2; m++) {
@@ -453,6 +458,10 @@ void sweep_report(const LivePlanner *lp) {
         nr_log("sweep.control_slowdown_max: %.3f\n", smax);
         nr_log("sweep.mape_speed_corrected_pct: %.2f\n", 100 * cmape);
         nr_log("sweep.worst_speed_corrected_pct: %.2f\n", 100 * cworst);
+    }
+    if (isfinite(sd)) {
+        nr_log("sweep.control_repeat_sd_pct: %.2f\n", 100 * sd);
+        nr_log("sweep.mape_floor_pct: %.2f\n", 100 * NR_MAPE_PER_SD * sd);
     }
     if (ibest >= 0) nr_log("sweep.best_measured_s: %.4f (plan %d)\n", best, ibest);
     if (isfinite(chosen) && ibest >= 0) {

@@ -165,6 +165,20 @@ void nr_fill_gaps(double *v, int n) {
     for (int k = a + 1; a >= 0 && k < n; k++) v[k] = v[a];
 }
 
+double nr_repeat_sd(const double *x, int n) {
+    double prev = NAN, sum = 0, d2 = 0;
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+        if (!isfinite(x[i])) continue;
+        if (m > 0) d2 += (x[i] - prev) * (x[i] - prev);
+        sum += x[i];
+        prev = x[i];
+        m++;
+    }
+    if (m < 3 || !(sum > 0)) return NAN;
+    return sqrt(d2 / (2.0 * (m - 1))) / (sum / m);
+}
+
 int nr_drift_corrected_error(const double *ref, const double *meas, const double *pred, int n, double *slow, double *mape,
                              double *worst) {
     double base = NAN;

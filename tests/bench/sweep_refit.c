@@ -228,6 +228,10 @@ int main(int argc, char **argv) {
     if (ncs)
         printf("refit: %d control(s), the machine's slowdown %.3f-%.3fx: with it taken out MAPE %.2f%%, worst %.2f%%\n", nc,
                smin, smax, 100 * cs, 100 * cm);
+    double sd = nr_repeat_sd(ref, norder);
+    if (isfinite(sd))
+        printf("refit: plan 0's windows repeat within %.2f%% (from successive differences): an exact model would show a "
+               "MAPE of about %.2f%% against windows this noisy\n", 100 * sd, 100 * NR_MAPE_PER_SD * sd);
     printf("refit: %d calibration plan(s), %d held out, %d round(s): MAPE %.2f%%, worst %.2f%%; factors GEMM %.3g "
            "attention %.3g memory-bound %.3g all-reduce %.3g point-to-point %.3g per-operation %.3g latency %.3g, "
            "message stretch exponent %.2f, overhead %.4f s/step; phase scales %.3f %.3f %.3f\n",
