@@ -117,10 +117,10 @@ static void good_defaults(Tally *t)
     const TransitionConfig *tx = &c.transition;
     check(t, tx->memory_mib == 0.0 && tx->chunk_kib == 1024 && tx->window_kib == 8192 && tx->verify == 0 &&
                  strcmp(tx->sync, "engine") == 0 && tx->bandwidth_gbs == 0.0 && tx->latency_us == 5.0 &&
-                 tx->comm_setup_us == 200.0,
-          "transition defaults (memory %g chunk %d window %d verify %d sync %s bw %g lat %g setup %g)",
+                 tx->comm_setup_us == 200.0 && tx->keep_comms == 8,
+          "transition defaults (memory %g chunk %d window %d verify %d sync %s bw %g lat %g setup %g keep %d)",
           tx->memory_mib, tx->chunk_kib, tx->window_kib, tx->verify, tx->sync, tx->bandwidth_gbs, tx->latency_us,
-          tx->comm_setup_us);
+          tx->comm_setup_us, tx->keep_comms);
     check(t, deck_line(d, "model.n_head") == 4 && deck_line(d, "model.n_layer") == 2 && deck_line(d, "ppo.clip") == 0 &&
                  deck_line(d, "ppo.nosuch") == -1 && deck_line(d, "nodot") == -1,
           "deck_line: set keys have their line, defaulted 0, unknown -1");
@@ -236,6 +236,7 @@ static const char FULL[] =
     "latency_us = 0.1\n"
     "comm_setup_us = 0\n"
     "forward = no\n"
+    "keep_comms = 3\n"
     "[trace]\n"
     "file = none\n"
     "papi_events = PAPI_TOT_INS, PAPI_TOT_CYC\n"
@@ -318,7 +319,7 @@ static void good_full(Tally *t, const char *text, const char *what)
     const TransitionConfig *tx = &c.transition;
     check(t, tx->memory_mib == 512.5 && tx->chunk_kib == 256 && tx->window_kib == 2048 && tx->verify == 1 &&
                  strcmp(tx->sync, "broadcast") == 0 && tx->bandwidth_gbs == 25.0 && tx->latency_us == 0.1 &&
-                 tx->comm_setup_us == 0.0 && tx->forward == 0,
+                 tx->comm_setup_us == 0.0 && tx->forward == 0 && tx->keep_comms == 3,
           "%s: transition values (latency_us %.17g: kept as a double)", what, tx->latency_us);
     const InjectConfig *ij = &c.inject;
     const PlannerConfig *pl = &c.planner;
@@ -805,7 +806,7 @@ static void table_checks(Tally *t)
         }
         l = nl ? nl + 1 : l + ll;
     }
-    check(t, rows == 121 && broken == 0, "reference: %d key rows, %d with a stray '|'", rows, broken);
+    check(t, rows == 123 && broken == 0, "reference: %d key rows, %d with a stray '|'", rows, broken);
     check(t, buf && strstr(buf, "| `value_clip` | float | `0.2` | > 0 and ≤ 1000000 |"), "bounds print as written (1000000)");
     check(t, buf && strstr(buf, "## [switch]") && strstr(buf, "## [transition]") &&
                  strstr(buf, "| `step` | int | `-1` | ≥ -1 | before PPO step N (0-based") &&

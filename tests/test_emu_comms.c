@@ -68,6 +68,116 @@ static void shared_check(void)
                         fails ? "FAIL" : "ok  ");
 }
 
+/* Kept sets ([transition] keep_comms, emu_set_keep): with 2 kept, a freed EMU's set stays and an EMU of
+   its layout built later takes it back without a split; three released sets keep the two released last;
+   emu_drop_kept frees them. Then 60 random plan switches (7 model-stages, random layouts on random ranks,
+   changed stages rebuilt before the old ones are freed, as job_transition does) with 3 kept: after each,
+   for every layout of the last few plans, emu_has_comms must say what the model the planner prices with
+   says (in the plan, or plan_kept_has after plan_kept_switch), the kept count must match, and a stage
+   rebuilt onto a kept layout must build no set. */
+static void permutation(int *p, int n, int round, int *k);
+static GridLayout random_layout(int maxn, int round, int *k);
+static void random_stage(PlanStage *st, int round, int *k)
+{
+    GridLayout l = random_layout(world, round, k);
+    int perm[PLAN_MAX_RANKS];
+    permutation(perm, world, round, k);
+    memset(st, 0, sizeof *st);
+    st->tp = l.tp, st->pp = l.pp, st->dp = l.dp, st->nranks = grid_size(l);
+    for (int i = 0; i < st->nranks; i++) st->ranks[i] = (int16_t)perm[i];
+}
+
+static int stage_has_comms(const PlanStage *st)
+{
+    int r[PLAN_MAX_RANKS];
+    for (int i = 0; i < st->nranks; i++) r[i] = st->ranks[i];
+    return emu_has_comms(MPI_COMM_WORLD, (GridLayout){st->tp, st->pp, st->dp}, r);
+}
+
+static void kept_check(void)
+{
+    long f0 = fails;
+    int r[PLAN_MAX_RANKS];
+    for (int i = 0; i < world; i++) r[i] = i;
+    GridLayout la = {1, 1, world}, lb = {world, 1, 1}, lc = {1, world, 1};
+    emu_set_keep(2);
+    Emu a, b, c;
+    long s0 = emu_sets_built();
+    emu_build(&a, MPI_COMM_WORLD, "kept.a", la, r);
+    emu_free(&a);
+    if (emu_comm_sets_kept() != 1 || !emu_has_comms(MPI_COMM_WORLD, la, r)) fail("a freed EMU's set is not kept");
+    emu_build(&a, MPI_COMM_WORLD, "kept.a2", la, r);
+    if (emu_sets_built() != s0 + 1 || emu_comm_sets_kept() != 0) fail("an EMU of a kept layout built a set anew");
+    check_group(&a, GRID_DP, 9100, 0); /* the kept communicators still work */
+    emu_build(&b, MPI_COMM_WORLD, "kept.b", lb, r);
+    emu_build(&c, MPI_COMM_WORLD, "kept.c", lc, r);
+    emu_free(&a), emu_free(&b), emu_free(&c); /* released a, b, c: b and c stay */
+    if (emu_comm_sets_kept() != 2 || emu_has_comms(MPI_COMM_WORLD, la, r) || !emu_has_comms(MPI_COMM_WORLD, lb, r) ||
+        !emu_has_comms(MPI_COMM_WORLD, lc, r))
+        fail("with 2 kept, the sets released last are not the ones kept (kept %d)", emu_comm_sets_kept());
+    emu_drop_kept(MPI_COMM_WORLD);
+    if (emu_comm_sets_kept() != 0) fail("%d kept set(s) after emu_drop_kept", emu_comm_sets_kept());
+
+    int keep = 3, k = 0, reused = 0, checked = 0;
+    emu_set_keep(keep);
+    static PlanConfig cur, next, hist[4];
+    static PlanKept model;
+    memset(&model, 0, sizeof model);
+    Emu e[PLAN_NSTAGES], ne[PLAN_NSTAGES];
+    for (int s = 0; s < PLAN_NSTAGES; s++) { /* colocated starts: some stages share a layout */
+        if (s > 0 && draw(9200, k++, 2)) cur.stage[s] = cur.stage[s - 1];
+        else random_stage(&cur.stage[s], 9200, &k);
+        emu_build_stage(&e[s], MPI_COMM_WORLD, &cur, s);
+    }
+    for (int h = 0; h < 4; h++) hist[h] = cur;
+    for (int round = 0; round < 60; round++) {
+        next = cur;
+        for (int s = 0; s < PLAN_NSTAGES; s++) { /* each stage: stay, move to a layout of an earlier plan, or new */
+            int c = draw(9300 + round, k++, 4);
+            if (c == 1) next.stage[s] = hist[draw(9300 + round, k++, 4)].stage[s];
+            else if (c == 2) random_stage(&next.stage[s], 9300 + round, &k);
+        }
+        for (int s = 0; s < PLAN_NSTAGES; s++) { /* new EMUs first, then the old ones go (switch.c) */
+            if (plan_stage_same(&cur.stage[s], &next.stage[s])) continue;
+            int expect_reuse = !plan_stage_new_comms(&cur, &next, s) || plan_kept_has(&model, &next.stage[s]);
+            long before = emu_sets_built();
+            emu_build_stage(&ne[s], MPI_COMM_WORLD, &next, s);
+            int built = emu_sets_built() != before;
+            if (built == expect_reuse)
+                fail("switch %d, %s: built %d set(s) where the model expects %s", round, plan_stage_name(s), built,
+                     expect_reuse ? "reuse" : "a new one");
+            reused += !built;
+        }
+        for (int s = 0; s < PLAN_NSTAGES; s++) {
+            if (plan_stage_same(&cur.stage[s], &next.stage[s])) continue;
+            emu_free(&e[s]);
+            e[s] = ne[s];
+        }
+        plan_kept_switch(&model, keep, &cur, &next);
+        cur = next;
+        for (int h = 3; h > 0; h--) hist[h] = hist[h - 1];
+        hist[0] = cur;
+        if (emu_comm_sets_kept() != model.n) fail("switch %d: %d kept sets, the model %d", round, emu_comm_sets_kept(), model.n);
+        for (int h = 0; h < 4; h++)
+            for (int s = 0; s < PLAN_NSTAGES; s++) {
+                int in = 0;
+                for (int t = 0; t < PLAN_NSTAGES; t++) in |= plan_stage_same(&cur.stage[t], &hist[h].stage[s]);
+                if (stage_has_comms(&hist[h].stage[s]) != (in || plan_kept_has(&model, &hist[h].stage[s])))
+                    fail("switch %d: emu_has_comms and the model disagree on %s of the plan %d switch(es) back", round,
+                         plan_stage_name(s), h);
+                checked++;
+            }
+    }
+    for (int s = 0; s < PLAN_NSTAGES; s++) emu_free(&e[s]);
+    emu_drop_kept(MPI_COMM_WORLD);
+    emu_set_keep(0);
+    if (emu_comm_sets_kept() != 0 || reused == 0) fail("kept sets left (%d) or no switch reused one (%d)", emu_comm_sets_kept(), reused);
+    if (me == 0)
+        printf("%s kept communicator sets: reuse without a split, the 2 released last kept, dropped on request; 60 random "
+               "switches with 3 kept: %d rebuilt stages reused a set, %d layouts checked against the pricing model\n",
+               fails > f0 ? "FAIL" : "ok  ", reused, checked);
+}
+
 /* A random permutation of 0..n-1 (Fisher–Yates over the RNG). */
 static void permutation(int *p, int n, int round, int *k)
 {
@@ -301,6 +411,7 @@ int main(int argc, char **argv)
     }
 
     shared_check();
+    kept_check();
 
     /* zero-length and default-chunk reductions, and i64 counts */
     float none[1] = {42.0f};

@@ -36,6 +36,7 @@ static SimScenario growth(int gpus) {
     sc.gamma = 0.5;
     sc.threshold = 0.3;
     sc.every_k = 50;
+    sc.keep_comms = 8; /* [simulate] keep_comms default: communicators of left layouts kept for reuse */
     int lost = gpus / 8; /* an eighth of the pool, whole nodes */
     sc.ev[sc.nevents++] = (SimEvent){300, gpus - lost, -1, 1};
     sc.ev[sc.nevents++] = (SimEvent){500, gpus, -1, 1};

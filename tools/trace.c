@@ -996,7 +996,7 @@ static int replay_build(const TraceFile *tf, Replay *r, char *why, size_t len) {
     r->ac = sh.ac;
     r->cc = sh.cc;
     r->px = (TxPricer){&r->cfg, r->ac, r->cc, r->have_rm, sh.Tgen, sh.Tsft, r->n, {{0}, 0, 0}, pa->tx_link,
-                    pa->tx_copy, pa->hw_cores > 0 && pa->hw_rpn > pa->hw_cores};
+                    pa->tx_copy, pa->hw_cores > 0 && pa->hw_rpn > pa->hw_cores, NULL};
     r->plan0 = cfg->plan;
     PlanLimits lim = {r->n, cfg->model.n_head, cfg->model.n_layer, cfg->ppo.batch, cfg->ppo.minibatch};
     PlanError perr;
@@ -1176,6 +1176,13 @@ static void replay_run(const Replay *r, int policy, double gamma, double thresho
     /* transitions priced as the run priced them: the engine's estimate scaled by what the recorded run's
        transitions before the decision measured against it (txprice.h, TxCalib) */
     TxPricer px = r->px;
+    px.kept = calloc(1, sizeof *px.kept); /* the communicators this run keeps, as the job kept them */
+    PlanConfig *before = malloc(sizeof *before);
+    if (!px.kept || !before) {
+        snprintf(u->stop, sizeof u->stop, "out of memory");
+        free(px.kept), free(before), free(ad), free(d);
+        return;
+    }
     const Table *txt = &r->tf->t[T_TRANSITIONS];
     size_t txi = 0;
     AdaptConfig ac = {policy, gamma, threshold, (int)pa->every_k, (int)pa->steps_total, r->n, tx_price, (void *)&px};
@@ -1193,6 +1200,7 @@ static void replay_run(const Replay *r, int policy, double gamma, double thresho
         int pool_changed = x->npool != prev_np, act = 0, is_init = 0;
         prev_np = x->npool;
         memset(d, 0, sizeof *d);
+        *before = cur;
         int reverted = 0;
         for (int i = 0; i < nrevert && started; i++) reverted |= revert_at[i] == x->step;
         if (reverted) { /* the recorded run's guard moved back here (a measurement: taken as recorded) */
@@ -1249,12 +1257,15 @@ static void replay_run(const Replay *r, int policy, double gamma, double thresho
                 }
             }
         }
+        if (!plan_same(before, &cur)) tx_kept_switch(&px, before, &cur);
         StepCost sc;
         double t = cost_plan(&cm, &cur, r->n, &w, &sc);
         if (r->ran[k]) u->steps_s += t;
         u->plan_at[k] = pid;
     }
     u->total = u->steps_s + u->tx_s;
+    free(px.kept);
+    free(before);
     free(ad);
     free(d);
 }
@@ -1387,15 +1398,22 @@ static int price_recorded(const Replay *r, double *steps_s, double *tx_s, int *n
         StepCost sc;
         *steps_s += cost_plan(&cm, &r->rec[pid], r->n, &w, &sc);
     }
-    TxPricer px = r->px; /* each priced with the calibration of the transitions before it, as the run did */
+    TxPricer px = r->px; /* each priced with the calibration of the transitions before it, as the run did, and
+                            with the communicators it kept */
+    px.kept = calloc(1, sizeof *px.kept);
+    if (!px.kept) return snprintf(why, len, "out of memory"), -1;
     for (size_t j = 0; j < tx->n; j++) {
         int a = (int)num(tx, "from_plan", j), b = (int)num(tx, "to_plan", j);
-        if (a < 0 || b < 0 || a >= r->nrec || b >= r->nrec || !r->rec_ok[a] || !r->rec_ok[b])
+        if (a < 0 || b < 0 || a >= r->nrec || b >= r->nrec || !r->rec_ok[a] || !r->rec_ok[b]) {
+            free(px.kept);
             return snprintf(why, len, "/transitions row %zu: plans %d -> %d not in /plans", j, a, b), -1;
+        }
         *tx_s += tx_price((void *)&px, &r->rec[a], &r->rec[b]);
+        tx_kept_switch(&px, &r->rec[a], &r->rec[b]);
         calib_add_row(&px.calib, tx, j);
         (*ntx)++;
     }
+    free(px.kept);
     return 0;
 }
 

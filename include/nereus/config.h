@@ -141,7 +141,8 @@ typedef struct TransitionConfig {
     int window_kib;          /* [transition] window_kib: in flight per rank (sends + receives), KiB; ≥ chunk */
     int verify;              /* [transition] verify: bool, checksum every moved model before and after */
     int forward;             /* [transition] forward: bool, a new replica may get a stream from an earlier one */
-    char sync[16];           /* [transition] sync: engine | broadcast (the per-step weight sync path) */
+    int keep_comms;          /* [transition] keep_comms: communicator sets kept for reuse (emu_set_keep) */
+    char sync[12];           /* [transition] sync: engine | broadcast (the per-step weight sync path) */
 } TransitionConfig;
 
 /* [trace]: the run's HDF5 trace (trace.h, docs/TRACE.md) and its counters. */
@@ -170,8 +171,9 @@ typedef struct SimulateConfig {
     int every_k;               /* [simulate] every_k: the every-k policy's period */
     int slow_rank;             /* [simulate] slow_rank: −1 = none */
     int slow_from, slow_to;    /* [simulate] slow_from, slow_to: steps [from, to) */
+    int keep_comms;            /* [simulate] keep_comms: communicator sets kept for reuse ([transition] keep_comms) */
     char gpu[16];              /* [simulate] gpu: h100 | h200 | a100 */
-    char network[16];          /* [simulate] network: infiniband | slingshot */
+    char network[12];          /* [simulate] network: infiniband | slingshot */
     char actor[32];            /* [simulate] actor: a modelled shape (planner.h) */
     char critic[32];           /* [simulate] critic */
     char availability[CFG_STR]; /* [simulate] availability: trace file of "STEP GPUS" lines ("" = none) */

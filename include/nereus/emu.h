@@ -15,7 +15,9 @@
  * same layout (actor.inf and ref.inf, actor.gen and actor.train), and a
  * transition that moves a model-stage onto a layout another one already
  * has then builds nothing: communicator set-up (NCCL's, at scale, costs
- * hundreds of ms a group) is paid once per distinct layout. Sharing is
+ * hundreds of ms a group) is paid once per distinct layout; a set no EMU
+ * uses any more can be kept for a later EMU of its layout (emu_set_keep).
+ * Sharing is
  * safe because a rank runs its model-stages one after the other and every
  * stage completes its messages before the next begins; every rank builds
  * and frees EMUs in the same order, so every rank finds the same sets.
@@ -75,13 +77,39 @@ void emu_gpt_shard(const Emu *e, struct GPTShard *sh);
 /* collective over e->all when e holds the last reference to its set
  * (MPI_Comm_free is collective over each communicator; call it on every job
  * rank, members or not, in the same order as the builds): drops e's
- * reference to its communicators, frees them with their NCCL communicators
- * (ncclCommDestroy) when it was the last, frees the rank list and leaves
- * every communicator MPI_COMM_NULL. Safe to call twice. */
+ * reference to its communicators; when it was the last, keeps the set
+ * (emu_set_keep) and frees the kept set released longest ago beyond the
+ * limit, communicators with their NCCL communicators (ncclCommDestroy);
+ * frees the rank list and leaves every communicator MPI_COMM_NULL. Safe to
+ * call twice. */
 void emu_free(Emu *e);
 
-/* Local: the communicator sets alive in this process (for tests: EMUs of one
- * layout count once). */
+/* Local: the communicator sets in use in this process (for tests: EMUs of one
+ * layout count once), and those kept for reuse. */
 int emu_comm_sets(void);
+int emu_comm_sets_kept(void);
+
+/* Local: how many sets this process has built with MPI_Comm_split so far
+ * (a set reused, alive or kept, builds none). */
+long emu_sets_built(void);
+
+/* Local: whether a set of this layout on these ranks (grid order) of job
+ * exists, in use or kept: an EMU of it would build no communicators. */
+int emu_has_comms(MPI_Comm job, GridLayout l, const int *ranks);
+
+/* Keeping communicators for reuse ([transition] keep_comms). A set that its
+ * last EMU releases is kept instead of freed, up to n kept sets (the one
+ * released longest ago goes first beyond that); an EMU of the same layout on
+ * the same ranks built later takes it back and builds nothing. Why: a
+ * transition back onto an earlier layout is common (ranks that leave and
+ * come back, a move the planner's guard reverts), and NCCL builds a group
+ * in hundreds of ms at scale. The price: a kept set holds its
+ * communicators (with NCCL, their buffers on the GPU). n = 0 (the default
+ * here) frees a set when its last EMU goes. Collective over job when it
+ * frees sets (call it on every rank alike). */
+void emu_set_keep(int n);
+
+/* collective over job: frees the kept sets of job (before job itself goes) */
+void emu_drop_kept(MPI_Comm job);
 
 #endif

@@ -47,6 +47,7 @@ typedef struct SimScenario {
     double gamma;           /* payback γ */
     double threshold;       /* drift threshold (0.3) */
     int every_k;            /* the every-k policy's period */
+    int keep_comms;         /* communicator sets kept for reuse (the live job's [transition] keep_comms; 0: none) */
     int nevents;
     SimEvent ev[SIM_MAX_EVENTS]; /* sorted by step */
 } SimScenario;

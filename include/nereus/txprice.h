@@ -53,6 +53,10 @@ typedef struct TxPricer {
     double link_rate, copy_rate; /* bytes/s per rank, measured by tx_probe with every rank at once (job_probe_links)
                                     for [transition] bandwidth_gbs = 0; 0: not measured */
     int shared_cores;        /* more ranks than cores on a node (measured with them): TxOptions.half_duplex */
+    /* the layouts whose communicators the job keeps for reuse ([transition] keep_comms; plan.h, PlanKept), kept
+       up to date by whoever switches plans (tx_kept_switch); a change onto one builds none, so no set-up is
+       priced for it. NULL: nothing kept */
+    PlanKept *kept;
 } TxPricer;
 
 /* the link rate the predictions assume when [transition] bandwidth_gbs = 0 and nothing was measured (the
@@ -65,6 +69,9 @@ void tx_stage_capacity(const TxPricer *p, int id, int dp, int *Bmax, int *Tmax);
 int tx_stage_holds_model(const TxPricer *p, int id);
 /* the change of stage id from → to (kind TX_MOVE, or TX_COPY for the weight sync) */
 void tx_change_for(const TxPricer *p, int id, int kind, const PlanStage *from, const PlanStage *to, TxChange *x);
+/* the job moved from plan a to plan b: the layouts it keeps for reuse now (p->kept, up to [transition]
+ * keep_comms; as emu.c keeps them) */
+void tx_kept_switch(TxPricer *p, const PlanConfig *a, const PlanConfig *b);
 /* the changes of every model-stage whose layout differs, into ch[PLAN_NSTAGES]; returns their count */
 int tx_changes(const TxPricer *p, const PlanConfig *a, const PlanConfig *b, TxChange *ch);
 /* [transition]'s chunk, window, budget and link as TxOptions (no resident memory): bandwidth_gbs > 0 is

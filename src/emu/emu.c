@@ -17,18 +17,22 @@
 
 #include "nereus/util.h"
 
-/* The communicator sets alive in this process (emu.h: EMUs of one layout share one). A handful per job:
-   a linear list. */
+/* The communicator sets alive in this process (emu.h: EMUs of one layout share one), and the kept ones
+   (refs 0, at most emu_keep of them: emu_set_keep). A handful per job: a linear list. */
 enum { EMU_NKINDS = 5 };
 typedef struct CommSet {
     MPI_Comm job;
     GridLayout l;
     int n, *ranks;        /* job ranks in grid order (owned) */
     MPI_Comm c[EMU_NKINDS]; /* all, tp, dp, pp, embd */
-    int refs;
+    int refs;             /* EMUs using it; 0: kept for reuse */
+    unsigned long idle;   /* when it was last released (emu_clock): the oldest kept one goes first */
     struct CommSet *next;
 } CommSet;
 static CommSet *emu_sets;
+static int emu_keep;             /* kept sets at most (emu_set_keep) */
+static unsigned long emu_clock;  /* counts releases */
+static long emu_splits;          /* sets built with MPI_Comm_split (emu_sets_built) */
 
 static CommSet *set_find(MPI_Comm job, GridLayout l, const int *ranks, int n) {
     for (CommSet *s = emu_sets; s; s = s->next)
@@ -91,6 +95,7 @@ void emu_build(Emu *e, MPI_Comm job, const char *name, GridLayout l, const int *
         default: break;
         }
     }
+    emu_splits++;
     set = nr_xcalloc(1, sizeof *set);
     set->job = job;
     set->l = l;
@@ -105,9 +110,53 @@ void emu_build(Emu *e, MPI_Comm job, const char *name, GridLayout l, const int *
 
 int emu_comm_sets(void) {
     int n = 0;
-    for (CommSet *s = emu_sets; s; s = s->next) n++;
+    for (CommSet *s = emu_sets; s; s = s->next) n += s->refs > 0;
     return n;
 }
+
+int emu_comm_sets_kept(void) {
+    int n = 0;
+    for (CommSet *s = emu_sets; s; s = s->next) n += s->refs == 0;
+    return n;
+}
+
+long emu_sets_built(void) { return emu_splits; }
+
+int emu_has_comms(MPI_Comm job, GridLayout l, const int *ranks) { return set_find(job, l, ranks, grid_size(l)) != NULL; }
+
+/* collective over the set's communicators: frees them and unlinks the set */
+static void set_destroy(CommSet *set) {
+    for (int i = 0; i < EMU_NKINDS; i++)
+        if (set->c[i] != MPI_COMM_NULL) mpiCheck(MPI_Comm_free(&set->c[i]));
+    CommSet **p = &emu_sets;
+    while (*p != set) p = &(*p)->next;
+    *p = set->next;
+    free(set->ranks);
+    free(set);
+}
+
+/* frees kept sets, the longest unused first, until at most `keep` remain (of `job` only, unless it is
+   MPI_COMM_NULL); every rank holds the same sets released in the same order, so every rank frees the same */
+static void sets_trim(MPI_Comm job, int keep) {
+    for (;;) {
+        int n = 0;
+        CommSet *old = NULL;
+        for (CommSet *s = emu_sets; s; s = s->next)
+            if (s->refs == 0 && (job == MPI_COMM_NULL || s->job == job)) {
+                n++;
+                if (!old || s->idle < old->idle) old = s;
+            }
+        if (n <= keep) return;
+        set_destroy(old);
+    }
+}
+
+void emu_set_keep(int n) {
+    emu_keep = n > 0 ? n : 0;
+    sets_trim(MPI_COMM_NULL, emu_keep);
+}
+
+void emu_drop_kept(MPI_Comm job) { sets_trim(job, 0); }
 
 /* collective over job (see emu_build) */
 void emu_build_stage(Emu *e, MPI_Comm job, const PlanConfig *plan, int stage)
@@ -137,14 +186,10 @@ MPI_Comm emu_comm(const Emu *e, GridGroup g)
 void emu_free(Emu *e)
 {
     CommSet *set = e->set;
-    if (set && --set->refs == 0) { /* the last EMU of this set: its communicators go */
-        for (int i = 0; i < EMU_NKINDS; i++)
-            if (set->c[i] != MPI_COMM_NULL) mpiCheck(MPI_Comm_free(&set->c[i]));
-        CommSet **p = &emu_sets;
-        while (*p != set) p = &(*p)->next;
-        *p = set->next;
-        free(set->ranks);
-        free(set);
+    if (set && --set->refs == 0) { /* the last EMU of this set: kept for reuse, the oldest kept one beyond
+                                      emu_keep freed (all of them with emu_keep 0) */
+        set->idle = ++emu_clock;
+        sets_trim(MPI_COMM_NULL, emu_keep);
     }
     e->set = NULL;
     e->all = e->tp = e->dp = e->pp = e->embd = MPI_COMM_NULL;

@@ -41,6 +41,40 @@ int plan_stage_new_comms(const PlanConfig *from, const PlanConfig *to, int s) {
     return 1;
 }
 
+/* 1 when some model-stage of p is the EMU s */
+static int plan_stage_in(const PlanConfig *p, const PlanStage *s) {
+    for (int t = 0; t < PLAN_NSTAGES; t++)
+        if (plan_stage_same(&p->stage[t], s)) return 1;
+    return 0;
+}
+
+int plan_kept_has(const PlanKept *k, const PlanStage *s) {
+    for (int i = 0; k && i < k->n; i++)
+        if (plan_stage_same(&k->s[i], s)) return 1;
+    return 0;
+}
+
+static void plan_kept_drop(PlanKept *k, int i) {
+    memmove(&k->s[i], &k->s[i + 1], (size_t)(k->n - i - 1) * sizeof k->s[0]);
+    k->n--;
+}
+
+void plan_kept_switch(PlanKept *k, int keep, const PlanConfig *from, const PlanConfig *to) {
+    keep = keep < 0 ? 0 : keep > PLAN_KEEP_MAX ? PLAN_KEEP_MAX : keep;
+    for (int i = 0; i < k->n;) /* the new plan's layouts are in use again */
+        if (plan_stage_in(to, &k->s[i])) plan_kept_drop(k, i);
+        else i++;
+    for (int s = 0; s < PLAN_NSTAGES; s++) { /* the old plan's layouts nothing uses now, in release order */
+        const PlanStage *x = &from->stage[s];
+        int earlier = 0;
+        for (int t = 0; t < s && !earlier; t++) earlier = plan_stage_same(&from->stage[t], x);
+        if (earlier || plan_stage_in(to, x) || plan_kept_has(k, x) || x->nranks == 0) continue;
+        if (k->n == PLAN_KEEP_MAX) plan_kept_drop(k, 0);
+        k->s[k->n++] = *x;
+    }
+    while (k->n > keep) plan_kept_drop(k, 0); /* the one left longest ago first */
+}
+
 int plan_stage_pos(const PlanStage *s, int rank) {
     for (int i = 0; i < s->nranks; i++)
         if (s->ranks[i] == rank) return i;

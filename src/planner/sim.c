@@ -43,7 +43,8 @@ static int pool_at(const SimScenario *sc, int step, double *slow) {
  * and vocabulary: the same tensor cuts, parameters within ~10% of the
  * Llama/Qwen counts) over the true cluster's inter-node link, plus a
  * communicator set-up per changed model-stage whose layout no EMU has yet
- * (emu.h: model-stages of one layout share one set). The engine counts 4-byte
+ * (emu.h: model-stages of one layout share one set) and the job does not
+ * keep from an earlier plan (plan.h, PlanKept: [simulate] keep_comms). The engine counts 4-byte
  * elements; the modelled models hold bf16 weights (inference stages: half
  * the bytes) and, trained, 14 bytes a parameter in the moved buffers (bf16
  * weights, fp32 master, m, v: 14/12 of the engine's three 4-byte buffers),
@@ -58,7 +59,13 @@ static double tx_predict(const SimScenario *sc, const TxChange *ch, int n, doubl
     return tx_predicted_s(ch, n, sc->gpus, &o);
 }
 
-static double transition_s(const SimScenario *sc, const PlanConfig *a, const PlanConfig *b) {
+/* a policy's run: the scenario and the layouts its job keeps communicators of (plan.h, PlanKept) */
+typedef struct SimRun {
+    const SimScenario *sc;
+    PlanKept *kept;
+} SimRun;
+
+static double transition_s(const SimScenario *sc, const PlanKept *kept, const PlanConfig *a, const PlanConfig *b) {
     TxChange inf[PLAN_NSTAGES], trn[PLAN_NSTAGES];
     int ni = 0, nt = 0, nsetup = 0;
     for (int s = 0; s < PLAN_NSTAGES; s++) {
@@ -77,7 +84,7 @@ static double transition_s(const SimScenario *sc, const PlanConfig *a, const Pla
         x->nbufs = x->trainable ? 3 : 1;
         x->bmax_from = x->bmax_to = 1;
         x->tmax = 1;
-        x->comm_shared = !plan_stage_new_comms(a, b, s);
+        x->comm_shared = !plan_stage_new_comms(a, b, s) || plan_kept_has(kept, &b->stage[s]);
         nsetup += !x->comm_shared;
     }
     double wb = sc->truth.actor.wbytes > 0 ? sc->truth.actor.wbytes : 4;
@@ -89,7 +96,8 @@ static double transition_s(const SimScenario *sc, const PlanConfig *a, const Pla
 }
 
 static double tx_cost(void *ctx, const PlanConfig *a, const PlanConfig *b) {
-    return transition_s((const SimScenario *)ctx, a, b);
+    const SimRun *r = ctx;
+    return transition_s(r->sc, r->kept, a, b);
 }
 
 int sim_run(const SimScenario *sc, int policy, SimResult *res, char *why, size_t len) {
@@ -114,14 +122,17 @@ int sim_run(const SimScenario *sc, int policy, SimResult *res, char *why, size_t
         res->failed = 1;
         return nr_fail(why, len, "%s: no plan fits the %d-rank pool at step 0", sim_policy_name(policy), o.npool);
     }
-    AdaptConfig ac = {policy, sc->gamma, sc->threshold, sc->every_k, sc->steps, sc->gpus, tx_cost, (void *)sc};
+    SimRun run = {sc, nr_xcalloc(1, sizeof(PlanKept))};
+    AdaptConfig ac = {policy, sc->gamma, sc->threshold, sc->every_k, sc->steps, sc->gpus, tx_cost, &run};
     Adapt ad;
     adapt_init(&ad, &ac, &start, &o);
+    static PlanConfig before;
     for (int step = 0; step < sc->steps; step++) {
         w.resp_len = w.resp_max = len_at(sc, step);
         o.resp_len = w.resp_len;
         o.npool = pool_at(sc, step, slow);
         AdaptDecision d;
+        before = ad.cur;
         /* the fixed baselines search with the true cluster and the initial conditions */
         adapt_step(&ad, step, &model, &w, fixed ? &truth : &model, fixed ? &sc->w : &w, &o, &d);
         if (d.searched) {
@@ -145,6 +156,7 @@ int sim_run(const SimScenario *sc, int policy, SimResult *res, char *why, size_t
             if (d.changed) {
                 res->transitions++;
                 res->transition_s += d.C;
+                plan_kept_switch(run.kept, sc->keep_comms, &before, &ad.cur);
             } else if (!d.admitted) {
                 res->refused++;
             }
@@ -161,6 +173,7 @@ int sim_run(const SimScenario *sc, int policy, SimResult *res, char *why, size_t
                 if (isfinite(m) && m > 0) cost_calibrate(&model, s, l, &w, m, 0.5);
             }
     }
+    free(run.kept);
     res->planner_s = nr_now() - tp0;
     res->total_s += res->transition_s;
     res->mean_step_s = res->total_s / sc->steps;

@@ -58,9 +58,13 @@ int tx_changes(const TxPricer *p, const PlanConfig *a, const PlanConfig *b, TxCh
     for (int i = 0; i < PLAN_NSTAGES; i++) {
         if (!tx_stage_holds_model(p, i) || plan_stage_same(&a->stage[i], &b->stage[i])) continue;
         tx_change_for(p, i, TX_MOVE, &a->stage[i], &b->stage[i], &ch[n]);
-        ch[n++].comm_shared = !plan_stage_new_comms(a, b, i);
+        ch[n++].comm_shared = !plan_stage_new_comms(a, b, i) || plan_kept_has(p->kept, &b->stage[i]);
     }
     return n;
+}
+
+void tx_kept_switch(TxPricer *p, const PlanConfig *a, const PlanConfig *b) {
+    if (p->kept) plan_kept_switch(p->kept, p->cfg->transition.keep_comms, a, b);
 }
 
 TxOptions tx_options_of(const TxPricer *p) {

@@ -96,7 +96,9 @@ void job_build(Job *j, MPI_Comm world, const Config *cfg, const Backend *be, con
     int Bg = cfg->ppo.batch;
     j->ac = sh.ac;
     j->cc = sh.cc;
-    j->px = (TxPricer){cfg, j->ac, j->cc, j->have_rm, j->Tgen, j->Tsft, j->size, {{0}, 0, 0}, 0, 0, 0};
+    j->px = (TxPricer){cfg, j->ac, j->cc, j->have_rm, j->Tgen, j->Tsft, j->size, {{0}, 0, 0}, 0, 0, 0,
+                       nr_xcalloc(1, sizeof(PlanKept))};
+    emu_set_keep(cfg->transition.keep_comms); /* the layouts j->px.kept models */
     j->n_actor = gpt_logical_numel(&j->ac);
     j->n_critic = gpt_logical_numel(&j->cc);
     j->full = nr_xmalloc(j->n_critic * sizeof(float));
@@ -121,6 +123,8 @@ void job_free(Job *j) {
         gpt_free(&j->st[i].model);
         emu_free(&j->st[i].emu);
     }
+    emu_drop_kept(j->world);
+    free(j->px.kept);
     job_sync_plan_free(j);
     if (j->xcomm != MPI_COMM_NULL && j->xcomm) MPI_Comm_free(&j->xcomm);
     rollout_free(&j->G);

@@ -84,6 +84,7 @@ static int scenario_of(const Config *cfg, const Deck *deck, SimScenario *sc) {
     sc->gamma = m->gamma;
     sc->threshold = m->threshold;
     sc->every_k = m->every_k;
+    sc->keep_comms = m->keep_comms;
     if (m->availability[0]) {
         int rc = read_availability(deck, m->availability, m->gpus, sc);
         if (rc) return rc;

@@ -203,6 +203,7 @@ int job_transition(Job *j, const PlanConfig *np, int verify, JobTxReport *rep, c
         *o = *s;
         if (o->member && o->model.trainable) o->model.adam_t = (int)adam_t[o->id];
     }
+    tx_kept_switch(&j->px, &j->plan, np);
     j->plan = *np;
     for (int c = 0; c < nch; c++)
         if (ch[c].id == PLAN_ACTOR_GEN) { /* the gen rows this rank generates */
