@@ -55,7 +55,9 @@ typedef struct TxPricer {
     int shared_cores;        /* more ranks than cores on a node (measured with them): TxOptions.half_duplex */
     /* the layouts whose communicators the job keeps for reuse ([transition] keep_comms; plan.h, PlanKept), kept
        up to date by whoever switches plans (tx_kept_switch); a change onto one builds none, so no set-up is
-       priced for it. NULL: nothing kept */
+       priced for it. NULL: nothing kept. (A model-stage without a model, reward.inf with no reward network,
+       keeps its first EMU, which job_transition never moves; the model takes its plan's layouts as moved, so
+       for such a job it may count one set differently from emu.c: a set-up of comm_setup_us mispriced) */
     PlanKept *kept;
 } TxPricer;
 
