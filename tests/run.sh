@@ -307,7 +307,8 @@ on3=$(awk '/^planner: before step 4: plan [0-9]+ -> [0-9]+:/{p=1;next} p&&/^tran
        for (i=1;i<=n;i++) { m=split(a[i], b, "-"); lo=b[1]; hi=(m>1)?b[2]:b[1]; if (lo<=3 && 3<=hi) print $1 } } }' "$f")
 if grep -q '^planner: before step 4: replan — pool 3 rank(s)' "$f" && grep -q '^planner: before step 8: replan — pool 4 rank(s)' "$f" && \
    [ -z "$on3" ] && [ "$(verify "$f" transitions)" -ge 2 ] && [ "$(verify "$f" status)" = pass ] && grep -q 'per-tensor checks passed' "$f"; then
-  result planner-pool-follows 0 0 "urgent replans at steps 4 (rank 3 out: nothing left on it) and 8 (back); $(verify "$f" transitions) transitions, checked"
+  back=$(awk '/^planner: before step 8: plan [0-9]+ -> [0-9]+:/{p=1;next} p&&/^transition:/{if (match($0, /communicators: [^;]*/)) print substr($0, RSTART, RLENGTH); exit}' "$f")
+  result planner-pool-follows 0 0 "urgent replans at steps 4 (rank 3 out: nothing left on it) and 8 (back: ${back:-no transition}); $(verify "$f" transitions) transitions, checked"
 else result planner-pool-follows 1 0 "no urgent replan, or a model-stage left on rank 3: '$on3'"; fi
 # rank 1 does 4x its work from step 4: the planner measures it and replans
 t planner-slow-run 300 $L -np 4 bin/nereus tests/decks/slow.deck

@@ -73,6 +73,7 @@ typedef struct JobTxReport {
     double engine_s;                  /* max over ranks of the transfers alone (tx_execute) */
     double mem_peak, mem_budget;      /* max over ranks of the measured peak (bytes); the budget (0 = none) */
     int verified;                     /* per-tensor checks ran (and passed) */
+    int sets_built, sets_taken_back;  /* communicator sets the new EMUs built, and kept ones they took back (emu.h) */
     char text[2048];                  /* one line per changed model-stage (tx_plan_format) */
 } JobTxReport;
 

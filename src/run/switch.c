@@ -183,6 +183,8 @@ int job_transition(Job *j, const PlanConfig *np, int verify, JobTxReport *rep, c
     memset(ns, 0, sizeof ns);
     TxEndpoint ep[PLAN_NSTAGES];
     memset(ep, 0, sizeof ep);
+    long built0 = emu_sets_built();
+    int kept0 = emu_comm_sets_kept();
     for (int c = 0; c < nch; c++) {
         Stage *s = &ns[ch[c].id];
         s->id = ch[c].id;
@@ -190,6 +192,8 @@ int job_transition(Job *j, const PlanConfig *np, int verify, JobTxReport *rep, c
         job_stage_fill(j, s);
         ep[c].from = j->st[ch[c].id].member ? &j->st[ch[c].id].model : NULL;
     }
+    rep->sets_built = (int)(emu_sets_built() - built0);
+    rep->sets_taken_back = kept0 - emu_comm_sets_kept(); /* nothing is released before the old EMUs go */
     MoveCtx mc = {j, ch, ns, ep};
     TxHooks hooks = {&mc, move_alloc, move_release};
     TxStats st;
@@ -298,10 +302,11 @@ void job_tx_log(const JobTxReport *rep, int step, double t0, int from_plan, int 
         snprintf(fwd, sizeof fwd, "; %.2f MiB of it forwarded, chains up to %d hop%s", rep->bytes_relayed / MIB,
                  rep->max_hop, rep->max_hop == 1 ? "" : "s");
     nr_log("transition: %d model-stage(s) in %d wave(s): moved %.2f MiB (minimum %.2f MiB%s), kept in place %.2f MiB; "
-           "predicted %.4f s, measured %.4f s (transfers %.4f s); peak memory %.1f MiB per rank (%s)%s\n%s",
+           "predicted %.4f s, measured %.4f s (transfers %.4f s); peak memory %.1f MiB per rank (%s); communicators: "
+           "%d new set(s), %d kept one(s) taken back%s\n%s",
            rep->nchanges, rep->nwaves, rep->bytes_moved / MIB, rep->bytes_lower_bound / MIB, fwd, rep->bytes_local / MIB,
-           rep->predicted_s, rep->measured_s, rep->engine_s, rep->mem_peak / MIB, budget,
-           rep->verified ? "; per-tensor checks passed" : "", rep->text);
+           rep->predicted_s, rep->measured_s, rep->engine_s, rep->mem_peak / MIB, budget, rep->sets_built,
+           rep->sets_taken_back, rep->verified ? "; per-tensor checks passed" : "", rep->text);
     TraceTransition tx = {step, t0, from_plan, to_plan, rep->nchanges, rep->nwaves, rep->verified,
                           rep->predicted_s, rep->measured_s, rep->engine_s, rep->bytes_moved, rep->bytes_lower_bound,
                           rep->bytes_local, rep->mem_peak, rep->mem_budget, rep->bytes_relayed, rep->text};
