@@ -460,9 +460,9 @@ int main(int argc, char **argv) {
         double fw = median3(t[0]), nf = median3(t[1]);
         if (rank == 0) {
             printf("forwarding, dp1@0->dp8 (%.1f MiB to each of 7 new replicas): with forwarding %.3f s (busiest rank "
-                   "%.1f MiB, %.2fx its bound), without %.3f s (busiest rank %.1f MiB, %.2fx its bound): %.2fx faster\n",
+                   "%.1f MiB, %.2fx its bound), without %.3f s (busiest rank %.1f MiB, %.2fx its bound): %.2fx %s\n",
                    bytes / 7 / 1048576.0, fw, mr[0] / 1048576.0, fw / (mr[0] / bw), nf, mr[1] / 1048576.0,
-                   nf / (mr[1] / bw), nf / fw);
+                   nf / (mr[1] / bw), nf >= fw ? nf / fw : fw / nf, nf >= fw ? "faster" : "SLOWER with forwarding");
             if (f)
                 fprintf(f, "tx.fwd.engine_s: %.4g\ntx.fwd.no_forward_s: %.4g\ntx.fwd.speedup: %.3f\n"
                         "tx.fwd.busiest_mib: %.1f\ntx.fwd.no_forward_busiest_mib: %.1f\n",
