@@ -329,7 +329,8 @@ f=$LOG/planner-sweep-run.log
 nctl=$(grep -c '^planner: sweep: control [12] (plan 0 again, after [24] held-out plan(s)): ' "$f")
 if [ "$(verify "$f" status)" = pass ] && [ "$nctl" = 2 ] && [ "$(sed -n 's/^sweep\.heldout: //p' "$f")" = 4 ] \
    && grep -qE '^sweep\.mape_pct: [0-9.]+$' "$f" && grep -qE '^sweep\.mape_speed_corrected_pct: [0-9.]+$' "$f" \
-   && grep -qE '^sweep\.chosen_gap_again_pct: -?[0-9.]+$' "$f" && grep -qE '^sweep\.mape_floor_pct: [0-9.]+$' "$f"; then
+   && grep -qE '^sweep\.chosen_gap_again_pct: -?[0-9.]+$' "$f" && grep -qE '^sweep\.mape_floor_pct: [0-9.]+$' "$f" \
+   && grep -qE '^sweep\.rms_pct: [0-9.]+$' "$f" && grep -qE '^sweep\.model_rms_est_pct: [0-9.]+$' "$f"; then
   result planner-sweep 0 0 "4 held out, 2 controls: $(sed -n 's/^sweep\.mape_pct: /MAPE /p' "$f")%, $(sed -n 's/^sweep\.mape_speed_corrected_pct: /speed-corrected /p' "$f")%"
 else result planner-sweep 1 0 "the sweep's report lacks its lines (held out, 2 controls, MAPE, corrected MAPE, gap): see $f"; fi
 # tools/window-noise: 20 steps alternating 1.0 and 1.2 s after 2 skipped; windows of 3 keep 2 steps, mean 1.1

@@ -398,7 +398,7 @@ void sweep_report(const LivePlanner *lp) {
            "sampled plan again, %d step(s) each (both fresh, so the gap is not the best of %d short runs against one)\n",
            sw->n, sw->steps, sw->K, sw->fsteps, sw->n);
     nr_log("  #  role        measured s  predicted s   error  gen/inf/train/outside measured (predicted)  plan\n");
-    double esum = 0, emax = 0, best;
+    double esum = 0, emax = 0, e2 = 0, best;
     int ne = 0, nrun = 0, ibest = sweep_best(sw, &best);
     for (int k = 0; k <= sw->n + 1; k++) {
         const SweepPlan *p = &sw->p[k];
@@ -416,6 +416,7 @@ void sweep_report(const LivePlanner *lp) {
             if (k >= sw->K && isfinite(err)) {
                 esum += fabs(err);
                 emax = fmax(emax, fabs(err));
+                e2 += err * err;
                 ne++;
             }
         }
@@ -459,9 +460,18 @@ void sweep_report(const LivePlanner *lp) {
         nr_log("sweep.mape_speed_corrected_pct: %.2f\n", 100 * cmape);
         nr_log("sweep.worst_speed_corrected_pct: %.2f\n", 100 * cworst);
     }
+    if (ne > 0) nr_log("sweep.rms_pct: %.2f\n", 100 * sqrt(e2 / ne));
     if (isfinite(sd)) {
         nr_log("sweep.control_repeat_sd_pct: %.2f\n", 100 * sd);
         nr_log("sweep.mape_floor_pct: %.2f\n", 100 * NR_MAPE_PER_SD * sd);
+    }
+    if (isfinite(sd) && ne > 0) { /* an estimate: the controls' noise taken out of the held-out RMS in quadrature */
+        double own = e2 / ne > sd * sd ? sqrt(e2 / ne - sd * sd) : 0;
+        nr_log("planner: sweep: held-out RMS error %.2f%%; with the controls' repeat noise (%.2f%%) taken out in "
+               "quadrature, the model's own error is about %.2f%% RMS (%.2f%% as a MAPE; an estimate: %d control "
+               "window(s) measure that noise)\n", 100 * sqrt(e2 / ne), 100 * sd, 100 * own, 100 * NR_MAPE_PER_SD * own,
+               sw->nc + 1);
+        nr_log("sweep.model_rms_est_pct: %.2f\n", 100 * own);
     }
     if (ibest >= 0) nr_log("sweep.best_measured_s: %.4f (plan %d)\n", best, ibest);
     if (isfinite(chosen) && ibest >= 0) {
