@@ -30,7 +30,8 @@ static size_t cpu_live;
 /* Blocks of at least CPU_MMAP_MIN bytes are their own anonymous mapping:
  * the kernel hands out zero pages on first touch, so a large buffer costs
  * nothing until it is written (a transition's new shard is written once, by
- * what it receives, instead of being cleared first). The header then takes
+ * what it receives, instead of being cleared first; its fresh pages are
+ * faulted in at allocation, in one madvise, since all of them will be). The header then takes
  * one page, keeping the pointer page-aligned.
  *
  * Freed mappings go to a pool of warm pages instead of back to the kernel
@@ -220,6 +221,13 @@ static void *cpu_alloc_as(size_t bytes, int clear) {
             if (b == MAP_FAILED) b = NULL;
         }
         if (b && clear && warm > head) clear_resident(b + head, warm - head);
+        /* fresh pages of a block about to be overwritten (alloc_uninit: a transition's new shards, every
+           element of which the engine writes) are faulted in here in one call rather than one trap a page
+           while the bytes arrive: a 256 MiB range 35% faster here, cold transitions about 13% (bench_transition,
+           2026-12-03 14:55, 4 runs each). Kernels before 5.14 lack it: the pages then fault in as before */
+#ifdef MADV_POPULATE_WRITE
+        if (b && !clear && warm < n) (void)madvise(b + warm, n - warm, MADV_POPULATE_WRITE);
+#endif
         if (b && !clear && poison()) memset(b + head, 0xFF, rounded);
         /* no MADV_HUGEPAGE: measured 2-3x slower transitions here (the kernel compacts memory
            synchronously to find huge pages, defrag = madvise) */
