@@ -174,7 +174,7 @@ int main(int argc, char **argv) {
         fit_once(&at, &fit);
         at = fit;
     }
-    double esum = 0, emax = 0;
+    double esum = 0, emax = 0, e2 = 0;
     int ne = 0;
     for (int i = verbose ? 0 : K; i < n; i++) {
         if (!P[i].have || P[i].nobs == 0) continue;
@@ -186,6 +186,7 @@ int main(int argc, char **argv) {
         if (i >= K) {
             esum += fabs(e);
             emax = fmax(emax, fabs(e));
+            e2 += e * e;
             ne++;
         }
         if (verbose) {
@@ -232,6 +233,11 @@ int main(int argc, char **argv) {
     if (isfinite(sd))
         printf("refit: plan 0's windows repeat within %.2f%% (from successive differences): an exact model would show a "
                "MAPE of about %.2f%% against windows this noisy\n", 100 * sd, 100 * NR_MAPE_PER_SD * sd);
+    if (isfinite(sd) && ne > 0) { /* as the sweep estimates it (run/sweep.c) */
+        double rms = sqrt(e2 / ne), own = rms > sd ? sqrt(rms * rms - sd * sd) : 0;
+        printf("refit: held-out RMS error %.2f%%; with that noise taken out in quadrature, the model's own about %.2f%% RMS "
+               "(%.2f%% as a MAPE)\n", 100 * rms, 100 * own, 100 * NR_MAPE_PER_SD * own);
+    }
     printf("refit: %d calibration plan(s), %d held out, %d round(s): MAPE %.2f%%, worst %.2f%%; factors GEMM %.3g "
            "attention %.3g memory-bound %.3g all-reduce %.3g point-to-point %.3g per-operation %.3g latency %.3g, "
            "message stretch exponent %.2f, overhead %.4f s/step; phase scales %.3f %.3f %.3f\n",
