@@ -64,11 +64,13 @@ void plan_kept_switch(PlanKept *k, int keep, const PlanConfig *from, const PlanC
     for (int i = 0; i < k->n;) /* the new plan's layouts are in use again */
         if (plan_stage_in(to, &k->s[i])) plan_kept_drop(k, i);
         else i++;
-    for (int s = 0; s < PLAN_NSTAGES; s++) { /* the old plan's layouts nothing uses now, in release order */
+    /* the old plan's layouts nothing uses now, in the order emu.c releases them: the changed model-stages'
+       old EMUs go in stage order, and a set goes with the last of its EMUs */
+    for (int s = 0; s < PLAN_NSTAGES; s++) {
         const PlanStage *x = &from->stage[s];
-        int earlier = 0;
-        for (int t = 0; t < s && !earlier; t++) earlier = plan_stage_same(&from->stage[t], x);
-        if (earlier || plan_stage_in(to, x) || plan_kept_has(k, x) || x->nranks == 0) continue;
+        int later = 0;
+        for (int t = s + 1; t < PLAN_NSTAGES && !later; t++) later = plan_stage_same(&from->stage[t], x);
+        if (later || plan_stage_in(to, x) || plan_kept_has(k, x) || x->nranks == 0) continue;
         if (k->n == PLAN_KEEP_MAX) plan_kept_drop(k, 0);
         k->s[k->n++] = *x;
     }
