@@ -94,7 +94,7 @@ TOOLS := bin/nereus-task-tokens bin/nereus-ckpt bin/nereus-trace
 .PHONY: all build deps run test test-slurm bench clean found
 .SECONDARY:
 all: build
-build: found bin/nereus $(TOOLS) $(TEST_BIN) build/bench/bench_step build/bench/bench_ckpt build/bench/bench_transition build/bench/sweep_refit
+build: found bin/nereus $(TOOLS) $(TEST_BIN) build/tests/libstall_rename.so build/bench/bench_step build/bench/bench_ckpt build/bench/bench_transition build/bench/sweep_refit
 
 found:
 	@for l in $(FOUND); do echo "  $$l"; done
@@ -129,6 +129,11 @@ build/tests/test_backend_grad: build/obj/tests/test_backend_grad.o build/obj/tes
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LINK    $@")
 	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+
+# the checkpoint SIGKILL test's LD_PRELOAD shim (tests/stall_rename.c): no part of the product
+build/tests/libstall_rename.so: tests/stall_rename.c
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) -O2 -Wall -Wextra -fPIC -shared $< -o $@ -ldl
 
 build/tests/%: build/obj/tests/%.o build/libnereus.a
 	@mkdir -p $(dir $@)

@@ -212,8 +212,10 @@ bad ckpt-restart-shape 'n_embd.*64.*96|96.*64' bin/nereus "$CK/wide.deck" --rest
 K=$CK/kill; mkdir -p "$K"
 { sed 's/^n_layer = 2$/n_layer = 8/; s/^n_embd = 64$/n_embd = 256/; s/^n_head = 4$/n_head = 8/; /^\[sft\]/,/^\[/ s/^steps = 40$/steps = 0/; /^\[ppo\]/,/^\[/ s/^steps = 10$/steps = 50/; s/^batch = 48$/batch = 4/; s/^minibatch = 12$/minibatch = 4/' tests/decks/restart.deck
   printf '[ckpt]\nevery = 1\nkeep = 3\ndir = %s\n' "$K"; } > "$K/kill.deck"
-# (the test hook holds step 2's file as .tmp for 60 s: the kill lands inside the write every time)
-NEREUS_TEST_CKPT_STALL=restart_step000002 $L -np 2 bin/nereus "$K/kill.deck" >"$LOG/ckpt-kill.log" 2>&1 &
+# (an LD_PRELOAD shim, tests/stall_rename.c, holds step 2's file as .tmp for 60 s: the kill lands inside the
+# write every time)
+NEREUS_STALL_RENAME=restart_step000002 LD_PRELOAD="$PWD/build/tests/libstall_rename.so" \
+  $L -np 2 bin/nereus "$K/kill.deck" >"$LOG/ckpt-kill.log" 2>&1 &
 kpid=$!
 for i in $(seq 1 3000); do  # until the second checkpoint is being written
   [ -f "$K/restart_step000001.h5" ] && ls "$K"/restart_step000002.h5.tmp >/dev/null 2>&1 && break

@@ -684,13 +684,6 @@ static int write_finish(H5Err *e, const char *tmp, const char *path, const Name 
         fsync(fd);
         close(fd);
     }
-    /* TEST HOOK (tests/run.sh's SIGKILL test): hold a checkpoint whose path contains this text as PATH.tmp for
-       60 s, so that a kill lands during the write every time instead of when a 10 ms poll happens to see it */
-    const char *stall = getenv("NEREUS_TEST_CKPT_STALL");
-    if (stall && *stall && strstr(path, stall)) {
-        fprintf(stderr, "TEST HOOK NEREUS_TEST_CKPT_STALL: holding %s for 60 s before renaming it\n", tmp);
-        sleep(60);
-    }
     if (rename(tmp, path) != 0) {
         h5_err(e, "%s: cannot rename %s to it: %s", path, tmp, strerror(errno));
         return -1;
