@@ -335,6 +335,16 @@ if [ "$(verify "$f" status)" = pass ] && [ "$nctl" = 2 ] && [ "$(sed -n 's/^swee
    && grep -qE '^sweep\.rms_pct: [0-9.]+$' "$f" && grep -qE '^sweep\.model_rms_est_pct: [0-9.]+$' "$f"; then
   result planner-sweep 0 0 "4 held out, 2 controls: $(sed -n 's/^sweep\.mape_pct: /MAPE /p' "$f")%, $(sed -n 's/^sweep\.mape_speed_corrected_pct: /speed-corrected /p' "$f")%"
 else result planner-sweep 1 0 "the sweep's report lacks its lines (held out, 2 controls, MAPE, corrected MAPE, gap): see $f"; fi
+# build/bench/sweep_refit on a stored sweep (tests/bench/dumps/): this build's model refitted on its measurements;
+# a file that is not a dump is refused
+sr=$LOG/sweep-refit.log
+build/bench/sweep_refit tests/bench/dumps/sweep8-wide-1245.txt > "$sr" 2>&1; rc=$?
+build/bench/sweep_refit tests/decks/sweep.deck >>"$sr" 2>&1; rc2=$?
+if [ $rc = 0 ] && grep -qE '^refit: 10 calibration plan\(s\), 30 held out, 1 round\(s\): MAPE [0-9.]+%' "$sr" \
+   && grep -qE '^refit: 6 control\(s\)' "$sr" && grep -qE "model's own about [0-9.]+% RMS" "$sr" && [ $rc2 != 0 ] \
+   && grep -q 'is not a complete NEREUS_SWEEP_DUMP' "$sr"; then
+  result sweep-refit 0 0 "$(sed -n 's/^refit: 10 calibration.*: \(MAPE [0-9.]*%\).*/stored sweep8-wide-1245: \1/p' "$sr"); a deck refused"
+else result sweep-refit 1 0 "see $sr (exit $rc, $rc2)"; fi
 # tools/window-noise: 20 steps alternating 1.0 and 1.2 s after 2 skipped; windows of 3 keep 2 steps, mean 1.1
 # each (floor 0%); windows of 2 keep their second step, always 1.2 (|1.1 - 1.2| / 1.2 = 8.33%); its bad inputs
 wn=$LOG/window-noise.log

@@ -101,6 +101,14 @@ static void add_p2p(const CostModel *cm, Parts *pt, double mult, double bytes, i
     pt->t[EFF_LAT] += mult * lat_s(cm, 1, k);
 }
 
+/* The wait of one pipeline boundary crossing on shared cores, in message latencies (hw.lat / the fitted
+ * latency factor): 2026-12-03, on seven stored sweeps of 8 (and 4) ranks on 2 cores, held-out plans with
+ * pipelined trainings were underpredicted against unpipelined ones by about 15% (tests/bench/dumps/, by
+ * the deepest pipeline: +9.4 / -1.5 / -6.0% at pp 1 / 2 / 4 over three of them). Chosen from 20, 60 and
+ * 150 on six dumps (MAPE 9.40 7.54 8.14 9.58 9.63 7.60% -> 8.83 7.67 7.00 9.14 8.87 6.79%), then checked
+ * on a seventh recorded after (sweep8-wide-1509: 10.66 -> 9.47%). Zero where each rank has a core. */
+#define COST_PIPE_WAIT_HOPS 20.0
+
 static double stage_parts(const CostModel *cm, int stage, GridLayout l, const Workload *w, double *mem, Parts *pt) {
     const ModelShape *m = stage_shape(cm, stage);
     memset(pt, 0, sizeof *pt);
@@ -163,6 +171,11 @@ static double stage_parts(const CostModel *cm, int stage, GridLayout l, const Wo
         if (pp > 1) { /* activations across each stage boundary, forward (and backward), and the last
                          stage's per-token results to the others (two broadcasts a forward pass) */
             add_p2p(cm, pt, passes * (train ? 2 : 1) * (pp - 1), toks * C * ab / mb, kpp);
+            /* where a node's ranks outnumber its cores, a stage waiting for its neighbour sleeps, and each
+               crossing of a stage boundary on the schedule's critical path ((mb + pp - 1) a direction) waits
+               for the receiver's next time slice: COST_PIPE_WAIT_HOPS message latencies each */
+            if (hw->cores > 0 && rpn > hw->cores)
+                pt->t[EFF_LAT] += passes * (train ? 2 : 1) * (mb + pp - 1) * lat_s(cm, COST_PIPE_WAIT_HOPS, kpp);
             add_allreduce(cm, pt, passes * 2.0, toks * 4.0, pp, kpp);
         }
         if (train) { /* per update: the gradient norm over the shard's tp and pp groups, the tied embedding's

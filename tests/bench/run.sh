@@ -18,6 +18,20 @@ jobs/local.sh -np 4 build/bench/bench_ckpt "$out" build/bench-io
 jobs/local.sh -np 8 build/bench/bench_transition "$out" build/bench-io
 # the live planner on 8 ranks: drift under payback vs static, the cost model on held-out plans
 tests/bench/live.sh "$out"
+# this build's cost model refitted on stored sweeps (tests/bench/dumps/: the same measurements every run)
+echo
+echo "== the cost model on stored sweeps (build/bench/sweep_refit: this build's model, measurements of earlier runs)"
+for d in tests/bench/dumps/*.txt; do
+  n=$(basename "$d" .txt)
+  r=$(build/bench/sweep_refit "$d")
+  m=$(echo "$r" | sed -n 's/.*held out, [0-9]* round(s): MAPE \([0-9.]*\)%, worst \([0-9.]*\)%.*/\1 \2/p')
+  own=$(echo "$r" | sed -n 's/.*the model.s own about \([0-9.]*\)% RMS.*/\1/p')
+  o="- (no controls)"; if [ -n "$own" ]; then o="$own% RMS"; fi
+  printf '  %-22s MAPE %6s%%  worst %6s%%  the model'"'"'s own error %s\n' "$n" ${m:-? ?} "$o"
+  echo "refit.$n.mape_pct: ${m%% *}" >> "$out"
+  echo "refit.$n.worst_pct: ${m##* }" >> "$out"
+  if [ -n "$own" ]; then echo "refit.$n.model_rms_est_pct: $own" >> "$out"; fi
+done
 # the pure DAG builder at 32, 256 and 1,024 ranks (test_tx_dag times it: median of 7)
 echo
 echo "== transition DAG build time (8B-shaped actor and critic with AdamW state, and actor.gen; one process)"
