@@ -64,7 +64,8 @@ wait_job() {
   for i in $(seq $((JOB_TIMEOUT * 5))); do
     st=$(job_state "$1")
     case "$st" in
-      PENDING*|RUNNING*|CONFIGURING*|COMPLETING*|SUSPENDED*|REQUEUED*|RESIZING*|" "|"") sleep 0.2 ;;
+      # SIGNALING: a signal (the time limit's USR1) is on its way; the job is still running
+      PENDING*|RUNNING*|CONFIGURING*|COMPLETING*|SUSPENDED*|REQUEUED*|RESIZING*|SIGNALING*|STAGE_OUT*|" "|"") sleep 0.2 ;;
       *) return 0 ;;
     esac
   done
