@@ -257,6 +257,9 @@ int main(void) {
         CHECK(fabs(rsd - sqrt(0.005) / 1.05) < 1e-12 && isnan(nr_repeat_sd(two, 2)),
               "sweep controls: repeatability from successive differences, by hand: %.6f (want %.6f); NaN from two",
               rsd, sqrt(0.005) / 1.05);
+        CHECK(fabs(nr_noise_removed(0.10, 0.06) - 0.08) < 1e-12 && nr_noise_removed(0.05, 0.06) == 0,
+              "sweep controls: RMS 10%% with noise 6%% leaves 8%%, noise above the RMS leaves 0 (%g, %g)",
+              nr_noise_removed(0.10, 0.06), nr_noise_removed(0.05, 0.06));
         double none[2] = {NAN, NAN};
         mape = -1;
         CHECK(nr_drift_corrected_error(none, meas, pred, 2, slow, &mape, &worst) == 0 && mape == -1,

@@ -70,13 +70,6 @@ double nr_median(double *v, int n);
  * and those after the last finite one with it; NaNs before the first finite one stay (the sweep's machine
  * slowdown at each window from its control windows) */
 void nr_fill_gaps(double *v, int n);
-/* A sweep's held-out error with the machine's drift taken out ([planner] sweep_reference; run/sweep.c and
- * build/bench/sweep_refit). Its windows in run order, n of them: ref[w] the reference plan's median step
- * where it ran (its first window and the controls), NaN elsewhere; meas[w], pred[w] a held-out plan's
- * median and prediction, NaN elsewhere. slow[w] (out): the machine's slowdown, ref[w] / the first finite
- * ref, interpolated between the windows that have one (nr_fill_gaps). *mape, *worst: the mean and largest
- * |pred - meas / slow| / (meas / slow) over the held-out windows with a slowdown; returns how many (0:
- * *mape and *worst untouched) */
 /* How well one thing repeats: the standard deviation of the finite entries of x[0..n) (in order) relative to
  * their mean, from successive differences (sqrt(sum (x[i+1] - x[i])^2 / (2 (m - 1)))), so that a slow drift
  * over the sequence adds little; NaN with fewer than 3. The sweep's controls (one plan's windows over a run):
@@ -84,6 +77,16 @@ void nr_fill_gaps(double *v, int n);
 double nr_repeat_sd(const double *x, int n);
 /* sqrt(2/pi): E|e| / sd for normal e, the MAPE an exact model shows per unit of relative measurement noise */
 #define NR_MAPE_PER_SD 0.7978845608
+/* the part of an RMS error that noise of standard deviation sd does not explain, sqrt(rms^2 - sd^2) (0 where
+ * the noise explains it all): the sweep's estimate of the cost model's own error */
+double nr_noise_removed(double rms, double sd);
+/* A sweep's held-out error with the machine's drift taken out ([planner] sweep_reference; run/sweep.c and
+ * build/bench/sweep_refit). Its windows in run order, n of them: ref[w] the reference plan's median step
+ * where it ran (its first window and the controls), NaN elsewhere; meas[w], pred[w] a held-out plan's
+ * median and prediction, NaN elsewhere. slow[w] (out): the machine's slowdown, ref[w] / the first finite
+ * ref, interpolated between the windows that have one (nr_fill_gaps). *mape, *worst: the mean and largest
+ * |pred - meas / slow| / (meas / slow) over the held-out windows with a slowdown; returns how many (0:
+ * *mape and *worst untouched) */
 int nr_drift_corrected_error(const double *ref, const double *meas, const double *pred, int n, double *slow, double *mape,
                              double *worst);
 /* bytes as "12.3 KiB" / "4.5 MiB" / "1.2 GiB" (B below 1 KiB) into buf; returns buf */

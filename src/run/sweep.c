@@ -466,7 +466,7 @@ void sweep_report(const LivePlanner *lp) {
         nr_log("sweep.mape_floor_pct: %.2f\n", 100 * NR_MAPE_PER_SD * sd);
     }
     if (isfinite(sd) && ne > 0) { /* an estimate: the controls' noise taken out of the held-out RMS in quadrature */
-        double own = e2 / ne > sd * sd ? sqrt(e2 / ne - sd * sd) : 0;
+        double own = nr_noise_removed(sqrt(e2 / ne), sd);
         nr_log("planner: sweep: held-out RMS error %.2f%%; with the controls' repeat noise (%.2f%%) taken out in "
                "quadrature, the model's own error is about %.2f%% RMS (%.2f%% as a MAPE; an estimate: %d control "
                "window(s) measure that noise)\n", 100 * sqrt(e2 / ne), 100 * sd, 100 * own, 100 * NR_MAPE_PER_SD * own,

@@ -179,6 +179,8 @@ double nr_repeat_sd(const double *x, int n) {
     return sqrt(d2 / (2.0 * (m - 1))) / (sum / m);
 }
 
+double nr_noise_removed(double rms, double sd) { return rms > sd ? sqrt(rms * rms - sd * sd) : 0; }
+
 int nr_drift_corrected_error(const double *ref, const double *meas, const double *pred, int n, double *slow, double *mape,
                              double *worst) {
     double base = NAN;

@@ -234,7 +234,7 @@ int main(int argc, char **argv) {
         printf("refit: plan 0's windows repeat within %.2f%% (from successive differences): an exact model would show a "
                "MAPE of about %.2f%% against windows this noisy\n", 100 * sd, 100 * NR_MAPE_PER_SD * sd);
     if (isfinite(sd) && ne > 0) { /* as the sweep estimates it (run/sweep.c) */
-        double rms = sqrt(e2 / ne), own = rms > sd ? sqrt(rms * rms - sd * sd) : 0;
+        double rms = sqrt(e2 / ne), own = nr_noise_removed(rms, sd);
         printf("refit: held-out RMS error %.2f%%; with that noise taken out in quadrature, the model's own about %.2f%% RMS "
                "(%.2f%% as a MAPE)\n", 100 * rms, 100 * own, 100 * NR_MAPE_PER_SD * own);
     }
