@@ -1177,12 +1177,13 @@ static void replay_run(const Replay *r, int policy, double gamma, double thresho
        transitions before the decision measured against it (txprice.h, TxCalib) */
     TxPricer px = r->px;
     px.kept = calloc(1, sizeof *px.kept); /* the communicators this run keeps, as the job kept them */
-    PlanConfig *before = malloc(sizeof *before);
-    if (!px.kept || !before) {
+    PlanConfig *kept_at = malloc(sizeof *kept_at); /* the plan px.kept was last brought up to */
+    if (!px.kept || !kept_at) {
         snprintf(u->stop, sizeof u->stop, "out of memory");
-        free(px.kept), free(before), free(ad), free(d);
+        free(px.kept), free(kept_at), free(ad), free(d);
         return;
     }
+    *kept_at = cur;
     const Table *txt = &r->tf->t[T_TRANSITIONS];
     size_t txi = 0;
     AdaptConfig ac = {policy, gamma, threshold, (int)pa->every_k, (int)pa->steps_total, r->n, tx_price, (void *)&px};
@@ -1200,7 +1201,6 @@ static void replay_run(const Replay *r, int policy, double gamma, double thresho
         int pool_changed = x->npool != prev_np, act = 0, is_init = 0;
         prev_np = x->npool;
         memset(d, 0, sizeof *d);
-        *before = cur;
         int reverted = 0;
         for (int i = 0; i < nrevert && started; i++) reverted |= revert_at[i] == x->step;
         if (reverted) { /* the recorded run's guard moved back here (a measurement: taken as recorded) */
@@ -1257,7 +1257,10 @@ static void replay_run(const Replay *r, int policy, double gamma, double thresho
                 }
             }
         }
-        if (!plan_same(before, &cur)) tx_kept_switch(&px, before, &cur);
+        if (!plan_same(kept_at, &cur)) { /* a switch: the communicators the job keeps now */
+            tx_kept_switch(&px, kept_at, &cur);
+            *kept_at = cur;
+        }
         StepCost sc;
         double t = cost_plan(&cm, &cur, r->n, &w, &sc);
         if (r->ran[k]) u->steps_s += t;
@@ -1265,7 +1268,7 @@ static void replay_run(const Replay *r, int policy, double gamma, double thresho
     }
     u->total = u->steps_s + u->tx_s;
     free(px.kept);
-    free(before);
+    free(kept_at);
     free(ad);
     free(d);
 }

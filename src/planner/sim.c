@@ -126,13 +126,13 @@ int sim_run(const SimScenario *sc, int policy, SimResult *res, char *why, size_t
     AdaptConfig ac = {policy, sc->gamma, sc->threshold, sc->every_k, sc->steps, sc->gpus, tx_cost, &run};
     Adapt ad;
     adapt_init(&ad, &ac, &start, &o);
-    static PlanConfig before;
+    PlanConfig *kept_at = nr_xmalloc(sizeof *kept_at); /* the plan run.kept was last brought up to */
+    *kept_at = ad.cur;
     for (int step = 0; step < sc->steps; step++) {
         w.resp_len = w.resp_max = len_at(sc, step);
         o.resp_len = w.resp_len;
         o.npool = pool_at(sc, step, slow);
         AdaptDecision d;
-        before = ad.cur;
         /* the fixed baselines search with the true cluster and the initial conditions */
         adapt_step(&ad, step, &model, &w, fixed ? &truth : &model, fixed ? &sc->w : &w, &o, &d);
         if (d.searched) {
@@ -156,10 +156,13 @@ int sim_run(const SimScenario *sc, int policy, SimResult *res, char *why, size_t
             if (d.changed) {
                 res->transitions++;
                 res->transition_s += d.C;
-                plan_kept_switch(run.kept, sc->keep_comms, &before, &ad.cur);
             } else if (!d.admitted) {
                 res->refused++;
             }
+        }
+        if (!plan_same(kept_at, &ad.cur)) { /* a switch: the communicators the job keeps now */
+            plan_kept_switch(run.kept, sc->keep_comms, kept_at, &ad.cur);
+            *kept_at = ad.cur;
         }
         /* the step on the true cluster, and the planner's calibration from it */
         const PlanConfig *cur = &ad.cur;
@@ -174,6 +177,7 @@ int sim_run(const SimScenario *sc, int policy, SimResult *res, char *why, size_t
             }
     }
     free(run.kept);
+    free(kept_at);
     res->planner_s = nr_now() - tp0;
     res->total_s += res->transition_s;
     res->mean_step_s = res->total_s / sc->steps;
