@@ -37,15 +37,22 @@ int main(void) {
     nr_heap_keep(); /* as bin/nereus: the timed searches reuse freed memory */
     char why[512];
     /* ---- admission: payback C/dL against gamma*H ---- */
-    CHECK(admit(10, 8, 10, 0.5, 20, 0, why, sizeof why) == 1 && strstr(why, "admitted"),
+    CHECK(admit(10, 8, 10, 0.5, 20, 0, 0, why, sizeof why) == 1 && strstr(why, "admitted"),
           "admit: dL 2, C 10 -> pays back in 5 <= 0.5 x 20 (%s)", why);
-    CHECK(admit(10, 8, 30, 0.5, 20, 0, why, sizeof why) == 0 && strstr(why, "refused"),
+    CHECK(admit(10, 8, 30, 0.5, 20, 0, 0, why, sizeof why) == 0 && strstr(why, "refused"),
           "refuse: dL 2, C 30 -> 15 > 10 (%s)", why);
-    CHECK(admit(10, 10.5, 1, 0.5, 20, 0, why, sizeof why) == 0 && strstr(why, "not faster"),
+    CHECK(admit(10, 10.5, 1, 0.5, 20, 0, 0, why, sizeof why) == 0 && strstr(why, "not faster"),
           "refuse: the new plan is slower (%s)", why);
-    CHECK(admit(10, 12, 100, 0.5, 20, 1, why, sizeof why) == 1 && strstr(why, "urgent"),
+    CHECK(admit(10, 12, 100, 0.5, 20, 0, 1, why, sizeof why) == 1 && strstr(why, "urgent"),
           "urgent: admitted without the payback test (%s)", why);
-    CHECK(admit(10, 8, 10, 0.5, 10, 0, why, sizeof why) == 1, "admit at equality: 5 <= 0.5 x 10");
+    CHECK(admit(10, 8, 10, 0.5, 10, 0, 0, why, sizeof why) == 1, "admit at equality: 5 <= 0.5 x 10");
+    /* rent-or-buy: dL 2, C 30 pays back in 15 > 10, but 30 s of refused gains already lost: admitted; 29.9 s: not */
+    CHECK(admit(10, 8, 30, 0.5, 20, 30, 0, why, sizeof why) == 1 && strstr(why, "rent-or-buy"),
+          "admit: dL 2, C 30 -> 15 > 10, but the gains refused since the last move add up to 30 s >= C (%s)", why);
+    CHECK(admit(10, 8, 30, 0.5, 20, 29.9, 0, why, sizeof why) == 0 && strstr(why, "less than C"),
+          "refuse: the same with 29.9 s foregone (%s)", why);
+    CHECK(admit(10, 10.5, 1, 0.5, 20, 100, 0, why, sizeof why) == 0 && strstr(why, "not faster"),
+          "refuse: a slower plan whatever was foregone (%s)", why);
 
     /* ---- the measure-and-revert guard: the new plan's measured step against the old plan's expected ---- */
     {
@@ -233,6 +240,61 @@ int main(void) {
             for (int i = 0; i < ad.cur.stage[s].nranks; i++) inside &= ad.cur.stage[s].ranks[i] < N / 2;
         CHECK(d.urgent && d.admitted && d.changed && inside, "controller: half the pool left: urgent, admitted, the new "
               "plan within the 32 ranks left (%s)", d.reason);
+        /* the ranks come back: the plan on 32 can stay, so the payback rule judges the spread (H: the mean gap
+           between the events at 10 and 12, 2 steps) */
+        PlanConfig on32 = ad.cur;
+        huge_C = 1e9;
+        o.npool = N;
+        adapt_step(&ad, 13, &cm, &w1, &cm, &w1, &o, &d);
+        CHECK(d.searched && (d.mask & DRIFT_POOL) && !d.urgent && !d.admitted && !d.changed && d.L_new < d.L_now &&
+                  ad.dm.ref_pool == N && memcmp(&ad.cur, &on32, sizeof on32) == 0 && strstr(d.reason, "pays back"),
+              "controller: the pool back to 64: searched at once, not urgent, a faster plan (%.4g -> %.4g s) refused "
+              "at C = 1e9 s (%s), the pool reference reset", d.L_now, d.L_new, d.reason);
+        adapt_step(&ad, 14, &cm, &w1, &cm, &w1, &o, &d);
+        CHECK(!d.searched, "controller: the same pool one step later is no change (reference reset)");
+        o.npool = N / 2; /* ranks the plan does not use leave: searched, not urgent */
+        adapt_step(&ad, 15, &cm, &w1, &cm, &w1, &o, &d);
+        CHECK(d.searched && !d.urgent && !d.changed, "controller: ranks the plan does not use leave: searched, not "
+              "urgent, nothing to move (%s)", d.reason);
+        huge_C = 0.1;
+        o.npool = N;
+        adapt_step(&ad, 16, &cm, &w1, &cm, &w1, &o, &d);
+        CHECK(d.searched && !d.urgent && d.admitted && d.changed && strstr(d.reason, "admitted: pays back"),
+              "controller: back again with C = 0.1 s: the spread pays back, admitted (%s)", d.reason);
+        /* rent-or-buy: the ranks leave and come back once more, the move now priced at 39.5 steps of its gain g,
+           far past gamma x H (events 1-2 steps apart): refused; no search while nothing drifts, until the gains
+           refused add up to the price: 40 steps later (step 58), searched again and admitted */
+        double g = d.L_now - d.L_new;
+        o.npool = N / 2;
+        adapt_step(&ad, 17, &cm, &w1, &cm, &w1, &o, &d);
+        huge_C = 39.5 * g;
+        o.npool = N;
+        adapt_step(&ad, 18, &cm, &w1, &cm, &w1, &o, &d);
+        int refused = d.searched && !d.admitted && fabs((d.L_now - d.L_new) - g) < 1e-9 * g, quiet = 1;
+        for (int st = 19; st < 58; st++) {
+            adapt_step(&ad, st, &cm, &w1, &cm, &w1, &o, &d);
+            quiet &= !d.searched;
+        }
+        CHECK(refused && quiet, "controller: back with the move at 39.5 steps of its gain: refused, then no search "
+              "for 39 quiet steps");
+        adapt_step(&ad, 58, &cm, &w1, &cm, &w1, &o, &d);
+        CHECK(d.searched && d.rent && d.mask == 0 && d.admitted && d.changed && fabs(d.foregone - 40 * g) < 1e-9 * g &&
+                  strstr(d.reason, "rent-or-buy"),
+              "controller: 40 steps on, the gains refused (%.4g s = 40 x %.4g) reach the price: searched, admitted "
+              "(%s)", d.foregone, g, d.reason);
+        adapt_step(&ad, 59, &cm, &w1, &cm, &w1, &o, &d);
+        CHECK(!d.searched && ad.foregone == 0 && ad.refused_dL == 0, "controller: after the move nothing stands "
+              "refused");
+        /* admit-all takes the same spread whatever it costs */
+        AdaptConfig aa = ac;
+        aa.policy = ADAPT_ADMIT_ALL;
+        huge_C = 1e9;
+        o.npool = N / 2;
+        adapt_init(&ad, &aa, &on32, &o);
+        o.npool = N;
+        adapt_step(&ad, 20, &cm, &w1, &cm, &w1, &o, &d);
+        CHECK(d.searched && !d.urgent && d.admitted && d.changed, "controller: admit-all spreads onto the returned "
+              "ranks at C = 1e9 s (%s)", d.reason);
     }
     /* ---- the sweep's slowdown between its controls (nr_fill_gaps), by hand ---- */
     {

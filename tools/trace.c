@@ -1449,7 +1449,8 @@ static int replay_rule(const TraceFile *tf, const double *gammas, int ng, double
             int urgent = num(de, "urgent", k) != 0, rec = num(de, "admitted", k) != 0;
             if (r == 0 && num(de, "gamma", k) != g_rec) g = num(de, "gamma", k); /* γ as each decision had it */
             char why[256];
-            int now = admit(Ln, Lw, C, g, H, urgent, why, sizeof why);
+            double fg = num(de, "foregone_s", k); /* NaN: a trace from before rent-or-buy, or a refused switch */
+            int now = admit(Ln, Lw, C, g, H, isfinite(fg) ? fg : 0, urgent, why, sizeof why);
             adm += now;
             agree += now == rec;
             if (now) cost += C;

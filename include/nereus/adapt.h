@@ -10,18 +10,33 @@
  * rank's measured slowdown against the others, a predicted out-of-memory.
  * Never an injection schedule.
  *
+ * Urgent: the plan in force cannot stay (it holds ranks that left the
+ * pool, or is predicted out of memory); any plan that fits is taken. A
+ * pool change that leaves it runnable (ranks joined, or ranks it does not
+ * use left) is searched at once as well, without waiting for a crossing.
+ *
  * Rules per policy:
- *   static, verl, openrlhf   search only when urgent (the pool changed, or
- *                            the current plan holds ranks out of the pool),
- *                            with the caller's search model and workload
- *                            (the initial conditions) and, for verl and
- *                            openrlhf, within their placement family;
- *   admit-all                search at every crossing; take any faster plan;
- *   every-k                  search every k steps; take any faster plan;
- *   payback                  search at every crossing; admit(): ΔL > 0 and
- *                            C/ΔL ≤ γ·H; urgent ones admitted.
- * After any search at a crossing or urgent signal the monitor's references
- * reset (admitted or not), and the crossing counts toward H.
+ *   static, verl, openrlhf   search only on a pool change, with the
+ *                            caller's search model and workload (the
+ *                            initial conditions) and, for verl and
+ *                            openrlhf, within their placement family; take
+ *                            what it finds;
+ *   admit-all                search at every crossing and pool change; take
+ *                            any faster plan (and what a pool change brings);
+ *   every-k                  search every k steps and on a pool change; the
+ *                            same;
+ *   payback                  search at every crossing and pool change;
+ *                            admit(): ΔL > 0 and C/ΔL ≤ γ·H; urgent ones
+ *                            admitted. A pool that grew is judged like any
+ *                            other gain: spreading onto ranks that leave
+ *                            again before the move pays back is refused.
+ *                            Rent-or-buy besides: once the gains refused
+ *                            since the last move add up to the refused
+ *                            move's price, it searches again and admits a
+ *                            still-faster plan (H guessed too short costs at
+ *                            most one move's price).
+ * After any search at a crossing or pool change the monitor's references
+ * reset (admitted or not), and the event counts toward H.
  *
  * The search, with mode ANY, runs twice — on the whole pool and on the pool
  * without the ranks measured slower than 1.05× — and keeps the faster plan
@@ -70,6 +85,9 @@ typedef struct Adapt {
     AdaptConfig c;
     DriftMonitor dm;
     PlanConfig cur;          /* the plan in force */
+    /* payback's rent-or-buy (planner.h admit): since the rule last refused a faster plan, the gain it refused
+       (s/step, 0: none standing), that move's price, and the gains foregone since (Σ per step run) */
+    double refused_dL, refused_C, foregone;
 } Adapt;
 
 /* What adapt_step decided at one step. */
@@ -77,7 +95,7 @@ typedef struct AdaptDecision {
     int step;
     int mask;                /* DRIFT_* seen */
     int searched;            /* a search ran (the rest is meaningful only then) */
-    int urgent;
+    int urgent;              /* the plan in force cannot stay (ranks out of the pool, predicted OOM) */
     int admitted;            /* the rule said yes */
     int changed;             /* admitted and the plan differs: the caller must move to `next` */
     int failed;              /* no plan fits the pool (why says what) */
@@ -85,6 +103,8 @@ typedef struct AdaptDecision {
     double L_now, L_new;     /* predicted step seconds of the current plan (∞: it cannot run) and of next */
     double C;                /* predicted transition seconds */
     double H;                /* expected steps before the next drift */
+    double foregone;         /* payback: the gains refused since the last move, s (admit) */
+    int rent;                /* payback: searched because those gains reached the refused move's price */
     StepCost next_cost;
     PlanConfig next;
     char reason[256];

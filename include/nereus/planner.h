@@ -258,10 +258,17 @@ typedef struct Admission {
     double H;                /* expected steps before the next drift (mean gap, capped by the steps remaining) */
 } Admission;
 
-/* The payback rule: admit when dL = L_now − L_new > 0 and C / dL ≤ γ·H;
- * urgent: admit whenever the new plan is feasible. Writes a one-line
+/* The payback rule: admit when dL = L_now − L_new > 0 and C / dL ≤ γ·H,
+ * or, failing that, when the gains refused since the last move (foregone:
+ * Σ over the steps run since of the refused plans' dL, s) already add up to
+ * C — rent-or-buy: a horizon guessed too short can then cost at most the
+ * move's price again, never an unbounded run of refused gains;
+ * urgent (the plan in force cannot stay: it holds ranks that left the
+ * pool, or is predicted out of memory): admit whenever the new plan is
+ * feasible. Writes a one-line
  * reason. Returns 1 to admit. */
-int admit(double L_now, double L_new, double C, double gamma, double H, int urgent, char *reason, size_t len);
+int admit(double L_now, double L_new, double C, double gamma, double H, double foregone, int urgent, char *reason,
+          size_t len);
 
 enum { DRIFT_NONE = 0, DRIFT_POOL = 1, DRIFT_OOM = 2, DRIFT_LENGTH = 4, DRIFT_EFFICIENCY = 8 };
 
@@ -276,7 +283,7 @@ typedef struct DriftMonitor {
 } DriftMonitor;
 
 void drift_init(DriftMonitor *d, double threshold, double len, double eff, int pool);
-/* The signals at this step: returns a DRIFT_* mask (POOL and OOM are urgent). */
+/* The signals at this step: returns a DRIFT_* mask (POOL and OOM are acted on at once, without a crossing). */
 int drift_check(const DriftMonitor *d, double len, double eff, int pool, int oom);
 /* After a replan (admitted or not): the references reset, and the crossing
  * counts toward H. */

@@ -108,6 +108,7 @@ typedef struct TraceDecision {
     double H_steps;              /* expected steps before the next drift */
     double gamma;
     int urgent, admitted;
+    double foregone_s;           /* payback: the gains refused since the last move (admit's rent-or-buy), s */
     const char *reason;
 } TraceDecision;
 void trace_decision(Trace *t, const TraceDecision *d);

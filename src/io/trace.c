@@ -93,7 +93,7 @@ typedef struct DriftRow {
 typedef struct DecisionRow {
     int64_t step;
     int32_t from_plan, to_plan, urgent, admitted;
-    double L_now_s, L_new_s, dL_s, C_s, H_steps, gamma;
+    double L_now_s, L_new_s, dL_s, C_s, H_steps, gamma, foregone_s;
     const char *reason;
 } DecisionRow;
 
@@ -385,6 +385,7 @@ static hid_t type_decisions(H5Err *e, hid_t vs) {
     INS(DecisionRow, C_s, H5T_NATIVE_DOUBLE);
     INS(DecisionRow, H_steps, H5T_NATIVE_DOUBLE);
     INS(DecisionRow, gamma, H5T_NATIVE_DOUBLE);
+    INS(DecisionRow, foregone_s, H5T_NATIVE_DOUBLE);
     INS(DecisionRow, reason, vs);
     return mt;
 fail:
@@ -513,7 +514,8 @@ static int trace_create(Trace *t, const TraceJob *job, const char *counters_note
     h5Check(e, mt = type_decisions(e, t->vstr));
     h5Check(e, table_create(e, t, T_DECISIONS, "decisions", mt, 64,
                             "the planner's admission decisions: admit when dL_s > 0 and C_s / dL_s <= gamma * "
-                            "H_steps, or urgent (empty without the planner)"));
+                            "H_steps, or foregone_s >= C_s (payback's rent-or-buy), or urgent (empty without the "
+                            "planner)"));
     h5Check(e, mt = type_transitions(e, t->vstr));
     h5Check(e, table_create(e, t, T_TRANSITIONS, "transitions", mt, 16,
                             "one row per plan-to-plan transition (before PPO step `step`): predicted and measured "
@@ -712,13 +714,14 @@ void trace_drift(Trace *t, int64_t step, const char *kind, double magnitude, dou
 
 void trace_decision(Trace *t, const TraceDecision *d) {
     if (!t || t->rank != 0 || !t->open) return;
-    DecisionRow r = {d->step,    d->from_plan, d->to_plan, d->urgent, d->admitted, d->L_now_s,
-                     d->L_new_s, d->dL_s,      d->C_s,     d->H_steps, d->gamma,   d->reason ? d->reason : ""};
+    DecisionRow r = {d->step,    d->from_plan, d->to_plan, d->urgent,    d->admitted,
+                     d->L_now_s, d->L_new_s,   d->dL_s,    d->C_s,       d->H_steps,
+                     d->gamma,   d->foregone_s, d->reason ? d->reason : ""};
     trace_append(t, T_DECISIONS, &r, 1);
 }
 
 void trace_refused(Trace *t, int64_t step, int plan_id, const char *reason) {
-    TraceDecision d = {step, plan_id, -1, NAN, NAN, NAN, NAN, NAN, NAN, 0, 0, reason};
+    TraceDecision d = {step, plan_id, -1, NAN, NAN, NAN, NAN, NAN, NAN, 0, 0, NAN, reason};
     trace_decision(t, &d);
 }
 

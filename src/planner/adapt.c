@@ -84,14 +84,25 @@ int adapt_step(Adapt *a, int step, const CostModel *price, const Workload *w, co
     d->len = o->resp_len;
     d->eff = adapt_eff_signal(o);
     int pool_changed = o->npool != a->dm.ref_pool, outside = !adapt_plan_within(&a->cur, o->pool, o->npool, c->nranks);
+    if (a->refused_dL > 0) a->foregone += a->refused_dL; /* one more step run on the plan the rule kept */
     d->mask = drift_check(&a->dm, d->len, d->eff, o->npool, o->oom);
     int crossing = (d->mask & (DRIFT_LENGTH | DRIFT_EFFICIENCY)) != 0;
-    d->urgent = pool_changed || outside || o->oom;
+    /* urgent: the plan in force cannot stay (it holds ranks that left the pool, or is predicted out of
+       memory), so any plan that fits is taken. A pool change that leaves the plan runnable (ranks joined,
+       or idle ones left) is searched at once too, but the payback rule judges the move: under spot
+       capacity that comes and goes, spreading onto ranks that leave again soon costs two transitions
+       for a few steps' gain. */
+    d->urgent = outside || o->oom;
+    int at_once = d->urgent || pool_changed; /* replan without waiting for a threshold crossing */
     int want = 0;
     switch (c->policy) {
-    case ADAPT_STATIC: case ADAPT_VERL: case ADAPT_OPENRLHF: want = d->urgent; break;
-    case ADAPT_ADMIT_ALL: case ADAPT_PAYBACK: want = d->urgent || crossing; break;
-    case ADAPT_EVERY_K: want = d->urgent || (step > 0 && c->every_k > 0 && step % c->every_k == 0); break;
+    case ADAPT_STATIC: case ADAPT_VERL: case ADAPT_OPENRLHF: want = at_once; break;
+    case ADAPT_ADMIT_ALL: want = at_once || crossing; break;
+    case ADAPT_PAYBACK: /* and rent-or-buy: the gains refused since the last move have reached its price */
+        d->rent = a->refused_dL > 0 && a->foregone >= a->refused_C;
+        want = at_once || crossing || d->rent;
+        break;
+    case ADAPT_EVERY_K: want = at_once || (step > 0 && c->every_k > 0 && step % c->every_k == 0); break;
     }
     if (!want) return 0;
     d->searched = 1;
@@ -108,18 +119,30 @@ int adapt_step(Adapt *a, int step, const CostModel *price, const Workload *w, co
     d->C = same ? 0 : c->tx_cost(c->tx_ctx, &a->cur, &d->next);
     if (c->policy == ADAPT_PAYBACK) {
         d->H = drift_horizon(&a->dm, step, c->steps_total);
-        d->admitted = admit(d->L_now, d->L_new, d->C, c->gamma, d->H, d->urgent, d->reason, sizeof d->reason);
+        d->foregone = a->foregone;
+        d->admitted = admit(d->L_now, d->L_new, d->C, c->gamma, d->H, a->foregone, d->urgent, d->reason,
+                            sizeof d->reason);
     } else {
-        d->admitted = d->urgent || d->L_new < d->L_now;
+        /* the fixed baselines take what a pool change brings (static: "again when the pool is back");
+           admit-all and every-k any faster plan, and any plan when urgent */
+        int fixed = c->policy == ADAPT_STATIC || c->policy == ADAPT_VERL || c->policy == ADAPT_OPENRLHF;
+        d->admitted = (fixed ? at_once : d->urgent) || d->L_new < d->L_now;
         snprintf(d->reason, sizeof d->reason, "%s: %s (dL %.4g s/step, C %.4g s)", adapt_policy_name(c->policy),
-                 d->urgent ? "urgent, admitted" : d->admitted ? "faster, admitted" : "not faster, refused",
+                 d->urgent ? "urgent, admitted" : fixed && at_once ? "pool change, admitted"
+                 : d->admitted ? "faster, admitted" : "not faster, refused",
                  d->L_now - d->L_new, d->C);
     }
     if (d->admitted && same) snprintf(d->reason + strlen(d->reason), sizeof d->reason - strlen(d->reason),
                                       "; the search kept the current plan");
     d->changed = d->admitted && !same;
     if (d->changed) a->cur = d->next;
-    if (crossing || d->urgent) drift_reset(&a->dm, step, d->len, d->eff, o->npool);
+    if (d->changed || !(d->L_now - d->L_new > 0)) { /* moved, or nothing faster: no gain stands refused */
+        a->refused_dL = a->refused_C = a->foregone = 0;
+    } else if (!d->admitted) { /* the gain refused now is what staying costs a step from here */
+        a->refused_dL = d->L_now - d->L_new;
+        a->refused_C = d->C;
+    }
+    if (crossing || at_once) drift_reset(&a->dm, step, d->len, d->eff, o->npool);
     return d->changed;
 }
 
@@ -150,7 +173,10 @@ int adapt_place(Adapt *a, const AdaptConfig *c, const PlanConfig *start, int ste
     return d->changed;
 }
 
-void adapt_revert(Adapt *a, const PlanConfig *cur) { a->cur = *cur; }
+void adapt_revert(Adapt *a, const PlanConfig *cur) {
+    a->cur = *cur;
+    a->refused_dL = a->refused_C = a->foregone = 0; /* a move: no gain stands refused */
+}
 
 int adapt_guard(const AdaptGuard *g, double new_measured_s, double prev_pred_now, double margin, double *expect_s,
                 char *reason, size_t len) {

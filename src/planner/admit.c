@@ -4,11 +4,12 @@
 #include <math.h>
 #include <stdio.h>
 
-int admit(double L_now, double L_new, double C, double gamma, double H, int urgent, char *reason, size_t len) {
+int admit(double L_now, double L_new, double C, double gamma, double H, double foregone, int urgent, char *reason,
+          size_t len) {
     double dL = L_now - L_new;
     if (urgent) {
-        snprintf(reason, len, "urgent (pool change or predicted out-of-memory): admitted without the payback test "
-                 "(dL %.4g s/step, C %.4g s)", dL, C);
+        snprintf(reason, len, "urgent (the plan holds ranks out of the pool, or is predicted out of memory): admitted "
+                 "without the payback test (dL %.4g s/step, C %.4g s)", dL, C);
         return 1;
     }
     if (!(dL > 0)) {
@@ -20,7 +21,13 @@ int admit(double L_now, double L_new, double C, double gamma, double H, int urge
         snprintf(reason, len, "admitted: pays back in %.3g steps <= gamma %.3g x H %.3g = %.3g", payback, gamma, H, limit);
         return 1;
     }
-    snprintf(reason, len, "refused: pays back in %.3g steps > gamma %.3g x H %.3g = %.3g", payback, gamma, H, limit);
+    if (foregone > 0 && foregone >= C) {
+        snprintf(reason, len, "admitted: pays back in %.3g steps > gamma %.3g x H %.3g = %.3g, but the gains refused "
+                 "since the last move add up to %.4g s >= C %.4g s (rent-or-buy)", payback, gamma, H, limit, foregone, C);
+        return 1;
+    }
+    snprintf(reason, len, "refused: pays back in %.3g steps > gamma %.3g x H %.3g = %.3g%s", payback, gamma, H, limit,
+             foregone > 0 ? " (gains refused so far add up to less than C)" : "");
     return 0;
 }
 

@@ -280,6 +280,9 @@ static void log_decision(const LivePlanner *lp, const AdaptDecision *d, const ch
     if (d->mask & DRIFT_EFFICIENCY)
         k += (size_t)snprintf(drift + k, sizeof drift - k, "slowest rank at %.2f of its speed (ref %.2f); ", d->eff,
                               ref_eff);
+    if (d->rent)
+        k += (size_t)snprintf(drift + k, sizeof drift - k, "the gains refused since the last move add up to %.4g s, "
+                              "the refused move's price; ", d->foregone);
     if (k >= 2) drift[k - 2] = 0;
     nr_log("planner: before step %d: %s%s%s: predicted %.4f s/step now, %.4f s/step with the candidate, transition "
            "%.4f s, H %.3g steps: %s\n",
@@ -296,7 +299,7 @@ static void trace_decided(Trace *tr, const AdaptDecision *d, double gamma, int p
     if (d->mask & DRIFT_EFFICIENCY)
         trace_drift(tr, d->step, "efficiency", ref_eff > 0 ? d->eff / ref_eff - 1 : NAN, threshold);
     TraceDecision td = {d->step, plan_id, d->changed ? plan_id + 1 : -1, d->L_now, d->L_new, d->L_now - d->L_new,
-                        d->C, d->H, gamma, d->urgent, d->admitted, d->reason};
+                        d->C, d->H, gamma, d->urgent, d->admitted, d->foregone, d->reason};
     trace_decision(tr, &td);
 }
 
