@@ -1592,7 +1592,7 @@ static int cmd_replay(const TraceFile *tf, const double *gammas, int ng, double 
         print_decisions(u);
         if (u->stop[0]) printf("  the run stops: %s\n", u->stop);
     }
-    printf("\nstatic (the initial placement kept; re-searched only when urgent), threshold %.3g: %d decision(s), %d "
+    printf("\nstatic (the initial placement kept; re-searched only on a pool change), threshold %.3g: %d decision(s), %d "
            "transition(s)\n", thr, st->ndec, st->ntx);
     print_decisions(st);
     double rs = 0, rt = 0;
