@@ -8,25 +8,37 @@
  * the live planner calibrates from measured ones.
  *
  * Policies compared in one run:
- *   static      the best plan for the initial conditions, kept (re-searched
- *               only when the pool no longer holds it, and again when the
- *               pool is back);
- *   verl        the best colocated plan for the initial conditions (every
- *               phase's stages on all the pool's ranks: a verl-like fixed
- *               colocated layout), re-chosen only when the pool changes;
- *   openrlhf    the best disaggregated plan (every model-stage on ranks of
- *               its own: an OpenRLHF-like fixed layout), likewise;
- *   admit-all   re-search at every drift crossing, take any faster plan;
- *   every-k     re-search every k steps, take any faster plan;
- *   payback     re-search at every crossing, admit by the payback rule
- *               (planner.h: admit), urgent on pool changes.
- * Each pays the predicted transition time of every switch it makes. */
+ *   static      the best static plan: one that holds the run's longest
+ *               responses and, of the best such plans for six lengths
+ *               over the run, runs the whole trace fastest on the true
+ *               cluster (chosen knowing the trace, as a user sizes a fixed
+ *               job); re-chosen the same way for the steps left when the
+ *               pool changes;
+ *   verl        the same within the colocated family (every phase's stages
+ *               on all the pool's ranks: a verl-like fixed layout);
+ *   openrlhf    the same within the disaggregated family (every
+ *               model-stage on ranks of its own: OpenRLHF-like);
+ *   admit-all   re-search at every drift crossing and pool change, take any
+ *               faster plan (any plan when urgent);
+ *   every-k     re-search every k steps and on a pool change, likewise;
+ *   payback     re-search at every crossing and pool change, admit by the
+ *               payback rule with rent-or-buy (planner.h: admit), urgent
+ *               when the plan cannot stay.
+ * The adaptive policies search for plans that hold responses up to the
+ * drift threshold above the present length (a crossing replans before
+ * they grow past it); the monitor sees a predicted out-of-memory of the
+ * plan in force. Each step's plan must fit the true cluster's memory at
+ * that step's lengths, or the policy fails there (a result: a fixed
+ * baseline may find no plan for a shrunken pool that holds the longest
+ * responses). Each pays the predicted transition time of every switch it
+ * makes. */
 #ifndef NEREUS_SIM_H
 #define NEREUS_SIM_H
 
 #include "nereus/adapt.h"
 
-#define SIM_MAX_EVENTS 64
+/* events of a scenario: its availability changes (at most SIM_MAX_EVENTS − 2) and the slowdown's start and end */
+#define SIM_MAX_EVENTS 4096
 /* modelled cost of building one model-stage's new communicators (NCCL at scale: hundreds of ms) */
 #define SIM_COMM_SETUP_S 0.5
 

@@ -100,6 +100,38 @@ static double tx_cost(void *ctx, const PlanConfig *a, const PlanConfig *b) {
     return transition_s(r->sc, r->kept, a, b);
 }
 
+/* The fixed baselines' plan (static, verl-like, openrlhf-like: `policy` names the family) for the pool of o
+ * from step `from` on, chosen knowing the whole trace, as a user sizes a fixed job: it must hold the longest
+ * responses still to come (memory at the largest length from `from` to the last step), and of the best such
+ * plans for SIM_FIXED_LENS response lengths spread (geometrically) over those steps, the one that runs them
+ * fastest on the true cluster (every SIM_FIXED_STRIDE-th step priced). A plan for the first step's lengths
+ * alone would run out of memory as responses grow. Returns 0, or −1 with why. */
+#define SIM_FIXED_LENS 6
+#define SIM_FIXED_STRIDE 10
+static int fixed_plan(const SimScenario *sc, const CostModel *truth, int policy, const Observed *o, int from,
+                      PlanConfig *out, char *why, size_t len) {
+    double l0 = len_at(sc, from), l1 = len_at(sc, sc->steps - 1), best = INFINITY;
+    Workload w = sc->w;
+    w.resp_max = fmax(l0, l1);
+    for (int k = 0; k < SIM_FIXED_LENS; k++) {
+        w.resp_len = l0 * pow(l1 / l0, (double)k / (SIM_FIXED_LENS - 1));
+        PlanConfig p;
+        StepCost c;
+        if (adapt_search(truth, &w, policy, sc->gpus, o, &p, &c, why, len) != 0) continue;
+        double T = 0;
+        for (int s = from; s < sc->steps; s += SIM_FIXED_STRIDE) {
+            Workload ws = w;
+            ws.resp_len = len_at(sc, s);
+            T += cost_plan(truth, &p, sc->gpus, &ws, &c);
+        }
+        if (T < best) {
+            best = T;
+            *out = p;
+        }
+    }
+    return isfinite(best) ? 0 : -1;
+}
+
 int sim_run(const SimScenario *sc, int policy, SimResult *res, char *why, size_t len) {
     memset(res, 0, sizeof *res);
     static double slow[PLAN_MAX_RANKS];
@@ -115,10 +147,17 @@ int sim_run(const SimScenario *sc, int policy, SimResult *res, char *why, size_t
     double tp0 = nr_now();
     int debug = sim_debug();
     int rc = 0;
-    /* the starting plan: the best of the policy's family for the initial conditions, on the true cluster */
+    /* the adaptive policies plan for the lengths they may see before their next replan: up to the threshold
+       above this step's (a crossing replans), and never past the job's longest (a job's responses are capped:
+       the trace's largest length); memory at that length, time at this step's */
+    double ahead = 1 + (sc->threshold > 0 ? sc->threshold : 0), longest = fmax(sc->w.resp_len, len_at(sc, sc->steps - 1));
+    /* the starting plan: the fixed baselines' (fixed_plan), or the best plan for the initial conditions, on the
+       true cluster */
     PlanConfig start;
     StepCost sc0;
-    if (adapt_search(&truth, &w, family ? policy : SIM_STATIC, sc->gpus, &o, &start, &sc0, why, len) != 0) {
+    w.resp_max = fmin(w.resp_len * ahead, longest);
+    if (fixed ? fixed_plan(sc, &truth, policy, &o, 0, &start, why, len) != 0
+              : adapt_search(&truth, &w, SIM_STATIC, sc->gpus, &o, &start, &sc0, why, len) != 0) {
         res->failed = 1;
         return nr_fail(why, len, "%s: no plan fits the %d-rank pool at step 0", sim_policy_name(policy), o.npool);
     }
@@ -128,13 +167,41 @@ int sim_run(const SimScenario *sc, int policy, SimResult *res, char *why, size_t
     adapt_init(&ad, &ac, &start, &o);
     PlanConfig *kept_at = nr_xmalloc(sizeof *kept_at); /* the plan run.kept was last brought up to */
     *kept_at = ad.cur;
+    int ref_pool = o.npool; /* the fixed baselines': the pool they last chose for */
     for (int step = 0; step < sc->steps; step++) {
         w.resp_len = w.resp_max = len_at(sc, step);
+        Workload sw = w; /* what the adaptive search plans for */
+        sw.resp_max = fmin(w.resp_len * ahead, longest);
         o.resp_len = w.resp_len;
         o.npool = pool_at(sc, step, slow);
         AdaptDecision d;
-        /* the fixed baselines search with the true cluster and the initial conditions */
-        adapt_step(&ad, step, &model, &w, fixed ? &truth : &model, fixed ? &sc->w : &w, &o, &d);
+        memset(&d, 0, sizeof d);
+        if (fixed) { /* re-chosen when the pool changes, as fixed_plan chooses */
+            if (o.npool != ref_pool || !adapt_plan_within(&ad.cur, o.pool, o.npool, sc->gpus)) {
+                res->replans++;
+                ref_pool = o.npool;
+                if (fixed_plan(sc, &truth, policy, &o, step, &d.next, why, len) != 0) {
+                    res->failed = 1;
+                    rc = nr_fail(why, len, "%s: no plan fits the %d-rank pool at step %d", sim_policy_name(policy),
+                                 o.npool, step);
+                    break;
+                }
+                if (!plan_same(&d.next, &ad.cur)) {
+                    res->transitions++;
+                    res->transition_s += transition_s(sc, run.kept, &ad.cur, &d.next);
+                    adapt_revert(&ad, &d.next);
+                }
+                if (debug)
+                    fprintf(stderr, "sim %-9s step %4d pool %4d len %7.1f: the pool changed, re-chosen%s\n",
+                            sim_policy_name(policy), step, o.npool, w.resp_len,
+                            plan_same(&d.next, kept_at) ? " (the same plan)" : " [switch]");
+            }
+        } else {
+            StepCost now;
+            cost_plan(&model, &ad.cur, sc->gpus, &w, &now);
+            o.oom = !now.fits; /* the monitor's predicted out-of-memory: the plan in force at this step's lengths */
+            adapt_step(&ad, step, &model, &w, &model, &sw, &o, &d);
+        }
         if (d.searched) {
             res->replans++;
             if (d.failed) {
@@ -168,6 +235,14 @@ int sim_run(const SimScenario *sc, int policy, SimResult *res, char *why, size_t
         const PlanConfig *cur = &ad.cur;
         StepCost t;
         double T = cost_plan(&truth, cur, sc->gpus, &w, &t);
+        if (!t.fits) { /* the plan in force cannot hold this step's lengths on the true cluster */
+            res->failed = 1;
+            rc = nr_fail(why, len, "%s: the plan in force runs out of memory at step %d (responses %.0f tokens): rank "
+                         "%d needs %.1f GiB of %.1f GiB less %.0f%% headroom", sim_policy_name(policy), step,
+                         w.resp_len, t.worst_rank, t.peak_mem / 1073741824.0, truth.hw.mem / 1073741824.0,
+                         100 * truth.headroom);
+            break;
+        }
         res->total_s += T;
         if (!family)
             for (int s = 0; s < PLAN_NSTAGES; s++) {

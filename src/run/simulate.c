@@ -48,7 +48,7 @@ static int read_availability(const Deck *deck, const char *path, int gpus, SimSc
             return deck_error_at(deck, "simulate.availability",
                                  "%s:%d: want 'STEP GPUS' with steps increasing and 1 <= GPUS <= %d", path, ln, gpus);
         }
-        if (sc->nevents == SIM_MAX_EVENTS) {
+        if (sc->nevents == SIM_MAX_EVENTS - 2) { /* room for the slowdown's two events */
             fclose(f);
             return deck_error_at(deck, "simulate.availability", "%s: more than %d changes", path, SIM_MAX_EVENTS - 2);
         }
@@ -118,24 +118,31 @@ int run_simulation(const Config *cfg, const Deck *deck, int rank) {
     printf("\n%-10s %12s %10s %12s %10s %8s %10s\n", "policy", "mean step s", "vs static", "transitions", "share %",
            "refused", "planner s");
     SimResult r[SIM_NPOLICIES];
-    int failed = 0;
+    int nfailed = 0;
     for (int p = 0; p < SIM_NPOLICIES; p++) {
         char why[512];
-        if (sim_run(&sc, p, &r[p], why, sizeof why) != 0) {
+        if (sim_run(&sc, p, &r[p], why, sizeof why) != 0) { /* a result: this policy cannot run the trace */
             printf("%-10s failed: %s\n", sim_policy_name(p), why);
-            failed = 1;
+            nfailed++;
             continue;
         }
-        printf("%-10s %12.3f %9.1f%% %12d %10.4f %8d %10.2f\n", sim_policy_name(p), r[p].mean_step_s,
-               100.0 * (1 - r[p].mean_step_s / r[SIM_STATIC].mean_step_s), r[p].transitions,
-               100.0 * r[p].transition_s / r[p].total_s, r[p].refused, r[p].planner_s);
+        char vs[16] = "n/a"; /* against the best static plan, where it ran the whole trace */
+        if (!r[SIM_STATIC].failed) snprintf(vs, sizeof vs, "%.1f%%", 100.0 * (1 - r[p].mean_step_s / r[SIM_STATIC].mean_step_s));
+        printf("%-10s %12.3f %10s %12d %10.4f %8d %10.2f\n", sim_policy_name(p), r[p].mean_step_s, vs,
+               r[p].transitions, 100.0 * r[p].transition_s / r[p].total_s, r[p].refused, r[p].planner_s);
     }
     printf("\n");
-    for (int p = 0; p < SIM_NPOLICIES && !failed; p++) {
+    for (int p = 0; p < SIM_NPOLICIES; p++) {
+        printf("sim.%s.failed: %d\n", sim_policy_name(p), r[p].failed);
+        if (r[p].failed) continue;
         printf("sim.%s.mean_step_s: %.6f\n", sim_policy_name(p), r[p].mean_step_s);
         printf("sim.%s.transitions: %d\n", sim_policy_name(p), r[p].transitions);
         printf("sim.%s.transition_share: %.8f\n", sim_policy_name(p), r[p].transition_s / r[p].total_s);
     }
-    printf("verify.status: %s\n", failed ? "fail" : "pass");
-    return failed ? 1 : 0;
+    /* the simulation itself succeeded when the adaptive policies ran the trace; a fixed baseline that cannot
+       (no plan holding the longest responses fits a shrunken pool) is one of its results */
+    int ok = !r[SIM_PAYBACK].failed && !r[SIM_ADMIT_ALL].failed && !r[SIM_EVERY_K].failed;
+    printf("verify.sim_policies_failed: %d\n", nfailed);
+    printf("verify.status: %s\n", ok ? "pass" : "fail");
+    return ok ? 0 : 1;
 }
