@@ -53,6 +53,10 @@ int main(void) {
           "refuse: the same with 29.9 s foregone (%s)", why);
     CHECK(admit(10, 10.5, 1, 0.5, 20, 100, 0, why, sizeof why) == 0 && strstr(why, "not faster"),
           "refuse: a slower plan whatever was foregone (%s)", why);
+    CHECK(admit(10, 8, 1e9, 0.5, 1, 0, ADMIT_POOL, why, sizeof why) == 1 && strstr(why, "pool change: faster"),
+          "pool change: a faster plan admitted without the payback test, even at C = 1e9 s (%s)", why);
+    CHECK(admit(10, 10, 0.1, 0.5, 20, 0, ADMIT_POOL, why, sizeof why) == 0 && strstr(why, "not faster"),
+          "pool change: a plan no faster refused, however cheap (%s)", why);
 
     /* ---- the measure-and-revert guard: the new plan's measured step against the old plan's expected ---- */
     {
@@ -240,61 +244,72 @@ int main(void) {
             for (int i = 0; i < ad.cur.stage[s].nranks; i++) inside &= ad.cur.stage[s].ranks[i] < N / 2;
         CHECK(d.urgent && d.admitted && d.changed && inside, "controller: half the pool left: urgent, admitted, the new "
               "plan within the 32 ranks left (%s)", d.reason);
-        /* the ranks come back: the plan on 32 can stay, so the payback rule judges the spread (H: the mean gap
-           between the events at 10 and 12, 2 steps) */
+        /* the ranks come back: the plan on 32 can stay, so this is no urgent move, but a pool change is not
+           put to the payback test either: any faster plan is taken, whatever the move costs */
         PlanConfig on32 = ad.cur;
         huge_C = 1e9;
         o.npool = N;
         adapt_step(&ad, 13, &cm, &w1, &cm, &w1, &o, &d);
-        CHECK(d.searched && (d.mask & DRIFT_POOL) && !d.urgent && !d.admitted && !d.changed && d.L_new < d.L_now &&
-                  ad.dm.ref_pool == N && memcmp(&ad.cur, &on32, sizeof on32) == 0 && strstr(d.reason, "pays back"),
-              "controller: the pool back to 64: searched at once, not urgent, a faster plan (%.4g -> %.4g s) refused "
-              "at C = 1e9 s (%s), the pool reference reset", d.L_now, d.L_new, d.reason);
+        CHECK(d.searched && (d.mask & DRIFT_POOL) && d.urgent == ADMIT_POOL && d.L_new < d.L_now && d.admitted &&
+                  d.changed && ad.dm.ref_pool == N && strstr(d.reason, "pool change: faster"),
+              "controller: the pool back to 64: searched at once on the pool path, a faster plan (%.4g -> %.4g s) "
+              "admitted at C = 1e9 s without the payback test (%s), the pool reference reset", d.L_now, d.L_new,
+              d.reason);
         adapt_step(&ad, 14, &cm, &w1, &cm, &w1, &o, &d);
         CHECK(!d.searched, "controller: the same pool one step later is no change (reference reset)");
-        o.npool = N / 2; /* ranks the plan does not use leave: searched, not urgent */
+        /* back on 32 ranks (urgent), then the ranks the plan does not use leave: the pool path, nothing faster */
+        o.npool = N / 2;
         adapt_step(&ad, 15, &cm, &w1, &cm, &w1, &o, &d);
-        CHECK(d.searched && !d.urgent && !d.changed, "controller: ranks the plan does not use leave: searched, not "
-              "urgent, nothing to move (%s)", d.reason);
-        huge_C = 0.1;
-        o.npool = N;
+        CHECK(d.urgent == ADMIT_URGENT && d.changed, "controller: the ranks leave again: urgent, moved (%s)", d.reason);
+        o.npool = N / 2 + 8;
         adapt_step(&ad, 16, &cm, &w1, &cm, &w1, &o, &d);
-        CHECK(d.searched && !d.urgent && d.admitted && d.changed && strstr(d.reason, "admitted: pays back"),
-              "controller: back again with C = 0.1 s: the spread pays back, admitted (%s)", d.reason);
-        /* rent-or-buy: the ranks leave and come back once more, the move now priced at 39.5 steps of its gain g,
-           far past gamma x H (events 1-2 steps apart): refused; no search while nothing drifts, until the gains
-           refused add up to the price: 40 steps later (step 58), searched again and admitted */
-        double g = d.L_now - d.L_new;
         o.npool = N / 2;
         adapt_step(&ad, 17, &cm, &w1, &cm, &w1, &o, &d);
-        huge_C = 39.5 * g;
+        int kept32 = adapt_plan_within(&ad.cur, pool, N / 2, N);
+        CHECK(d.searched && d.urgent == ADMIT_POOL && !d.changed && kept32,
+              "controller: ranks the plan does not use leave: the pool path, nothing to move (%s)", d.reason);
+        /* admit-all takes the same spread */
+        AdaptConfig aa = ac;
+        aa.policy = ADAPT_ADMIT_ALL;
+        adapt_init(&ad, &aa, &on32, &o);
         o.npool = N;
-        adapt_step(&ad, 18, &cm, &w1, &cm, &w1, &o, &d);
-        int refused = d.searched && !d.admitted && fabs((d.L_now - d.L_new) - g) < 1e-9 * g, quiet = 1;
-        for (int st = 19; st < 58; st++) {
+        adapt_step(&ad, 20, &cm, &w1, &cm, &w1, &o, &d);
+        CHECK(d.searched && d.admitted && d.changed, "controller: admit-all spreads onto the returned ranks at C = 1e9 s "
+              "(%s)", d.reason);
+        /* rent-or-buy: the job on 32 of 64 ranks, 60 steps in all; responses 4x longer at step 1 (a crossing, the
+           payback rule's path) find the 64-rank plan g s/step faster, priced at 39.5 steps of g, past gamma x H
+           (H: the 59 steps left, 29.5): refused; no search while nothing drifts, until the gains refused add up
+           to the price: 40 steps later (step 41), searched again and admitted */
+        AdaptConfig rb = ac;
+        rb.steps_total = 60;
+        o.npool = N;
+        o.resp_len = w0.resp_len;
+        Adapt probe;
+        adapt_init(&probe, &rb, &on32, &o);
+        o.resp_len = w1.resp_len;
+        adapt_step(&probe, 1, &cm, &w1, &cm, &w1, &o, &d);
+        double g = d.L_now - d.L_new;
+        huge_C = 39.5 * g;
+        o.resp_len = w0.resp_len;
+        adapt_init(&ad, &rb, &on32, &o);
+        o.resp_len = w1.resp_len;
+        adapt_step(&ad, 1, &cm, &w1, &cm, &w1, &o, &d);
+        int refused = g > 0 && d.searched && d.urgent == ADMIT_RULE && !d.admitted && strstr(d.reason, "refused: pays back"),
+            quiet = 1;
+        for (int st = 2; st < 41; st++) {
             adapt_step(&ad, st, &cm, &w1, &cm, &w1, &o, &d);
             quiet &= !d.searched;
         }
-        CHECK(refused && quiet, "controller: back with the move at 39.5 steps of its gain: refused, then no search "
-              "for 39 quiet steps");
-        adapt_step(&ad, 58, &cm, &w1, &cm, &w1, &o, &d);
+        CHECK(refused && quiet, "controller: a crossing finds a plan %.4g s/step faster, the move priced at 39.5 steps "
+              "of it: refused, then no search for 39 quiet steps", g);
+        adapt_step(&ad, 41, &cm, &w1, &cm, &w1, &o, &d);
         CHECK(d.searched && d.rent && d.mask == 0 && d.admitted && d.changed && fabs(d.foregone - 40 * g) < 1e-9 * g &&
                   strstr(d.reason, "rent-or-buy"),
               "controller: 40 steps on, the gains refused (%.4g s = 40 x %.4g) reach the price: searched, admitted "
               "(%s)", d.foregone, g, d.reason);
-        adapt_step(&ad, 59, &cm, &w1, &cm, &w1, &o, &d);
+        adapt_step(&ad, 42, &cm, &w1, &cm, &w1, &o, &d);
         CHECK(!d.searched && ad.foregone == 0 && ad.refused_dL == 0, "controller: after the move nothing stands "
               "refused");
-        /* admit-all takes the same spread whatever it costs */
-        AdaptConfig aa = ac;
-        aa.policy = ADAPT_ADMIT_ALL;
-        huge_C = 1e9;
-        o.npool = N / 2;
-        adapt_init(&ad, &aa, &on32, &o);
-        o.npool = N;
-        adapt_step(&ad, 20, &cm, &w1, &cm, &w1, &o, &d);
-        CHECK(d.searched && !d.urgent && d.admitted && d.changed, "controller: admit-all spreads onto the returned "
-              "ranks at C = 1e9 s (%s)", d.reason);
     }
     /* ---- the sweep's slowdown between its controls (nr_fill_gaps), by hand ---- */
     {

@@ -1294,7 +1294,8 @@ static void print_decisions(const Run *u) {
         if (q->moved) snprintf(plan, sizeof plan, "%d -> %d", q->from_id, q->to_id);
         else snprintf(plan, sizeof plan, "%d%s", q->from_id, q->changed ? " (move refused)" : "");
         printf("  %6lld %6s %10.4f %10.4f %10.4f %10.4f %7.3g %-7s %-8s  %s\n", (long long)q->step,
-               q->urgent ? "yes" : "no", q->L_now, q->L_new, q->L_now - q->L_new, q->C, q->H,
+               q->urgent == ADMIT_RULE ? "no" : q->urgent == ADMIT_POOL ? "pool" : "yes", q->L_now, q->L_new,
+               q->L_now - q->L_new, q->C, q->H,
                q->admitted ? "admit" : "refuse", plan, q->reason);
     }
 }
@@ -1323,7 +1324,7 @@ static int compare_recorded(const Replay *r, const Run *u) {
         size_t w = 0;
 #define CHK(cond, ...) if (!(cond)) w += (size_t)snprintf(what + w, w < sizeof what ? sizeof what - w : 0, __VA_ARGS__)
         CHK(q->step == (int64_t)num(de, "step", k), " step %lld vs %lld;", (long long)q->step, (long long)num(de, "step", k));
-        CHK(q->urgent == (num(de, "urgent", k) != 0), " urgent %d vs %g;", q->urgent, num(de, "urgent", k));
+        CHK(q->urgent == (int)num(de, "urgent", k), " urgent %d vs %g;", q->urgent, num(de, "urgent", k));
         CHK(q->admitted == (num(de, "admitted", k) != 0), " admitted %d vs %g;", q->admitted, num(de, "admitted", k));
         CHK(q->from_id == (int)num(de, "from_plan", k), " from plan %d vs %g;", q->from_id, num(de, "from_plan", k));
         CHK(q->to_id == (int)num(de, "to_plan", k), " to plan %d vs %g;", q->to_id, num(de, "to_plan", k));
@@ -1446,7 +1447,8 @@ static int replay_rule(const TraceFile *tf, const double *gammas, int ng, double
         for (size_t k = 0; k < de->n; k++) {
             double Ln = num(de, "L_now_s", k), Lw = num(de, "L_new_s", k), C = num(de, "C_s", k),
                    H = num(de, "H_steps", k);
-            int urgent = num(de, "urgent", k) != 0, rec = num(de, "admitted", k) != 0;
+            double u = num(de, "urgent", k); /* the admission path (planner.h ADMIT_*) */
+            int urgent = isfinite(u) ? (int)u : ADMIT_RULE, rec = num(de, "admitted", k) != 0;
             if (r == 0 && num(de, "gamma", k) != g_rec) g = num(de, "gamma", k); /* γ as each decision had it */
             char why[256];
             double fg = num(de, "foregone_s", k); /* NaN: a trace from before rent-or-buy, or a refused switch */
@@ -1454,7 +1456,8 @@ static int replay_rule(const TraceFile *tf, const double *gammas, int ng, double
             adm += now;
             agree += now == rec;
             if (now) cost += C;
-            printf("  %8lld %8s %10.4f %10.4f %10.1f %8s %9s  %s\n", (long long)num(de, "step", k), urgent ? "yes" : "no",
+            printf("  %8lld %8s %10.4f %10.4f %10.1f %8s %9s  %s\n", (long long)num(de, "step", k),
+                   urgent == ADMIT_RULE ? "no" : urgent == ADMIT_POOL ? "pool" : "yes",
                    Ln - Lw, C, H, rec ? "admit" : "refuse", now ? "admit" : "refuse", why);
         }
         printf("  admitted %zu of %zu (recorded %zu); %zu agree with the recording; predicted transition cost of the "

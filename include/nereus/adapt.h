@@ -13,7 +13,8 @@
  * Urgent: the plan in force cannot stay (it holds ranks that left the
  * pool, or is predicted out of memory); any plan that fits is taken. A
  * pool change that leaves it runnable (ranks joined, or ranks it does not
- * use left) is searched at once as well, without waiting for a crossing.
+ * use left) is searched at once as well, without waiting for a crossing,
+ * and any faster plan is taken (planner.h: ADMIT_POOL).
  *
  * Rules per policy:
  *   static, verl, openrlhf   search only on a pool change, with the
@@ -26,11 +27,9 @@
  *   every-k                  search every k steps and on a pool change; the
  *                            same;
  *   payback                  search at every crossing and pool change;
- *                            admit(): ΔL > 0 and C/ΔL ≤ γ·H; urgent ones
- *                            admitted. A pool that grew is judged like any
- *                            other gain: spreading onto ranks that leave
- *                            again before the move pays back is refused.
- *                            Rent-or-buy besides: once the gains refused
+ *                            admit(): ΔL > 0 and C/ΔL ≤ γ·H at a crossing;
+ *                            a faster plan on a pool change; any plan when
+ *                            urgent. Rent-or-buy besides: once the gains refused
  *                            since the last move add up to the refused
  *                            move's price, it searches again and admits a
  *                            still-faster plan (H guessed too short costs at
@@ -95,7 +94,8 @@ typedef struct AdaptDecision {
     int step;
     int mask;                /* DRIFT_* seen */
     int searched;            /* a search ran (the rest is meaningful only then) */
-    int urgent;              /* the plan in force cannot stay (ranks out of the pool, predicted OOM) */
+    int urgent;              /* the admission path (planner.h): ADMIT_URGENT, the plan in force cannot stay (ranks
+                                out of the pool, predicted OOM); ADMIT_POOL, a pool change it survives; ADMIT_RULE */
     int admitted;            /* the rule said yes */
     int changed;             /* admitted and the plan differs: the caller must move to `next` */
     int failed;              /* no plan fits the pool (why says what) */

@@ -258,16 +258,22 @@ typedef struct Admission {
     double H;                /* expected steps before the next drift (mean gap, capped by the steps remaining) */
 } Admission;
 
-/* The payback rule: admit when dL = L_now − L_new > 0 and C / dL ≤ γ·H,
- * or, failing that, when the gains refused since the last move (foregone:
- * Σ over the steps run since of the refused plans' dL, s) already add up to
- * C — rent-or-buy: a horizon guessed too short can then cost at most the
- * move's price again, never an unbounded run of refused gains;
- * urgent (the plan in force cannot stay: it holds ranks that left the
- * pool, or is predicted out of memory): admit whenever the new plan is
- * feasible. Writes a one-line
- * reason. Returns 1 to admit. */
-int admit(double L_now, double L_new, double C, double gamma, double H, double foregone, int urgent, char *reason,
+/* How a decision is admitted (admit's `path`, the trace's /decisions `urgent` column). */
+enum {
+    ADMIT_RULE = 0,   /* the payback rule */
+    ADMIT_URGENT = 1, /* the plan in force cannot stay (ranks out of the pool, predicted OOM): any feasible plan */
+    ADMIT_POOL = 2    /* the pool changed and the plan can stay: any faster plan, without the payback test */
+};
+/* The payback rule (path ADMIT_RULE): admit when dL = L_now − L_new > 0 and
+ * C / dL ≤ γ·H, or, failing that, when the gains refused since the last
+ * move (foregone: Σ over the steps run since of the refused plans' dL, s)
+ * already add up to C — rent-or-buy: a horizon guessed too short can then
+ * cost at most the move's price again, never an unbounded run of refused
+ * gains. ADMIT_URGENT: admit whenever the new plan is feasible. ADMIT_POOL:
+ * admit when dL > 0 (the paper's urgent path for pool changes, without
+ * paying for a plan no faster). Writes a one-line reason. Returns 1 to
+ * admit. */
+int admit(double L_now, double L_new, double C, double gamma, double H, double foregone, int path, char *reason,
           size_t len);
 
 enum { DRIFT_NONE = 0, DRIFT_POOL = 1, DRIFT_OOM = 2, DRIFT_LENGTH = 4, DRIFT_EFFICIENCY = 8 };

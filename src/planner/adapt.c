@@ -87,13 +87,13 @@ int adapt_step(Adapt *a, int step, const CostModel *price, const Workload *w, co
     if (a->refused_dL > 0) a->foregone += a->refused_dL; /* one more step run on the plan the rule kept */
     d->mask = drift_check(&a->dm, d->len, d->eff, o->npool, o->oom);
     int crossing = (d->mask & (DRIFT_LENGTH | DRIFT_EFFICIENCY)) != 0;
-    /* urgent: the plan in force cannot stay (it holds ranks that left the pool, or is predicted out of
-       memory), so any plan that fits is taken. A pool change that leaves the plan runnable (ranks joined,
-       or idle ones left) is searched at once too, but the payback rule judges the move: under spot
-       capacity that comes and goes, spreading onto ranks that leave again soon costs two transitions
-       for a few steps' gain. */
-    d->urgent = outside || o->oom;
-    int at_once = d->urgent || pool_changed; /* replan without waiting for a threshold crossing */
+    /* ADMIT_URGENT: the plan in force cannot stay (it holds ranks that left the pool, or is predicted out of
+       memory), so any plan that fits is taken. ADMIT_POOL: a pool change the plan survives (ranks joined,
+       or ranks it does not use left), searched at once and taken when faster, without the payback test
+       (judging these by the rule too refused spreads onto returned capacity that would have paid:
+       2026-12-03, inputs/sim/spot-*.deck, docs/PLANNER.md). */
+    d->urgent = outside || o->oom ? ADMIT_URGENT : pool_changed ? ADMIT_POOL : ADMIT_RULE;
+    int at_once = d->urgent != ADMIT_RULE; /* replan without waiting for a threshold crossing */
     int want = 0;
     switch (c->policy) {
     case ADAPT_STATIC: case ADAPT_VERL: case ADAPT_OPENRLHF: want = at_once; break;
@@ -126,9 +126,9 @@ int adapt_step(Adapt *a, int step, const CostModel *price, const Workload *w, co
         /* the fixed baselines take what a pool change brings (static: "again when the pool is back");
            admit-all and every-k any faster plan, and any plan when urgent */
         int fixed = c->policy == ADAPT_STATIC || c->policy == ADAPT_VERL || c->policy == ADAPT_OPENRLHF;
-        d->admitted = (fixed ? at_once : d->urgent) || d->L_new < d->L_now;
+        d->admitted = (fixed ? at_once : d->urgent == ADMIT_URGENT) || d->L_new < d->L_now;
         snprintf(d->reason, sizeof d->reason, "%s: %s (dL %.4g s/step, C %.4g s)", adapt_policy_name(c->policy),
-                 d->urgent ? "urgent, admitted" : fixed && at_once ? "pool change, admitted"
+                 d->urgent == ADMIT_URGENT ? "urgent, admitted" : fixed && at_once ? "pool change, admitted"
                  : d->admitted ? "faster, admitted" : "not faster, refused",
                  d->L_now - d->L_new, d->C);
     }

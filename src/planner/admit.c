@@ -4,10 +4,18 @@
 #include <math.h>
 #include <stdio.h>
 
-int admit(double L_now, double L_new, double C, double gamma, double H, double foregone, int urgent, char *reason,
+int admit(double L_now, double L_new, double C, double gamma, double H, double foregone, int path, char *reason,
           size_t len) {
     double dL = L_now - L_new;
-    if (urgent) {
+    if (path == ADMIT_POOL) {
+        if (dL > 0)
+            snprintf(reason, len, "pool change: faster, admitted without the payback test (dL %.4g s/step, C %.4g s)",
+                     dL, C);
+        else
+            snprintf(reason, len, "pool change: refused, the new plan is not faster (dL %.4g s/step)", dL);
+        return dL > 0;
+    }
+    if (path != ADMIT_RULE) { /* ADMIT_URGENT, and any other value a trace of another version holds */
         snprintf(reason, len, "urgent (the plan holds ranks out of the pool, or is predicted out of memory): admitted "
                  "without the payback test (dL %.4g s/step, C %.4g s)", dL, C);
         return 1;
