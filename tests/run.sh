@@ -357,6 +357,20 @@ if [ $rc = 0 ] && grep -qE '^3 steps +6 +0\.00$' "$wn" && grep -qE '^2 steps +10
    && grep -q "cannot read $LOG/no-such.log" "$wn"; then result window-noise 0 0 "by hand: windows of 3 at 0%, of 2 at 8.33%; bad inputs exit 2 and 1"
 else result window-noise 1 0 "see $wn (exit $rc, $rc2, $rc3)"; fi
 
+# tools/spot-trace: the stored spot-like traces are what it draws (same seed), the pool never falls below the
+# --max-out share, and a bad command line exits 2
+st=$LOG/spot-trace.log
+tools/spot-trace --gpus 64 --steps 1000 > "$LOG/spot-64.txt" 2>"$st"; rc=$?
+tools/spot-trace --gpus 1024 --steps 1000 > "$LOG/spot-1024.txt" 2>>"$st"; rc1=$?
+tools/spot-trace --gpus 100 --per-node 8 --steps 10 >>"$st" 2>&1; rc2=$?
+# reclaims every 2 steps that stay out 200: the cap binds, a quarter of 128 nodes out and never more
+lo=$(tools/spot-trace --gpus 1024 --steps 1000 --seed 7 --mean-gap 2 --mean-out 200 --max-out 0.25 | \
+     awk '!/^#/{if (min == "" || $2 < min) min = $2} END{print min}')
+if [ $rc = 0 ] && [ $rc1 = 0 ] && [ $rc2 = 2 ] && diff -q "$LOG/spot-64.txt" inputs/sim/avail-spot-64.txt >/dev/null && \
+   diff -q "$LOG/spot-1024.txt" inputs/sim/avail-spot-1024.txt >/dev/null && [ "$lo" = 768 ]; then
+  result spot-trace 0 0 "reproduces inputs/sim/avail-spot-{64,1024}.txt; reclaimed every 2 steps for 200: lowest pool $lo of 1024 (max-out 0.25: 768); bad --gpus exits 2"
+else result spot-trace 1 0 "exit $rc $rc1 $rc2, lowest pool '$lo'; see $st"; fi
+
 echo "== simulator (bin/nereus --simulate: MODELLED clusters, every policy)"
 t sim-growth-64 120 bin/nereus --simulate inputs/sim/growth-64.deck
 f=$LOG/sim-growth-64.log
@@ -365,10 +379,25 @@ aa=$(sed -n 's/^sim\.admit-all\.mean_step_s: //p' "$f")
 if [ "$(verify "$f" status)" = pass ] && [ -n "$pb" ] && awk -v p="$pb" -v s="$st" -v a="$aa" 'BEGIN{exit !(p < s && p <= a * 1.0001)}'; then
   result sim-payback-wins 0 0 "64 GPUs: payback $pb s/step, static $st, admit-all $aa"
 else result sim-payback-wins 1 0 "payback '$pb' static '$st' admit-all '$aa'"; fi
+# SYNTHETIC spot-like capacity (tools/spot-trace): payback keeps up with admit-every-gain through 24 moves (a
+# pool change takes any faster plan; urgent ones any plan); a fixed baseline must hold the longest responses
+# (the static plan for the first step's lengths ran out of memory at step 698)
+t sim-spot-64 120 bin/nereus --simulate inputs/sim/spot-64.deck
+f=$LOG/sim-spot-64.log
+pb=$(sed -n 's/^sim\.payback\.mean_step_s: //p' "$f"); st=$(sed -n 's/^sim\.static\.mean_step_s: //p' "$f")
+aa=$(sed -n 's/^sim\.admit-all\.mean_step_s: //p' "$f")
+if [ "$(verify "$f" status)" = pass ] && [ -n "$pb" ] && [ -n "$st" ] && \
+   awk -v p="$pb" -v s="$st" -v a="$aa" 'BEGIN{exit !(p < s && p <= a * 1.001)}'; then
+  result sim-spot-payback 0 0 "64 GPUs, spot-like: payback $pb s/step, static $st, admit-all $aa (within 0.1%)"
+else result sim-spot-payback 1 0 "payback '$pb' static '$st' admit-all '$aa'"; fi
 for f in tests/decks/sim/*.deck; do
   re=$(sed -n 's/^# expect: //p' "$f" | head -1 | tr -d '\r')
   bad "sim-$(basename "$f" .deck)" "$re" bin/nereus --simulate "$f"
 done
+# an availability trace of 4,095 changes (one more than fits beside the slowdown's two events)
+{ echo "0 64"; for i in $(seq 1 4095); do echo "$i $((64 - (i % 2) * 8))"; done; } > "$T/avail-many.txt"
+sed "s#^availability = .*#availability = $T/avail-many.txt#" inputs/sim/growth-64.deck > "$T/avail-many.deck"
+bad sim-avail-too-many 'more than 4094 changes' bin/nereus --simulate "$T/avail-many.deck"
 bad sim-needs-sim-deck 'needs a simulation deck' bin/nereus --simulate inputs/tiny.deck
 bad sim-deck-needs-flag 'a simulation deck.*--simulate' bin/nereus inputs/sim/growth-16.deck
 

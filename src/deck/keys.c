@@ -288,7 +288,8 @@ const DeckKey deck_keys[] = {
     {"simulate", "critic", DECK_T_STRING, 0, "llama-3.1-8b", NONE, NONE, NULL, F_STR(sim.critic),
      "critic shape (with a value head), from the same list"},
     {"simulate", "availability", DECK_T_STRING, 0, "", NONE, NONE, NULL, F_STR(sim.availability),
-     "GPU availability trace: lines 'STEP GPUS' (# comments), GPUs in the pool from STEP on; \"\" = all, always"},
+     "GPU availability trace: lines 'STEP GPUS' (# comments), GPUs in the pool from STEP on, at most 4094 changes "
+     "(tools/spot-trace draws a synthetic spot-like one); \"\" = all, always"},
 };
 /* clang-format on */
 

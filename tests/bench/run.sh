@@ -51,5 +51,11 @@ for n in 16 64 256 1024; do
   bin/nereus --simulate inputs/sim/growth-$n.deck | tee build/sim-growth-$n.txt | grep -v '^sim\.\|^verify\.'
   sed -n "s/^sim\./simdeck.$n./p" build/sim-growth-$n.txt >> "$out"
 done
+# the same growth under SYNTHETIC spot-like capacity (tools/spot-trace), where admission rules part if anywhere
+for n in 64 1024; do
+  echo; echo "== bin/nereus --simulate inputs/sim/spot-$n.deck"
+  bin/nereus --simulate inputs/sim/spot-$n.deck | tee build/sim-spot-$n.txt | grep -v '^sim\.\|^verify\.'
+  sed -n "s/^sim\./simspot.$n./p" build/sim-spot-$n.txt >> "$out"
+done
 echo
 echo "bench: wrote $out"
