@@ -36,27 +36,31 @@ static double fixed_cost(void *ctx, const PlanConfig *a, const PlanConfig *b) {
 int main(void) {
     nr_heap_keep(); /* as bin/nereus: the timed searches reuse freed memory */
     char why[512];
-    /* ---- admission: payback C/dL against gamma*H ---- */
-    CHECK(admit(10, 8, 10, 0.5, 20, 0, 0, why, sizeof why) == 1 && strstr(why, "admitted"),
-          "admit: dL 2, C 10 -> pays back in 5 <= 0.5 x 20 (%s)", why);
-    CHECK(admit(10, 8, 30, 0.5, 20, 0, 0, why, sizeof why) == 0 && strstr(why, "refused"),
-          "refuse: dL 2, C 30 -> 15 > 10 (%s)", why);
-    CHECK(admit(10, 10.5, 1, 0.5, 20, 0, 0, why, sizeof why) == 0 && strstr(why, "not faster"),
-          "refuse: the new plan is slower (%s)", why);
-    CHECK(admit(10, 12, 100, 0.5, 20, 0, 1, why, sizeof why) == 1 && strstr(why, "urgent"),
-          "urgent: admitted without the payback test (%s)", why);
-    CHECK(admit(10, 8, 10, 0.5, 10, 0, 0, why, sizeof why) == 1, "admit at equality: 5 <= 0.5 x 10");
-    /* rent-or-buy: dL 2, C 30 pays back in 15 > 10, but 30 s of refused gains already lost: admitted; 29.9 s: not */
-    CHECK(admit(10, 8, 30, 0.5, 20, 30, 0, why, sizeof why) == 1 && strstr(why, "rent-or-buy"),
-          "admit: dL 2, C 30 -> 15 > 10, but the gains refused since the last move add up to 30 s >= C (%s)", why);
-    CHECK(admit(10, 8, 30, 0.5, 20, 29.9, 0, why, sizeof why) == 0 && strstr(why, "less than C"),
-          "refuse: the same with 29.9 s foregone (%s)", why);
-    CHECK(admit(10, 10.5, 1, 0.5, 20, 100, 0, why, sizeof why) == 0 && strstr(why, "not faster"),
-          "refuse: a slower plan whatever was foregone (%s)", why);
-    CHECK(admit(10, 8, 1e9, 0.5, 1, 0, ADMIT_POOL, why, sizeof why) == 1 && strstr(why, "pool change: faster"),
-          "pool change: a faster plan admitted without the payback test, even at C = 1e9 s (%s)", why);
-    CHECK(admit(10, 10, 0.1, 0.5, 20, 0, ADMIT_POOL, why, sizeof why) == 0 && strstr(why, "not faster"),
-          "pool change: a plan no faster refused, however cheap (%s)", why);
+    /* ---- admission, by hand: payback C/dL against gamma*H, rent-or-buy, the pool and urgent paths ---- */
+    static const struct {
+        double L_now, L_new, C, gamma, H, foregone;
+        int path, want;
+        const char *says, *what;
+    } adm[] = {
+        {10, 8, 10, 0.5, 20, 0, ADMIT_RULE, 1, "admitted", "admit: dL 2, C 10 -> pays back in 5 <= 0.5 x 20"},
+        {10, 8, 30, 0.5, 20, 0, ADMIT_RULE, 0, "refused", "refuse: dL 2, C 30 -> 15 > 10"},
+        {10, 10.5, 1, 0.5, 20, 0, ADMIT_RULE, 0, "not faster", "refuse: the new plan is slower"},
+        {10, 12, 100, 0.5, 20, 0, ADMIT_URGENT, 1, "urgent", "urgent: admitted without the payback test"},
+        {10, 8, 10, 0.5, 10, 0, ADMIT_RULE, 1, "admitted", "admit at equality: 5 <= 0.5 x 10"},
+        /* rent-or-buy: dL 2, C 30 pays back in 15 > 10, but 30 s of refused gains already lost: admitted */
+        {10, 8, 30, 0.5, 20, 30, ADMIT_RULE, 1, "rent-or-buy",
+         "admit: dL 2, C 30 -> 15 > 10, but the gains refused since the last move add up to 30 s >= C"},
+        {10, 8, 30, 0.5, 20, 29.9, ADMIT_RULE, 0, "less than C", "refuse: the same with 29.9 s foregone"},
+        {10, 10.5, 1, 0.5, 20, 100, ADMIT_RULE, 0, "not faster", "refuse: a slower plan whatever was foregone"},
+        {10, 8, 1e9, 0.5, 1, 0, ADMIT_POOL, 1, "pool change: faster",
+         "pool change: a faster plan admitted without the payback test, even at C = 1e9 s"},
+        {10, 10, 0.1, 0.5, 20, 0, ADMIT_POOL, 0, "not faster", "pool change: a plan no faster refused, however cheap"},
+    };
+    for (size_t k = 0; k < sizeof adm / sizeof adm[0]; k++) {
+        int got = admit(adm[k].L_now, adm[k].L_new, adm[k].C, adm[k].gamma, adm[k].H, adm[k].foregone, adm[k].path, why,
+                        sizeof why);
+        CHECK(got == adm[k].want && strstr(why, adm[k].says), "%s (%s)", adm[k].what, why);
+    }
 
     /* ---- the measure-and-revert guard: the new plan's measured step against the old plan's expected ---- */
     {
