@@ -33,6 +33,13 @@ static double fixed_cost(void *ctx, const PlanConfig *a, const PlanConfig *b) {
     return *(const double *)ctx;
 }
 
+/* a move priced per model-stage that changes (*ctx seconds each) */
+static double per_stage_cost(void *ctx, const PlanConfig *a, const PlanConfig *b) {
+    int n = 0;
+    for (int s = 0; s < PLAN_NSTAGES; s++) n += !plan_stage_same(&a->stage[s], &b->stage[s]);
+    return n * *(const double *)ctx;
+}
+
 int main(void) {
     nr_heap_keep(); /* as bin/nereus: the timed searches reuse freed memory */
     char why[512];
@@ -314,6 +321,44 @@ int main(void) {
         adapt_step(&ad, 42, &cm, &w1, &cm, &w1, &o, &d);
         CHECK(!d.searched && ad.foregone == 0 && ad.refused_dL == 0, "controller: after the move nothing stands "
               "refused");
+        /* keep_stages: moves priced per changed model-stage (a fraction f of B's gain over H each, B the search's
+           plan). f = 0: B is taken whole. Priced: what is taken has each model-stage from B or from the plan in
+           force, and costs no more over H (H·L + C) than B or than staying. Prohibitive: nothing moves. */
+        double per = 0;
+        AdaptConfig ks = ac;
+        ks.tx_cost = per_stage_cost;
+        ks.tx_ctx = &per;
+        PlanConfig B;
+        double LB = 0, gainH = 0;
+        const double frac[] = {0, 0.1, 0.2, 0.3, 1e9};
+        int mixed = 0;
+        for (int t = 0; t < 5; t++) {
+            per = frac[t] * gainH;
+            o.resp_len = w0.resp_len;
+            adapt_init(&ad, &ks, &on32, &o);
+            o.resp_len = w1.resp_len;
+            adapt_step(&ad, 1, &cm, &w1, &cm, &w1, &o, &d);
+            if (t == 0) {
+                B = d.next, LB = d.L_new, gainH = d.H * (d.L_now - d.L_new);
+                CHECK(d.kept == 0 && d.changed, "keep_stages: moves free: the search's plan taken whole");
+                continue;
+            }
+            int from_either = 1;
+            for (int s = 0; s < PLAN_NSTAGES; s++)
+                from_either &= plan_stage_same(&d.next.stage[s], &B.stage[s]) ||
+                               plan_stage_same(&d.next.stage[s], &on32.stage[s]);
+            double J = d.H * d.L_new + d.C, JB = d.H * LB + per_stage_cost(&per, &on32, &B), Jstay = d.H * d.L_now;
+            if (t == 4) {
+                CHECK(!d.changed && d.kept > 0, "keep_stages: 1e9 x the gain a model-stage: every stage kept, nothing "
+                      "moves (%s)", d.reason);
+                continue;
+            }
+            mixed += d.kept > 0 && d.changed;
+            CHECK(from_either && J <= JB * (1 + 1e-12) && (J <= Jstay * (1 + 1e-12) || !d.changed),
+                  "keep_stages, %.0f%% of the gain a changed model-stage: %d kept, H·L + C = %.6g <= B's %.6g; "
+                  "staying's %.6g: %s", 100 * frac[t], d.kept, J, JB, Jstay, d.reason);
+        }
+        CHECK(mixed > 0, "keep_stages: at some price a plan mixing B and the plan in force is taken (%d of 3)", mixed);
     }
     /* ---- the sweep's slowdown between its controls (nr_fill_gaps), by hand ---- */
     {

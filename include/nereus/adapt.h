@@ -105,6 +105,7 @@ typedef struct AdaptDecision {
     double H;                /* expected steps before the next drift */
     double foregone;         /* payback: the gains refused since the last move, s (admit) */
     int rent;                /* payback: searched because those gains reached the refused move's price */
+    int kept;                /* payback: model-stages of the plan in force kept in the candidate (keep_stages) */
     StepCost next_cost;
     PlanConfig next;
     char reason[256];

@@ -211,9 +211,9 @@ int sim_run(const SimScenario *sc, int policy, SimResult *res, char *why, size_t
                 break;
             }
             if (debug) { /* NEREUS_SIM_DEBUG: every decision with its numbers, and each new plan */
-                fprintf(stderr, "sim %-9s step %4d pool %4d len %7.1f: L %.4f -> %.4f s, C %.3f s, H %.1f: %s%s\n",
+                fprintf(stderr, "sim %-9s step %4d pool %4d len %7.1f: L %.4f -> %.4f s, C %.3f s, H %.1f: %s%s%s\n",
                         sim_policy_name(policy), step, o.npool, w.resp_len, d.L_now, d.L_new, d.C, d.H, d.reason,
-                        d.changed ? " [switch]" : "");
+                        d.kept ? " (model-stages of the plan in force kept)" : "", d.changed ? " [switch]" : "");
                 if (d.changed) {
                     static char pb[8192];
                     plan_format(&d.next, pb, sizeof pb);
