@@ -3,10 +3,9 @@
  * SYNTHETIC availability dip (an eighth of the nodes gone for 200 steps)
  * and an INJECTED 3x slowdown of one rank for 300 steps, an 8B actor and
  * critic on modelled H200 nodes of 8, at 64 and 1,024 GPUs. Checks that
- * the payback rule beats the best static plan and is never worse than
- * admit-every-gain; reports the transitions' share of the runtime against
- * the goal (<= 0.1% at 1,024 GPUs). Prints the table and
- * sim.GPUS.POLICY.METRIC lines. */
+ * the payback rule beats the best static plan and admit-every-gain;
+ * reports the transitions' share of the runtime against the goal (<= 0.1%
+ * at 1,024 GPUs). Prints the table and sim.GPUS.POLICY.METRIC lines. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -76,10 +75,11 @@ int main(void) {
         double pb = r[SIM_PAYBACK].mean_step_s;
         CHECK(pb < r[SIM_STATIC].mean_step_s, "%d GPUs: payback %.2f s/step beats the best static plan %.2f (%.1f%% lower)",
               sizes[k], pb, r[SIM_STATIC].mean_step_s, 100 * (1 - pb / r[SIM_STATIC].mean_step_s));
-        /* payback refuses only switches that do not pay back; where every switch pays back, it takes the same ones */
-        CHECK(pb <= r[SIM_ADMIT_ALL].mean_step_s * 1.0001, "%d GPUs: payback %.4f s/step, admit-every-gain %.4f (%s; %d vs %d transitions)",
-              sizes[k], pb, r[SIM_ADMIT_ALL].mean_step_s, pb < r[SIM_ADMIT_ALL].mean_step_s * 0.9999 ? "payback better" : "a tie: every switch paid back",
-              r[SIM_PAYBACK].transitions, r[SIM_ADMIT_ALL].transitions);
+        /* payback refuses switches that do not pay back and keeps model-stages whose move costs more over H than
+           it gains (adapt.c keep_stages); admit-every-gain takes the search's plan whole at every gain */
+        CHECK(pb < r[SIM_ADMIT_ALL].mean_step_s, "%d GPUs: payback %.4f s/step beats admit-every-gain %.4f (%.3f%% lower; "
+              "%d vs %d transitions)", sizes[k], pb, r[SIM_ADMIT_ALL].mean_step_s,
+              100 * (1 - pb / r[SIM_ADMIT_ALL].mean_step_s), r[SIM_PAYBACK].transitions, r[SIM_ADMIT_ALL].transitions);
         /* a goal, reported (not a check): with the modelled 0.5 s of communicator set-up per changed
            model-stage (SIM_COMM_SETUP_S) the share is above it at 1,024 GPUs */
         double share = r[SIM_PAYBACK].transition_s / r[SIM_PAYBACK].total_s;
