@@ -155,13 +155,19 @@ int adapt_step(Adapt *a, int step, const CostModel *price, const Workload *w, co
     d->C = same ? 0 : c->tx_cost(c->tx_ctx, &a->cur, &d->next);
     if (c->policy == ADAPT_PAYBACK) {
         d->H = drift_horizon(&a->dm, step, c->steps_total);
+        double LB = d->L_new, CB = d->C; /* the search's plan */
         if (!same) { /* over H, the steps the plan is expected to stay (γ is the rule's margin, not the horizon) */
             d->kept = keep_stages(a, price, w, search, sw, o, d->H, d);
             same = plan_same(&d->next, &a->cur);
         }
+        int all_kept = d->kept && same;
         d->foregone = a->foregone;
         d->admitted = admit(d->L_now, d->L_new, d->C, c->gamma, d->H, a->foregone, d->urgent, d->reason,
                             sizeof d->reason);
+        if (all_kept) /* the search's plan was faster, but not by enough to pay for its move over H */
+            snprintf(d->reason + strlen(d->reason), sizeof d->reason - strlen(d->reason),
+                     "; the search's plan, %.4g s/step faster for a %.4g s move, costs more over H %.3g steps than "
+                     "it gains: every model-stage kept", d->L_now - LB, CB, d->H);
     } else {
         /* the fixed baselines take what a pool change brings (static: "again when the pool is back");
            admit-all and every-k any faster plan, and any plan when urgent */
