@@ -379,6 +379,16 @@ aa=$(sed -n 's/^sim\.admit-all\.mean_step_s: //p' "$f")
 if [ "$(verify "$f" status)" = pass ] && [ -n "$pb" ] && awk -v p="$pb" -v s="$st" -v a="$aa" 'BEGIN{exit !(p < s && p < a)}'; then
   result sim-payback-wins 0 0 "64 GPUs: payback $pb s/step, static $st, admit-all $aa"
 else result sim-payback-wins 1 0 "payback '$pb' static '$st' admit-all '$aa'"; fi
+# growth-16: no plan that holds the run's longest responses (8,000 tokens) fits the 14 GPUs left at step 300, so
+# the fixed baselines cannot run the trace (a result, reported), while the adaptive policies, which plan for
+# the lengths before their next replan, do
+t sim-growth-16 120 bin/nereus --simulate inputs/sim/growth-16.deck
+f=$LOG/sim-growth-16.log
+if [ "$(verify "$f" status)" = pass ] && grep -q '^static  *failed: static: no plan fits the 14-rank pool at step 300' "$f" && \
+   grep -q '^sim\.static\.failed: 1$' "$f" && grep -q '^sim\.payback\.failed: 0$' "$f" && \
+   [ "$(verify "$f" sim_policies_failed)" = 2 ]; then
+  result sim-fixed-must-fit 0 0 "16 GPUs: static and verl-like cannot hold 8,000-token responses on the 14 left at step 300; payback runs"
+else result sim-fixed-must-fit 1 0 "see $f"; fi
 # SYNTHETIC spot-like capacity (tools/spot-trace): payback keeps up with admit-every-gain through 24 moves (a
 # pool change takes any faster plan; urgent ones any plan); a fixed baseline must hold the longest responses
 # (the static plan for the first step's lengths ran out of memory at step 698)
