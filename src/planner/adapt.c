@@ -180,7 +180,7 @@ int adapt_step(Adapt *a, int step, const CostModel *price, const Workload *w, co
     }
     if (d->admitted && same) snprintf(d->reason + strlen(d->reason), sizeof d->reason - strlen(d->reason),
                                       "; the search kept the current plan");
-    if (d->kept && !same)
+    if (d->kept && !same && d->admitted)
         snprintf(d->reason + strlen(d->reason), sizeof d->reason - strlen(d->reason),
                  "; %d model-stage(s) of the plan in force kept as they are (cheaper over H)", d->kept);
     d->changed = d->admitted && !same;
