@@ -160,7 +160,7 @@ int adapt_step(Adapt *a, int step, const CostModel *price, const Workload *w, co
             d->kept = keep_stages(a, price, w, search, sw, o, d->H, d);
             same = plan_same(&d->next, &a->cur);
         }
-        int all_kept = d->kept && same;
+        int all_kept = d->kept && same && LB < d->L_now;
         d->foregone = a->foregone;
         d->admitted = admit(d->L_now, d->L_new, d->C, c->gamma, d->H, a->foregone, d->urgent, d->reason,
                             sizeof d->reason);
