@@ -31,7 +31,8 @@ int admit(double L_now, double L_new, double C, double gamma, double H, double f
     }
     if (foregone > 0 && foregone >= C) {
         snprintf(reason, len, "admitted: pays back in %.3g steps > gamma %.3g x H %.3g = %.3g, but the gains refused "
-                 "since the last move add up to %.4g s >= C %.4g s (rent-or-buy)", payback, gamma, H, limit, foregone, C);
+                 "since the last move add up to %.4g s >= C %.4g s (rent-or-buy)",
+                 payback, gamma, H, limit, foregone, C);
         return 1;
     }
     snprintf(reason, len, "refused: pays back in %.3g steps > gamma %.3g x H %.3g = %.3g%s", payback, gamma, H, limit,

@@ -138,6 +138,13 @@ int run_simulation(const Config *cfg, const Deck *deck, int rank) {
         printf("sim.%s.mean_step_s: %.6f\n", sim_policy_name(p), r[p].mean_step_s);
         printf("sim.%s.transitions: %d\n", sim_policy_name(p), r[p].transitions);
         printf("sim.%s.transition_share: %.8f\n", sim_policy_name(p), r[p].transition_s / r[p].total_s);
+        /* mean step against the static plan and admit-every-gain of the same run, % lower (negative: slower) */
+        if (!r[SIM_STATIC].failed)
+            printf("sim.%s.vs_static_pct: %.4f\n", sim_policy_name(p),
+                   100 * (1 - r[p].mean_step_s / r[SIM_STATIC].mean_step_s));
+        if (!r[SIM_ADMIT_ALL].failed)
+            printf("sim.%s.vs_admit_all_pct: %.4f\n", sim_policy_name(p),
+                   100 * (1 - r[p].mean_step_s / r[SIM_ADMIT_ALL].mean_step_s));
     }
     /* the simulation itself succeeded when the adaptive policies ran the trace; a fixed baseline that cannot
        (no plan holding the longest responses fits a shrunken pool) is one of its results */
