@@ -43,6 +43,8 @@ bad() {
 
 # verify FILE KEY: value of "verify.KEY: VALUE" in a run log
 verify() { sed -n "s/^verify\.$2: //p" "$1" | head -1; }
+# simv LOG POLICY.METRIC: a --simulate run's sim.POLICY.METRIC value
+simv() { sed -n "s/^sim\.$2: //p" "$1" | head -1; }
 
 # checksums_close REF OUT: the actor, ref and critic checksums of two runs
 # within relative 1e-5; appends what differs to $why, sets $worst
@@ -374,8 +376,7 @@ else result spot-trace 1 0 "exit $rc $rc1 $rc2, lowest pool '$lo'; see $st"; fi
 echo "== simulator (bin/nereus --simulate: MODELLED clusters, every policy)"
 t sim-growth-64 120 bin/nereus --simulate inputs/sim/growth-64.deck
 f=$LOG/sim-growth-64.log
-pb=$(sed -n 's/^sim\.payback\.mean_step_s: //p' "$f"); st=$(sed -n 's/^sim\.static\.mean_step_s: //p' "$f")
-aa=$(sed -n 's/^sim\.admit-all\.mean_step_s: //p' "$f")
+pb=$(simv "$f" payback.mean_step_s); st=$(simv "$f" static.mean_step_s); aa=$(simv "$f" admit-all.mean_step_s)
 if [ "$(verify "$f" status)" = pass ] && [ -n "$pb" ] && awk -v p="$pb" -v s="$st" -v a="$aa" 'BEGIN{exit !(p < s && p < a)}'; then
   result sim-payback-wins 0 0 "64 GPUs: payback $pb s/step, static $st, admit-all $aa"
 else result sim-payback-wins 1 0 "payback '$pb' static '$st' admit-all '$aa'"; fi
@@ -385,7 +386,7 @@ else result sim-payback-wins 1 0 "payback '$pb' static '$st' admit-all '$aa'"; f
 t sim-growth-16 120 bin/nereus --simulate inputs/sim/growth-16.deck
 f=$LOG/sim-growth-16.log
 if [ "$(verify "$f" status)" = pass ] && grep -q '^static  *failed: static: no plan fits the 14-rank pool at step 300' "$f" && \
-   grep -q '^sim\.static\.failed: 1$' "$f" && grep -q '^sim\.payback\.failed: 0$' "$f" && \
+   [ "$(simv "$f" static.failed)" = 1 ] && [ "$(simv "$f" payback.failed)" = 0 ] && \
    [ "$(verify "$f" sim_policies_failed)" = 2 ]; then
   result sim-fixed-must-fit 0 0 "16 GPUs: static and verl-like cannot hold 8,000-token responses on the 14 left at step 300; payback runs"
 else result sim-fixed-must-fit 1 0 "see $f"; fi
@@ -394,8 +395,7 @@ else result sim-fixed-must-fit 1 0 "see $f"; fi
 # (the static plan for the first step's lengths ran out of memory at step 698)
 t sim-spot-64 120 bin/nereus --simulate inputs/sim/spot-64.deck
 f=$LOG/sim-spot-64.log
-pb=$(sed -n 's/^sim\.payback\.mean_step_s: //p' "$f"); st=$(sed -n 's/^sim\.static\.mean_step_s: //p' "$f")
-aa=$(sed -n 's/^sim\.admit-all\.mean_step_s: //p' "$f")
+pb=$(simv "$f" payback.mean_step_s); st=$(simv "$f" static.mean_step_s); aa=$(simv "$f" admit-all.mean_step_s)
 if [ "$(verify "$f" status)" = pass ] && [ -n "$pb" ] && [ -n "$st" ] && \
    awk -v p="$pb" -v s="$st" -v a="$aa" 'BEGIN{exit !(p < s && p <= a * 1.001)}'; then
   result sim-spot-payback 0 0 "64 GPUs, spot-like: payback $pb s/step, static $st, admit-all $aa (within 0.1%)"

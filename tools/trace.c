@@ -1257,10 +1257,7 @@ static void replay_run(const Replay *r, int policy, double gamma, double thresho
                 }
             }
         }
-        if (!plan_same(kept_at, &cur)) { /* a switch: the communicators the job keeps now */
-            tx_kept_switch(&px, kept_at, &cur);
-            *kept_at = cur;
-        }
+        plan_kept_follow(px.kept, px.cfg->transition.keep_comms, kept_at, &cur); /* the communicators kept now */
         StepCost sc;
         double t = cost_plan(&cm, &cur, r->n, &w, &sc);
         if (r->ran[k]) u->steps_s += t;
@@ -1294,8 +1291,7 @@ static void print_decisions(const Run *u) {
         if (q->moved) snprintf(plan, sizeof plan, "%d -> %d", q->from_id, q->to_id);
         else snprintf(plan, sizeof plan, "%d%s", q->from_id, q->changed ? " (move refused)" : "");
         printf("  %6lld %6s %10.4f %10.4f %10.4f %10.4f %7.3g %-7s %-8s  %s\n", (long long)q->step,
-               q->urgent == ADMIT_RULE ? "no" : q->urgent == ADMIT_POOL ? "pool" : "yes", q->L_now, q->L_new,
-               q->L_now - q->L_new, q->C, q->H,
+               admit_path_name(q->urgent), q->L_now, q->L_new, q->L_now - q->L_new, q->C, q->H,
                q->admitted ? "admit" : "refuse", plan, q->reason);
     }
 }
@@ -1457,8 +1453,7 @@ static int replay_rule(const TraceFile *tf, const double *gammas, int ng, double
             agree += now == rec;
             if (now) cost += C;
             printf("  %8lld %8s %10.4f %10.4f %10.1f %8s %9s  %s\n", (long long)num(de, "step", k),
-                   urgent == ADMIT_RULE ? "no" : urgent == ADMIT_POOL ? "pool" : "yes",
-                   Ln - Lw, C, H, rec ? "admit" : "refuse", now ? "admit" : "refuse", why);
+                   admit_path_name(urgent), Ln - Lw, C, H, rec ? "admit" : "refuse", now ? "admit" : "refuse", why);
         }
         printf("  admitted %zu of %zu (recorded %zu); %zu agree with the recording; predicted transition cost of the "
                "admitted: %.4f s\n",

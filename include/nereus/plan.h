@@ -173,6 +173,9 @@ typedef struct PlanKept {
 } PlanKept;
 int plan_kept_has(const PlanKept *k, const PlanStage *s);
 void plan_kept_switch(PlanKept *k, int keep, const PlanConfig *from, const PlanConfig *to);
+/* for a caller that checks its plan every step (the simulator, the trace replay): when `now` differs from
+ * *seen, the plan the model was last brought up to, plan_kept_switch(*seen → now), and *seen = now */
+void plan_kept_follow(PlanKept *k, int keep, PlanConfig *seen, const PlanConfig *now);
 
 /* Resolves a plan as it came from the deck against the job: fills
  * unlisted stages from the default plan named by plan->fill, expands `all`

@@ -264,6 +264,8 @@ enum {
     ADMIT_URGENT = 1, /* the plan in force cannot stay (ranks out of the pool, predicted OOM): any feasible plan */
     ADMIT_POOL = 2    /* the pool changed and the plan can stay: any faster plan, without the payback test */
 };
+/* the path in a table's "urgent" column: "no" (the rule), "pool", "yes" (urgent, or a value of another version) */
+const char *admit_path_name(int path);
 /* The payback rule (path ADMIT_RULE): admit when dL = L_now − L_new > 0 and
  * C / dL ≤ γ·H, or, failing that, when the gains refused since the last
  * move (foregone: Σ over the steps run since of the refused plans' dL, s)

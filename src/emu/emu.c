@@ -108,17 +108,16 @@ void emu_build(Emu *e, MPI_Comm job, const char *name, GridLayout l, const int *
     set_take(e, set);
 }
 
-int emu_comm_sets(void) {
+/* the sets in use (kept = 0) or kept for reuse (kept = 1) */
+static int sets_count(int kept) {
     int n = 0;
-    for (CommSet *s = emu_sets; s; s = s->next) n += s->refs > 0;
+    for (CommSet *s = emu_sets; s; s = s->next) n += (s->refs == 0) == kept;
     return n;
 }
 
-int emu_comm_sets_kept(void) {
-    int n = 0;
-    for (CommSet *s = emu_sets; s; s = s->next) n += s->refs == 0;
-    return n;
-}
+int emu_comm_sets(void) { return sets_count(0); }
+
+int emu_comm_sets_kept(void) { return sets_count(1); }
 
 long emu_sets_built(void) { return emu_splits; }
 

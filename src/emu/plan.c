@@ -77,6 +77,12 @@ void plan_kept_switch(PlanKept *k, int keep, const PlanConfig *from, const PlanC
     while (k->n > keep) plan_kept_drop(k, 0); /* the one left longest ago first */
 }
 
+void plan_kept_follow(PlanKept *k, int keep, PlanConfig *seen, const PlanConfig *now) {
+    if (plan_same(seen, now)) return;
+    plan_kept_switch(k, keep, seen, now);
+    *seen = *now;
+}
+
 int plan_stage_pos(const PlanStage *s, int rank) {
     for (int i = 0; i < s->nranks; i++)
         if (s->ranks[i] == rank) return i;

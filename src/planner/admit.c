@@ -4,6 +4,8 @@
 #include <math.h>
 #include <stdio.h>
 
+const char *admit_path_name(int path) { return path == ADMIT_RULE ? "no" : path == ADMIT_POOL ? "pool" : "yes"; }
+
 int admit(double L_now, double L_new, double C, double gamma, double H, double foregone, int path, char *reason,
           size_t len) {
     double dL = L_now - L_new;

@@ -20,6 +20,17 @@ static double len_at(const SimScenario *sc, int step) {
     return sc->w.resp_len * pow(sc->len_end / sc->w.resp_len, (double)step / (sc->steps - 1));
 }
 
+/* What the adaptive search plans for at `step`: the step's lengths, and memory for the lengths it may see
+   before its next replan, up to the threshold above them (a crossing replans), never past the job's longest
+   (a job's responses are capped: the trace's largest length) */
+static Workload planned_for(const SimScenario *sc, int step) {
+    Workload w = sc->w;
+    w.resp_len = len_at(sc, step);
+    w.resp_max = fmin(w.resp_len * (1 + (sc->threshold > 0 ? sc->threshold : 0)),
+                      fmax(sc->w.resp_len, len_at(sc, sc->steps - 1)));
+    return w;
+}
+
 /* NEREUS_SIM_DEBUG in the environment: every decision, plan and transition price on stderr (read once) */
 static int sim_debug(void) {
     static int on = -1;
@@ -148,17 +159,13 @@ int sim_run(const SimScenario *sc, int policy, SimResult *res, char *why, size_t
     double tp0 = nr_now();
     int debug = sim_debug();
     int rc = 0;
-    /* the adaptive policies plan for the lengths they may see before their next replan: up to the threshold
-       above this step's (a crossing replans), and never past the job's longest (a job's responses are capped:
-       the trace's largest length); memory at that length, time at this step's */
-    double ahead = 1 + (sc->threshold > 0 ? sc->threshold : 0), longest = fmax(sc->w.resp_len, len_at(sc, sc->steps - 1));
     /* the starting plan: the fixed baselines' (fixed_plan), or the best plan for the initial conditions, on the
        true cluster */
     PlanConfig start;
     StepCost sc0;
-    w.resp_max = fmin(w.resp_len * ahead, longest);
+    Workload w0 = planned_for(sc, 0);
     if (fixed ? fixed_plan(sc, &truth, policy, &o, 0, &start, why, len) != 0
-              : adapt_search(&truth, &w, SIM_STATIC, sc->gpus, &o, &start, &sc0, why, len) != 0) {
+              : adapt_search(&truth, &w0, SIM_STATIC, sc->gpus, &o, &start, &sc0, why, len) != 0) {
         res->failed = 1;
         return nr_fail(why, len, "%s: no plan fits the %d-rank pool at step 0", sim_policy_name(policy), o.npool);
     }
@@ -170,32 +177,27 @@ int sim_run(const SimScenario *sc, int policy, SimResult *res, char *why, size_t
     *kept_at = ad.cur;
     int ref_pool = o.npool; /* the fixed baselines': the pool they last chose for */
     for (int step = 0; step < sc->steps; step++) {
-        w.resp_len = w.resp_max = len_at(sc, step);
-        Workload sw = w; /* what the adaptive search plans for */
-        sw.resp_max = fmin(w.resp_len * ahead, longest);
+        Workload sw = planned_for(sc, step); /* what the adaptive search plans for */
+        w.resp_len = w.resp_max = sw.resp_len;
         o.resp_len = w.resp_len;
         o.npool = pool_at(sc, step, slow);
         AdaptDecision d;
         memset(&d, 0, sizeof d);
-        if (fixed) { /* re-chosen when the pool changes, as fixed_plan chooses */
+        if (fixed) { /* re-chosen when the pool changes, as fixed_plan chooses, and taken */
             if (o.npool != ref_pool || !adapt_plan_within(&ad.cur, o.pool, o.npool, sc->gpus)) {
-                res->replans++;
                 ref_pool = o.npool;
-                if (fixed_plan(sc, &truth, policy, &o, step, &d.next, why, len) != 0) {
-                    res->failed = 1;
-                    rc = nr_fail(why, len, "%s: no plan fits the %d-rank pool at step %d", sim_policy_name(policy),
-                                 o.npool, step);
-                    break;
+                d.searched = 1;
+                d.failed = fixed_plan(sc, &truth, policy, &o, step, &d.next, why, len) != 0;
+                if (!d.failed) {
+                    StepCost c;
+                    d.L_now = cost_plan(&truth, &ad.cur, sc->gpus, &w, &c);
+                    d.L_new = cost_plan(&truth, &d.next, sc->gpus, &w, &c);
+                    d.admitted = 1;
+                    d.changed = !plan_same(&d.next, &ad.cur);
+                    d.C = d.changed ? transition_s(sc, run.kept, &ad.cur, &d.next) : 0;
+                    snprintf(d.reason, sizeof d.reason, "the pool changed: re-chosen for the steps left");
+                    if (d.changed) adapt_revert(&ad, &d.next);
                 }
-                if (!plan_same(&d.next, &ad.cur)) {
-                    res->transitions++;
-                    res->transition_s += transition_s(sc, run.kept, &ad.cur, &d.next);
-                    adapt_revert(&ad, &d.next);
-                }
-                if (debug)
-                    fprintf(stderr, "sim %-9s step %4d pool %4d len %7.1f: the pool changed, re-chosen%s\n",
-                            sim_policy_name(policy), step, o.npool, w.resp_len,
-                            plan_same(&d.next, kept_at) ? " (the same plan)" : " [switch]");
             }
         } else {
             StepCost now;
@@ -228,10 +230,7 @@ int sim_run(const SimScenario *sc, int policy, SimResult *res, char *why, size_t
                 res->refused++;
             }
         }
-        if (!plan_same(kept_at, &ad.cur)) { /* a switch: the communicators the job keeps now */
-            plan_kept_switch(run.kept, sc->keep_comms, kept_at, &ad.cur);
-            *kept_at = ad.cur;
-        }
+        plan_kept_follow(run.kept, sc->keep_comms, kept_at, &ad.cur); /* the communicators the job keeps now */
         /* the step on the true cluster, and the planner's calibration from it */
         const PlanConfig *cur = &ad.cur;
         StepCost t;

@@ -460,16 +460,17 @@ void sweep_report(const LivePlanner *lp) {
         nr_log("sweep.mape_speed_corrected_pct: %.2f\n", 100 * cmape);
         nr_log("sweep.worst_speed_corrected_pct: %.2f\n", 100 * cworst);
     }
-    if (ne > 0) nr_log("sweep.rms_pct: %.2f\n", 100 * sqrt(e2 / ne));
+    double rms = ne > 0 ? sqrt(e2 / ne) : NAN;
+    if (ne > 0) nr_log("sweep.rms_pct: %.2f\n", 100 * rms);
     if (isfinite(sd)) {
         nr_log("sweep.control_repeat_sd_pct: %.2f\n", 100 * sd);
         nr_log("sweep.mape_floor_pct: %.2f\n", 100 * NR_MAPE_PER_SD * sd);
     }
     if (isfinite(sd) && ne > 0) { /* an estimate: the controls' noise taken out of the held-out RMS in quadrature */
-        double own = nr_noise_removed(sqrt(e2 / ne), sd);
+        double own = nr_noise_removed(rms, sd);
         nr_log("planner: sweep: held-out RMS error %.2f%%; with the controls' repeat noise (%.2f%%) taken out in "
                "quadrature, the model's own error is about %.2f%% RMS (%.2f%% as a MAPE; an estimate: %d control "
-               "window(s) measure that noise)\n", 100 * sqrt(e2 / ne), 100 * sd, 100 * own, 100 * NR_MAPE_PER_SD * own,
+               "window(s) measure that noise)\n", 100 * rms, 100 * sd, 100 * own, 100 * NR_MAPE_PER_SD * own,
                sw->nc + 1);
         nr_log("sweep.model_rms_est_pct: %.2f\n", 100 * own);
     }
