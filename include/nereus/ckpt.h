@@ -75,7 +75,7 @@ int ckpt_read(const char *path, MPI_Comm comm, CkptMeta *meta, CkptModel *models
 void ckpt_meta_free(CkptMeta *meta);
 
 /* no MPI collective needed (1 process): the stored logical config of a model, for tools. has_adam may be
- * NULL. Returns 0, or -1 with why. */
+ * NULL. Returns 0; 1 with why when the file (readable) has no such model; -1 with why when it cannot be read. */
 int ckpt_model_config(const char *path, const char *name, GPTConfig *cfg, int *has_adam, char *why, size_t len);
 /* 1 process: the stored real vocabulary of a model (= V unless imported from a padded llm.c file). */
 int ckpt_model_vocab_real(const char *path, const char *name, int *vocab_real, char *why, size_t len);

@@ -575,6 +575,10 @@ static int put_i64(H5Err *e, hid_t loc, const char *name, int64_t v) {
 static int write_skeleton(H5Err *e, const char *tmp, const CkptMeta *meta, const Name *nm, int nn) {
     hid_t f = -1, g = -1, mg = -1, sg = -1, s = -1, d = -1, dcpl = -1;
     hid_t fapl = serial_fapl();
+    /* the 1.8 format, as the trace: a checksummed superblock and object headers, so that a corrupt step, seed,
+       configuration or checksum attribute is refused when the file is opened rather than read as another value
+       (the default, earliest format checksums none of them); HDF5 1.8 and later read it */
+    if (fapl >= 0) H5Pset_libver_bounds(fapl, H5F_LIBVER_V18, H5F_LIBVER_V18);
     f = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
     if (fapl >= 0) H5Pclose(fapl);
     h5Check(e, f);
@@ -780,14 +784,9 @@ typedef struct Head {
     int64_t step, sft_done, seed, deck_len, plan_len;
 } Head;
 
-/* rank 0, serially: everything about the file that needs no data: flag, format, meta, each name's config
- * against the deck's, the datasets' presence and shapes, the stored checksums */
-static int read_head(H5Err *e, const char *path, Name *nm, int nn, const int *need_adam, Head *h, char **deck,
-                     char **plan, uint64_t *stored) {
-    hid_t f = -1, g = -1;
-    f = open_serial(e, path, H5F_ACC_RDONLY);
-    if (f < 0) return -1;
-    if (check_meta(e, f)) goto fail;
+/* /meta's step, sft_done, seed and the deck and plan texts (malloc'd), as a restart takes them */
+static int read_meta(H5Err *e, hid_t f, Head *h, char **deck, char **plan) {
+    hid_t g = -1;
     h5Check(e, g = H5Gopen2(f, "/meta", H5P_DEFAULT));
     if (h5_attr_get(e, g, "/meta", "step", H5T_NATIVE_INT64, 0, &h->step) ||
         h5_attr_get(e, g, "/meta", "sft_done", H5T_NATIVE_INT64, 0, &h->sft_done) ||
@@ -795,7 +794,20 @@ static int read_head(H5Err *e, const char *path, Name *nm, int nn, const int *ne
         h5_dset_get_str(e, g, "plan", plan))
         goto fail;
     H5Gclose(g);
-    g = -1;
+    return 0;
+fail:
+    if (g >= 0) H5Gclose(g);
+    return -1;
+}
+
+/* rank 0, serially: everything about the file that needs no data: flag, format, meta, each name's config
+ * against the deck's, the datasets' presence and shapes, the stored checksums */
+static int read_head(H5Err *e, const char *path, Name *nm, int nn, const int *need_adam, Head *h, char **deck,
+                     char **plan, uint64_t *stored) {
+    hid_t f = -1, g = -1;
+    f = open_serial(e, path, H5F_ACC_RDONLY);
+    if (f < 0) return -1;
+    if (check_meta(e, f) || read_meta(e, f, h, deck, plan)) goto fail;
     for (int k = 0; k < nn; k++) {
         char gp[160];
         snprintf(gp, sizeof gp, "/models/%s", nm[k].name);
@@ -979,8 +991,9 @@ static int model_query(const char *path, const char *name, GPTConfig *cfg, int *
     if (f < 0) goto out;
     char gp[160];
     snprintf(gp, sizeof gp, "/models/%s", name);
-    if (!h5_exists(f, gp)) {
+    if (!h5_exists(f, gp)) { /* absent, not unreadable: 1 */
         h5_err(&e, "%s: no model '%s' in the checkpoint", path, name);
+        rc = 1;
         goto out;
     }
     if ((g = H5Gopen2(f, gp, H5P_DEFAULT)) < 0) { h5_fail(&e, "H5Gopen2", __FILE__, __LINE__); goto out; }
@@ -1070,8 +1083,12 @@ int ckpt_verify(const char *path, char *why, size_t len) {
     h5_quiet();
     int rc = -1;
     hid_t f = open_serial(&e, path, H5F_ACC_RDONLY), g = -1;
-    char names[16][64];
-    if (f < 0 || check_meta(&e, f)) goto out;
+    char names[16][64], *deck = NULL, *plan = NULL;
+    Head h;
+    int mrc = f < 0 ? -1 : check_meta(&e, f) ? -1 : read_meta(&e, f, &h, &deck, &plan); /* what a restart reads */
+    free(deck);
+    free(plan);
+    if (mrc) goto out;
     int nn = model_names(&e, f, names, 16);
     if (nn < 0) goto out;
     if (nn == 0) { h5_err(&e, "%s: no models under /models", path); goto out; }
@@ -1109,8 +1126,15 @@ out:
     return rc;
 }
 
+/* info's first failure, kept for its return (msg is cleared before each read) */
+static void info_bad(char *first, const char *msg) {
+    if (!first[0]) snprintf(first, MSG, "%s", msg[0] ? msg : "unreadable");
+}
+
+/* info describes what it can read and marks what it cannot in place; anything unreadable (a corrupt header,
+ * attribute or dataset) makes it return -1 with the first reason in why, after the whole report */
 int ckpt_info(const char *path, FILE *out, char *why, size_t len) {
-    char msg[MSG] = {0};
+    char msg[MSG] = {0}, first[MSG] = {0};
     H5Err e = {path, msg, sizeof msg};
     h5_quiet();
     hid_t f = open_serial(&e, path, H5F_ACC_RDONLY), g = -1;
@@ -1121,43 +1145,67 @@ int ckpt_info(const char *path, FILE *out, char *why, size_t len) {
     fprintf(out, "file: %s\n", path);
     int ver = 0, complete = 0;
     char *s = NULL;
-    if (h5_exists(f, "/meta") && (g = H5Gopen2(f, "/meta", H5P_DEFAULT)) >= 0) {
-        h5_attr_get(&e, g, "/meta", "format_version", H5T_NATIVE_INT, 0, &ver);
-        if (H5Aexists(g, "complete") > 0) h5_attr_get(&e, g, "/meta", "complete", H5T_NATIVE_INT, 0, &complete);
+    if (!h5_exists(f, "/meta")) {
+        fprintf(out, "meta: none (not a Nereus checkpoint)\n");
+    } else if ((g = H5Gopen2(f, "/meta", H5P_DEFAULT)) < 0) {
+        char r[256];
+        h5_reason(r, sizeof r);
+        h5_err(&e, "%s: /meta is unreadable (the file is corrupt)%s%s", path, r[0] ? ": " : "", r);
+        fprintf(out, "meta: UNREADABLE: %s\n", msg);
+        info_bad(first, msg);
+    } else {
+        msg[0] = 0;
+        if (h5_attr_get(&e, g, "/meta", "format_version", H5T_NATIVE_INT, 0, &ver)) info_bad(first, msg);
+        if (H5Aexists(g, "complete") > 0 && h5_attr_get(&e, g, "/meta", "complete", H5T_NATIVE_INT, 0, &complete))
+            info_bad(first, msg);
         fprintf(out, "format: nereus checkpoint %d\n", ver);
         fprintf(out, "complete: %s\n", complete == 1 ? "yes" : "NO (no complete flag: the write did not finish)");
+        msg[0] = 0;
         if (h5_attr_get_str(&e, g, "/meta", "created", &s) == 0) fprintf(out, "created: %s\n", s);
+        else info_bad(first, msg);
         free(s);
         s = NULL;
         int64_t v;
         const char *keys[] = {"step", "sft_done", "seed"};
-        for (int i = 0; i < 3; i++)
+        for (int i = 0; i < 3; i++) {
+            msg[0] = 0;
             if (h5_attr_get(&e, g, "/meta", keys[i], H5T_NATIVE_INT64, 0, &v) == 0)
                 fprintf(out, "%s: %lld\n", keys[i], (long long)v);
+            else fprintf(out, "%s: UNREADABLE: %s\n", keys[i], msg), info_bad(first, msg);
+        }
+        msg[0] = 0;
         if (h5_dset_get_str(&e, g, "plan", &s) == 0) fprintf(out, "plan:\n%s%s", s, s[0] && s[strlen(s) - 1] != '\n' ? "\n" : "");
+        else fprintf(out, "plan: UNREADABLE: %s\n", msg), info_bad(first, msg);
         free(s);
         s = NULL;
+        msg[0] = 0;
         if (h5_dset_get_str(&e, g, "deck", &s) == 0) fprintf(out, "deck: %zu bytes (/meta/deck)\n", strlen(s));
+        else fprintf(out, "deck: UNREADABLE: %s\n", msg), info_bad(first, msg);
         free(s);
         s = NULL;
         H5Gclose(g);
         g = -1;
-    } else {
-        fprintf(out, "meta: none (not a Nereus checkpoint)\n");
     }
     msg[0] = 0;
     char names[16][64];
     int nn = model_names(&e, f, names, 16);
+    if (nn < 0 || msg[0]) info_bad(first, msg);
     for (int k = 0; k < nn; k++) {
         char gp[128];
         snprintf(gp, sizeof gp, "/models/%s", names[k]);
-        if ((g = H5Gopen2(f, gp, H5P_DEFAULT)) < 0) continue;
+        msg[0] = 0;
+        if ((g = H5Gopen2(f, gp, H5P_DEFAULT)) < 0) {
+            h5_err(&e, "%s: %s is unreadable (the file is corrupt)", path, gp);
+            fprintf(out, "model %s: UNREADABLE: %s\n", names[k], msg);
+            info_bad(first, msg);
+            continue;
+        }
         GPTConfig c;
         int has_adam = 0, vr = 0;
         int64_t adam_t = 0;
-        msg[0] = 0;
         if (read_config(&e, g, names[k], &c, &has_adam, &vr, &adam_t)) {
             fprintf(out, "model %s: unreadable config: %s\n", names[k], msg);
+            info_bad(first, msg);
             H5Gclose(g);
             g = -1;
             continue;
@@ -1181,12 +1229,13 @@ int ckpt_info(const char *path, FILE *out, char *why, size_t len) {
                 uint64_t ck = 0;
                 msg[0] = 0;
                 int ok = check_dataset(&e, f, dn, &t[i], &ck) == 0;
+                if (!ok) info_bad(first, msg);
                 fprintf(out, "  %-30s float32 %-20s %s\n", dn, sh, ok ? "" : msg);
             }
     }
     H5Fclose(f);
-    if (why && len) why[0] = 0;
-    return 0;
+    if (why && len) snprintf(why, len, "%s", first);
+    return first[0] ? -1 : 0;
 }
 
 #else /* built without parallel HDF5: every entry point says so */

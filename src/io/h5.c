@@ -43,8 +43,11 @@ void h5_err(H5Err *e, const char *fmt, ...) {
 void h5_fail(H5Err *e, const char *call, const char *file, int line) {
     char r[256];
     h5_reason(r, sizeof r);
-    h5_err(e, "%s: HDF5 call %s failed%s%s (%s:%d)", e->path ? e->path : "?", call, r[0] ? ": " : "", r, file,
-           line);
+    if (strstr(r, "checksum")) /* the 1.8 format's metadata checksums (checkpoints, traces): say so first */
+        h5_err(e, "%s: the file is corrupt (HDF5: %s, in %s at %s:%d)", e->path ? e->path : "?", r, call, file, line);
+    else
+        h5_err(e, "%s: HDF5 call %s failed%s%s (%s:%d)", e->path ? e->path : "?", call, r[0] ? ": " : "", r, file,
+               line);
 }
 
 int h5_exists(hid_t loc, const char *path) {

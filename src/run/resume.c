@@ -140,12 +140,17 @@ int job_restart(Job *j, const char *path, int64_t *step, int64_t *sft_done, int 
      * the actor, and the caller is told so. The actor itself must be there
      * (ckpt_read reports why not). */
     *partial = 0;
-    int kept = 0;
+    int kept = 0, bad = 0;
     for (int i = 0; i < n; i++) {
         GPTConfig fc;
         int has_adam = 0;
         char w2[256];
-        int present = ckpt_model_config(used, cm[i].name, &fc, &has_adam, w2, sizeof w2) == 0;
+        int q = ckpt_model_config(used, cm[i].name, &fc, &has_adam, w2, sizeof w2), present = q == 0;
+        if (q < 0) { /* unreadable (corrupt, not a checkpoint): not taken for a model the file lacks */
+            if (!bad) snprintf(why, why_len, "%s", w2);
+            bad = 1;
+            continue;
+        }
         if (!present && strcmp(cm[i].name, "actor") != 0) {
             if (cm[i].canonical || j->rank == 0) *partial = 1;
             continue;
@@ -156,9 +161,13 @@ int job_restart(Job *j, const char *path, int64_t *step, int64_t *sft_done, int 
         }
         cm[kept++] = cm[i];
     }
-    int64_t p = *partial;
-    comm_allreduce_max_i64(j->world, &p, 1);
-    *partial = (int)p;
+    int64_t p[2] = {*partial, bad};
+    comm_allreduce_max_i64(j->world, p, 2); /* every rank takes the same verdict */
+    *partial = (int)p[0];
+    if (p[1]) {
+        if (!bad) snprintf(why, why_len, "%s: unreadable on another rank", used);
+        return -1;
+    }
     if (*partial)
         nr_log("note: %s holds fewer models or no AdamW state; what is missing starts from the actor, as in a fresh job\n",
                used);
