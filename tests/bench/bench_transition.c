@@ -19,6 +19,7 @@
  * alternating; BENCH_TX_CASES=f runs only it.
  * Times are medians of 3, max over ranks, each after a barrier.
  *   bench_transition OUT DIR     (OUT: bench.txt to append to; DIR: scratch)
+ * BENCH_TX_PINGPONG=K: for each case only K warm transitions there and back, each timed (for profiles).
  * For experiments: BENCH_TX_PHASES=1 prints each engine run's phases (parts,
  * communicators, execute: allocation, hooks, local copies), BENCH_TX_ONLY=1
  * skips the two baselines, BENCH_TX_CHUNK_KIB / BENCH_TX_WINDOW_KIB set the
@@ -303,6 +304,22 @@ int main(int argc, char **argv) {
         double te[REPS], tcold[REPS], tg[REPS], tgf[REPS], tc[REPS], tp[REPS], bytes = 0, maxrank = 0, bmin = 0;
         TxProbe pc = probe();
         double bwc = pc.link;
+        if (getenv("BENCH_TX_PINGPONG")) { /* the diagnostic: K warm transitions back and forth, nothing else */
+            int K = atoi(getenv("BENCH_TX_PINGPONG"));
+            Side x, y;
+            side_build(&x, &A, 1);
+            for (int k = 0; k < K; k++) {
+                memset(&y, 0, sizeof y);
+                y.s = k % 2 ? A : B;
+                double t = engine_move(&x, &y, &bytes, &maxrank);
+                side_train(&y);
+                side_free(&x);
+                x = y;
+                if (rank == 0) printf("  pingpong %d %s: %.3f s, %.2f x the bound\n", k, k % 2 ? "back" : "there", t, t / (maxrank / bwc));
+            }
+            side_free(&x);
+            continue;
+        }
         int pre = getenv("BENCH_TX_PRETOUCH") != NULL;
         for (int k = 0; pre && k < REPS; k++) { /* the diagnostic: new shards written before the clock starts */
             Side a, b;

@@ -230,7 +230,10 @@ static void *cpu_alloc_as(size_t bytes, int clear) {
 #endif
         if (b && !clear && poison()) memset(b + head, 0xFF, rounded);
         /* no MADV_HUGEPAGE: measured 2-3x slower transitions here (the kernel compacts memory
-           synchronously to find huge pages, defrag = madvise) */
+           synchronously to find huge pages, defrag = madvise). Again 2026-12-03 18:50 on fresh pool
+           ranges (huge pages granted, no compaction stall): warm transitions no faster within the noise
+           (bench_transition, three alternating runs each), cold ones of cases 1 and 3 at 2.7-3.7 s
+           against 0.6-0.7 (pooled spans moved into a huge-page range split its huge pages) */
     } else {
         b = aligned_alloc(CPU_ALIGN, rounded + head);
         if (b && (clear || poison())) memset(b + head, clear ? 0 : 0xFF, rounded);
