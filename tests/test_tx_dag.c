@@ -288,6 +288,37 @@ int main(void) {
               "comm_setup (%.0f us) faster: %.6g vs %.6g s", opt.comm_setup * 1e6, t[0], t[1]);
     }
 
+    /* the memory a move holds: an old shard only its params, m and v from the start (the executor sheds its
+       gradients, activations and caches first: gpt_shed), the new one whole; by hand for dp2 -> tp2 on ranks
+       0-1 of 2, one wave, and the budget that needs the shed (refused without it) accepted */
+    {
+        GPTConfig cfg = {.V = 15, .maxT = 16, .L = 4, .C = 32, .NH = 4, .value_head = 0};
+        PlanStage a, b;
+        memset(&a, 0, sizeof a);
+        memset(&b, 0, sizeof b);
+        a.tp = b.dp = 1, a.pp = b.pp = 1, a.dp = b.tp = 2, a.nranks = b.nranks = 2;
+        a.ranks[0] = b.ranks[0] = 0, a.ranks[1] = b.ranks[1] = 1;
+        TxChange x = change_of(PLAN_ACTOR_TRAIN, TX_MOVE, &cfg, &a, &b, 3);
+        double old_state = (double)gpt_shard_state_bytes(&cfg, 1, 1, 0, 1);
+        double old_full = (double)gpt_shard_bytes(&cfg, 1, 1, 0, x.bmax_from, x.tmax, 1);
+        double new_full = (double)gpt_shard_bytes(&cfg, 2, 1, 0, x.bmax_to, x.tmax, 1);
+        double win = (double)opt.window + (double)opt.chunk;
+        TxPlan P;
+        char why[512] = "";
+        opt.budget = 0;
+        int rc = tx_plan_build(&P, &x, 1, 2, &opt, why, sizeof why), ok = rc == 0;
+        double st = ok ? P.mem_start[0] : 0, pk = ok ? P.mem_peak[0] : 0;
+        if (ok) tx_plan_free(&P);
+        opt.budget = old_state + new_full + win; /* under old_full + new_full + win */
+        int rc2 = tx_plan_build(&P, &x, 1, 2, &opt, why, sizeof why);
+        if (rc2 == 0) tx_plan_free(&P);
+        opt.budget = 0;
+        CHECK(ok && st == old_state && pk == old_state + new_full + win && old_full > old_state && rc2 == 0,
+              "a move's old shard counts its state only: start %.0f bytes (params, m, v: want %.0f; whole shard %.0f), "
+              "peak %.0f (want %.0f); a budget that fits only so accepted (%s)", st, old_state, old_full, pk,
+              old_state + new_full + win, rc2 ? why : "yes");
+    }
+
     /* the prediction's terms for ranks on shared cores, by hand: a model moved whole from rank 0 to rank 1
        (B bytes out of 0, into 1) costs B / bw with full-duplex links and B / (2 bw) with half-duplex ones (a
        rank's in + out against twice the rate measured both ways at once); a re-cut tp1 @ 0 -> tp2 @ 0,1 that

@@ -230,6 +230,12 @@ void gpt_build_shard_dest(GPT *m, const GPTConfig *cfg, const GPTShard *sh, cons
  * non-host backends is not counted. What the transition engine budgets. */
 size_t gpt_shard_bytes(const GPTConfig *cfg, int tp, int pp, int pp_rank, int Bmax, int Tmax, int trainable);
 void gpt_free(GPT *m);
+/* Frees what a model's state does not need — gradients, activations, scratch, KV caches, decode buffers,
+ * token buffers — and keeps params, m and v (and the tensor table): an old shard during a transition, which only reads
+ * those three (transition.h). Afterwards only gpt_free, gpt_swap_state and reads of the state are valid. */
+void gpt_shed(GPT *m);
+/* Bytes of a shed shard (gpt_shed): params, and m and v when trainable, each rounded as allocated */
+size_t gpt_shard_state_bytes(const GPTConfig *cfg, int tp, int pp, int pp_rank, int trainable);
 
 /* The tensor table of cfg cut for (tp, tp_rank), without building a model
  * (pure; for the layout and transition code): fills t[0..*ntensors) and

@@ -369,13 +369,10 @@ void gpt_build_shard_dest(GPT *m, const GPTConfig *cfg, const GPTShard *sh, cons
     gpt_alloc_shard(m, cfg, sh, be, Bmax, Tmax, trainable, filled);
 }
 
-void gpt_free(GPT *m) {
+void gpt_shed(GPT *m) {
     const Backend *be = m->be;
     if (!be) return;
-    be->free(m->params);
     be->free(m->grads);
-    be->free(m->m);
-    be->free(m->v);
     be->free(m->acts_mem);
     be->free(m->scratch_mem);
     be->free(m->kcache);
@@ -383,6 +380,26 @@ void gpt_free(GPT *m) {
     be->free(m->decode_mem);
     be->free(m->tokens);
     be->free(m->targets);
+    m->grads = m->acts_mem = m->scratch_mem = m->kcache = m->vcache = m->decode_mem = NULL;
+    m->tokens = m->targets = NULL;
+    for (int i = 0; i < GPT_NUM_TENSORS; i++) m->g[i] = NULL;
+    m->Bmax = m->Tmax = 0; /* no activation capacity left: a forward would fail its shape check */
+}
+
+size_t gpt_shard_state_bytes(const GPTConfig *cfg, int tp, int pp, int pp_rank, int trainable) {
+    TensorInfo t[GPT_NUM_TENSORS];
+    int nt;
+    size_t np = gpt_tensor_table_pp(cfg, tp, 0, pp, pp_rank, t, &nt);
+    return gpt_alloc_rounded(np * sizeof(float)) * (trainable ? 3 : 1);
+}
+
+void gpt_free(GPT *m) {
+    const Backend *be = m->be;
+    if (!be) return;
+    gpt_shed(m);
+    be->free(m->params);
+    be->free(m->m);
+    be->free(m->v);
     free(m->pp_host);
     free(m->pp_req);
     memset(m, 0, sizeof *m);

@@ -34,17 +34,24 @@ void tx_plan_free(TxPlan *P) {
     memset(P, 0, sizeof *P);
 }
 
+/* one pipeline stage's shard bytes: the whole shard, or (state) its params, m and v only — an old shard of a
+   move, shed by the executor before anything is allocated (gpt_shed) */
+static size_t shard_mem(const TxChange *c, const PlanStage *s, int p, int bmax, int state) {
+    return state ? gpt_shard_state_bytes(&c->cfg, s->tp, s->pp, p, c->trainable)
+                 : gpt_shard_bytes(&c->cfg, s->tp, s->pp, p, bmax, c->tmax, c->trainable);
+}
+
 /* bytes of each rank's shard of layout s (0 outside), per pipeline stage computed once */
-static void layout_mem(const TxChange *c, const PlanStage *s, int bmax, size_t *out, int nranks) {
+static void layout_mem(const TxChange *c, const PlanStage *s, int bmax, int state, size_t *out, int nranks) {
     memset(out, 0, (size_t)nranks * sizeof *out);
     if (c->kind == TX_COPY) return;
     size_t per_p[64];
     int np = s->pp < 64 ? s->pp : 64;
-    for (int p = 0; p < np; p++) per_p[p] = gpt_shard_bytes(&c->cfg, s->tp, s->pp, p, bmax, c->tmax, c->trainable);
+    for (int p = 0; p < np; p++) per_p[p] = shard_mem(c, s, p, bmax, state);
     int n = lsize(s);
     for (int pos = 0; pos < n; pos++) {
         int p = pos / (s->tp * s->dp);
-        out[plan_stage_rank(s, pos)] = p < 64 ? per_p[p] : gpt_shard_bytes(&c->cfg, s->tp, s->pp, p, bmax, c->tmax, c->trainable);
+        out[plan_stage_rank(s, pos)] = p < 64 ? per_p[p] : shard_mem(c, s, p, bmax, state);
     }
 }
 
@@ -114,8 +121,8 @@ int tx_plan_build(TxPlan *P, const TxChange *ch, int n, int nranks, const TxOpti
         TxSlabs *sp = &P->sl[c];
         for (int pos = 0; pos < lsize(&x->from); pos++) in_from[(size_t)c * nr + plan_stage_rank(&x->from, pos)] = 1;
         for (int pos = 0; pos < lsize(&x->to); pos++) in_to[(size_t)c * nr + plan_stage_rank(&x->to, pos)] = 1;
-        layout_mem(x, &x->from, x->bmax_from, P->mem_old + (size_t)c * nr, nranks);
-        layout_mem(x, &x->to, x->bmax_to, P->mem_new + (size_t)c * nr, nranks);
+        layout_mem(x, &x->from, x->bmax_from, 1, P->mem_old + (size_t)c * nr, nranks);
+        layout_mem(x, &x->to, x->bmax_to, 0, P->mem_new + (size_t)c * nr, nranks);
         TxPrimitives *pr = &P->prim[c];
         int mo = x->from.tp * x->from.pp, mn = x->to.tp * x->to.pp;
         pr->split = mn < mo || (mn == mo && (x->from.tp != x->to.tp));
@@ -156,9 +163,9 @@ int tx_plan_build(TxPlan *P, const TxChange *ch, int n, int nranks, const TxOpti
         if (P->ch[c].kind != TX_COPY) continue;
         TxChange as_move = P->ch[c];
         as_move.kind = TX_MOVE;
-        layout_mem(&as_move, &as_move.from, as_move.bmax_from, held, nranks);
+        layout_mem(&as_move, &as_move.from, as_move.bmax_from, 0, held, nranks);
         for (int r = 0; r < nranks; r++) cur[r] += (double)held[r];
-        layout_mem(&as_move, &as_move.to, as_move.bmax_to, held, nranks);
+        layout_mem(&as_move, &as_move.to, as_move.bmax_to, 0, held, nranks);
         for (int r = 0; r < nranks; r++) cur[r] += (double)held[r];
     }
     free(held);

@@ -236,6 +236,12 @@ void tx_execute(const TxPart *pt, TxEndpoint *ep, const TxHooks *hooks, const Ba
     int nc = pt->nchanges;
     size_t chunk_el = pt->chunk / sizeof(float), half = pt->window / 2;
     size_t staging = 0;
+    /* an old shard that moves is read only for its params, m and v: its gradients, activations and caches go
+       now (gpt_shed), before any new shard is allocated, so the new shards can take their pages (memory.c's
+       pool: warm instead of faulted in) and the rank's peak holds the old shard's state only (tx_plan_build
+       counts it so: gpt_shard_state_bytes) */
+    for (int c = 0; c < pt->nchanges; c++)
+        if (pt->ch[c].kind == TX_MOVE && ep[c].from) gpt_shed(ep[c].from);
     st->mem_start = be->mem_live ? be->mem_live() : 0;
     st->mem_peak = st->mem_start;
     staging = 0;
