@@ -219,6 +219,7 @@ int main(int argc, char **argv) {
                 double lo = 0, hi = 0;
                 for (int r = 0; r < size; r++) {
                     lo = P.mem_start[r] > lo ? P.mem_start[r] : lo;
+                    lo = P.mem_end[r] > lo ? P.mem_end[r] : lo; /* no schedule needs less than the end */
                     hi = P.mem_peak[r] > hi ? P.mem_peak[r] : hi;
                 }
                 tx_plan_free(&P);

@@ -228,7 +228,7 @@ int main(void) {
         double hi = 0;
         for (int r = 0; r < nranks; r++) hi = P.mem_peak[r] > hi ? P.mem_peak[r] : hi;
         double lo = 0;
-        for (int r = 0; r < nranks; r++) lo = P.mem_start[r] > lo ? P.mem_start[r] : lo;
+        for (int r = 0; r < nranks; r++) lo = fmax(lo, fmax(P.mem_start[r], P.mem_end[r])); /* no schedule needs less */
         int bad = check_plan(&P, 1);
         nfwd += P.bytes_relayed > 0;
         tx_plan_free(&P);
@@ -301,22 +301,38 @@ int main(void) {
         TxChange x = change_of(PLAN_ACTOR_TRAIN, TX_MOVE, &cfg, &a, &b, 3);
         double old_state = (double)gpt_shard_state_bytes(&cfg, 1, 1, 0, 1);
         double old_full = (double)gpt_shard_bytes(&cfg, 1, 1, 0, x.bmax_from, x.tmax, 1);
+        double new_state = (double)gpt_shard_state_bytes(&cfg, 2, 1, 0, 1);
         double new_full = (double)gpt_shard_bytes(&cfg, 2, 1, 0, x.bmax_to, x.tmax, 1);
         double win = (double)opt.window + (double)opt.chunk;
+        double want = fmax(old_state + new_state + win, new_full); /* during the move; at its end */
         TxPlan P;
         char why[512] = "";
         opt.budget = 0;
         int rc = tx_plan_build(&P, &x, 1, 2, &opt, why, sizeof why), ok = rc == 0;
-        double st = ok ? P.mem_start[0] : 0, pk = ok ? P.mem_peak[0] : 0;
+        double st = ok ? P.mem_start[0] : 0, pk = ok ? P.mem_peak[0] : 0, en = ok ? P.mem_end[0] : 0;
         if (ok) tx_plan_free(&P);
-        opt.budget = old_state + new_full + win; /* under old_full + new_full + win */
+        opt.budget = want; /* under old_full + new_full + win, what whole shards needed */
         int rc2 = tx_plan_build(&P, &x, 1, 2, &opt, why, sizeof why);
         if (rc2 == 0) tx_plan_free(&P);
+        opt.budget = new_full - 1; /* under the end: no schedule */
+        int rc3 = tx_plan_build(&P, &x, 1, 2, &opt, why, sizeof why);
+        if (rc3 == 0) tx_plan_free(&P);
         opt.budget = 0;
-        CHECK(ok && st == old_state && pk == old_state + new_full + win && old_full > old_state && rc2 == 0,
-              "a move's old shard counts its state only: start %.0f bytes (params, m, v: want %.0f; whole shard %.0f), "
-              "peak %.0f (want %.0f); a budget that fits only so accepted (%s)", st, old_state, old_full, pk,
-              old_state + new_full + win, rc2 ? why : "yes");
+        /* the other way, tp2 -> dp2: the end (the whole dp2 shard) is the most a rank holds, and a budget under it
+           is refused for the end */
+        TxChange y = change_of(PLAN_ACTOR_TRAIN, TX_MOVE, &cfg, &b, &a, 3);
+        y.bmax_to = 8; /* activations for 8 sequences a replica */
+        double y_end = (double)gpt_shard_bytes(&cfg, 1, 1, 0, y.bmax_to, y.tmax, 1);
+        opt.budget = y_end - 1;
+        int rc4 = tx_plan_build(&P, &y, 1, 2, &opt, why, sizeof why);
+        if (rc4 == 0) tx_plan_free(&P);
+        opt.budget = 0;
+        CHECK(ok && st == old_state && pk == want && en == new_full && old_full + new_full + win > want && rc2 == 0 &&
+                  rc3 != 0 && rc4 != 0 && strstr(why, "once the new shards are complete"),
+              "a move holds state only while it runs: start %.0f bytes (the old params, m, v: want %.0f; whole shard "
+              "%.0f), peak %.0f (want the larger of old and new state + window and the new whole shard, %.0f), end "
+              "%.0f (want %.0f); a budget that fits only so accepted; budgets under the end refused (%s)", st, old_state,
+              old_full, pk, want, en, new_full, rc4 ? why : "accepted");
     }
 
     /* the prediction's terms for ranks on shared cores, by hand: a model moved whole from rank 0 to rank 1

@@ -216,10 +216,12 @@ void gpt_build_shard(GPT *m, const GPTConfig *cfg, const GPTShard *sh, const Bac
  * destination, which receives every parameter it holds). */
 void gpt_build_shard_empty(GPT *m, const GPTConfig *cfg, const GPTShard *sh, const Backend *be, int Bmax, int Tmax,
                            int trainable);
-/* A transition's destination: like gpt_build_shard_empty, but the first `filled` (1..3) of params, AdamW
- * m, v, which the caller writes in full before any read, and the gradients (cleared by gpt_zero_grad
- * before every backward) come from be->alloc_uninit: no clearing of memory about to be overwritten (on
- * the CPU backend, reused pages would otherwise be cleared first). */
+/* A transition's destination: its state only — params, and AdamW m and v when trainable — of which the
+ * first `filled` (1..3), which the caller writes in full before any read, come from be->alloc_uninit (no
+ * clearing of memory about to be overwritten: on the CPU backend, reused pages would otherwise be cleared
+ * first). Bmax and Tmax are recorded; gpt_complete allocates the rest (as gpt_build_shard_empty would, the
+ * gradients uninitialised: gpt_zero_grad clears them before every backward). Until then only the state
+ * may be used. */
 void gpt_build_shard_dest(GPT *m, const GPTConfig *cfg, const GPTShard *sh, const Backend *be, int Bmax, int Tmax,
                           int trainable, int filled);
 /* Pure: the backend bytes gpt_build_shard allocates for a shard on pipeline
@@ -230,6 +232,9 @@ void gpt_build_shard_dest(GPT *m, const GPTConfig *cfg, const GPTShard *sh, cons
  * non-host backends is not counted. What the transition engine budgets. */
 size_t gpt_shard_bytes(const GPTConfig *cfg, int tp, int pp, int pp_rank, int Bmax, int Tmax, int trainable);
 void gpt_free(GPT *m);
+/* The rest of a transition's destination (gpt_build_shard_dest): gradients, activations, scratch, caches,
+ * decode and token buffers for its Bmax, Tmax. Does nothing to a model that has them. */
+void gpt_complete(GPT *m);
 /* Frees what a model's state does not need — gradients, activations, scratch, KV caches, decode buffers,
  * token buffers — and keeps params, m and v (and the tensor table): an old shard during a transition, which only reads
  * those three (transition.h). Afterwards only gpt_free, gpt_swap_state and reads of the state are valid. */

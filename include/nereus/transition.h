@@ -292,8 +292,11 @@ typedef struct TxPlan {
     size_t nnodes;
     size_t *succ_off;        /* (nnodes + 1) CSR edges: successors of node k are succ[succ_off[k] .. succ_off[k+1]) */
     int *succ;
-    size_t *mem_old, *mem_new; /* (nchanges · nranks) bytes of each change's old / new shard on each rank */
+    size_t *mem_old, *mem_new; /* (nchanges · nranks) bytes of each change's old / new shard on each rank while it runs: a move's
+                                  state only (gpt_shed, gpt_build_shard_dest); mem_peak also counts the completed new shards */
     double *mem_start, *mem_peak; /* (nranks) predicted bytes at the start and at the peak (window included) */
+    double *mem_end;              /* (nranks) predicted bytes at the end: the new shards complete, the old ones gone
+                                     (no schedule needs less; a budget under it is refused) */
     size_t *rank_in, *rank_out;   /* (nranks) bytes over all buffers */
     size_t bytes_moved, bytes_lower_bound, bytes_local;
     size_t bytes_relayed;    /* of bytes_moved, sent by forwarders */

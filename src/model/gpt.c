@@ -255,8 +255,10 @@ static void gpt_clear_padding(const GPT *m, float *buf) {
 /* filled: how many of (params, m, v) the caller writes in full before any read (a transition's
    destination: 1, or 3 with the AdamW moments); those, and then the gradients (gpt_zero_grad clears
    them before every backward), are allocated without clearing. 0: every buffer zero */
+static void gpt_alloc_work(GPT *m, int grads_uninit);
+
 static void gpt_alloc_shard(GPT *m, const GPTConfig *cfg, const GPTShard *sh, const Backend *be, int Bmax, int Tmax,
-                            int trainable, int filled) {
+                            int trainable, int filled, int state_only) {
     memset(m, 0, sizeof *m);
     m->cfg = *cfg;
     m->be = be;
@@ -309,16 +311,27 @@ static void gpt_alloc_shard(GPT *m, const GPTConfig *cfg, const GPTShard *sh, co
     void *(*uninit)(size_t) = be->alloc_uninit ? be->alloc_uninit : be->alloc;
     m->params = (filled >= 1 ? uninit : be->alloc)(pb);
     if (trainable) {
-        m->grads = (filled >= 1 ? uninit : be->alloc)(pb);
         m->m = (filled >= 3 ? uninit : be->alloc)(pb);
         m->v = (filled >= 3 ? uninit : be->alloc)(pb);
     }
     if (filled >= 1) gpt_clear_padding(m, m->params);
     if (filled >= 3 && trainable) gpt_clear_padding(m, m->m), gpt_clear_padding(m, m->v);
-    for (int i = 0; i < m->ntensors; i++) { /* NULL: a tensor of another stage */
-        int held = m->tensors[i].held;
-        m->p[i] = held ? m->params + m->tensors[i].offset : NULL;
-        m->g[i] = trainable && held ? m->grads + m->tensors[i].offset : NULL;
+    for (int i = 0; i < m->ntensors; i++) /* NULL: a tensor of another stage */
+        m->p[i] = m->tensors[i].held ? m->params + m->tensors[i].offset : NULL;
+    if (!state_only) gpt_alloc_work(m, filled >= 1);
+}
+
+/* What a model needs beyond its state (gpt_shed frees it): gradients (uninitialised where the caller says
+ * so: gpt_zero_grad clears them before every backward), activations, scratch, KV caches, decode and token
+ * buffers, the pipeline's requests, for m->Bmax sequences of m->Tmax tokens */
+static void gpt_alloc_work(GPT *m, int grads_uninit) {
+    const GPTConfig *cfg = &m->cfg;
+    const Backend *be = m->be;
+    int trainable = m->trainable, Bmax = m->Bmax, Tmax = m->Tmax;
+    void *(*uninit)(size_t) = be->alloc_uninit ? be->alloc_uninit : be->alloc;
+    if (trainable) {
+        m->grads = (grads_uninit ? uninit : be->alloc)(m->nparams * sizeof(float));
+        for (int i = 0; i < m->ntensors; i++) m->g[i] = m->tensors[i].held ? m->grads + m->tensors[i].offset : NULL;
     }
     Carve cv = {NULL, 0};
     size_t na = gpt_carve_acts(m, &cv);
@@ -354,19 +367,23 @@ static void gpt_alloc_shard(GPT *m, const GPTConfig *cfg, const GPTShard *sh, co
 
 void gpt_build_shard(GPT *m, const GPTConfig *cfg, const GPTShard *sh, const Backend *be, int Bmax, int Tmax,
                      int trainable, uint64_t seed, float init_std) {
-    gpt_alloc_shard(m, cfg, sh, be, Bmax, Tmax, trainable, 0);
+    gpt_alloc_shard(m, cfg, sh, be, Bmax, Tmax, trainable, 0, 0);
     gpt_init_params(m, seed, init_std);
 }
 
 void gpt_build_shard_empty(GPT *m, const GPTConfig *cfg, const GPTShard *sh, const Backend *be, int Bmax, int Tmax,
                            int trainable) {
-    gpt_alloc_shard(m, cfg, sh, be, Bmax, Tmax, trainable, 0);
+    gpt_alloc_shard(m, cfg, sh, be, Bmax, Tmax, trainable, 0, 0);
 }
 
 void gpt_build_shard_dest(GPT *m, const GPTConfig *cfg, const GPTShard *sh, const Backend *be, int Bmax, int Tmax,
                           int trainable, int filled) {
     if (filled < 1 || filled > 3) nr_fatal("gpt_build_shard_dest: %d buffers filled (1..3)", filled);
-    gpt_alloc_shard(m, cfg, sh, be, Bmax, Tmax, trainable, filled);
+    gpt_alloc_shard(m, cfg, sh, be, Bmax, Tmax, trainable, filled, 1);
+}
+
+void gpt_complete(GPT *m) {
+    if (m->be && !m->acts_mem) gpt_alloc_work(m, 1);
 }
 
 void gpt_shed(GPT *m) {
@@ -380,8 +397,11 @@ void gpt_shed(GPT *m) {
     be->free(m->decode_mem);
     be->free(m->tokens);
     be->free(m->targets);
-    m->grads = m->acts_mem = m->scratch_mem = m->kcache = m->vcache = m->decode_mem = NULL;
+    free(m->pp_host);
+    free(m->pp_req);
+    m->grads = m->acts_mem = m->scratch_mem = m->kcache = m->vcache = m->decode_mem = m->pp_host = NULL;
     m->tokens = m->targets = NULL;
+    m->pp_req = NULL;
     for (int i = 0; i < GPT_NUM_TENSORS; i++) m->g[i] = NULL;
     m->Bmax = m->Tmax = 0; /* no activation capacity left: a forward would fail its shape check */
 }
@@ -400,8 +420,6 @@ void gpt_free(GPT *m) {
     be->free(m->params);
     be->free(m->m);
     be->free(m->v);
-    free(m->pp_host);
-    free(m->pp_req);
     memset(m, 0, sizeof *m);
 }
 

@@ -29,6 +29,7 @@ void tx_plan_free(TxPlan *P) {
     free(P->mem_new);
     free(P->mem_start);
     free(P->mem_peak);
+    free(P->mem_end);
     free(P->rank_in);
     free(P->rank_out);
     memset(P, 0, sizeof *P);
@@ -82,6 +83,7 @@ int tx_plan_build(TxPlan *P, const TxChange *ch, int n, int nranks, const TxOpti
     P->mem_new = calloc(nc * nr, sizeof *P->mem_new);
     P->mem_start = calloc(nr, sizeof *P->mem_start);
     P->mem_peak = calloc(nr, sizeof *P->mem_peak);
+    P->mem_end = calloc(nr, sizeof *P->mem_end);
     P->rank_in = calloc(nr, sizeof *P->rank_in);
     P->rank_out = calloc(nr, sizeof *P->rank_out);
     char *in_from = calloc(nc * nr, 1), *in_to = calloc(nc * nr, 1), *moving = calloc(nr, 1);
@@ -94,10 +96,11 @@ int tx_plan_build(TxPlan *P, const TxChange *ch, int n, int nranks, const TxOpti
     double *w_in = calloc(2 * nr, sizeof *w_in), *w_out = calloc(2 * nr, sizeof *w_out), *w_msg = calloc(nr, sizeof *w_msg);
     double *w_loc = calloc(nr, sizeof *w_loc); /* per rank in the current wave: bytes copied locally */
     int *w_hop = calloc(nr, sizeof *w_hop); /* per rank in the current wave: the longest forwarding chain into it */
-    size_t *load = calloc(nr, sizeof *load);
+    size_t *load = calloc(nr, sizeof *load), *full = calloc(nr, sizeof *full);
+    double *work = calloc(nr, sizeof *work); /* per rank: what the new shards get beyond their state, at the end */
     int rc = 0;
-    if (!P->ch || !P->sl || !P->wave || !P->prim || !P->mem_old || !P->mem_new || !P->mem_start || !P->mem_peak ||
-        !P->rank_in || !P->rank_out || !in_from || !in_to || !moving || !cur || !acq || !order || !load || !w_in || !w_out ||
+    if (!P->ch || !P->sl || !P->wave || !P->prim || !P->mem_old || !P->mem_new || !P->mem_start || !P->mem_peak || !P->mem_end ||
+        !P->rank_in || !P->rank_out || !in_from || !in_to || !moving || !cur || !acq || !order || !load || !full || !work || !w_in || !w_out ||
         !w_msg || !w_hop || !w_loc) {
         rc = nr_fail(why, len, "transition: out of memory");
         goto done;
@@ -121,8 +124,12 @@ int tx_plan_build(TxPlan *P, const TxChange *ch, int n, int nranks, const TxOpti
         TxSlabs *sp = &P->sl[c];
         for (int pos = 0; pos < lsize(&x->from); pos++) in_from[(size_t)c * nr + plan_stage_rank(&x->from, pos)] = 1;
         for (int pos = 0; pos < lsize(&x->to); pos++) in_to[(size_t)c * nr + plan_stage_rank(&x->to, pos)] = 1;
+        /* a move holds old and new state while it runs (the old shard shed, the new one built with its state
+           only); the new shards are completed once every old one is freed (exec.c: gpt_shed, gpt_complete) */
         layout_mem(x, &x->from, x->bmax_from, 1, P->mem_old + (size_t)c * nr, nranks);
-        layout_mem(x, &x->to, x->bmax_to, 0, P->mem_new + (size_t)c * nr, nranks);
+        layout_mem(x, &x->to, x->bmax_to, 1, P->mem_new + (size_t)c * nr, nranks);
+        layout_mem(x, &x->to, x->bmax_to, 0, full, nranks);
+        for (int r = 0; r < nranks; r++) work[r] += (double)full[r] - (double)P->mem_new[(size_t)c * nr + r];
         TxPrimitives *pr = &P->prim[c];
         int mo = x->from.tp * x->from.pp, mn = x->to.tp * x->to.pp;
         pr->split = mn < mo || (mn == mo && (x->from.tp != x->to.tp));
@@ -238,6 +245,17 @@ int tx_plan_build(TxPlan *P, const TxChange *ch, int n, int nranks, const TxOpti
                 cur[r] += (double)P->mem_new[(size_t)c * nr + r] - (double)P->mem_old[(size_t)c * nr + r];
         }
         P->nwaves = w + 1;
+    }
+    /* the end: every old shard freed, the new ones completed — the new plan's models as the job holds them */
+    for (int r = 0; r < nranks; r++) {
+        double end = cur[r] + work[r];
+        P->mem_end[r] = end;
+        if (end > P->mem_peak[r]) P->mem_peak[r] = end;
+        if (budget > 0 && end > budget) {
+            rc = nr_fail(why, len, "memory budget %.1f MiB too small: rank %d holds %.1f MiB once the new shards are "
+                         "complete (the new plan's models alone)", budget / MIB, r, end / MIB);
+            goto done;
+        }
     }
 
     /* ---- nodes: per change (in (wave, change) order) COMM, ALLOC, COMMIT, FREE, then COPY / XFER ----
@@ -457,6 +475,8 @@ done:
     free(acq);
     free(order);
     free(load);
+    free(full);
+    free(work);
     free(w_in);
     free(w_out);
     free(w_msg);

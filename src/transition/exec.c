@@ -238,8 +238,9 @@ void tx_execute(const TxPart *pt, TxEndpoint *ep, const TxHooks *hooks, const Ba
     size_t staging = 0;
     /* an old shard that moves is read only for its params, m and v: its gradients, activations and caches go
        now (gpt_shed), before any new shard is allocated, so the new shards can take their pages (memory.c's
-       pool: warm instead of faulted in) and the rank's peak holds the old shard's state only (tx_plan_build
-       counts it so: gpt_shard_state_bytes) */
+       pool: warm instead of faulted in). The new shards are built with their state only (the ALLOC hook:
+       gpt_build_shard_dest) and completed at the end. So a rank holds old and new state during the
+       transition, not two whole shards (tx_plan_build counts it so: gpt_shard_state_bytes) */
     for (int c = 0; c < pt->nchanges; c++)
         if (pt->ch[c].kind == TX_MOVE && ep[c].from) gpt_shed(ep[c].from);
     st->mem_start = be->mem_live ? be->mem_live() : 0;
@@ -480,6 +481,19 @@ void tx_execute(const TxPart *pt, TxEndpoint *ep, const TxHooks *hooks, const Ba
         if (progress) comm_waiter_progress(&wt);
         else comm_waiter_pause(&wt);
     }
+    /* every old shard of this rank is freed now: the new shards get what they need beyond their state
+       (gradients, activations, caches: gpt_complete), which take the freed pages. The DAG counts them
+       here, after the last wave (tx_plan_build) */
+    free(copy_host); /* the transfers' buffers go first: the DAG's end holds the models alone */
+    copy_host = NULL;
+    staging = 0;
+    for (int c = 0; c < nc; c++)
+        if (pt->ch[c].kind == TX_MOVE && ep[c].to) {
+            double th = nr_now();
+            gpt_complete(ep[c].to);
+            st->hook_seconds += nr_now() - th;
+        }
+    SAMPLE();
 #undef SAMPLE
     free(alloc_done);
     free(copy_left);
