@@ -187,10 +187,13 @@ int slab_tensor_box(const TensorInfo *t, int start[4], int count[4]);
  * its source and one from the XFER it forwards (feed → source).
  *
  * Memory waves. The budget (bytes per rank, 0 = none) covers the model
- * state a rank holds (gpt_shard_bytes of every shard, plus the `resident`
- * bytes of models outside the transition, and both shards of every copy,
- * held throughout) and the transfer buffers (the window, plus one chunk
- * for local copies, on every rank that moves or copies anything). Changes
+ * state a rank holds (of a move's shards only params, m and v while it
+ * runs — gpt_shard_state_bytes: the executor sheds the old shards' other
+ * buffers first and completes the new ones at the end, which mem_end
+ * counts —, plus the `resident` bytes of models outside the transition,
+ * and both whole shards of every copy, held throughout) and the transfer
+ * buffers (the window, plus one chunk for local copies, on every rank that
+ * moves or copies anything). Changes
  * are taken in tie-break order (gen → inf → train, then stage id) and put
  * into the first wave where every rank of `to` still fits with the new
  * shards of the wave added, and the old shards of the earlier waves gone.
