@@ -318,6 +318,7 @@ static void explicit_checks(void)
         {"default = colocated\nactor.gen = dp4 @ all\n", 2, "x.deck:10: error: [plan] actor.gen needs tp*pp*dp = 1*1*4 = 4 ranks, more than the job has (2)"},
         {"default = colocated\nactor.gen = dp2 @ all\n", 4, "x.deck:10: error: [plan] actor.gen: tp*pp*dp = 1*1*2 = 2, but 4 ranks are listed"},
         {"default = colocated\nactor.gen = @ 0-8\n", 8, "x.deck:10: error: [plan] actor.gen lists 9 ranks, more than the job has (8 ranks, 0-7)"},
+        {"default = colocated\nactor.gen = @ 0-1\n", 1, "x.deck:10: error: [plan] actor.gen lists 2 ranks, more than the job has (1 rank, rank 0)"},
         {"default = colocated\nactor.gen = tp4 pp2 dp2\n", 8, "x.deck:10: error: [plan] actor.gen needs tp*pp*dp = 4*2*2 = 16 ranks, more than the job has (8)"},
         {"default = colocated\nactor.gen = tp2 @ 0-2\n", 8, "x.deck:10: error: [plan] actor.gen: 3 ranks are listed, not a multiple of tp*pp = 2*1"},
         {"actor.gen = dp2\n", 8, "x.deck:8: error: [plan] leaves actor.inf, actor.train, ref.inf, critic.inf, critic.train, reward.inf without ranks"},

@@ -401,6 +401,8 @@ int plan_validate_stage(const PlanStage *s, int id, const PlanLimits *l, PlanErr
                          "[plan] actor.gen = tp%d pp%d dp%d: generation runs TP x DP; pipelined generation is not "
                          "supported (give actor.gen pp = 1)", s->tp, s->pp, s->dp);
     long size = (long)s->tp * s->pp * s->dp;
+    if (s->nranks > l->world && l->world == 1)
+        return plan_fail(err, key, "[plan] %s lists %d ranks, more than the job has (1 rank, rank 0)", name, s->nranks);
     if (s->nranks > l->world)
         return plan_fail(err, key, "[plan] %s lists %d ranks, more than the job has (%d ranks, 0-%d)", name,
                          s->nranks, l->world, l->world - 1);
