@@ -267,7 +267,10 @@ grep -q 'per-tensor checks passed' "$LOG/switch-run.log" || why="$why checks did
 checksums_close "$LOG/switch-new-plan-run.log" "$LOG/switch-run.log"
 mv_=$(sed -n 's/^transition: .* moved \([0-9.]*\) MiB (minimum \([0-9.]*\) MiB).*/\1 \2/p' "$LOG/switch-run.log")
 [ -n "$mv_" ] && [ "$(echo $mv_ | awk '{print ($1 == $2)}')" = 1 ] || why="$why bytes '$mv_';"
-if [ -z "$why" ]; then result switch-equals-new-plan 0 0 "checksums within $worst of the new plan from the same checkpoint; moved = minimum ($mv_ MiB)"
+# the measured peak memory (backend bytes, the largest rank) within the DAG's plan (a move holds state, not whole shards)
+pk_=$(sed -n 's/^transition: .* peak memory \([0-9.]*\) MiB per rank (planned \([0-9.]*\);.*/\1 \2/p' "$LOG/switch-run.log")
+[ -n "$pk_" ] && [ "$(echo $pk_ | awk '{print ($1 <= $2 + 0.05)}')" = 1 ] || why="$why peak memory over the plan '$pk_';"
+if [ -z "$why" ]; then result switch-equals-new-plan 0 0 "checksums within $worst of the new plan from the same checkpoint; moved = minimum ($mv_ MiB); peak within the plan ($pk_ MiB)"
 else result switch-equals-new-plan 1 0 "$why"; fi
 # a scale-out (actor.train and critic.train from one rank each to dp4): with forwarding (the default) some
 # replicas get their shard from another new replica; without, all from the one holder; the same run either way

@@ -72,6 +72,7 @@ typedef struct JobTxReport {
     double predicted_s, measured_s;   /* measured: max over ranks, communicators and checks included */
     double engine_s;                  /* max over ranks of the transfers alone (tx_execute) */
     double mem_peak, mem_budget;      /* max over ranks of the measured peak (bytes); the budget (0 = none) */
+    double mem_planned;               /* max over ranks of the DAG's planned peak (bytes) */
     int verified;                     /* per-tensor checks ran (and passed) */
     int sets_built, sets_taken_back;  /* communicator sets the new EMUs built, and kept ones they took back (emu.h) */
     char text[2048];                  /* one line per changed model-stage (tx_plan_format) */
