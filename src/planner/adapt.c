@@ -3,6 +3,7 @@
 #include "nereus/adapt.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -105,6 +106,15 @@ static int keep_stages(const Adapt *a, const CostModel *price, const Workload *w
     return kept;
 }
 
+/* appends to the decision's one-line reason (printf-style), cut at its size */
+static void reason_add(AdaptDecision *d, const char *fmt, ...) {
+    size_t k = strlen(d->reason);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(d->reason + k, sizeof d->reason - k, fmt, ap);
+    va_end(ap);
+}
+
 void adapt_init(Adapt *a, const AdaptConfig *c, const PlanConfig *start, const Observed *o) {
     memset(a, 0, sizeof *a);
     a->c = *c;
@@ -165,9 +175,8 @@ int adapt_step(Adapt *a, int step, const CostModel *price, const Workload *w, co
         d->admitted = admit(d->L_now, d->L_new, d->C, c->gamma, d->H, a->foregone, d->urgent, d->reason,
                             sizeof d->reason);
         if (all_kept) /* the search's plan was faster, but not by enough to pay for its move over H */
-            snprintf(d->reason + strlen(d->reason), sizeof d->reason - strlen(d->reason),
-                     "; the search's plan, %.4g s/step faster for a %.4g s move, costs more over H %.3g steps than "
-                     "it gains: every model-stage kept", d->L_now - LB, CB, d->H);
+            reason_add(d, "; the search's plan, %.4g s/step faster for a %.4g s move, costs more over H %.3g steps "
+                       "than it gains: every model-stage kept", d->L_now - LB, CB, d->H);
     } else {
         /* the fixed baselines take what a pool change brings (static: "again when the pool is back");
            admit-all and every-k any faster plan, and any plan when urgent */
@@ -178,11 +187,9 @@ int adapt_step(Adapt *a, int step, const CostModel *price, const Workload *w, co
                  : d->admitted ? "faster, admitted" : "not faster, refused",
                  d->L_now - d->L_new, d->C);
     }
-    if (d->admitted && same) snprintf(d->reason + strlen(d->reason), sizeof d->reason - strlen(d->reason),
-                                      "; the search kept the current plan");
+    if (d->admitted && same) reason_add(d, "; the search kept the current plan");
     if (d->kept && !same && d->admitted)
-        snprintf(d->reason + strlen(d->reason), sizeof d->reason - strlen(d->reason),
-                 "; %d model-stage(s) of the plan in force kept as they are (cheaper over H)", d->kept);
+        reason_add(d, "; %d model-stage(s) of the plan in force kept as they are (cheaper over H)", d->kept);
     d->changed = d->admitted && !same;
     if (d->changed) a->cur = d->next;
     if (d->changed || !(d->L_now - d->L_new > 0)) { /* moved, or nothing faster: no gain stands refused */

@@ -143,8 +143,8 @@ int job_transition(Job *j, const PlanConfig *np, int verify, JobTxReport *rep, c
         free(resident);
         return 1;
     }
-    double planned_peak = 0; /* the DAG's, the largest over the ranks */
-    for (int r = 0; j->rank == 0 && r < j->size; r++) planned_peak = P.mem_peak[r] > planned_peak ? P.mem_peak[r] : planned_peak;
+    double planned_peak = 0; /* the DAG's, the largest over the ranks (rank 0 holds the plan) */
+    for (int r = 0; j->rank == 0 && r < j->size; r++) planned_peak = fmax(planned_peak, P.mem_peak[r]);
     double nums[8] = {(double)P.bytes_moved, (double)P.bytes_lower_bound, (double)P.bytes_local, P.predicted_s,
                       (double)P.nwaves, (double)P.bytes_relayed, (double)P.max_hop, planned_peak};
     if (j->rank == 0) {
@@ -306,12 +306,10 @@ void job_tx_log(const JobTxReport *rep, int step, double t0, int from_plan, int 
                  rep->max_hop, rep->max_hop == 1 ? "" : "s");
     nr_log("transition: %d model-stage(s) in %d wave(s): moved %.2f MiB (minimum %.2f MiB%s), kept in place %.2f MiB; "
            "predicted %.4f s, measured %.4f s (transfers %.4f s); peak memory %.1f MiB per rank (planned %.1f; %s); "
-           "communicators: "
-           "%d new set(s), %d kept one(s) taken back%s\n%s",
+           "communicators: %d new set(s), %d kept one(s) taken back%s\n%s",
            rep->nchanges, rep->nwaves, rep->bytes_moved / MIB, rep->bytes_lower_bound / MIB, fwd, rep->bytes_local / MIB,
            rep->predicted_s, rep->measured_s, rep->engine_s, rep->mem_peak / MIB, rep->mem_planned / MIB, budget,
-           rep->sets_built,
-           rep->sets_taken_back, rep->verified ? "; per-tensor checks passed" : "", rep->text);
+           rep->sets_built, rep->sets_taken_back, rep->verified ? "; per-tensor checks passed" : "", rep->text);
     TraceTransition tx = {step, t0, from_plan, to_plan, rep->nchanges, rep->nwaves, rep->verified,
                           rep->predicted_s, rep->measured_s, rep->engine_s, rep->bytes_moved, rep->bytes_lower_bound,
                           rep->bytes_local, rep->mem_peak, rep->mem_budget, rep->bytes_relayed, rep->text};

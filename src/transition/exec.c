@@ -241,7 +241,7 @@ void tx_execute(const TxPart *pt, TxEndpoint *ep, const TxHooks *hooks, const Ba
        pool: warm instead of faulted in). The new shards are built with their state only (the ALLOC hook:
        gpt_build_shard_dest) and completed at the end. So a rank holds old and new state during the
        transition, not two whole shards (tx_plan_build counts it so: gpt_shard_state_bytes) */
-    for (int c = 0; c < pt->nchanges; c++)
+    for (int c = 0; c < nc; c++)
         if (pt->ch[c].kind == TX_MOVE && ep[c].from) gpt_shed(ep[c].from);
     st->mem_start = be->mem_live ? be->mem_live() : 0;
     st->mem_peak = st->mem_start;
