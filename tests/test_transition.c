@@ -6,7 +6,9 @@
  * small chunks and windows so that slabs are cut and streamed; half the
  * trials send chunks straight between the shards (contiguous runs, MPI
  * datatypes over runs), half pack every chunk through host staging as a
- * device backend does. The old
+ * device backend does; three quarters post the chunks round by round
+ * (the engine's order), a quarter stream after stream (the bench's
+ * baseline). The old
  * shards are filled with a distinct value per (change, buffer, tensor,
  * logical element); after the transition every element every new shard
  * holds must be that value, bit for bit. Also: the bytes that crossed
@@ -168,9 +170,10 @@ int main(int argc, char **argv) {
             n_adam += x->nbufs == 3;
             n_copy += x->kind == TX_COPY;
         }
-        TxOptions opt = {0, (size_t)(4 << rnd(10)) * 4, 0, 10e9, 5e-6, 200e-6, NULL, 0, 0, 0, 0, 0, 0};
+        TxOptions opt = {0, (size_t)(4 << rnd(10)) * 4, 0, 10e9, 5e-6, 200e-6, NULL, 0, 0, 0, 0, 0, 0, 0};
         opt.stage_all = rnd(2); /* half the trials pack every chunk, as a device backend does */
         opt.window = opt.chunk * (size_t)(2 + rnd(8));
+        opt.stream_order = rnd(4) == 0; /* a quarter post stream after stream (the bench's baseline order) */
         int tight = rnd(3) == 0;
         /* EMUs (collective, the same order everywhere) and the old shards, filled */
         for (int c = 0; c < T.nch; c++) {

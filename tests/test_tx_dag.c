@@ -199,7 +199,7 @@ static TxChange change_of(int id, int kind, const GPTConfig *cfg, const PlanStag
 int main(void) {
     nr_heap_keep(); /* as bin/nereus: the timed builds reuse freed memory */
     test_rng = 0x2545F4914F6CDD1Dull;
-    TxOptions opt = {0, 4096, 16384, 10e9, 5e-6, 200e-6, NULL, 0, 0, 0, 0, 0, 0};
+    TxOptions opt = {0, 4096, 16384, 10e9, 5e-6, 200e-6, NULL, 0, 0, 0, 0, 0, 0, 0};
     int nbad[NB_CHECKS] = {0}, trials = 0, multiwave = 0, refused_ok = 0, refused_n = 0, nfwd = 0;
     const char *what[NB_CHECKS] = {"acyclic", "COPY/XFER nodes partition the slabs", "each part covers its new shard",
                                    "sends = receives per rank", "resource edges forward in waves on one rank",
@@ -333,6 +333,37 @@ int main(void) {
               "%.0f), peak %.0f (want the larger of old and new state + window and the new whole shard, %.0f), end "
               "%.0f (want %.0f); a budget that fits only so accepted; budgets under the end refused (%s)", st, old_state,
               old_full, pk, want, en, new_full, rc4 ? why : "accepted");
+    }
+
+    /* a rank that only sends holds its transfer window too: dp1 @ 0 -> dp1 @ 1 with R bytes resident on rank 0
+       and a budget 1 byte under R + the old state + the window: rank 1 (the only destination) fits, rank 0
+       does not, so no schedule does (until 2026-12-04 the waves checked destinations only and accepted a
+       plan whose own peak on rank 0 was over the budget; found by test_transition's trial 163 on 4 ranks) */
+    {
+        GPTConfig cfg = {.V = 15, .maxT = 16, .L = 4, .C = 32, .NH = 4, .value_head = 0};
+        PlanStage a, b;
+        memset(&a, 0, sizeof a);
+        memset(&b, 0, sizeof b);
+        a.tp = b.tp = a.pp = b.pp = a.dp = b.dp = 1, a.nranks = b.nranks = 1;
+        a.ranks[0] = 0, b.ranks[0] = 1;
+        TxChange x = change_of(PLAN_ACTOR_TRAIN, TX_MOVE, &cfg, &a, &b, 3);
+        double state = (double)gpt_shard_state_bytes(&cfg, 1, 1, 0, 1), win = (double)opt.window + (double)opt.chunk;
+        double full = (double)gpt_shard_bytes(&cfg, 1, 1, 0, x.bmax_to, x.tmax, 1);
+        double res[2] = {4 * full, 0};
+        TxPlan P;
+        char why[512] = "";
+        opt.resident = res;
+        opt.budget = res[0] + state + win - 1;
+        int rc = tx_plan_build(&P, &x, 1, 2, &opt, why, sizeof why);
+        if (rc == 0) tx_plan_free(&P);
+        opt.budget = res[0] + state + win; /* exactly enough */
+        int rc2 = tx_plan_build(&P, &x, 1, 2, &opt, why + 256, sizeof why - 256);
+        if (rc2 == 0) tx_plan_free(&P);
+        opt.resident = NULL;
+        opt.budget = 0;
+        CHECK(rc != 0 && strstr(why, "rank 0") && strstr(why, "window") && rc2 == 0,
+              "a sending rank's window counts against the budget: 1 byte short refused (%s), exactly enough accepted "
+              "(%s)", rc ? why : "accepted", rc2 ? why + 256 : "accepted");
     }
 
     /* the prediction's terms for ranks on shared cores, by hand: a model moved whole from rank 0 to rank 1

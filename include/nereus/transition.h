@@ -259,6 +259,8 @@ typedef struct TxOptions {
                                on shared cores, whose messages are copies by those cores; bandwidth then is the
                                rate measured sending and receiving at once, as tx_probe measures); 0: full-duplex
                                links, max(in, out) / bandwidth */
+    int stream_order;       /* 1: each rank posts its streams one after another (the executor's order until
+                               2026-12-04; the bench's baseline); 0: chunk by chunk, round by round (exec.c) */
 } TxOptions;
 
 enum { TXN_COMM, TXN_ALLOC, TXN_COPY, TXN_XFER, TXN_FREE, TXN_COMMIT };
@@ -291,7 +293,8 @@ typedef struct TxPlan {
                                 grouped by source */
     int *wave;               /* (nchanges) */
     TxPrimitives *prim;      /* (nchanges) */
-    TxNode *nodes;           /* DAG nodes; XFER nodes in the global message order (wave, change, dst, src) */
+    TxNode *nodes;           /* DAG nodes; XFER nodes (streams) in (wave, change, dst, src) order; the
+                                executor's message order takes their chunks round by round (exec.c) */
     size_t nnodes;
     size_t *succ_off;        /* (nnodes + 1) CSR edges: successors of node k are succ[succ_off[k] .. succ_off[k+1]) */
     int *succ;
@@ -339,8 +342,10 @@ typedef struct TxPart {
     double mem_start, mem_peak; /* predicted, this rank */
     size_t chunk, window;
     int stage_all;         /* TxOptions.stage_all */
+    int stream_order;      /* TxOptions.stream_order */
     TxPartChange *ch;      /* (nchanges) */
-    TxOp *ops;             /* ALLOC, COPY, FREE per change; SENDs and RECVs each in the global message order */
+    TxOp *ops;             /* ALLOC, COPY, FREE per change; SENDs and RECVs each in the streams' order (wave,
+                              change, dst, src), whose chunks exec.c posts round by round */
     Slab *slabs;
 } TxPart;
 

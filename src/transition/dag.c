@@ -186,6 +186,14 @@ int tx_plan_build(TxPlan *P, const TxChange *ch, int n, int nranks, const TxOpti
                       budget / MIB, r, cur[r] / MIB);
             goto done;
         }
+        /* a rank that sends, receives or copies holds its transfer window from the first wave on, whether or not
+           it takes a new shard then (the waves below check the ranks that do) */
+        if (budget > 0 && moving[r] && cur[r] + win > budget) {
+            rc = nr_fail(why, len, "memory budget %.1f MiB too small for any schedule: rank %d holds %.1f MiB and "
+                         "its transfers need %.0f KiB of window on top ([transition] window_kib + chunk_kib)",
+                         budget / MIB, r, cur[r] / MIB, win / 1024);
+            goto done;
+        }
     }
     for (int c = 0; c < n; c++) order[c] = c;
     for (int a = 1; a < n; a++) /* insertion sort: at most 64 */
@@ -550,6 +558,7 @@ static void part_head(TxPart *p, const TxPlan *P, int r) {
     p->chunk = P->opt.chunk;
     p->window = P->opt.window;
     p->stage_all = P->opt.stage_all;
+    p->stream_order = P->opt.stream_order;
 }
 
 /* The parts of ranks [r0, r1) in one pass over the nodes per pass: parts[r - r0]. */
@@ -577,7 +586,7 @@ static int parts_build(const TxPlan *P, int r0, int r1, TxPart *parts) {
                     p->ch[c].wave = P->wave[c];
                 }
             }
-        /* nodes are in (wave, change) order with the XFERs in the global message order */
+        /* nodes are in (wave, change) order with the XFERs in the streams' order */
         for (size_t k = 0; k < P->nnodes; k++) {
             const TxNode *d = &P->nodes[k];
             int who[2] = {d->rank, d->kind == TXN_XFER ? d->peer : -1};
@@ -671,7 +680,7 @@ int tx_parts_pack(const TxPlan *P, int size, char **all, int *counts, int *displ
             if (r < size) ((TxPartChange *)((PackHead *)(*all + displs[r]) + 1))[c].in_to = 1;
         }
     }
-    /* ops in node order (the global message order), then each rank's refs after its ops */
+    /* ops in node order (the streams' order), then each rank's refs after its ops */
     for (int r = 0; r < size; r++) {
         ((PackHead *)(*all + displs[r]))->part.nops = 0;
         ((PackHead *)(*all + displs[r]))->part.nslabs = 0;

@@ -16,7 +16,9 @@
  * engine's route against gather-and-scatter's where every rank has its own link.
  * Then forwarding: a scale-out dp1 @ 0 -> dp8, with forwarding (the engine's
  * default) and without (TxOptions.no_relay: all seven copies from rank 0),
- * alternating; BENCH_TX_CASES=f runs only it.
+ * alternating; BENCH_TX_CASES=f runs only it. Then the message order: tp8 <-> pp8 with the chunks
+ * posted round by round (the engine's order) against each rank's streams one after another (its order
+ * until 2026-12-04), alternating; BENCH_TX_CASES=o runs only it.
  * Times are medians of 3, max over ranks, each after a barrier.
  *   bench_transition OUT DIR     (OUT: bench.txt to append to; DIR: scratch)
  * BENCH_TX_PINGPONG=K: for each case only K warm transitions there and back, each timed (for profiles).
@@ -118,10 +120,11 @@ static void h_release(void *c, int k) {
 }
 
 static int no_relay; /* the forwarding section's baseline: every block from an old holder */
+static int stream_order; /* the message-order section's baseline: each rank's streams one after another */
 
 /* the engine's defaults ([transition] chunk_kib, window_kib); BENCH_TX_CHUNK_KIB / _WINDOW_KIB override */
 static TxOptions opts(void) {
-    TxOptions o = {0, 1u << 20, 8u << 20, 10e9, 5e-6, 200e-6, NULL, 0, 0, 0, no_relay, 0, 0};
+    TxOptions o = {0, 1u << 20, 8u << 20, 10e9, 5e-6, 200e-6, NULL, 0, 0, 0, no_relay, 0, 0, stream_order};
     if (getenv("BENCH_TX_CHUNK_KIB")) o.chunk = (size_t)atol(getenv("BENCH_TX_CHUNK_KIB")) * 1024;
     if (getenv("BENCH_TX_WINDOW_KIB")) o.window = (size_t)atol(getenv("BENCH_TX_WINDOW_KIB")) * 1024;
     if (getenv("BENCH_TX_STAGE")) o.stage_all = 1; /* pack every chunk, as on a device backend */
@@ -279,6 +282,7 @@ int main(int argc, char **argv) {
         {"dp4@0-3->dp4@4-7", {1, 1, 4}, {1, 1, 4}, all, hi},
         {"tp4pp2->tp2pp2dp2(shuffled)", {4, 2, 1}, {2, 2, 2}, all, shuf},
         {"tp2dp2@0-3->tp2dp4", {2, 1, 2}, {2, 1, 4}, all, all},
+        {"tp8->pp8", {8, 1, 1}, {1, 8, 1}, all, all},
     };
     int ncase = (int)(sizeof cases / sizeof cases[0]);
     FILE *f = rank == 0 ? fopen(argv[1], "a") : NULL;
@@ -484,6 +488,43 @@ int main(int argc, char **argv) {
                 fprintf(f, "tx.fwd.engine_s: %.4g\ntx.fwd.no_forward_s: %.4g\ntx.fwd.speedup: %.3f\n"
                         "tx.fwd.busiest_mib: %.1f\ntx.fwd.no_forward_busiest_mib: %.1f\n",
                         fw, nf, nf / fw, mr[0] / 1048576.0, mr[1] / 1048576.0);
+        }
+    }
+    /* message order: tp8 <-> pp8 (every rank sends to and receives from all the others) with the chunks
+       posted round by round (the engine's order) and with each rank's streams one after another (its order
+       until 2026-12-04), alternating, there and back, medians of 5 */
+    if (!getenv("BENCH_TX_CASES") || strchr(getenv("BENCH_TX_CASES"), 'o')) {
+        enum { N = 5 };
+        PlanStage A, B;
+        mkstage(&A, NR, 1, 1, all);
+        mkstage(&B, 1, NR, 1, all);
+        double t[2][2][N], bytes = 0, mr = 0; /* [order][direction][repetition] */
+        Side x, y;
+        side_build(&x, &A, 1);
+        for (int k = 0; k < N; k++)
+            for (int v = 0; v < 2; v++)
+                for (int d = 0; d < 2; d++) {
+                    memset(&y, 0, sizeof y);
+                    y.s = d ? A : B;
+                    stream_order = v;
+                    t[v][d][k] = engine_move(&x, &y, &bytes, &mr);
+                    side_train(&y);
+                    side_free(&x);
+                    x = y;
+                }
+        stream_order = 0;
+        side_free(&x);
+        double m[2][2];
+        for (int v = 0; v < 2; v++)
+            for (int d = 0; d < 2; d++) m[v][d] = nr_median(t[v][d], N);
+        if (rank == 0) {
+            printf("message order, tp8 <-> pp8 (every rank to every rank, %.1f MiB each way): round by round %.3f / "
+                   "%.3f s, stream after stream %.3f / %.3f s (there / back): %.2fx / %.2fx\n", bytes / 1048576.0,
+                   m[0][0], m[0][1], m[1][0], m[1][1], m[1][0] / m[0][0], m[1][1] / m[0][1]);
+            if (f)
+                fprintf(f, "tx.order.rounds_there_s: %.4g\ntx.order.rounds_back_s: %.4g\ntx.order.streams_there_s: %.4g\n"
+                        "tx.order.streams_back_s: %.4g\ntx.order.speedup_there: %.3f\ntx.order.speedup_back: %.3f\n",
+                        m[0][0], m[0][1], m[1][0], m[1][1], m[1][0] / m[0][0], m[1][1] / m[0][1]);
         }
     }
     if (f) fclose(f);
