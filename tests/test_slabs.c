@@ -188,6 +188,31 @@ int main(void) {
         CHECK(r1 == -1 && r2 == -1 && why[0] && why2[0], "bad stages refused (\"%s\"; \"%s\")", why, why2);
     }
 
+    /* the sources balanced across destinations: tp2dp2 @ 0-3 -> tp2dp4 @ 0-7 (ranks 4-7 each need a tp half:
+       the embedding, held by all four old ranks, and the rest of the half, held by two). Taken destination by
+       destination, the least-loaded holder of each block left ranks 0 and 1 sending 84.2 MB and 2 and 3
+       50.4 (until 2026-12-04); balanced, each of the four sends what each new rank receives, 67.3 MB */
+    {
+        GPTConfig cfg = {.V = 8192, .maxT = 16, .L = 8, .C = 512, .NH = 8, .value_head = 0};
+        static PlanStage a, b;
+        memset(&a, 0, sizeof a);
+        a.tp = 2, a.pp = 1, a.dp = 2, a.nranks = 4;
+        b = a;
+        b.dp = 4, b.nranks = 8;
+        for (int i = 0; i < 8; i++) a.ranks[i] = b.ranks[i] = (int16_t)i;
+        SlabPlan sp;
+        char why[256] = "";
+        int rc = slab_plan_build(&sp, &cfg, &a, &b, 8, why, sizeof why);
+        size_t lo = SIZE_MAX, hi = 0, in = rc == 0 ? sp.rank_in[4] : 0;
+        for (int r = 0; rc == 0 && r < 4; r++) {
+            lo = sp.rank_out[r] < lo ? sp.rank_out[r] : lo;
+            hi = sp.rank_out[r] > hi ? sp.rank_out[r] : hi;
+        }
+        CHECK(rc == 0 && lo == hi && hi == in, "sources balanced across destinations: tp2dp2 @ 0-3 -> tp2dp4, old ranks "
+              "send %.1f-%.1f MB, each new rank receives %.1f MB %s", lo / 1e6, hi / 1e6, in / 1e6, why);
+        if (rc == 0) slab_plan_free(&sp);
+    }
+
     /* timing: 1,024 ranks of a big model (shapes only) */
     {
         GPTConfig big = {.V = 50304, .maxT = 2048, .L = 32, .C = 4096, .NH = 32, .value_head = 1};

@@ -69,6 +69,96 @@ static int pick_holder(const int *cand, const int *cand_off, const int *rr, int 
     return best;
 }
 
+/* After the greedy pass, which takes each destination's blocks in turn: a block given early to the then
+ * least-loaded holder can leave that holder the busiest once later destinations are served (tp2dp2 @ 0-3
+ * -> tp2dp4 on 8 ranks sent 84.2 MB from ranks 0 and 1 and 50.4 from 2 and 3, where 67.3 each suffices).
+ * A rank's cost is max(what it sends, what it receives) in load's units (its link's busier direction).
+ * While it helps, at most 64 times: the costliest source of the change, where its sends are what make it
+ * so, gives one of its blocks to the holder that stays under that cost after taking it, the move that
+ * leaves the larger of the two costs least. No cost rises to the costliest one's. Sources are kept in
+ * lists (per rank, the refs it sends), so a move costs a scan of the sources and of the costliest one's
+ * refs. Only for a change without forwards (a forward sends on a whole stream as an earlier destination
+ * receives it, so its sources must stay). Then each destination whose refs changed source has its moved
+ * refs grouped by source again (stable, in order of first appearance). L: the send loads balanced on
+ * (lscale per byte), in_load: the receive loads of the earlier changes (may be NULL); rank_out follows L.
+ * Returns 0, or -1 out of memory (nothing changed then). */
+static int rebalance_sources(TxSlabs *ts, int nn, int nranks, const int *cand, const int *cand_off, const int *rr,
+                             size_t *L, const size_t *in_load, size_t lscale, int rsh) {
+    size_t nref = ts->ref_off[nn];
+    int *head = malloc((size_t)nranks * sizeof *head), *srcs = malloc((size_t)nranks * sizeof *srcs);
+    size_t *next = malloc((nref + 1) * sizeof *next);
+    if (!head || !srcs || !next) {
+        free(head), free(srcs), free(next);
+        return -1;
+    }
+    int ns = 0;
+    for (int r = 0; r < nranks; r++) head[r] = -1;
+    for (size_t i = nref; i-- > 0;) { /* each source's refs, in ref order */
+        int x = ts->ref[i].src;
+        if (x == ts->ref[i].dst) continue;
+        if (head[x] < 0) srcs[ns++] = x;
+        next[i] = head[x] < 0 ? SIZE_MAX : (size_t)head[x];
+        head[x] = (int)i;
+    }
+#define IN_(r) ((in_load ? in_load[r] : 0) + ts->rank_in[r] * lscale)
+#define COST_(r) NR_MAX(L[r], IN_(r))
+    int touched[64], nt = 0; /* the destinations (pos) whose refs changed source */
+    for (int it = 0; it < 64; it++) {
+        int s = -1; /* the costliest source */
+        for (int k = 0; k < ns; k++)
+            if (head[srcs[k]] >= 0 && (s < 0 || COST_(srcs[k]) > COST_(s))) s = srcs[k];
+        if (s < 0 || L[s] <= IN_(s)) break; /* its receives make it the costliest: no move of a send helps */
+        size_t bm = COST_(s), bi = SIZE_MAX, bp = SIZE_MAX;
+        int by = -1;
+        for (size_t i = (size_t)head[s], p = SIZE_MAX; i != SIZE_MAX; p = i, i = next[i]) {
+            const TxRef *x = &ts->ref[i];
+            int h = ts->blk[x->block].hs, ncand = cand_off[h + 1] - cand_off[h];
+            int y = least_loaded(set_cands(cand, cand_off, h) + rr[h], ncand < TX_SRC_WINDOW ? ncand : TX_SRC_WINDOW,
+                                 L, rsh, NULL);
+            size_t lb = ts->blk[x->block].bytes * lscale;
+            if (y < 0 || y == s || y == x->dst) continue;
+            size_t m = NR_MAX(NR_MAX(L[s] - lb, IN_(s)), NR_MAX(L[y] + lb, IN_(y)));
+            if (m < bm) bm = m, bi = i, bp = p, by = y;
+        }
+        if (by < 0) break;
+        size_t b = ts->blk[ts->ref[bi].block].bytes;
+        L[s] -= b * lscale, L[by] += b * lscale;
+        if (L != ts->rank_out) ts->rank_out[s] -= b, ts->rank_out[by] += b;
+        ts->ref[bi].src = by;
+        if (bp == SIZE_MAX) head[s] = next[bi] == SIZE_MAX ? -1 : (int)next[bi]; /* out of s's list, into by's */
+        else next[bp] = next[bi];
+        if (head[by] < 0) srcs[ns++] = by;
+        next[bi] = head[by] < 0 ? SIZE_MAX : (size_t)head[by];
+        head[by] = (int)bi;
+        int lo = 0, hi = nn; /* its destination: ref_off[lo] <= bi < ref_off[lo + 1] */
+        while (hi - lo > 1) {
+            int mid = (lo + hi) / 2;
+            if (ts->ref_off[mid] <= bi) lo = mid;
+            else hi = mid;
+        }
+        touched[nt++] = lo;
+    }
+#undef COST_
+#undef IN_
+    free(head), free(srcs), free(next);
+    for (int q = 0; q < nt; q++) { /* local refs first (untouched), then the moved ones by source */
+        TxRef *r = ts->ref + ts->ref_off[touched[q]];
+        size_t k = 0, n = ts->ref_off[touched[q] + 1] - ts->ref_off[touched[q]];
+        while (k < n && r[k].src == r[k].dst) k++;
+        while (k < n) { /* r[k]'s source: its later refs brought up behind it, in order */
+            size_t e = k + 1;
+            for (size_t j = e; j < n; j++)
+                if (r[j].src == r[k].src) {
+                    TxRef t = r[j];
+                    memmove(&r[e + 1], &r[e], (j - e) * sizeof *r);
+                    r[e++] = t;
+                }
+            k = e;
+        }
+    }
+    return 0;
+}
+
 /* 1 when old cell oc (−1: none) is one of holder set h's cells; mask: each set's cells as bits, when there
  * are at most 64 old cells (else NULL: the set's list is searched) */
 static int set_holds(const unsigned long long *mask, const int *hs_off, const int *hs_cells, int h, int oc) {
@@ -664,6 +754,11 @@ int tx_slabs_build_seeded(TxSlabs *ts, const GPTConfig *cfg, const PlanStage *os
                 }
                 qf[fqn[nc]++] = f;
             }
+    }
+    if (ts->bytes_relayed == 0 &&
+        rebalance_sources(ts, nn, nranks, cand, cand_off, rr, L, in_load, load ? scale : 1, rsh)) {
+        rc = nr_fail(why, len, "slab plan: out of memory");
+        goto refs_done;
     }
 refs_done:
     free(pos_lb);
