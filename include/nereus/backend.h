@@ -16,6 +16,7 @@
 #define NEREUS_BACKEND_H
 
 #include <stddef.h>
+#include <string.h>
 
 typedef struct Backend {
     const char *name; /* "cpu" or "cuda" */
@@ -135,6 +136,10 @@ typedef struct Backend {
 
 /* The CPU backend (always available). */
 const Backend *backend_cpu(void);
+
+/* 1 when the backend's buffers are host memory (the CPU backend): the host may read and write them in place,
+   MPI and HDF5 included, with no staging copy through upload / download */
+static inline int backend_host_memory(const Backend *be) { return strcmp(be->name, "cpu") == 0; }
 
 /* Choose a backend by name: "cpu", "cuda" or "auto". Returns NULL and fills
  * why (a sentence) when the request cannot be met (e.g. cuda not built). */

@@ -11,9 +11,9 @@
  * stores them, writes /meta complete last, closes, fsyncs and renames.
  * Read: rank 0 checks the skeleton serially (flag, format, configs, dataset
  * shapes, stored checksums) and broadcasts its verdict; then every rank
- * reads its held blocks (independent MPI-IO, the same calls on every rank
- * all the same) and the canonical ranks' checksums are compared with the
- * stored ones. Every failure becomes the same -1 and message on every rank
+ * reads its held blocks (independent MPI-IO; every rank still makes the
+ * same number of calls, as xfer does for writes) and the canonical ranks'
+ * checksums are compared with the stored ones. Every failure becomes the same -1 and message on every rank
  * (agree). On the CPU backend HDF5 reads into and writes from the shard
  * itself; a device backend goes through a host buffer. */
 #include "nereus/ckpt.h"
@@ -305,7 +305,7 @@ static int xfer(H5Err *e, hid_t d, hid_t dxpl, const char *dname, const TensorIn
     }
     float *host = NULL, dummy = 0;
     size_t cap = 0;
-    int direct = be && strcmp(be->name, "cpu") == 0; /* host memory: HDF5 reads and writes the shard itself */
+    int direct = be && backend_host_memory(be); /* HDF5 reads and writes the shard itself */
     for (size_t p = 0; p < P.npieces; p++) {
         hsize_t s2[4], c2[4];
         size_t loff = 0, mnf = bad ? 0 : piece_get(&P, p, s2, c2, &loff);
@@ -912,7 +912,7 @@ int ckpt_read(const char *path, MPI_Comm comm, CkptMeta *meta, CkptModel *models
        byte (bench_ckpt, 4 ranks on 2 cores, 2026-12-04: 0.73-0.76 against 1.31-1.32 GB/s). On a parallel
        file system that serves many small requests badly, NEREUS_CKPT_COLLECTIVE_READ=1 restores them */
     const char *cr = getenv("NEREUS_CKPT_COLLECTIVE_READ");
-    H5Pset_dxpl_mpio(dxpl, cr && strcmp(cr, "0") != 0 ? H5FD_MPIO_COLLECTIVE : H5FD_MPIO_INDEPENDENT);
+    H5Pset_dxpl_mpio(dxpl, cr && strcmp(cr, "1") == 0 ? H5FD_MPIO_COLLECTIVE : H5FD_MPIO_INDEPENDENT);
     int lrc = 0;
     for (int j = 0; j < n; j++) {
         if (!any_m[j]) continue;

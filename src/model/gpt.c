@@ -360,7 +360,7 @@ static void gpt_alloc_work(GPT *m, int grads_uninit) {
     m->tokens = be->alloc((size_t)Bmax * (size_t)Tmax * sizeof(int));
     m->targets = be->alloc((size_t)Bmax * (size_t)Tmax * sizeof(int));
     if (m->sh.pp > 1) {
-        if (strcmp(be->name, "cpu") != 0) m->pp_host = nr_xmalloc(2 * gpt_pp_slot(m) * sizeof(float));
+        if (!backend_host_memory(be)) m->pp_host = nr_xmalloc(2 * gpt_pp_slot(m) * sizeof(float));
         m->pp_req = nr_xmalloc(2 * (size_t)Bmax * sizeof(MPI_Request));
     }
 }

@@ -167,7 +167,7 @@ static void stream_copy(const TxPart *pt, const TxOp *op, const Backend *be, GPT
 
 /* A chunk wholly inside one slab and contiguous in the shard: its address there, else NULL. */
 static float *direct(const TxPart *pt, const TxOp *op, const Backend *be, GPT *m, Cursor c, size_t n) {
-    if (strcmp(be->name, "cpu") != 0 || pt->stage_all) return NULL; /* device memory goes through host staging */
+    if (!backend_host_memory(be) || pt->stage_all) return NULL; /* device memory goes through host staging */
     const Slab *s = &pt->slabs[op->slab0 + c.k];
     if (c.e + n > slab_elems(s)) return NULL;
     const TensorInfo *t = &m->tensors[s->tensor];
@@ -224,7 +224,7 @@ typedef struct RunBuf {
  * TX_MAX_RUNS runs (then it is packed). */
 static int chunk_type(const TxPart *pt, const TxOp *op, const Backend *be, GPT *m, Cursor c, size_t n, RunBuf *rb,
                       MPI_Datatype *type) {
-    if (strcmp(be->name, "cpu") != 0 || pt->stage_all) return 0;
+    if (!backend_host_memory(be) || pt->stage_all) return 0;
     size_t nr = 0;
     for (size_t done = 0; done < n;) {
         Piece p = next_piece(pt, op, m, &c, n - done);
@@ -249,7 +249,7 @@ static void copy_box(const Backend *be, const TensorInfo *tf, const float *fb, c
                      const Slab *s, size_t e, size_t m, RunBuf *rb, float *host) {
     size_t half = TX_MAX_RUNS / 2;
     size_t nf = 0, nt = 0;
-    if (strcmp(be->name, "cpu") == 0) {
+    if (backend_host_memory(be)) {
         nf = tx_box_runs(tf, s->start, s->count, e, m, rb->offs, rb->lens, half);
         nt = tx_box_runs(tt, s->start, s->count, e, m, rb->offs + half, rb->lens + half, half);
     }

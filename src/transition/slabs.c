@@ -136,7 +136,9 @@ static int rebalance_sources(TxSlabs *ts, int nn, int nranks, const int *cand, c
             if (ts->ref_off[mid] <= bi) lo = mid;
             else hi = mid;
         }
-        touched[nt++] = lo;
+        int seen = 0;
+        for (int q = 0; q < nt && !seen; q++) seen = touched[q] == lo;
+        if (!seen) touched[nt++] = lo; /* each destination regrouped once */
     }
 #undef COST_
 #undef IN_
