@@ -114,6 +114,25 @@ static void hook_release(void *ctx, int c) {
     T->ep[c].from = NULL;
 }
 
+/* every new shard of this rank checked element by element against the old shards' values: the elements
+   that differ (a missing new shard counts one) */
+static long count_bad(const Trial *T, float *full, float *got) {
+    long bad = 0;
+    for (int c = 0; c < T->nch; c++) {
+        const TxChange *x = &T->ch[c];
+        if (!T->built_new[c] || T->enew[c].pos < 0) continue;
+        if (!T->ep[c].to) { bad++; continue; }
+        for (int b = 0; b < x->nbufs; b++) {
+            fill_expected(&x->cfg, c, b, full);
+            memcpy(got, full, gpt_logical_numel(&x->cfg) * sizeof *got);
+            gpt_export_logical(T->ep[c].to, which_buf[b], got);
+            for (size_t k = 0; k < gpt_logical_numel(&x->cfg); k++)
+                if (memcmp(&got[k], &full[k], sizeof(float)) != 0) bad++;
+        }
+    }
+    return bad;
+}
+
 static void on_alarm(int sig) {
     (void)sig;
     const char msg[] = "test_transition: a transition did not finish within 60 s (deadlock?)\n";
@@ -136,6 +155,7 @@ int main(int argc, char **argv) {
     static Trial T;
     long n_ok = 0, n_bad_value = 0, n_bad_bytes = 0, n_bad_mem = 0, n_bad_part = 0, n_refused = 0, n_waves = 0, n_budget = 0, n_bad_fwd = 0, n_fwd = 0, n_fwd_waves = 0, n_fwd_staged = 0;
     int max_hop = 0;
+    long n_replay = 0, n_bad_replay = 0;
     long n_adam = 0, n_copy = 0, n_shared = 0, n_disjoint = 0, n_pairs = 0;
     double bytes_total = 0, secs = 0, fwd_bytes = 0;
     size_t nfull = 0;
@@ -267,25 +287,37 @@ int main(int argc, char **argv) {
                     emu_build(&T.enew[c], MPI_COMM_WORLD, "new", (GridLayout){T.ch[c].to.tp, T.ch[c].to.pp, T.ch[c].to.dp}, r2);
                     T.built_new[c] = 1;
                 }
+            /* tx_replay (the bench's raw-MPI floor) moves the same bytes to the same places: checked on the
+               trials it applies to (moves only, no forwarding, chunks straight between shards), into new
+               shards built for it and freed again before the engine runs */
+            int64_t relayed = rank == 0 ? (int64_t)P.bytes_relayed : 0;
+            comm_bcast(MPI_COMM_WORLD, &relayed, sizeof relayed, 0);
+            int replay = !relayed && !opt.stage_all;
+            for (int c = 0; c < T.nch; c++) replay &= T.ch[c].kind == TX_MOVE;
+            if (replay) {
+                for (int c = 0; c < T.nch; c++)
+                    if (T.enew[c].pos >= 0) hook_alloc(&T, c);
+                alarm(60);
+                tx_replay(&part, T.ep, be, xcomm);
+                alarm(0);
+                int64_t rb = count_bad(&T, full, got);
+                comm_allreduce_sum_i64(MPI_COMM_WORLD, &rb, 1);
+                n_replay++;
+                if (rb) {
+                    n_bad_replay++;
+                    if (rank == 0) fprintf(stderr, "trial %d: tx_replay left %lld elements wrong\n", it, (long long)rb);
+                }
+                for (int c = 0; c < T.nch; c++) {
+                    gpt_free(&T.mnew[c]);
+                    T.ep[c].to = NULL;
+                }
+            }
             TxHooks hooks = {&T, hook_alloc, hook_release};
             TxStats st;
             alarm(60);
             tx_execute(&part, T.ep, &hooks, be, xcomm, &st);
             alarm(0);
-            /* check every new shard element by element */
-            long bad = 0;
-            for (int c = 0; c < T.nch; c++) {
-                TxChange *x = &T.ch[c];
-                if (!T.built_new[c] || T.enew[c].pos < 0) continue;
-                if (!T.ep[c].to) { bad++; continue; }
-                for (int b = 0; b < x->nbufs; b++) {
-                    fill_expected(&x->cfg, c, b, full);
-                    memcpy(got, full, gpt_logical_numel(&x->cfg) * sizeof *got);
-                    gpt_export_logical(T.ep[c].to, which_buf[b], got);
-                    for (size_t k = 0; k < gpt_logical_numel(&x->cfg); k++)
-                        if (memcmp(&got[k], &full[k], sizeof(float)) != 0) bad++;
-                }
-            }
+            long bad = count_bad(&T, full, got);
             int64_t red[4] = {bad, (int64_t)st.bytes_sent, (int64_t)st.bytes_recv, (int64_t)st.bytes_forwarded};
             comm_allreduce_sum_i64(MPI_COMM_WORLD, red, 4);
             double peak = (double)st.mem_peak, pred = part.mem_peak;
@@ -361,7 +393,8 @@ int main(int argc, char **argv) {
     MPI_Allreduce(MPI_IN_PLACE, lo, 2, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
     MPI_Allreduce(MPI_IN_PLACE, hi, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     int bad_probe = !(pr.link > 0 && pr.copy > 0 && lo[0] == hi[0] && lo[1] == hi[1] && solo.link == 0 && solo.copy > 0);
-    int fails = n_bad_value + n_bad_bytes + n_bad_mem + n_bad_part + n_bad_fwd + (n_fwd == 0) + bad_probe;
+    int fails = n_bad_value + n_bad_bytes + n_bad_mem + n_bad_part + n_bad_fwd + (n_fwd == 0) + bad_probe + n_bad_replay +
+                (n_replay == 0);
     if (rank == 0) {
         printf("%s %d ranks: %d random transitions (%ld changes with AdamW state, %ld copies; %ld changes on shared "
                "ranks, %ld on disjoint ones): %ld complete and bit-identical (%ld (old, new) pairs executed), %ld with a tight budget (%ld of "
@@ -376,6 +409,8 @@ int main(int argc, char **argv) {
                n_fwd, fwd_bytes / 1048576.0, max_hop, n_fwd_waves, n_fwd_staged, n_bad_fwd);
         printf("%s every rank's scattered part (geometry + its block refs, expanded there) = tx_part_extract's (%ld trials bad)\n",
                n_bad_part ? "FAIL" : "ok  ", n_bad_part);
+        printf("%s tx_replay (the bench's raw-MPI floor: every message posted at once) moved every element right in "
+               "%ld trials (%ld bad)\n", n_bad_replay || !n_replay ? "FAIL" : "ok  ", n_replay, n_bad_replay);
         printf("%s tx_probe on %d ranks at once: links %.3g GB/s, local copies %.3g GB/s per rank, the same on every "
                "rank; one rank alone: link %g, copies %.3g GB/s\n", bad_probe ? "FAIL" : "ok  ", size, pr.link * 1e-9,
                pr.copy * 1e-9, solo.link, solo.copy * 1e-9);

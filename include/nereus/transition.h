@@ -405,6 +405,13 @@ typedef struct TxStats {
 void tx_execute(const TxPart *part, TxEndpoint *ep, const TxHooks *hooks, const Backend *be, MPI_Comm comm,
                 TxStats *st);
 
+/* The raw-MPI floor of a part, for benchmarks: every message the executor would send and receive (the
+ * same chunks, each as the same contiguous run or derived datatype) posted at once, the local copies done
+ * (memcpy of runs) while they move, then MPI_Waitall; nothing else: no window, no hooks, no ordering, no
+ * progress calls during the copies. ep[c].from and .to must both exist where the part touches them. Forwarded chunks are sent before they arrive, so their data is not right: a timing
+ * baseline, never a transition. Returns this rank's seconds from a barrier; -1 on a device backend. */
+double tx_replay(const TxPart *part, const TxEndpoint *ep, const Backend *be, MPI_Comm comm);
+
 /* How long a rank with transfers in flight polls (yielding) without progress before it sleeps (the
  * engine's and tx_probe's waits) */
 #ifndef TX_YIELD_S

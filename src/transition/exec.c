@@ -563,6 +563,65 @@ void tx_execute(const TxPart *pt, TxEndpoint *ep, const TxHooks *hooks, const Ba
     st->cpu_seconds = (double)(cpu1.tv_sec - cpu0.tv_sec) + 1e-9 * (double)(cpu1.tv_nsec - cpu0.tv_nsec);
 }
 
+/* The bench's raw-MPI floor (transition.h): every chunk of every stream
+ * posted at once, with the datatypes the executor uses, the local copies,
+ * then MPI_Waitall. */
+double tx_replay(const TxPart *pt, const TxEndpoint *ep, const Backend *be, MPI_Comm comm) {
+    if (!backend_host_memory(be) || pt->stage_all) return -1;
+    size_t chunk_el = pt->chunk / sizeof(float), nq = 0, cap = 64;
+    MPI_Request *reqs = malloc(cap * sizeof *reqs);
+    RunBuf *rb = malloc(sizeof *rb);
+    if (!reqs || !rb) nr_fatal("transition: out of memory for the replay");
+    mpiCheck(MPI_Barrier(comm));
+    double t0 = nr_now();
+    for (int side = 0; side < 2; side++)
+        for (int64_t i = 0; i < pt->nops; i++) {
+            const TxOp *op = &pt->ops[i];
+            if (op->kind != (side == 0 ? TXO_SEND : TXO_RECV)) continue;
+            int c = op->change;
+            GPT *m = side == 0 && op->feed < 0 ? ep[c].from : ep[c].to;
+            if (!m) nr_fatal("transition: the replay has no %s shard for change %d", side == 0 ? "old" : "new", c);
+            for (Cursor cur = {0, 0, 0}; cur.b < pt->ch[c].nbufs;) {
+                Cursor c0 = cur;
+                size_t n = next_chunk(pt, op, pt->ch[c].nbufs, &cur, chunk_el);
+                if (nq == cap && !(reqs = realloc(reqs, (cap *= 2) * sizeof *reqs)))
+                    nr_fatal("transition: out of memory for the replay");
+                float *dp = direct(pt, op, be, m, c0, n);
+                MPI_Datatype type = MPI_DATATYPE_NULL;
+                if (!dp && !chunk_type(pt, op, be, m, c0, n, rb, &type))
+                    nr_fatal("transition: the replay cannot describe a chunk of %zu runs or more", (size_t)TX_MAX_RUNS);
+                void *p = dp ? (void *)dp : MPI_BOTTOM;
+                int count = dp ? (int)n : 1;
+                MPI_Datatype t = dp ? MPI_FLOAT : type;
+                if (side == 0) mpiCheck(MPI_Isend(p, count, t, op->peer, c, comm, &reqs[nq++]));
+                else mpiCheck(MPI_Irecv(p, count, t, op->peer, c, comm, &reqs[nq++]));
+                if (!dp) mpiCheck(MPI_Type_free(&type));
+            }
+        }
+    /* the local copies while the messages move */
+    float *host = malloc(pt->chunk);
+    if (!host) nr_fatal("transition: out of memory for the replay");
+    for (int64_t i = 0; i < pt->nops; i++) {
+        const TxOp *op = &pt->ops[i];
+        if (op->kind != TXO_COPY) continue;
+        int c = op->change;
+        for (int b = 0; b < pt->ch[c].nbufs; b++)
+            for (int64_t k = 0; k < op->nslab; k++) {
+                const Slab *sl = &pt->slabs[op->slab0 + k];
+                const TensorInfo *tf = &ep[c].from->tensors[sl->tensor], *tt = &ep[c].to->tensors[sl->tensor];
+                float *fb = buf_of(ep[c].from, b) + tf->offset, *tb = buf_of(ep[c].to, b) + tt->offset;
+                for (size_t e = 0, n = slab_elems(sl); e < n; e += chunk_el)
+                    copy_box(be, tf, fb, tt, tb, sl, e, n - e < chunk_el ? n - e : chunk_el, rb, host);
+            }
+    }
+    mpiCheck(MPI_Waitall((int)nq, reqs, MPI_STATUSES_IGNORE));
+    double t = nr_now() - t0;
+    free(host);
+    free(reqs);
+    free(rb);
+    return t;
+}
+
 /* ---- rank 0 → every rank: the parts ------------------------------------- */
 
 /* What rank 0 sends. Not the expanded slabs (at 1,024 ranks ~70,000 of

@@ -226,6 +226,35 @@ static double engine_move(Side *a, Side *b, double *bytes, double *maxrank) {
     return engine_move_opt(a, b, bytes, maxrank, 0);
 }
 
+/* The raw-MPI floor of a → b (tx_replay): b's communicators and shard built, then the part's messages posted
+   at once, reps times into the same shard (timing only: a's model is read, b's overwritten); the median of
+   the slowest rank's times */
+static double replay_move(Side *a, Side *b, int reps) {
+    TxChange ch = move_change(&a->s, &b->s);
+    TxOptions o = opts();
+    TxPlan P;
+    char why[512];
+    if (rank == 0 && tx_plan_build(&P, &ch, 1, size, &o, why, sizeof why)) nr_fatal("bench: %s", why);
+    TxPart part;
+    tx_part_scatter(rank == 0 ? &P : NULL, MPI_COMM_WORLD, &part);
+    if (rank == 0) tx_plan_free(&P);
+    side_build(b, &b->s, 0);
+    if (b->e.pos >= 0) {
+        GPTShard sh;
+        emu_gpt_shard(&b->e, &sh);
+        gpt_build_shard_empty(&b->m, &cfg, &sh, be, 1, 8, 1);
+    }
+    TxEndpoint ep = {a->e.pos >= 0 ? &a->m : NULL, b->e.pos >= 0 ? &b->m : NULL};
+    double t[REPS];
+    if (reps > REPS) reps = REPS;
+    for (int k = 0; k < reps; k++) {
+        t[k] = tx_replay(&part, &ep, be, MPI_COMM_WORLD);
+        comm_allreduce_max_f64(MPI_COMM_WORLD, &t[k], 1);
+    }
+    tx_part_free(&part);
+    return nr_median(t, reps);
+}
+
 static void mkstage(PlanStage *s, int tp, int pp, int dp, const int *ranks) {
     memset(s, 0, sizeof *s);
     s->src = PLAN_SRC_DECK;
@@ -301,6 +330,7 @@ int main(int argc, char **argv) {
     double worst_bound = 0, worst_cold = 0, worst_gather = 1e30, worst_gather_fwd = 1e30, worst_ckpt = 1e30;
     double worst_model = 1e30; /* rank 0: the modelled node's gather / engine */
     double worst_gbytes = 1e30; /* rank 0: gather-and-scatter's bytes / the engine's */
+    double worst_raw = 0; /* rank 0: the engine / raw MPI with the same messages */
     double pred_lo = 1e30, pred_hi = 0; /* rank 0: warm engine / its prediction, over the cases */
     int nrun = 0;
     for (int c = 0; c < ncase; c++) {
@@ -400,6 +430,16 @@ int main(int argc, char **argv) {
             side_free(&a2);
             side_free(&nb2);
         }
+        double raw = 0; /* MPI alone with the same messages: what the layout costs on this machine */
+        {
+            Side a, b;
+            memset(&b, 0, sizeof b);
+            side_build(&a, &A, 1);
+            b.s = B;
+            raw = replay_move(&a, &b, REPS);
+            side_free(&a);
+            side_free(&b);
+        }
         double e = median3(te), ec = median3(tcold), g = median3(tg), gf = median3(tgf), k = median3(tc);
         double bound = maxrank / bwc;
         if (rank == 0 && pre) {
@@ -419,6 +459,11 @@ int main(int argc, char **argv) {
                         "tx.%d.speedup_vs_gather_fwd: %.3f\ntx.%d.speedup_vs_ckpt: %.3f\n",
                         c, cases[c].name, c, bytes, c, bwc / 1e9, c, e, c, bound, c, e / bound, c, ec, c, ec / bound, c, g,
                         c, gf, c, k, c, g / e, c, gf / e, c, k / e);
+            printf("  raw MPI, the same messages posted at once (same chunks and datatypes; no window) and the local "
+                   "copies: %.3f s = %.2fx the bound; engine / raw %.2f\n", raw, raw / bound, e / raw);
+            if (f) fprintf(f, "tx.%d.raw_mpi_s: %.4g\ntx.%d.raw_over_bound: %.3f\ntx.%d.engine_over_raw: %.3f\n", c, raw, c,
+                           raw / bound, c, e / raw);
+            worst_raw = e / raw > worst_raw ? e / raw : worst_raw;
             /* the same two routes on a modelled node (the measured gather runs b -> rank 0 -> a's layout) */
             PlanStage W0;
             const int r0[1] = {0};
@@ -466,6 +511,8 @@ int main(int argc, char **argv) {
                    "rank shares, not far from the time it takes)\n", worst_gbytes);
             if (f) fprintf(f, "tx.worst_gather_bytes_over_engine: %.3f\n", worst_gbytes);
         }
+        printf("  raw MPI with the same messages: the engine at most %.2fx its time\n", worst_raw);
+        if (f) fprintf(f, "tx.worst_engine_over_raw: %.3f\n", worst_raw);
         printf("  the engine's prediction with the measured rates: warm transitions took %.2f-%.2fx it\n", pred_lo,
                pred_hi);
         if (f) fprintf(f, "tx.engine_over_predicted_min: %.3f\ntx.engine_over_predicted_max: %.3f\n", pred_lo, pred_hi);
