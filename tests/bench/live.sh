@@ -59,7 +59,9 @@ for deck in sweep8 sweep8-wide; do
   echo
   echo "== live planner, 8 ranks: inputs/live/$deck.deck (cost model on held-out plans, plan quality)"
   log=build/bench-live/$deck.log
-  jobs/local.sh -np 8 bin/nereus inputs/live/$deck.deck > "$log" 2>&1
+  # the measurements kept for offline refits (build/bench/sweep_refit; tests/bench/dumps/ holds earlier ones)
+  NEREUS_SWEEP_DUMP="$PWD/build/bench-live/$deck.dump" jobs/local.sh -np 8 bin/nereus inputs/live/$deck.deck > "$log" 2>&1
+  echo "  (measurements: build/bench-live/$deck.dump; build/bench/sweep_refit refits this build's model on them)"
   sed -n '/^planner: sweep: [0-9]* sampled/,/^sweep\.chosen_gap_again_pct/p' "$log" | cut -c1-200
   sed -n "s/^sweep\.\([a-z_]*\): \([-0-9.]*\).*/live.$deck.\1: \2/p" "$log" >> "$out"
 done
