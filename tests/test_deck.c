@@ -510,7 +510,9 @@ static void bad_cases(Tally *t)
     bad(t, "out of range, float rounding", MODEL "[optim]\neps = 1e-50\n", "rounds to 0 as a 32-bit float, which is out of range (must be > 0)", NULL, 1);
     bad(t, "out of range int", MODEL "[run]\nblas_threads = 0\n", "x.deck:6: error: [run] blas_threads = 0 is out of range (must be ≥ 1 and ≤ 256)", NULL, 1);
     bad(t, "int beyond int", MODEL "[sft]\nsteps = 3000000000\n", "[sft] steps = 3000000000 is out of range (must be ≥ 0 and ≤ 2147483647)", NULL, 1);
-    bad(t, "int beyond long long", "[run]\nseed = 99999999999999999999\n", "x.deck:2: error: [run] seed = 99999999999999999999 is out of range (must be ≥ 0)", NULL, 1);
+    bad(t, "int beyond long long", "[run]\nseed = 99999999999999999999\n", "x.deck:2: error: [run] seed = 99999999999999999999 is out of range (must be ≥ 0 and ≤ 9223372036854775807)", NULL, 1);
+    bad(t, "int beyond long long, negative", "[run]\nseed = -99999999999999999999\n", "x.deck:2: error: [run] seed = -99999999999999999999 is out of range (must be ≥ 0)", NULL, 1);
+    bad(t, "int field beyond long long", MODEL "[sft]\nsteps = 99999999999999999999\n", "[sft] steps = 99999999999999999999 is out of range (must be ≥ 0 and ≤ 2147483647)", NULL, 1);
     bad(t, "negative seed", "[run]\nseed = -1\n", "[run] seed = -1 is out of range (must be ≥ 0)", NULL, 1);
     bad(t, "vocab neither int nor auto", "[model]\nvocab_size = automatic\n", "[model] vocab_size = automatic is not an integer (expected auto, or an integer, ≥ 1 and ≤ 1000000)", NULL, 1);
     bad(t, "vocab 0 is not auto", "[model]\nvocab_size = 0\n", "vocab_size = 0 is out of range", NULL, 1);

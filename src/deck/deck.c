@@ -246,9 +246,14 @@ static int deck_set_int(const Deck *d, const DeckKey *k, const char *v, size_t n
                            "[%s] %s = %s is not an integer: unexpected '%s' after %s (expected %s)", k->section,
                            k->key, shown, junk, num, exp);
     }
-    if (rc == 3 || !deck_in_range(k, (double)x))
+    int beyond = rc == 3; /* past a 64-bit integer: a bound of the key's range, else of its field, names it */
+    if (beyond) x = v[0] == '-' ? LLONG_MIN : LLONG_MAX;
+    if (!deck_in_range(k, beyond ? (x < 0 ? -HUGE_VAL : HUGE_VAL) : (double)x))
         return deck_report(d, line, NULL, "[%s] %s = %s is out of range (must be %s)", k->section, k->key, shown,
                            *r ? r : "a 64-bit integer");
+    if (k->type == DECK_T_INT64 && beyond)
+        return deck_report(d, line, NULL, "[%s] %s = %s is out of range (must be %s%s%s %lld)", k->section, k->key,
+                           shown, r, *r ? " and " : "", x > 0 ? "≤" : "≥", x);
     if (k->type == DECK_T_INT64) {
         *(long long *)field = x;
         return 0;
