@@ -190,7 +190,7 @@ int main(int argc, char **argv) {
             n_adam += x->nbufs == 3;
             n_copy += x->kind == TX_COPY;
         }
-        TxOptions opt = {0, (size_t)(4 << rnd(10)) * 4, 0, 10e9, 5e-6, 200e-6, NULL, 0, 0, 0, 0, 0, 0, 0};
+        TxOptions opt = {0, (size_t)(4 << rnd(10)) * 4, 0, 10e9, 5e-6, 200e-6, NULL, 0, 0, 0, 0, 0, 0, 0, 0};
         opt.stage_all = rnd(2); /* half the trials pack every chunk, as a device backend does */
         opt.window = opt.chunk * (size_t)(2 + rnd(8));
         opt.stream_order = rnd(4) == 0; /* a quarter post stream after stream (the bench's baseline order) */

@@ -199,7 +199,7 @@ static TxChange change_of(int id, int kind, const GPTConfig *cfg, const PlanStag
 int main(void) {
     nr_heap_keep(); /* as bin/nereus: the timed builds reuse freed memory */
     test_rng = 0x2545F4914F6CDD1Dull;
-    TxOptions opt = {0, 4096, 16384, 10e9, 5e-6, 200e-6, NULL, 0, 0, 0, 0, 0, 0, 0};
+    TxOptions opt = {0, 4096, 16384, 10e9, 5e-6, 200e-6, NULL, 0, 0, 0, 0, 0, 0, 0, 0};
     int nbad[NB_CHECKS] = {0}, trials = 0, multiwave = 0, refused_ok = 0, refused_n = 0, nfwd = 0;
     const char *what[NB_CHECKS] = {"acyclic", "COPY/XFER nodes partition the slabs", "each part covers its new shard",
                                    "sends = receives per rank", "resource edges forward in waves on one rank",

@@ -224,6 +224,14 @@ void gpt_build_shard_empty(GPT *m, const GPTConfig *cfg, const GPTShard *sh, con
  * may be used. */
 void gpt_build_shard_dest(GPT *m, const GPTConfig *cfg, const GPTShard *sh, const Backend *be, int Bmax, int Tmax,
                           int trainable, int filled);
+/* With filled = 3 and trainable, gpt_build_shard_dest allocates params only: the transition engine adds m
+ * and v with gpt_state_alloc as it frees the old shard's params and m (gpt_state_free), so that a rank
+ * that moves holds four of the six state buffers at most, not all six. b: 0 params, 1 AdamW m, 2 v.
+ * gpt_state_alloc allocates buffer b uninitialised (its padding cleared) unless it exists; gpt_state_free
+ * frees it (of a shed old shard). gpt_complete fails on a trainable destination whose moments are
+ * missing. */
+void gpt_state_alloc(GPT *m, int b);
+void gpt_state_free(GPT *m, int b);
 /* Pure: the backend bytes gpt_build_shard allocates for a shard on pipeline
  * stage pp_rank of (tp, pp) with capacity (Bmax, Tmax) — parameters, and
  * for a trainable model gradients, AdamW m and v and the backward scratch,
@@ -270,7 +278,8 @@ void gpt_copy_params(GPT *dst, const GPT *src);
 
 /* Local: when a and b hold the same shard (config, tp, tp_rank, pp,
  * pp_rank), swaps their parameter buffers (and AdamW m and v with adam) —
- * how a transition keeps a shard that stays on its rank without copying it.
+ * how a transition keeps a shard that stays on its rank without copying it
+ * (a is the old shard, with its moments; b's may still be pending, NULL).
  * Returns 0, or −1 (nothing swapped) when the shards differ. */
 int gpt_swap_state(GPT *a, GPT *b, int adam);
 

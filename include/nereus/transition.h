@@ -261,6 +261,9 @@ typedef struct TxOptions {
                                links, max(in, out) / bandwidth */
     int stream_order;       /* 1: each rank posts its streams one after another (the executor's order until
                                2026-12-04; the bench's baseline); 0: chunk by chunk, round by round (exec.c) */
+    int no_staging;         /* 1: a moving rank holds its old and new state whole (params, m, v of both) from the
+                               new shard's allocation to the old one's release (the executor until 2026-12-04;
+                               the bench's baseline); 0: buffer by buffer, at most four of the six (exec.c) */
 } TxOptions;
 
 enum { TXN_COMM, TXN_ALLOC, TXN_COPY, TXN_XFER, TXN_FREE, TXN_COMMIT };
@@ -343,6 +346,7 @@ typedef struct TxPart {
     size_t chunk, window;
     int stage_all;         /* TxOptions.stage_all */
     int stream_order;      /* TxOptions.stream_order */
+    int no_staging;        /* TxOptions.no_staging */
     TxPartChange *ch;      /* (nchanges) */
     TxOp *ops;             /* ALLOC, COPY, FREE per change; SENDs and RECVs each in the streams' order (wave,
                               change, dst, src), whose chunks exec.c posts round by round */

@@ -310,12 +310,15 @@ static void gpt_alloc_shard(GPT *m, const GPTConfig *cfg, const GPTShard *sh, co
     size_t pb = m->nparams * sizeof(float);
     void *(*uninit)(size_t) = be->alloc_uninit ? be->alloc_uninit : be->alloc;
     m->params = (filled >= 1 ? uninit : be->alloc)(pb);
-    if (trainable) {
+    /* a transition's destination with its moments: m and v come later, one at a time (gpt_state_alloc), as
+       the engine frees the old shard's buffer before each (exec.c) */
+    int pending = state_only && filled >= 3 && trainable;
+    if (trainable && !pending) {
         m->m = (filled >= 3 ? uninit : be->alloc)(pb);
         m->v = (filled >= 3 ? uninit : be->alloc)(pb);
     }
     if (filled >= 1) gpt_clear_padding(m, m->params);
-    if (filled >= 3 && trainable) gpt_clear_padding(m, m->m), gpt_clear_padding(m, m->v);
+    if (filled >= 3 && trainable && !pending) gpt_clear_padding(m, m->m), gpt_clear_padding(m, m->v);
     for (int i = 0; i < m->ntensors; i++) /* NULL: a tensor of another stage */
         m->p[i] = m->tensors[i].held ? m->params + m->tensors[i].offset : NULL;
     if (!state_only) gpt_alloc_work(m, filled >= 1);
@@ -383,7 +386,35 @@ void gpt_build_shard_dest(GPT *m, const GPTConfig *cfg, const GPTShard *sh, cons
 }
 
 void gpt_complete(GPT *m) {
+    if (m->be && m->trainable && (!m->m || !m->v))
+        nr_fatal("gpt_complete: a transition's destination lacks its AdamW moments (the engine allocates them)");
     if (m->be && !m->acts_mem) gpt_alloc_work(m, 1);
+}
+
+static float **state_buffer(GPT *m, int b) {
+    if (b < 0 || b > 2 || (b > 0 && !m->trainable)) nr_fatal("gpt: state buffer %d of a%s model", b, m->trainable ? "" : "n untrainable");
+    return b == 0 ? &m->params : b == 1 ? &m->m : &m->v;
+}
+
+/* the named pointers follow the params buffer */
+static void point_params(GPT *m) {
+    for (int i = 0; i < m->ntensors; i++) m->p[i] = m->tensors[i].held && m->params ? m->params + m->tensors[i].offset : NULL;
+}
+
+void gpt_state_alloc(GPT *m, int b) {
+    float **buf = state_buffer(m, b);
+    if (*buf) return;
+    void *(*uninit)(size_t) = m->be->alloc_uninit ? m->be->alloc_uninit : m->be->alloc;
+    *buf = uninit(m->nparams * sizeof(float));
+    gpt_clear_padding(m, *buf);
+    if (b == 0) point_params(m);
+}
+
+void gpt_state_free(GPT *m, int b) {
+    float **buf = state_buffer(m, b);
+    m->be->free(*buf);
+    *buf = NULL;
+    if (b == 0) point_params(m);
 }
 
 void gpt_shed(GPT *m) {
@@ -792,7 +823,7 @@ double gpt_flops_per_token_fwd(const GPTConfig *c, int T) {
 int gpt_swap_state(GPT *a, GPT *b, int adam) {
     if (memcmp(&a->cfg, &b->cfg, sizeof a->cfg) != 0 || a->sh.tp != b->sh.tp || a->sh.tp_rank != b->sh.tp_rank ||
         a->sh.pp != b->sh.pp || a->sh.pp_rank != b->sh.pp_rank || a->nparams != b->nparams ||
-        (adam && (!a->m || !b->m)))
+        (adam && (!a->m || !a->v || !a->trainable || !b->trainable)))
         return -1;
     float *t = a->params;
     a->params = b->params;

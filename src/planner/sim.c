@@ -66,7 +66,7 @@ static double tx_predict(const SimScenario *sc, const TxChange *ch, int n, doubl
     /* a kept slab: a device-to-device copy (read and write) at the HBM rate the decode reaches */
     double copy = 0.5 * hw->hbm * sc->truth.eff.f[EFF_DECODE] * scale;
     TxOptions o = {0, 64u << 20, 512u << 20, hw->bw[1] * sc->truth.eff.f[EFF_P2P_INTER] * scale, hw->lat[1], 0, NULL, 0,
-                   hw->ranks_per_node, hw->bw[0] * sc->truth.eff.f[EFF_P2P_INTRA] * scale, 0, copy, 0, 0};
+                   hw->ranks_per_node, hw->bw[0] * sc->truth.eff.f[EFF_P2P_INTRA] * scale, 0, copy, 0, 0, 0};
     return tx_predicted_s(ch, n, sc->gpus, &o);
 }
 

@@ -73,7 +73,7 @@ TxOptions tx_options_of(const TxPricer *p) {
     double bw = !measured ? t->bandwidth_gbs * 1e9 : p->link_rate > 0 ? p->link_rate : TX_NOMINAL_BW;
     TxOptions o = {t->memory_mib * 1024.0 * 1024.0, (size_t)t->chunk_kib * 1024, (size_t)t->window_kib * 1024, bw,
                    t->latency_us * 1e-6, t->comm_setup_us * 1e-6, NULL, 0, 0, 0, !t->forward,
-                   measured ? p->copy_rate : 0, measured && p->shared_cores, 0};
+                   measured ? p->copy_rate : 0, measured && p->shared_cores, 0, 0};
     return o;
 }
 

@@ -559,6 +559,7 @@ static void part_head(TxPart *p, const TxPlan *P, int r) {
     p->window = P->opt.window;
     p->stage_all = P->opt.stage_all;
     p->stream_order = P->opt.stream_order;
+    p->no_staging = P->opt.no_staging;
 }
 
 /* The parts of ranks [r0, r1) in one pass over the nodes per pass: parts[r - r0]. */

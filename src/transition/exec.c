@@ -83,6 +83,8 @@ typedef struct Stream {
                         chunks 0..k are in); else -1 */
     char *arrived;   /* a forwarded receive stream: per chunk, 1 once complete; else NULL */
     size_t nchunks, prefix; /* with arrived: its chunks, and how many from the first are complete */
+    int ph;          /* the buffer of its last posted chunk, and how many chunks of that buffer it posted */
+    size_t ph_posted;
 } Stream;
 
 typedef struct Flight {
@@ -117,7 +119,11 @@ static size_t next_chunk(const TxPart *pt, const TxOp *op, int nbufs, Cursor *c,
         c->e += take;
         if (c->e == n) {
             c->e = 0;
-            if (++c->k == op->nslab) { c->k = 0; c->b++; }
+            if (++c->k == op->nslab) {
+                c->k = 0;
+                c->b++;
+                break; /* a chunk never spans two buffers: they are staged one after another */
+            }
             if (big) break; /* and ends one */
         }
     }
@@ -180,29 +186,42 @@ static float *direct(const TxPart *pt, const TxOp *op, const Backend *be, GPT *m
  * chunks left to post. */
 typedef struct Order {
     int g0, g1, p, open;
+    int b;      /* the buffer phase: chunks of buffer b (params, m, v) of the wave */
     size_t j;
 } Order;
 
-/* The stream whose chunk comes next in the order, or -1 when every chunk is posted. Every stream with
- * chunks left has posted exactly j of them at its turn in round j (one chunk a turn). With
+/* the stream's next chunk is in buffer b */
+static int in_phase(const Stream *x, int b) { return x->left > 0 && x->cur.b == b; }
+
+/* The stream whose chunk comes next in the order, or -1 when every chunk is posted: by wave, then buffer
+ * phase b (a stream's chunks of buffer b), then round j. Every stream with chunks of buffer b left has
+ * posted exactly j of them at its turn in round j of phase b (one chunk a turn). With
  * TxPart.stream_order the caller stays on a stream until it is all posted (the baseline: a wave's streams
  * one after another, round 0 only). */
 static int order_next(Order *o, const Stream *S, int ns) {
     for (;;) {
         if (o->p < o->g1) {
-            if (S[o->p].left > 0) return o->p;
+            if (in_phase(&S[o->p], o->b)) return o->p;
             o->p++;
             continue;
         }
-        if (o->open > 0) { /* the next round of this wave */
+        if (o->open > 0) { /* the next round of this phase */
             o->j++;
             o->p = o->g0;
+            continue;
+        }
+        if (o->g1 > o->g0 && o->b < 2) { /* the next buffer of this wave */
+            o->b++;
+            o->j = 0;
+            o->p = o->g0;
+            for (int q = o->g0; q < o->g1; q++) o->open += in_phase(&S[q], o->b);
             continue;
         }
         if (o->g1 >= ns) return -1;
         o->g0 = o->p = o->g1; /* the next wave */
         o->j = 0;
-        while (o->g1 < ns && S[o->g1].op->wave == S[o->g0].op->wave) o->open += S[o->g1++].left > 0;
+        o->b = 0;
+        while (o->g1 < ns && S[o->g1].op->wave == S[o->g0].op->wave) o->open += in_phase(&S[o->g1++], 0);
         if (o->g1 < ns && S[o->g1].op->wave < S[o->g0].op->wave)
             nr_fatal("transition: the part's streams are not in wave order (a bug)");
     }
@@ -294,6 +313,11 @@ void tx_execute(const TxPart *pt, TxEndpoint *ep, const TxHooks *hooks, const Ba
     int *alloc_done = calloc((size_t)nc + 1, sizeof(int)), *copy_left = calloc((size_t)nc + 1, sizeof(int));
     int *free_done = calloc((size_t)nc + 1, sizeof(int)), *free_left_wave = calloc((size_t)pt->nwaves + 1, sizeof(int));
     int64_t *send_left = calloc((size_t)nc + 1, sizeof(int64_t));
+    /* buffer staging (params, m, v) per change: new buffers present, old ones freed, and per (change,
+       buffer) the bytes of sends out of the old shard not yet complete and the local copies not yet past it */
+    int *nb_alloc = calloc((size_t)nc + 1, sizeof(int)), *nb_free = calloc((size_t)nc + 1, sizeof(int));
+    int64_t *send_left_b = calloc((size_t)nc * 3 + 1, sizeof(int64_t));
+    int *copy_left_b = calloc((size_t)nc * 3 + 1, sizeof(int));
     int nsend = 0, nrecv = 0;
     for (int64_t i = 0; i < pt->nops; i++) nsend += pt->ops[i].kind == TXO_SEND, nrecv += pt->ops[i].kind == TXO_RECV;
     Stream *ss = calloc((size_t)nsend + 1, sizeof *ss), *rs = calloc((size_t)nrecv + 1, sizeof *rs);
@@ -309,19 +333,27 @@ void tx_execute(const TxPart *pt, TxEndpoint *ep, const TxHooks *hooks, const Ba
     float *copy_host = malloc(has_copy ? pt->chunk : 4);
     staging = has_copy ? pt->chunk : 0; /* the local copies' buffer, for the whole run */
     SAMPLE();
-    if (!alloc_done || !copy_left || !free_done || !free_left_wave || !send_left || !ss || !rs || !fl || !reqs || !idx || !rb || !copy_cur || !copy_done_op || !swapped || !copy_host)
+    if (!alloc_done || !copy_left || !free_done || !free_left_wave || !send_left || !ss || !rs || !fl || !reqs || !idx || !rb || !copy_cur || !copy_done_op || !swapped || !copy_host || !nb_alloc || !nb_free || !send_left_b || !copy_left_b)
         nr_fatal("transition: out of memory for the executor");
-    for (int c = 0; c < nc; c++) alloc_done[c] = pt->ch[c].kind == TX_COPY || !pt->ch[c].in_to;
+    for (int c = 0; c < nc; c++) {
+        alloc_done[c] = pt->ch[c].kind == TX_COPY || !pt->ch[c].in_to;
+        nb_alloc[c] = alloc_done[c] ? pt->ch[c].nbufs : 0;
+    }
     nsend = nrecv = 0;
     for (int64_t i = 0; i < pt->nops; i++) {
         const TxOp *op = &pt->ops[i];
         if (op->kind == TXO_SEND) {
-            ss[nsend++] = (Stream){op, {0, 0, 0}, (size_t)op->bytes, 0, 0, -1, NULL, 0, 0};
-            if (op->feed < 0) send_left[op->change] += op->bytes; /* out of the old shard: its FREE waits */
+            ss[nsend++] = (Stream){op, {0, 0, 0}, (size_t)op->bytes, 0, 0, -1, NULL, 0, 0, 0, 0};
+            if (op->feed < 0) { /* out of the old shard: its FREE waits, and each buffer's */
+                send_left[op->change] += op->bytes;
+                for (int b = 0; b < pt->ch[op->change].nbufs; b++)
+                    send_left_b[op->change * 3 + b] += op->bytes / pt->ch[op->change].nbufs;
+            }
         } else if (op->kind == TXO_RECV) {
-            rs[nrecv++] = (Stream){op, {0, 0, 0}, (size_t)op->bytes, 0, 0, -1, NULL, 0, 0};
+            rs[nrecv++] = (Stream){op, {0, 0, 0}, (size_t)op->bytes, 0, 0, -1, NULL, 0, 0, 0, 0};
         } else if (op->kind == TXO_COPY) {
             copy_left[op->change]++;
+            for (int b = 0; b < pt->ch[op->change].nbufs; b++) copy_left_b[op->change * 3 + b]++;
         } else if (op->kind == TXO_FREE) {
             free_left_wave[op->wave]++;
         }
@@ -367,6 +399,9 @@ void tx_execute(const TxPart *pt, TxEndpoint *ep, const TxHooks *hooks, const Ba
                 hooks->alloc(hooks->ctx, c);
                 st->hook_seconds += nr_now() - th;
                 alloc_done[c] = 1;
+                /* the hook built params, and m and v unless it left them pending (gpt_build_shard_dest) */
+                nb_alloc[c] = pt->ch[c].kind == TX_MOVE && pt->ch[c].nbufs == 3 && ep[c].to && !ep[c].to->m ? 1 : pt->ch[c].nbufs;
+                for (; pt->no_staging && nb_alloc[c] < pt->ch[c].nbufs; nb_alloc[c]++) gpt_state_alloc(ep[c].to, nb_alloc[c]);
                 SAMPLE();
                 ops_left--;
                 progress = 1;
@@ -380,6 +415,24 @@ void tx_execute(const TxPart *pt, TxEndpoint *ep, const TxHooks *hooks, const Ba
                 progress = 1;
             }
         }
+        /* buffer staging: an old buffer goes once nothing reads it any more (its sends complete, its local
+           copies done), and new buffer b comes once old buffer b - 1 is gone, so a rank that moves holds
+           at most four of its six state buffers at once */
+        for (int c = 0; c < nc; c++) {
+            const TxPartChange *pc = &pt->ch[c];
+            if (pc->kind != TX_MOVE || !alloc_done[c]) continue;
+            GPT *from = free_done[c] ? NULL : ep[c].from;
+            while (from && !pt->no_staging && nb_free[c] < pc->nbufs - 1 && send_left_b[c * 3 + nb_free[c]] == 0 &&
+                   copy_left_b[c * 3 + nb_free[c]] == 0) {
+                gpt_state_free(from, nb_free[c]++);
+                progress = 1;
+            }
+            while (nb_alloc[c] < pc->nbufs && (!from || nb_free[c] >= nb_alloc[c])) {
+                gpt_state_alloc(ep[c].to, nb_alloc[c]++);
+                SAMPLE();
+                progress = 1;
+            }
+        }
         /* post sends, then receives, in order, within the windows */
         for (int side = 0; side < 2; side++) {
             Stream *S = side == 0 ? ss : rs;
@@ -389,7 +442,7 @@ void tx_execute(const TxPart *pt, TxEndpoint *ep, const TxHooks *hooks, const Ba
             for (int si; (si = order_next(o, S, ns)) >= 0;) {
                 Stream *x = &S[si];
                 int c = x->op->change;
-                if (side == 1 && !alloc_done[c]) break; /* in order: nothing later either */
+                if (side == 1 && nb_alloc[c] <= x->cur.b) break; /* in order: nothing later either */
                 if (side == 0 && x->gate >= 0 && rs[x->gate].prefix <= x->posted) break; /* not arrived yet */
                 Cursor c0 = x->cur, c1 = x->cur;
                 size_t n = next_chunk(pt, x->op, pt->ch[c].nbufs, &c1, chunk_el), bytes = n * sizeof(float);
@@ -432,11 +485,13 @@ void tx_execute(const TxPart *pt, TxEndpoint *ep, const TxHooks *hooks, const Ba
                 }
                 reqs[nf] = f->req;
                 nf++;
-                if (!by_stream && x->posted != o->j + 1) nr_fatal("transition: a stream out of its round (a bug)");
+                if (x->ph != c0.b) x->ph = c0.b, x->ph_posted = 0;
+                x->ph_posted++;
+                if (!by_stream && x->ph_posted != o->j + 1) nr_fatal("transition: a stream out of its round (a bug)");
                 x->cur = c1;
                 x->left -= bytes;
-                o->open -= x->left == 0;
-                if (!by_stream || x->left == 0) o->p++;
+                o->open -= !in_phase(x, o->b);
+                if (!by_stream || !in_phase(x, o->b)) o->p++;
                 x->pending += bytes;
                 *inflight += bytes;
                 if (side == 0) st->messages_sent++;
@@ -447,7 +502,7 @@ void tx_execute(const TxPart *pt, TxEndpoint *ep, const TxHooks *hooks, const Ba
         for (int64_t i = 0; i < pt->nops; i++) {
             const TxOp *op = &pt->ops[i];
             int c = op->change;
-            if (op->kind != TXO_COPY || copy_done_op[i] || !alloc_done[c]) continue;
+            if (op->kind != TXO_COPY || copy_done_op[i] || !alloc_done[c] || nb_alloc[c] <= copy_cur[i].b) continue;
             double tc = nr_now();
             const TxPartChange *pc = &pt->ch[c];
             Cursor *cu = &copy_cur[i];
@@ -458,6 +513,8 @@ void tx_execute(const TxPart *pt, TxEndpoint *ep, const TxHooks *hooks, const Ba
                 swapped[c] = 1;
                 for (int64_t k = 0; k < op->nslab; k++) st->bytes_copied += slab_elems(&pt->slabs[op->slab0 + k]) * sizeof(float) * (size_t)pc->nbufs;
                 cu->b = pc->nbufs;
+                nb_alloc[c] = pc->nbufs; /* the old shard's buffers, all of them */
+                for (int b = 0; b < pc->nbufs; b++) copy_left_b[c * 3 + b]--;
             } else {
                 const Slab *s = &pt->slabs[op->slab0 + cu->k];
                 const TensorInfo *tf = &ep[c].from->tensors[s->tensor], *tt = &ep[c].to->tensors[s->tensor];
@@ -465,7 +522,9 @@ void tx_execute(const TxPart *pt, TxEndpoint *ep, const TxHooks *hooks, const Ba
                 size_t n = slab_elems(s), m = n - cu->e < chunk_el ? n - cu->e : chunk_el;
                 copy_box(be, tf, fb, tt, tb, s, cu->e, m, rb, copy_host);
                 st->bytes_copied += m * sizeof(float);
+                int b0 = cu->b;
                 cursor_step(pt, op, cu, m);
+                if (cu->b != b0) copy_left_b[c * 3 + b0]--; /* this op's copies of buffer b0 are done */
             }
             st->copy_seconds += nr_now() - tc;
             progress = 1;
@@ -488,7 +547,10 @@ void tx_execute(const TxPart *pt, TxEndpoint *ep, const TxHooks *hooks, const Ba
                     int c = x->op->change;
                     if (f->send) {
                         in_send -= f->bytes;
-                        if (x->op->feed < 0) send_left[c] -= (int64_t)f->bytes;
+                        if (x->op->feed < 0) {
+                            send_left[c] -= (int64_t)f->bytes;
+                            send_left_b[c * 3 + f->cur.b] -= (int64_t)f->bytes;
+                        }
                         st->bytes_sent += f->bytes;
                         if (x->op->feed >= 0) st->bytes_forwarded += f->bytes;
                     } else {
@@ -543,6 +605,10 @@ void tx_execute(const TxPart *pt, TxEndpoint *ep, const TxHooks *hooks, const Ba
 #undef SAMPLE
     free(alloc_done);
     free(copy_left);
+    free(nb_alloc);
+    free(nb_free);
+    free(send_left_b);
+    free(copy_left_b);
     free(free_done);
     free(free_left_wave);
     free(send_left);
@@ -572,6 +638,8 @@ double tx_replay(const TxPart *pt, const TxEndpoint *ep, const Backend *be, MPI_
     MPI_Request *reqs = malloc(cap * sizeof *reqs);
     RunBuf *rb = malloc(sizeof *rb);
     if (!reqs || !rb) nr_fatal("transition: out of memory for the replay");
+    for (int c = 0; c < pt->nchanges; c++) /* every buffer at once: no staging here */
+        for (int b = 1; ep[c].to && pt->ch[c].kind == TX_MOVE && b < pt->ch[c].nbufs; b++) gpt_state_alloc(ep[c].to, b);
     mpiCheck(MPI_Barrier(comm));
     double t0 = nr_now();
     for (int side = 0; side < 2; side++)

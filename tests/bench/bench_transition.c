@@ -121,10 +121,12 @@ static void h_release(void *c, int k) {
 
 static int no_relay; /* the forwarding section's baseline: every block from an old holder */
 static int stream_order; /* the message-order section's baseline: each rank's streams one after another */
+static int no_staging;   /* the staging baseline: old and new state held whole (TxOptions.no_staging) */
+static double last_peak; /* the last engine transition's peak bytes live on a rank (TxStats.mem_peak), max over ranks */
 
 /* the engine's defaults ([transition] chunk_kib, window_kib); BENCH_TX_CHUNK_KIB / _WINDOW_KIB override */
 static TxOptions opts(void) {
-    TxOptions o = {0, 1u << 20, 8u << 20, 10e9, 5e-6, 200e-6, NULL, 0, 0, 0, no_relay, 0, 0, stream_order};
+    TxOptions o = {0, 1u << 20, 8u << 20, 10e9, 5e-6, 200e-6, NULL, 0, 0, 0, no_relay, 0, 0, stream_order, no_staging};
     if (getenv("BENCH_TX_CHUNK_KIB")) o.chunk = (size_t)atol(getenv("BENCH_TX_CHUNK_KIB")) * 1024;
     if (getenv("BENCH_TX_WINDOW_KIB")) o.window = (size_t)atol(getenv("BENCH_TX_WINDOW_KIB")) * 1024;
     if (getenv("BENCH_TX_STAGE")) o.stage_all = 1; /* pack every chunk, as on a device backend */
@@ -212,10 +214,12 @@ static double engine_move_opt(Side *a, Side *b, double *bytes, double *maxrank, 
     TxStats st;
     tx_execute(&part, &ep, &hk, be, MPI_COMM_WORLD, &st);
     tx_part_free(&part);
-    double ph[7] = {t1 - t0, t2 - t1, st.seconds, nr_now() - t0, t_alloc, st.copy_seconds, st.hook_seconds};
+    double ph[8] = {t1 - t0, t2 - t1, st.seconds, nr_now() - t0, t_alloc, st.copy_seconds, st.hook_seconds,
+                    (double)st.mem_peak};
     double cpu = st.cpu_seconds;
     t_alloc = 0;
-    comm_allreduce_max_f64(MPI_COMM_WORLD, ph, 7);
+    comm_allreduce_max_f64(MPI_COMM_WORLD, ph, 8);
+    last_peak = ph[7];
     MPI_Allreduce(MPI_IN_PLACE, &cpu, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     if (getenv("BENCH_TX_PHASES") && rank == 0)
         printf("  phases: parts %.3f s, communicators %.3f s, execute %.3f s (allocation %.3f s, hooks %.3f s, local copies %.3f s; CPU of all ranks %.3f s), total %.3f s\n", ph[0], ph[1], ph[2], ph[4], ph[6], ph[5], cpu, ph[3]);
@@ -331,6 +335,7 @@ int main(int argc, char **argv) {
     double worst_model = 1e30; /* rank 0: the modelled node's gather / engine */
     double worst_gbytes = 1e30; /* rank 0: gather-and-scatter's bytes / the engine's */
     double worst_raw = 0; /* rank 0: the engine / raw MPI with the same messages */
+    double worst_peak = 0; /* rank 0: the peak staged / held whole */
     double pred_lo = 1e30, pred_hi = 0; /* rank 0: warm engine / its prediction, over the cases */
     int nrun = 0;
     for (int c = 0; c < ncase; c++) {
@@ -338,7 +343,7 @@ int main(int argc, char **argv) {
         PlanStage A, B;
         mkstage(&A, cases[c].a[0], cases[c].a[1], cases[c].a[2], cases[c].ra);
         mkstage(&B, cases[c].b[0], cases[c].b[1], cases[c].b[2], cases[c].rb);
-        double te[REPS], tr[REPS], tcold[REPS], tg[REPS], tgf[REPS], tc[REPS], tp[REPS], bytes = 0, maxrank = 0, bmin = 0;
+        double te[REPS], tr[REPS], tw[REPS], pk[REPS], pkw[REPS], tcold[REPS], tg[REPS], tgf[REPS], tc[REPS], tp[REPS], bytes = 0, maxrank = 0, bmin = 0;
         double gbytes = 0; /* the bytes gather-and-scatter moves between ranks */
         TxProbe pc = probe();
         double bwc = pc.link;
@@ -381,6 +386,18 @@ int main(int argc, char **argv) {
             side_free(&b);
         }
         for (int k = 0; k < REPS; k++) { /* warm: the pool holds the previous repetition's shards */
+            { /* the staging baseline, first, while nothing else is live: old and new state held whole */
+                Side a3, b3;
+                memset(&b3, 0, sizeof b3);
+                side_build(&a3, &A, 1);
+                b3.s = B;
+                no_staging = 1;
+                tw[k] = engine_move(&a3, &b3, &bytes, &maxrank);
+                no_staging = 0;
+                pkw[k] = last_peak;
+                side_free(&a3);
+                side_free(&b3);
+            }
             Side a, b;
             memset(&b, 0, sizeof b);
             side_build(&a, &A, 1);
@@ -392,6 +409,7 @@ int main(int argc, char **argv) {
             memset(&b, 0, sizeof b);
             b.s = B;
             te[k] = engine_move(&a, &b, &bytes, &maxrank);
+            pk[k] = last_peak;
             side_train(&b);
             bmin = bytes;
             if (getenv("BENCH_TX_ONLY")) { side_free(&a); side_free(&b); tg[k] = tgf[k] = tc[k] = 1; continue; }
@@ -437,6 +455,7 @@ int main(int argc, char **argv) {
             side_free(&nb2);
         }
         double raw = median3(tr); /* the replay's median (tx_replay) */
+        double whole = median3(tw), peak = median3(pk), peakw = median3(pkw); /* staging: off vs on */
         double e = median3(te), ec = median3(tcold), g = median3(tg), gf = median3(tgf), k = median3(tc);
         double bound = maxrank / bwc;
         if (rank == 0 && pre) {
@@ -461,6 +480,12 @@ int main(int argc, char **argv) {
             if (f) fprintf(f, "tx.%d.raw_mpi_s: %.4g\ntx.%d.raw_over_bound: %.3f\ntx.%d.engine_over_raw: %.3f\n", c, raw, c,
                            raw / bound, c, e / raw);
             worst_raw = e / raw > worst_raw ? e / raw : worst_raw;
+            printf("  memory: the busiest rank's peak %.1f MiB staged buffer by buffer, %.1f MiB holding old and new "
+                   "state whole (%.2fx); time %.3f against %.3f s\n", peak / 1048576.0, peakw / 1048576.0, peak / peakw,
+                   e, whole);
+            if (f) fprintf(f, "tx.%d.peak_mib: %.1f\ntx.%d.peak_whole_mib: %.1f\ntx.%d.peak_over_whole: %.3f\n"
+                           "tx.%d.whole_s: %.4g\n", c, peak / 1048576.0, c, peakw / 1048576.0, c, peak / peakw, c, whole);
+            worst_peak = peak / peakw > worst_peak ? peak / peakw : worst_peak;
             /* the same two routes on a modelled node (the measured gather runs b -> rank 0 -> a's layout) */
             PlanStage W0;
             const int r0[1] = {0};
@@ -510,6 +535,9 @@ int main(int argc, char **argv) {
         }
         printf("  raw MPI with the same messages: the engine at most %.2fx its time\n", worst_raw);
         if (f) fprintf(f, "tx.worst_engine_over_raw: %.3f\n", worst_raw);
+        printf("  memory: staged buffer by buffer, the busiest rank's peak is at most %.2fx what holding old and new "
+               "state whole takes\n", worst_peak);
+        if (f) fprintf(f, "tx.worst_peak_over_whole: %.3f\n", worst_peak);
         printf("  the engine's prediction with the measured rates: warm transitions took %.2f-%.2fx it\n", pred_lo,
                pred_hi);
         if (f) fprintf(f, "tx.engine_over_predicted_min: %.3f\ntx.engine_over_predicted_max: %.3f\n", pred_lo, pred_hi);
