@@ -14,7 +14,9 @@
  * holds must be that value, bit for bit. Also: the bytes that crossed
  * between ranks (counted by the executor) equal the computed minimum; the
  * measured peak memory (backend bytes live + transfer buffers) stays within
- * the budget; no transition hangs (an alarm aborts a trial after 60 s).
+ * the budget and within the DAG's predicted peak on every rank (which
+ * counts the executor's buffer-by-buffer staging of a move's state); no
+ * transition hangs (an alarm aborts a trial after 60 s).
  * New shards are built as the job builds them (gpt_build_shard_dest: what
  * the engine fills is not cleared first) with NEREUS_CPU_POISON=1, so an
  * element the engine did not write reads NaN, not a leftover that could
@@ -156,6 +158,8 @@ int main(int argc, char **argv) {
     long n_ok = 0, n_bad_value = 0, n_bad_bytes = 0, n_bad_mem = 0, n_bad_part = 0, n_refused = 0, n_waves = 0, n_budget = 0, n_bad_fwd = 0, n_fwd = 0, n_fwd_waves = 0, n_fwd_staged = 0;
     int max_hop = 0;
     long n_replay = 0, n_bad_replay = 0;
+    double max_excess = 0; /* the most a rank's measured peak exceeded the DAG's prediction for it */
+    long n_bad_pred = 0;
     long n_adam = 0, n_copy = 0, n_shared = 0, n_disjoint = 0, n_pairs = 0;
     double bytes_total = 0, secs = 0, fwd_bytes = 0;
     size_t nfull = 0;
@@ -355,6 +359,12 @@ int main(int argc, char **argv) {
             n_fwd_staged += want[2] > 0 && opt.stage_all;
             fwd_bytes += (double)red[3];
             max_hop = want[3] > max_hop ? (int)want[3] : max_hop;
+            if (peaks[1] > max_excess) max_excess = peaks[1];
+            if (peaks[1] > 0) {
+                n_bad_pred++;
+                ok = 0;
+                if (rank == 0) fprintf(stderr, "trial %d: measured peak %.0f bytes, %.0f over the DAG's prediction\n", it, peaks[0], peaks[1]);
+            }
             if (budget > 0 && peaks[0] > budget) {
                 n_bad_mem++;
                 ok = 0;
@@ -393,7 +403,7 @@ int main(int argc, char **argv) {
     MPI_Allreduce(MPI_IN_PLACE, lo, 2, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
     MPI_Allreduce(MPI_IN_PLACE, hi, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     int bad_probe = !(pr.link > 0 && pr.copy > 0 && lo[0] == hi[0] && lo[1] == hi[1] && solo.link == 0 && solo.copy > 0);
-    int fails = n_bad_value + n_bad_bytes + n_bad_mem + n_bad_part + n_bad_fwd + (n_fwd == 0) + bad_probe + n_bad_replay +
+    int fails = n_bad_value + n_bad_bytes + n_bad_mem + n_bad_pred + n_bad_part + n_bad_fwd + (n_fwd == 0) + bad_probe + n_bad_replay +
                 (n_replay == 0);
     if (rank == 0) {
         printf("%s %d ranks: %d random transitions (%ld changes with AdamW state, %ld copies; %ld changes on shared "
@@ -404,6 +414,8 @@ int main(int argc, char **argv) {
         printf("%s every element bit-identical after its transition (%ld trials bad)\n", n_bad_value ? "FAIL" : "ok  ", n_bad_value);
         printf("%s bytes that crossed between ranks = planned = the minimum (%ld bad)\n", n_bad_bytes ? "FAIL" : "ok  ", n_bad_bytes);
         printf("%s measured peak memory within the budget (%ld bad)\n", n_bad_mem ? "FAIL" : "ok  ", n_bad_mem);
+        printf("%s measured peak memory within the DAG's predicted peak on every rank (%ld trials over, by at most %.0f "
+               "bytes)\n", n_bad_pred ? "FAIL" : "ok  ", n_bad_pred, max_excess);
         printf("%s forwarding exercised: %ld trials forwarded %.1f MiB (chains up to %d hops; %ld of them in several "
                "waves, %ld through host staging); forwarded = planned (%ld bad)\n", n_bad_fwd || !n_fwd ? "FAIL" : "ok  ",
                n_fwd, fwd_bytes / 1048576.0, max_hop, n_fwd_waves, n_fwd_staged, n_bad_fwd);

@@ -289,8 +289,10 @@ int main(void) {
     }
 
     /* the memory a move holds: an old shard only its params, m and v from the start (the executor sheds its
-       gradients, activations and caches first: gpt_shed), the new one whole; by hand for dp2 -> tp2 on ranks
-       0-1 of 2, one wave, and the budget that needs the shed (refused without it) accepted */
+       gradients, activations and caches first: gpt_shed), the new one's state buffer by buffer (new m once old
+       params are gone, new v once old m is: with n and o bytes a buffer, the old state plus at most
+       max(n, N - O + o)), then whole; by hand for dp2 -> tp2 on ranks 0-1 of 2, one wave, and the budget
+       that needs the shed and the staging (refused without the staging, TxOptions.no_staging) accepted */
     {
         GPTConfig cfg = {.V = 15, .maxT = 16, .L = 4, .C = 32, .NH = 4, .value_head = 0};
         PlanStage a, b;
@@ -304,14 +306,23 @@ int main(void) {
         double new_state = (double)gpt_shard_state_bytes(&cfg, 2, 1, 0, 1);
         double new_full = (double)gpt_shard_bytes(&cfg, 2, 1, 0, x.bmax_to, x.tmax, 1);
         double win = (double)opt.window + (double)opt.chunk;
-        double want = fmax(old_state + new_state + win, new_full); /* during the move; at its end */
+        double n3 = new_state / 3, o3 = old_state / 3;
+        double want = fmax(old_state + fmax(n3, new_state - old_state + o3) + win, new_full); /* during; at the end */
+        double want_whole = fmax(old_state + new_state + win, new_full); /* both states whole (no staging) */
         TxPlan P;
         char why[512] = "";
         opt.budget = 0;
         int rc = tx_plan_build(&P, &x, 1, 2, &opt, why, sizeof why), ok = rc == 0;
         double st = ok ? P.mem_start[0] : 0, pk = ok ? P.mem_peak[0] : 0, en = ok ? P.mem_end[0] : 0;
         if (ok) tx_plan_free(&P);
-        opt.budget = want; /* under old_full + new_full + win, what whole shards needed */
+        opt.no_staging = 1;
+        int rcw = tx_plan_build(&P, &x, 1, 2, &opt, why, sizeof why);
+        double pkw = rcw == 0 ? P.mem_peak[0] : 0;
+        if (rcw == 0) tx_plan_free(&P);
+        opt.budget = want; /* under old_full + new_full + win, what whole shards needed, and under want_whole */
+        int rc2w = tx_plan_build(&P, &x, 1, 2, &opt, why, sizeof why);
+        if (rc2w == 0) tx_plan_free(&P);
+        opt.no_staging = 0;
         int rc2 = tx_plan_build(&P, &x, 1, 2, &opt, why, sizeof why);
         if (rc2 == 0) tx_plan_free(&P);
         opt.budget = new_full - 1; /* under the end: no schedule */
@@ -328,11 +339,13 @@ int main(void) {
         if (rc4 == 0) tx_plan_free(&P);
         opt.budget = 0;
         CHECK(ok && st == old_state && pk == want && en == new_full && old_full + new_full + win > want && rc2 == 0 &&
+                  rcw == 0 && pkw == want_whole && want < want_whole && rc2w != 0 &&
                   rc3 != 0 && rc4 != 0 && strstr(why, "once the new shards are complete"),
               "a move holds state only while it runs: start %.0f bytes (the old params, m, v: want %.0f; whole shard "
-              "%.0f), peak %.0f (want the larger of old and new state + window and the new whole shard, %.0f), end "
-              "%.0f (want %.0f); a budget that fits only so accepted; budgets under the end refused (%s)", st, old_state,
-              old_full, pk, want, en, new_full, rc4 ? why : "accepted");
+              "%.0f), peak %.0f (want the larger of old state + the staged new state + window and the new whole "
+              "shard, %.0f; without staging %.0f, want %.0f), end %.0f (want %.0f); a budget that fits only so "
+              "accepted, refused without staging; budgets under the end refused (%s)", st, old_state, old_full, pk,
+              want, pkw, want_whole, en, new_full, rc4 ? why : "accepted");
     }
 
     /* a rank that only sends holds its transfer window too: dp1 @ 0 -> dp1 @ 1 with R bytes resident on rank 0

@@ -62,6 +62,20 @@ static int change_order_cmp_ctx_tie(const TxChange *ch, int x, int y) {
     return x < y ? -1 : x > y;
 }
 
+/* What a move adds at most on rank r while it runs, on top of what r holds (its old shard among it). The
+ * executor stages the state buffer by buffer (exec.c): new buffer b comes once old buffer b - 1 is freed,
+ * so with nb buffers of n (new) and o (old) bytes each the rank holds, over the old shard, at most
+ * max over b of (b + 1) n - b o = max(n, N - O + o) (N, O: the whole new and old state). A rank without
+ * the old shard, one buffer, or TxOptions.no_staging: all of N. */
+static double staged_need(const TxPlan *P, int c, int r) {
+    size_t nr = (size_t)P->nranks;
+    double N = (double)P->mem_new[(size_t)c * nr + r], O = (double)P->mem_old[(size_t)c * nr + r];
+    int nb = P->ch[c].nbufs;
+    if (P->ch[c].kind != TX_MOVE || nb < 2 || O <= 0 || P->opt.no_staging) return N;
+    double n = N / nb, o = O / nb, last = N - O + o;
+    return n > last ? n : last;
+}
+
 int tx_plan_build(TxPlan *P, const TxChange *ch, int n, int nranks, const TxOptions *opt, char *why, size_t len) {
     memset(P, 0, sizeof *P);
     if (n < 0 || n > 64) return nr_fail(why, len, "transition: %d changes (at most 64)", n);
@@ -212,7 +226,7 @@ int tx_plan_build(TxPlan *P, const TxChange *ch, int n, int nranks, const TxOpti
             if (budget > 0)
                 for (int pos = 0; pos < lsize(&P->ch[c].to) && fits; pos++) {
                     int r = plan_stage_rank(&P->ch[c].to, pos);
-                    double need = cur[r] + acq[r] + (double)P->mem_new[(size_t)c * nr + r] + (moving[r] ? win : 0);
+                    double need = cur[r] + acq[r] + staged_need(P, c, r) + (moving[r] ? win : 0);
                     if (need > budget) fits = 0;
                 }
             if (!fits) continue;
@@ -221,7 +235,7 @@ int tx_plan_build(TxPlan *P, const TxChange *ch, int n, int nranks, const TxOpti
             placed++;
             for (int pos = 0; pos < lsize(&P->ch[c].to); pos++) {
                 int r = plan_stage_rank(&P->ch[c].to, pos);
-                acq[r] += (double)P->mem_new[(size_t)c * nr + r];
+                acq[r] += staged_need(P, c, r);
             }
         }
         if (!here) { /* nothing pending fits: report the first pending change's worst rank */
@@ -232,13 +246,13 @@ int tx_plan_build(TxPlan *P, const TxChange *ch, int n, int nranks, const TxOpti
                 double over = 0;
                 for (int pos = 0; pos < lsize(&P->ch[c].to); pos++) {
                     int r = plan_stage_rank(&P->ch[c].to, pos);
-                    double need = cur[r] + (double)P->mem_new[(size_t)c * nr + r] + (moving[r] ? win : 0);
+                    double need = cur[r] + staged_need(P, c, r) + (moving[r] ? win : 0);
                     if (worst < 0 || need - budget > over) { worst = r; over = need - budget; }
                 }
                 rc = nr_fail(why, len,
                           "memory budget %.1f MiB too small: no schedule fits change %d (stage %d): rank %d needs "
                           "%.1f MiB for its new shard and %.1f MiB of transfer window on top of %.1f MiB held",
-                          budget / MIB, c, P->ch[c].id, worst, (double)P->mem_new[(size_t)c * nr + worst] / MIB,
+                          budget / MIB, c, P->ch[c].id, worst, staged_need(P, c, worst) / MIB,
                           moving[worst] ? win / MIB : 0.0, cur[worst] / MIB);
                 goto done;
             }
