@@ -190,7 +190,10 @@ int slab_tensor_box(const TensorInfo *t, int start[4], int count[4]);
  * state a rank holds (of a move's shards only params, m and v while it
  * runs — gpt_shard_state_bytes: the executor sheds the old shards' other
  * buffers first and completes the new ones at the end, which mem_end
- * counts —, plus the `resident` bytes of models outside the transition,
+ * counts; and on a rank that gives and takes a shard, the new state comes
+ * buffer by buffer as the old goes, so the move adds max(n, N - O + o) to
+ * what the rank holds, not N (n, o: one new / old buffer; N, O: all three;
+ * exec.c's staging) —, plus the `resident` bytes of models outside the transition,
  * and both whole shards of every copy, held throughout) and the transfer
  * buffers (the window, plus one chunk for local copies, on every rank that
  * moves or copies anything). Changes
@@ -198,8 +201,8 @@ int slab_tensor_box(const TensorInfo *t, int start[4], int count[4]);
  * into the first wave where every rank of `to` still fits with the new
  * shards of the wave added, and the old shards of the earlier waves gone.
  * Resource edges run only from earlier waves to later ones, and every rank
- * posts its messages in one global order (wave, change, dest, source,
- * chunk), so the earliest unfinished message always has its send and its
+ * posts its messages in one global order (wave, buffer, chunk round,
+ * change, dest, source), so the earliest unfinished message always has its send and its
  * receive posted: no deadlock under any window (exec.c). A forward comes
  * from an earlier replica of the same new cell, an earlier destination of
  * the same change, so the chunk it waits for is earlier in that order too.

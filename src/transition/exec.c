@@ -14,8 +14,9 @@
  * runs, and on device backends, it is packed through host staging.
  *
  * Order and windows. The global message order is over chunks: by wave,
- * then round j (every stream's chunk j), then the stream's place in the
- * part (the DAG's node order). Each rank posts its sends in that order, at
+ * then buffer phase b (params, AdamW m, v: a chunk never spans two
+ * buffers), then round j (every stream's chunk j of buffer b), then the
+ * stream's place in the part (the DAG's node order). Each rank posts its sends in that order, at
  * most window/2 bytes in flight, and its receives likewise in theirs. The
  * rounds interleave a rank's streams chunk by chunk, so every sender and
  * every receiver has a peer to work with at once: ordered stream by stream
@@ -23,16 +24,26 @@
  * they sent to their first destinations first, a convoy in which a 4 x 4
  * exchange ran about two pairs at a time (dp4@0-3 -> dp4@4-7 on 8 ranks:
  * 0.51 s against 0.21 s round by round, the same bytes; README).
- * A receive is posted only once its change's new shard exists
- * (ALLOC done). An ALLOC of wave w waits for this rank's FREEs of the
- * earlier waves; a FREE waits for every send out of the old shard and the
- * local copies. Why this cannot deadlock: take the earliest unfinished chunk
- * in the global order. Every earlier chunk is done, so its sender's window
- * holds only later chunks or is empty, and the sender posts in order: the
- * chunk's send is posted. Its receiver's earlier receives are done likewise;
- * its ALLOC waited only on FREEs of earlier waves, which waited only on
- * earlier sends (done) and local copies: the receive is posted. So the
- * earliest chunk completes, and by induction all do.
+ * Staging (since 2026-12-04; TxOptions.no_staging turns it off). A move's
+ * new shard comes with its params (the ALLOC hook: gpt_build_shard_dest
+ * leaves m and v pending); on a rank that also holds the old shard, new
+ * buffer b comes only once old buffer b - 1 is freed, and old buffer b is
+ * freed (gpt_state_free) once every send out of it has completed and the
+ * local copies have passed it. So such a rank holds at most four of its six
+ * state buffers, not all six (the DAG counts it so: staged_need).
+ * A receive is posted only once its buffer of the new shard exists. An
+ * ALLOC of wave w waits for this rank's FREEs of the earlier waves; a FREE
+ * (of a buffer, or of the whole old shard) waits for every send out of it
+ * and the local copies. Why this cannot deadlock: take the earliest
+ * unfinished chunk in the global order. Every earlier chunk is done, so its
+ * sender's window holds only later chunks or is empty, and the sender posts
+ * in order: the chunk's send is posted (its old buffer is not freed before
+ * its sends complete). Its receiver's earlier receives are done likewise;
+ * its ALLOC waited only on FREEs of earlier waves, and its buffer b only on
+ * the FREE of its old buffers before b, which waited only on earlier sends
+ * (earlier waves, or earlier phases of this one: done) and local copies:
+ * the receive is posted. So the earliest chunk completes, and by induction
+ * all do.
  *
  * Forwarding. A SEND with feed >= 0 sends, out of the new shard, the stream
  * this rank receives from rank `feed` (the same slab list, so the same
@@ -300,8 +311,9 @@ void tx_execute(const TxPart *pt, TxEndpoint *ep, const TxHooks *hooks, const Ba
     /* an old shard that moves is read only for its params, m and v: its gradients, activations and caches go
        now (gpt_shed), before any new shard is allocated, so the new shards can take their pages (memory.c's
        pool: warm instead of faulted in). The new shards are built with their state only (the ALLOC hook:
-       gpt_build_shard_dest) and completed at the end. So a rank holds old and new state during the
-       transition, not two whole shards (tx_plan_build counts it so: gpt_shard_state_bytes) */
+       gpt_build_shard_dest, m and v pending) and completed at the end. So a rank holds old and new state
+       during the transition, not two whole shards, and of the state at most four of six buffers at once
+       (the staging below; tx_plan_build counts it so: gpt_shard_state_bytes, staged_need) */
     for (int c = 0; c < nc; c++)
         if (pt->ch[c].kind == TX_MOVE && ep[c].from) gpt_shed(ep[c].from);
     st->mem_start = be->mem_live ? be->mem_live() : 0;
