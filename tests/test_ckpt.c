@@ -233,6 +233,20 @@ static void flip_in_dataset(const char *path, const char *dn, size_t at) {
     close(fd);
 }
 
+/* nr_cksum_f32's definition, as the checkpoints' format states it: Σ mix64(k·2^32 + bits(x[k − k0])) mod 2^64 */
+static uint64_t cksum_ref(const float *x, size_t n, uint64_t k0) {
+    uint64_t s = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t b;
+        memcpy(&b, &x[i], sizeof b);
+        uint64_t z = ((k0 + i) << 32) + b;
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+        s += z ^ (z >> 31);
+    }
+    return s;
+}
+
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     int rank = comm_rank(MPI_COMM_WORLD), W = comm_size(MPI_COMM_WORLD);
@@ -243,6 +257,18 @@ int main(int argc, char **argv) {
         return 2;
     }
     Checks *k = nr_xcalloc(1, sizeof *k);
+    if (rank == 0) { /* the checksum a checkpoint stores: the same value whichever clone of nr_cksum_f32 the CPU gets
+                        (util.c), and the value files written before carry (pinned) */
+        float x[1001];
+        for (int i = 0; i < 1001; i++) x[i] = (float)i * 0.25f - 100.0f;
+        int same = 1;
+        for (size_t n = 0; n <= 1001; n += 37)
+            for (uint64_t k0 = 0; k0 < 3; k0++) same &= nr_cksum_f32(x, n, k0 * 1000003) == cksum_ref(x, n, k0 * 1000003);
+        uint64_t pin = nr_cksum_f32(x, 1001, 12345);
+        CHECK(same && pin == 0x543e04cff31a1febULL,
+              "nr_cksum_f32 = the plain definition at every length and offset tried, and the pinned value (%llx)",
+              (unsigned long long)pin);
+    }
     for (int mi = 0; mi < 3; mi++) {
         size_t nl = gpt_logical_numel(mi == 1 ? &cfg_critic : &cfg_actor);
         for (int w = 0; w < 3; w++) {
