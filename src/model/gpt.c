@@ -242,6 +242,11 @@ size_t gpt_shard_bytes(const GPTConfig *cfg, int tp, int pp, int pp_rank, int Bm
     return total;
 }
 
+/* the named pointers follow the params buffer (NULL: a tensor of another stage, or no params) */
+static void point_params(GPT *m) {
+    for (int i = 0; i < m->ntensors; i++) m->p[i] = m->tensors[i].held && m->params ? m->params + m->tensors[i].offset : NULL;
+}
+
 /* zeroes the padding of a flat buffer allocated without clearing: what follows each tensor up to the
    next 16-float boundary, which no tensor write reaches (so reused memory leaves nothing there) */
 static void gpt_clear_padding(const GPT *m, float *buf) {
@@ -319,8 +324,7 @@ static void gpt_alloc_shard(GPT *m, const GPTConfig *cfg, const GPTShard *sh, co
     }
     if (filled >= 1) gpt_clear_padding(m, m->params);
     if (filled >= 3 && trainable && !pending) gpt_clear_padding(m, m->m), gpt_clear_padding(m, m->v);
-    for (int i = 0; i < m->ntensors; i++) /* NULL: a tensor of another stage */
-        m->p[i] = m->tensors[i].held ? m->params + m->tensors[i].offset : NULL;
+    point_params(m);
     if (!state_only) gpt_alloc_work(m, filled >= 1);
 }
 
@@ -394,11 +398,6 @@ void gpt_complete(GPT *m) {
 static float **state_buffer(GPT *m, int b) {
     if (b < 0 || b > 2 || (b > 0 && !m->trainable)) nr_fatal("gpt: state buffer %d of a%s model", b, m->trainable ? "" : "n untrainable");
     return b == 0 ? &m->params : b == 1 ? &m->m : &m->v;
-}
-
-/* the named pointers follow the params buffer */
-static void point_params(GPT *m) {
-    for (int i = 0; i < m->ntensors; i++) m->p[i] = m->tensors[i].held && m->params ? m->params + m->tensors[i].offset : NULL;
 }
 
 void gpt_state_alloc(GPT *m, int b) {
@@ -832,9 +831,7 @@ int gpt_swap_state(GPT *a, GPT *b, int adam) {
         t = a->m; a->m = b->m; b->m = t;
         t = a->v; a->v = b->v; b->v = t;
     }
-    for (int i = 0; i < a->ntensors; i++) { /* the named pointers follow their buffers */
-        a->p[i] = a->tensors[i].held ? a->params + a->tensors[i].offset : NULL;
-        b->p[i] = b->tensors[i].held ? b->params + b->tensors[i].offset : NULL;
-    }
+    point_params(a);
+    point_params(b);
     return 0;
 }

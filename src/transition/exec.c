@@ -299,6 +299,42 @@ static void copy_box(const Backend *be, const TensorInfo *tf, const float *fb, c
     }
 }
 
+/* How many of change c's old buffers, from the first, nothing reads any more (every send out of them
+ * complete, the local copies past them), at most nb. */
+static int old_read(const int64_t *send_left_b, const int *copy_left_b, int c, int nb) {
+    int b = 0;
+    while (b < nb && send_left_b[c * 3 + b] == 0 && copy_left_b[c * 3 + b] == 0) b++;
+    return b;
+}
+
+/* Posts one chunk of n floats to or from peer (tag: the change): the runs of `type` from MPI_BOTTOM (freed
+ * here: MPI keeps it while the call needs it), else n contiguous floats at p. */
+static void post_chunk(int send, float *p, size_t n, MPI_Datatype type, int peer, int tag, MPI_Comm comm,
+                       MPI_Request *req) {
+    if (type != MPI_DATATYPE_NULL) {
+        if (send) mpiCheck(MPI_Isend(MPI_BOTTOM, 1, type, peer, tag, comm, req));
+        else mpiCheck(MPI_Irecv(MPI_BOTTOM, 1, type, peer, tag, comm, req));
+        mpiCheck(MPI_Type_free(&type));
+    } else if (send) {
+        mpiCheck(MPI_Isend(p, (int)n, MPI_FLOAT, peer, tag, comm, req));
+    } else {
+        mpiCheck(MPI_Irecv(p, (int)n, MPI_FLOAT, peer, tag, comm, req));
+    }
+}
+
+/* Local copy of a COPY op's next piece from cursor cu (at most max floats, within one slab) from the old
+ * shard into the new; cu moves past it. Returns the floats copied. */
+static size_t copy_piece(const TxPart *pt, const TxOp *op, const TxEndpoint *e, const Backend *be, Cursor *cu,
+                         size_t max, RunBuf *rb, float *host) {
+    const Slab *s = &pt->slabs[op->slab0 + cu->k];
+    const TensorInfo *tf = &e->from->tensors[s->tensor], *tt = &e->to->tensors[s->tensor];
+    float *fb = buf_of(e->from, cu->b) + tf->offset, *tb = buf_of(e->to, cu->b) + tt->offset;
+    size_t n = slab_elems(s), m = n - cu->e < max ? n - cu->e : max;
+    copy_box(be, tf, fb, tt, tb, s, cu->e, m, rb, host);
+    cursor_step(pt, op, cu, m);
+    return m;
+}
+
 void tx_execute(const TxPart *pt, TxEndpoint *ep, const TxHooks *hooks, const Backend *be, MPI_Comm comm,
                 TxStats *st) {
     memset(st, 0, sizeof *st);
@@ -322,11 +358,10 @@ void tx_execute(const TxPart *pt, TxEndpoint *ep, const TxHooks *hooks, const Ba
 #define SAMPLE() do { size_t m_ = (be->mem_live ? be->mem_live() : 0) + staging; if (m_ > st->mem_peak) st->mem_peak = m_; } while (0)
 
     /* per change: ALLOC done, copies done, sends outstanding (bytes), FREE done */
-    int *alloc_done = calloc((size_t)nc + 1, sizeof(int)), *copy_left = calloc((size_t)nc + 1, sizeof(int));
+    int *alloc_done = calloc((size_t)nc + 1, sizeof(int));
     int *free_done = calloc((size_t)nc + 1, sizeof(int)), *free_left_wave = calloc((size_t)pt->nwaves + 1, sizeof(int));
-    int64_t *send_left = calloc((size_t)nc + 1, sizeof(int64_t));
-    /* buffer staging (params, m, v) per change: new buffers present, old ones freed, and per (change,
-       buffer) the bytes of sends out of the old shard not yet complete and the local copies not yet past it */
+    /* per change: new buffers present, old ones freed (buffer staging: params, m, v); per (change, buffer):
+       the bytes of sends out of the old shard not yet complete, the local copies not yet past it */
     int *nb_alloc = calloc((size_t)nc + 1, sizeof(int)), *nb_free = calloc((size_t)nc + 1, sizeof(int));
     int64_t *send_left_b = calloc((size_t)nc * 3 + 1, sizeof(int64_t));
     int *copy_left_b = calloc((size_t)nc * 3 + 1, sizeof(int));
@@ -345,7 +380,7 @@ void tx_execute(const TxPart *pt, TxEndpoint *ep, const TxHooks *hooks, const Ba
     float *copy_host = malloc(has_copy ? pt->chunk : 4);
     staging = has_copy ? pt->chunk : 0; /* the local copies' buffer, for the whole run */
     SAMPLE();
-    if (!alloc_done || !copy_left || !free_done || !free_left_wave || !send_left || !ss || !rs || !fl || !reqs || !idx || !rb || !copy_cur || !copy_done_op || !swapped || !copy_host || !nb_alloc || !nb_free || !send_left_b || !copy_left_b)
+    if (!alloc_done || !free_done || !free_left_wave || !ss || !rs || !fl || !reqs || !idx || !rb || !copy_cur || !copy_done_op || !swapped || !copy_host || !nb_alloc || !nb_free || !send_left_b || !copy_left_b)
         nr_fatal("transition: out of memory for the executor");
     for (int c = 0; c < nc; c++) {
         alloc_done[c] = pt->ch[c].kind == TX_COPY || !pt->ch[c].in_to;
@@ -356,15 +391,12 @@ void tx_execute(const TxPart *pt, TxEndpoint *ep, const TxHooks *hooks, const Ba
         const TxOp *op = &pt->ops[i];
         if (op->kind == TXO_SEND) {
             ss[nsend++] = (Stream){op, {0, 0, 0}, (size_t)op->bytes, 0, 0, -1, NULL, 0, 0, 0, 0};
-            if (op->feed < 0) { /* out of the old shard: its FREE waits, and each buffer's */
-                send_left[op->change] += op->bytes;
+            if (op->feed < 0) /* out of the old shard: each buffer's FREE waits, and the shard's */
                 for (int b = 0; b < pt->ch[op->change].nbufs; b++)
                     send_left_b[op->change * 3 + b] += op->bytes / pt->ch[op->change].nbufs;
-            }
         } else if (op->kind == TXO_RECV) {
             rs[nrecv++] = (Stream){op, {0, 0, 0}, (size_t)op->bytes, 0, 0, -1, NULL, 0, 0, 0, 0};
         } else if (op->kind == TXO_COPY) {
-            copy_left[op->change]++;
             for (int b = 0; b < pt->ch[op->change].nbufs; b++) copy_left_b[op->change * 3 + b]++;
         } else if (op->kind == TXO_FREE) {
             free_left_wave[op->wave]++;
@@ -413,11 +445,10 @@ void tx_execute(const TxPart *pt, TxEndpoint *ep, const TxHooks *hooks, const Ba
                 alloc_done[c] = 1;
                 /* the hook built params, and m and v unless it left them pending (gpt_build_shard_dest) */
                 nb_alloc[c] = pt->ch[c].kind == TX_MOVE && pt->ch[c].nbufs == 3 && ep[c].to && !ep[c].to->m ? 1 : pt->ch[c].nbufs;
-                for (; pt->no_staging && nb_alloc[c] < pt->ch[c].nbufs; nb_alloc[c]++) gpt_state_alloc(ep[c].to, nb_alloc[c]);
                 SAMPLE();
                 ops_left--;
                 progress = 1;
-            } else if (op->kind == TXO_FREE && !free_done[c] && send_left[c] == 0 && copy_left[c] == 0) {
+            } else if (op->kind == TXO_FREE && !free_done[c] && old_read(send_left_b, copy_left_b, c, pt->ch[c].nbufs) == pt->ch[c].nbufs) {
                 double th = nr_now();
                 if (pt->ch[c].kind == TX_MOVE) hooks->release(hooks->ctx, c);
                 st->hook_seconds += nr_now() - th;
@@ -429,17 +460,18 @@ void tx_execute(const TxPart *pt, TxEndpoint *ep, const TxHooks *hooks, const Ba
         }
         /* buffer staging: an old buffer goes once nothing reads it any more (its sends complete, its local
            copies done), and new buffer b comes once old buffer b - 1 is gone, so a rank that moves holds
-           at most four of its six state buffers at once */
+           at most four of its six state buffers at once (TxOptions.no_staging: every new buffer at once,
+           no old one freed before the shard) */
         for (int c = 0; c < nc; c++) {
             const TxPartChange *pc = &pt->ch[c];
             if (pc->kind != TX_MOVE || !alloc_done[c]) continue;
             GPT *from = free_done[c] ? NULL : ep[c].from;
-            while (from && !pt->no_staging && nb_free[c] < pc->nbufs - 1 && send_left_b[c * 3 + nb_free[c]] == 0 &&
-                   copy_left_b[c * 3 + nb_free[c]] == 0) {
+            int done = from && !pt->no_staging ? old_read(send_left_b, copy_left_b, c, pc->nbufs - 1) : 0;
+            while (nb_free[c] < done) {
                 gpt_state_free(from, nb_free[c]++);
                 progress = 1;
             }
-            while (nb_alloc[c] < pc->nbufs && (!from || nb_free[c] >= nb_alloc[c])) {
+            while (nb_alloc[c] < pc->nbufs && (!from || pt->no_staging || nb_free[c] >= nb_alloc[c])) {
                 gpt_state_alloc(ep[c].to, nb_alloc[c]++);
                 SAMPLE();
                 progress = 1;
@@ -486,15 +518,7 @@ void tx_execute(const TxPart *pt, TxEndpoint *ep, const TxHooks *hooks, const Ba
                 f->stage = stage;
                 f->cur = c0;
                 f->chunk = x->posted++;
-                if (type != MPI_DATATYPE_NULL) { /* the runs in place (the type may go once the call is posted) */
-                    if (side == 0) mpiCheck(MPI_Isend(MPI_BOTTOM, 1, type, x->op->peer, c, comm, &f->req));
-                    else mpiCheck(MPI_Irecv(MPI_BOTTOM, 1, type, x->op->peer, c, comm, &f->req));
-                    mpiCheck(MPI_Type_free(&type));
-                } else {
-                    float *p = stage ? stage : dp;
-                    if (side == 0) mpiCheck(MPI_Isend(p, (int)n, MPI_FLOAT, x->op->peer, c, comm, &f->req));
-                    else mpiCheck(MPI_Irecv(p, (int)n, MPI_FLOAT, x->op->peer, c, comm, &f->req));
-                }
+                post_chunk(side == 0, stage ? stage : dp, n, type, x->op->peer, c, comm, &f->req);
                 reqs[nf] = f->req;
                 nf++;
                 if (x->ph != c0.b) x->ph = c0.b, x->ph_posted = 0;
@@ -528,21 +552,14 @@ void tx_execute(const TxPart *pt, TxEndpoint *ep, const TxHooks *hooks, const Ba
                 nb_alloc[c] = pc->nbufs; /* the old shard's buffers, all of them */
                 for (int b = 0; b < pc->nbufs; b++) copy_left_b[c * 3 + b]--;
             } else {
-                const Slab *s = &pt->slabs[op->slab0 + cu->k];
-                const TensorInfo *tf = &ep[c].from->tensors[s->tensor], *tt = &ep[c].to->tensors[s->tensor];
-                float *fb = buf_of(ep[c].from, cu->b) + tf->offset, *tb = buf_of(ep[c].to, cu->b) + tt->offset;
-                size_t n = slab_elems(s), m = n - cu->e < chunk_el ? n - cu->e : chunk_el;
-                copy_box(be, tf, fb, tt, tb, s, cu->e, m, rb, copy_host);
-                st->bytes_copied += m * sizeof(float);
                 int b0 = cu->b;
-                cursor_step(pt, op, cu, m);
+                st->bytes_copied += copy_piece(pt, op, &ep[c], be, cu, chunk_el, rb, copy_host) * sizeof(float);
                 if (cu->b != b0) copy_left_b[c * 3 + b0]--; /* this op's copies of buffer b0 are done */
             }
             st->copy_seconds += nr_now() - tc;
             progress = 1;
             if (cu->b >= pc->nbufs) {
                 copy_done_op[i] = 1;
-                copy_left[c]--;
                 ops_left--;
             }
             break; /* one chunk per pass */
@@ -559,10 +576,7 @@ void tx_execute(const TxPart *pt, TxEndpoint *ep, const TxHooks *hooks, const Ba
                     int c = x->op->change;
                     if (f->send) {
                         in_send -= f->bytes;
-                        if (x->op->feed < 0) {
-                            send_left[c] -= (int64_t)f->bytes;
-                            send_left_b[c * 3 + f->cur.b] -= (int64_t)f->bytes;
-                        }
+                        if (x->op->feed < 0) send_left_b[c * 3 + f->cur.b] -= (int64_t)f->bytes;
                         st->bytes_sent += f->bytes;
                         if (x->op->feed >= 0) st->bytes_forwarded += f->bytes;
                     } else {
@@ -616,14 +630,12 @@ void tx_execute(const TxPart *pt, TxEndpoint *ep, const TxHooks *hooks, const Ba
     SAMPLE();
 #undef SAMPLE
     free(alloc_done);
-    free(copy_left);
     free(nb_alloc);
     free(nb_free);
     free(send_left_b);
     free(copy_left_b);
     free(free_done);
     free(free_left_wave);
-    free(send_left);
     free(ss);
     for (int j = 0; j < nrecv; j++) free(rs[j].arrived);
     free(rs);
@@ -670,30 +682,15 @@ double tx_replay(const TxPart *pt, const TxEndpoint *ep, const Backend *be, MPI_
                 MPI_Datatype type = MPI_DATATYPE_NULL;
                 if (!dp && !chunk_type(pt, op, be, m, c0, n, rb, &type))
                     nr_fatal("transition: the replay cannot describe a chunk of %zu runs or more", (size_t)TX_MAX_RUNS);
-                void *p = dp ? (void *)dp : MPI_BOTTOM;
-                int count = dp ? (int)n : 1;
-                MPI_Datatype t = dp ? MPI_FLOAT : type;
-                if (side == 0) mpiCheck(MPI_Isend(p, count, t, op->peer, c, comm, &reqs[nq++]));
-                else mpiCheck(MPI_Irecv(p, count, t, op->peer, c, comm, &reqs[nq++]));
-                if (!dp) mpiCheck(MPI_Type_free(&type));
+                post_chunk(side == 0, dp, n, type, op->peer, c, comm, &reqs[nq++]);
             }
         }
     /* the local copies while the messages move */
     float *host = malloc(pt->chunk);
     if (!host) nr_fatal("transition: out of memory for the replay");
-    for (int64_t i = 0; i < pt->nops; i++) {
-        const TxOp *op = &pt->ops[i];
-        if (op->kind != TXO_COPY) continue;
-        int c = op->change;
-        for (int b = 0; b < pt->ch[c].nbufs; b++)
-            for (int64_t k = 0; k < op->nslab; k++) {
-                const Slab *sl = &pt->slabs[op->slab0 + k];
-                const TensorInfo *tf = &ep[c].from->tensors[sl->tensor], *tt = &ep[c].to->tensors[sl->tensor];
-                float *fb = buf_of(ep[c].from, b) + tf->offset, *tb = buf_of(ep[c].to, b) + tt->offset;
-                for (size_t e = 0, n = slab_elems(sl); e < n; e += chunk_el)
-                    copy_box(be, tf, fb, tt, tb, sl, e, n - e < chunk_el ? n - e : chunk_el, rb, host);
-            }
-    }
+    for (int64_t i = 0; i < pt->nops; i++)
+        for (Cursor cu = {0, 0, 0}; pt->ops[i].kind == TXO_COPY && cu.b < pt->ch[pt->ops[i].change].nbufs;)
+            copy_piece(pt, &pt->ops[i], &ep[pt->ops[i].change], be, &cu, chunk_el, rb, host);
     mpiCheck(MPI_Waitall((int)nq, reqs, MPI_STATUSES_IGNORE));
     double t = nr_now() - t0;
     free(host);

@@ -171,6 +171,16 @@ static double modelled_s(const PlanStage *from, const PlanStage *to, int relay) 
     return predicted_s(from, to, relay, 450e9, 3e-6, 0);
 }
 
+/* b's communicators and an empty shard of its layout (every buffer zero), where b holds one */
+static void side_build_dest(Side *b) {
+    side_build(b, &b->s, 0);
+    if (b->e.pos >= 0) {
+        GPTShard sh;
+        emu_gpt_shard(&b->e, &sh);
+        gpt_build_shard_empty(&b->m, &cfg, &sh, be, 1, 8, 1);
+    }
+}
+
 static double engine_move_opt(Side *a, Side *b, double *bytes, double *maxrank, int pretouch) {
     TxChange ch = move_change(&a->s, &b->s);
     TxOptions o = opts();
@@ -190,11 +200,8 @@ static double engine_move_opt(Side *a, Side *b, double *bytes, double *maxrank, 
     *maxrank = info[1];
     pretouched = pretouch;
     if (pretouch) {
-        side_build(b, &b->s, 0);
+        side_build_dest(b);
         if (b->e.pos >= 0) {
-            GPTShard sh;
-            emu_gpt_shard(&b->e, &sh);
-            gpt_build_shard_empty(&b->m, &cfg, &sh, be, 1, 8, 1);
             memset(b->m.params, 0, b->m.nparams * sizeof(float));
             memset(b->m.m, 0, b->m.nparams * sizeof(float));
             memset(b->m.v, 0, b->m.nparams * sizeof(float));
@@ -231,9 +238,8 @@ static double engine_move(Side *a, Side *b, double *bytes, double *maxrank) {
 }
 
 /* The raw-MPI floor of a → b (tx_replay): b's communicators and shard built, then the part's messages posted
-   at once, reps times into the same shard (timing only: a's model is read, b's overwritten); the median of
-   the slowest rank's times */
-static double replay_move(Side *a, Side *b, int reps) {
+   at once into it (timing only: a's model is read, b's overwritten); the slowest rank's time */
+static double replay_move(Side *a, Side *b) {
     TxChange ch = move_change(&a->s, &b->s);
     TxOptions o = opts();
     TxPlan P;
@@ -242,21 +248,12 @@ static double replay_move(Side *a, Side *b, int reps) {
     TxPart part;
     tx_part_scatter(rank == 0 ? &P : NULL, MPI_COMM_WORLD, &part);
     if (rank == 0) tx_plan_free(&P);
-    side_build(b, &b->s, 0);
-    if (b->e.pos >= 0) {
-        GPTShard sh;
-        emu_gpt_shard(&b->e, &sh);
-        gpt_build_shard_empty(&b->m, &cfg, &sh, be, 1, 8, 1);
-    }
+    side_build_dest(b);
     TxEndpoint ep = {a->e.pos >= 0 ? &a->m : NULL, b->e.pos >= 0 ? &b->m : NULL};
-    double t[REPS];
-    if (reps > REPS) reps = REPS;
-    for (int k = 0; k < reps; k++) {
-        t[k] = tx_replay(&part, &ep, be, MPI_COMM_WORLD);
-        comm_allreduce_max_f64(MPI_COMM_WORLD, &t[k], 1);
-    }
+    double t = tx_replay(&part, &ep, be, MPI_COMM_WORLD);
+    comm_allreduce_max_f64(MPI_COMM_WORLD, &t, 1);
     tx_part_free(&part);
-    return nr_median(t, reps);
+    return t;
 }
 
 static void mkstage(PlanStage *s, int tp, int pp, int dp, const int *ranks) {
@@ -404,7 +401,7 @@ int main(int argc, char **argv) {
             /* MPI alone with the same messages, just before the engine moves the same model (what the layout
                costs on this machine, at the same moment) */
             b.s = B;
-            tr[k] = replay_move(&a, &b, 1);
+            tr[k] = replay_move(&a, &b);
             side_free(&b);
             memset(&b, 0, sizeof b);
             b.s = B;
@@ -436,12 +433,8 @@ int main(int argc, char **argv) {
             CkptMeta meta = {0, 0, 7, "", ""};
             char why[512];
             if (ckpt_write(path, MPI_COMM_WORLD, &meta, &cm, 1, why, sizeof why)) nr_fatal("bench: %s", why);
-            side_build(&nb2, &B, 0);
-            if (nb2.e.pos >= 0) {
-                GPTShard sh;
-                emu_gpt_shard(&nb2.e, &sh);
-                gpt_build_shard_empty(&nb2.m, &cfg, &sh, be, 1, 8, 1);
-            }
+            nb2.s = B;
+            side_build_dest(&nb2);
             CkptModel cr = {"actor", &cfg, nb2.e.pos >= 0 ? &nb2.m : NULL, nb2.e.pos >= 0 && nb2.e.coord.d == 0, 1, 0};
             CkptMeta m2r;
             memset(&m2r, 0, sizeof m2r);
