@@ -140,6 +140,7 @@ double cost_stage(const CostModel *cm, int stage, GridLayout l, const Workload *
  * *fits 1 when every rank's memory fits with the headroom. */
 typedef struct StepCost {
     double phase[4];
+    double stage[PLAN_NSTAGES]; /* each model-stage's seconds as its ranks time it (its phase's scale applied) */
     double total;
     double peak_mem;
     int fits;

@@ -480,6 +480,10 @@ double cost_plan(const CostModel *cm, const PlanConfig *plan, int nranks, const 
     memset(sc, 0, sizeof *sc);
     plan_phases(cm, plan, nranks, w, &pp);
     for (int ph = 0; ph < 3; ph++) sc->phase[ph] = pp.phase[ph] * (cm->phase_scale[ph] > 0 ? cm->phase_scale[ph] : 1);
+    for (int s = 0; s < PLAN_NSTAGES; s++) {
+        double scale[EFF_N], k = cm->phase_scale[plan_stage_phase(s)];
+        sc->stage[s] = stage_in_plan(&pp, s, scale) * (k > 0 ? k : 1);
+    }
     /* the weight sync: every destination shard from the trained model; a shard on a rank that holds
        the same one trained is a local copy */
     static const int pairs[3][2] = {{PLAN_ACTOR_TRAIN, PLAN_ACTOR_GEN}, {PLAN_ACTOR_TRAIN, PLAN_ACTOR_INF},

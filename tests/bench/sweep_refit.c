@@ -21,7 +21,7 @@
  * takes them at the default factors, each further round at the factors the
  * round before fitted (a fixed point). The live sweep takes them at the live
  * model's factors of the moment, so its numbers differ somewhat. -v prints
- * every plan. */
+ * every plan, its phases and its model-stages, measured and predicted. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -202,6 +202,12 @@ int main(int argc, char **argv) {
                 const PlanStage *q = &P[i].plan.stage[st];
                 snprintf(t[st], sizeof t[st], "t%dp%dd%d@%d", q->tp, q->pp, q->dp, q->ranks[0]);
                 printf(" %s %s", ab[st], t[st]);
+            }
+            printf("\n    stages measured (predicted):");
+            for (int st = 0; st < PLAN_NSTAGES; st++) {
+                double v[MAX_OBS];
+                for (int k = 0; k < P[i].nobs; k++) v[k] = P[i].obs[k].meas[st];
+                printf(" %s %.3f (%.3f)", ab[st], nr_median(v, P[i].nobs), c.stage[st]);
             }
             printf("\n");
         }
