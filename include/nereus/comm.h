@@ -125,6 +125,13 @@ MPI_Request comm_irecv_f32(MPI_Comm c, float *buf, size_t n, int src, int tag);
  * (Open MPI moves rendezvous messages only inside MPI calls). */
 int comm_testall(int n, MPI_Request *reqs);
 
+/* Local: tests *req until it is done or max_s seconds have passed (yielding
+ * the core between polls as comm_wait does, never sleeping); 1 when done.
+ * For a send just posted whose receiver is likely waiting for it: where
+ * the transport moves a large message only inside the sender's MPI calls,
+ * the two then finish it in one go instead of at the sender's next test. */
+int comm_push(MPI_Request *req, double max_s);
+
 /* collective over c: MPI_Ibarrier + comm_wait. */
 void comm_barrier(MPI_Comm c);
 

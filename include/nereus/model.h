@@ -193,6 +193,10 @@ typedef struct GPT {
     float *pp_host;           /* (2, Bmax·Tmax·C) host staging of the PP sends [0] and receives
                                  [1]; only pp > 1 on a backend whose memory is not host memory */
     MPI_Request *pp_req;      /* (2·Bmax) the pipeline's point-to-point requests; only pp > 1 */
+    /* the pipeline's transfers in flight while this stage computes a microbatch (gpt.c gpt_pp_poll):
+       sends [0, poll_nsent) of poll_sent, receives [0, poll_nrecv) of poll_recv; none outside a pass */
+    MPI_Request *poll_sent, *poll_recv;
+    int poll_nsent, poll_nrecv;
 } GPT;
 
 /* Build: lay out the tensor table, allocate everything for batches of up to

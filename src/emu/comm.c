@@ -514,6 +514,16 @@ int comm_testall(int n, MPI_Request *reqs)
     return n <= 0 || done;
 }
 
+int comm_push(MPI_Request *req, double max_s)
+{
+    int done = 0;
+    double t0 = nr_now();
+    for (CommWaiter w = {.yield_s = max_s};; comm_waiter_pause(&w)) {
+        mpiCheck(MPI_Test(req, &done, MPI_STATUS_IGNORE));
+        if (done || nr_now() - t0 >= max_s) return done;
+    }
+}
+
 void comm_barrier(MPI_Comm c)
 {
     MPI_Request r;

@@ -67,22 +67,50 @@ static MPI_Request gpt_pp_irecv(GPT *m, float *dst, size_t off, size_t n, int sr
 static void gpt_pp_recv_done(GPT *m, float *dst, size_t off, size_t n) {
     if (m->pp_host) m->be->upload(dst + off, m->pp_host + gpt_pp_slot(m) + off, n * sizeof(float));
 }
+/* How long a stage stays with a microbatch it has just sent before going on
+ * to the next (comm_push): the next stage is often waiting for it, and
+ * then the two move it in one go instead of at this stage's next test,
+ * which in a backward pass comes a whole matmul later. Where the receiver
+ * is busy the time is lost, at most this much a microbatch. On 2 ranks with
+ * a core each (gpt_pp_poll's case), both trainings pp2: fwd+bwd 0.61 s
+ * without, 0.58-0.60 s at 0.3 ms, 0.57-0.58 s at 1 ms, 0.56-0.57 s at 3 ms
+ * (2026-12-04). */
+#define GPT_PP_PUSH_S 0.001
+
 static MPI_Request gpt_pp_isend(GPT *m, const float *src_buf, size_t off, size_t n, int dest, int k) {
     const float *buf = src_buf + off;
     if (m->pp_host) {
         m->be->download(m->pp_host + off, src_buf + off, n * sizeof(float));
         buf = m->pp_host + off;
     }
-    return comm_isend_f32(m->sh.pp_comm, buf, n, dest, gpt_pp_tag(k));
+    MPI_Request r = comm_isend_f32(m->sh.pp_comm, buf, n, dest, gpt_pp_tag(k));
+    comm_push(&r, GPT_PP_PUSH_S);
+    return r;
 }
 
-/* Progress of this stage's transfers in flight while it computes: sends
- * sent[0..nsent) and receives recv[0..nrecv) (finished ones are
- * MPI_REQUEST_NULL). Without it a large send could sit until the stage's
- * next blocking call, and the next stage would idle. */
-static void gpt_pp_progress(MPI_Request *sent, int nsent, MPI_Request *recv, int nrecv) {
-    if (sent) comm_testall(nsent, sent);
-    if (recv) comm_testall(nrecv, recv);
+/* Progress of this stage's transfers in flight while it computes (m->poll_*,
+ * set per microbatch by gpt_pp_watch), called between the operations of a
+ * layer. A message past the eager limit moves only while its sender is in
+ * an MPI call (Open MPI's shared-memory transport: the receiver's ack, then
+ * the fragments, each pushed from the sender's progress), so with one test
+ * a layer the next stage got microbatch k only when this stage blocked at
+ * the end of its pass: no overlap at all. On 2 ranks with a core each
+ * (the 4-layer 256-wide model, pp2, 147 KB microbatches) the training
+ * phase took 1.49 s against 1.43 s for both trainings on one rank, the
+ * second stage waiting in its forward as long as the first computed
+ * (2026-12-04). A test costs a few microseconds; where nothing is in flight
+ * (pp = 1, or outside a pipelined pass) it is skipped. */
+static void gpt_pp_poll(GPT *m) {
+    if (m->poll_nsent > 0) comm_testall(m->poll_nsent, m->poll_sent);
+    if (m->poll_nrecv > 0) comm_testall(m->poll_nrecv, m->poll_recv);
+}
+
+/* what gpt_pp_poll tests from now on: sends [0, nsent) of sent, receives [0, nrecv) of recv (NULL: none) */
+static void gpt_pp_watch(GPT *m, MPI_Request *sent, int nsent, MPI_Request *recv, int nrecv) {
+    m->poll_sent = sent;
+    m->poll_nsent = sent ? nsent : 0;
+    m->poll_recv = recv;
+    m->poll_nrecv = recv ? nrecv : 0;
 }
 
 /* collective over m->sh.pp_comm (no-op when pp = 1): n floats of backend
@@ -493,19 +521,24 @@ static void gpt_layer_forward(GPT *m, int l, int r0, int n) {
     be->layernorm_forward(ln1, l1m, l1r, res, m->p[GPT_LN1W] + l * C, m->p[GPT_LN1B] + l * C, nT, C);
     /* column-parallel: this rank's heads of q, k, v */
     be->matmul_forward(qkv, ln1, m->p[GPT_QKVW] + (size_t)l * 3 * Cl * C, m->p[GPT_QKVB] + l * 3 * Cl, nT, C, 3 * Cl);
+    gpt_pp_poll(m);
     be->attention_forward(atty, preatt, att, qkv, n, T, Cl, NH);
+    gpt_pp_poll(m);
     /* row-parallel: partial sums over this rank's heads, then the TP sum */
     be->matmul_forward(attproj, atty, m->p[GPT_ATTPROJW] + (size_t)l * C * Cl,
                        gpt_rowpar_bias(m, m->p[GPT_ATTPROJB] + l * C), nT, Cl, C);
     gpt_tp_sum(m, attproj, nTC);
     be->residual_forward(res2, res, attproj, nTC);
     be->layernorm_forward(ln2, l2m, l2r, res2, m->p[GPT_LN2W] + l * C, m->p[GPT_LN2B] + l * C, nT, C);
+    gpt_pp_poll(m);
     be->matmul_forward(fch, ln2, m->p[GPT_FCW] + (size_t)l * F * C, m->p[GPT_FCB] + l * F, nT, C, F);
+    gpt_pp_poll(m);
     be->gelu_forward(fchg, fch, (size_t)nT * F);
     be->matmul_forward(fcproj, fchg, m->p[GPT_FCPROJW] + (size_t)l * C * F,
                        gpt_rowpar_bias(m, m->p[GPT_FCPROJB] + l * C), nT, F, C);
     gpt_tp_sum(m, fcproj, nTC);
     be->residual_forward(res3, res2, fcproj, nTC);
+    gpt_pp_poll(m);
 }
 
 /* collective over m->sh.tp_comm and m->sh.pp_comm
@@ -546,10 +579,9 @@ void gpt_forward(GPT *m, const int *tokens, int B, int T, int want_logits, int w
             comm_wait(&rin[k]);
             gpt_pp_recv_done(m, a->encoded, rC, nT * C);
         }
-        for (int l = 0; l < Ll; l++) {
-            gpt_layer_forward(m, l, r0, n);
-            if (m->sh.pp > 1) gpt_pp_progress(m->last ? NULL : rout, k, m->first ? NULL : rin, nmb);
-        }
+        if (m->sh.pp > 1) gpt_pp_watch(m, m->last ? NULL : rout, k, m->first ? NULL : rin, nmb);
+        for (int l = 0; l < Ll; l++) gpt_layer_forward(m, l, r0, n);
+        gpt_pp_watch(m, NULL, 0, NULL, 0);
         if (!m->last) {
             rout[k] = gpt_pp_isend(m, out, rC, nT * C, m->sh.pp_rank + 1, k);
             continue;
@@ -607,9 +639,11 @@ static void gpt_layer_backward(GPT *m, int l, int r0, int n) {
     be->zero(s->dln, nTC * sizeof(float));
     be->matmul_backward(s->dfch_gelu, m->g[GPT_FCPROJW] + (size_t)l * C * F, m->g[GPT_FCPROJB] + l * C, dres, fchg,
                         m->p[GPT_FCPROJW] + (size_t)l * C * F, nT, F, C);
+    gpt_pp_poll(m);
     be->gelu_backward(s->dfch, fch, s->dfch_gelu, nTF);
     be->matmul_backward(s->dln, m->g[GPT_FCW] + (size_t)l * F * C, m->g[GPT_FCB] + l * F, s->dfch, ln2,
                         m->p[GPT_FCW] + (size_t)l * F * C, nT, C, F);
+    gpt_pp_poll(m);
     gpt_tp_sum(m, s->dln, nTC); /* this rank's MLP columns' share of d ln2 */
     be->layernorm_backward(dres, m->g[GPT_LN2W] + l * C, m->g[GPT_LN2B] + l * C, s->dln, res2, m->p[GPT_LN2W] + l * C,
                            l2m, l2r, nT, C);
@@ -619,9 +653,12 @@ static void gpt_layer_backward(GPT *m, int l, int r0, int n) {
     be->zero(s->dln, nTC * sizeof(float));
     be->matmul_backward(s->datty, m->g[GPT_ATTPROJW] + (size_t)l * C * Cl, m->g[GPT_ATTPROJB] + l * C, dres, atty,
                         m->p[GPT_ATTPROJW] + (size_t)l * C * Cl, nT, Cl, C);
+    gpt_pp_poll(m);
     be->attention_backward(s->dqkv, s->dpreatt, s->datt, s->datty, qkv, att, n, T, Cl, NH);
+    gpt_pp_poll(m);
     be->matmul_backward(s->dln, m->g[GPT_QKVW] + (size_t)l * 3 * Cl * C, m->g[GPT_QKVB] + l * 3 * Cl, s->dqkv, ln1,
                         m->p[GPT_QKVW] + (size_t)l * 3 * Cl * C, nT, C, 3 * Cl);
+    gpt_pp_poll(m);
     /* The key bias shifts every score of a softmax row by the same q·b, so
      * its gradient is exactly zero; what the sum leaves is rounding noise,
      * which AdamW (g/√v) would blow up into ±lr steps that depend on the
@@ -692,10 +729,9 @@ void gpt_backward(GPT *m, const float *dlogp, const float *dent, const float *dv
             comm_wait(&rin[k]);
             gpt_pp_recv_done(m, s->dresidual, rC, nT * C);
         }
-        for (int l = Ll - 1; l >= 0; l--) {
-            gpt_layer_backward(m, l, r0, n);
-            if (m->sh.pp > 1) gpt_pp_progress(m->first ? NULL : rout, k, m->last ? NULL : rin, nmb);
-        }
+        if (m->sh.pp > 1) gpt_pp_watch(m, m->first ? NULL : rout, k, m->last ? NULL : rin, nmb);
+        for (int l = Ll - 1; l >= 0; l--) gpt_layer_backward(m, l, r0, n);
+        gpt_pp_watch(m, NULL, 0, NULL, 0);
         if (!m->first) rout[k] = gpt_pp_isend(m, s->dresidual, rC, nT * C, m->sh.pp_rank - 1, k);
     }
     if (!m->first) comm_waitall(nmb, rout);
