@@ -369,6 +369,51 @@ static void sleep_check(void)
            bad ? "FAIL" : "ok  ", world - 1, all[2], 100 * worst, 100 * bworst);
 }
 
+/* comm_push: a 4 MiB send (past any eager limit) to a rank already waiting in comm_wait completes within the
+   push and arrives intact; to a rank that posts its receive only 0.3 s later the push gives up after its
+   max_s, not done, and comm_wait then finishes it. Ranks 0 and 1; the others pass. */
+static void push_check(void)
+{
+    enum { N = 1 << 20 };
+    if (world < 2 || me > 1) {
+        comm_barrier(MPI_COMM_WORLD);
+        return;
+    }
+    float *buf = nr_xmalloc(N * sizeof(float));
+    for (int round = 0; round < 2; round++) {
+        int late = round == 1, peer = 1 - me;
+        double max_s = late ? 0.05 : 5.0;
+        mpiCheck(MPI_Sendrecv(NULL, 0, MPI_BYTE, peer, 76, NULL, 0, MPI_BYTE, peer, 76, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        if (me == 0) {
+            for (int i = 0; i < N; i++) buf[i] = (float)(i % 4099) + 0.25f * round;
+            MPI_Request r = comm_isend_f32(MPI_COMM_WORLD, buf, N, 1, 77);
+            double t0 = nr_now();
+            int done = comm_push(&r, max_s);
+            double took = nr_now() - t0;
+            int bad = done == late || (late && took < max_s) || took > max_s + 1.0;
+            if (bad)
+                fail("comm_push to a %s receiver: done %d after %.3f s (max_s %.2f)", late ? "late" : "waiting", done,
+                     took, max_s);
+            if (!done) comm_wait(&r);
+            printf("%s comm_push to a %s receiver: %s after %.3f s (max_s %.2f)\n", bad ? "FAIL" : "ok  ",
+                   late ? "late" : "waiting", done ? "done" : "not done", took, max_s);
+        } else {
+            if (late) {
+                struct timespec ts = {0, 300000000L};
+                nanosleep(&ts, NULL);
+            }
+            memset(buf, 0, N * sizeof(float));
+            MPI_Request r = comm_irecv_f32(MPI_COMM_WORLD, buf, N, 0, 77);
+            comm_wait(&r);
+            long bad = 0;
+            for (int i = 0; i < N; i++) bad += buf[i] != (float)(i % 4099) + 0.25f * round;
+            if (bad) fail("comm_push round %d: %ld of %d floats arrived wrong", round, bad, N);
+        }
+    }
+    free(buf);
+    comm_barrier(MPI_COMM_WORLD);
+}
+
 int main(int argc, char **argv)
 {
     mpiCheck(MPI_Init(&argc, &argv));
@@ -444,6 +489,7 @@ int main(int argc, char **argv)
     if (none[0] != 42.0f) fail("a zero-length allreduce touched the buffer");
 
     sleep_check();
+    push_check();
 
     int64_t tot[4] = {fails, comms_checked, nulls_checked, reductions};
     comm_allreduce_sum_i64(MPI_COMM_WORLD, tot, 4);
