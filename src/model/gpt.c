@@ -285,6 +285,15 @@ static void gpt_clear_padding(const GPT *m, float *buf) {
     }
 }
 
+/* one state buffer (params, m or v) of m->nparams floats: zeroed, or, for a caller that fills every element
+   (filled), uninitialised where the backend can (alloc_uninit) with only its padding cleared */
+static float *state_new(const GPT *m, const Backend *be, int filled) {
+    if (!filled) return be->alloc(m->nparams * sizeof(float));
+    float *buf = (be->alloc_uninit ? be->alloc_uninit : be->alloc)(m->nparams * sizeof(float));
+    gpt_clear_padding(m, buf);
+    return buf;
+}
+
 /* filled: how many of (params, m, v) the caller writes in full before any read (a transition's
    destination: 1, or 3 with the AdamW moments); those, and then the gradients (gpt_zero_grad clears
    them before every backward), are allocated without clearing. 0: every buffer zero */
@@ -340,18 +349,14 @@ static void gpt_alloc_shard(GPT *m, const GPTConfig *cfg, const GPTShard *sh, co
     m->first = m->sh.pp_rank == 0;
     m->last = m->sh.pp_rank == m->sh.pp - 1;
     m->nparams = gpt_tensor_table_pp(cfg, m->sh.tp, m->sh.tp_rank, m->sh.pp, m->sh.pp_rank, m->tensors, &m->ntensors);
-    size_t pb = m->nparams * sizeof(float);
-    void *(*uninit)(size_t) = be->alloc_uninit ? be->alloc_uninit : be->alloc;
-    m->params = (filled >= 1 ? uninit : be->alloc)(pb);
+    m->params = state_new(m, be, filled >= 1);
     /* a transition's destination with its moments: m and v come later, one at a time (gpt_state_alloc), as
        the engine frees the old shard's buffer before each (exec.c) */
     int pending = state_only && filled >= 3 && trainable;
     if (trainable && !pending) {
-        m->m = (filled >= 3 ? uninit : be->alloc)(pb);
-        m->v = (filled >= 3 ? uninit : be->alloc)(pb);
+        m->m = state_new(m, be, filled >= 3);
+        m->v = state_new(m, be, filled >= 3);
     }
-    if (filled >= 1) gpt_clear_padding(m, m->params);
-    if (filled >= 3 && trainable && !pending) gpt_clear_padding(m, m->m), gpt_clear_padding(m, m->v);
     point_params(m);
     if (!state_only) gpt_alloc_work(m, filled >= 1);
 }
@@ -431,9 +436,7 @@ static float **state_buffer(GPT *m, int b) {
 void gpt_state_alloc(GPT *m, int b) {
     float **buf = state_buffer(m, b);
     if (*buf) return;
-    void *(*uninit)(size_t) = m->be->alloc_uninit ? m->be->alloc_uninit : m->be->alloc;
-    *buf = uninit(m->nparams * sizeof(float));
-    gpt_clear_padding(m, *buf);
+    *buf = state_new(m, m->be, 1);
     if (b == 0) point_params(m);
 }
 
