@@ -103,6 +103,9 @@ bad cli-no-deck 'no input deck' bin/nereus
 bad cli-unknown-option "unknown option '--bogus'" bin/nereus --bogus inputs/tiny.deck
 bad deck-max-seq 'max_seq_short\.deck:[0-9]+: error: .*max_seq' bin/nereus tests/decks/max_seq_short.deck
 bad deck-missing-token-file 'tokens_file.*/nonexistent/tokens\.bin' bin/nereus tests/decks/missing_tokens.deck
+# 100 decks mutated at random (a fixed seed) from tests/decks/fuzz/: each runs or is refused with a message
+t deck-fuzz 400 /usr/bin/python3 tests/test_deck_fuzz.py 100 "$LOG/fuzz"
+grep -E '^(FAIL|fuzz:)' "$LOG/deck-fuzz.log" | sed 's/^/      /'
 
 # the committed deck reference is the one the key table generates
 if bin/nereus --deck-reference 2>/dev/null | diff -u inputs/REFERENCE.md - >"$LOG/deck-reference.log"; then result deck-reference-current 0 0
@@ -245,6 +248,23 @@ f=$(ls "$S"/restart_step*.h5 2>/dev/null | head -1)
 if [ $rc = 0 ] && grep -q 'stopped by signal 15 (SIGTERM)' "$LOG/ckpt-sigterm.log" && [ -n "$f" ] && bin/nereus-ckpt verify "$f" >/dev/null 2>&1; then
   result ckpt-sigterm 0 0 "exit 0 at step $stopped, checkpoint $(basename "$f") verified"
 else result ckpt-sigterm 1 0 "exit $rc, stopped '$stopped', file '$f'"; fi
+
+# a checkpoint directory that cannot be made is refused before the run computes anything (no trace, exit 2);
+# a checkpoint that fails mid-run (a directory already where step 2's file goes) stops it as an error:
+# exit 1, the cause on stderr and in verify.stopped, verify.finite still yes
+B=$CK/blocked; mkdir -p "$B/ckpt/restart_step000002.h5"
+{ sed '/^\[sft\]/,/^\[/ s/^steps = 40$/steps = 2/; /^\[ppo\]/,/^\[/ s/^steps = 10$/steps = 4/' tests/decks/restart.deck
+  printf '[ckpt]\nevery = 1\ndir = %s\n' "$B/ckpt"; } > "$B/blocked.deck"
+sed "s#^dir = .*#dir = $B/no/such/ckpt#" "$B/blocked.deck" > "$B/nodir.deck"
+bad ckpt-dir-refused "blocked/nodir\.deck:[0-9]+: error: cannot create the checkpoint directory .*no/such/ckpt" \
+  bin/nereus "$B/nodir.deck"
+$L -np 1 bin/nereus "$B/blocked.deck" >"$LOG/ckpt-fails-midrun.log" 2>"$LOG/ckpt-fails-midrun.err"; rc=$?
+why=$(verify "$LOG/ckpt-fails-midrun.log" stopped)
+if [ $rc = 1 ] && grep -q '^nereus: error: checkpoint after step 1 failed' "$LOG/ckpt-fails-midrun.err" && \
+   [ -f "$B/ckpt/restart_step000001.h5" ] && [ "$(verify "$LOG/ckpt-fails-midrun.log" finite)" = yes ] && \
+   [ "$(verify "$LOG/ckpt-fails-midrun.log" status)" = fail ] && [ -n "$why" ]; then
+  result ckpt-fails-midrun 0 0 "exit 1 after step 1's checkpoint, verify.stopped: ${why:0:60}"
+else result ckpt-fails-midrun 1 0 "exit $rc, stopped '$why' (see $LOG/ckpt-fails-midrun.*)"; fi
 
 echo "== transitions: the engine over MPI, a mid-run switch, refusals"
 # 250 random transitions on 4 ranks and 250 on 8 (AdamW state, copies, tight budgets): bit-identical, minimal bytes

@@ -142,6 +142,11 @@ int job_step(Job *j, int step, StepStats *st, double times[4]);
 double job_eval_greedy(Job *j);
 
 /* ---- checkpoints of the whole job (src/run/resume.c) ---- */
+/* collective over world: [ckpt] dir exists (rank 0 creates it: its last
+ * component), is a directory and can be written in. Returns 0, or −1 with
+ * why (rank 0's words there). Checked at start-up when checkpoints are
+ * scheduled, so a bad directory stops the run before it computes anything. */
+int job_ckpt_dir(Job *j, char *why, size_t why_len);
 /* collective over world: write DIR/NAME_stepNNNNNN.h5 for the job after ppo
  * steps and sft_done SFT steps, then delete all but the newest [ckpt] keep.
  * Returns 0, or −1 with why. */

@@ -87,19 +87,27 @@ static int list_ckpts(const char *dir, const char *name, int64_t *steps, int max
     return n;
 }
 
+int job_ckpt_dir(Job *j, char *why, size_t why_len) {
+    const char *dir = j->cfg->ckpt.dir;
+    int64_t bad = 0;
+    struct stat sb;
+    if (j->rank == 0) {
+        if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+            snprintf(why, why_len, "cannot create the checkpoint directory %s: %s", dir, strerror(errno)), bad = 1;
+        else if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
+            snprintf(why, why_len, "the checkpoint directory %s is not a directory", dir), bad = 1;
+        else if (access(dir, W_OK | X_OK) != 0)
+            snprintf(why, why_len, "cannot write in the checkpoint directory %s: %s", dir, strerror(errno)), bad = 1;
+    }
+    comm_allreduce_max_i64(j->world, &bad, 1);
+    if (bad && j->rank != 0) snprintf(why, why_len, "the checkpoint directory %s is not usable (rank 0 says why)", dir);
+    return bad ? -1 : 0;
+}
+
 int job_checkpoint(Job *j, int64_t step, int64_t sft_done, const char *deck_text, const char *plan_text,
                    char *path_out, size_t path_len, char *why, size_t why_len) {
     const Config *cfg = j->cfg;
-    int64_t bad = 0;
-    if (j->rank == 0 && mkdir(cfg->ckpt.dir, 0777) != 0 && errno != EEXIST) {
-        snprintf(why, why_len, "cannot create checkpoint directory %s: %s", cfg->ckpt.dir, strerror(errno));
-        bad = 1;
-    }
-    comm_allreduce_max_i64(j->world, &bad, 1);
-    if (bad) {
-        if (j->rank != 0) snprintf(why, why_len, "cannot create checkpoint directory %s", cfg->ckpt.dir);
-        return -1;
-    }
+    if (job_ckpt_dir(j, why, why_len) != 0) return -1;
     ckpt_name(j, step, path_out, path_len);
     CkptModel cm[8];
     int n = job_ckpt_models(j, cm);

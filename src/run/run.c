@@ -7,6 +7,7 @@
 #include <math.h>
 #include <mpi.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,13 +55,30 @@ static int check_sft_split(const Config *cfg, const Deck *deck) {
     return 0;
 }
 
+/* A run that stops on an error (a non-finite loss, a failed checkpoint or
+ * transition, the planner): rank 0 says so on stderr as an error, and the
+ * verification block names it (verify.stopped), so that a script tells a
+ * failed run's cause from its output. stop (≥ 256 bytes) keeps the words. */
+static void run_stop(char *stop, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void run_stop(char *stop, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(stop, 256, fmt, ap);
+    va_end(ap);
+    if (nr_rank() == 0) {
+        fflush(stdout);
+        fprintf(stderr, "nereus: error: %s\n", stop);
+        fflush(stderr);
+    }
+}
+
 /* The deck's [switch] before PPO step `step`: resolve the plan against the
  * job, move through the transition engine, print what it did. Returns 0
  * (switched; *bytes: what moved between ranks), 1 (refused before anything
  * moved: the run continues on the current plan) or −1 (a transition check
- * failed: the run must stop). */
+ * failed: the run must stop; fail says why). */
 static int run_switch(Job *j, const Config *cfg, int step, char *plan_text, size_t plan_len, Trace *tr,
-                      int plan_id, double *bytes) {
+                      int plan_id, double *bytes, char *fail, size_t fail_len) {
     double t0 = nr_now();
     int world = j->size;
     PlanConfig np = cfg->sw.plan;
@@ -89,7 +107,7 @@ static int run_switch(Job *j, const Config *cfg, int step, char *plan_text, size
         return 1;
     }
     if (rc < 0) {
-        nr_log("nereus: switch before step %d: %s\n", step, why);
+        snprintf(fail, fail_len, "switch before step %d: %s", step, why);
         return -1;
     }
     char text[4096];
@@ -221,6 +239,15 @@ int run_job(const Config *cfg, const Deck *deck, const char *deck_path) {
             nr_log("note: the checkpoint is past [ppo] steps = %d: no PPO step to run\n", cfg->ppo.steps);
     }
 
+    /* scheduled checkpoints need their directory: found unusable now, not after the first steps */
+    if (cfg->ckpt.every > 0 && cfg->ppo.steps > 0 && job_ckpt_dir(&job, why, sizeof why) != 0) {
+        rc = deck_error_at(deck, "ckpt.dir", "%s ([ckpt] every = %d writes there)", why, cfg->ckpt.every);
+        free(deck_text);
+        live_free(&lp);
+        inject_free(&inj);
+        job_free(&job);
+        return rc;
+    }
     /* the trace (rank 0 writes it; every rank counts its model-stages) */
     TraceJob tj = {cfg, deck_text, plan_text, be, job.ac, job.cc, job.have_rm, start_step};
     const char *tkey = "";
@@ -236,8 +263,8 @@ int run_job(const Config *cfg, const Deck *deck, const char *deck_path) {
     int plan_id = 0;
     live_trace_start(&lp, &job, tr);
 
-    int status = 0, stop_sig = 0;
-    char stop_ckpt[JOB_PATH_MAX] = "";
+    int status = 0, stop_sig = 0, nonfinite = 0;
+    char stop_ckpt[JOB_PATH_MAX] = "", stop[256] = ""; /* stop: why the run stopped on an error (run_stop) */
     double sft_first = NAN, sft_last = NAN;
     int sft_ran = 0;
     if (cfg->sft.steps > sft_done) {
@@ -263,8 +290,8 @@ int run_job(const Config *cfg, const Deck *deck, const char *deck_path) {
             sft_ran++;
             sft_last = loss;
             if (!isfinite(loss)) {
-                nr_log("sft %4d | loss %g: non-finite loss, stopping\n", s, loss);
-                status = 1;
+                run_stop(stop, "sft step %d: non-finite loss (%g); stopping the run", s, loss);
+                status = 1, nonfinite = 1;
                 break;
             }
             if (s % cfg->run.log_every == 0 || s + 1 == cfg->sft.steps)
@@ -272,7 +299,7 @@ int run_job(const Config *cfg, const Deck *deck, const char *deck_path) {
             if (s + 1 < cfg->sft.steps && (stop_sig = job_stop_requested(&job))) {
                 if (job_checkpoint(&job, 0, s + 1, deck_text, plan_text, stop_ckpt, sizeof stop_ckpt, why,
                                    sizeof why) != 0) {
-                    nr_log("nereus: stop signal %d: the checkpoint failed: %s\n", stop_sig, why);
+                    run_stop(stop, "stop signal %d: the checkpoint failed: %s", stop_sig, why);
                     status = 1;
                 }
                 break;
@@ -317,7 +344,7 @@ int run_job(const Config *cfg, const Deck *deck, const char *deck_path) {
                 int before = plan_id;
                 if (live_decide(&lp, &job, &inj, step, tr, &plan_id, plan_text, sizeof plan_text, &moved, why,
                                 sizeof why) != 0) {
-                    nr_log("nereus: planner: %s; stopping the run\n", why);
+                    run_stop(stop, "planner: %s; stopping the run", why);
                     status = 1;
                     break;
                 }
@@ -326,8 +353,13 @@ int run_job(const Config *cfg, const Deck *deck, const char *deck_path) {
             }
             if (cfg->sw.step == step) {
                 double moved = 0;
-                int rc = run_switch(&job, cfg, step, plan_text, sizeof plan_text, tr, plan_id, &moved);
-                if (rc < 0) { status = 1; break; }
+                int rc = run_switch(&job, cfg, step, plan_text, sizeof plan_text, tr, plan_id, &moved, why,
+                                    sizeof why);
+                if (rc < 0) {
+                    run_stop(stop, "%s; stopping the run", why);
+                    status = 1;
+                    break;
+                }
                 plan_id += rc == 0;
                 transitions += rc == 0;
                 transition_bytes += moved;
@@ -350,9 +382,9 @@ int run_job(const Config *cfg, const Deck *deck, const char *deck_path) {
                             plan_id};
             trace_step(tr, MPI_COMM_WORLD, &ts); /* collective */
             if (bad) {
-                nr_log("step %4d | non-finite loss or gradient (policy %g, value %g): stopping the run\n", step,
-                       st.pg_loss, st.vf_loss);
-                status = 1;
+                run_stop(stop, "step %d: non-finite loss or gradient (policy %g, value %g); stopping the run", step,
+                         st.pg_loss, st.vf_loss);
+                status = 1, nonfinite = 1;
                 break;
             }
             if (step % cfg->run.log_every == 0 || step + 1 == cfg->ppo.steps) {
@@ -370,7 +402,7 @@ int run_job(const Config *cfg, const Deck *deck, const char *deck_path) {
                 char path[JOB_PATH_MAX];
                 if (job_checkpoint(&job, step + 1, cfg->sft.steps, deck_text, plan_text, path, sizeof path, why,
                                    sizeof why) != 0) {
-                    nr_log("nereus: checkpoint after step %d failed: %s\n", step, why);
+                    run_stop(stop, "checkpoint after step %d failed: %s; stopping the run", step, why);
                     status = 1;
                     break;
                 }
@@ -400,7 +432,7 @@ int run_job(const Config *cfg, const Deck *deck, const char *deck_path) {
         char path[JOB_PATH_MAX];
         if (job_checkpoint(&job, final_step, cfg->sft.steps, deck_text, plan_text, path, sizeof path, why,
                            sizeof why) != 0) {
-            nr_log("nereus: final checkpoint failed: %s\n", why);
+            run_stop(stop, "the final checkpoint failed: %s", why);
             status = 1;
         } else {
             nr_log("ckpt: %s\n", path);
@@ -414,8 +446,9 @@ int run_job(const Config *cfg, const Deck *deck, const char *deck_path) {
 
     /* ---- verification block: stable numbers only (no times), one per line ---- */
     int n = done_steps, k = NR_MIN(10, n);
-    int finite = status == 0;
+    int finite = !nonfinite, pass = status == 0; /* a run stopped on another error is finite and fails */
     for (int i = 0; i < n; i++) finite = finite && isfinite(rewards[i]);
+    pass = pass && finite;
     double cs_actor = job_checksum(&job, PLAN_ACTOR_TRAIN);
     double cs_ref = 0, cs_critic = 0, cs_reward = 0;
     if (cfg->ppo.steps > 0) {
@@ -427,7 +460,7 @@ int run_job(const Config *cfg, const Deck *deck, const char *deck_path) {
     if (stop_sig)
         snprintf(tstatus, sizeof tstatus, "stopped by signal %d after step %lld", stop_sig, (long long)final_step);
     else
-        snprintf(tstatus, sizeof tstatus, "%s", finite ? "pass" : "fail");
+        snprintf(tstatus, sizeof tstatus, "%s", pass ? "pass" : "fail");
     trace_close(tr, MPI_COMM_WORLD, tstatus, n, ppo_s);
     nr_log("--- verification ---\n");
     if (cfg->sft.steps > 0) {
@@ -459,12 +492,13 @@ int run_job(const Config *cfg, const Deck *deck, const char *deck_path) {
         else nr_log("verify.checksum.reward: none (rule-based reward, no network)\n");
     }
     nr_log("verify.finite: %s\n", finite ? "yes" : "no");
-    nr_log("verify.status: %s\n", finite ? "pass" : "fail");
+    if (stop[0]) nr_log("verify.stopped: %s\n", stop);
+    nr_log("verify.status: %s\n", pass ? "pass" : "fail");
     free(rewards);
     free(kls);
     free(deck_text);
     live_free(&lp);
     inject_free(&inj);
     job_free(&job);
-    return finite ? 0 : 1;
+    return pass ? 0 : 1;
 }
