@@ -197,19 +197,23 @@ done
 # refused checkpoints: truncated, a flipped byte in a dataset, no complete flag; a deck of another shape
 cp "$A5" "$CK/trunc.h5"; truncate -s $(( $(stat -c %s "$A5") / 2 )) "$CK/trunc.h5"
 bad ckpt-restart-truncated 'trunc\.h5' bin/nereus tests/decks/restart.deck --restart "$CK/trunc.h5"
-/usr/bin/python3 - "$A5" "$CK/flip.h5" "$CK/nocomplete.h5" <<'PY' >"$LOG/ckpt-corrupt.log" 2>&1
+/usr/bin/python3 - "$A5" "$CK/flip.h5" "$CK/nocomplete.h5" "$CK/deckflip.h5" <<'PY' >"$LOG/ckpt-corrupt.log" 2>&1
 import shutil, sys, h5py
-src, flip, noc = sys.argv[1:4]
-shutil.copy(src, flip); shutil.copy(src, noc)
+src, flip, noc, deckflip = sys.argv[1:5]
+shutil.copy(src, flip); shutil.copy(src, noc); shutil.copy(src, deckflip)
 with h5py.File(src, "r") as f:
     off = f["models/actor/params/fcw"].id.get_offset()
+    doff = f["meta/deck"].id.get_offset()
 with open(flip, "r+b") as f:
     f.seek(off + 1000); b = f.read(1); f.seek(off + 1000); f.write(bytes([b[0] ^ 0x10]))
+with open(deckflip, "r+b") as f:  # one letter of the stored deck text (raw data: no HDF5 checksum covers it)
+    f.seek(doff + 40); b = f.read(1); f.seek(doff + 40); f.write(bytes([b[0] ^ 0x01]))
 with h5py.File(noc, "r+") as f:
     del f["meta"].attrs["complete"]
 PY
 bad ckpt-restart-bitflip 'flip\.h5.*fcw' bin/nereus tests/decks/restart.deck --restart "$CK/flip.h5"
 bad ckpt-restart-incomplete 'nocomplete\.h5.*complete' bin/nereus tests/decks/restart.deck --restart "$CK/nocomplete.h5"
+bad ckpt-restart-deckflip 'deckflip\.h5: dataset deck: checksum mismatch' bin/nereus tests/decks/restart.deck --restart "$CK/deckflip.h5"
 sed 's/^n_embd = 64$/n_embd = 96/' tests/decks/restart.deck > "$CK/wide.deck"
 bad ckpt-restart-shape 'n_embd.*64.*96|96.*64' bin/nereus "$CK/wide.deck" --restart "$A5"
 

@@ -37,6 +37,7 @@
 #include "nereus/planner.h" /* cost model, admit() */
 #include "nereus/task.h"    /* the prompt length and vocabulary, as run.c has them */
 #include "nereus/txprice.h" /* the transition pricer, as the job prices */
+#include "nereus/util.h"    /* nr_cksum_str */
 
 #pragma GCC diagnostic ignored "-Wformat-truncation"
 
@@ -381,6 +382,16 @@ static char *dset_str(hid_t f, const char *name) {
             free(out);
             out = NULL;
         }
+    }
+    /* its checksum (h5.c's string datasets since 2026-12-04; older traces have none): a changed byte is unreadable */
+    uint64_t stored = 0;
+    if (out && H5Aexists(d, "checksum") > 0) {
+        hid_t a = H5Aopen(d, "checksum", H5P_DEFAULT);
+        if (a < 0 || H5Aread(a, H5T_NATIVE_UINT64, &stored) < 0 || stored != nr_cksum_str(out)) {
+            free(out);
+            out = NULL;
+        }
+        if (a >= 0) H5Aclose(a);
     }
 done:
     if (mt >= 0) H5Tclose(mt);
@@ -978,7 +989,7 @@ static int replay_build(const TraceFile *tf, Replay *r, char *why, size_t len) {
     memset(r, 0, sizeof *r);
     r->tf = tf;
     const PlannerAttrs *pa = &tf->pa;
-    if (!tf->deck) return snprintf(why, len, "the trace has no readable /deck"), -1;
+    if (!tf->deck) return snprintf(why, len, "the trace has no readable /deck (missing, or not matching its checksum)"), -1;
     if (deck_parse_string("the trace's /deck", tf->deck, strlen(tf->deck), &r->cfg, NULL, 1) != 0)
         return snprintf(why, len, "the deck stored in the trace does not parse"), -1;
     const Config *cfg = &r->cfg;

@@ -38,6 +38,10 @@ void nr_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * whoever holds which run. What checkpoints store (docs/CHECKPOINT.md) and
  * transitions compare. */
 uint64_t nr_cksum_f32(const float *x, size_t n, uint64_t k0);
+/* FNV-1a, 64-bit, over a NUL-terminated string's bytes: the checksum the
+ * HDF5 files keep beside a string dataset (its raw data is outside the
+ * checksums HDF5 keeps on metadata). */
+uint64_t nr_cksum_str(const char *s);
 /* Writes the formatted reason into why (len bytes; why may be NULL) and
  * returns −1: the "return -1 with a one-line reason" of the pure planners. */
 int nr_fail(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

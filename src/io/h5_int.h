@@ -46,7 +46,8 @@ int h5_attr_put_str(H5Err *e, hid_t loc, const char *name, const char *s);
 int h5_attr_get(H5Err *e, hid_t loc, const char *objname, const char *name, hid_t mtype, hsize_t n, void *buf);
 /* a fixed- or variable-length string attribute, malloc'd */
 int h5_attr_get_str(H5Err *e, hid_t loc, const char *objname, const char *name, char **out);
-/* a scalar fixed-length string dataset (h5dump shows it as text), and back (malloc'd) */
+/* a scalar fixed-length string dataset (h5dump shows it as text) with a `checksum` attribute (FNV-1a 64 of
+ * its bytes), and back (malloc'd; a checksum that does not match is refused, a missing one accepted) */
 int h5_dset_put_str(H5Err *e, hid_t loc, const char *name, const char *s);
 int h5_dset_get_str(H5Err *e, hid_t loc, const char *name, char **out);
 
