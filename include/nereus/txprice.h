@@ -69,6 +69,10 @@ typedef struct TxPricer {
 void tx_stage_capacity(const TxPricer *p, int id, int dp, int *Bmax, int *Tmax);
 /* the stage holds a model (reward.inf only with a reward network) */
 int tx_stage_holds_model(const TxPricer *p, int id);
+/* backend bytes of model-stage id's shard at grid position pos of layout s (gpt_shard_bytes at the stage's
+ * capacity: parameters, and for a training stage gradients and AdamW m, v; activations); 0 where the stage
+ * holds no model */
+double tx_stage_shard_bytes(const TxPricer *p, int id, const PlanStage *s, int pos);
 /* the change of stage id from → to (kind TX_MOVE, or TX_COPY for the weight sync) */
 void tx_change_for(const TxPricer *p, int id, int kind, const PlanStage *from, const PlanStage *to, TxChange *x);
 /* the job moved from plan a to plan b: the layouts it keeps for reuse now (p->kept, up to [transition]

@@ -38,6 +38,14 @@ void tx_stage_capacity(const TxPricer *p, int id, int dp, int *Bmax, int *Tmax) 
 
 int tx_stage_holds_model(const TxPricer *p, int id) { return id != PLAN_REWARD_INF || p->have_rm; }
 
+double tx_stage_shard_bytes(const TxPricer *p, int id, const PlanStage *s, int pos) {
+    if (!tx_stage_holds_model(p, id)) return 0;
+    int Bmax, Tmax;
+    tx_stage_capacity(p, id, s->dp, &Bmax, &Tmax);
+    return (double)gpt_shard_bytes(plan_stage_is_critic(id) ? &p->cc : &p->ac, s->tp, s->pp, pos / (s->tp * s->dp), Bmax,
+                                   Tmax, plan_stage_is_train(id));
+}
+
 void tx_change_for(const TxPricer *p, int id, int kind, const PlanStage *from, const PlanStage *to, TxChange *x) {
     memset(x, 0, sizeof *x);
     x->id = id;

@@ -8,9 +8,11 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "nereus/comm.h"
 #include "nereus/plan.h"
+#include "nereus/txprice.h"
 #include "nereus/util.h"
 
 /* This rank's share of the logical vector, to be summed over the ranks of
@@ -48,6 +50,58 @@ void job_stage_fill(Job *j, Stage *s) {
 }
 
 int job_stage_holds_model(const Job *j, int id) { return tx_stage_holds_model(&j->px, id); }
+
+int job_memory_check(MPI_Comm world, const Config *cfg, const TaskSet *ts, char *why, size_t len) {
+    int rank, size;
+    MPI_Comm_rank(world, &rank);
+    MPI_Comm_size(world, &size);
+    JobShape sh;
+    job_shape_of(cfg, ts, &sh);
+    TxPricer px = {.cfg = cfg, .ac = sh.ac, .cc = sh.cc, .have_rm = sh.have_rm, .Tgen = sh.Tgen, .Tsft = sh.Tsft,
+                   .nranks = size};
+    /* this rank's bytes: its model-stages' shards, and the job's two logical vectors (job_build's full, tmp) */
+    double stage_b[PLAN_NSTAGES] = {0}, vectors = 2.0 * (double)gpt_logical_numel(&sh.cc) * sizeof(float), mine = vectors;
+    for (int i = 0; i < PLAN_NSTAGES; i++) {
+        int pos = plan_stage_pos(&cfg->plan.stage[i], rank);
+        if (pos < 0) continue;
+        stage_b[i] = tx_stage_shard_bytes(&px, i, &cfg->plan.stage[i], pos);
+        mine += stage_b[i];
+    }
+    /* the node's ranks together against its physical memory */
+    MPI_Comm node;
+    mpiCheck(MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+    struct { double v; int r; } most = {mine, rank}, big;
+    double need = 0, phys = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+    mpiCheck(MPI_Allreduce(&mine, &need, 1, MPI_DOUBLE, MPI_SUM, node));
+    mpiCheck(MPI_Allreduce(&most, &big, 1, MPI_DOUBLE_INT, MPI_MAXLOC, node)); /* the node's largest rank */
+    int nn = comm_size(node);
+    mpiCheck(MPI_Comm_free(&node));
+    struct { double v; int r; } over = {phys > 0 ? need / phys : 0, rank}, worst;
+    mpiCheck(MPI_Allreduce(&over, &worst, 1, MPI_DOUBLE_INT, MPI_MAXLOC, world));
+    if (!(worst.v > 1)) return 0;
+    /* the fullest node's numbers, from the rank of it that found them, to every rank */
+    char msg[1024] = "";
+    if (rank == worst.r) {
+        int o = snprintf(msg, sizeof msg, "the plan does not fit in memory: the %d rank(s) on rank %d's node need %.1f GiB "
+                         "for their models, the node has %.1f GiB (%.2fx over); rank %d alone needs %.1f GiB", nn, rank,
+                         need / 1073741824.0, phys / 1073741824.0, need / phys, big.r, big.v / 1073741824.0);
+        if (big.r == rank && o > 0 && o < (int)sizeof msg) {
+            o += snprintf(msg + o, sizeof msg - (size_t)o, " (");
+            for (int i = 0, k = 0; i < PLAN_NSTAGES && o < (int)sizeof msg; i++)
+                if (stage_b[i] > 0)
+                    o += snprintf(msg + o, sizeof msg - (size_t)o, "%s%s %.1f", k++ ? ", " : "", plan_stage_name(i),
+                                  stage_b[i] / 1073741824.0);
+            if (o < (int)sizeof msg) snprintf(msg + o, sizeof msg - (size_t)o, ", the job's two model vectors %.1f)",
+                                              vectors / 1073741824.0);
+        }
+        size_t m = strlen(msg);
+        if (m + 80 < sizeof msg)
+            snprintf(msg + m, sizeof msg - m, "; use more ranks or nodes, wider tp or pp, or a smaller [model]");
+    }
+    mpiCheck(MPI_Bcast(msg, sizeof msg, MPI_CHAR, worst.r, world));
+    snprintf(why, len, "%s", msg);
+    return -1;
+}
 
 void job_stage_capacity(const Job *j, int id, int dp, int *Bmax, int *Tmax) { tx_stage_capacity(&j->px, id, dp, Bmax, Tmax); }
 

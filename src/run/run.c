@@ -198,6 +198,11 @@ int run_job(const Config *cfg, const Deck *deck, const char *deck_path) {
 
     char injected[1024];
     if (inject_describe(&inj, injected, sizeof injected)) nr_log("%s\n", injected);
+    char mwhy[1024];
+    if (job_memory_check(MPI_COMM_WORLD, cfg, &ts, mwhy, sizeof mwhy) != 0) {
+        inject_free(&inj);
+        return deck_error_at(deck, "model.n_embd", "%s", mwhy);
+    }
     Job job;
     job_build(&job, MPI_COMM_WORLD, cfg, be, &ts);
     LivePlanner lp;

@@ -126,12 +126,7 @@ int job_transition(Job *j, const PlanConfig *np, int verify, JobTxReport *rep, c
         for (int i = 0; i < PLAN_NSTAGES; i++) {
             if (!job_stage_holds_model(j, i) || !plan_stage_same(&j->plan.stage[i], &np->stage[i])) continue;
             const PlanStage *s = &j->plan.stage[i];
-            int Bmax, Tmax;
-            job_stage_capacity(j, i, s->dp, &Bmax, &Tmax);
-            for (int pos = 0; pos < s->nranks; pos++)
-                resident[s->ranks[pos]] += (double)gpt_shard_bytes(plan_stage_is_critic(i) ? &j->cc : &j->ac, s->tp,
-                                                                   s->pp, pos / (s->tp * s->dp), Bmax, Tmax,
-                                                                   plan_stage_is_train(i));
+            for (int pos = 0; pos < s->nranks; pos++) resident[s->ranks[pos]] += tx_stage_shard_bytes(&j->px, i, s, pos);
         }
         opt.resident = resident;
         if (tx_plan_build(&P, ch, nch, j->size, &opt, reason, sizeof reason) != 0) refused = 1;
