@@ -103,7 +103,8 @@ bad cli-no-deck 'no input deck' bin/nereus
 bad cli-unknown-option "unknown option '--bogus'" bin/nereus --bogus inputs/tiny.deck
 bad deck-max-seq 'max_seq_short\.deck:[0-9]+: error: .*max_seq' bin/nereus tests/decks/max_seq_short.deck
 bad deck-missing-token-file 'tokens_file.*/nonexistent/tokens\.bin' bin/nereus tests/decks/missing_tokens.deck
-# 100 decks mutated at random (a fixed seed) from tests/decks/fuzz/: each runs or is refused with a message
+# 100 decks mutated at random (a fixed seed) from tests/decks/fuzz/, on 1 and 4 ranks and simulated: each runs
+# or is refused with a message
 t deck-fuzz 400 /usr/bin/python3 tests/test_deck_fuzz.py 100 "$LOG/fuzz"
 grep -E '^(FAIL|fuzz:)' "$LOG/deck-fuzz.log" | sed 's/^/      /'
 

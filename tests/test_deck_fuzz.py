@@ -2,11 +2,13 @@
 """test_deck_fuzz.py — bad input of any kind, at random: N decks mutated from
 the base decks in tests/decks/fuzz/ (values swapped for edge cases, lines
 deleted, doubled, swapped or cut, stray headers and junk, a random byte
-changed, the file truncated), each run by bin/nereus (one rank; the
-simulation deck with --simulate). Every deck must end one of two ways:
+changed, the file truncated), each run by bin/nereus: on one rank; on 4
+through jobs/local.sh (plans, a [switch], the live planner with injected
+drift); the simulation deck with --simulate. Every deck must end one of two
+ways:
 
   ran      exit 0 and the verification block (`verify.status: ...`);
-  refused  exit 1 or 2 with a message on stderr that says "error".
+  refused  exit 1 or 2 with our message on stderr ("...error: ...").
 
 A signal, a hang (over the per-deck timeout), another exit status, or a
 refusal without a message fails the test; the failing deck and its output
@@ -24,14 +26,18 @@ import shutil
 import subprocess
 import sys
 
-BASES = [("one_rank.deck", False), ("payback.deck", False), ("simulate.deck", True)]
+# (deck, how it runs: ranks through jobs/local.sh, 1 without mpirun, 0 with --simulate)
+BASES = [("one_rank.deck", 1), ("payback.deck", 1), ("simulate.deck", 0), ("four_ranks_live.deck", 4),
+         ("four_ranks_switch.deck", 4)]
 VALUES = ["", "-1", "0", "1", "2", "3", "7", "1e308", "1e999", "nan", "inf", "-inf", "-0",
           "99999999999999999999", "2147483648", "-2147483649", "abc", "1.5", "0.0000001", "1e-40", "3.4e39",
           "0x10", "1 2", "@", "@ 0", "@ 0-3", "@ 5-2", "@ -1", "@ 0,0", "tp0", "tp2 @ 0", "dp3 @ 0", "pp2 @ 0-1",
           "tp4 pp2 dp2 @ all", '"quoted # x"', '"unterminated', "x" * 5000, "true", "false", "yes",
           "/nonexistent/dir/x", "/dev/null", "/tmp", "inputs/sim/avail-16.txt", "reverse", "sort,sort", ",",
           "h200", "nvlink", "llama-3.1-8b", "auto", "colocated", "disaggregated", "broadcast", "payback",
-          "sweep", "off", "PAPI_TOT_INS", "\t", "\u00e9"]
+          "sweep", "off", "PAPI_TOT_INS", "\t", "\u00e9", "0-3", "1,2", "all", "3,3", "4", "8", "100", "static",
+          "admit-all", "tp2 pp2 @ 0-3", "dp4 @ 3,2,1,0", "tp3 @ 0-2", "pp4 @ 0-3", "tp2 dp2 @ 0-3", "dp8 @ all",
+          "@ 0-7"]
 JUNK = ["[plan]", "[switch]", "[bogus]", "[", "garbage", "= 3", "x =", "[run]", "[simulate]"]
 
 
@@ -72,19 +78,21 @@ def main():
     n, out = int(sys.argv[1]), os.path.abspath(sys.argv[2])
     rng = random.Random(int(sys.argv[3]) if len(sys.argv) > 3 else 20261204)
     root = os.getcwd()  # what a deck's relative paths mean is the case's directory: it runs there
-    bases = [(open(os.path.join("tests/decks/fuzz", f)).read(), sim) for f, sim in BASES]
+    bases = [(open(os.path.join("tests/decks/fuzz", f)).read(), np) for f, np in BASES]
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
     shutil.rmtree(out, ignore_errors=True)
     counts, failures = {"ran": 0, "refused": 0}, 0
     for k in range(n):
-        text, sim = rng.choice(bases)
+        text, np = rng.choice(bases)
         work = os.path.join(out, "case%d" % k)
         os.makedirs(work)
         deck = os.path.join(work, "fuzz.deck")
         with open(deck, "wb") as f:
             # mutated before the paths go in, so that the same seed gives the same decks from any directory
             f.write(mutate(rng, text).replace(b"@WORK@", work.encode()).replace(b"@ROOT@", root.encode()))
-        cmd = [os.path.join(root, "bin/nereus")] + (["--simulate", deck] if sim else [deck])
+        nereus = os.path.join(root, "bin/nereus")
+        cmd = [nereus, "--simulate", deck] if np == 0 else [nereus, deck] if np == 1 else \
+            [os.path.join(root, "jobs/local.sh"), "-np", str(np), nereus, deck]
         try:
             r = subprocess.run(cmd, env=env, cwd=work, capture_output=True, timeout=90)
             rc, so, se = r.returncode, r.stdout.decode("utf-8", "replace"), r.stderr.decode("utf-8", "replace")
@@ -93,7 +101,7 @@ def main():
         if rc == 0 and re.search(r"^verify\.status: (pass|fail)$", so, re.M):
             why = None
             counts["ran"] += 1
-        elif rc in (1, 2) and re.search(r"error", se, re.I):
+        elif rc in (1, 2) and re.search(r"\berror: ", se):
             why = None
             counts["refused"] += 1
         elif rc == "timeout":
@@ -108,7 +116,7 @@ def main():
             failures += 1
             with open(os.path.join(work, "output.txt"), "w") as f:
                 f.write("%s\n--- stdout\n%s\n--- stderr\n%s\n" % (" ".join(cmd), so[-4000:], se[-4000:]))
-            print("FAIL case %d (%s): %s; kept in %s" % (k, "simulate" if sim else "run", why, work))
+            print("FAIL case %d (%s): %s; kept in %s" % (k, "simulate" if np == 0 else "%d rank(s)" % np, why, work))
         else:
             shutil.rmtree(work)
     print("fuzz: %d mutated decks: %d ran, %d refused with a message, %d failed" %
