@@ -271,6 +271,16 @@ if [ $rc = 1 ] && grep -q '^nereus: error: checkpoint after step 1 failed' "$LOG
   result ckpt-fails-midrun 0 0 "exit 1 after step 1's checkpoint, verify.stopped: ${why:0:60}"
 else result ckpt-fails-midrun 1 0 "exit $rc, stopped '$why' (see $LOG/ckpt-fails-midrun.*)"; fi
 
+# another run's checkpoint of the same name and a later step in [ckpt] dir: a warning, it stays, and keep = 1
+# keeps this run's newest (until 2026-12-04 the later step counted as the newest and each new one was deleted)
+R=$CK/stale; mkdir -p "$R/ckpt"; echo "another run's" > "$R/ckpt/restart_step000100.h5"
+sed "s#^dir = .*#dir = $R/ckpt\nkeep = 1#" "$B/blocked.deck" > "$R/stale.deck"
+$L -np 1 bin/nereus "$R/stale.deck" >"$LOG/ckpt-stale-later.log" 2>&1; rc=$?
+if [ $rc = 0 ] && grep -q "already holds restart_step000100.h5" "$LOG/ckpt-stale-later.log" && \
+   [ "$(ls "$R/ckpt" | tr '\n' ' ')" = "restart_step000004.h5 restart_step000100.h5 " ]; then
+  result ckpt-stale-later-step 0 0 "warned; kept this run's step 4 and the other run's step 100"
+else result ckpt-stale-later-step 1 0 "exit $rc, files: $(ls "$R/ckpt" | tr '\n' ' ')"; fi
+
 echo "== transitions: the engine over MPI, a mid-run switch, refusals"
 # 250 random transitions on 4 ranks and 250 on 8 (AdamW state, copies, tight budgets): bit-identical, minimal bytes
 for n in 4 8; do

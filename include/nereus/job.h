@@ -157,6 +157,9 @@ double job_eval_greedy(Job *j);
  * why (rank 0's words there). Checked at start-up when checkpoints are
  * scheduled, so a bad directory stops the run before it computes anything. */
 int job_ckpt_dir(Job *j, char *why, size_t why_len);
+/* the newest step of the complete checkpoints DIR/NAME_step*.h5 ([ckpt] dir, [run] name), −1: none.
+ * job_checkpoint's rotation counts only steps up to the one it wrote. */
+int64_t job_ckpt_newest(const Job *j);
 /* collective over world: write DIR/NAME_stepNNNNNN.h5 for the job after ppo
  * steps and sft_done SFT steps, then delete all but the newest [ckpt] keep.
  * Returns 0, or −1 with why. */

@@ -113,10 +113,13 @@ int job_checkpoint(Job *j, int64_t step, int64_t sft_done, const char *deck_text
     int n = job_ckpt_models(j, cm);
     CkptMeta meta = {step, sft_done, cfg->run.seed, deck_text, plan_text};
     if (ckpt_write(path_out, j->world, &meta, cm, n, why, why_len) != 0) return -1;
-    /* keep the newest [ckpt] keep */
+    /* keep the newest [ckpt] keep up to this one. A later step's file (another run's of the same name, left
+       in the directory) is no part of this series: until 2026-12-04 it counted as the newest, and keep = 1
+       deleted the checkpoint just written */
     if (j->rank == 0) {
         int64_t steps[4096];
         int k = list_ckpts(cfg->ckpt.dir, cfg->run.name, steps, 4096);
+        while (k > 0 && steps[k - 1] > step) k--;
         for (int i = 0; i < k - cfg->ckpt.keep; i++) {
             char old[JOB_PATH_MAX];
             ckpt_name(j, steps[i], old, sizeof old);
@@ -124,6 +127,12 @@ int job_checkpoint(Job *j, int64_t step, int64_t sft_done, const char *deck_text
         }
     }
     return 0;
+}
+
+int64_t job_ckpt_newest(const Job *j) {
+    int64_t steps[4096];
+    int k = list_ckpts(j->cfg->ckpt.dir, j->cfg->run.name, steps, 4096);
+    return k > 0 ? steps[k - 1] : -1;
 }
 
 int job_restart(Job *j, const char *path, int64_t *step, int64_t *sft_done, int *partial, char *used,

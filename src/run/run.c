@@ -253,6 +253,13 @@ int run_job(const Config *cfg, const Deck *deck, const char *deck_path) {
         job_free(&job);
         return rc;
     }
+    if (cfg->ckpt.every > 0 && cfg->ppo.steps > 0 && job.rank == 0) {
+        int64_t newest = job_ckpt_newest(&job);
+        if (newest > start_step)
+            nr_warn("[ckpt] dir %s already holds %s_step%06lld.h5, past this run's start (PPO step %lld): another "
+                    "run's, or a later one; this run's checkpoint rotation leaves it, but restart = latest would "
+                    "take it", cfg->ckpt.dir, cfg->run.name, (long long)newest, (long long)start_step);
+    }
     /* the trace (rank 0 writes it; every rank counts its model-stages) */
     TraceJob tj = {cfg, deck_text, plan_text, be, job.ac, job.cc, job.have_rm, start_step};
     const char *tkey = "";
