@@ -281,6 +281,16 @@ if [ $rc = 0 ] && grep -q "already holds restart_step000100.h5" "$LOG/ckpt-stale
   result ckpt-stale-later-step 0 0 "warned; kept this run's step 4 and the other run's step 100"
 else result ckpt-stale-later-step 1 0 "exit $rc, files: $(ls "$R/ckpt" | tr '\n' ' ')"; fi
 
+# [trace] file naming the very checkpoint a run restarts from: refused, the checkpoint intact (until 2026-12-04 the
+# trace truncated it once the restart had read it)
+cp "$R/ckpt/restart_step000004.h5" "$R/keep.h5"
+{ cat "$R/stale.deck"; printf '[trace]\nfile = %s\n' "$R/keep.h5"; } > "$R/trace_on_ckpt.deck"
+bad trace-not-over-checkpoint 'cannot create the trace .*keep\.h5: the file exists and is not a Nereus trace' \
+  bin/nereus "$R/trace_on_ckpt.deck" --restart "$R/keep.h5"
+if bin/nereus-ckpt verify "$R/keep.h5" >"$LOG/trace-not-over-checkpoint-verify.log" 2>&1; then
+  result trace-not-over-checkpoint-intact 0 0 "the checkpoint still verifies"
+else result trace-not-over-checkpoint-intact 1 0 "$(tail -1 "$LOG/trace-not-over-checkpoint-verify.log")"; fi
+
 echo "== transitions: the engine over MPI, a mid-run switch, refusals"
 # 250 random transitions on 4 ranks and 250 on 8 (AdamW state, copies, tight budgets): bit-identical, minimal bytes
 for n in 4 8; do

@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -423,11 +424,37 @@ fail:
 }
 #undef INS
 
+/* An existing file at the trace's path is replaced only when it is an earlier Nereus trace: a checkpoint,
+ * the deck itself or any other file named by mistake in [trace] file is refused, not truncated (until
+ * 2026-12-04 it was, after a restart had read it). Returns 0, or −1 with why. */
+static int trace_may_replace(const char *path, char *why, size_t len) {
+    struct stat sb;
+    if (stat(path, &sb) != 0) return 0; /* nothing there (or unreachable: H5Fcreate will say) */
+    int ours = 0;
+    if (S_ISREG(sb.st_mode)) {
+        hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+        if (f >= 0) {
+            char *fmt = NULL, scratch[256];
+            H5Err qe = {path, scratch, sizeof scratch};
+            scratch[0] = 0;
+            if (H5Aexists(f, "format") > 0 && h5_attr_get_str(&qe, f, "/", "format", &fmt) == 0)
+                ours = strcmp(fmt, "nereus trace") == 0;
+            free(fmt);
+            H5Fclose(f);
+        }
+    }
+    if (ours) return 0;
+    snprintf(why, len, "%s: the file exists and is not a Nereus trace (%s): not overwritten; name another file or remove it",
+             path, S_ISREG(sb.st_mode) ? "a checkpoint, a deck or another file" : "not a regular file");
+    return -1;
+}
+
 /* rank 0: the file, its attributes and empty tables */
 static int trace_create(Trace *t, const TraceJob *job, const char *counters_note, char *why, size_t len) {
     H5Err ee = {t->path, why, len}, *e = &ee;
     hid_t fapl = -1;
     h5_quiet();
+    if (trace_may_replace(t->path, why, len) != 0) return -1;
     for (int i = 0; i < T_N; i++) t->tb[i].d = t->tb[i].mt = -1;
     t->f = t->vstr = -1;
     h5Check(e, fapl = H5Pcreate(H5P_FILE_ACCESS));
