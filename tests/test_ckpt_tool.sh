@@ -33,6 +33,13 @@ flip() {
 "$CK" import-llmc "$D/gpt2.bin" "$D/a.h5" >/dev/null; ok $? "import-llmc"
 "$CK" export-llmc "$D/a.h5" "$D/back.bin" >/dev/null; ok $? "export-llmc"
 cmp -s "$D/gpt2.bin" "$D/back.bin"; ok $? "import-llmc then export-llmc reproduces the llm.c file byte for byte"
+cp "$D/a.h5" "$D/same.h5"
+! "$CK" export-llmc "$D/same.h5" "$D/./same.h5" 2>"$D/err" && grep -q 'is the input file' "$D/err" && \
+  "$CK" verify "$D/same.h5" >/dev/null
+ok $? "export-llmc onto its own input is refused and the checkpoint stays: $(cat "$D/err")"
+cp "$D/gpt2.bin" "$D/same.bin"
+! "$CK" import-llmc "$D/same.bin" "$D/same.bin" 2>/dev/null && cmp -s "$D/gpt2.bin" "$D/same.bin"
+ok $? "import-llmc onto its own input is refused and the file stays"
 "$GEN" "$D/big.bin" 50 64 32 4 4 64 7 >/dev/null && "$CK" import-llmc "$D/big.bin" "$D/big.h5" >/dev/null &&
   "$CK" export-llmc "$D/big.h5" "$D/big2.bin" >/dev/null && cmp -s "$D/big.bin" "$D/big2.bin"
 ok $? "the same round trip for V=50 padded to 64, maxT=32, L=4, C=64"

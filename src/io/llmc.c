@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "nereus/backend.h"
 #include "nereus/task.h"
@@ -24,7 +25,18 @@
 #define LLMC_MAGIC 20240326
 #define LLMC_FP32 3
 
+/* −1 with why when out names the input file itself (another path to the same file included): writing it
+ * would destroy what is being converted (until 2026-12-04 `export-llmc ck.h5 ck.h5` replaced the checkpoint
+ * with its export) */
+static int same_file(const char *in, const char *out, char *why, size_t len) {
+    struct stat a, b;
+    if (stat(in, &a) != 0 || stat(out, &b) != 0 || a.st_dev != b.st_dev || a.st_ino != b.st_ino) return 0;
+    snprintf(why, len, "%s is the input file %s: it would be overwritten; name another output", out, in);
+    return -1;
+}
+
 int ckpt_import_llmc(const char *llmc_path, const char *out_path, char *why, size_t len) {
+    if (same_file(llmc_path, out_path, why, len)) return -1;
     FILE *f = fopen(llmc_path, "rb");
     if (!f) {
         snprintf(why, len, "%s: cannot open: %s", llmc_path, strerror(errno));
@@ -103,6 +115,7 @@ int ckpt_export_llmc(const char *path, const char *out_path, char *why, size_t l
     GPTConfig c;
     GPT m;
     int vocab;
+    if (same_file(path, out_path, why, len)) return -1;
     if (ckpt_model_vocab_real(path, "actor", &vocab, why, len)) return -1;
     if (ckpt_model_config(path, "actor", &c, NULL, why, len)) return -1;
     if (c.value_head) {
