@@ -112,6 +112,28 @@ grep -E '^(FAIL|fuzz:)' "$LOG/deck-fuzz.log" | sed 's/^/      /'
 if bin/nereus --deck-reference 2>/dev/null | diff -u inputs/REFERENCE.md - >"$LOG/deck-reference.log"; then result deck-reference-current 0 0
 else result deck-reference-current 1 0 "inputs/REFERENCE.md is stale: bin/nereus --deck-reference > inputs/REFERENCE.md"; fi
 
+# a cgroup's memory limit (what Slurm's --mem sets) is the node's memory for the start-up check: a plan of about
+# 5.7 GiB under a 2 GiB limit is refused with the limit named (without the check the kernel killed it, exit 137).
+# Skipped where this machine lets no cgroup be made (cgroup v1 memory/ or v2 with the memory controller).
+CGT=$(mktemp -d); sed "s|@WORK@|$CGT|g; s/^n_embd = .*/n_embd = 2048/; s/^n_head = .*/n_head = 64/; s/^policy = payback/policy = off/" \
+  tests/decks/fuzz/payback.deck > "$CGT/cg.deck"
+CG=""
+for base in /sys/fs/cgroup/memory /sys/fs/cgroup; do
+  d=$base/nereus_test_$$
+  if mkdir "$d" 2>/dev/null; then
+    if echo 2147483648 > "$d/memory.limit_in_bytes" 2>/dev/null || echo 2147483648 > "$d/memory.max" 2>/dev/null; then CG=$d; break; fi
+    rmdir "$d" 2>/dev/null
+  fi
+done
+if [ -n "$CG" ]; then
+  bash -c 'echo $$ > "$1/cgroup.procs" && exec bin/nereus "$2"' _ "$CG" "$CGT/cg.deck" >"$LOG/memory-cgroup.out" 2>"$LOG/memory-cgroup.log"; rc=$?
+  for i in $(seq 1 50); do rmdir "$CG" 2>/dev/null && break; sleep 0.1; done # MPI's helpers leave it late
+  if [ $rc = 2 ] && grep -qE "cg\.deck:[0-9]+: error: the plan does not fit in memory: .*has 2\.0 GiB \(its cgroup's memory limit" "$LOG/memory-cgroup.log"; then
+    result memory-cgroup-limit 0 0 "refused under a 2 GiB cgroup limit"
+  else result memory-cgroup-limit 1 0 "exit $rc: $(grep -m1 error "$LOG/memory-cgroup.log")"; fi
+else result memory-cgroup-limit 77 0 "no cgroup with a memory limit can be made here"; fi
+rm -rf "$CGT"
+
 echo "== end to end (mpirun -np 1)"
 L=jobs/local.sh
 t run-short 300 $L -np 1 bin/nereus tests/decks/short.deck

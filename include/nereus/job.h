@@ -86,7 +86,7 @@ typedef struct JobTxReport {
  * model-stages it holds (gpt_shard_bytes: parameters, and for a training
  * stage gradients and AdamW m, v; activations at the stage's capacity) and
  * the job's two logical vectors; each node's ranks together against the
- * node's physical memory. Returns 0, or −1 with why (the fullest node: what
+ * node's memory (nr_node_memory: physical, or a cgroup's limit where lower). Returns 0, or −1 with why (the fullest node: what
  * its ranks need, its largest rank's model-stages, what the node has) — a
  * deck that cannot fit is refused instead of dying in malloc or by the
  * kernel's out-of-memory killer. */

@@ -42,6 +42,11 @@ uint64_t nr_cksum_f32(const float *x, size_t n, uint64_t k0);
  * HDF5 files keep beside a string dataset (its raw data is outside the
  * checksums HDF5 keeps on metadata). */
 uint64_t nr_cksum_str(const char *s);
+/* Bytes of memory this process's node gives it: the physical memory, or the
+ * memory limit of its cgroup (the lowest on the way to the root, v2
+ * memory.max or v1 memory.limit_in_bytes: what Slurm's --mem sets) where
+ * lower; *limited (may be NULL) = 1 in that case. */
+double nr_node_memory(int *limited);
 /* Writes the formatted reason into why (len bytes; why may be NULL) and
  * returns −1: the "return -1 with a one-line reason" of the pure planners. */
 int nr_fail(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

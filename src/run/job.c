@@ -8,7 +8,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "nereus/comm.h"
 #include "nereus/plan.h"
@@ -71,8 +70,11 @@ int job_memory_check(MPI_Comm world, const Config *cfg, const TaskSet *ts, char 
     MPI_Comm node;
     mpiCheck(MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
     struct { double v; int r; } most = {mine, rank}, big;
-    double need = 0, phys = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+    int limited = 0;
+    double need = 0, phys = nr_node_memory(&limited), lim = phys; /* the physical memory, or a cgroup's limit */
     mpiCheck(MPI_Allreduce(&mine, &need, 1, MPI_DOUBLE, MPI_SUM, node));
+    mpiCheck(MPI_Allreduce(&lim, &phys, 1, MPI_DOUBLE, MPI_MIN, node));
+    mpiCheck(MPI_Allreduce(MPI_IN_PLACE, &limited, 1, MPI_INT, MPI_MAX, node));
     mpiCheck(MPI_Allreduce(&most, &big, 1, MPI_DOUBLE_INT, MPI_MAXLOC, node)); /* the node's largest rank */
     int nn = comm_size(node);
     mpiCheck(MPI_Comm_free(&node));
@@ -83,8 +85,9 @@ int job_memory_check(MPI_Comm world, const Config *cfg, const TaskSet *ts, char 
     char msg[1024] = "";
     if (rank == worst.r) {
         int o = snprintf(msg, sizeof msg, "the plan does not fit in memory: the %d rank(s) on rank %d's node need %.1f GiB "
-                         "for their models, the node has %.1f GiB (%.2fx over); rank %d alone needs %.1f GiB", nn, rank,
-                         need / 1073741824.0, phys / 1073741824.0, need / phys, big.r, big.v / 1073741824.0);
+                         "for their models, the node has %.1f GiB (%s%.2fx over); rank %d alone needs %.1f GiB", nn, rank,
+                         need / 1073741824.0, phys / 1073741824.0, limited ? "its cgroup's memory limit; " : "",
+                         need / phys, big.r, big.v / 1073741824.0);
         if (big.r == rank && o > 0 && o < (int)sizeof msg) {
             o += snprintf(msg + o, sizeof msg - (size_t)o, " (");
             for (int i = 0, k = 0; i < PLAN_NSTAGES && o < (int)sizeof msg; i++)

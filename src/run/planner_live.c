@@ -77,7 +77,7 @@ void live_init(LivePlanner *lp, Job *j) {
     }
 
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    double phys = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+    double phys = nr_node_memory(NULL); /* or the job's cgroup limit (Slurm's --mem) where lower */
     CostModel *cm = &lp->cm;
     HwModel *hw = &cm->hw;
     snprintf(hw->name, sizeof hw->name, "this machine (measured)");
