@@ -66,7 +66,7 @@ int job_memory_check(MPI_Comm world, const Config *cfg, const TaskSet *ts, char 
         stage_b[i] = tx_stage_shard_bytes(&px, i, &cfg->plan.stage[i], pos);
         mine += stage_b[i];
     }
-    /* the node's ranks together against its physical memory */
+    /* the node's ranks together against its memory (physical, or a cgroup's limit where lower) */
     MPI_Comm node;
     mpiCheck(MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
     struct { double v; int r; } most = {mine, rank}, big;
