@@ -120,8 +120,9 @@ CGT=$(mktemp -d); sed "s|@WORK@|$CGT|g; s/^n_embd = .*/n_embd = 2048/; s/^n_head
 CG=""
 for base in /sys/fs/cgroup/memory /sys/fs/cgroup; do
   d=$base/nereus_test_$$
-  if mkdir "$d" 2>/dev/null; then
-    if echo 2147483648 > "$d/memory.limit_in_bytes" 2>/dev/null || echo 2147483648 > "$d/memory.max" 2>/dev/null; then CG=$d; break; fi
+  if mkdir "$d" 2>/dev/null; then # a real cgroup gets its control files from the kernel (not so a plain tmpfs)
+    if [ -e "$d/cgroup.procs" ] && { [ -e "$d/memory.limit_in_bytes" ] || [ -e "$d/memory.max" ]; } && \
+       { echo 2147483648 > "$d/memory.limit_in_bytes" || echo 2147483648 > "$d/memory.max"; } 2>/dev/null; then CG=$d; break; fi
     rmdir "$d" 2>/dev/null
   fi
 done
