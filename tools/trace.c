@@ -37,7 +37,7 @@
 #include "nereus/planner.h" /* cost model, admit() */
 #include "nereus/task.h"    /* the prompt length and vocabulary, as run.c has them */
 #include "nereus/txprice.h" /* the transition pricer, as the job prices */
-#include "nereus/util.h"    /* nr_cksum_str */
+#include "nereus/h5str.h"   /* the string datasets, as src/io reads them */
 
 #pragma GCC diagnostic ignored "-Wformat-truncation"
 
@@ -360,46 +360,6 @@ static void split_decisions(TraceFile *tf) {
     free(is);
 }
 
-/* a scalar string dataset (fixed or variable length), malloc'd; NULL when absent or unreadable */
-static char *dset_str(hid_t f, const char *name) {
-    if (H5Lexists(f, name, H5P_DEFAULT) <= 0) return NULL;
-    hid_t d = H5Dopen2(f, name, H5P_DEFAULT), t = d >= 0 ? H5Dget_type(d) : -1, mt = -1;
-    char *out = NULL;
-    if (t < 0 || H5Tget_class(t) != H5T_STRING) goto done;
-    mt = H5Tcopy(H5T_C_S1);
-    if (H5Tis_variable_str(t) > 0) {
-        char *p = NULL;
-        H5Tset_size(mt, H5T_VARIABLE);
-        if (H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, &p) >= 0 && p) {
-            out = strdup(p);
-            H5free_memory(p);
-        }
-    } else {
-        size_t n = H5Tget_size(t);
-        out = calloc(n + 2, 1);
-        H5Tset_size(mt, n + 1);
-        if (out && H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, out) < 0) {
-            free(out);
-            out = NULL;
-        }
-    }
-    /* its checksum (h5.c's string datasets since 2026-12-04; older traces have none): a changed byte is unreadable */
-    uint64_t stored = 0;
-    if (out && H5Aexists(d, "checksum") > 0) {
-        hid_t a = H5Aopen(d, "checksum", H5P_DEFAULT);
-        if (a < 0 || H5Aread(a, H5T_NATIVE_UINT64, &stored) < 0 || stored != nr_cksum_str(out)) {
-            free(out);
-            out = NULL;
-        }
-        if (a >= 0) H5Aclose(a);
-    }
-done:
-    if (mt >= 0) H5Tclose(mt);
-    if (t >= 0) H5Tclose(t);
-    if (d >= 0) H5Dclose(d);
-    return out;
-}
-
 /* /planner's attributes (written once when the live planner starts); has_planner = 1 when every one is there */
 static void read_planner(hid_t f, TraceFile *tf) {
     PlannerAttrs *p = &tf->pa;
@@ -497,7 +457,8 @@ static int trace_load(const char *path, TraceFile *tf) {
         if (read_table(path, f, i, &tf->t[i]) != 0 || check_columns(tf, i) != 0) goto out;
     }
     read_planner(f, tf);
-    tf->deck = dset_str(f, "deck");
+    char why[512];
+    tf->deck = nr_h5_dset_str(f, path, "deck", why, sizeof why); /* NULL: missing, unreadable or corrupt */
     split_decisions(tf);
     if (H5Lexists(f, "complete", H5P_DEFAULT) > 0) {
         hid_t d = H5Dopen2(f, "complete", H5P_DEFAULT);

@@ -78,19 +78,20 @@ typedef struct JobTxReport {
     char text[2048];                  /* one line per changed model-stage (tx_plan_format) */
 } JobTxReport;
 
-/* collective over world: EMUs of the resolved plan, this rank's models
- * (initialised from the seed: every stage of a model starts equal), the
- * rollout buffers. */
 /* collective over world, before job_build: whether the resolved plan's
  * models fit this machine's memory. Each rank adds up the shards of the
  * model-stages it holds (gpt_shard_bytes: parameters, and for a training
  * stage gradients and AdamW m, v; activations at the stage's capacity) and
  * the job's two logical vectors; each node's ranks together against the
- * node's memory (nr_node_memory: physical, or a cgroup's limit where lower). Returns 0, or −1 with why (the fullest node: what
- * its ranks need, its largest rank's model-stages, what the node has) — a
+ * node's memory (nr_node_memory: physical, or a cgroup's limit where
+ * lower). Returns 0, or −1 with why (the fullest node: what its ranks
+ * need, its largest rank's model-stages, what the node has) — a
  * deck that cannot fit is refused instead of dying in malloc or by the
  * kernel's out-of-memory killer. */
 int job_memory_check(MPI_Comm world, const Config *cfg, const TaskSet *ts, char *why, size_t len);
+/* collective over world: EMUs of the resolved plan, this rank's models
+ * (initialised from the seed: every stage of a model starts equal), the
+ * rollout buffers. */
 void job_build(Job *j, MPI_Comm world, const Config *cfg, const Backend *be, const TaskSet *ts);
 void job_free(Job *j);
 

@@ -4,6 +4,7 @@
 #ifdef NEREUS_HAVE_HDF5 /* the whole file: without HDF5 ckpt.c has stubs */
 #include "h5_int.h"
 
+#include "nereus/h5str.h"
 #include "nereus/util.h"
 
 /* messages and paths are cut to their buffers on purpose (a long path only shortens the message) */
@@ -214,9 +215,10 @@ int h5_dset_get_str(H5Err *e, hid_t loc, const char *name, char **out) {
     uint64_t stored = 0;
     if (rc == 0 && H5Aexists(d, "checksum") > 0) { /* files written before 2026-12-04 have none */
         rc = h5_attr_get(e, d, name, "checksum", H5T_NATIVE_UINT64, 0, &stored);
-        if (rc == 0 && stored != nr_cksum_str(*out)) {
+        uint64_t got = rc == 0 ? nr_cksum_str(*out) : 0;
+        if (rc == 0 && stored != got) {
             h5_err(e, "%s: dataset %s: checksum mismatch (stored %016llx, data %016llx): the file is corrupt", e->path,
-                   name, (unsigned long long)stored, (unsigned long long)nr_cksum_str(*out));
+                   name, (unsigned long long)stored, (unsigned long long)got);
             rc = -1;
         }
         if (rc != 0) free(*out), *out = NULL;
@@ -225,5 +227,13 @@ int h5_dset_get_str(H5Err *e, hid_t loc, const char *name, char **out) {
     return rc;
 fail:
     return -1;
+}
+
+char *nr_h5_dset_str(hid_t loc, const char *path, const char *name, char *why, size_t len) {
+    H5Err e = {path, why, len};
+    char *out = NULL;
+    if (why && len) why[0] = 0;
+    h5_quiet();
+    return h5_dset_get_str(&e, loc, name, &out) == 0 ? out : NULL;
 }
 #endif

@@ -244,17 +244,18 @@ int run_job(const Config *cfg, const Deck *deck, const char *deck_path) {
             nr_log("note: the checkpoint is past [ppo] steps = %d: no PPO step to run\n", cfg->ppo.steps);
     }
 
-    /* scheduled checkpoints need their directory: found unusable now, not after the first steps */
-    if (cfg->ckpt.every > 0 && cfg->ppo.steps > 0 && job_ckpt_dir(&job, why, sizeof why) != 0) {
-        rc = deck_error_at(deck, "ckpt.dir", "%s ([ckpt] every = %d writes there)", why, cfg->ckpt.every);
-        free(deck_text);
-        live_free(&lp);
-        inject_free(&inj);
-        job_free(&job);
-        return rc;
-    }
-    if (cfg->ckpt.every > 0 && cfg->ppo.steps > 0 && job.rank == 0) {
-        int64_t newest = job_ckpt_newest(&job);
+    /* scheduled checkpoints need their directory: found unusable now, not after the first steps; a later
+       step's file there is another run's (job_checkpoint's rotation leaves it) */
+    if (cfg->ckpt.every > 0 && cfg->ppo.steps > 0) {
+        if (job_ckpt_dir(&job, why, sizeof why) != 0) {
+            rc = deck_error_at(deck, "ckpt.dir", "%s ([ckpt] every = %d writes there)", why, cfg->ckpt.every);
+            free(deck_text);
+            live_free(&lp);
+            inject_free(&inj);
+            job_free(&job);
+            return rc;
+        }
+        int64_t newest = job.rank == 0 ? job_ckpt_newest(&job) : -1;
         if (newest > start_step)
             nr_warn("[ckpt] dir %s already holds %s_step%06lld.h5, past this run's start (PPO step %lld): another "
                     "run's, or a later one; this run's checkpoint rotation leaves it, but restart = latest would "
