@@ -117,6 +117,44 @@ static void check_copy_params(Checks *k, const GPTConfig *c, const GPTShard *sh,
     gpt_free(&cp);
 }
 
+/* The windowed export and import (gpt_*_logical_window) over random cuts of
+ * the logical vector, against the whole-vector ft (nl; NaN where this rank
+ * holds nothing) of buffer w, whose local floats are keep: window by window
+ * the export gives ft bit for bit (with owners_only, NaN over the tensors
+ * this rank is not the canonical owner of), the import gives keep back. */
+static void check_windows(Checks *k, GPT *m, int w, const float *ft, size_t nl, const float *keep, const char *kind,
+                          const char *bufname) {
+    float *fw = nr_xmalloc(nl * sizeof(float)), *fo = nr_xmalloc(nl * sizeof(float));
+    float *bufs[4] = {m->params, m->grads, m->m, m->v};
+    for (size_t i = 0; i < nl; i++) fw[i] = fo[i] = NAN;
+    uint64_t r = 0x9e3779b97f4a7c15ull + (uint64_t)w;
+    size_t cuts[64], nc = 0, lo = 0;
+    while (lo < nl && nc < 63) { /* windows of 1 float up to a fifth of the vector, cut anywhere */
+        r = r * 6364136223846793005ull + 1442695040888963407ull;
+        size_t hi = NR_MIN(nl, lo + 1 + (size_t)((r >> 33) % (nl / 5 + 1)));
+        if (nc == 62) hi = nl;
+        cuts[nc++] = lo;
+        lo = hi;
+    }
+    cuts[nc] = nl;
+    for (size_t c = 0; c < nc; c++) {
+        gpt_export_logical_window(m, w, cuts[c], cuts[c + 1], 0, fw + cuts[c]);
+        gpt_export_logical_window(m, w, cuts[c], cuts[c + 1], 1, fo + cuts[c]);
+    }
+    note(k, mismatches(fw, ft, nl), 0, "%s export(%s) window by window equals the whole export (mismatches)",
+         kind, bufname);
+    for (int i = 0; i < m->ntensors; i++)
+        if (!gpt_tensor_owner(m, i))
+            for (size_t e = 0; e < m->tensors[i].numel; e++) fw[m->tensors[i].loffset + e] = NAN;
+    note(k, mismatches(fo, fw, nl), 0, "%s export(%s) of owned tensors window by window (mismatches)", kind, bufname);
+    memset(bufs[w], 0, m->nparams * sizeof(float));
+    for (size_t c = nc; c-- > 0;) gpt_import_logical_window(m, w, cuts[c], cuts[c + 1], ft + cuts[c]);
+    note(k, mismatches(bufs[w], keep, m->nparams), 0, "%s import(%s) window by window, last first (mismatches)", kind,
+         bufname);
+    free(fw);
+    free(fo);
+}
+
 /* Round trips of a sharded model's four buffers through the logical vector
  * ft (nl): import(export(x)) is bit-exact, and export writes exactly the
  * elements this rank holds (the rest of ft stays NaN). Leaves the buffers
@@ -142,6 +180,7 @@ static void check_export_roundtrip(Checks *k, GPT *m, float *ft, size_t nl, cons
         for (int i = 0; i < m->ntensors; i++) expect -= m->tensors[i].lnumel;
         note(k, (double)(untouched != expect), 0, "%s export(%s) writes exactly this rank's held elements", kind,
              bufname[w]);
+        check_windows(k, m, w, ft, nl, keep, kind, bufname[w]);
     }
     free(keep);
 }

@@ -340,6 +340,19 @@ pk_=$(sed -n 's/^transition: .* peak memory \([0-9.]*\) MiB per rank (planned \(
 [ -n "$pk_" ] && [ "$(echo $pk_ | awk '{print ($1 <= $2 + 0.05)}')" = 1 ] || why="$why peak memory over the plan '$pk_';"
 if [ -z "$why" ]; then result switch-equals-new-plan 0 0 "checksums within $worst of the new plan from the same checkpoint; moved = minimum ($mv_ MiB); peak within the plan ($pk_ MiB)"
 else result switch-equals-new-plan 1 0 "$why"; fi
+# the same run with models moved whole 1,000 floats at a time (NEREUS_JOB_WINDOW: the start-up copy, the
+# per-tensor checks, the checksums) and the broadcast weight-sync baseline instead of the engine: the same
+# weights, so the same tokens and checksums to the last digit
+sed 's/^verify = true$/verify = true\nsync = broadcast/' "$T/switch.deck" | sed "s#^dir = $T/a#dir = $T/w#" > "$T/windows.deck"
+t switch-windows-run 300 env NEREUS_JOB_WINDOW=1000 $L -np 4 bin/nereus "$T/windows.deck"
+why=""
+for k in tokens_hash checksum.actor checksum.ref checksum.critic status; do
+  [ "$(verify "$LOG/switch-run.log" $k)" = "$(verify "$LOG/switch-windows-run.log" $k)" ] || why="$why $k differs;"
+done
+grep -q 'per-tensor checks passed' "$LOG/switch-windows-run.log" || why="$why checks did not run;"
+grep -q 'weight sync (broadcast)' "$LOG/switch-windows-run.log" || why="$why no broadcast sync reported;"
+if [ -z "$why" ]; then result switch-windows-broadcast 0 0 "1,000-float windows and broadcast sync: tokens and checksums identical"
+else result switch-windows-broadcast 1 0 "$why"; fi
 # a scale-out (actor.train and critic.train from one rank each to dp4): with forwarding (the default) some
 # replicas get their shard from another new replica; without, all from the one holder; the same run either way
 P_ONE='actor.gen = tp2 dp2 @0-3\nactor.inf = dp4 @all\nref.inf = tp2 @2-3\ncritic.inf = dp2 @0-1\nactor.train = @0\ncritic.train = @1\nreward.inf = @0'

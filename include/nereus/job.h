@@ -52,7 +52,8 @@ typedef struct Job {
     Stage st[7];               /* indexed by PlanStageId */
     GPTConfig ac, cc;          /* the actor's and the critic's (value head) logical configs */
     size_t n_actor, n_critic;  /* their logical parameter counts */
-    float *full, *tmp;         /* (n_critic) logical staging buffers */
+    size_t window;             /* floats in a window of a logical vector (job_window) */
+    float *win;                /* (min(n_critic, window)) that window (job_assemble_windows) */
     Rollout G;                 /* the step's whole rollout (every rank) */
     Rollout L;                 /* this rank's gen rows (actor.gen members) */
     float *scratch;            /* (Bg, Tgen) inference rows / assembly */
@@ -82,7 +83,7 @@ typedef struct JobTxReport {
  * models fit this machine's memory. Each rank adds up the shards of the
  * model-stages it holds (gpt_shard_bytes: parameters, and for a training
  * stage gradients and AdamW m, v; activations at the stage's capacity) and
- * the job's two logical vectors; each node's ranks together against the
+ * the job's window of a logical vector (job_window); each node's ranks together against the
  * node's memory (nr_node_memory: physical, or a cgroup's limit where
  * lower). Returns 0, or −1 with why (the fullest node: what its ranks
  * need, its largest rank's model-stages, what the node has) — a
@@ -95,16 +96,20 @@ int job_memory_check(MPI_Comm world, const Config *cfg, const TaskSet *ts, char 
 void job_build(Job *j, MPI_Comm world, const Config *cfg, const Backend *be, const TaskSet *ts);
 void job_free(Job *j);
 
-/* collective over world: the logical parameters of stage src's model
- * (replica 0) into full (n floats) on every rank. */
-void job_assemble(Job *j, int src, float *full, size_t n);
-/* collective over world: import full's first n floats into every member of
- * stage dst (a critic takes an actor's n_actor floats as its trunk). */
-void job_import(Job *j, int dst, const float *full, size_t n);
-/* collective over world: copy src's parameters into each stage of dst[]. */
+/* Models move whole (start-up copy, broadcast weight sync, checksums) a
+ * window at a time, so a rank needs that much beside its shards, not a
+ * whole model: JOB_WINDOW floats (32 MiB), or NEREUS_JOB_WINDOW floats from
+ * the environment (the tests cut tiny models into many windows with it). */
+#define JOB_WINDOW ((size_t)8 << 20)
+size_t job_window(void);
+/* fn(j, w, lo, hi, ctx): w[0 .. hi − lo) are the logical floats [lo, hi), the same on every rank */
+typedef void (*JobWindowFn)(Job *j, const float *w, size_t lo, size_t hi, void *ctx);
+/* collective over world: the first n floats of buffer which (GPT_BUF_PARAMS, _ADAM_M, _ADAM_V) of stage src's
+ * model (replica 0), window by window in logical order, each handed to fn on every rank. */
+void job_assemble_windows(Job *j, int src, int which, size_t n, JobWindowFn fn, void *ctx);
+/* collective over world: copy src's parameters into each stage of dst[] (a critic takes an actor's n_actor
+ * floats as its trunk). */
 void job_sync(Job *j, int src, const int *dst, int ndst);
-/* collective over world: the same for buffer which (GPT_BUF_PARAMS, _ADAM_M, _ADAM_V) */
-void job_assemble_buf(Job *j, int src, int which, float *full, size_t n);
 /* collective over world: Σ|x| over the logical parameters of stage src. */
 double job_checksum(Job *j, int src);
 

@@ -304,6 +304,13 @@ size_t gpt_logical_numel(const GPTConfig *cfg);
  * GRADS / ADAM_* need a trainable model. */
 void gpt_export_logical(const GPT *m, int which, float *full);
 void gpt_import_logical(GPT *m, int which, const float *full);
+/* The same for the window [lo, hi) of the logical vector alone: win[l − lo]
+ * for logical index l, so a whole model never needs to sit in one buffer.
+ * Export writes only the window's elements this rank holds (with
+ * owners_only, only those it is the canonical owner of: gpt_tensor_owner)
+ * and leaves the rest of win untouched; import reads only those. */
+void gpt_export_logical_window(const GPT *m, int which, size_t lo, size_t hi, int owners_only, float *win);
+void gpt_import_logical_window(GPT *m, int which, size_t lo, size_t hi, const float *win);
 
 /* collective over m->sh.tp_comm and m->sh.pp_comm (as are backward, update,
  * prefill, decode and the checksums, and gpt_logprob under pp > 1;

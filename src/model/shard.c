@@ -155,26 +155,59 @@ static float *gpt_buf(const GPT *m, int which, const char *who) {
     return b;
 }
 
-void gpt_export_logical(const GPT *m, int which, float *full) {
-    const float *buf = gpt_buf(m, which, "gpt_export_logical");
-    for (int i = 0; i < m->ntensors; i++) {
-        const TensorInfo *t = &m->tensors[i];
-        size_t nr, len, ls, l0;
-        gpt_tensor_runs(t, &nr, &len, &ls, &l0);
-        for (size_t o = 0; o < nr; o++)
-            m->be->download(full + t->loffset + o * ls + l0, buf + t->offset + o * len, len * sizeof(float));
+/* Calls fn for each stretch of tensor t's local block whose logical index
+ * lies in [lo, hi): local float k (from the tensor's start), logical index l
+ * (in the whole vector), count. Runs are in increasing logical order, so only
+ * those that meet the window are visited. */
+static void tensor_window(const TensorInfo *t, size_t lo, size_t hi,
+                          void (*fn)(size_t k, size_t l, size_t cnt, void *ctx), void *ctx) {
+    size_t nr, len, ls, l0;
+    gpt_tensor_runs(t, &nr, &len, &ls, &l0);
+    size_t base = t->loffset + l0; /* logical start of run 0 */
+    if (nr == 0 || len == 0 || hi <= base) return;
+    size_t first = lo >= base + len ? (lo - base - len) / ls + 1 : 0; /* runs ending at or before lo skipped */
+    size_t end = NR_MIN(nr, (hi - base - 1) / ls + 1);                 /* runs starting at or after hi skipped */
+    for (size_t o = first; o < end; o++) {
+        size_t a = base + o * ls, b = a + len;
+        size_t s0 = NR_MAX(a, lo), s1 = NR_MIN(b, hi);
+        if (s0 < s1) fn(o * len + (s0 - a), s0, s1 - s0, ctx);
     }
 }
 
-void gpt_import_logical(GPT *m, int which, const float *full) {
-    float *buf = gpt_buf(m, which, "gpt_import_logical");
+/* one stretch between a tensor's local block (buf: the tensor's start) and a window starting at logical lo */
+typedef struct WinCopy { const Backend *be; float *buf; float *win; size_t lo; int up; } WinCopy;
+
+static void win_copy(size_t k, size_t l, size_t cnt, void *ctx) {
+    WinCopy *w = ctx;
+    if (w->up) w->be->upload(w->buf + k, w->win + (l - w->lo), cnt * sizeof(float));
+    else w->be->download(w->win + (l - w->lo), w->buf + k, cnt * sizeof(float));
+}
+
+static void window_copy(const GPT *m, int which, size_t lo, size_t hi, int owners_only, float *win, int up) {
+    float *buf = gpt_buf(m, which, up ? "gpt_import_logical" : "gpt_export_logical");
+    WinCopy w = {m->be, NULL, win, lo, up};
     for (int i = 0; i < m->ntensors; i++) {
         const TensorInfo *t = &m->tensors[i];
-        size_t nr, len, ls, l0;
-        gpt_tensor_runs(t, &nr, &len, &ls, &l0);
-        for (size_t o = 0; o < nr; o++)
-            m->be->upload(buf + t->offset + o * len, full + t->loffset + o * ls + l0, len * sizeof(float));
+        if (owners_only && !t->owner) continue;
+        w.buf = buf + t->offset;
+        tensor_window(t, lo, hi, win_copy, &w);
     }
+}
+
+void gpt_export_logical_window(const GPT *m, int which, size_t lo, size_t hi, int owners_only, float *win) {
+    window_copy(m, which, lo, hi, owners_only, win, 0);
+}
+
+void gpt_import_logical_window(GPT *m, int which, size_t lo, size_t hi, const float *win) {
+    window_copy(m, which, lo, hi, 0, (float *)win, 1);
+}
+
+void gpt_export_logical(const GPT *m, int which, float *full) {
+    gpt_export_logical_window(m, which, 0, gpt_logical_numel(&m->cfg), 0, full);
+}
+
+void gpt_import_logical(GPT *m, int which, const float *full) {
+    gpt_import_logical_window(m, which, 0, gpt_logical_numel(&m->cfg), full);
 }
 
 /* ---- checksums ----------------------------------------------------------- */

@@ -2,7 +2,9 @@
  * EMUs that move whole models: logical assembly, import, per-step weight
  * sync and checksums (job.h). The logical vector of a model is its tensors
  * concatenated in table order, each in logical row-major order: the same
- * vector whatever the plan, so it is also what checkpoints will hold. */
+ * vector whatever the plan, so it is also what checkpoints will hold. It
+ * is assembled a window at a time (job_window floats): no rank ever holds
+ * a whole model it was not given a shard of. */
 #include "nereus/job.h"
 
 #include <math.h>
@@ -13,29 +15,6 @@
 #include "nereus/plan.h"
 #include "nereus/txprice.h"
 #include "nereus/util.h"
-
-/* This rank's share of the logical vector, to be summed over the ranks of
- * one replica: the tensors it is the canonical owner of (its TP slice of a
- * cut tensor, its stage's layers; a tensor several ranks hold identically —
- * TP-replicated, or wte on the first and last pipeline stage — from one). */
-static void model_contribute(const GPT *m, int which, float *full, size_t n) {
-    memset(full, 0, n * sizeof(float));
-    gpt_export_logical(m, which, full);
-    for (int i = 0; i < m->ntensors; i++)
-        if (!gpt_tensor_owner(m, i) && m->tensors[i].lnumel > 0)
-            memset(full + m->tensors[i].loffset, 0, m->tensors[i].numel * sizeof(float));
-}
-
-/* The first n floats of a logical vector into this rank's model; tensors
- * past n (a critic's value head, when full is an actor's vector) keep their
- * values: the model's own vector is the base, the first n floats replaced. */
-static void model_import(GPT *m, const float *full, size_t n, float *tmp) {
-    size_t nm = gpt_logical_numel(&m->cfg);
-    if (n > nm) nr_fatal("model_import: a vector of %zu floats into a model of %zu", n, nm);
-    if (n < nm) gpt_export_logical(m, GPT_BUF_PARAMS, tmp);
-    memcpy(tmp, full, n * sizeof(float));
-    gpt_import_logical(m, GPT_BUF_PARAMS, tmp);
-}
 
 void job_stage_fill(Job *j, Stage *s) {
     s->member = s->emu.pos >= 0;
@@ -48,6 +27,16 @@ void job_stage_fill(Job *j, Stage *s) {
     s->B = j->cfg->ppo.batch / s->dp;
 }
 
+size_t job_window(void) {
+    const char *e = getenv("NEREUS_JOB_WINDOW");
+    if (!e || !*e) return JOB_WINDOW;
+    char *end;
+    unsigned long long w = strtoull(e, &end, 10);
+    if (*end || w == 0 || w > ((size_t)1 << 40) || e[0] == '-')
+        nr_fatal("NEREUS_JOB_WINDOW=%s: not a whole number of floats from 1 to 2^40", e);
+    return (size_t)w;
+}
+
 int job_stage_holds_model(const Job *j, int id) { return tx_stage_holds_model(&j->px, id); }
 
 int job_memory_check(MPI_Comm world, const Config *cfg, const TaskSet *ts, char *why, size_t len) {
@@ -58,8 +47,8 @@ int job_memory_check(MPI_Comm world, const Config *cfg, const TaskSet *ts, char 
     job_shape_of(cfg, ts, &sh);
     TxPricer px = {.cfg = cfg, .ac = sh.ac, .cc = sh.cc, .have_rm = sh.have_rm, .Tgen = sh.Tgen, .Tsft = sh.Tsft,
                    .nranks = size};
-    /* this rank's bytes: its model-stages' shards, and the job's two logical vectors (job_build's full, tmp) */
-    double stage_b[PLAN_NSTAGES] = {0}, vectors = 2.0 * (double)gpt_logical_numel(&sh.cc) * sizeof(float), mine = vectors;
+    /* this rank's bytes: its model-stages' shards, and the job's window of a logical vector (job_build's win) */
+    double stage_b[PLAN_NSTAGES] = {0}, mine = (double)NR_MIN(gpt_logical_numel(&sh.cc), job_window()) * sizeof(float);
     for (int i = 0; i < PLAN_NSTAGES; i++) {
         int pos = plan_stage_pos(&cfg->plan.stage[i], rank);
         if (pos < 0) continue;
@@ -94,8 +83,7 @@ int job_memory_check(MPI_Comm world, const Config *cfg, const TaskSet *ts, char 
                 if (stage_b[i] > 0)
                     o += snprintf(msg + o, sizeof msg - (size_t)o, "%s%s %.1f", k++ ? ", " : "", plan_stage_name(i),
                                   stage_b[i] / 1073741824.0);
-            if (o < (int)sizeof msg) snprintf(msg + o, sizeof msg - (size_t)o, ", the job's two model vectors %.1f)",
-                                              vectors / 1073741824.0);
+            if (o < (int)sizeof msg) snprintf(msg + o, sizeof msg - (size_t)o, ")");
         }
         size_t m = strlen(msg);
         if (m + 80 < sizeof msg)
@@ -158,8 +146,8 @@ void job_build(Job *j, MPI_Comm world, const Config *cfg, const Backend *be, con
     emu_set_keep(cfg->transition.keep_comms); /* the layouts j->px.kept models */
     j->n_actor = gpt_logical_numel(&j->ac);
     j->n_critic = gpt_logical_numel(&j->cc);
-    j->full = nr_xmalloc(j->n_critic * sizeof(float));
-    j->tmp = nr_xmalloc(j->n_critic * sizeof(float));
+    j->window = job_window();
+    j->win = nr_xmalloc(NR_MIN(j->n_critic, j->window) * sizeof(float));
     j->plan = cfg->plan;
     MPI_Comm_dup(world, &j->xcomm);
     for (int i = 0; i < PLAN_NSTAGES; i++) {
@@ -186,43 +174,59 @@ void job_free(Job *j) {
     if (j->xcomm != MPI_COMM_NULL && j->xcomm) MPI_Comm_free(&j->xcomm);
     rollout_free(&j->G);
     rollout_free(&j->L);
-    free(j->full);
-    free(j->tmp);
+    free(j->win);
     free(j->scratch);
     memset(j, 0, sizeof *j);
 }
 
-void job_assemble(Job *j, int src, float *full, size_t n) { job_assemble_buf(j, src, GPT_BUF_PARAMS, full, n); }
-
-void job_assemble_buf(Job *j, int src, int which, float *full, size_t n) {
+void job_assemble_windows(Job *j, int src, int which, size_t n, JobWindowFn fn, void *ctx) {
     Stage *s = &j->st[src];
-    if (s->emu.layout.tp == 1 && s->emu.layout.pp == 1) { /* replica 0 is one rank: it holds the whole vector */
-        if (j->rank == s->root) gpt_export_logical(&s->model, which, full);
-        comm_bcast_f32(j->world, full, n, s->root);
-        return;
+    int whole = s->emu.layout.tp == 1 && s->emu.layout.pp == 1; /* replica 0 is one rank: it holds every element */
+    for (size_t lo = 0; lo < n; lo += j->window) {
+        size_t hi = NR_MIN(n, lo + j->window);
+        if (whole) {
+            if (j->rank == s->root) gpt_export_logical_window(&s->model, which, lo, hi, 0, j->win);
+            comm_bcast_f32(j->world, j->win, hi - lo, s->root);
+        } else { /* replica 0's TP ranks and pipeline stages each hold a part: sum their disjoint canonical shares */
+            memset(j->win, 0, (hi - lo) * sizeof(float));
+            if (s->member && s->d == 0) gpt_export_logical_window(&s->model, which, lo, hi, 1, j->win);
+            comm_allreduce_sum_f32(j->world, j->win, hi - lo);
+        }
+        fn(j, j->win, lo, hi, ctx);
     }
-    /* replica 0's TP ranks and pipeline stages each hold a part: sum their disjoint shares */
-    if (s->member && s->d == 0) model_contribute(&s->model, which, full, n);
-    else memset(full, 0, n * sizeof(float));
-    comm_allreduce_sum_f32(j->world, full, n);
 }
 
-void job_import(Job *j, int dst, const float *full, size_t n) {
-    Stage *s = &j->st[dst];
-    if (s->member && s->model.params) model_import(&s->model, full, n, j->tmp);
+typedef struct SyncTo { const int *dst; int ndst; } SyncTo;
+
+/* a window of the source's logical vector into every member of the destination stages; a critic's floats past
+ * an actor's n (its value head) are outside every window and keep their values */
+static void window_import(Job *j, const float *w, size_t lo, size_t hi, void *ctx) {
+    const SyncTo *to = ctx;
+    for (int k = 0; k < to->ndst; k++) {
+        Stage *s = &j->st[to->dst[k]];
+        if (s->member && s->model.params) gpt_import_logical_window(&s->model, GPT_BUF_PARAMS, lo, hi, w);
+    }
 }
 
 void job_sync(Job *j, int src, const int *dst, int ndst) {
     size_t n = plan_stage_is_critic(src) ? j->n_critic : j->n_actor;
-    job_assemble(j, src, j->full, n);
-    for (int k = 0; k < ndst; k++) job_import(j, dst[k], j->full, n);
+    for (int k = 0; k < ndst; k++)
+        if (n > (plan_stage_is_critic(dst[k]) ? j->n_critic : j->n_actor))
+            nr_fatal("job_sync: %s's %zu floats into %s's smaller model", plan_stage_name(src), n, plan_stage_name(dst[k]));
+    SyncTo to = {dst, ndst};
+    job_assemble_windows(j, src, GPT_BUF_PARAMS, n, window_import, &to);
     j->sync_bytes = (double)n * sizeof(float) * (j->size - 1); /* the broadcast reaches every other rank */
+}
+
+static void window_abs_sum(Job *j, const float *w, size_t lo, size_t hi, void *ctx) {
+    (void)j;
+    double *s = ctx;
+    for (size_t i = 0; i < hi - lo; i++) *s += fabs((double)w[i]);
 }
 
 double job_checksum(Job *j, int src) {
     size_t n = plan_stage_is_critic(src) ? j->n_critic : j->n_actor;
-    job_assemble(j, src, j->full, n);
-    double s = 0.0;
-    for (size_t i = 0; i < n; i++) s += fabs((double)j->full[i]);
+    double s = 0.0; /* one running sum in logical order, window after window: the same value whatever the plan */
+    job_assemble_windows(j, src, GPT_BUF_PARAMS, n, window_abs_sum, &s);
     return s;
 }

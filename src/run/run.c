@@ -430,8 +430,8 @@ int run_job(const Config *cfg, const Deck *deck, const char *deck_path) {
         ppo_s = nr_now() - run0;
         inject_begin_step(&inj, -1, NULL); /* no injected slowdown past the PPO steps */
         live_report(&lp);
-        nr_log("ppo: %d steps in %.2fs; weight sync %.3fs in all, %.0f bytes per step\n", done_steps, ppo_s,
-               sync_time, sync_bytes);
+        nr_log("ppo: %d steps in %.2fs; weight sync (%s) %.3fs in all, %.0f bytes per step\n", done_steps, ppo_s,
+               cfg->transition.sync, sync_time, sync_bytes);
         if (status == 0 && !stop_sig) {
             eval_after = job_eval_greedy(&job);
             nr_log("eval: greedy task reward on held-out prompts: %.4f after PPO (%.4f before)\n", eval_after,

@@ -42,23 +42,35 @@ typedef struct JobSyncPlan {
 typedef struct TensorCheck { double abs; uint64_t hash; } TensorCheck;
 
 
+typedef struct ChecksWin { const TensorInfo *t; int nt; TensorCheck *out; } ChecksWin;
+
+/* the tensors a window meets: Σ|x| runs on in logical order, and the hash is a sum over elements keyed by
+ * their index in the tensor (nr_cksum_f32), so window by window gives the whole tensor's values */
+static void window_checks(Job *j, const float *w, size_t lo, size_t hi, void *ctx) {
+    (void)j;
+    const ChecksWin *cw = ctx;
+    for (int i = 0; i < cw->nt; i++) {
+        const TensorInfo *t = &cw->t[i];
+        size_t a = NR_MAX(lo, t->loffset), b = NR_MIN(hi, t->loffset + t->numel);
+        if (a >= b) continue;
+        TensorCheck *c = &cw->out[i];
+        const float *x = w + (a - lo);
+        for (size_t k = 0; k < b - a; k++) c->abs += fabs((double)x[k]);
+        c->hash += nr_cksum_f32(x, b - a, a - t->loffset); /* the checkpoints' checksum */
+    }
+}
+
 /* collective over world: checks[buf·GPT_NUM_TENSORS + tensor] of stage id's logical buffers */
 static void stage_checks(Job *j, int id, int nbufs, TensorCheck *out) {
     static const int which[3] = {GPT_BUF_PARAMS, GPT_BUF_ADAM_M, GPT_BUF_ADAM_V};
     const GPTConfig *cfg = plan_stage_is_critic(id) ? &j->cc : &j->ac;
-    size_t n = gpt_logical_numel(cfg);
     TensorInfo t[GPT_NUM_TENSORS];
     int nt;
     gpt_tensor_table(cfg, 1, 0, t, &nt);
     memset(out, 0, 3 * GPT_NUM_TENSORS * sizeof *out);
     for (int b = 0; b < nbufs; b++) {
-        job_assemble_buf(j, id, which[b], j->full, n);
-        for (int i = 0; i < nt; i++) {
-            TensorCheck *c = &out[b * GPT_NUM_TENSORS + i];
-            const float *x = j->full + t[i].loffset;
-            for (size_t k = 0; k < t[i].numel; k++) c->abs += fabs((double)x[k]);
-            c->hash = nr_cksum_f32(x, t[i].numel, 0); /* the checkpoints' checksum */
-        }
+        ChecksWin cw = {t, nt, out + b * GPT_NUM_TENSORS};
+        job_assemble_windows(j, id, which[b], gpt_logical_numel(cfg), window_checks, &cw);
     }
 }
 
