@@ -353,6 +353,11 @@ grep -q 'per-tensor checks passed' "$LOG/switch-windows-run.log" || why="$why ch
 grep -q 'weight sync (broadcast)' "$LOG/switch-windows-run.log" || why="$why no broadcast sync reported;"
 if [ -z "$why" ]; then result switch-windows-broadcast 0 0 "1,000-float windows and broadcast sync: tokens and checksums identical"
 else result switch-windows-broadcast 1 0 "$why"; fi
+# random valid decks (tests/test_plan_fuzz.py, a fixed seed): a random plan, a switch to another, random
+# [transition] settings and assembly windows; 24 on 4 ranks and 8 on 8, each must pass with its transition checked
+t plan-fuzz-4 300 /usr/bin/python3 tests/test_plan_fuzz.py 24 "$LOG/planfuzz4" 20261205 4
+t plan-fuzz-8 300 /usr/bin/python3 tests/test_plan_fuzz.py 8 "$LOG/planfuzz8" 20261206 8
+for n in 4 8; do grep -E '^(FAIL|plan fuzz:)' "$LOG/plan-fuzz-$n.log" | sed 's/^/      /'; done
 # a scale-out (actor.train and critic.train from one rank each to dp4): with forwarding (the default) some
 # replicas get their shard from another new replica; without, all from the one holder; the same run either way
 P_ONE='actor.gen = tp2 dp2 @0-3\nactor.inf = dp4 @all\nref.inf = tp2 @2-3\ncritic.inf = dp2 @0-1\nactor.train = @0\ncritic.train = @1\nreward.inf = @0'

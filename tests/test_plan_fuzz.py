@@ -1,0 +1,152 @@
+#!/usr/bin/python3
+"""test_plan_fuzz.py — valid decks at random: N runs of the tiny job on R
+ranks (default 4), each with a random valid [plan], a random valid [switch]
+to another plan before a random step, and random [transition] settings
+(the broadcast or the engine weight sync, forwarding, kept communicator
+sets, chunk and window sizes), some with the job's assembly window cut to a
+few floats (NEREUS_JOB_WINDOW) or a checkpoint every step. Where
+tests/test_deck_fuzz.py feeds bad input and mostly gets refusals, this one
+feeds only decks that must run, so the step, the transition engine and the
+weight sync meet layouts nobody wrote by hand. Every deck must:
+
+  exit 0 with `verify.status: pass`;
+  make its one transition (`verify.transitions: 1`) with the per-tensor
+  checks passed (`[transition] verify = true` in every deck).
+
+A signal, a hang, a refusal, or a run that fails keeps the deck and its
+output under OUT/caseK for a rerun; the seed is fixed, so a failure
+reproduces.
+
+  tests/test_plan_fuzz.py N OUT [SEED] [RANKS]   (from the repository root)
+
+The model has 4 heads and 2 layers, the batch 16 and the minibatch 8, so
+tp is 1, 2 or 4, pp 1 or 2 (1 for actor.gen: pipelined generation is not
+supported), dp divides 16 (8 for the training stages), tp*pp*dp ranks at
+most R, listed in random order.
+"""
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+
+STAGES = ["actor.gen", "actor.inf", "ref.inf", "critic.inf", "actor.train", "critic.train", "reward.inf"]
+
+BASE = """[run]
+name = planfuzz
+seed = {seed}
+[model]
+n_layer = 2
+n_embd = 32
+n_head = 4
+max_seq = 16
+[task]
+names = reverse,sort
+digits = 4
+[sft]
+steps = {sft}
+batch = 16
+lr = 3e-3
+[ppo]
+steps = {steps}
+batch = 16
+epochs = {epochs}
+minibatch = 8
+actor_lr = 1e-3
+critic_lr = 2e-3
+kl_beta = 0.02
+max_response = 6
+[reward]
+network = {network}
+"""
+
+
+def layout(rng, stage, ranks):
+    """one valid layout line for stage on ranks 0..ranks-1"""
+    while True:
+        tp = rng.choice([1, 1, 2, 4])
+        pp = 1 if stage == "actor.gen" else rng.choice([1, 1, 2])
+        dp = rng.choice([1, 2, 4, 8] if "train" in stage else [1, 2, 4, 8, 16])
+        if tp * pp * dp <= ranks:
+            break
+    who = rng.sample(range(ranks), tp * pp * dp)
+    degrees = " ".join("%s%d" % (n, d) for n, d in (("tp", tp), ("pp", pp), ("dp", dp)) if d > 1 or rng.random() < 0.3)
+    if sorted(who) == list(range(ranks)) and rng.random() < 0.3:
+        at = "all"
+    elif who == list(range(who[0], who[0] + len(who))) and len(who) > 1:
+        at = "%d-%d" % (who[0], who[-1])
+    else:
+        at = ",".join(map(str, who))
+    return "%s = %s @ %s" % (stage, degrees, at) if degrees else "%s = @ %s" % (stage, at)
+
+
+def deck(rng, ranks, work):
+    steps = rng.randint(2, 4)
+    d = BASE.format(seed=rng.randint(1, 10**6), sft=rng.choice([0, 1, 2]), steps=steps, epochs=rng.choice([1, 2]),
+                    network=rng.choice(["true", "false"]))
+    d += "[plan]\n" + "".join(layout(rng, s, ranks) + "\n" for s in STAGES)
+    d += "[switch]\nstep = %d\n" % rng.randint(1, steps - 1)
+    d += "".join(layout(rng, s, ranks) + "\n" for s in STAGES)
+    chunk = rng.choice([4, 64, 1024])
+    d += "[transition]\nverify = true\nsync = %s\nforward = %s\nkeep_comms = %d\nchunk_kib = %d\nwindow_kib = %d\n" % (
+        rng.choice(["engine", "broadcast"]), rng.choice(["true", "false"]), rng.choice([0, 1, 8]), chunk,
+        chunk * rng.choice([1, 2, 8]))
+    if rng.random() < 0.25:
+        d += "[ckpt]\nevery = 1\nkeep = 2\ndir = %s/ckpt\n" % work
+    d += "[trace]\nfile = %s\n" % (rng.choice(["none", work + "/t.h5"]))
+    return d
+
+
+def main():
+    if len(sys.argv) < 3:
+        sys.exit("usage: test_plan_fuzz.py N OUT [SEED] [RANKS]")
+    n, out = int(sys.argv[1]), os.path.abspath(sys.argv[2])
+    rng = random.Random(int(sys.argv[3]) if len(sys.argv) > 3 else 20261205)
+    ranks = int(sys.argv[4]) if len(sys.argv) > 4 else 4
+    root = os.getcwd()
+    shutil.rmtree(out, ignore_errors=True)
+    failures, windows = 0, 0
+    for k in range(n):
+        work = os.path.join(out, "case%d" % k)
+        os.makedirs(work)
+        path = os.path.join(work, "plan.deck")
+        with open(path, "w") as f:
+            f.write(deck(rng, ranks, work))
+        env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
+        w = rng.choice([None, None, None, 1, 777, 100000])
+        if w:
+            env["NEREUS_JOB_WINDOW"] = str(w)
+            windows += 1
+        cmd = [os.path.join(root, "jobs/local.sh"), "-np", str(ranks), os.path.join(root, "bin/nereus"), path]
+        try:
+            r = subprocess.run(cmd, env=env, cwd=work, capture_output=True, timeout=120)
+            rc, so, se = r.returncode, r.stdout.decode("utf-8", "replace"), r.stderr.decode("utf-8", "replace")
+        except subprocess.TimeoutExpired as e:
+            rc, so, se = "timeout", (e.stdout or b"").decode("utf-8", "replace"), (e.stderr or b"").decode("utf-8", "replace")
+        why = None
+        if rc == "timeout":
+            why = "no end within 120 s"
+        elif rc != 0:
+            why = "exit %s: %s" % (rc, (re.findall(r".*error.*", se) or ["no message"])[0][:200])
+        elif not re.search(r"^verify\.status: pass$", so, re.M):
+            why = "verify.status is not pass"
+        elif not re.search(r"^verify\.transitions: 1$", so, re.M):
+            why = "not one transition: %s" % (re.findall(r"^switch.*|^transition.*", so, re.M) or ["none"])[0][:200]
+        elif "per-tensor checks passed" not in so:
+            why = "the per-tensor checks did not pass"
+        if why:
+            failures += 1
+            with open(os.path.join(work, "output.txt"), "w") as f:
+                f.write("%s%s\n--- stdout\n%s\n--- stderr\n%s\n" % (
+                    "NEREUS_JOB_WINDOW=%s " % w if w else "", " ".join(cmd), so[-6000:], se[-4000:]))
+            print("FAIL case %d: %s; kept in %s" % (k, why, work))
+        else:
+            shutil.rmtree(work)
+    print("plan fuzz: %d random valid decks on %d ranks (%d with a small assembly window): %d passed, %d failed" %
+          (n, ranks, windows, n - failures, failures))
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
