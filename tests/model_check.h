@@ -84,6 +84,28 @@ static void gather_logical(const GPT *m, MPI_Comm all, int which, float *full, s
     if (all != MPI_COMM_NULL && comm_size(all) > 1) comm_allreduce_sum_f32(all, full, nl);
 }
 
+/* collective over all: gpt_tensor_checks of buffer which, added up over all (the ranks of one replica), against
+ * the whole logical tensors of full (gather_logical's vector): every hash to the bit, Σ|x| to relative 1e-12 */
+static void check_tensor_hashes(Checks *k, const GPT *m, MPI_Comm all, int which, const float *full, const char *kind) {
+    double abs[GPT_NUM_TENSORS];
+    uint64_t hash[GPT_NUM_TENSORS];
+    gpt_tensor_checks(m, which, abs, hash);
+    if (all != MPI_COMM_NULL && comm_size(all) > 1) {
+        comm_allreduce_sum_f64(all, abs, (size_t)m->ntensors);
+        MPI_Allreduce(MPI_IN_PLACE, hash, m->ntensors, MPI_UINT64_T, MPI_SUM, all);
+    }
+    double bad = 0, worst = 0;
+    for (int i = 0; i < m->ntensors; i++) {
+        const TensorInfo *t = &m->tensors[i];
+        double a = 0;
+        for (size_t e = 0; e < t->numel; e++) a += fabs((double)full[t->loffset + e]);
+        bad += hash[i] != nr_cksum_f32(full + t->loffset, t->numel, 0);
+        if (a > 0) worst = fmax(worst, fabs(abs[i] - a) / a);
+    }
+    note(k, bad, 0, "%s per-tensor hashes from the owned shards equal the logical tensors' (mismatches)%s", kind, NULL);
+    note(k, worst, 1e-12, "%s per-tensor sum|x| from the owned shards (rel)%s", kind, NULL);
+}
+
 static void note_tensors(Checks *k, const GPT *ref, const float *a, const float *b, double tol, const char *what,
                          const char *model) {
     for (int i = 0; i < ref->ntensors; i++) {

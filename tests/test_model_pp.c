@@ -174,6 +174,7 @@ static void test_one(Checks *k, const Emu *e, int value_head, int microbatches) 
     note(k, rep_bad, 0, "%s replicated params after gpt_update bitwise the same on every TP rank (mismatches)%s", kind,
          NULL);
     gather_logical(&pm, e->all, GPT_BUF_ADAM_V, ft, nl);
+    check_tensor_hashes(k, &pm, e->all, GPT_BUF_ADAM_V, ft, kind);
     gather_logical(&ref, MPI_COMM_NULL, GPT_BUF_ADAM_V, fr, nl);
     note(k, rel_err(ft, fr, nl), 1e-5, "%s AdamW v after gpt_update (rel)%s", kind, NULL);
     cr = gpt_checksum(&ref);

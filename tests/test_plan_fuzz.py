@@ -1,7 +1,9 @@
 #!/usr/bin/python3
 """test_plan_fuzz.py — valid decks at random: N runs of the tiny job on R
-ranks (default 4), each with a random valid [plan], a random valid [switch]
-to another plan before a random step, and random [transition] settings
+ranks (default 4), each with a random valid [plan], and either a random
+valid [switch] to another plan before a random step or (about a third) the
+live planner under random INJECTED drift (ranks leaving and joining the
+pool, a slowdown, growing responses), and random [transition] settings
 (the broadcast or the engine weight sync, forwarding, kept communicator
 sets, chunk and window sizes), some with the job's assembly window cut to a
 few floats (NEREUS_JOB_WINDOW) or a checkpoint every step. Where
@@ -10,8 +12,9 @@ feeds only decks that must run, so the step, the transition engine and the
 weight sync meet layouts nobody wrote by hand. Every deck must:
 
   exit 0 with `verify.status: pass`;
-  make its one transition (`verify.transitions: 1`) with the per-tensor
-  checks passed (`[transition] verify = true` in every deck).
+  with a [switch], make its one transition (`verify.transitions: 1`);
+  where it moved, have the per-tensor checks passed (`[transition] verify =
+  true` in every deck).
 
 A signal, a hang, a refusal, or a run that fails keeps the deck and its
 output under OUT/caseK for a rerun; the seed is fixed, so a failure
@@ -81,13 +84,41 @@ def layout(rng, stage, ranks):
     return "%s = %s @ %s" % (stage, degrees, at) if degrees else "%s = @ %s" % (stage, at)
 
 
+def ranks_of(rng, ranks, most):
+    """a random non-empty set of at most `most` ranks, as a comma list"""
+    return ",".join(map(str, sorted(rng.sample(range(ranks), rng.randint(1, most)))))
+
+
+def planner(rng, ranks, steps):
+    """the live planner with INJECTED drift: a pool change, a slowdown, growing responses (each or not)"""
+    d = "[planner]\npolicy = %s\nwarmup = %d\nevery_k = %d\nthreshold = %s\ngamma = %s\n" % (
+        rng.choice(["payback", "payback", "admit-all", "every-k", "static"]), rng.choice([1, 2]), rng.choice([1, 2, 3]),
+        rng.choice(["0.1", "0.3"]), rng.choice(["0.5", "2", "10"]))
+    d += "[inject]\n"
+    if rng.random() < 0.6:
+        leave = rng.randint(1, steps - 2)
+        d += "leave_ranks = %s\nleave_step = %d\n" % (ranks_of(rng, ranks, ranks - 1), leave)
+        if rng.random() < 0.6:
+            d += "join_step = %d\n" % rng.randint(leave + 1, steps)
+    if rng.random() < 0.5:
+        d += "slow_ranks = %s\nslow_factor = %d\nslow_step = %d\n" % (
+            rng.choice([ranks_of(rng, ranks, 2), "busiest"]), rng.choice([2, 3]), rng.randint(0, steps - 1))
+    if rng.random() < 0.5:
+        d += "resp_len_from = %d\nresp_len_to = %d\n" % (rng.randint(0, 2), rng.randint(3, 6))
+    return d
+
+
 def deck(rng, ranks, work):
-    steps = rng.randint(2, 4)
+    live = rng.random() < 0.35
+    steps = rng.randint(5, 8) if live else rng.randint(2, 4)
     d = BASE.format(seed=rng.randint(1, 10**6), sft=rng.choice([0, 1, 2]), steps=steps, epochs=rng.choice([1, 2]),
                     network=rng.choice(["true", "false"]))
     d += "[plan]\n" + "".join(layout(rng, s, ranks) + "\n" for s in STAGES)
-    d += "[switch]\nstep = %d\n" % rng.randint(1, steps - 1)
-    d += "".join(layout(rng, s, ranks) + "\n" for s in STAGES)
+    if live:
+        d += planner(rng, ranks, steps)
+    else:
+        d += "[switch]\nstep = %d\n" % rng.randint(1, steps - 1)
+        d += "".join(layout(rng, s, ranks) + "\n" for s in STAGES)
     chunk = rng.choice([4, 64, 1024])
     d += "[transition]\nverify = true\nsync = %s\nforward = %s\nkeep_comms = %d\nchunk_kib = %d\nwindow_kib = %d\n" % (
         rng.choice(["engine", "broadcast"]), rng.choice(["true", "false"]), rng.choice([0, 1, 8]), chunk,
@@ -106,13 +137,14 @@ def main():
     ranks = int(sys.argv[4]) if len(sys.argv) > 4 else 4
     root = os.getcwd()
     shutil.rmtree(out, ignore_errors=True)
-    failures, windows = 0, 0
+    failures, windows, moves, live = 0, 0, 0, 0
     for k in range(n):
         work = os.path.join(out, "case%d" % k)
         os.makedirs(work)
         path = os.path.join(work, "plan.deck")
+        text = deck(rng, ranks, work)
         with open(path, "w") as f:
-            f.write(deck(rng, ranks, work))
+            f.write(text)
         env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
         w = rng.choice([None, None, None, 1, 777, 100000])
         if w:
@@ -131,10 +163,13 @@ def main():
             why = "exit %s: %s" % (rc, (re.findall(r".*error.*", se) or ["no message"])[0][:200])
         elif not re.search(r"^verify\.status: pass$", so, re.M):
             why = "verify.status is not pass"
-        elif not re.search(r"^verify\.transitions: 1$", so, re.M):
+        elif "[switch]" in text and not re.search(r"^verify\.transitions: 1$", so, re.M):
             why = "not one transition: %s" % (re.findall(r"^switch.*|^transition.*", so, re.M) or ["none"])[0][:200]
-        elif "per-tensor checks passed" not in so:
+        elif not re.search(r"^verify\.transitions: 0$", so, re.M) and "per-tensor checks passed" not in so:
             why = "the per-tensor checks did not pass"
+        else:
+            moves += not re.search(r"^verify\.transitions: 0$", so, re.M)
+            live += "[planner]" in text
         if why:
             failures += 1
             with open(os.path.join(work, "output.txt"), "w") as f:
@@ -143,8 +178,8 @@ def main():
             print("FAIL case %d: %s; kept in %s" % (k, why, work))
         else:
             shutil.rmtree(work)
-    print("plan fuzz: %d random valid decks on %d ranks (%d with a small assembly window): %d passed, %d failed" %
-          (n, ranks, windows, n - failures, failures))
+    print("plan fuzz: %d random valid decks on %d ranks (%d with a small assembly window, %d with the live planner): "
+          "%d passed (%d moved plan), %d failed" % (n, ranks, windows, live, n - failures, moves, failures))
     sys.exit(1 if failures else 0)
 
 

@@ -370,6 +370,13 @@ double gpt_checksum(const GPT *m);
 /* collective over m->sh.tp_comm and m->sh.pp_comm: the same for tensor i
  * alone (buffer which). */
 double gpt_checksum_tensor(const GPT *m, int which, int i);
+/* Local: per tensor i of buffer which, over the elements of it this rank is
+ * the canonical owner of (gpt_tensor_owner; 0 for the rest), Σ|x| into
+ * abs[i] and the checkpoints' hash (nr_cksum_f32, keyed by each element's
+ * index in the logical tensor) into hash[i]. Both add up over the owners:
+ * summed over the ranks of one replica, the hash is the whole logical
+ * tensor's whatever the layout, Σ|x| up to the order of the sums. */
+void gpt_tensor_checks(const GPT *m, int which, double *abs, uint64_t *hash);
 
 /* Forward FLOPs per token for a sequence of length T (2·params in matmuls
  * plus attention), used for GFLOP/s figures. */

@@ -234,6 +234,37 @@ static void gpt_tensor_sums(const GPT *m, int which, double *s) {
     if (m->sh.pp > 1) comm_allreduce_sum_f64(m->sh.pp_comm, s, (size_t)m->ntensors);
 }
 
+void gpt_tensor_checks(const GPT *m, int which, double *abs, uint64_t *hash) {
+    const float *buf = gpt_buf(m, which, "gpt_tensor_checks");
+    int direct = backend_host_memory(m->be);
+    float *host = NULL;
+    size_t cap = 0;
+    for (int i = 0; i < m->ntensors; i++) {
+        const TensorInfo *t = &m->tensors[i];
+        abs[i] = 0;
+        hash[i] = 0;
+        if (!t->owner || !t->lnumel) continue;
+        const float *x = buf + t->offset;
+        if (!direct) { /* one tensor's block on the host at a time */
+            if (t->lnumel > cap) {
+                free(host);
+                host = nr_xmalloc(t->lnumel * sizeof(float));
+                cap = t->lnumel;
+            }
+            m->be->download(host, x, t->lnumel * sizeof(float));
+            x = host;
+        }
+        size_t nr, len, ls, l0;
+        gpt_tensor_runs(t, &nr, &len, &ls, &l0);
+        for (size_t o = 0; o < nr; o++) {
+            const float *r = x + o * len;
+            for (size_t k = 0; k < len; k++) abs[i] += fabs((double)r[k]);
+            hash[i] += nr_cksum_f32(r, len, o * ls + l0); /* keyed by the element's index in the logical tensor */
+        }
+    }
+    free(host);
+}
+
 double gpt_checksum(const GPT *m) {
     if (m->sh.tp == 1 && m->sh.pp == 1) {
         /* one running sum in logical element order (the historical value, bit for bit) */
