@@ -196,6 +196,17 @@ t ckpt-write4 300 $L -np 4 bin/nereus "$CK/write4.deck"
 A5=$CK/write4/restart_step000005.h5; A10=$CK/write4/restart_step000010.h5
 if [ -f "$A5" ] && [ -f "$A10" ] && bin/nereus-ckpt verify "$A5" >"$LOG/ckpt-verify.log" 2>&1; then result ckpt-files 0 0 "step 5 and 10 written, verify passes"
 else result ckpt-files 1 0 "missing or unsound: $(ls "$CK/write4" 2>&1 | tr '\n' ' ')"; fi
+# the run's final weights are its step-10 checkpoint's: verify.hash.NAME (from the 4 ranks' owned shards) equals
+# `nereus-ckpt info`'s params hash (from the file's stored checksums) for every model
+bin/nereus-ckpt info "$A10" >"$LOG/ckpt-info-hash.log" 2>&1
+why=""
+for m in actor ref critic; do
+  a=$(verify "$LOG/ckpt-write4.log" hash.$m); b=$(sed -n "s/^  params hash \([0-9a-f]*\) (as verify\.hash\.$m .*/\1/p" "$LOG/ckpt-info-hash.log")
+  [ -n "$a" ] && [ "$a" = "$b" ] || why="$why $m: run '$a', checkpoint '$b';"
+done
+if [ -z "$why" ]; then result ckpt-hash-matches-run 0 0 "verify.hash.{actor,ref,critic} = nereus-ckpt info's params hashes of the step-10 file"
+else result ckpt-hash-matches-run 1 0 "$why"; fi
+bin/nereus-ckpt info "$A5" >"$LOG/ckpt-info-a5.log" 2>&1
 for r in r1 r2 r3 r6-mixed r8-tp2pp2; do
   np=$(np_of $r); plan=$(plan_of $r)
   # (a) restart and write again at once: params and AdamW state bit-identical to what was written
@@ -205,6 +216,14 @@ for r in r1 r2 r3 r6-mixed r8-tp2pp2; do
   if h5diff "$A5" "$CK/$r-same/restart_step000005.h5" /models /models >"$LOG/ckpt-$r-h5diff.log" 2>&1; then
     result "ckpt-$r-identical" 0 0 "$np ranks: every parameter and AdamW moment bit-identical (h5diff /models)"
   else result "ckpt-$r-identical" 1 0 "h5diff /models differs: $(head -c 300 "$LOG/ckpt-$r-h5diff.log")"; fi
+  # the same weights under this layout: the same fingerprints as the step-5 file's
+  why=""
+  for m in actor ref critic; do
+    a=$(verify "$LOG/ckpt-$r-reload.log" hash.$m); b=$(sed -n "s/^  params hash \([0-9a-f]*\) (as verify\.hash\.$m .*/\1/p" "$LOG/ckpt-info-a5.log")
+    [ -n "$a" ] && [ "$a" = "$b" ] || why="$why $m: run '$a', checkpoint '$b';"
+  done
+  if [ -z "$why" ]; then result "ckpt-$r-hash" 0 0 "$np ranks: verify.hash of the reloaded models = the step-5 file's"
+  else result "ckpt-$r-hash" 1 0 "$why"; fi
   # (b) restart and run steps 5-9: the same as the uninterrupted run
   mkdeck "$CK/$r-cont.deck" "$CK/$r-cont" "$plan" "[run]\nrestart = $A5"
   t "ckpt-$r-continue" 300 $L -np "$np" bin/nereus "$CK/$r-cont.deck"

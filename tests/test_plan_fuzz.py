@@ -6,7 +6,9 @@ live planner under random INJECTED drift (ranks leaving and joining the
 pool, a slowdown, growing responses), and random [transition] settings
 (the broadcast or the engine weight sync, forwarding, kept communicator
 sets, chunk and window sizes), some with the job's assembly window cut to a
-few floats (NEREUS_JOB_WINDOW) or a checkpoint every step. Where
+few floats (NEREUS_JOB_WINDOW). A quarter checkpoint every step and are
+then restarted from their last checkpoint under another random plan on 2,
+4 or 8 ranks for two more steps. Where
 tests/test_deck_fuzz.py feeds bad input and mostly gets refusals, this one
 feeds only decks that must run, so the step, the transition engine and the
 weight sync meet layouts nobody wrote by hand. Every deck must:
@@ -14,7 +16,8 @@ weight sync meet layouts nobody wrote by hand. Every deck must:
   exit 0 with `verify.status: pass`;
   with a [switch], make its one transition (`verify.transitions: 1`);
   where it moved, have the per-tensor checks passed (`[transition] verify =
-  true` in every deck).
+  true` in every deck);
+  where it checkpointed, restart and pass under the other plan.
 
 A signal, a hang, a refusal, or a run that fails keeps the deck and its
 output under OUT/caseK for a rerun; the seed is fixed, so a failure
@@ -109,10 +112,13 @@ def planner(rng, ranks, steps):
 
 
 def deck(rng, ranks, work):
+    """the deck, and where it checkpoints, the deck of a restart from its last checkpoint under another random
+    plan on 2, 4 or 8 ranks (two more steps), with that rank count; else None"""
     live = rng.random() < 0.35
     steps = rng.randint(5, 8) if live else rng.randint(2, 4)
-    d = BASE.format(seed=rng.randint(1, 10**6), sft=rng.choice([0, 1, 2]), steps=steps, epochs=rng.choice([1, 2]),
-                    network=rng.choice(["true", "false"]))
+    shape = dict(seed=rng.randint(1, 10**6), sft=rng.choice([0, 1, 2]), epochs=rng.choice([1, 2]),
+                 network=rng.choice(["true", "false"]))
+    d = BASE.format(steps=steps, **shape)
     d += "[plan]\n" + "".join(layout(rng, s, ranks) + "\n" for s in STAGES)
     if live:
         d += planner(rng, ranks, steps)
@@ -123,10 +129,24 @@ def deck(rng, ranks, work):
     d += "[transition]\nverify = true\nsync = %s\nforward = %s\nkeep_comms = %d\nchunk_kib = %d\nwindow_kib = %d\n" % (
         rng.choice(["engine", "broadcast"]), rng.choice(["true", "false"]), rng.choice([0, 1, 8]), chunk,
         chunk * rng.choice([1, 2, 8]))
+    ckpt = "[ckpt]\nevery = 1\nkeep = 2\ndir = %s/ckpt\n" % work
+    restart = None
     if rng.random() < 0.25:
-        d += "[ckpt]\nevery = 1\nkeep = 2\ndir = %s/ckpt\n" % work
+        d += ckpt
+        r2 = rng.choice([2, 4, 8])
+        restart = (BASE.format(steps=steps + 2, **shape) + "[plan]\n" +
+                   "".join(layout(rng, s, r2) + "\n" for s in STAGES) + ckpt + "[trace]\nfile = none\n", r2)
     d += "[trace]\nfile = %s\n" % (rng.choice(["none", work + "/t.h5"]))
-    return d
+    return d, restart
+
+
+def run(cmd, env, work):
+    """exit status (or "timeout"), stdout, stderr"""
+    try:
+        r = subprocess.run(cmd, env=env, cwd=work, capture_output=True, timeout=120)
+        return r.returncode, r.stdout.decode("utf-8", "replace"), r.stderr.decode("utf-8", "replace")
+    except subprocess.TimeoutExpired as e:
+        return "timeout", (e.stdout or b"").decode("utf-8", "replace"), (e.stderr or b"").decode("utf-8", "replace")
 
 
 def main():
@@ -137,12 +157,12 @@ def main():
     ranks = int(sys.argv[4]) if len(sys.argv) > 4 else 4
     root = os.getcwd()
     shutil.rmtree(out, ignore_errors=True)
-    failures, windows, moves, live = 0, 0, 0, 0
+    failures, windows, moves, live, restarts = 0, 0, 0, 0, 0
     for k in range(n):
         work = os.path.join(out, "case%d" % k)
         os.makedirs(work)
         path = os.path.join(work, "plan.deck")
-        text = deck(rng, ranks, work)
+        text, restart = deck(rng, ranks, work)
         with open(path, "w") as f:
             f.write(text)
         env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
@@ -151,11 +171,7 @@ def main():
             env["NEREUS_JOB_WINDOW"] = str(w)
             windows += 1
         cmd = [os.path.join(root, "jobs/local.sh"), "-np", str(ranks), os.path.join(root, "bin/nereus"), path]
-        try:
-            r = subprocess.run(cmd, env=env, cwd=work, capture_output=True, timeout=120)
-            rc, so, se = r.returncode, r.stdout.decode("utf-8", "replace"), r.stderr.decode("utf-8", "replace")
-        except subprocess.TimeoutExpired as e:
-            rc, so, se = "timeout", (e.stdout or b"").decode("utf-8", "replace"), (e.stderr or b"").decode("utf-8", "replace")
+        rc, so, se = run(cmd, env, work)
         why = None
         if rc == "timeout":
             why = "no end within 120 s"
@@ -167,7 +183,18 @@ def main():
             why = "not one transition: %s" % (re.findall(r"^switch.*|^transition.*", so, re.M) or ["none"])[0][:200]
         elif not re.search(r"^verify\.transitions: 0$", so, re.M) and "per-tensor checks passed" not in so:
             why = "the per-tensor checks did not pass"
-        else:
+        elif restart:  # the last checkpoint under another plan and rank count: it must load and run on
+            with open(os.path.join(work, "restart.deck"), "w") as f:
+                f.write(restart[0])
+            cmd = [os.path.join(root, "jobs/local.sh"), "-np", str(restart[1]), os.path.join(root, "bin/nereus"),
+                   os.path.join(work, "restart.deck"), "--restart", "latest"]
+            rc, so2, se2 = run(cmd, env, work)
+            if rc != 0 or not re.search(r"^verify\.status: pass$", so2, re.M):
+                why = "the restart on %d ranks: exit %s, %s" % (
+                    restart[1], rc, (re.findall(r".*error.*", se2) or ["no error message"])[0][:200])
+                so, se = so + "\n--- restart\n" + so2, se + "\n--- restart\n" + se2
+            restarts += why is None
+        if not why:
             moves += not re.search(r"^verify\.transitions: 0$", so, re.M)
             live += "[planner]" in text
         if why:
@@ -179,7 +206,8 @@ def main():
         else:
             shutil.rmtree(work)
     print("plan fuzz: %d random valid decks on %d ranks (%d with a small assembly window, %d with the live planner): "
-          "%d passed (%d moved plan), %d failed" % (n, ranks, windows, live, n - failures, moves, failures))
+          "%d passed (%d moved plan, %d restarted under another plan), %d failed" %
+          (n, ranks, windows, live, n - failures, moves, restarts, failures))
     sys.exit(1 if failures else 0)
 
 

@@ -110,6 +110,16 @@ void job_assemble_windows(Job *j, int src, int which, size_t n, JobWindowFn fn, 
 /* collective over world: copy src's parameters into each stage of dst[] (a critic takes an actor's n_actor
  * floats as its trunk). */
 void job_sync(Job *j, int src, const int *dst, int ndst);
+/* collective over world: per tensor of buffer which (GPT_BUF_PARAMS, _ADAM_M, _ADAM_V) of stage id's model,
+ * Σ|x| into abs and the order-free hash (nr_cksum_f32 of the whole logical tensor) into hash
+ * (GPT_NUM_TENSORS each; 0 past the model's tensors). Each rank of the stage's replica 0 adds what it owns
+ * (gpt_tensor_checks) and one all-reduce of a few hundred bytes adds the ranks up: no model is assembled. The
+ * hash is the same whatever the layout; Σ|x| up to the order of its sums. */
+void job_tensor_checks(Job *j, int id, int which, double *abs, uint64_t *hash);
+/* collective over world: the fingerprint of stage id's parameters (nr_cksum_combine of job_tensor_checks'
+ * hashes): the same for bit-identical weights under any layout, and what `nereus-ckpt info` computes from a
+ * checkpoint's stored checksums. */
+uint64_t job_params_hash(Job *j, int id);
 /* collective over world: Σ|x| over the logical parameters of stage src. */
 double job_checksum(Job *j, int src);
 

@@ -38,6 +38,9 @@ void nr_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * whoever holds which run. What checkpoints store (docs/CHECKPOINT.md) and
  * transitions compare. */
 uint64_t nr_cksum_f32(const float *x, size_t n, uint64_t k0);
+/* One fingerprint of a model from its tensors' nr_cksum_f32 in table order
+ * (order matters: tensors of one shape swapped give another value). */
+uint64_t nr_cksum_combine(const uint64_t *h, int n);
 /* FNV-1a, 64-bit, over a NUL-terminated string's bytes: the checksum the
  * HDF5 files keep beside a string dataset (its raw data is outside the
  * checksums HDF5 keeps on metadata). */

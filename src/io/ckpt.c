@@ -1230,6 +1230,8 @@ int ckpt_info(const char *path, FILE *out, char *why, size_t len) {
                 c.value_head ? "yes" : "no", gpt_logical_numel(&c));
         if (has_adam) fprintf(out, "yes (adam_t %lld)\n", (long long)adam_t);
         else fprintf(out, "no\n");
+        uint64_t pck[GPT_NUM_TENSORS] = {0};
+        int pok = 1;
         for (int kind = 0; kind < (has_adam ? NKIND : 1); kind++)
             for (int i = 0; i < nt; i++) {
                 char dn[256], sh[64];
@@ -1239,8 +1241,13 @@ int ckpt_info(const char *path, FILE *out, char *why, size_t len) {
                 msg[0] = 0;
                 int ok = check_dataset(&e, f, dn, &t[i], &ck) == 0;
                 if (!ok) info_bad(first, msg);
+                if (kind == K_PARAMS) pck[i] = ck, pok &= ok;
                 fprintf(out, "  %-30s float32 %-20s %s\n", dn, sh, ok ? "" : msg);
             }
+        /* the stored checksums, combined as a run's verify.hash.NAME combines its tensors' (not re-read here:
+           `nereus-ckpt verify` checks them against the data) */
+        if (pok) fprintf(out, "  params hash %016llx (as verify.hash.%s of a run whose weights these are)\n",
+                         (unsigned long long)nr_cksum_combine(pck, nt), names[k]);
     }
     H5Fclose(f);
     if (why && len) snprintf(why, len, "%s", first);

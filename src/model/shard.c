@@ -212,28 +212,6 @@ void gpt_import_logical(GPT *m, int which, const float *full) {
 
 /* ---- checksums ----------------------------------------------------------- */
 
-static double sum_abs(const float *x, size_t n) {
-    double s = 0.0;
-    for (size_t k = 0; k < n; k++) s += fabs((double)x[k]);
-    return s;
-}
-
-/* collective over m->sh.tp_comm and m->sh.pp_comm: s[i] = logical Σ|x| of
- * tensor i of buffer `which`, for every i (each block from its owner only:
- * gpt_tensor_owner, so every logical element counted once) */
-static void gpt_tensor_sums(const GPT *m, int which, double *s) {
-    const float *buf = gpt_buf(m, which, "gpt_checksum");
-    float *host = nr_xmalloc((m->nparams ? m->nparams : 1) * sizeof(float));
-    m->be->download(host, buf, m->nparams * sizeof(float));
-    for (int i = 0; i < m->ntensors; i++) {
-        const TensorInfo *t = &m->tensors[i];
-        s[i] = t->owner ? sum_abs(host + t->offset, t->lnumel) : 0.0;
-    }
-    free(host);
-    if (m->sh.tp > 1) comm_allreduce_sum_f64(m->sh.tp_comm, s, (size_t)m->ntensors);
-    if (m->sh.pp > 1) comm_allreduce_sum_f64(m->sh.pp_comm, s, (size_t)m->ntensors);
-}
-
 void gpt_tensor_checks(const GPT *m, int which, double *abs, uint64_t *hash) {
     const float *buf = gpt_buf(m, which, "gpt_tensor_checks");
     int direct = backend_host_memory(m->be);
@@ -263,6 +241,16 @@ void gpt_tensor_checks(const GPT *m, int which, double *abs, uint64_t *hash) {
         }
     }
     free(host);
+}
+
+/* collective over m->sh.tp_comm and m->sh.pp_comm: s[i] = logical Σ|x| of
+ * tensor i of buffer `which`, for every i (each block from its owner only:
+ * gpt_tensor_owner, so every logical element counted once) */
+static void gpt_tensor_sums(const GPT *m, int which, double *s) {
+    uint64_t hash[GPT_NUM_TENSORS];
+    gpt_tensor_checks(m, which, s, hash);
+    if (m->sh.tp > 1) comm_allreduce_sum_f64(m->sh.tp_comm, s, (size_t)m->ntensors);
+    if (m->sh.pp > 1) comm_allreduce_sum_f64(m->sh.pp_comm, s, (size_t)m->ntensors);
 }
 
 double gpt_checksum(const GPT *m) {

@@ -230,3 +230,22 @@ double job_checksum(Job *j, int src) {
     job_assemble_windows(j, src, GPT_BUF_PARAMS, n, window_abs_sum, &s);
     return s;
 }
+
+void job_tensor_checks(Job *j, int id, int which, double *abs, uint64_t *hash) {
+    memset(abs, 0, GPT_NUM_TENSORS * sizeof *abs);
+    memset(hash, 0, GPT_NUM_TENSORS * sizeof *hash);
+    const Stage *s = &j->st[id];
+    if (s->member && s->d == 0 && s->model.params) gpt_tensor_checks(&s->model, which, abs, hash);
+    comm_allreduce_sum_f64(j->world, abs, GPT_NUM_TENSORS);
+    mpiCheck(MPI_Allreduce(MPI_IN_PLACE, hash, GPT_NUM_TENSORS, MPI_UINT64_T, MPI_SUM, j->world)); /* mod 2^64 */
+}
+
+uint64_t job_params_hash(Job *j, int id) {
+    double abs[GPT_NUM_TENSORS];
+    uint64_t hash[GPT_NUM_TENSORS];
+    job_tensor_checks(j, id, GPT_BUF_PARAMS, abs, hash);
+    TensorInfo t[GPT_NUM_TENSORS];
+    int nt;
+    gpt_tensor_table(plan_stage_is_critic(id) ? &j->cc : &j->ac, 1, 0, t, &nt);
+    return nr_cksum_combine(hash, nt);
+}

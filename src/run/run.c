@@ -464,10 +464,17 @@ int run_job(const Config *cfg, const Deck *deck, const char *deck_path) {
     pass = pass && finite;
     double cs_actor = job_checksum(&job, PLAN_ACTOR_TRAIN);
     double cs_ref = 0, cs_critic = 0, cs_reward = 0;
+    /* bit-exact fingerprints, the same under any layout and in `nereus-ckpt info` of a checkpoint of these weights */
+    uint64_t h_actor = job_params_hash(&job, PLAN_ACTOR_TRAIN), h_ref = 0, h_critic = 0, h_reward = 0;
     if (cfg->ppo.steps > 0) {
         cs_ref = job_checksum(&job, PLAN_REF_INF);
         cs_critic = job_checksum(&job, PLAN_CRITIC_TRAIN);
-        if (job.have_rm) cs_reward = job_checksum(&job, PLAN_REWARD_INF);
+        h_ref = job_params_hash(&job, PLAN_REF_INF);
+        h_critic = job_params_hash(&job, PLAN_CRITIC_TRAIN);
+        if (job.have_rm) {
+            cs_reward = job_checksum(&job, PLAN_REWARD_INF);
+            h_reward = job_params_hash(&job, PLAN_REWARD_INF);
+        }
     }
     char tstatus[96];
     if (stop_sig)
@@ -503,6 +510,12 @@ int run_job(const Config *cfg, const Deck *deck, const char *deck_path) {
         nr_log("verify.checksum.critic: %.12e\n", cs_critic);
         if (job.have_rm) nr_log("verify.checksum.reward: %.12e\n", cs_reward);
         else nr_log("verify.checksum.reward: none (rule-based reward, no network)\n");
+    }
+    nr_log("verify.hash.actor: %016llx\n", (unsigned long long)h_actor);
+    if (cfg->ppo.steps > 0) {
+        nr_log("verify.hash.ref: %016llx\n", (unsigned long long)h_ref);
+        nr_log("verify.hash.critic: %016llx\n", (unsigned long long)h_critic);
+        if (job.have_rm) nr_log("verify.hash.reward: %016llx\n", (unsigned long long)h_reward);
     }
     nr_log("verify.finite: %s\n", finite ? "yes" : "no");
     if (stop[0]) nr_log("verify.stopped: %s\n", stop);

@@ -42,21 +42,16 @@ typedef struct JobSyncPlan {
 typedef struct TensorCheck { double abs; uint64_t hash; } TensorCheck;
 
 
-/* collective over world: checks[buf·GPT_NUM_TENSORS + tensor] of stage id's logical buffers. Each rank of
- * the stage's replica 0 checks the tensors it owns (gpt_tensor_checks) and one small all-reduce adds them up:
- * no rank assembles a model, and what crosses the network is a few hundred bytes. The hash is the logical
- * tensor's whatever the layout; Σ|x| depends on the layout through the order of its sums. */
+/* collective over world: checks[buf·GPT_NUM_TENSORS + tensor] of stage id's logical buffers (job_tensor_checks) */
 static void stage_checks(Job *j, int id, int nbufs, TensorCheck *out) {
     static const int which[3] = {GPT_BUF_PARAMS, GPT_BUF_ADAM_M, GPT_BUF_ADAM_V};
-    enum { N = 3 * GPT_NUM_TENSORS };
-    double abs[N] = {0};
-    uint64_t hash[N] = {0};
-    const Stage *s = &j->st[id];
-    if (s->member && s->d == 0 && s->model.params)
-        for (int b = 0; b < nbufs; b++) gpt_tensor_checks(&s->model, which[b], abs + b * GPT_NUM_TENSORS, hash + b * GPT_NUM_TENSORS);
-    comm_allreduce_sum_f64(j->world, abs, N);
-    mpiCheck(MPI_Allreduce(MPI_IN_PLACE, hash, N, MPI_UINT64_T, MPI_SUM, j->world)); /* modulo 2^64, as the hash is */
-    for (int k = 0; k < N; k++) out[k] = (TensorCheck){abs[k], hash[k]};
+    memset(out, 0, 3 * GPT_NUM_TENSORS * sizeof *out);
+    for (int b = 0; b < nbufs; b++) {
+        double abs[GPT_NUM_TENSORS];
+        uint64_t hash[GPT_NUM_TENSORS];
+        job_tensor_checks(j, id, which[b], abs, hash);
+        for (int i = 0; i < GPT_NUM_TENSORS; i++) out[b * GPT_NUM_TENSORS + i] = (TensorCheck){abs[i], hash[i]};
+    }
 }
 
 /* ---- transitions -------------------------------------------------------------- */

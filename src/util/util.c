@@ -91,6 +91,12 @@ uint64_t nr_cksum_f32(const float *x, size_t n, uint64_t k0) {
     return s;
 }
 
+uint64_t nr_cksum_combine(const uint64_t *h, int n) {
+    uint64_t s = 0;
+    for (int i = 0; i < n; i++) s = mix64(s + h[i] + (uint64_t)i);
+    return s;
+}
+
 /* the smallest limit in FILE (memory.max or memory.limit_in_bytes) from base + path up to base; INFINITY: none */
 static double cgroup_limit_up(const char *base, const char *path, const char *file) {
     char dir[4096], f[4200];
