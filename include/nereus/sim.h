@@ -82,6 +82,9 @@ typedef struct SimResult {
 } SimResult;
 
 const char *sim_policy_name(int policy);
+/* Whether any plan fits the pool at step 0 for step 0's workload, as the adaptive policies start (the
+ * modelled cluster's true efficiencies). Returns 0, or −1 with why: what does not fit and by how much. */
+int sim_fits(const SimScenario *sc, char *why, size_t len);
 /* Runs one policy over the scenario. Returns 0, or −1 with why (no plan fits the pool at some step). */
 int sim_run(const SimScenario *sc, int policy, SimResult *res, char *why, size_t len);
 

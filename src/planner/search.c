@@ -317,14 +317,22 @@ int plan_search_mode(const CostModel *cm, int N, const int *map, int Njob, const
     PlanConfig best, trial;
     StepCost bsc, tsc;
     double bestT = INFINITY;
-    for (int k = 1; k <= 7; k++) {
-        double T = search_capped(cm, N, map, Njob, w, usable / k, mode, F, cand, &trial, &tsc, st);
-        if (isfinite(T) && tsc.fits && T < bestT) {
-            bestT = T;
-            best = trial;
-            bsc = tsc;
+    /* SEARCH_ANY lays every phase over the whole pool, so each rank holds a shard of generation, of scoring and
+       of training; where no such plan fits, the disaggregated family (each phase's stages on ranks of their own)
+       may: 2026-12-05, tests/test_sim_fuzz.py found a 70B actor on 128 modelled H200s that the OpenRLHF-like
+       baseline ran to the end while the adaptive policies found no plan */
+    for (int fam = 0; fam < 2 && !isfinite(bestT); fam++) {
+        int m = fam == 0 ? mode : SEARCH_DISAGGREGATED;
+        if (fam == 1 && mode != SEARCH_ANY) break;
+        for (int k = 1; k <= 7; k++) {
+            double T = search_capped(cm, N, map, Njob, w, usable / k, m, F, cand, &trial, &tsc, st);
+            if (isfinite(T) && tsc.fits && T < bestT) {
+                bestT = T;
+                best = trial;
+                bsc = tsc;
+            }
+            if (isfinite(bestT) && k == 1) break; /* the unconstrained optimum fits */
         }
-        if (isfinite(bestT) && k == 1) break; /* the unconstrained optimum fits */
     }
     if (isfinite(bestT) && mode == SEARCH_ANY && N <= SEARCH_REFINE_MAX) refine(cm, N, map, Njob, w, &best, &bsc, st);
     if (isfinite(bestT)) {

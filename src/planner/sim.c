@@ -144,6 +144,20 @@ static int fixed_plan(const SimScenario *sc, const CostModel *truth, int policy,
     return isfinite(best) ? 0 : -1;
 }
 
+int sim_fits(const SimScenario *sc, char *why, size_t len) {
+    static double slow[PLAN_MAX_RANKS];
+    static int ranks[PLAN_MAX_RANKS];
+    for (int r = 0; r < sc->gpus; r++) ranks[r] = r;
+    Observed o = {sc->w.resp_len, pool_at(sc, 0, slow), ranks, slow, 0};
+    Workload w0 = planned_for(sc, 0);
+    PlanConfig p;
+    StepCost c;
+    char what[384] = "";
+    if (adapt_search(&sc->truth, &w0, SIM_STATIC, sc->gpus, &o, &p, &c, what, sizeof what) == 0) return 0;
+    return nr_fail(why, len, "no plan fits the %d GPU(s) in the pool at step 0 for %.0f-token prompts and responses "
+                   "of %.0f (planned up to %.0f): %s", o.npool, w0.prompt_len, w0.resp_len, w0.resp_max, what);
+}
+
 int sim_run(const SimScenario *sc, int policy, SimResult *res, char *why, size_t len) {
     memset(res, 0, sizeof *res);
     static double slow[PLAN_MAX_RANKS];
@@ -164,10 +178,12 @@ int sim_run(const SimScenario *sc, int policy, SimResult *res, char *why, size_t
     PlanConfig start;
     StepCost sc0;
     Workload w0 = planned_for(sc, 0);
-    if (fixed ? fixed_plan(sc, &truth, policy, &o, 0, &start, why, len) != 0
-              : adapt_search(&truth, &w0, SIM_STATIC, sc->gpus, &o, &start, &sc0, why, len) != 0) {
+    char what[384] = "";
+    if (fixed ? fixed_plan(sc, &truth, policy, &o, 0, &start, what, sizeof what) != 0
+              : adapt_search(&truth, &w0, SIM_STATIC, sc->gpus, &o, &start, &sc0, what, sizeof what) != 0) {
         res->failed = 1;
-        return nr_fail(why, len, "%s: no plan fits the %d-rank pool at step 0", sim_policy_name(policy), o.npool);
+        return nr_fail(why, len, "%s: no plan fits the %d-rank pool at step 0: %s", sim_policy_name(policy), o.npool,
+                       what);
     }
     SimRun run = {sc, nr_xcalloc(1, sizeof(PlanKept))};
     AdaptConfig ac = {policy, sc->gamma, sc->threshold, sc->every_k, sc->steps, sc->gpus, tx_cost, &run};
@@ -187,7 +203,7 @@ int sim_run(const SimScenario *sc, int policy, SimResult *res, char *why, size_t
             if (o.npool != ref_pool || !adapt_plan_within(&ad.cur, o.pool, o.npool, sc->gpus)) {
                 ref_pool = o.npool;
                 d.searched = 1;
-                d.failed = fixed_plan(sc, &truth, policy, &o, step, &d.next, why, len) != 0;
+                d.failed = fixed_plan(sc, &truth, policy, &o, step, &d.next, d.why, sizeof d.why) != 0;
                 if (!d.failed) {
                     StepCost c;
                     d.L_now = cost_plan(&truth, &ad.cur, sc->gpus, &w, &c);
@@ -209,8 +225,8 @@ int sim_run(const SimScenario *sc, int policy, SimResult *res, char *why, size_t
             res->replans++;
             if (d.failed) {
                 res->failed = 1;
-                rc = nr_fail(why, len, "%s: no plan fits the %d-rank pool at step %d", sim_policy_name(policy),
-                             o.npool, step);
+                rc = nr_fail(why, len, "%s: no plan fits the %d-rank pool at step %d: %s", sim_policy_name(policy),
+                             o.npool, step, d.why);
                 break;
             }
             if (debug) { /* NEREUS_SIM_DEBUG: every decision with its numbers, and each new plan */

@@ -104,6 +104,9 @@ int run_simulation(const Config *cfg, const Deck *deck, int rank) {
     SimScenario sc;
     int rc = scenario_of(cfg, deck, &sc); /* every rank: a deck error is collective */
     if (rc) return rc;
+    char what[768];
+    if (sim_fits(&sc, what, sizeof what) != 0) /* every rank: the search is deterministic */
+        return deck_error_at(deck, "simulate.gpus", "the models cannot run on this cluster: %s", what);
     if (rank != 0) return 0;
     const SimulateConfig *m = &cfg->sim;
     printf("SIMULATION (modelled cluster and models; nothing runs on hardware): %s\n", sc.name);
@@ -119,10 +122,13 @@ int run_simulation(const Config *cfg, const Deck *deck, int rank) {
            "refused", "planner s");
     SimResult r[SIM_NPOLICIES];
     int nfailed = 0;
+    char adaptive_why[512] = ""; /* the first adaptive policy's failure: the simulation's own */
     for (int p = 0; p < SIM_NPOLICIES; p++) {
         char why[512];
         if (sim_run(&sc, p, &r[p], why, sizeof why) != 0) { /* a result: this policy cannot run the trace */
             printf("%-10s failed: %s\n", sim_policy_name(p), why);
+            if (!adaptive_why[0] && (p == SIM_PAYBACK || p == SIM_ADMIT_ALL || p == SIM_EVERY_K))
+                snprintf(adaptive_why, sizeof adaptive_why, "%s", why);
             nfailed++;
             continue;
         }
@@ -151,5 +157,9 @@ int run_simulation(const Config *cfg, const Deck *deck, int rank) {
     int ok = !r[SIM_PAYBACK].failed && !r[SIM_ADMIT_ALL].failed && !r[SIM_EVERY_K].failed;
     printf("verify.sim_policies_failed: %d\n", nfailed);
     printf("verify.status: %s\n", ok ? "pass" : "fail");
+    if (!ok) { /* the scenario outruns the cluster (a pool too small or responses too long at some step) */
+        fflush(stdout);
+        fprintf(stderr, "nereus: error: the adaptive policies cannot run this scenario to its end: %s\n", adaptive_why);
+    }
     return ok ? 0 : 1;
 }
