@@ -23,8 +23,9 @@ import os
 import random
 import re
 import shutil
-import subprocess
 import sys
+
+import fuzzcase
 
 # (deck, how it runs: ranks through jobs/local.sh, 1 without mpirun, 0 with --simulate)
 BASES = [("one_rank.deck", 1), ("payback.deck", 1), ("simulate.deck", 0), ("four_ranks_live.deck", 4),
@@ -93,11 +94,7 @@ def main():
         nereus = os.path.join(root, "bin/nereus")
         cmd = [nereus, "--simulate", deck] if np == 0 else [nereus, deck] if np == 1 else \
             [os.path.join(root, "jobs/local.sh"), "-np", str(np), nereus, deck]
-        try:
-            r = subprocess.run(cmd, env=env, cwd=work, capture_output=True, timeout=90)
-            rc, so, se = r.returncode, r.stdout.decode("utf-8", "replace"), r.stderr.decode("utf-8", "replace")
-        except subprocess.TimeoutExpired as e:
-            rc, so, se = "timeout", (e.stdout or b"").decode("utf-8", "replace"), (e.stderr or b"").decode("utf-8", "replace")
+        rc, so, se = fuzzcase.run(cmd, work, env, timeout=90)
         if rc == 0 and re.search(r"^verify\.status: (pass|fail)$", so, re.M):
             why = None
             counts["ran"] += 1
@@ -112,13 +109,7 @@ def main():
             why = "exit %d without %s" % (rc, "the verification block" if rc == 0 else "an error message")
         else:
             why = "exit %s" % rc
-        if why:
-            failures += 1
-            with open(os.path.join(work, "output.txt"), "w") as f:
-                f.write("%s\n--- stdout\n%s\n--- stderr\n%s\n" % (" ".join(cmd), so[-4000:], se[-4000:]))
-            print("FAIL case %d (%s): %s; kept in %s" % (k, "simulate" if np == 0 else "%d rank(s)" % np, why, work))
-        else:
-            shutil.rmtree(work)
+        failures += fuzzcase.finish(k, work, why, cmd, so, se, what="simulate" if np == 0 else "%d rank(s)" % np)
     print("fuzz: %d mutated decks: %d ran, %d refused with a message, %d failed" %
           (n, counts["ran"], counts["refused"], failures))
     sys.exit(1 if failures else 0)

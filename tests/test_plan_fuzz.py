@@ -34,8 +34,9 @@ import os
 import random
 import re
 import shutil
-import subprocess
 import sys
+
+import fuzzcase
 
 STAGES = ["actor.gen", "actor.inf", "ref.inf", "critic.inf", "actor.train", "critic.train", "reward.inf"]
 
@@ -140,15 +141,6 @@ def deck(rng, ranks, work):
     return d, restart
 
 
-def run(cmd, env, work):
-    """exit status (or "timeout"), stdout, stderr"""
-    try:
-        r = subprocess.run(cmd, env=env, cwd=work, capture_output=True, timeout=120)
-        return r.returncode, r.stdout.decode("utf-8", "replace"), r.stderr.decode("utf-8", "replace")
-    except subprocess.TimeoutExpired as e:
-        return "timeout", (e.stdout or b"").decode("utf-8", "replace"), (e.stderr or b"").decode("utf-8", "replace")
-
-
 def main():
     if len(sys.argv) < 3:
         sys.exit("usage: test_plan_fuzz.py N OUT [SEED] [RANKS]")
@@ -171,7 +163,7 @@ def main():
             env["NEREUS_JOB_WINDOW"] = str(w)
             windows += 1
         cmd = [os.path.join(root, "jobs/local.sh"), "-np", str(ranks), os.path.join(root, "bin/nereus"), path]
-        rc, so, se = run(cmd, env, work)
+        rc, so, se = fuzzcase.run(cmd, work, env)
         why = None
         if rc == "timeout":
             why = "no end within 120 s"
@@ -188,7 +180,7 @@ def main():
                 f.write(restart[0])
             cmd = [os.path.join(root, "jobs/local.sh"), "-np", str(restart[1]), os.path.join(root, "bin/nereus"),
                    os.path.join(work, "restart.deck"), "--restart", "latest"]
-            rc, so2, se2 = run(cmd, env, work)
+            rc, so2, se2 = fuzzcase.run(cmd, work, env)
             if rc != 0 or not re.search(r"^verify\.status: pass$", so2, re.M):
                 why = "the restart on %d ranks: exit %s, %s" % (
                     restart[1], rc, (re.findall(r".*error.*", se2) or ["no error message"])[0][:200])
@@ -197,14 +189,7 @@ def main():
         if not why:
             moves += not re.search(r"^verify\.transitions: 0$", so, re.M)
             live += "[planner]" in text
-        if why:
-            failures += 1
-            with open(os.path.join(work, "output.txt"), "w") as f:
-                f.write("%s%s\n--- stdout\n%s\n--- stderr\n%s\n" % (
-                    "NEREUS_JOB_WINDOW=%s " % w if w else "", " ".join(cmd), so[-6000:], se[-4000:]))
-            print("FAIL case %d: %s; kept in %s" % (k, why, work))
-        else:
-            shutil.rmtree(work)
+        failures += fuzzcase.finish(k, work, why, cmd, so, se, prefix="NEREUS_JOB_WINDOW=%s " % w if w else "")
     print("plan fuzz: %d random valid decks on %d ranks (%d with a small assembly window, %d with the live planner): "
           "%d passed (%d moved plan, %d restarted under another plan), %d failed" %
           (n, ranks, windows, live, n - failures, moves, restarts, failures))

@@ -31,8 +31,9 @@ import os
 import random
 import re
 import shutil
-import subprocess
 import sys
+
+import fuzzcase
 
 SHAPES = ["llama-3.1-8b", "qwen3-14b", "qwen3-32b", "llama-3.3-70b"]
 POLICIES = 6
@@ -116,11 +117,7 @@ def main():
         with open(path, "w") as f:
             f.write(deck(rng, work))
         cmd = [os.path.join(root, "bin/nereus"), "--simulate", path]
-        try:
-            r = subprocess.run(cmd, cwd=work, capture_output=True, timeout=120)
-            rc, so, se = r.returncode, r.stdout.decode("utf-8", "replace"), r.stderr.decode("utf-8", "replace")
-        except subprocess.TimeoutExpired as e:
-            rc, so, se = "timeout", (e.stdout or b"").decode("utf-8", "replace"), (e.stderr or b"").decode("utf-8", "replace")
+        rc, so, se = fuzzcase.run(cmd, work)
         why = None
         if rc == 0:
             why = check(so)
@@ -137,13 +134,7 @@ def main():
             why = "killed by signal %d" % -rc
         else:
             why = "exit %s without an error message" % rc
-        if why:
-            failures += 1
-            with open(os.path.join(work, "output.txt"), "w") as f:
-                f.write("%s\n--- stdout\n%s\n--- stderr\n%s\n" % (" ".join(cmd), so[-6000:], se[-4000:]))
-            print("FAIL case %d: %s; kept in %s" % (k, why, work))
-        else:
-            shutil.rmtree(work)
+        failures += fuzzcase.finish(k, work, why, cmd, so, se)
     print("sim fuzz: %d random valid simulator decks: %d ran, %d ran until the pool or the lengths outgrew every plan "
           "(exit 1, the reason on stderr), %d refused up front (exit 2), %d failed" %
           (n, counts["ran"], counts["outran"], counts["refused"], failures))

@@ -1,0 +1,27 @@
+"""fuzzcase.py — what the fuzz tests (test_deck_fuzz.py, test_plan_fuzz.py,
+test_sim_fuzz.py) share: running one case with a time limit, and keeping a
+failed case's command and output beside its deck for a rerun."""
+import os
+import shutil
+import subprocess
+
+
+def run(cmd, work, env=None, timeout=120):
+    """(exit status or "timeout", stdout, stderr) of cmd run in work"""
+    try:
+        r = subprocess.run(cmd, env=env, cwd=work, capture_output=True, timeout=timeout)
+        return r.returncode, r.stdout.decode("utf-8", "replace"), r.stderr.decode("utf-8", "replace")
+    except subprocess.TimeoutExpired as e:
+        return "timeout", (e.stdout or b"").decode("utf-8", "replace"), (e.stderr or b"").decode("utf-8", "replace")
+
+
+def finish(k, work, why, cmd, so, se, what="", prefix=""):
+    """a failed case (why set): its command (after prefix, e.g. an environment setting) and output into
+    work/output.txt, a FAIL line; a passed one: its directory removed. Returns 1 for a failure, else 0."""
+    if not why:
+        shutil.rmtree(work)
+        return 0
+    with open(os.path.join(work, "output.txt"), "w") as f:
+        f.write("%s%s\n--- stdout\n%s\n--- stderr\n%s\n" % (prefix, " ".join(cmd), so[-6000:], se[-4000:]))
+    print("FAIL case %d%s: %s; kept in %s" % (k, " (%s)" % what if what else "", why, work))
+    return 1
