@@ -17,6 +17,8 @@ weight sync meet layouts nobody wrote by hand. Every deck must:
   with a [switch], make its one transition (`verify.transitions: 1`);
   where it moved, have the per-tensor checks passed (`[transition] verify =
   true` in every deck);
+  where it wrote a trace, have `nereus-trace summary` read it, and with the
+  live planner, `nereus-trace replay` reproduce every recorded decision;
   where it checkpointed, restart and pass under the other plan.
 
 A signal, a hang, a refusal, or a run that fails keeps the deck and its
@@ -141,6 +143,13 @@ def deck(rng, ranks, work):
     return d, restart
 
 
+def replayed(root, trace, work):
+    """the trace's replay at the recorded gamma reproduces every recorded decision (or says there were none)"""
+    rc, so, _ = fuzzcase.run([os.path.join(root, "bin/nereus-trace"), "replay", trace], work)
+    return rc == 0 and ("the recorded parameters reproduce every recorded decision" in so or
+                        "/decisions is empty in this trace" in so)
+
+
 def main():
     if len(sys.argv) < 3:
         sys.exit("usage: test_plan_fuzz.py N OUT [SEED] [RANKS]")
@@ -149,12 +158,13 @@ def main():
     ranks = int(sys.argv[4]) if len(sys.argv) > 4 else 4
     root = os.getcwd()
     shutil.rmtree(out, ignore_errors=True)
-    failures, windows, moves, live, restarts = 0, 0, 0, 0, 0
+    failures, windows, moves, live, restarts, traced = 0, 0, 0, 0, 0, 0
     for k in range(n):
         work = os.path.join(out, "case%d" % k)
         os.makedirs(work)
         path = os.path.join(work, "plan.deck")
         text, restart = deck(rng, ranks, work)
+        trace = os.path.join(work, "t.h5") if "file = %s/t.h5" % work in text else None
         with open(path, "w") as f:
             f.write(text)
         env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
@@ -175,6 +185,10 @@ def main():
             why = "not one transition: %s" % (re.findall(r"^switch.*|^transition.*", so, re.M) or ["none"])[0][:200]
         elif not re.search(r"^verify\.transitions: 0$", so, re.M) and "per-tensor checks passed" not in so:
             why = "the per-tensor checks did not pass"
+        elif trace and fuzzcase.run([os.path.join(root, "bin/nereus-trace"), "summary", trace], work)[0] != 0:
+            why = "nereus-trace summary of the run's trace failed"
+        elif trace and "[planner]" in text and not replayed(root, trace, work):
+            why = "nereus-trace replay does not reproduce the run's decisions"
         elif restart:  # the last checkpoint under another plan and rank count: it must load and run on
             with open(os.path.join(work, "restart.deck"), "w") as f:
                 f.write(restart[0])
@@ -189,10 +203,11 @@ def main():
         if not why:
             moves += not re.search(r"^verify\.transitions: 0$", so, re.M)
             live += "[planner]" in text
+            traced += trace is not None
         failures += fuzzcase.finish(k, work, why, cmd, so, se, prefix="NEREUS_JOB_WINDOW=%s " % w if w else "")
-    print("plan fuzz: %d random valid decks on %d ranks (%d with a small assembly window, %d with the live planner): "
-          "%d passed (%d moved plan, %d restarted under another plan), %d failed" %
-          (n, ranks, windows, live, n - failures, moves, restarts, failures))
+    print("plan fuzz: %d random valid decks on %d ranks (%d with a small assembly window, %d with the live planner, "
+          "%d with a trace): %d passed (%d moved plan, %d restarted under another plan), %d failed" %
+          (n, ranks, windows, live, traced, n - failures, moves, restarts, failures))
     sys.exit(1 if failures else 0)
 
 
