@@ -290,6 +290,19 @@ PY
     grep -q '^  the recorded parameters do NOT reproduce the recorded run' "$D/replay-tampered.txt"
   ok $? "replay of a copy with one /signals row changed says what differs: $(grep -m1 DIFFERS "$D/replay-tampered.txt" | cut -c1-100)..."
 fi
+if have_py; then
+  # /deck's checksum attribute no longer matching its text: the replay refuses the deck and says why
+  cp "$LT" "$D/deckflip.h5"
+  $PY - "$D/deckflip.h5" <<'PY'
+import sys, h5py, numpy as np
+with h5py.File(sys.argv[1], "r+") as f:
+    d = f["deck"]
+    d.attrs.modify("checksum", np.uint64(int(d.attrs["checksum"]) ^ 1))
+PY
+  $NT replay "$D/deckflip.h5" >"$D/replay-deckflip.txt" 2>&1
+  grep -q 'the trace has no readable /deck: .*dataset deck: checksum mismatch' "$D/replay-deckflip.txt"
+  ok $? "replay of a copy whose /deck does not match its checksum names the mismatch"
+fi
 
 # ---- plot-trace ----------------------------------------------------------------------------------
 if have_py; then

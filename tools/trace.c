@@ -117,6 +117,7 @@ typedef struct TraceFile {
     char planner_missing[64];
     PlannerAttrs pa;
     char *deck;             /* the resolved deck (/deck), NULL when unreadable */
+    char deck_why[512];     /* why deck is NULL (missing, not a string, not matching its checksum) */
     Table rule;             /* /decisions without the refusal rows: the decisions of the rule */
     Table refusals;         /* /decisions rows of a change of plan refused before anything moved (trace_refused) */
     Table reverts;          /* /decisions rows of the measure-and-revert guard's moves back ("measured revert: ...") */
@@ -457,8 +458,7 @@ static int trace_load(const char *path, TraceFile *tf) {
         if (read_table(path, f, i, &tf->t[i]) != 0 || check_columns(tf, i) != 0) goto out;
     }
     read_planner(f, tf);
-    char why[512];
-    tf->deck = nr_h5_dset_str(f, path, "deck", why, sizeof why); /* NULL: missing, unreadable or corrupt */
+    tf->deck = nr_h5_dset_str(f, path, "deck", tf->deck_why, sizeof tf->deck_why); /* NULL: missing, unreadable, corrupt */
     split_decisions(tf);
     if (H5Lexists(f, "complete", H5P_DEFAULT) > 0) {
         hid_t d = H5Dopen2(f, "complete", H5P_DEFAULT);
@@ -950,7 +950,7 @@ static int replay_build(const TraceFile *tf, Replay *r, char *why, size_t len) {
     memset(r, 0, sizeof *r);
     r->tf = tf;
     const PlannerAttrs *pa = &tf->pa;
-    if (!tf->deck) return snprintf(why, len, "the trace has no readable /deck (missing, or not matching its checksum)"), -1;
+    if (!tf->deck) return snprintf(why, len, "the trace has no readable /deck: %s", tf->deck_why), -1;
     if (deck_parse_string("the trace's /deck", tf->deck, strlen(tf->deck), &r->cfg, NULL, 1) != 0)
         return snprintf(why, len, "the deck stored in the trace does not parse"), -1;
     const Config *cfg = &r->cfg;

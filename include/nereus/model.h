@@ -375,7 +375,8 @@ double gpt_checksum_tensor(const GPT *m, int which, int i);
  * abs[i] and the checkpoints' hash (nr_cksum_f32, keyed by each element's
  * index in the logical tensor) into hash[i]. Both add up over the owners:
  * summed over the ranks of one replica, the hash is the whole logical
- * tensor's whatever the layout, Σ|x| up to the order of the sums. */
+ * tensor's whatever the layout, Σ|x| up to the order of the sums. hash may
+ * be NULL (Σ|x| alone). */
 void gpt_tensor_checks(const GPT *m, int which, double *abs, uint64_t *hash);
 
 /* Forward FLOPs per token for a sequence of length T (2·params in matmuls

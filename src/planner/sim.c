@@ -144,16 +144,30 @@ static int fixed_plan(const SimScenario *sc, const CostModel *truth, int policy,
     return isfinite(best) ? 0 : -1;
 }
 
+/* step 0 as every policy sees it: ranks 0..gpus−1, the pool and each rank's slowdown (into slow) */
+static Observed observed_start(const SimScenario *sc, int *ranks, double *slow) {
+    for (int r = 0; r < sc->gpus; r++) ranks[r] = r;
+    return (Observed){sc->w.resp_len, pool_at(sc, 0, slow), ranks, slow, 0};
+}
+
+/* the adaptive policies' first plan: the best for step 0's conditions on the true cluster */
+static int adaptive_start(const SimScenario *sc, const CostModel *truth, const Observed *o, PlanConfig *p,
+                          StepCost *c, char *what, size_t n) {
+    Workload w0 = planned_for(sc, 0);
+    return adapt_search(truth, &w0, SIM_STATIC, sc->gpus, o, p, c, what, n);
+}
+
 int sim_fits(const SimScenario *sc, char *why, size_t len) {
     static double slow[PLAN_MAX_RANKS];
     static int ranks[PLAN_MAX_RANKS];
-    for (int r = 0; r < sc->gpus; r++) ranks[r] = r;
-    Observed o = {sc->w.resp_len, pool_at(sc, 0, slow), ranks, slow, 0};
-    Workload w0 = planned_for(sc, 0);
+    CostModel truth = sc->truth;
+    truth.slow = slow;
+    Observed o = observed_start(sc, ranks, slow);
     PlanConfig p;
     StepCost c;
     char what[384] = "";
-    if (adapt_search(&sc->truth, &w0, SIM_STATIC, sc->gpus, &o, &p, &c, what, sizeof what) == 0) return 0;
+    if (adaptive_start(sc, &truth, &o, &p, &c, what, sizeof what) == 0) return 0;
+    Workload w0 = planned_for(sc, 0);
     return nr_fail(why, len, "no plan fits the %d GPU(s) in the pool at step 0 for %.0f-token prompts and responses "
                    "of %.0f (planned up to %.0f): %s", o.npool, w0.prompt_len, w0.resp_len, w0.resp_max, what);
 }
@@ -162,14 +176,13 @@ int sim_run(const SimScenario *sc, int policy, SimResult *res, char *why, size_t
     memset(res, 0, sizeof *res);
     static double slow[PLAN_MAX_RANKS];
     static int ranks[PLAN_MAX_RANKS];
-    for (int r = 0; r < sc->gpus; r++) ranks[r] = r;
     CostModel truth = sc->truth, model = sc->truth;
     truth.slow = slow;
     model.eff = eff_default(); /* the planner starts conservative and calibrates */
     model.slow = slow;         /* per-rank speed: measured every step (stage timings per rank) */
     Workload w = sc->w;
     int family = policy == SIM_VERL || policy == SIM_OPENRLHF, fixed = family || policy == SIM_STATIC;
-    Observed o = {w.resp_len, pool_at(sc, 0, slow), ranks, slow, 0};
+    Observed o = observed_start(sc, ranks, slow);
     double tp0 = nr_now();
     int debug = sim_debug();
     int rc = 0;
@@ -177,10 +190,9 @@ int sim_run(const SimScenario *sc, int policy, SimResult *res, char *why, size_t
        true cluster */
     PlanConfig start;
     StepCost sc0;
-    Workload w0 = planned_for(sc, 0);
     char what[384] = "";
     if (fixed ? fixed_plan(sc, &truth, policy, &o, 0, &start, what, sizeof what) != 0
-              : adapt_search(&truth, &w0, SIM_STATIC, sc->gpus, &o, &start, &sc0, what, sizeof what) != 0) {
+              : adaptive_start(sc, &truth, &o, &start, &sc0, what, sizeof what) != 0) {
         res->failed = 1;
         return nr_fail(why, len, "%s: no plan fits the %d-rank pool at step 0: %s", sim_policy_name(policy), o.npool,
                        what);
