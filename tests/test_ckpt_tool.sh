@@ -6,7 +6,10 @@
 # flipped byte inside a dataset (offset from h5dump -p), a copy without the
 # complete flag (deleted with h5py when python3-h5py is there); loss on the
 # imported checkpoint and on a re-import of the export (the same value);
-# h5dump -H on a checkpoint; bad command lines exit 2 with usage.
+# h5dump -H on a checkpoint; bad command lines exit 2 with usage; export and
+# import onto a full disk (a 64 KiB tmpfs, where root can mount one): refused,
+# earlier files intact; damaged llm.c and token headers refused from the
+# file size before any allocation, a NaN weight refused naming the tensor.
 # Prints one ok/FAIL line per check; exits non-zero when any failed.
 set -u
 cd "$(dirname "$0")/.."
@@ -44,6 +47,21 @@ ok $? "import-llmc onto its own input is refused and the file stays"
   "$CK" export-llmc "$D/big.h5" "$D/big2.bin" >/dev/null && cmp -s "$D/big.bin" "$D/big2.bin"
 ok $? "the same round trip for V=50 padded to 64, maxT=32, L=4, C=64"
 [ ! -e "$D/a.h5.tmp" ]; ok $? "no .tmp left beside a written checkpoint"
+# a full disk: a 64 KiB tmpfs holding an earlier file of each name; the export (256 KiB) and the import fail
+# with the reason, the earlier files stay as they were and nothing else is left there
+mkdir -p "$D/full"
+if mount -t tmpfs -o size=64k tmpfs "$D/full" 2>/dev/null; then
+  echo old >"$D/full/big.bin"; echo old >"$D/full/big.h5"
+  ! "$CK" export-llmc "$D/big.h5" "$D/full/big.bin" >/dev/null 2>"$D/err" && grep -q 'full/big\.bin: write failed: No space' "$D/err" &&
+    [ "$(cat "$D/full/big.bin")" = old ] && [ "$(ls "$D/full" | wc -l)" = 2 ]
+  ok $? "export-llmc onto a full disk: refused, the earlier file intact, no partial file: $(cat "$D/err")"
+  ! "$CK" import-llmc "$D/big.bin" "$D/full/big.h5" >/dev/null 2>"$D/err" && grep -q 'full/big\.h5' "$D/err" &&
+    [ "$(cat "$D/full/big.h5")" = old ] && [ "$(ls "$D/full" | wc -l)" = 2 ]
+  ok $? "import-llmc onto a full disk: refused, the earlier file intact, no partial file: $(head -c 300 "$D/err")"
+  umount "$D/full"
+else
+  echo "skip full-disk export and import: cannot mount a tmpfs here (needs root)"
+fi
 
 "$CK" info "$D/a.h5" >"$D/info" 2>&1; rc=$?
 grep -q '^complete: yes' "$D/info" && grep -q '^step: 0' "$D/info" && grep -q '^model actor: V=16 (real vocabulary 15) maxT=16 L=2 C=32 NH=4' "$D/info" &&
@@ -99,6 +117,21 @@ h5dump -d /meta/plan "$D/a.h5" | grep -q 'imported from llm.c'; ok $? "h5dump sh
 "$CK" loss "$D/a.h5" --batch x >/dev/null 2>"$D/err"; rc=$?; [ $rc = 2 ] && grep -q usage "$D/err"; ok $? "bad loss options: usage, exit 2"
 "$CK" import-llmc "$D/a.h5" "$D/x.h5" >/dev/null 2>"$D/err"; rc=$?
 [ $rc = 1 ] && grep -q 'a\.h5: bad magic' "$D/err"; ok $? "import-llmc refuses a non-llm.c file: $(cat "$D/err")"
+# damaged llm.c and token headers: refused from the file's size before anything is allocated; a NaN weight refused
+# put32 FILE OFFSET VALUE: one little-endian int32 (or float bits) written in place
+put32() { /usr/bin/python3 -c 'import struct,sys; f=open(sys.argv[1],"r+b"); f.seek(int(sys.argv[2])); f.write(struct.pack("<I", int(sys.argv[3]) & 0xffffffff))' "$@"; }
+cp "$D/gpt2.bin" "$D/bigL.bin"; put32 "$D/bigL.bin" 16 1000000
+"$CK" import-llmc "$D/bigL.bin" "$D/bigL.h5" >/dev/null 2>"$D/err"; rc=$?
+[ $rc = 1 ] && grep -q 'bigL\.bin: the header gives [0-9]* parameters .* but the file has [0-9]* bytes' "$D/err" && [ ! -e "$D/bigL.h5" ]
+ok $? "import-llmc refuses a header of a million layers from the file's size: $(cat "$D/err")"
+cp "$D/gpt2.bin" "$D/nan.bin"; put32 "$D/nan.bin" $((1024 + 4 * 37)) $((0x7fc00000))
+"$CK" import-llmc "$D/nan.bin" "$D/nan.h5" >/dev/null 2>"$D/err"; rc=$?
+[ $rc = 1 ] && grep -q 'nan\.bin: parameter wte holds NaN at element 37' "$D/err" && [ ! -e "$D/nan.h5" ]
+ok $? "import-llmc refuses a NaN weight, naming the tensor and element: $(cat "$D/err")"
+cp "$D/tok.bin" "$D/tokbig.bin"; put32 "$D/tokbig.bin" 8 2147483647
+"$CK" loss "$D/a.h5" --tokens "$D/tokbig.bin" --batch 4 --seq 16 >/dev/null 2>"$D/err"; rc=$?
+[ $rc = 1 ] && grep -q 'tokbig\.bin: header says 2147483647 tokens but the file holds [0-9]* (truncated' "$D/err"
+ok $? "loss refuses a token header of 2^31-1 tokens from the file's size: $(cat "$D/err")"
 
 echo "$n checks, $fails failed"
 [ $fails = 0 ]

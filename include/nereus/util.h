@@ -50,6 +50,10 @@ uint64_t nr_cksum_str(const char *s);
  * memory.max or v1 memory.limit_in_bytes: what Slurm's --mem sets) where
  * lower; *limited (may be NULL) = 1 in that case. */
 double nr_node_memory(int *limited);
+/* Bytes an unprivileged writer may still use on the file system that holds
+ * `path` (the file's directory: the file itself need not exist); −1 where
+ * that cannot be found out. For messages about failed writes. */
+double nr_fs_free_bytes(const char *path);
 /* Writes the formatted reason into why (len bytes; why may be NULL) and
  * returns −1: the "return -1 with a one-line reason" of the pure planners. */
 int nr_fail(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

@@ -715,6 +715,7 @@ int ckpt_write(const char *path, MPI_Comm comm, const CkptMeta *meta, const Ckpt
     Name nm[16];
     if (n > 16) nr_fatal("ckpt_write: %d model entries (at most 16)", n);
     int ename[16], any_m[16], adam_on[16], nn = 0, rc = -1;
+    double need = 0; /* the datasets' bytes */
     if (names_build(comm, models, n, nm, &nn, ename, any_m, adam_on, "ckpt_write", msg, sizeof msg)) goto out;
     /* adam_t of each trained model, from its adam entry's members */
     int64_t at[16];
@@ -728,6 +729,8 @@ int ckpt_write(const char *path, MPI_Comm comm, const CkptMeta *meta, const Ckpt
         nm[k].adam_t = at[k] < 0 ? 0 : at[k];
         want[k * NKIND + K_PARAMS] = 1;
         want[k * NKIND + K_M] = want[k * NKIND + K_V] = nm[k].aentry >= 0;
+        for (int kind = 0; kind < NKIND; kind++)
+            for (int i = 0; i < nm[k].nt && want[k * NKIND + kind]; i++) need += 4.0 * (double)nm[k].t[i].numel;
     }
     if (coverage(comm, models, nm, nn, want, "ckpt_write", msg, sizeof msg)) goto out;
     int lrc = 0;
@@ -776,6 +779,16 @@ int ckpt_write(const char *path, MPI_Comm comm, const CkptMeta *meta, const Ckpt
     if (agree(comm, lrc, msg, sizeof msg)) goto out;
     rc = 0;
 out:
+    /* a failed write leaves nothing beside the checkpoints (the earlier ones are untouched: only the rename
+       replaces a file); where the disk is full, say so, since the library's own error rarely does */
+    if (rc != 0 && me == 0) {
+        unlink(tmp);
+        double free_b = nr_fs_free_bytes(path);
+        size_t l = strlen(msg);
+        if (free_b >= 0 && need > 0 && l + 1 < sizeof msg)
+            snprintf(msg + l, sizeof msg - l, " (the checkpoint needs %.1f MiB; %.1f MiB free on that file system)",
+                     need / 1048576.0, free_b / 1048576.0);
+    }
     if (why && len) snprintf(why, len, "%s", rc ? msg : "");
     return rc;
 }

@@ -33,6 +33,18 @@ void h5_reason(char *buf, size_t len) {
     Reason r = {buf, len, 0};
     if (len) buf[0] = 0;
     H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, reason_cb, &r);
+    /* the POSIX driver's I/O errors read "file write failed: time = ...\n, filename = ..., errno = 28, error
+       message = 'No space left on device', buf = ..., ...": keep what failed and the system's reason */
+    const char *em = strstr(buf, "error message = '"), *colon = strchr(buf, ':');
+    if (em && colon && colon < em) {
+        char sys[128];
+        em += strlen("error message = '");
+        size_t n = strcspn(em, "'");
+        snprintf(sys, sizeof sys, "%.*s", (int)(n < sizeof sys ? n : sizeof sys - 1), em);
+        snprintf(buf + (colon - buf), len - (size_t)(colon - buf), ": %s", sys);
+    }
+    for (char *c = buf; *c; c++)
+        if (*c == '\n') *c = ' ';
 }
 
 void h5_err(H5Err *e, const char *fmt, ...) {

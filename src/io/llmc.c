@@ -14,9 +14,11 @@
 #pragma GCC diagnostic ignored "-Wformat-truncation"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "nereus/backend.h"
 #include "nereus/task.h"
@@ -61,7 +63,9 @@ int ckpt_import_llmc(const char *llmc_path, const char *out_path, char *why, siz
     }
     GPTConfig c = {h[7], h[2], h[4], h[6], h[5], 0};
     int vocab = h[3];
-    if (c.V < 1 || c.maxT < 1 || c.L < 1 || c.C < 1 || c.NH < 1 || c.C % c.NH != 0 || vocab < 1 || vocab > c.V) {
+    const int big = 1 << 24; /* past any GPT-2 shape, and 4·C stays an int */
+    if (c.V < 1 || c.maxT < 1 || c.L < 1 || c.C < 1 || c.NH < 1 || c.C % c.NH != 0 || vocab < 1 || vocab > c.V ||
+        c.V > big || c.maxT > big || c.L > big || c.C > big) {
         snprintf(why, len, "%s: implausible header maxT=%d V=%d L=%d NH=%d C=%d Vp=%d", llmc_path, h[2], h[3], h[4],
                  h[5], h[6], h[7]);
         fclose(f);
@@ -75,6 +79,13 @@ int ckpt_import_llmc(const char *llmc_path, const char *out_path, char *why, siz
             return -1;
         }
     size_t nl = gpt_logical_numel(&c);
+    struct stat sb; /* the size before the allocation: a damaged header must not ask for terabytes */
+    if (fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode) && (double)sb.st_size != 1024.0 + 4.0 * (double)nl) {
+        snprintf(why, len, "%s: the header gives %zu parameters (%.0f bytes with the header) but the file has %lld bytes",
+                 llmc_path, nl, 1024.0 + 4.0 * (double)nl, (long long)sb.st_size);
+        fclose(f);
+        return -1;
+    }
     float *full = nr_xmalloc(nl * sizeof(float));
     size_t got = fread(full, sizeof(float), nl, f);
     int extra = fgetc(f) != EOF;
@@ -85,6 +96,17 @@ int ckpt_import_llmc(const char *llmc_path, const char *out_path, char *why, siz
         free(full);
         return -1;
     }
+    for (size_t i = 0; i < nl; i++) /* a NaN or an infinity is damage (llm.c writes none), not a weight */
+        if (!isfinite(full[i])) {
+            TensorInfo t[GPT_NUM_TENSORS];
+            int nt, k = 0;
+            gpt_tensor_table(&c, 1, 0, t, &nt);
+            while (k + 1 < nt && t[k + 1].loffset <= i) k++;
+            snprintf(why, len, "%s: parameter %s holds %s at element %zu: not a weight (a damaged file?)", llmc_path,
+                     t[k].name, isnan(full[i]) ? "NaN" : "an infinity", i - t[k].loffset);
+            free(full);
+            return -1;
+        }
     GPT m;
     gpt_build(&m, &c, backend_cpu(), 1, 1, 0, 0, 0.02f);
     gpt_import_logical(&m, GPT_BUF_PARAMS, full);
@@ -136,13 +158,22 @@ int ckpt_export_llmc(const char *path, const char *out_path, char *why, size_t l
     h[5] = c.NH;
     h[6] = c.C;
     h[7] = c.V;
-    FILE *f = fopen(out_path, "wb");
+    /* written beside out_path and renamed over it once whole, so that a failed export (a full disk, a file
+       size limit) leaves no partial file under the name asked for, and an earlier file of that name intact */
+    char tmp[4096];
     int rc = 0;
+    if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", out_path, (long)getpid()) >= (int)sizeof tmp) {
+        snprintf(why, len, "%s: path too long", out_path);
+        free(full);
+        return -1;
+    }
+    FILE *f = fopen(tmp, "wb");
     if (!f) {
-        snprintf(why, len, "%s: cannot create: %s", out_path, strerror(errno));
+        snprintf(why, len, "%s: cannot create %s: %s", out_path, tmp, strerror(errno));
         rc = -1;
     } else {
-        if (fwrite(h, sizeof(int32_t), 256, f) != 256 || fwrite(full, sizeof(float), nl, f) != nl) {
+        if (fwrite(h, sizeof(int32_t), 256, f) != 256 || fwrite(full, sizeof(float), nl, f) != nl || fflush(f) != 0 ||
+            fsync(fileno(f)) != 0) {
             snprintf(why, len, "%s: write failed: %s", out_path, strerror(errno));
             rc = -1;
         }
@@ -150,6 +181,11 @@ int ckpt_export_llmc(const char *path, const char *out_path, char *why, size_t l
             snprintf(why, len, "%s: write failed: %s", out_path, strerror(errno));
             rc = -1;
         }
+        if (rc == 0 && rename(tmp, out_path) != 0) {
+            snprintf(why, len, "%s: cannot rename %s to it: %s", out_path, tmp, strerror(errno));
+            rc = -1;
+        }
+        if (rc != 0) unlink(tmp);
     }
     free(full);
     return rc;

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "nereus/util.h"
 
@@ -138,6 +139,14 @@ int tokens_read(TokenFile *tf, const char *path, char *why, size_t why_len) {
         return -1;
     }
     tf->count = (size_t)hdr[2];
+    struct stat sb; /* the size before the allocation: a damaged header must not ask for gigabytes */
+    if (fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode) && (double)sb.st_size < 1024.0 + 2.0 * (double)tf->count) {
+        snprintf(why, why_len, "%s: header says %zu tokens but the file holds %lld (truncated?)", path, tf->count,
+                 sb.st_size > 1024 ? (long long)(sb.st_size - 1024) / 2 : 0LL);
+        fclose(f);
+        tf->count = 0;
+        return -1;
+    }
     tf->tokens = nr_xmalloc(tf->count * sizeof(uint16_t));
     size_t got = fread(tf->tokens, sizeof(uint16_t), tf->count, f);
     fclose(f);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -59,6 +60,18 @@ void nr_warn(const char *fmt, ...) {
     va_end(ap);
     fprintf(stderr, "nereus: rank %d: warning: %s\n", nr_rank(), msg);
     fflush(stderr);
+}
+
+double nr_fs_free_bytes(const char *path) {
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash) snprintf(dir, sizeof dir, ".");
+    else if (slash == dir) dir[1] = 0;
+    else *slash = 0;
+    struct statvfs v;
+    if (statvfs(dir, &v) != 0) return -1;
+    return (double)v.f_bavail * (double)v.f_frsize;
 }
 
 double nr_now(void) {
