@@ -4,8 +4,10 @@
  * MODELLED (the cluster, the models, the drift) and says so. Rank 0 does the
  * work; the other ranks of an mpirun wait. */
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "nereus/deck.h"
@@ -29,22 +31,37 @@ static int gpu_model(const char *kind, HwModel *h) {
     return -1;
 }
 
+/* one "STEP GPUS" line (a # comment cut off): 1 read, 0 blank, -1 anything else (garbage, a third field, a
+   number that does not fit an int) */
+static int avail_line(char *line, long *step, long *n) {
+    char *h = strchr(line, '#'), *e;
+    if (h) *h = 0;
+    char *p = line + strspn(line, " \t\r\n");
+    if (!*p) return 0;
+    errno = 0;
+    *step = strtol(p, &e, 10);
+    if (e == p || !strchr(" \t", *e) || errno) return -1;
+    p = e;
+    *n = strtol(p, &e, 10);
+    if (e == p || errno || e[strspn(e, " \t\r\n")] || *step > INT_MAX || *n > INT_MAX) return -1;
+    return 1;
+}
+
 /* the availability trace: "STEP GPUS" per line, # comments; returns 0, or 2 after the deck error */
 static int read_availability(const Deck *deck, const char *path, int gpus, SimScenario *sc) {
     FILE *f = fopen(path, "r");
     if (!f) return deck_error_at(deck, "simulate.availability", "cannot open availability trace %s: %s", path, strerror(errno));
     char line[256];
-    int ln = 0, last = -1;
+    int ln = 0, entries = 0;
+    long last = -1;
     while (fgets(line, sizeof line, f)) {
         ln++;
-        char *h = strchr(line, '#');
-        if (h) *h = 0;
-        int step, n;
-        char extra[8];
-        int k = sscanf(line, "%d %d %7s", &step, &n, extra);
-        if (k <= 0) continue; /* blank */
-        if (k != 2 || step < 0 || n < 1 || n > gpus || step <= last) {
+        long step, n;
+        int k = strchr(line, '\n') || feof(f) ? avail_line(line, &step, &n) : -2;
+        if (k == 0) continue;
+        if (k < 0 || step < 0 || n < 1 || n > gpus || step <= last) {
             fclose(f);
+            if (k == -2) return deck_error_at(deck, "simulate.availability", "%s:%d: line longer than 254 characters", path, ln);
             return deck_error_at(deck, "simulate.availability",
                                  "%s:%d: want 'STEP GPUS' with steps increasing and 1 <= GPUS <= %d", path, ln, gpus);
         }
@@ -52,10 +69,14 @@ static int read_availability(const Deck *deck, const char *path, int gpus, SimSc
             fclose(f);
             return deck_error_at(deck, "simulate.availability", "%s: more than %d changes", path, SIM_MAX_EVENTS - 2);
         }
-        sc->ev[sc->nevents++] = (SimEvent){step, n, -1, 1};
+        sc->ev[sc->nevents++] = (SimEvent){(int)step, (int)n, -1, 1};
         last = step;
+        entries++;
     }
+    int bad = ferror(f);
     fclose(f);
+    if (bad) return deck_error_at(deck, "simulate.availability", "%s: read error", path);
+    if (!entries) return deck_error_at(deck, "simulate.availability", "%s holds no 'STEP GPUS' line", path);
     return 0;
 }
 
