@@ -1,9 +1,23 @@
 """fuzzcase.py — what the fuzz tests (test_deck_fuzz.py, test_plan_fuzz.py,
-test_sim_fuzz.py) share: running one case with a time limit, and keeping a
-failed case's command and output beside its deck for a rerun."""
+test_sim_fuzz.py, test_file_fuzz.py) share: their command line, running one
+case with a time limit, and keeping a failed case's command and output
+beside its deck for a rerun."""
 import os
+import random
 import shutil
 import subprocess
+import sys
+
+
+def start(name, default_seed, more=""):
+    """the command line `N OUT [SEED]` (more: how further arguments read, for the usage line): N, OUT as an
+    absolute path, emptied, and a generator seeded with SEED (default_seed without one)"""
+    if len(sys.argv) < 3:
+        sys.exit("usage: %s N OUT [SEED]%s" % (name, more))
+    n, out = int(sys.argv[1]), os.path.abspath(sys.argv[2])
+    rng = random.Random(int(sys.argv[3]) if len(sys.argv) > 3 else default_seed)
+    shutil.rmtree(out, ignore_errors=True)
+    return n, out, rng
 
 
 def run(cmd, work, env=None, timeout=120):

@@ -20,9 +20,7 @@ failure reproduces.
                                             tests/workdir.sh's directory)
 """
 import os
-import random
 import re
-import shutil
 import sys
 
 import fuzzcase
@@ -74,14 +72,10 @@ def mutate(rng, text):
 
 
 def main():
-    if len(sys.argv) < 3:
-        sys.exit("usage: test_deck_fuzz.py N OUT [SEED]")
-    n, out = int(sys.argv[1]), os.path.abspath(sys.argv[2])
-    rng = random.Random(int(sys.argv[3]) if len(sys.argv) > 3 else 20261204)
+    n, out, rng = fuzzcase.start("test_deck_fuzz.py", 20261204)
     root = os.getcwd()  # what a deck's relative paths mean is the case's directory: it runs there
     bases = [(open(os.path.join("tests/decks/fuzz", f)).read(), np) for f, np in BASES]
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
-    shutil.rmtree(out, ignore_errors=True)
     counts, failures = {"ran": 0, "refused": 0}, 0
     for k in range(n):
         text, np = rng.choice(bases)

@@ -33,9 +33,7 @@ file, the command and its output are kept under OUT.
   tests/test_file_fuzz.py N OUT [SEED]     (from the repository root)
 """
 import os
-import random
 import re
-import shutil
 import sys
 
 import fuzzcase
@@ -68,14 +66,10 @@ def verify_block(text):
 
 
 def main():
-    if len(sys.argv) < 3:
-        sys.exit("usage: test_file_fuzz.py N OUT [SEED]")
-    n, out = int(sys.argv[1]), os.path.abspath(sys.argv[2])
-    rng = random.Random(int(sys.argv[3]) if len(sys.argv) > 3 else 20261205)
+    n, out, rng = fuzzcase.start("test_file_fuzz.py", 20261205)
     root = os.getcwd()
     nereus, ckpt_tool, trace_tool = (os.path.join(root, "bin", x) for x in ("nereus", "nereus-ckpt", "nereus-trace"))
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
-    shutil.rmtree(out, ignore_errors=True)
     base = os.path.join(out, "base")
     os.makedirs(base)
 

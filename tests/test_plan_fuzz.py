@@ -33,9 +33,7 @@ supported), dp divides 16 (8 for the training stages), tp*pp*dp ranks at
 most R, listed in random order.
 """
 import os
-import random
 import re
-import shutil
 import sys
 
 import fuzzcase
@@ -151,13 +149,9 @@ def replayed(root, trace, work):
 
 
 def main():
-    if len(sys.argv) < 3:
-        sys.exit("usage: test_plan_fuzz.py N OUT [SEED] [RANKS]")
-    n, out = int(sys.argv[1]), os.path.abspath(sys.argv[2])
-    rng = random.Random(int(sys.argv[3]) if len(sys.argv) > 3 else 20261205)
+    n, out, rng = fuzzcase.start("test_plan_fuzz.py", 20261205, " [RANKS]")
     ranks = int(sys.argv[4]) if len(sys.argv) > 4 else 4
     root = os.getcwd()
-    shutil.rmtree(out, ignore_errors=True)
     failures, windows, moves, live, restarts, traced = 0, 0, 0, 0, 0, 0
     for k in range(n):
         work = os.path.join(out, "case%d" % k)

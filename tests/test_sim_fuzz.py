@@ -28,9 +28,7 @@ OUT/caseK; the seed is fixed, so a failure reproduces.
 """
 import math
 import os
-import random
 import re
-import shutil
 import sys
 
 import fuzzcase
@@ -103,12 +101,8 @@ def check(so):
 
 
 def main():
-    if len(sys.argv) < 3:
-        sys.exit("usage: test_sim_fuzz.py N OUT [SEED]")
-    n, out = int(sys.argv[1]), os.path.abspath(sys.argv[2])
-    rng = random.Random(int(sys.argv[3]) if len(sys.argv) > 3 else 20261205)
+    n, out, rng = fuzzcase.start("test_sim_fuzz.py", 20261205)
     root = os.getcwd()
-    shutil.rmtree(out, ignore_errors=True)
     counts, failures = {"ran": 0, "outran": 0, "refused": 0}, 0
     for k in range(n):
         work = os.path.join(out, "case%d" % k)
