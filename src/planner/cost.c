@@ -281,20 +281,6 @@ typedef struct PlanPhases {
     double kr[3][PLAN_MAX_RANKS];
 } PlanPhases;
 
-/* A phase on ranks that share cores, as the step runs it (step.c): every rank does its stages of the phase
- * in the step's order (ascending id); a stage starts once each of its ranks is done with its earlier ones (its
- * collectives wait for the last to arrive); it computes c[s] seconds (alone) on each of its ranks, sharing
- * its node's cores with the other stages computing there at that moment: each stage asks for its ranks on
- * the node × its duty, the cores are water-filled among the stages (each gets what it asks, or an equal
- * share x where it asks more, Σ = cores), and its ranks split its share (the stage at the pace of its
- * slowest node); then it communicates for rho·m[s] without a core. Shared out by stage rather than by rank
- * (2026-12-03): two trainings side by side, one on a rank and one on two, measure as if each had a core
- * (0.91 s, as two one-rank trainings), where an equal share per rank predicted 1.18 s; on six recorded
- * sweeps the held-out error 10.9 / 24.1 / 10.3 / 8.4 / 10.1 / 6.8% -> 9.7 / 20.7 / 9.2 / 9.0 / 7.6 /
- * 5.2%, the worst plan 33 / 61 / 26 / 22 / 20 / 26% -> 36 / 64 / 21 / 23 / 18 / 13%.
- * rank_end[r]: when rank r's last stage of the phase ends (0: none); stage_k[s]: the stretch of stage s's
- * compute as its ranks time it, (the longest time one of its ranks spends in it − rho·m[s]) / c[s] (a rank
- * entering early waits inside it), at least 1. */
 /* A pipelined stage's ramp on shared cores. Its n ranks on a node do not compute evenly: in slot t of the
  * schedule's mb + pp - 1, a(t) = min(t + 1, pp, mb, mb + pp - 1 - t) of its pp stages work, n·a(t)/pp ranks,
  * so with g cores a slot takes max(1, n·a(t)/(pp·g)) of its time alone, where asking the average (n·duty
@@ -319,6 +305,20 @@ static double pipe_ramp(int pp, int n, double g) {
     return real / (slots * fmax(1.0, n * duty / g));
 }
 
+/* A phase on ranks that share cores, as the step runs it (step.c): every rank does its stages of the phase
+ * in the step's order (ascending id); a stage starts once each of its ranks is done with its earlier ones (its
+ * collectives wait for the last to arrive); it computes c[s] seconds (alone) on each of its ranks, sharing
+ * its node's cores with the other stages computing there at that moment: each stage asks for its ranks on
+ * the node × its duty, the cores are water-filled among the stages (each gets what it asks, or an equal
+ * share x where it asks more, Σ = cores), and its ranks split its share (the stage at the pace of its
+ * slowest node); then it communicates for rho·m[s] without a core. Shared out by stage rather than by rank
+ * (2026-12-03): two trainings side by side, one on a rank and one on two, measure as if each had a core
+ * (0.91 s, as two one-rank trainings), where an equal share per rank predicted 1.18 s; on six recorded
+ * sweeps the held-out error 10.9 / 24.1 / 10.3 / 8.4 / 10.1 / 6.8% -> 9.7 / 20.7 / 9.2 / 9.0 / 7.6 /
+ * 5.2%, the worst plan 33 / 61 / 26 / 22 / 20 / 26% -> 36 / 64 / 21 / 23 / 18 / 13%.
+ * rank_end[r]: when rank r's last stage of the phase ends (0: none); stage_k[s]: the stretch of stage s's
+ * compute as its ranks time it, (the longest time one of its ranks spends in it − rho·m[s]) / c[s] (a rank
+ * entering early waits inside it), at least 1. */
 static void schedule_phase(int ph, const PlanConfig *plan, int nranks, int rpn, int cores, const double *c,
                            const double *m, const double *duty, double rho, double *rank_end, double *stage_k) {
     int id[PLAN_NSTAGES], ns = 0, state[PLAN_NSTAGES];
@@ -355,7 +355,7 @@ static void schedule_phase(int ph, const PlanConfig *plan, int nranks, int rpn, 
         for (int k = 0; k < ns; k++) rate[k] = 1;
         for (int q = 0; q < nodes; q++) {
             double ask[PLAN_NSTAGES], need = 0;
-            int on[PLAN_NSTAGES], m = 0;
+            int on[PLAN_NSTAGES], n[PLAN_NSTAGES], m = 0;
             for (int k = 0; k < ns; k++) {
                 if (state[k] != 1) continue;
                 int cnt = 0;
@@ -366,29 +366,25 @@ static void schedule_phase(int ph, const PlanConfig *plan, int nranks, int rpn, 
                 if (!cnt) continue;
                 ask[m] = cnt * duty[id[k]];
                 need += ask[m];
+                n[m] = cnt;
                 on[m++] = k;
             }
-            if (need <= cores) { /* each gets what it asks; a pipelined stage may use the spare cores in its busy slots */
-                for (int a = 0; a < m; a++)
-                    if (duty[id[on[a]]] < 1)
-                        rate[on[a]] = fmin(rate[on[a]], 1 / pipe_ramp(plan->stage[id[on[a]]].pp,
-                                                                        (int)(ask[a] / duty[id[on[a]]] + 0.5),
-                                                                        ask[a] + cores - need));
-                continue;
-            }
-            double sorted[PLAN_NSTAGES], x = 0, used = 0;
-            for (int a = 0; a < m; a++) sorted[a] = ask[a];
-            for (int a = 1; a < m; a++)
-                for (int b = a; b > 0 && sorted[b] < sorted[b - 1]; b--) { double w = sorted[b]; sorted[b] = sorted[b - 1]; sorted[b - 1] = w; }
-            for (int a = 0; a < m; a++) { /* the a smallest asks met in full, the rest at x */
-                x = (cores - used) / (m - a);
-                if (sorted[a] >= x) break;
-                used += sorted[a];
+            double x = INFINITY; /* the water level: a stage gets min(its ask, x) cores */
+            if (need > cores) {
+                double sorted[PLAN_NSTAGES], used = 0;
+                for (int a = 0; a < m; a++) sorted[a] = ask[a];
+                for (int a = 1; a < m; a++)
+                    for (int b = a; b > 0 && sorted[b] < sorted[b - 1]; b--) { double w = sorted[b]; sorted[b] = sorted[b - 1]; sorted[b - 1] = w; }
+                for (int a = 0; a < m; a++) { /* the a smallest asks met in full, the rest at x */
+                    x = (cores - used) / (m - a);
+                    if (sorted[a] >= x) break;
+                    used += sorted[a];
+                }
             }
             for (int a = 0; a < m; a++) {
-                double r = ask[a] > x ? x / ask[a] : 1;
-                if (duty[id[on[a]]] < 1)
-                    r /= pipe_ramp(plan->stage[id[on[a]]].pp, (int)(ask[a] / duty[id[on[a]]] + 0.5), fmin(ask[a], x));
+                /* its cores g; where all asks are met, a pipelined stage may use the spare ones in its busy slots */
+                double g = need <= cores ? ask[a] + cores - need : fmin(ask[a], x), r = fmin(1, g / ask[a]);
+                if (duty[id[on[a]]] < 1) r /= pipe_ramp(plan->stage[id[on[a]]].pp, n[a], g);
                 rate[on[a]] = fmin(rate[on[a]], r);
             }
         }
