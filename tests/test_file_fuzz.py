@@ -20,17 +20,24 @@ refusal that does not name the file fails the test; so does silent nonsense:
     those same results (a damage they do not read is no damage), and one
     that refuses must leave no output file behind.
 
-Traces carry no checksum over their table rows (HDF5 checksums their
-metadata), so for them the test asks for no crash, no hang and a named
-refusal: nereus-trace summary, plans, transitions, csv, replay and compare.
-So it does for llm.c files (the checkpoint's actor exported; damaged, then
-`nereus-ckpt import-llmc`: a file it takes must export again to the very
-same bytes) and llm.c token files (`nereus-ckpt loss` on the checkpoint:
-exit 0 with a finite loss, or a named refusal). The four kinds take turns.
+Traces: nereus-trace summary, plans, transitions, csv, replay and compare
+must each refuse naming the file or print exactly what they print for the
+undamaged trace. (Until 2026-12-05 this asked only for no crash and no hang,
+taking trace rows for unchecked; they are checked by Fletcher-32, but this
+stronger check found a table's strings outside every checksum, read back
+changed, a damaged global heap that hangs HDF5, lost chunks read back as
+rows of zeros, and /complete's value unchecked: docs/TRACE.md.) llm.c
+files (the checkpoint's actor exported, then damaged): `nereus-ckpt
+import-llmc` refuses naming the file, or the checkpoint it writes exports
+again to the very same bytes. llm.c token files: `nereus-ckpt loss` on the
+checkpoint gives a finite loss or a named refusal. The four kinds take turns.
 The damage comes from a fixed seed, so a failure reproduces; the damaged
 file, the command and its output are kept under OUT.
 
   tests/test_file_fuzz.py N OUT [SEED]     (from the repository root)
+
+FILE_FUZZ_KINDS=trace (a comma list of ckpt, trace, llmc, tokens) damages only
+those kinds, in turn.
 """
 import os
 import re
@@ -59,6 +66,15 @@ def damage(rng, data):
         b[i:i + n] = bytes([v]) * len(b[i:i + n])
         return bytes(b), "%d B at %d set to %d" % (n, i, v)
     return bytes(b[:rng.randrange(len(b))]), "cut short"
+
+
+# nereus-trace's commands on a trace: "T" is where the trace goes, "U" the undamaged one (compare)
+TRACE_COMMANDS = (["summary", "T"], ["plans", "T"], ["transitions", "T"], ["csv", "T", "steps"],
+                  ["csv", "T", "decisions"], ["replay", "T"], ["compare", "U", "T"])
+
+
+def trace_args(sub, path, undamaged):
+    return [path if a == "T" else undamaged if a == "U" else a for a in sub]
 
 
 def verify_block(text):
@@ -108,12 +124,25 @@ def main():
         sys.exit("file fuzz: nereus-task-tokens failed (exit %s): %s" % (rc, se[-2000:]))
     pristine = {"ckpt": open(ckpt, "rb").read(), "trace": open(trace, "rb").read(), "llmc": ref_bytes,
                 "tokens": open(tokens, "rb").read()}
+    # what nereus-trace prints for the undamaged trace, its own name written FILE (compare: against a copy)
+    trace_copy = os.path.join(base, "t-copy.h5")
+    with open(trace_copy, "wb") as f:
+        f.write(pristine["trace"])
+    trace_ref = {}
+    for sub in TRACE_COMMANDS:
+        rc, so, se = fuzzcase.run([trace_tool] + trace_args(sub, trace_copy, trace), base, env, timeout=60)
+        if rc != 0:
+            sys.exit("file fuzz: nereus-trace %s on the undamaged trace failed (exit %s): %s" % (sub[0], rc, se[-2000:]))
+        trace_ref[" ".join(sub)] = so.replace(trace_copy, "FILE")
 
     counts = {"ckpt sound": 0, "ckpt refused": 0, "trace read": 0, "trace refused": 0, "llmc read": 0,
               "llmc refused": 0, "tokens read": 0, "tokens refused": 0}
     failures = 0
+    kinds = os.environ.get("FILE_FUZZ_KINDS", "ckpt,trace,llmc,tokens").split(",")
+    if not kinds or any(x not in pristine for x in kinds):
+        sys.exit("file fuzz: FILE_FUZZ_KINDS is a comma list of ckpt, trace, llmc, tokens")
     for k in range(n):
-        kind = ("ckpt", "trace", "llmc", "tokens")[k % 4]
+        kind = kinds[k % len(kinds)]
         work = os.path.join(out, "case%d" % k)
         os.makedirs(work)
         name = "damaged%d.h5" % k
@@ -191,13 +220,13 @@ def main():
                 counts["tokens read" if rc == 0 else "tokens refused"] += 1
         else:
             refused = 0
-            for sub in (["summary"], ["plans"], ["transitions"], ["csv", None, "steps"], ["csv", None, "decisions"],
-                        ["replay"], ["compare", trace, None]):
-                args = [a if a is not None else path for a in sub] if None in sub else sub + [path]
-                cmd = [trace_tool] + args
+            for sub in TRACE_COMMANDS:
+                cmd = [trace_tool] + trace_args(sub, path, trace)
                 rc, so, se = fuzzcase.run(cmd, work, env, timeout=60)
                 why, last = ends_well(cmd, rc, se), (cmd, so, se)
                 refused += rc != 0
+                if not why and rc == 0 and so.replace(path, "FILE") != trace_ref[" ".join(sub)]:
+                    why = "nereus-trace %s: exit 0 with other output than the undamaged trace's" % sub[0]
                 if why:
                     break
             if not why:

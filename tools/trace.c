@@ -20,6 +20,7 @@
  * type per column, matched by name), so a column added by a later format
  * is ignored and a missing one is an error that names it. */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -37,6 +38,7 @@
 #include "nereus/planner.h" /* cost model, admit() */
 #include "nereus/task.h"    /* the prompt length and vocabulary, as run.c has them */
 #include "nereus/txprice.h" /* the transition pricer, as the job prices */
+#include "nereus/util.h"    /* nr_cksum_strs: the checksum of a row's strings */
 #include "nereus/h5str.h"   /* the string datasets, as src/io reads them */
 
 #pragma GCC diagnostic ignored "-Wformat-truncation"
@@ -123,21 +125,24 @@ typedef struct TraceFile {
     Table reverts;          /* /decisions rows of the measure-and-revert guard's moves back ("measured revert: ...") */
 } TraceFile;
 
-static int read_col(const char *path, hid_t d, const char *tname, hid_t mtype_member, Col *c, size_t n, hid_t fspace) {
+/* column c of /tname: n rows, the memory space ms and the file space fspace (H5S_ALL and the whole extent, or a
+   prefix of the rows selected) */
+static int read_col(const char *path, hid_t d, const char *tname, hid_t mtype_member, Col *c, size_t n, hid_t ms,
+                    hid_t fspace) {
     hid_t mt = -1;
     size_t sz = H5Tget_size(mtype_member);
     void *buf = NULL;
     if ((mt = H5Tcreate(H5T_COMPOUND, sz)) < 0 || H5Tinsert(mt, c->name, 0, mtype_member) < 0) goto h5fail;
     buf = calloc(n ? n : 1, sz);
     if (!buf) return fail("%s: /%s: out of memory for %zu rows", path, tname, n);
-    if (n && H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) goto h5fail;
+    if (n && H5Dread(d, mt, ms, ms == H5S_ALL ? H5S_ALL : fspace, H5P_DEFAULT, buf) < 0) goto h5fail;
     if (c->cls == C_INT) c->i = buf;
     else if (c->cls == C_FLT || c->cls == C_VEC) c->f = buf;
     else {
         char **v = buf;
         c->s = calloc(n ? n : 1, sizeof *c->s);
         for (size_t k = 0; k < n; k++) c->s[k] = strdup(v[k] ? v[k] : "");
-        if (n) H5Dvlen_reclaim(mt, fspace, H5P_DEFAULT, buf);
+        if (n) H5Dvlen_reclaim(mt, ms == H5S_ALL ? fspace : ms, H5P_DEFAULT, buf);
         free(buf);
     }
     H5Tclose(mt);
@@ -152,10 +157,157 @@ h5fail: {
 }
 }
 
-static int read_table(const char *path, hid_t f, int which, Table *t) {
+/* ---- storage HDF5 keeps no checksum on ----------------------------------------------- */
+
+/* A table's variable-length strings live in global heap collections (HDF5 file format: "GCOL", version 1,
+ * 3 reserved bytes, the collection's size; then objects: index (2 bytes), reference count (2), reserved (4),
+ * size, data padded to 8 bytes; index 0 is the free space, its size counting its own header). No checksum
+ * covers a collection, and HDF5 1.10.8 reads one by walking its objects: a damaged one whose walk does not
+ * advance (an object of size 0: 64 bytes zeroed inside it) hangs every reader in H5HG_read, h5dump and h5py
+ * included (tests/test_file_fuzz.py, 2026-12-05). So the collections a table's rows point to are walked
+ * here first, from the file's bytes, as HDF5 walks them. */
+typedef struct Heaps {
+    int fd;
+    off_t fsize;
+    size_t sa, ss;      /* the file's address and length sizes */
+    uint64_t addr;      /* the collection walked last (rows point to a few, in order) */
+    int ok;             /* it walks to its end */
+    uint64_t *size;     /* (65536) its objects' sizes by index; UINT64_MAX: none */
+} Heaps;
+
+static uint64_t le_get(const unsigned char *p, size_t n) {
+    uint64_t v = 0;
+    for (size_t i = n; i-- > 0;) v = v << 8 | p[i];
+    return v;
+}
+
+/* walks the collection at addr into h (ok, size[]) */
+static void heap_walk(Heaps *h, uint64_t addr) {
+    size_t hdr = 8 + h->ss, ohdr = 8 + h->ss;
+    unsigned char head[16], *c = NULL;
+    h->addr = addr;
+    h->ok = 0;
+    for (size_t i = 0; i < 65536; i++) h->size[i] = UINT64_MAX;
+    if (addr + hdr > (uint64_t)h->fsize || pread(h->fd, head, hdr, (off_t)addr) != (ssize_t)hdr) return;
+    uint64_t size = le_get(head + 8, h->ss);
+    if (memcmp(head, "GCOL", 4) != 0 || head[4] != 1 || size < hdr || addr + size > (uint64_t)h->fsize) return;
+    if (!(c = malloc(size)) || pread(h->fd, c, size, (off_t)addr) != (ssize_t)size) return free(c);
+    int ok = 1;
+    for (uint64_t p = hdr; p < size && ok;) {
+        if (p + ohdr > size) break; /* too little left for an object: free space without a header */
+        uint64_t id = le_get(c + p, 2), osize = le_get(c + p + 8, h->ss);
+        uint64_t need = id ? ohdr + ((osize + 7) & ~(uint64_t)7) : osize;
+        if (osize > size || need < ohdr || p + need > size) ok = 0; /* would not advance, or runs past the end */
+        else h->size[id] = osize;
+        p += need;
+    }
+    free(c);
+    h->ok = ok;
+}
+
+/* Before HDF5 reads table d (n rows, HDF5's type ft, its space sp): every chunk of its rows, looked up and read
+ * as stored, and where it has strings, the heap collections they point to walked (above) with the object
+ * each points to there. A chunk can be lost from a damaged chunk index (v1 B-tree nodes carry no checksum in
+ * this format), and H5Dread then gives it back as fill values, rows of zeros, without an error (the right
+ * key of /plans' one-chunk index zeroed, 2026-12-05; H5Dread_chunk fails). stored NULL: every chunk must be
+ * there; else the rows may end in chunks never written (a trace that is not complete: its run stopped between
+ * growing a table and flushing its chunk), and *stored is set to the rows before them. Tables stored other
+ * than in chunks, or through a filter other than Fletcher-32 (not Nereus's way), are left to HDF5. 0, or −1
+ * with the failure set. */
+static int check_storage(const char *path, hid_t f, hid_t d, hid_t ft, hid_t sp, hsize_t n, const char *tname,
+                         hsize_t *stored) {
+    hid_t dcpl = H5Dget_create_plist(d), fcpl = H5Fget_create_plist(f);
+    Heaps h = {.fd = -1};
+    if (fcpl < 0 || H5Pget_sizes(fcpl, &h.sa, &h.ss) < 0 || h.sa > 8 || h.ss > 8 || h.sa < 2 || h.ss < 2) h.sa = 0;
+    /* a row as stored: the (packed) members in offset order, a string as its length, its collection's address
+       and its index there; the type HDF5 hands back holds a string as a pointer, so its offsets are not the
+       file's */
+    int nm = H5Tget_nmembers(ft), nvl = 0, rc = 0, missing = 0, order[64];
+    size_t off[16], esz = 0, vsz = 4 + h.sa + 4;
+    for (int m = 0; m < nm && m < 64; m++) {
+        int k = m;
+        for (; k > 0 && H5Tget_member_offset(ft, (unsigned)order[k - 1]) > H5Tget_member_offset(ft, (unsigned)m); k--)
+            order[k] = order[k - 1];
+        order[k] = m;
+    }
+    for (int k = 0; k < nm && k < 64; k++) {
+        hid_t mt = H5Tget_member_type(ft, (unsigned)order[k]);
+        int vl = H5Tget_class(mt) == H5T_STRING && H5Tis_variable_str(mt) > 0;
+        if (vl && nvl < 16) off[nvl++] = esz;
+        esz += vl ? vsz : H5Tget_size(mt);
+        H5Tclose(mt);
+    }
+    hsize_t chunk = 0;
+    int chunked = n && dcpl >= 0 && H5Pget_layout(dcpl) == H5D_CHUNKED && H5Pget_chunk(dcpl, 1, &chunk) == 1 && chunk > 0;
+    int heap = chunked && nvl && h.sa && nm <= 64;
+    for (int k = 0, nf = heap ? H5Pget_nfilters(dcpl) : 0; k < nf; k++) {
+        unsigned flags, cd[8];
+        size_t ncd = 8;
+        if (H5Pget_filter2(dcpl, (unsigned)k, &flags, &ncd, cd, 0, NULL, NULL) != H5Z_FILTER_FLETCHER32) heap = 0;
+    }
+    struct stat sb;
+    if (heap && (!(h.size = malloc(65536 * sizeof *h.size)) || (h.fd = open(path, O_RDONLY)) < 0 || fstat(h.fd, &sb) != 0))
+        heap = 0;
+    h.fsize = heap ? sb.st_size : 0;
+    h.addr = UINT64_MAX;
+    unsigned char *buf = NULL;
+    hsize_t first_missing = n; /* the first chunk the file does not hold (n: none) */
+    for (hsize_t start = 0; chunked && !rc && !missing && start < n; start += chunk) {
+        hsize_t size = 0;
+        haddr_t addr = HADDR_UNDEF;
+        unsigned mask = 0;
+        if (H5Dget_chunk_info_by_coord(d, &start, &mask, &addr, &size) < 0 || size > ((hsize_t)1 << 30)) {
+            missing = 1;
+            break;
+        }
+        if (addr == HADDR_UNDEF) { /* never written */
+            if (first_missing == n) first_missing = start;
+            continue;
+        }
+        if (first_missing < n) { /* a chunk after one never written: not how a run stops */
+            missing = 1;
+            break;
+        }
+        unsigned char *raw = realloc(buf, size ? size : 1);
+        if (!raw || size == 0 || H5Dread_chunk(d, H5P_DEFAULT, &start, &mask, raw) < 0) { /* as stored, before the filters */
+            buf = raw;
+            missing = 1;
+            break;
+        }
+        buf = raw;
+        if (!heap) continue;
+        if (size < chunk * esz) {
+            rc = -1;
+            break;
+        }
+        for (hsize_t e = 0; e < chunk && start + e < n && !rc; e++)
+            for (int v = 0; v < nvl && !rc; v++) {
+                const unsigned char *p = buf + e * esz + off[v];
+                uint64_t len = le_get(p, 4), ha = le_get(p + 4, h.sa), idx = le_get(p + 4 + h.sa, 4);
+                if (len == 0) continue; /* "": nothing to read there */
+                if (ha != h.addr) heap_walk(&h, ha);
+                if (!h.ok || idx > 65535 || h.size[idx] == UINT64_MAX || h.size[idx] < len) rc = -1;
+            }
+    }
+    free(buf);
+    free(h.size);
+    if (h.fd >= 0) close(h.fd);
+    if (dcpl >= 0) H5Pclose(dcpl);
+    if (fcpl >= 0) H5Pclose(fcpl);
+    if (first_missing < n && stored && !missing && !rc) *stored = first_missing;
+    else if (first_missing < n) missing = 1;
+    if (missing)
+        return fail("%s: /%s: its chunk index does not list every chunk of its %llu rows: the file is corrupt", path,
+                    tname, (unsigned long long)n);
+    return rc ? fail("%s: /%s: the global heap that holds its strings is damaged: the file is corrupt", path, tname) : 0;
+}
+
+/* /NAME into t; cut_short: the trace is not complete, and rows past the last chunk the file holds are left out
+   (a run stopped by a full disk or a kill between growing a table and writing its chunk), with a note */
+static int read_table(const char *path, hid_t f, int which, Table *t, int cut_short) {
     const char *name = table_names[which];
     t->name = name;
-    hid_t d = -1, ft = -1, sp = -1, vs = -1;
+    hid_t d = -1, ft = -1, sp = -1, vs = -1, ms = H5S_ALL;
     char r[512];
     if (H5Lexists(f, name, H5P_DEFAULT) <= 0) return fail("%s: no table /%s: not a complete trace of format 1", path, name);
     if ((d = H5Dopen2(f, name, H5P_DEFAULT)) < 0) goto h5fail;
@@ -171,6 +323,19 @@ static int read_table(const char *path, hid_t f, int which, Table *t) {
         goto out;
     }
     t->n = (size_t)n;
+    hsize_t stored = n;
+    if (check_storage(path, f, d, ft, sp, n, name, cut_short ? &stored : NULL) != 0) goto out;
+    if (stored < n) {
+        fprintf(stderr, "nereus-trace: note: %s: /%s: rows %llu-%llu were never written (the run stopped before "
+                "their chunk reached the file); the %llu before them are read\n", path, name,
+                (unsigned long long)stored, (unsigned long long)n - 1, (unsigned long long)stored);
+        hsize_t zero = 0;
+        if (H5Sselect_hyperslab(sp, H5S_SELECT_SET, &zero, NULL, &stored, NULL) < 0 ||
+            (ms = H5Screate_simple(1, &stored, NULL)) < 0)
+            goto h5fail;
+        n = stored;
+        t->n = (size_t)n;
+    }
     int nm = H5Tget_nmembers(ft);
     if (nm <= 0) goto h5fail;
     t->col = calloc((size_t)nm, sizeof *t->col);
@@ -197,7 +362,7 @@ static int read_table(const char *path, hid_t f, int which, Table *t) {
             c->cls = C_VEC;
             c->w = (int)dim[0];
             if ((mtm = H5Tarray_create2(H5T_NATIVE_DOUBLE, 1, dim)) < 0) goto h5fail;
-            int rc = read_col(path, d, name, mtm, c, t->n, sp);
+            int rc = read_col(path, d, name, mtm, c, n, ms, sp);
             H5Tclose(mtm);
             if (rc != 0) goto out;
             t->ncol++;
@@ -213,10 +378,11 @@ static int read_table(const char *path, hid_t f, int which, Table *t) {
             H5Tset_cset(vs, cs); /* HDF5 converts no string between character sets */
             mtm = vs;
         } else continue; /* another class: not ours; left out */
-        if (read_col(path, d, name, mtm, c, t->n, sp) != 0) goto out;
+        if (read_col(path, d, name, mtm, c, n, ms, sp) != 0) goto out;
         t->ncol++;
     }
     H5Tclose(vs);
+    if (ms != H5S_ALL) H5Sclose(ms);
     H5Sclose(sp);
     H5Tclose(ft);
     H5Dclose(d);
@@ -226,6 +392,7 @@ h5fail:
     fail("%s: cannot read /%s: truncated or corrupt trace (HDF5: %s)", path, name, r[0] ? r : "?");
 out:
     if (vs >= 0) H5Tclose(vs);
+    if (ms != H5S_ALL && ms >= 0) H5Sclose(ms);
     if (sp >= 0) H5Sclose(sp);
     if (ft >= 0) H5Tclose(ft);
     if (d >= 0) H5Dclose(d);
@@ -236,6 +403,26 @@ static Col *col_find(const Table *t, const char *name) {
     for (int c = 0; c < t->ncol; c++)
         if (strcmp(t->col[c].name, name) == 0) return &t->col[c];
     return NULL;
+}
+
+/* A table's strings against its strings_fnv column (src/io/trace.c row_fnv: its variable-length strings lie in
+   HDF5's global heap, outside every checksum HDF5 keeps); traces before 2026-12-05 have no such column, and a
+   row whose strings_fnv is 0 (appended by another writer) is not checked. 0, or −1 with the failure set. */
+static int check_strings(const char *path, const Table *t) {
+    const Col *ck = col_find(t, "strings_fnv");
+    if (!ck || ck->cls != C_INT) return 0;
+    const char *s[8];
+    for (size_t k = 0; k < t->n; k++) {
+        if (ck->i[k] == 0) continue;
+        int n = 0;
+        for (int c = 0; c < t->ncol && n < 8; c++)
+            if (t->col[c].cls == C_STR) s[n++] = t->col[c].s[k];
+        int64_t v = (int64_t)nr_cksum_strs(s, n);
+        if ((v ? v : 1) != ck->i[k])
+            return fail("%s: /%s row %zu: its strings do not match their checksum (strings_fnv): the file is corrupt",
+                        path, t->name, k);
+    }
+    return 0;
 }
 
 /* the columns each table must have (format 1) */
@@ -269,9 +456,10 @@ static const char *str(const Table *t, const char *name, size_t k) {
 
 static int attr_str(hid_t loc, const char *name, char *out, size_t len) {
     out[0] = 0;
-    if (H5Aexists(loc, name) <= 0) return -1;
+    htri_t ex = H5Aexists(loc, name);
+    if (ex <= 0) return ex == 0 ? -1 : -2;
     hid_t a = H5Aopen(loc, name, H5P_DEFAULT), t = a >= 0 ? H5Aget_type(a) : -1, mt = -1;
-    int rc = -1;
+    int rc = -2;
     if (t < 0 || H5Tget_class(t) != H5T_STRING) goto out;
     if (H5Tis_variable_str(t) > 0) {
         char *p = NULL;
@@ -301,9 +489,10 @@ out:
 }
 
 static int attr_num(hid_t loc, const char *name, hid_t mtype, void *out, size_t n) {
-    if (H5Aexists(loc, name) <= 0) return -1;
+    htri_t ex = H5Aexists(loc, name);
+    if (ex <= 0) return ex == 0 ? -1 : -2;
     hid_t a = H5Aopen(loc, name, H5P_DEFAULT), s = a >= 0 ? H5Aget_space(a) : -1;
-    int rc = -1;
+    int rc = -2;
     if (s >= 0 && (size_t)H5Sget_simple_extent_npoints(s) == n && H5Aread(a, mtype, out) >= 0) rc = 0;
     if (s >= 0) H5Sclose(s);
     if (a >= 0) H5Aclose(a);
@@ -361,18 +550,16 @@ static void split_decisions(TraceFile *tf) {
     free(is);
 }
 
-/* /planner's attributes (written once when the live planner starts); has_planner = 1 when every one is there */
-static void read_planner(hid_t f, TraceFile *tf) {
+/* /planner's attributes (written once when the live planner starts); has_planner = 1 when every one is there;
+   −1 when /planner is there but does not open */
+static int read_planner(hid_t f, TraceFile *tf) {
     PlannerAttrs *p = &tf->pa;
     if (H5Lexists(f, "planner", H5P_DEFAULT) <= 0) {
         snprintf(tf->planner_missing, sizeof tf->planner_missing, "no /planner");
-        return;
+        return 0;
     }
     hid_t d = H5Dopen2(f, "planner", H5P_DEFAULT);
-    if (d < 0) {
-        snprintf(tf->planner_missing, sizeof tf->planner_missing, "/planner unreadable");
-        return;
-    }
+    if (d < 0) return fail("%s: /planner does not open: the file is damaged", tf->path);
     const struct { const char *n; double *v; } dv[] = {
         {"gamma", &p->gamma},     {"threshold", &p->threshold}, {"headroom", &p->headroom}, {"hw_flops", &p->hw_flops},
         {"hw_mem", &p->hw_mem},   {"hw_hbm", &p->hw_hbm},       {"hw_bw", &p->hw_bw},       {"hw_lat", &p->hw_lat},
@@ -382,18 +569,25 @@ static void read_planner(hid_t f, TraceFile *tf) {
         {"every_k", &p->every_k}, {"warmup", &p->warmup},         {"steps_total", &p->steps_total},
         {"nranks", &p->nranks},   {"hw_ranks_per_node", &p->hw_rpn}, {"hw_cores", &p->hw_cores},
     };
-    const char *miss = NULL;
-    if (attr_str(d, "policy", p->policy, sizeof p->policy) != 0) miss = "policy";
-    if (attr_str(d, "hw_name", p->hw_name, sizeof p->hw_name) != 0) miss = "hw_name";
+    /* an attribute missing is an older trace (the replay says what it leaves out); one there that does not read
+       (H5Aexists or the read failing) is damage */
+    const char *miss = NULL, *bad = NULL;
+    int rc;
+    if ((rc = attr_str(d, "policy", p->policy, sizeof p->policy)) != 0) *(rc == -1 ? &miss : &bad) = "policy";
+    if ((rc = attr_str(d, "hw_name", p->hw_name, sizeof p->hw_name)) != 0) *(rc == -1 ? &miss : &bad) = "hw_name";
     for (size_t i = 0; i < sizeof dv / sizeof dv[0]; i++)
-        if (attr_num(d, dv[i].n, H5T_NATIVE_DOUBLE, dv[i].v, 1) != 0) miss = dv[i].n;
+        if ((rc = attr_num(d, dv[i].n, H5T_NATIVE_DOUBLE, dv[i].v, 1)) != 0) *(rc == -1 ? &miss : &bad) = dv[i].n;
     for (size_t i = 0; i < sizeof iv / sizeof iv[0]; i++)
-        if (attr_num(d, iv[i].n, H5T_NATIVE_INT64, iv[i].v, 1) != 0) miss = iv[i].n;
-    if (attr_num(d, "tx_link", H5T_NATIVE_DOUBLE, &p->tx_link, 1) != 0) p->tx_link = 0; /* optional */
-    if (attr_num(d, "tx_copy", H5T_NATIVE_DOUBLE, &p->tx_copy, 1) != 0) p->tx_copy = 0;
+        if ((rc = attr_num(d, iv[i].n, H5T_NATIVE_INT64, iv[i].v, 1)) != 0) *(rc == -1 ? &miss : &bad) = iv[i].n;
+    if ((rc = attr_num(d, "tx_link", H5T_NATIVE_DOUBLE, &p->tx_link, 1)) != 0) p->tx_link = 0; /* optional */
+    if (rc == -2) bad = "tx_link";
+    if ((rc = attr_num(d, "tx_copy", H5T_NATIVE_DOUBLE, &p->tx_copy, 1)) != 0) p->tx_copy = 0;
+    if (rc == -2) bad = "tx_copy";
     H5Dclose(d);
+    if (bad) return fail("%s: /planner attribute %s does not read: the file is damaged", tf->path, bad);
     if (miss) snprintf(tf->planner_missing, sizeof tf->planner_missing, "/planner has no attribute %s", miss);
     else tf->has_planner = 1;
+    return 0;
 }
 
 static int trace_load(const char *path, TraceFile *tf) {
@@ -449,29 +643,47 @@ static int trace_load(const char *path, TraceFile *tf) {
             attr_num(f, "peak_gflops_together", H5T_NATIVE_DOUBLE, tf->peak_together, (size_t)tf->ranks) != 0)
             tf->npeak = 0;
     }
+    /* /complete first: in a trace that is not complete, a table may end in chunks its last flush did not write */
+    if (H5Lexists(f, "complete", H5P_DEFAULT) > 0) {
+        hid_t d = H5Dopen2(f, "complete", H5P_DEFAULT);
+        int32_t one = 0;
+        if (d < 0 || H5Dread(d, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, &one) < 0) {
+            if (d >= 0) H5Dclose(d);
+            fail("%s: /complete does not read: the file is damaged", path);
+            goto out;
+        }
+        if (one != 1) { /* the writer writes 1; the value sat outside every checksum in traces before 2026-12-05 */
+            H5Dclose(d);
+            fail("%s: /complete holds %d, not 1: the file is damaged", path, (int)one);
+            goto out;
+        }
+        tf->complete = 1;
+        attr_str(d, "status", tf->status, sizeof tf->status);
+        attr_num(d, "ppo_s", H5T_NATIVE_DOUBLE, &tf->ppo_s, 1);
+        attr_num(d, "trace_s", H5T_NATIVE_DOUBLE, &tf->trace_s, 1);
+        attr_num(d, "mfu_clamped", H5T_NATIVE_INT64, &tf->mfu_clamped, 1);
+        H5Dclose(d);
+    }
     for (int i = 0; i < T_N; i++) {
         if (i == T_SIGNALS) { /* optional: traces before the live planner have no /signals */
             tf->t[i].name = table_names[i];
             if (H5Lexists(f, table_names[i], H5P_DEFAULT) <= 0) continue;
             tf->has_signals = 1;
         }
-        if (read_table(path, f, i, &tf->t[i]) != 0 || check_columns(tf, i) != 0) goto out;
+        if (read_table(path, f, i, &tf->t[i], !tf->complete) != 0 || check_columns(tf, i) != 0 ||
+            check_strings(path, &tf->t[i]) != 0)
+            goto out;
     }
-    read_planner(f, tf);
+    /* /planner, /deck and /complete may be missing (an older trace, a run without a planner or not finished), and
+       the commands say what that leaves out; one that is there but does not read is damage, refused like a
+       damaged table rather than read as missing (a replay would otherwise answer another question) */
+    if (read_planner(f, tf) != 0) goto out;
     tf->deck = nr_h5_dset_str(f, path, "deck", tf->deck_why, sizeof tf->deck_why); /* NULL: missing, unreadable, corrupt */
-    split_decisions(tf);
-    if (H5Lexists(f, "complete", H5P_DEFAULT) > 0) {
-        hid_t d = H5Dopen2(f, "complete", H5P_DEFAULT);
-        int32_t one = 0;
-        if (d >= 0 && H5Dread(d, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, &one) >= 0 && one == 1) {
-            tf->complete = 1;
-            attr_str(d, "status", tf->status, sizeof tf->status);
-            attr_num(d, "ppo_s", H5T_NATIVE_DOUBLE, &tf->ppo_s, 1);
-            attr_num(d, "trace_s", H5T_NATIVE_DOUBLE, &tf->trace_s, 1);
-            attr_num(d, "mfu_clamped", H5T_NATIVE_INT64, &tf->mfu_clamped, 1);
-        }
-        if (d >= 0) H5Dclose(d);
+    if (!tf->deck && H5Lexists(f, "deck", H5P_DEFAULT) > 0) {
+        fail("%s", tf->deck_why);
+        goto out;
     }
+    split_decisions(tf);
     rc = 0;
 out:
     H5Fclose(f);

@@ -45,6 +45,10 @@ uint64_t nr_cksum_combine(const uint64_t *h, int n);
  * HDF5 files keep beside a string dataset (its raw data is outside the
  * checksums HDF5 keeps on metadata). */
 uint64_t nr_cksum_str(const char *s);
+/* The same over n strings, each followed by its NUL (so "ab","c" and "a","bc"
+ * differ; NULL counts as ""): a trace row's variable-length strings, which
+ * live in HDF5's global heap, outside the chunk's Fletcher-32. */
+uint64_t nr_cksum_strs(const char *const *s, int n);
 /* Bytes of memory this process's node gives it: the physical memory, or the
  * memory limit of its cgroup (the lowest on the way to the root, v2
  * memory.max or v1 memory.limit_in_bytes: what Slurm's --mem sets) where

@@ -75,6 +75,7 @@ typedef struct PlanRow {
     int64_t first_step;
     const char *text, *source;
     double predicted_step_s, predicted_mem_bytes;
+    int64_t strings_fnv; /* row_fnv of the row's strings, in column order */
 } PlanRow;
 
 typedef struct TxRow {
@@ -83,12 +84,14 @@ typedef struct TxRow {
     double t_start_s, predicted_s, measured_s, engine_s, bytes_moved, bytes_min, bytes_local, mem_peak_bytes,
         mem_budget_bytes, bytes_forwarded;
     const char *text;
+    int64_t strings_fnv;
 } TxRow;
 
 typedef struct DriftRow {
     int64_t step;
     const char *kind;
     double magnitude, threshold;
+    int64_t strings_fnv;
 } DriftRow;
 
 typedef struct DecisionRow {
@@ -96,6 +99,7 @@ typedef struct DecisionRow {
     int32_t from_plan, to_plan, urgent, admitted;
     double L_now_s, L_new_s, dL_s, C_s, H_steps, gamma, foregone_s;
     const char *reason;
+    int64_t strings_fnv;
 } DecisionRow;
 
 typedef struct SignalRow {
@@ -105,6 +109,7 @@ typedef struct SignalRow {
     double phase_scale[3];
     double eff[TRACE_EFF_N];
     const char *pool, *slow;
+    int64_t strings_fnv;
 } SignalRow;
 
 typedef struct Table {
@@ -132,6 +137,17 @@ struct Trace {
 };
 
 /* ---- small helpers ------------------------------------------------------------ */
+
+/* A table's strings are variable-length: their bytes live in HDF5's global heap, which no checksum covers
+ * (the row's chunk, under Fletcher-32, holds only their heap addresses), so a damaged plan text read back
+ * as another plan text (tests/test_file_fuzz.py, 2026-12-05). Each table with strings has a column
+ * strings_fnv: nr_cksum_strs of the row's strings in column order (n of them: a, then b), as int64 bits;
+ * nereus-trace checks it (0: not computed, e.g. a row a user appended with h5py, and not checked). */
+static int64_t row_fnv(int n, const char *a, const char *b) {
+    const char *s[2] = {a, b};
+    int64_t v = (int64_t)nr_cksum_strs(s, n);
+    return v ? v : 1;
+}
 
 static void utc_now(char *buf, size_t len) {
     time_t now = time(NULL);
@@ -327,6 +343,7 @@ static hid_t type_plans(H5Err *e, hid_t vs) {
     INS(PlanRow, source, vs);
     INS(PlanRow, predicted_step_s, H5T_NATIVE_DOUBLE);
     INS(PlanRow, predicted_mem_bytes, H5T_NATIVE_DOUBLE);
+    INS(PlanRow, strings_fnv, H5T_NATIVE_INT64);
     return mt;
 fail:
     if (mt >= 0) H5Tclose(mt);
@@ -353,6 +370,7 @@ static hid_t type_transitions(H5Err *e, hid_t vs) {
     INS(TxRow, mem_budget_bytes, H5T_NATIVE_DOUBLE);
     INS(TxRow, bytes_forwarded, H5T_NATIVE_DOUBLE);
     INS(TxRow, text, vs);
+    INS(TxRow, strings_fnv, H5T_NATIVE_INT64);
     return mt;
 fail:
     if (mt >= 0) H5Tclose(mt);
@@ -366,6 +384,7 @@ static hid_t type_drift(H5Err *e, hid_t vs) {
     INS(DriftRow, kind, vs);
     INS(DriftRow, magnitude, H5T_NATIVE_DOUBLE);
     INS(DriftRow, threshold, H5T_NATIVE_DOUBLE);
+    INS(DriftRow, strings_fnv, H5T_NATIVE_INT64);
     return mt;
 fail:
     if (mt >= 0) H5Tclose(mt);
@@ -388,6 +407,7 @@ static hid_t type_decisions(H5Err *e, hid_t vs) {
     INS(DecisionRow, gamma, H5T_NATIVE_DOUBLE);
     INS(DecisionRow, foregone_s, H5T_NATIVE_DOUBLE);
     INS(DecisionRow, reason, vs);
+    INS(DecisionRow, strings_fnv, H5T_NATIVE_INT64);
     return mt;
 fail:
     if (mt >= 0) H5Tclose(mt);
@@ -416,6 +436,7 @@ static hid_t type_signals(H5Err *e, hid_t vs) {
     at = -1;
     INS(SignalRow, pool, vs);
     INS(SignalRow, slow, vs);
+    INS(SignalRow, strings_fnv, H5T_NATIVE_INT64);
     return mt;
 fail:
     if (at >= 0) H5Tclose(at);
@@ -717,7 +738,8 @@ void trace_plan(Trace *t, int plan_id, int64_t first_step, const char *text, con
                 double predicted_step_s, double predicted_mem_bytes) {
     if (!t || t->rank != 0 || !t->open) return;
     double t0 = nr_now();
-    PlanRow r = {plan_id, first_step, text ? text : "", source ? source : "", predicted_step_s, predicted_mem_bytes};
+    PlanRow r = {plan_id, first_step, text ? text : "", source ? source : "", predicted_step_s, predicted_mem_bytes, 0};
+    r.strings_fnv = row_fnv(2, r.text, r.source);
     trace_append(t, T_PLANS, &r, 1);
     t->write_s += nr_now() - t0;
 }
@@ -728,14 +750,16 @@ void trace_transition(Trace *t, const TraceTransition *x) {
     TxRow r = {x->step,          x->from_plan,   x->to_plan,     x->nchanges,     x->nwaves,
                x->verified,      x->t0 - t->t_open, x->predicted_s, x->measured_s, x->engine_s,
                x->bytes_moved,   x->bytes_min,   x->bytes_local, x->mem_peak,     x->mem_budget,
-               x->bytes_forwarded, x->text ? x->text : ""};
+               x->bytes_forwarded, x->text ? x->text : "", 0};
+    r.strings_fnv = row_fnv(1, r.text, NULL);
     trace_append(t, T_TRANSITIONS, &r, 1);
     t->write_s += nr_now() - t0;
 }
 
 void trace_drift(Trace *t, int64_t step, const char *kind, double magnitude, double threshold) {
     if (!t || t->rank != 0 || !t->open) return;
-    DriftRow r = {step, kind ? kind : "", magnitude, threshold};
+    DriftRow r = {step, kind ? kind : "", magnitude, threshold, 0};
+    r.strings_fnv = row_fnv(1, r.kind, NULL);
     trace_append(t, T_DRIFT, &r, 1);
 }
 
@@ -743,7 +767,8 @@ void trace_decision(Trace *t, const TraceDecision *d) {
     if (!t || t->rank != 0 || !t->open) return;
     DecisionRow r = {d->step,    d->from_plan, d->to_plan, d->urgent,    d->admitted,
                      d->L_now_s, d->L_new_s,   d->dL_s,    d->C_s,       d->H_steps,
-                     d->gamma,   d->foregone_s, d->reason ? d->reason : ""};
+                     d->gamma,   d->foregone_s, d->reason ? d->reason : "", 0};
+    r.strings_fnv = row_fnv(1, r.reason, NULL);
     trace_append(t, T_DECISIONS, &r, 1);
 }
 
@@ -756,7 +781,8 @@ void trace_signals(Trace *t, const TraceSignals *g) {
     if (!t || t->rank != 0 || !t->open) return;
     SignalRow r = {g->step,        g->plan_id,    g->initial, g->npool, g->oom, g->resp_len, g->eff_signal,
                    g->pred_step_s, g->overhead_s, g->rho_exp, {0},      {0},        g->pool ? g->pool : "",
-                   g->slow ? g->slow : ""};
+                   g->slow ? g->slow : "", 0};
+    r.strings_fnv = row_fnv(2, r.pool, r.slow);
     memcpy(r.phase_scale, g->phase_scale, sizeof r.phase_scale);
     memcpy(r.eff, g->eff, sizeof r.eff);
     trace_append(t, T_SIGNALS, &r, 1);
@@ -802,13 +828,15 @@ void trace_close(Trace *t, MPI_Comm world, const char *status, int64_t ppo_steps
         double t0 = nr_now();
         char why[1024] = "";
         H5Err ee = {t->path, why, sizeof why}, *e = &ee;
-        hid_t sp = -1, d = -1;
+        hid_t sp = -1, d = -1, dcpl = -1;
         if (status) {
             int32_t one = 1;
             char when[64];
             utc_now(when, sizeof when);
             h5Check(e, sp = H5Screate(H5S_SCALAR));
-            h5Check(e, d = H5Dcreate2(t->f, "complete", H5T_STD_I32LE, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+            h5Check(e, dcpl = H5Pcreate(H5P_DATASET_CREATE));
+            h5Check(e, H5Pset_layout(dcpl, H5D_COMPACT)); /* the 1 inside the object header, under its checksum */
+            h5Check(e, d = H5Dcreate2(t->f, "complete", H5T_STD_I32LE, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT));
             h5Check(e, H5Dwrite(d, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, &one));
             h5Check(e, h5_attr_put_str(e, d, "status", status));
             h5Check(e, h5_attr_put_str(e, d, "ended", when));
@@ -821,6 +849,8 @@ void trace_close(Trace *t, MPI_Comm world, const char *status, int64_t ppo_steps
             d = -1;
             H5Sclose(sp);
             sp = -1;
+            H5Pclose(dcpl);
+            dcpl = -1;
         }
         for (int i = 0; i < T_N; i++) {
             H5Dclose(t->tb[i].d);
@@ -839,6 +869,7 @@ void trace_close(Trace *t, MPI_Comm world, const char *status, int64_t ppo_steps
     fail:
         if (d >= 0) H5Dclose(d);
         if (sp >= 0) H5Sclose(sp);
+        if (dcpl >= 0) H5Pclose(dcpl);
         nr_warn("trace: %s: closing failed (%s)\n", t->path, why);
         for (int i = 0; i < T_N; i++) {
             if (t->tb[i].d >= 0) H5Dclose(t->tb[i].d);

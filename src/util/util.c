@@ -156,9 +156,17 @@ double nr_node_memory(int *limited) {
     return lim < phys ? lim : phys;
 }
 
-uint64_t nr_cksum_str(const char *s) {
-    uint64_t h = 0xcbf29ce484222325ULL;
+#define FNV_BASIS 0xcbf29ce484222325ULL
+static uint64_t fnv_str(uint64_t h, const char *s) {
     for (; *s; s++) h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
+    return h;
+}
+
+uint64_t nr_cksum_str(const char *s) { return fnv_str(FNV_BASIS, s); }
+
+uint64_t nr_cksum_strs(const char *const *s, int n) {
+    uint64_t h = FNV_BASIS;
+    for (int i = 0; i < n; i++) h = fnv_str(h, s[i] ? s[i] : "") * 0x100000001b3ULL; /* then its NUL (h ^ 0) */
     return h;
 }
 
