@@ -113,6 +113,10 @@ def main():
     ref_verify = verify_block(so)
     if rc != 0 or "verify.status: pass" not in ref_verify:
         sys.exit("file fuzz: the restart from the undamaged checkpoint failed (exit %s): %s" % (rc, se[-2000:]))
+    rc, so, se = fuzzcase.run([ckpt_tool, "info", ckpt], base, env)
+    if rc != 0:
+        sys.exit("file fuzz: nereus-ckpt info on the undamaged checkpoint failed (exit %s): %s" % (rc, se[-2000:]))
+    ref_info = so.replace(ckpt, "FILE")
     ref_bin = os.path.join(base, "ref.bin")
     rc, so, se = fuzzcase.run([ckpt_tool, "export-llmc", ckpt, ref_bin], base, env)
     if rc != 0:
@@ -173,6 +177,8 @@ def main():
                 cmd = [ckpt_tool, "info", path]
                 rc, so, se = fuzzcase.run(cmd, work, env, timeout=60)
                 why, last = ends_well(cmd, rc, se), (cmd, so, se)
+                if not why and rc == 0 and so.replace(path, "FILE") != ref_info:
+                    why = "info exit 0 with other output than the undamaged file's"
             if not why:
                 outbin = os.path.join(work, "out.bin")
                 cmd = [ckpt_tool, "export-llmc", path, outbin]
