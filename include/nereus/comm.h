@@ -64,7 +64,8 @@ void comm_waitall(int n, MPI_Request *reqs);
  * comm_waiter_progress when the wait made progress: the yielding window
  * starts again; yield_s is kept), and call comm_waiter_pause after every poll that found
  * nothing done. yield_s: how long to yield between polls before sleeping
- * (0: COMM_YIELD_S). */
+ * (0: COMM_YIELD_S; negative: not at all, the sleeps start after the
+ * immediate polls). */
 #define COMM_YIELD_S 0.003
 #define COMM_IDLE_S 0.05
 typedef struct CommWaiter {
@@ -134,6 +135,14 @@ int comm_push(MPI_Request *req, double max_s);
 
 /* collective over c: MPI_Ibarrier + comm_wait. */
 void comm_barrier(MPI_Comm c);
+/* collective over c: a barrier for ranks that reach the end of a phase with
+ * nothing to do while others of c still compute: those that arrive early
+ * sleep between polls from the start (CommWaiter yield_s < 0) instead of
+ * yielding the core for COMM_YIELD_S first. Where a node runs more ranks
+ * than it has cores, the yielding waiters took turns on the cores with the
+ * ranks still computing (job_step uses it there, before the collectives
+ * that end generation and inference). */
+void comm_barrier_idle(MPI_Comm c);
 
 /* Rank in c and size of c (-1 / 0 for MPI_COMM_NULL). */
 int comm_rank(MPI_Comm c);

@@ -62,6 +62,7 @@ typedef struct Job {
     MPI_Comm xcomm;            /* transfers of the transition engine (a dup of world: tags of its own) */
     struct JobSyncPlan *sync;  /* the weight sync compiled for the current plan (NULL: not yet) */
     TxPricer px;               /* the job's shapes and capacities, for transitions and their prices (txprice.h) */
+    int cores_shared;          /* some node runs more ranks than it has cores (the same on every rank) */
 } Job;
 
 /* What one transition did (job_transition), the same on every rank. */

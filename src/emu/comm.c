@@ -39,7 +39,7 @@ void comm_waiter_pause(CommWaiter *w)
     double now = nr_now();
     if (w->t0 == 0) w->t0 = now;
     double waited = now - w->t0;
-    if (waited < (w->yield_s > 0 ? w->yield_s : COMM_YIELD_S)) {
+    if (waited < (w->yield_s > 0 ? w->yield_s : w->yield_s < 0 ? 0 : COMM_YIELD_S)) {
         sched_yield();
         return;
     }
@@ -55,15 +55,18 @@ void comm_waiter_progress(CommWaiter *w)
     w->sleep_ns = 0;
 }
 
-void comm_wait(MPI_Request *req)
+/* one request, polled with pauses that yield for yield_s first (CommWaiter) */
+static void wait_one(MPI_Request *req, double yield_s)
 {
     int done = 0;
     if (wait_hook) wait_hook();
-    for (CommWaiter w = {0};; comm_waiter_pause(&w)) {
+    for (CommWaiter w = {.yield_s = yield_s};; comm_waiter_pause(&w)) {
         mpiCheck(MPI_Test(req, &done, MPI_STATUS_IGNORE));
         if (done) return;
     }
 }
+
+void comm_wait(MPI_Request *req) { wait_one(req, 0); }
 
 void comm_waitall(int n, MPI_Request *reqs)
 {
@@ -529,6 +532,13 @@ void comm_barrier(MPI_Comm c)
     MPI_Request r;
     mpiCheck(MPI_Ibarrier(c, &r));
     comm_wait(&r);
+}
+
+void comm_barrier_idle(MPI_Comm c)
+{
+    MPI_Request r;
+    mpiCheck(MPI_Ibarrier(c, &r));
+    wait_one(&r, -1);
 }
 
 int comm_rank(MPI_Comm c)

@@ -10,6 +10,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "nereus/comm.h"
 #include "nereus/plan.h"
@@ -128,6 +129,9 @@ void job_build(Job *j, MPI_Comm world, const Config *cfg, const Backend *be, con
     j->world = world;
     MPI_Comm_rank(world, &j->rank);
     MPI_Comm_size(world, &j->size);
+    int64_t over = comm_node_size(world) > sysconf(_SC_NPROCESSORS_ONLN);
+    comm_allreduce_max_i64(world, &over, 1);
+    j->cores_shared = (int)over;
     j->cfg = cfg;
     j->be = be;
     j->ts = *ts;

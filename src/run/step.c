@@ -43,6 +43,10 @@ static void gather_rollout(Job *j) {
             buf[nt + row] = L->resp_len[b];
         }
     }
+    /* the ranks without gen rows wait for those with some: on shared cores, asleep (comm_barrier_idle), since
+       waiters yielding for their first 3 ms took turns with the generating ranks (a plan generating on 2 of 8
+       ranks: gen 25% slower; every sampled plan of the sweeps about 2-4% slower a step, 2026-12-05) */
+    if (j->cores_shared) comm_barrier_idle(j->world);
     comm_allreduce_sum_i64(j->world, buf, nt + (size_t)G->B);
     for (size_t i = 0; i < nt; i++) G->tokens[i] = (int)buf[i];
     for (int b = 0; b < G->B; b++) G->resp_len[b] = (int)buf[nt + b];
@@ -91,6 +95,7 @@ int job_step(Job *j, int step, StepStats *st, double times[4]) {
         memset(outs[k], 0, BT * sizeof(float));
         infer_stage(j, ids[k], outs[k], ids[k] != PLAN_ACTOR_INF && ids[k] != PLAN_REF_INF);
     }
+    if (j->cores_shared) comm_barrier_idle(j->world); /* as after gen */
     for (int k = 0; k < nscore; k++) comm_allreduce_sum_f32(j->world, outs[k], BT);
     ppo_advantages(G, cfg, j->have_rm, st);
     double t2 = nr_now();

@@ -21,7 +21,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "nereus/comm.h"
 #include "nereus/job.h"
@@ -89,9 +88,8 @@ void job_probe_links(Job *j) {
     j->px.link_rate = p.link > 0 ? p.link : TX_NOMINAL_BW; /* one rank: no link; nothing crosses */
     j->px.copy_rate = p.copy;
     /* ranks sharing cores: their sends and receives are copies by the same cores */
-    int64_t over = comm_node_size(j->world) > sysconf(_SC_NPROCESSORS_ONLN);
-    comm_allreduce_max_i64(j->world, &over, 1);
-    j->px.shared_cores = (int)over;
+    int over = j->cores_shared;
+    j->px.shared_cores = over;
     if (j->rank == 0)
         nr_log("transition: measured with every rank at once (tx_probe, %zu MiB a rank): links %.3g GB/s per rank%s, "
                "local copies %.3g GB/s per rank%s; the engine's predictions use these ([transition] bandwidth_gbs "
