@@ -411,12 +411,14 @@ static Col *col_find(const Table *t, const char *name) {
 static int check_strings(const char *path, const Table *t) {
     const Col *ck = col_find(t, "strings_fnv");
     if (!ck || ck->cls != C_INT) return 0;
+    const Col *sc[8]; /* the string columns, in column order */
+    int n = 0;
+    for (int c = 0; c < t->ncol && n < 8; c++)
+        if (t->col[c].cls == C_STR) sc[n++] = &t->col[c];
     const char *s[8];
     for (size_t k = 0; k < t->n; k++) {
         if (ck->i[k] == 0) continue;
-        int n = 0;
-        for (int c = 0; c < t->ncol && n < 8; c++)
-            if (t->col[c].cls == C_STR) s[n++] = t->col[c].s[k];
+        for (int c = 0; c < n; c++) s[c] = sc[c]->s[k];
         int64_t v = (int64_t)nr_cksum_strs(s, n);
         if ((v ? v : 1) != ck->i[k])
             return fail("%s: /%s row %zu: its strings do not match their checksum (strings_fnv): the file is corrupt",

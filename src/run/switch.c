@@ -88,13 +88,12 @@ void job_probe_links(Job *j) {
     j->px.link_rate = p.link > 0 ? p.link : TX_NOMINAL_BW; /* one rank: no link; nothing crosses */
     j->px.copy_rate = p.copy;
     /* ranks sharing cores: their sends and receives are copies by the same cores */
-    int over = j->cores_shared;
-    j->px.shared_cores = over;
+    j->px.shared_cores = j->cores_shared;
     if (j->rank == 0)
         nr_log("transition: measured with every rank at once (tx_probe, %zu MiB a rank): links %.3g GB/s per rank%s, "
                "local copies %.3g GB/s per rank%s; the engine's predictions use these ([transition] bandwidth_gbs "
                "sets the link instead)\n", PROBE_BYTES >> 20, j->px.link_rate * 1e-9, p.link > 0 ? "" : " (nominal: one rank)",
-               p.copy * 1e-9, over ? " (ranks share cores: a rank's sends and receives share its rate)" : "");
+               p.copy * 1e-9, j->cores_shared ? " (ranks share cores: a rank's sends and receives share its rate)" : "");
 }
 
 int job_transition(Job *j, const PlanConfig *np, int verify, JobTxReport *rep, char *why, size_t len) {
