@@ -63,6 +63,16 @@ int main(int argc, char **argv) {
     tokens_write(path, toks, 100, why, sizeof why);
     CHECK(truncate(path, 1024 + 50) == 0, "truncate");
     CHECK(tokens_read(&tf, path, why, sizeof why) == -1 && strstr(why, "truncated"), "truncated file refused: %s", why);
+    tokens_write(path, toks, 100, why, sizeof why); /* bytes past the count: a damaged count, refused */
+    CHECK(truncate(path, 1024 + 200 + 7) == 0, "extend");
+    CHECK(tokens_read(&tf, path, why, sizeof why) == -1 && strstr(why, "room for 103 and a byte"),
+          "a file longer than its header's count refused: %s", why);
+    tokens_write(path, toks, 100, why, sizeof why);
+    int32_t fewer = 60;
+    f = fopen(path, "r+b");
+    CHECK(f && fseek(f, 8, SEEK_SET) == 0 && fwrite(&fewer, 4, 1, f) == 1 && fclose(f) == 0, "count to 60");
+    CHECK(tokens_read(&tf, path, why, sizeof why) == -1 && strstr(why, "says 60 tokens") && strstr(why, "room for 100"),
+          "a header counting fewer tokens than the file holds refused: %s", why);
     CHECK(tokens_read(&tf, "/nonexistent/x.bin", why, sizeof why) == -1 && strstr(why, "/nonexistent/x.bin"),
           "missing file refused: %s", why);
     unlink(path);

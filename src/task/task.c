@@ -139,10 +139,19 @@ int tokens_read(TokenFile *tf, const char *path, char *why, size_t why_len) {
         return -1;
     }
     tf->count = (size_t)hdr[2];
-    struct stat sb; /* the size before the allocation: a damaged header must not ask for gigabytes */
-    if (fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode) && (double)sb.st_size < 1024.0 + 2.0 * (double)tf->count) {
-        snprintf(why, why_len, "%s: header says %zu tokens but the file holds %lld (truncated?)", path, tf->count,
-                 sb.st_size > 1024 ? (long long)(sb.st_size - 1024) / 2 : 0LL);
+    /* The size before the allocation: a damaged header must not ask for gigabytes. A regular file must hold
+       exactly the header's count, as llm.c's own loader asks: bytes past it mean the count is damaged or
+       the file is not one shard, and reading the count alone would train on part of it without a word. */
+    struct stat sb;
+    double want = 1024.0 + 2.0 * (double)tf->count;
+    if (fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode) && (double)sb.st_size != want) {
+        long long held = sb.st_size > 1024 ? (long long)(sb.st_size - 1024) / 2 : 0LL;
+        if ((double)sb.st_size < want)
+            snprintf(why, why_len, "%s: header says %zu tokens but the file holds %lld (truncated?)", path, tf->count, held);
+        else
+            snprintf(why, why_len, "%s: header says %zu tokens but the file is %lld bytes, room for %lld%s (a damaged "
+                     "header, or not one llm.c token file?)", path, tf->count, (long long)sb.st_size, held,
+                     (sb.st_size - 1024) % 2 ? " and a byte" : "");
         fclose(f);
         tf->count = 0;
         return -1;
