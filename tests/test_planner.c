@@ -172,6 +172,26 @@ int main(void) {
         CHECK(fabs(c.phase[2] - want) < 1e-9 * want,
               "2 cores, the actor on rank 0 beside the critic on ranks 1-2: a core each, then both to the critic: "
               "the phase %.4g s (A %.4g, K2 %.4g)", c.phase[2], A, K2);
+        /* cal_phase_scales, by hand: two plans whose training phases measured 2x and 0.5x what cost_plan gives
+           unscaled, over 1 and 3 steps: exp((ln 2 + 3 ln 0.5) / 4) = 2^-0.5; gen and inf measured as predicted;
+           scales already in force are not what it compares against */
+        PlanConfig pl2 = pl;
+        pl2.stage[PLAN_CRITIC_TRAIN] = (PlanStage){PLAN_SRC_DECK, 1, 1, 2, 0, 2, {0, 1}};
+        StepCost c1, c2;
+        sh.phase_scale[0] = sh.phase_scale[1] = sh.phase_scale[2] = 1;
+        cost_plan(&sh, &pl, 3, &ww, &c1);
+        cost_plan(&sh, &pl2, 3, &ww, &c2);
+        PhaseObs po[2] = {{&pl, ww, {c1.phase[0], c1.phase[1], 2 * c1.phase[2]}, 1},
+                          {&pl2, ww, {c2.phase[0], c2.phase[1], 0.5 * c2.phase[2]}, 3}};
+        sh.phase_scale[0] = 3, sh.phase_scale[1] = 0.3, sh.phase_scale[2] = 1.7;
+        cal_phase_scales(&sh, 3, po, 2);
+        CHECK(fabs(sh.phase_scale[2] - sqrt(0.5)) < 1e-12 && fabs(sh.phase_scale[0] - 1) < 1e-12 &&
+                  fabs(sh.phase_scale[1] - 1) < 1e-12,
+              "cal_phase_scales: gen %.6f inf %.6f train %.6f (want 1, 1, 0.707107)", sh.phase_scale[0],
+              sh.phase_scale[1], sh.phase_scale[2]);
+        po[0].ph[2] = 1e3 * c1.phase[2], po[1].ph[2] = 1e3 * c2.phase[2];
+        cal_phase_scales(&sh, 3, po, 2);
+        CHECK(sh.phase_scale[2] == 4.0, "cal_phase_scales: a scale past 4 is held at 4 (%.3f)", sh.phase_scale[2]);
     }
 
     /* ---- search at 8 and 16 ranks (with the local search: SEARCH_REFINE_MAX), 32, 256, 1,024 ---- */

@@ -124,7 +124,8 @@ typedef struct CostModel {
     double overhead_s;        /* per-step time outside the model-stages (the live run's rollout assembly and
                                  advantages), calibrated; 0 in the simulator */
     double phase_scale[3];    /* per phase (gen, inf, train): what the phases measured over what the fitted model
-                                 adds up for them (cal_fit, from the phase observations); cost_plan multiplies each
+                                 adds up for them (cal_fit, from the phase observations; the sweep: cal_phase_scales,
+                                 against cost_plan's phases at the fitted factors); cost_plan multiplies each
                                  phase by it. 0 (the simulator, a model never fitted): 1 */
 } CostModel;
 
@@ -191,6 +192,20 @@ void cal_add_phase(Calibration *c, const CostModel *cm, const PlanConfig *plan, 
 /* refit cm->eff from the observations, then cm->phase_scale (per phase, the geometric mean of measured over
    fitted of its phase observations); returns the RMS relative error of the fit (0 without observations) */
 double cal_fit(const Calibration *c, CostModel *cm);
+/* A plan's measured phases, for cal_phase_scales: the plan, the workload it ran (its mean response length),
+   the mean measured gen, inf and train phase, and how many steps the means are over (their weight). */
+typedef struct PhaseObs {
+    const PlanConfig *plan;
+    Workload w;
+    double ph[3];
+    int steps;
+} PhaseObs;
+/* cm->phase_scale again, per phase the steps-weighted geometric mean of measured over what cost_plan gives at
+   cm's factors before its phase scales, over the n plans: the scales cal_fit sets compare the measurements with
+   the phases linearised at the factors the observations were taken with, which on shared cores is not what
+   cost_plan adds up at the fitted factors (its schedule, hence each stage's stretch, moves with them). For a
+   fit from observations taken at other factors (the sweep's); the live planner's are taken at its model's. */
+void cal_phase_scales(CostModel *cm, int nranks, const PhaseObs *o, int n);
 
 /* ---- search ----------------------------------------------------------------- */
 

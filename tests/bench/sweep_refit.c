@@ -21,7 +21,14 @@
  * takes them at the default factors, each further round at the factors the
  * round before fitted (a fixed point). The live sweep takes them at the live
  * model's factors of the moment, so its numbers differ somewhat. -v prints
- * every plan, its phases and its model-stages, measured and predicted. */
+ * every plan, its phases and its model-stages, measured and predicted.
+ *
+ * Switches (environment): SWEEP_REFIT_K=k calibrates on k plans instead of
+ * the dump's; SWEEP_REFIT_SHIFT=s on plans [s, s + K) of the sample (mod n)
+ * instead of the first K, for another split (tests/bench/refit_compare.sh
+ * compares two builds over four); SWEEP_REFIT_LINEAR_PHASE=1 keeps cal_fit's
+ * phase scales (as before 2026-12-05, not cal_phase_scales');
+ * SWEEP_REFIT_OBS=1 prints every calibration observation against the fit. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -141,6 +148,25 @@ static void fit_once(const CostModel *at, CostModel *fit) {
             for (int k = 0; k < EFF_N; k++) printf(" %.3f", o->a[k] / fit->eff.f[k]);
             printf("\n");
         }
+    /* the phase scales against cost_plan's own phases at the fitted factors, as sweep_fit takes them
+       (SWEEP_REFIT_LINEAR_PHASE=1: cal_fit's, against the linearised phases, as before 2026-12-05) */
+    if (!getenv("SWEEP_REFIT_LINEAR_PHASE")) {
+        static PhaseObs po[MAX_PLANS];
+        int np = 0;
+        for (int i = 0; i < K; i++) {
+            if (P[i].nobs == 0) continue;
+            PhaseObs *q = &po[np++];
+            q->plan = &P[i].plan;
+            q->w = W;
+            q->w.resp_len = plan_len(&P[i]);
+            q->steps = P[i].nobs;
+            for (int ph = 0; ph < 3; ph++) {
+                q->ph[ph] = 0;
+                for (int k = 0; k < P[i].nobs; k++) q->ph[ph] += P[i].obs[k].ph[ph] / P[i].nobs;
+            }
+        }
+        cal_phase_scales(fit, nranks, po, np);
+    }
     /* the time outside the phases, less the model's sync (sweep_fit) */
     double over = 0;
     int m = 0;
@@ -164,6 +190,14 @@ int main(int argc, char **argv) {
         return 2;
     }
     if (load(argv[1]) != 0) return 1;
+    if (getenv("SWEEP_REFIT_SHIFT")) { /* calibrate on plans [s, s + K) of the sample instead (mod n): another split */
+        int sh = atoi(getenv("SWEEP_REFIT_SHIFT")) % n;
+        static DPlan R[MAX_PLANS];
+        for (int i = 0; i < n; i++) R[i] = P[(i + sh) % n];
+        memcpy(P, R, (size_t)n * sizeof *P);
+        for (int w = 0; w < norder; w++) /* the run order names the plans by their new places */
+            if (order[w] < n) order[w] = (order[w] - sh + n) % n;
+    }
     if (getenv("SWEEP_REFIT_K")) K = atoi(getenv("SWEEP_REFIT_K")); /* calibrate on another number of plans */
     if (K < 1 || K >= n) return fprintf(stderr, "sweep_refit: SWEEP_REFIT_K must be 1..%d\n", n - 1), 2;
     int rounds = argc > 2 && argv[2][0] != '-' ? atoi(argv[2]) : 1, verbose = argc > 2 && !strcmp(argv[argc - 1], "-v");
