@@ -172,6 +172,30 @@ int main(void) {
         CHECK(fabs(c.phase[2] - want) < 1e-9 * want,
               "2 cores, the actor on rank 0 beside the critic on ranks 1-2: a core each, then both to the critic: "
               "the phase %.4g s (A %.4g, K2 %.4g)", c.phase[2], A, K2);
+        /* scoring replicas start on their own: on 2 cores, actor.inf on rank 0 (A_i), ref.inf dp2 on ranks 0-1
+           (R_i a replica), critic.inf on rank 0 (C_i). Rank 1's ref replica starts at once, beside rank 0's
+           actor (a core each), rank 0's after its actor: the phase A_i + R_i + C_i, ref.inf as timed R_i (its
+           replicas each R_i from their own start; were it to start on both ranks together, rank 1 would wait
+           A_i inside it: A_i + R_i) */
+        {
+            double Ai = cost_stage_compute(&sh, PLAN_ACTOR_INF, (GridLayout){1, 1, 1}, &ww);
+            double Ri = cost_stage_compute(&sh, PLAN_REF_INF, (GridLayout){1, 1, 2}, &ww);
+            double Ci = cost_stage_compute(&sh, PLAN_CRITIC_INF, (GridLayout){1, 1, 1}, &ww);
+            PlanConfig pi;
+            memset(&pi, 0, sizeof pi);
+            for (int s = 0; s < PLAN_NSTAGES; s++) pi.stage[s] = (PlanStage){PLAN_SRC_DECK, 1, 1, 1, 0, 1, {0}};
+            pi.stage[PLAN_REF_INF] = (PlanStage){PLAN_SRC_DECK, 1, 1, 2, 0, 2, {0, 1}};
+            StepCost ci;
+            cost_plan(&sh, &pi, 2, &ww, &ci);
+            memset(&cal, 0, sizeof cal);
+            cal_add(&cal, &sh, &pi, 2, &ww, PLAN_REF_INF, 1.0);
+            double rt = 0;
+            for (int e = 0; e < EFF_N; e++) rt += cal.obs[0].a[e] / sh.eff.f[e];
+            CHECK(Ai > 0 && Ri > 0 && Ci > 0 && fabs(ci.phase[1] - (Ai + Ri + Ci)) < 1e-9 * ci.phase[1] &&
+                      fabs(rt - Ri) < 1e-9 * Ri,
+                  "2 cores, scoring replicas on their own: the inference phase %.4g s = A %.4g + R %.4g + C %.4g, "
+                  "ref.inf as timed %.4g s = R (not A + R)", ci.phase[1], Ai, Ri, Ci, rt);
+        }
         /* cal_phase_scales, by hand: two plans whose training phases measured 2x and 0.5x what cost_plan gives
            unscaled, over 1 and 3 steps: exp((ln 2 + 3 ln 0.5) / 4) = 2^-0.5; gen and inf measured as predicted;
            scales already in force are not what it compares against */
