@@ -11,11 +11,14 @@
  * op accumulates into start from the same random values on both. A check
  * passes when no compared element is NaN/Inf where the CPU's is finite and
  * the norm-wise relative error max|gpu − cpu| / max|cpu| is ≤ tol (1e-5 in
- * fp32, 3e-3 for matmul under TF32), written !(err <= tol) so NaN never
- * passes. Sampling must give the CPU's tokens exactly. One line per check,
- * then the GEMM table and a verdict line; exit 0 (all passed), 1 (a check
- * failed) or 77 with "SKIP: no CUDA device (<reason>)" (no usable device, or
- * a build without CUDA).
+ * fp32, 3e-3 for matmul under TF32, where a probe must also show TF32
+ * rounding), written !(err <= tol) so NaN never passes. Where small elements
+ * matter (probabilities, the exact zeros above the attention diagonal) each
+ * element is also checked on its own (check_elem, check_causal_zeros), since
+ * the norm-wise error hides them. Sampling must give the CPU's tokens
+ * exactly. One line per check, then the GEMM table and a verdict line; exit 0
+ * (all passed), 1 (a check failed) or 77 with "SKIP: no CUDA device
+ * (<reason>)" (no usable device, or a build without CUDA).
  */
 #include <math.h>
 #include <mpi.h>
@@ -188,18 +191,114 @@ static void check_rows(const char *name, Pair p, size_t rows, size_t len, const 
     free(hg);
 }
 
+/* Elementwise check, for buffers whose small elements matter: every compared
+ * element must satisfy |gpu − cpu| ≤ rtol·max(|cpu|, abs_floor), a relative
+ * error per element (absolute, rtol·abs_floor, only for |cpu| < abs_floor).
+ * The norm-wise error divides by the buffer's largest value, so a 1e-9
+ * probability off by 100% beside a 3e-4 one passes it; here it fails. Rows
+ * (of length len) selected by keep (NULL: all); the worst element is printed
+ * when the check fails. */
+static void check_elem(const char *name, Pair p, size_t rows, size_t len, const int *keep, double rtol,
+                       double abs_floor) {
+    float *hc = nr_xmalloc(p.n * sizeof(float) + 1), *hg = nr_xmalloc(p.n * sizeof(float) + 1);
+    CPU->download(hc, p.c, p.n * sizeof(float));
+    GPU->download(hg, p.g, p.n * sizeof(float));
+    double worst = 0.0;
+    size_t wj = 0;
+    long bad = 0;
+    for (size_t r = 0; r < rows; r++) {
+        if (keep && !keep[r]) continue;
+        for (size_t i = 0; i < len; i++) {
+            size_t j = r * len + i;
+            double a = hc[j], b = hg[j];
+            if (!isfinite(a) || !isfinite(b)) {
+                bad++;
+                continue;
+            }
+            double e = fabs(a - b) / fmax(fabs(a), abs_floor);
+            if (!(e <= worst)) {
+                worst = e;
+                wj = j;
+            }
+        }
+    }
+    char nm[160];
+    if (bad) snprintf(nm, sizeof nm, "%s (%ld non-finite)", name, bad);
+    else snprintf(nm, sizeof nm, "%s", name);
+    int ok = bad == 0 && worst <= rtol;
+    verdict(nm, ok, "elem rel err %.2e (tol %.0e)", worst, rtol);
+    if (!ok && !bad)
+        printf("      worst element: row %zu col %zu, cpu %.9g gpu %.9g\n", wj / len, wj % len, hc[wj], hg[wj]);
+    free(hc);
+    free(hg);
+}
+
+/* (rows, T) score matrices whose row r is query t = r % T (preatt, att,
+ * dpreatt, datt): the CPU writes exactly 0 above the diagonal (t2 > t), and
+ * so must the GPU. A stray 1e-6 there, beside values of order 1, is far under
+ * the norm-wise tolerance. */
+static void check_causal_zeros(const char *name, Pair p, size_t rows, int T) {
+    float *hg = nr_xmalloc(p.n * sizeof(float) + 1);
+    GPU->download(hg, p.g, p.n * sizeof(float));
+    long nz = 0;
+    for (size_t r = 0; r < rows; r++)
+        for (int t2 = (int)(r % (size_t)T) + 1; t2 < T; t2++) nz += !(hg[r * T + t2] == 0.0f);
+    char nm[160];
+    snprintf(nm, sizeof nm, "%s: zeros above the diagonal", name);
+    verdict(nm, nz == 0, "%.0f elements not 0", (double)nz, 0);
+    free(hg);
+}
+
 #define TOL 1e-5
 #define TOL_TF32 3e-3
 
 /* ---- op checks -------------------------------------------------------------- */
 
+/* alloc must zero-fill like the CPU's. A first cudaMalloc gets pages the
+ * driver has just cleared, so a fresh buffer reads 0 with or without the
+ * backend's cudaMemset: the buffer checked must be one that held non-zero
+ * bytes. The CUDA allocator hands a freed range back, unchanged, to the next
+ * cudaMalloc of the same size. So: fill a bare cudaMalloc'd buffer with 0x5A
+ * and free it; a second bare cudaMalloc is the control (it must read the 0x5A
+ * back, i.e. memory without a memset is dirty here); fill it again and free
+ * it; the backend's alloc of the same size must then get that range and read
+ * 0. If the range was not reused or came back clean, the check could not
+ * have failed: the line says so and a note follows (not a failure, since the
+ * backend did nothing wrong). */
+static void check_alloc_zeroed(void) {
+    const size_t bytes = (size_t)100032 * sizeof(float); /* a multiple of 256: alloc asks cudaMalloc for exactly this */
+    unsigned char *hb = nr_xmalloc(bytes);
+    void *raw = NULL, *raw2 = NULL;
+    cudaCheck(cudaMalloc(&raw, bytes));
+    cudaCheck(cudaMemset(raw, 0x5A, bytes));
+    cudaCheck(cudaFree(raw));
+    cudaCheck(cudaMalloc(&raw2, bytes));
+    cudaCheck(cudaMemcpy(hb, raw2, bytes, cudaMemcpyDeviceToHost));
+    size_t dirty = 0;
+    for (size_t i = 0; i < bytes; i++) dirty += hb[i] == 0x5A;
+    cudaCheck(cudaMemset(raw2, 0x5A, bytes));
+    cudaCheck(cudaFree(raw2));
+    void *z = GPU->alloc(bytes);
+    memset(hb, 0xFF, bytes);
+    GPU->download(hb, z, bytes);
+    size_t nz = 0;
+    for (size_t i = 0; i < bytes; i++) nz += hb[i] != 0;
+    const int live = z == raw2 && dirty == bytes;
+    verdict(live ? "alloc is zero-filled (a freed buffer of 0x5A bytes, reused)"
+                 : "alloc is zero-filled (VACUOUS: no dirty buffer reused)",
+            nz == 0, "%.0f non-zero bytes", (double)nz, 0);
+    if (!live)
+        printf("note  the zero-fill check could not fail here: the control cudaMalloc read %zu of %zu bytes of 0x5A "
+               "back, and alloc %s the freed range\n", dirty, bytes, z == raw2 ? "got" : "did not get");
+    GPU->free(z);
+    free(hb);
+}
+
 static void check_memory(void) {
     const size_t n = 100003;
+    check_alloc_zeroed();
     float *z = GPU->alloc(n * sizeof(float)), *h = h_rand(n, -1, 1), *back = h_nan(n);
-    GPU->download(back, z, n * sizeof(float));
-    int ok = 1;
-    for (size_t i = 0; i < n; i++) ok &= back[i] == 0.0f;
-    verdict("alloc is zero-filled", ok, "", 0, 0);
+    int ok;
     GPU->upload(z, h, n * sizeof(float));
     GPU->download(back, z, n * sizeof(float));
     verdict("upload/download round trip", !memcmp(h, back, n * sizeof(float)), "", 0, 0);
@@ -307,6 +406,16 @@ static void check_attention(int B, int T, int C, int NH) {
     check(nm, out, TOL);
     check("attention_forward preatt", pre, TOL);
     check("attention_forward att", att, TOL);
+    /* att per element: both sides take expf of the max-subtracted score
+     * (scores differ by dot-product rounding, ~1e-7; CUDA's expf is within
+     * 2 ulp) and divide by a float sum of ≤ T terms added in another order
+     * (~√T·2^-24, 1e-6 at T 300). The CPU emulation of the kernels (FMA
+     * contraction, expf moved by ±4 ulp) gives ≤ 1.6e-6: TOL leaves 6x. No
+     * att here is near 1e-30, under which only an absolute 1e-35 is asked
+     * (underflow); the zeros above the diagonal must be exact. */
+    check_elem("attention_forward att (per element)", att, (size_t)B * NH * T, T, NULL, TOL, 1e-30);
+    check_causal_zeros("attention_forward preatt", pre, (size_t)B * NH * T, T);
+    check_causal_zeros("attention_forward att", att, (size_t)B * NH * T, T);
     Pair dout = pair_rand(nout, -1, 1), dinp = pair_rand(nin, -1, 1);
     Pair dpre = pair_nan(natt), datt = pair_nan(natt);
     CPU->attention_backward(dinp.c, dpre.c, datt.c, dout.c, inp.c, att.c, B, T, C, NH);
@@ -315,6 +424,8 @@ static void check_attention(int B, int T, int C, int NH) {
     check(nm, dinp, TOL);
     check("attention_backward dpreatt", dpre, TOL);
     check("attention_backward datt", datt, TOL);
+    check_causal_zeros("attention_backward dpreatt", dpre, (size_t)B * NH * T, T);
+    check_causal_zeros("attention_backward datt", datt, (size_t)B * NH * T, T);
 
     /* KV cache: fill from the first T-1 tokens, decode token T-1 at pos T-1 */
     const int Tmax = T + 9, hs = C / NH, pos = T - 1;
@@ -358,6 +469,92 @@ static void check_attention(int B, int T, int C, int NH) {
     pair_free(inp); pair_free(out); pair_free(pre); pair_free(att); pair_free(dout); pair_free(dinp);
     pair_free(dpre); pair_free(datt); pair_free(kc); pair_free(vc); pair_free(pref); pair_free(q);
     pair_free(dec);
+}
+
+/* attention_decode alone at positions check_attention (T ≤ 300) never
+ * reaches: pos ≥ 1024 takes the CPU's chunked online softmax (DECODE_CHUNK
+ * in attention.c, running sums rescaled when a chunk raises the maximum);
+ * pos ≥ 12288 needs over 48 KiB of dynamic shared memory for its (pos + 1)
+ * scores, so the CUDA wrapper opts in (cudaFuncSetAttribute, attention.cu)
+ * before the launch; pos 51199 fills that 200 KiB limit exactly. The caches
+ * are random (B, NH, Tmax, hs) arrays uploaded to both backends: no T²
+ * buffer and no prefix forward (kv_fill is checked in check_attention). */
+static void check_decode_long(int B, int C, int NH, int pos) {
+    char nm[160];
+    const int Tmax = pos + 9, hs = C / NH;
+    const size_t ncache = (size_t)B * NH * Tmax * hs;
+    Pair kc = pair_rand(ncache, -1.5f, 1.5f), vc = pair_rand(ncache, -1.5f, 1.5f);
+    Pair q = pair_rand((size_t)B * 3 * C, -1.5f, 1.5f), dec = pair_nan((size_t)B * C);
+    CPU->attention_decode(dec.c, kc.c, vc.c, q.c, B, pos, Tmax, C, NH);
+    GPU->attention_decode(dec.g, kc.g, vc.g, q.g, B, pos, Tmax, C, NH);
+    /* out = Σ att·v over pos + 1 terms, summed serially in fp32 on both sides
+     * (the GPU one thread per channel, the CPU per chunk, rescaled), so their
+     * rounding grows like 2^-24·√(pos + 1) relative to out. TOL up to pos
+     * 1023, then TOL·√((pos + 1)/1024): 1.2e-5, 3.5e-5 and 7.1e-5 at pos
+     * 1500, 12400 and 51199, where the CPU emulation of the kernels (FMA
+     * contraction, expf moved by ±4 ulp) gives about 2e-6, 4e-6 and 1.5e-5
+     * (4.7x or more under; TOL itself would fail at 51199). A broken long path
+     * errs far more: leaving out one of 51200 positions gave 3.5e-3. */
+    const double tol = TOL * fmax(1.0, sqrt((pos + 1) / 1024.0));
+    float *hc = nr_xmalloc((size_t)B * C * sizeof(float)), *hg = nr_xmalloc((size_t)B * C * sizeof(float));
+    CPU->download(hc, dec.c, (size_t)B * C * sizeof(float));
+    GPU->download(hg, dec.g, (size_t)B * C * sizeof(float));
+    long bad = 0;
+    double err = rel_err_rows(hc, hg, 1, (size_t)B * C, 0, &bad);
+    snprintf(nm, sizeof nm, "attention_decode out B%d pos%d Tmax%d C%d NH%d (%zu B smem)%s", B, pos, Tmax, C, NH,
+             (size_t)(pos + 1) * sizeof(float), bad ? " (non-finite)" : "");
+    verdict(nm, bad == 0 && err <= tol, "rel err %.2e (tol %.1e)", err, tol);
+    free(hc);
+    free(hg);
+    check("attention_decode kcache (pos written, rest kept)", kc, 0.0);
+    check("attention_decode vcache (pos written, rest kept)", vc, 0.0);
+    pair_free(kc); pair_free(vc); pair_free(q); pair_free(dec);
+}
+
+/* TF32 must take effect. The random TF32 matmuls pass TOL_TF32 whether or not
+ * the tensor cores round to TF32 (fp32 is within 1e-6), so this probe sets
+ * every input to x = 1 + 2^-12 and every weight to 1, no bias. In fp32 each
+ * partial sum k·x = k + k·2^-12 (k ≤ IC < 1024) is a multiple of 2^-12 below
+ * 1024, where fp32's spacing is at most 2^-14: every summation order, split
+ * or FMA gives IC·x exactly (768.1875 for IC 768), as the CPU does. TF32
+ * keeps 10 mantissa bits, so x reads as 1 (round to nearest or truncation)
+ * and every output is IC exactly: a relative difference of
+ * 2^-12/(1 + 2^-12) = 2.44e-4. The TF32 line needs the largest difference
+ * ≥ 1e-4 (and ≤ TOL_TF32): with TF32 silently off it is exactly 0, so it
+ * cannot pass vacuously, and both outcomes are exact, so it cannot flake.
+ * The fp32 line is the control: the same inputs with TF32 off give exactly
+ * the CPU's values, so the floor is above what fp32 reaches. The shape is
+ * that of the random TF32 check (cuBLAS picks kernels by shape). Leaves
+ * TF32 off. */
+static void check_tf32_engaged(int N, int IC, int OC) {
+    char nm[160];
+    float *h = nr_xmalloc((size_t)N * IC * sizeof(float) + (size_t)OC * IC * sizeof(float));
+    const float x = 1.0f + 0x1p-12f;
+    for (size_t i = 0; i < (size_t)N * IC; i++) h[i] = x;
+    for (size_t i = 0; i < (size_t)OC * IC; i++) h[(size_t)N * IC + i] = 1.0f;
+    Pair inp = pair_from(h, (size_t)N * IC), w = pair_from(h + (size_t)N * IC, (size_t)OC * IC);
+    Pair out = pair_nan((size_t)N * OC);
+    float *hc = nr_xmalloc((size_t)N * OC * sizeof(float)), *hg = nr_xmalloc((size_t)N * OC * sizeof(float));
+    for (int mode = 0; mode < 2; mode++) {
+        backend_cuda_set_tf32(mode);
+        pair_poison(out);
+        CPU->matmul_forward(out.c, inp.c, w.c, NULL, N, IC, OC);
+        GPU->matmul_forward(out.g, inp.g, w.g, NULL, N, IC, OC);
+        CPU->download(hc, out.c, (size_t)N * OC * sizeof(float));
+        GPU->download(hg, out.g, (size_t)N * OC * sizeof(float));
+        long bad = 0;
+        double err = rel_err_rows(hc, hg, 1, (size_t)N * OC, 0, &bad);
+        if (mode == 0) {
+            snprintf(nm, sizeof nm, "matmul_forward fp32 N%d IC%d OC%d, x = 1+2^-12: exact", N, IC, OC);
+            verdict(nm, bad == 0 && err == 0.0, "rel diff %.2e (want %.0e)", err, 0);
+        } else {
+            snprintf(nm, sizeof nm, "matmul_forward tf32 N%d IC%d OC%d, x = 1+2^-12: rounded", N, IC, OC);
+            verdict(nm, bad == 0 && err >= 1e-4 && err <= TOL_TF32, "rel diff %.2e (floor %.0e)", err, 1e-4);
+        }
+    }
+    backend_cuda_set_tf32(0);
+    free(h); free(hc); free(hg);
+    pair_free(inp); pair_free(w); pair_free(out);
 }
 
 static void check_encoder(int B, int T, int C, int V, int maxT, int pos0) {
@@ -404,6 +601,14 @@ static void check_logprob(int N, int V, int with_ent, int alias) {
     GPU->logprob_forward(probs.g, logp.g, with_ent ? ent.g : NULL, logits.g, t.g, N, V);
     snprintf(nm, sizeof nm, "logprob_forward probs N%d V%d%s%s", N, V, with_ent ? " +ent" : "", alias ? " alias" : "");
     check_rows(nm, probs, N, V, keep, TOL);
+    /* probs per element: p = expf(x − max)·(float)(1/S), S summed in double
+     * on both sides, so p differs only by expf (CUDA ≤ 2 ulp, glibc < 1) and
+     * the last rounding: a few ulp. The CPU emulation of the kernel with expf
+     * moved by ±4 ulp gives ≤ 6.5e-7: TOL leaves 15x. Logits in [−8, 8] put
+     * the smallest p near 4e-11 (V 50257), far above the 1e-30 under which
+     * only an absolute 1e-35 is asked (underflow). */
+    snprintf(nm, sizeof nm, "logprob_forward probs N%d V%d%s (per element)", N, V, alias ? " alias" : "");
+    check_elem(nm, probs, N, V, keep, TOL, 1e-30);
     check("logprob_forward logp", logp, TOL);
     if (with_ent) check("logprob_forward ent", ent, TOL);
     Pair dlogp = pair_rand(N, -1, 1), dent = pair_rand(N, -1, 1);
@@ -789,13 +994,16 @@ int main(int argc, char **argv) {
     backend_cuda_set_tf32(1);
     check_matmul(256, 768, 2304, 1, TOL_TF32, "tf32");
     check_matmul(100, 96, 70, 0, TOL_TF32, "tf32");
-    backend_cuda_set_tf32(0);
+    check_tf32_engaged(256, 768, 2304); /* leaves TF32 off */
     check_layernorm(100, 768);
     check_layernorm(37, 50);
     check_pointwise(100003);
     check_attention(2, 37, 96, 4);
     check_attention(2, 64, 768, 12);
     check_attention(1, 300, 64, 2);
+    check_decode_long(2, 128, 2, 1500);   /* the CPU's chunked softmax */
+    check_decode_long(2, 128, 2, 12400);  /* over 48 KiB of shared memory */
+    check_decode_long(1, 128, 2, 51199);  /* the 200 KiB limit */
     check_encoder(3, 17, 96, 50, 32, 5);
     check_encoder(4, 64, 768, 50257, 1024, 0);
     check_logprob(7, 100, 1, 0);
