@@ -23,7 +23,7 @@ USE_HDF5 ?= auto
 
 # Debian packages a fresh Debian 12 machine needs (build, run, test, plots).
 DEB_PACKAGES := openmpi-bin libopenmpi-dev libopenblas-dev libopenblas-openmp-dev pkg-config libhdf5-openmpi-dev hdf5-tools \
-                libpapi-dev papi-tools python3-h5py python3-matplotlib bc procps
+                libpapi-dev papi-tools python3-h5py python3-matplotlib bc procps g++
 
 have_pc = $(shell pkg-config --exists $(1) 2>/dev/null && echo 1)
 
@@ -90,11 +90,13 @@ LDLIBS += $(CUDA_LDLIBS)
 TEST_PROGS := test_deck test_backend_grad test_backend_mem test_model test_model_tp test_model_pp test_ppo_pure test_task test_grid test_emu_comms test_comm_device gpu/parity test_ckpt make_llmc test_slabs test_tx_dag test_transition test_planner test_sim
 TEST_BIN := $(TEST_PROGS:%=build/tests/%)
 TOOLS := bin/nereus-task-tokens bin/nereus-ckpt bin/nereus-trace
+# the CPU emulation of the CUDA kernels: build/tests/gpu/emu/parity-emulated (CUEMU_BIN)
+include tests/gpu/emu/emu.mk
 
 .PHONY: all build deps run test test-slurm bench clean found
 .SECONDARY:
 all: build
-build: found bin/nereus $(TOOLS) $(TEST_BIN) build/tests/libstall_rename.so build/bench/bench_step build/bench/bench_ckpt build/bench/bench_transition build/bench/sweep_refit
+build: found bin/nereus $(TOOLS) $(TEST_BIN) $(CUEMU_BIN) build/tests/libstall_rename.so build/bench/bench_step build/bench/bench_ckpt build/bench/bench_transition build/bench/sweep_refit
 
 found:
 	@for l in $(FOUND); do echo "  $$l"; done

@@ -73,6 +73,13 @@ t model-pp 120 jobs/local.sh -np 8 build/tests/test_model_pp
 t0=$(date +%s.%N); timeout 300 build/tests/gpu/parity >"$LOG/gpu-parity.log" 2>&1; rc=$?
 secs=$(echo "$(date +%s.%N) - $t0" | bc)
 case $rc in 0) result gpu-parity 0 "$secs";; 77) result gpu-parity 77 "$secs" "$(grep -m1 SKIP "$LOG/gpu-parity.log")";; *) result gpu-parity 1 "$secs" "exit $rc";; esac
+# the same op checks on the real kernel source of cuda/, run on the CPU by an emulator (tests/gpu/emu/, docs/CUDA.md):
+# the kernels' arithmetic and indexing, no GPU involved
+t0=$(date +%s.%N); timeout 240 build/tests/gpu/emu/parity-emulated >"$LOG/cuda-kernels-emulated.log" 2>&1; rc=$?
+secs=$(echo "$(date +%s.%N) - $t0" | bc)
+counts=$(sed -n 's/^parity-emulated: \([0-9]* passed, [0-9]* failed\).*/\1/p' "$LOG/cuda-kernels-emulated.log")
+note="an emulation on the CPU, not a GPU run: ${counts:-no count}"
+[ $rc = 0 ] && result cuda-kernels-emulated 0 "$secs" "$note" || result cuda-kernels-emulated 1 "$secs" "exit $rc; $note"
 
 echo "== bad input"
 for f in tests/decks/bad/*.deck; do
