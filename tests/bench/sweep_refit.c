@@ -191,7 +191,7 @@ int main(int argc, char **argv) {
     }
     if (load(argv[1]) != 0) return 1;
     if (getenv("SWEEP_REFIT_SHIFT")) { /* calibrate on plans [s, s + K) of the sample instead (mod n): another split */
-        int sh = atoi(getenv("SWEEP_REFIT_SHIFT")) % n;
+        int sh = (atoi(getenv("SWEEP_REFIT_SHIFT")) % n + n) % n;
         static DPlan R[MAX_PLANS];
         for (int i = 0; i < n; i++) R[i] = P[(i + sh) % n];
         memcpy(P, R, (size_t)n * sizeof *P);
