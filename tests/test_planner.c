@@ -40,6 +40,15 @@ static double per_stage_cost(void *ctx, const PlanConfig *a, const PlanConfig *b
     return n * *(const double *)ctx;
 }
 
+/* every model-stage tp1 pp1 dp1 on rank 0 but `stage`, which is st */
+static PlanConfig plan_on_rank0_but(int stage, PlanStage st) {
+    PlanConfig p;
+    memset(&p, 0, sizeof p);
+    for (int s = 0; s < PLAN_NSTAGES; s++) p.stage[s] = (PlanStage){PLAN_SRC_DECK, 1, 1, 1, 0, 1, {0}};
+    p.stage[stage] = st;
+    return p;
+}
+
 int main(void) {
     nr_heap_keep(); /* as bin/nereus: the timed searches reuse freed memory */
     char why[512];
@@ -142,10 +151,7 @@ int main(void) {
         Workload ww = {64, 16, 2, 10, 12, 12};
         double A = cost_stage_compute(&sh, PLAN_ACTOR_TRAIN, (GridLayout){1, 1, 1}, &ww);
         double K2 = cost_stage_compute(&sh, PLAN_CRITIC_TRAIN, (GridLayout){1, 1, 2}, &ww);
-        PlanConfig pl;
-        memset(&pl, 0, sizeof pl);
-        for (int s = 0; s < PLAN_NSTAGES; s++) pl.stage[s] = (PlanStage){PLAN_SRC_DECK, 1, 1, 1, 0, 1, {0}};
-        pl.stage[PLAN_CRITIC_TRAIN] = (PlanStage){PLAN_SRC_DECK, 1, 1, 2, 0, 2, {0, 1}};
+        PlanConfig pl = plan_on_rank0_but(PLAN_CRITIC_TRAIN, (PlanStage){PLAN_SRC_DECK, 1, 1, 2, 0, 2, {0, 1}});
         StepCost c;
         cost_plan(&sh, &pl, 2, &ww, &c);
         /* the stages' predictions as their ranks time them: what cal_add observes */
@@ -181,10 +187,7 @@ int main(void) {
             double Ai = cost_stage_compute(&sh, PLAN_ACTOR_INF, (GridLayout){1, 1, 1}, &ww);
             double Ri = cost_stage_compute(&sh, PLAN_REF_INF, (GridLayout){1, 1, 2}, &ww);
             double Ci = cost_stage_compute(&sh, PLAN_CRITIC_INF, (GridLayout){1, 1, 1}, &ww);
-            PlanConfig pi;
-            memset(&pi, 0, sizeof pi);
-            for (int s = 0; s < PLAN_NSTAGES; s++) pi.stage[s] = (PlanStage){PLAN_SRC_DECK, 1, 1, 1, 0, 1, {0}};
-            pi.stage[PLAN_REF_INF] = (PlanStage){PLAN_SRC_DECK, 1, 1, 2, 0, 2, {0, 1}};
+            PlanConfig pi = plan_on_rank0_but(PLAN_REF_INF, (PlanStage){PLAN_SRC_DECK, 1, 1, 2, 0, 2, {0, 1}});
             StepCost ci;
             cost_plan(&sh, &pi, 2, &ww, &ci);
             memset(&cal, 0, sizeof cal);
