@@ -64,4 +64,20 @@ for deck in sweep8 sweep8-wide; do
   echo "  (measurements: build/bench-live/$deck.dump; build/bench/sweep_refit refits this build's model on them)"
   sed -n '/^planner: sweep: [0-9]* sampled/,/^sweep\.chosen_gap_again_pct/p' "$log" | cut -c1-200
   sed -n "s/^sweep\.\([a-z_]*\): \([-0-9.]*\).*/live.$deck.\1: \2/p" "$log" >> "$out"
+  # Every sweep of a deck samples the same plans, so its calibration set is the same K plans in every run; the
+  # same measurements refitted on each quarter of the sample in turn (build/bench/sweep_refit,
+  # SWEEP_REFIT_SHIFT) give the model's held-out error with less dependence on which plans calibrate. An
+  # offline figure beside the live one (the plans before a calibration quarter ran before it), not instead of it.
+  n=$(awk '/^sweep /{print $2; exit}' "build/bench-live/$deck.dump" 2>/dev/null)
+  if [ -n "$n" ]; then
+    q=""
+    for i in 0 1 2 3; do
+      q="$q $(SWEEP_REFIT_SHIFT=$((i * n / 4)) build/bench/sweep_refit "build/bench-live/$deck.dump" | tail -1 | grep -o 'MAPE [0-9.]*' | cut -d' ' -f2)"
+    done
+    qm=$(echo $q | awk '{s = 0; for (i = 1; i <= NF; i++) s += $i; if (NF == 4) printf "%.2f", s / NF}')
+    if [ -n "$qm" ]; then
+      echo "  held-out MAPE calibrated on each quarter of the sampled plans in turn (offline refit of these measurements):$q% -> mean $qm%"
+      echo "live.$deck.mape_by_quarters_pct: $qm" >> "$out"
+    fi
+  fi
 done
