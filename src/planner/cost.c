@@ -733,6 +733,12 @@ static double fit_beta(const Calibration *c, const double *x0, double beta, doub
     return sqrt(ss / c->n);
 }
 
+/* a phase scale from Σ w·log(measured / predicted) over weight Σ w: their geometric mean, held within [0.25, 4]
+   (1 without observations) */
+static double phase_scale_of(double sum_log, double weight) {
+    return weight > 0 ? fmin(4.0, fmax(0.25, exp(sum_log / weight))) : 1;
+}
+
 double cal_fit(const Calibration *c, CostModel *cm) {
     if (c->n == 0) return 0;
     double x0[EFF_N], x[EFF_N], used[EFF_N], bx[EFF_N], bused[EFF_N];
@@ -789,7 +795,7 @@ double cal_fit(const Calibration *c, CostModel *cm) {
             for (int k = 0; k < EFF_N; k++) p += obs_a(o, k, bbeta) / cm->eff.f[k];
             if (p > 0 && o->t > 0) sl[-1 - o->stage] += log(o->t / p), nl[-1 - o->stage]++;
         }
-        for (int ph = 0; ph < 3; ph++) cm->phase_scale[ph] = nl[ph] ? fmin(4.0, fmax(0.25, exp(sl[ph] / nl[ph]))) : 1;
+        for (int ph = 0; ph < 3; ph++) cm->phase_scale[ph] = phase_scale_of(sl[ph], nl[ph]);
     }
     return best;
 }
@@ -806,5 +812,5 @@ void cal_phase_scales(CostModel *cm, int nranks, const PhaseObs *o, int n) {
                 nl[ph] += o[i].steps;
             }
     }
-    for (int ph = 0; ph < 3; ph++) cm->phase_scale[ph] = nl[ph] > 0 ? fmin(4.0, fmax(0.25, exp(sl[ph] / nl[ph]))) : 1;
+    for (int ph = 0; ph < 3; ph++) cm->phase_scale[ph] = phase_scale_of(sl[ph], nl[ph]);
 }

@@ -68,16 +68,9 @@ for deck in sweep8 sweep8-wide; do
   # same measurements refitted on each quarter of the sample in turn (build/bench/sweep_refit,
   # SWEEP_REFIT_SHIFT) give the model's held-out error with less dependence on which plans calibrate. An
   # offline figure beside the live one (the plans before a calibration quarter ran before it), not instead of it.
-  n=$(awk '/^sweep /{print $2; exit}' "build/bench-live/$deck.dump" 2>/dev/null)
-  if [ -n "$n" ]; then
-    q=""
-    for i in 0 1 2 3; do
-      q="$q $(SWEEP_REFIT_SHIFT=$((i * n / 4)) build/bench/sweep_refit "build/bench-live/$deck.dump" | tail -1 | grep -o 'MAPE [0-9.]*' | cut -d' ' -f2)"
-    done
-    qm=$(echo $q | awk '{s = 0; for (i = 1; i <= NF; i++) s += $i; if (NF == 4) printf "%.2f", s / NF}')
-    if [ -n "$qm" ]; then
-      echo "  held-out MAPE calibrated on each quarter of the sampled plans in turn (offline refit of these measurements):$q% -> mean $qm%"
-      echo "live.$deck.mape_by_quarters_pct: $qm" >> "$out"
-    fi
+  if q=$(tests/bench/refit_quarters.sh build/bench/sweep_refit "build/bench-live/$deck.dump"); then
+    qm=$(echo $q | awk '{s = 0; for (i = 1; i <= NF; i++) s += $i; printf "%.2f", s / NF}')
+    echo "  held-out MAPE calibrated on each quarter of the sampled plans in turn (offline refit of these measurements): $q% -> mean $qm%"
+    echo "live.$deck.mape_by_quarters_pct: $qm" >> "$out"
   fi
 done

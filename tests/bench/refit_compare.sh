@@ -14,14 +14,10 @@ A=$1 B=$2
 shift 2
 [ $# -gt 0 ] || set -- "$(dirname "$0")"/dumps/*.txt
 for f in "$@"; do
+    read -r -a qa <<< "$("$(dirname "$0")"/refit_quarters.sh "$A" "$f")" || exit 1
+    read -r -a qb <<< "$("$(dirname "$0")"/refit_quarters.sh "$B" "$f")" || exit 1
+    [ ${#qa[@]} = 4 ] && [ ${#qb[@]} = 4 ] || exit 1
     n=$(awk '/^sweep /{print $2; exit}' "$f")
-    [ -n "$n" ] || { echo "refit_compare: $f is not a sweep dump" >&2; exit 1; }
-    for q in 0 1 2 3; do
-        sh=$((q * n / 4))
-        a=$(SWEEP_REFIT_SHIFT=$sh "$A" "$f" | tail -1 | grep -o "MAPE [0-9.]*" | cut -d' ' -f2)
-        b=$(SWEEP_REFIT_SHIFT=$sh "$B" "$f" | tail -1 | grep -o "MAPE [0-9.]*" | cut -d' ' -f2)
-        [ -n "$a" ] && [ -n "$b" ] || { echo "refit_compare: no MAPE from $f (shift $sh)" >&2; exit 1; }
-        echo "$(basename "$f" .txt) shift $sh: A $a%  B $b%"
-    done
+    for q in 0 1 2 3; do echo "$(basename "$f" .txt) shift $((q * n / 4)): A ${qa[$q]}%  B ${qb[$q]}%"; done
 done | awk '{print} {x = $5 + 0; y = $7 + 0; a += x; b += y; n++; if (y < x - 0.005) lo++; else if (y > x + 0.005) hi++}
     END {if (n) printf "%d fits: held-out MAPE A %.2f%%, B %.2f%% on average; B lower in %d, higher in %d\n", n, a / n, b / n, lo, hi}'

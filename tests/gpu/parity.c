@@ -154,13 +154,28 @@ static double rel_err_rows(const float *cpu, const float *gpu, size_t count, siz
     return maxa > 0.0 ? maxd / maxa : maxd;
 }
 
-/* compares the whole pair (download both) */
+/* both sides of p on the host, *hc the CPU's and *hg the GPU's (the caller frees them) */
+static void pair_download(Pair p, float **hc, float **hg) {
+    *hc = nr_xmalloc(p.n * sizeof(float) + 1);
+    *hg = nr_xmalloc(p.n * sizeof(float) + 1);
+    CPU->download(*hc, p.c, p.n * sizeof(float));
+    GPU->download(*hg, p.g, p.n * sizeof(float));
+}
+
+/* the norm-wise relative error of the whole pair (rel_err_rows); *bad: its non-finite elements */
+static double pair_rel_err(Pair p, long *bad) {
+    float *hc, *hg;
+    pair_download(p, &hc, &hg);
+    double err = rel_err_rows(hc, hg, 1, p.n, 0, bad);
+    free(hc);
+    free(hg);
+    return err;
+}
+
+/* compares the whole pair */
 static void check(const char *name, Pair p, double tol) {
-    float *hc = nr_xmalloc(p.n * sizeof(float) + 1), *hg = nr_xmalloc(p.n * sizeof(float) + 1);
-    CPU->download(hc, p.c, p.n * sizeof(float));
-    GPU->download(hg, p.g, p.n * sizeof(float));
     long bad = 0;
-    double err = rel_err_rows(hc, hg, 1, p.n, 0, &bad);
+    double err = pair_rel_err(p, &bad);
     if (bad) {
         char nm[160];
         snprintf(nm, sizeof nm, "%s (%ld non-finite)", name, bad);
@@ -168,15 +183,12 @@ static void check(const char *name, Pair p, double tol) {
     } else {
         verdict(name, err <= tol, "rel err %.2e (tol %.0e)", err, tol);
     }
-    free(hc);
-    free(hg);
 }
 
 /* compares rows selected by a mask (rows of length len) */
 static void check_rows(const char *name, Pair p, size_t rows, size_t len, const int *keep, double tol) {
-    float *hc = nr_xmalloc(p.n * sizeof(float) + 1), *hg = nr_xmalloc(p.n * sizeof(float) + 1);
-    CPU->download(hc, p.c, p.n * sizeof(float));
-    GPU->download(hg, p.g, p.n * sizeof(float));
+    float *hc, *hg;
+    pair_download(p, &hc, &hg);
     double err = 0.0;
     long bad = 0;
     for (size_t r = 0; r < rows; r++) {
@@ -200,9 +212,8 @@ static void check_rows(const char *name, Pair p, size_t rows, size_t len, const 
  * when the check fails. */
 static void check_elem(const char *name, Pair p, size_t rows, size_t len, const int *keep, double rtol,
                        double abs_floor) {
-    float *hc = nr_xmalloc(p.n * sizeof(float) + 1), *hg = nr_xmalloc(p.n * sizeof(float) + 1);
-    CPU->download(hc, p.c, p.n * sizeof(float));
-    GPU->download(hg, p.g, p.n * sizeof(float));
+    float *hc, *hg;
+    pair_download(p, &hc, &hg);
     double worst = 0.0;
     size_t wj = 0;
     long bad = 0;
@@ -496,16 +507,11 @@ static void check_decode_long(int B, int C, int NH, int pos) {
      * (4.7x or more under; TOL itself would fail at 51199). A broken long path
      * errs far more: leaving out one of 51200 positions gave 3.5e-3. */
     const double tol = TOL * fmax(1.0, sqrt((pos + 1) / 1024.0));
-    float *hc = nr_xmalloc((size_t)B * C * sizeof(float)), *hg = nr_xmalloc((size_t)B * C * sizeof(float));
-    CPU->download(hc, dec.c, (size_t)B * C * sizeof(float));
-    GPU->download(hg, dec.g, (size_t)B * C * sizeof(float));
     long bad = 0;
-    double err = rel_err_rows(hc, hg, 1, (size_t)B * C, 0, &bad);
+    double err = pair_rel_err(dec, &bad);
     snprintf(nm, sizeof nm, "attention_decode out B%d pos%d Tmax%d C%d NH%d (%zu B smem)%s", B, pos, Tmax, C, NH,
              (size_t)(pos + 1) * sizeof(float), bad ? " (non-finite)" : "");
     verdict(nm, bad == 0 && err <= tol, "rel err %.2e (tol %.1e)", err, tol);
-    free(hc);
-    free(hg);
     check("attention_decode kcache (pos written, rest kept)", kc, 0.0);
     check("attention_decode vcache (pos written, rest kept)", vc, 0.0);
     pair_free(kc); pair_free(vc); pair_free(q); pair_free(dec);
@@ -534,16 +540,13 @@ static void check_tf32_engaged(int N, int IC, int OC) {
     for (size_t i = 0; i < (size_t)OC * IC; i++) h[(size_t)N * IC + i] = 1.0f;
     Pair inp = pair_from(h, (size_t)N * IC), w = pair_from(h + (size_t)N * IC, (size_t)OC * IC);
     Pair out = pair_nan((size_t)N * OC);
-    float *hc = nr_xmalloc((size_t)N * OC * sizeof(float)), *hg = nr_xmalloc((size_t)N * OC * sizeof(float));
     for (int mode = 0; mode < 2; mode++) {
         backend_cuda_set_tf32(mode);
         pair_poison(out);
         CPU->matmul_forward(out.c, inp.c, w.c, NULL, N, IC, OC);
         GPU->matmul_forward(out.g, inp.g, w.g, NULL, N, IC, OC);
-        CPU->download(hc, out.c, (size_t)N * OC * sizeof(float));
-        GPU->download(hg, out.g, (size_t)N * OC * sizeof(float));
         long bad = 0;
-        double err = rel_err_rows(hc, hg, 1, (size_t)N * OC, 0, &bad);
+        double err = pair_rel_err(out, &bad);
         if (mode == 0) {
             snprintf(nm, sizeof nm, "matmul_forward fp32 N%d IC%d OC%d, x = 1+2^-12: exact", N, IC, OC);
             verdict(nm, bad == 0 && err == 0.0, "rel diff %.2e (want %.0e)", err, 0);
@@ -553,7 +556,7 @@ static void check_tf32_engaged(int N, int IC, int OC) {
         }
     }
     backend_cuda_set_tf32(0);
-    free(h); free(hc); free(hg);
+    free(h);
     pair_free(inp); pair_free(w); pair_free(out);
 }
 
