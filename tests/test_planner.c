@@ -368,6 +368,25 @@ int main(void) {
         adapt_step(&ad, 42, &cm, &w1, &cm, &w1, &o, &d);
         CHECK(!d.searched && ad.foregone == 0 && ad.refused_dL == 0, "controller: after the move nothing stands "
               "refused");
+        /* the efficiency signal follows the ranks of the plan in force: an idle rank's stale slowdown (3.4x on
+           rank 40, outside the plan on 32) neither starts a search nor hides a working rank's 2.5x */
+        {
+            double slow[64];
+            for (int r = 0; r < N; r++) slow[r] = 1;
+            slow[40] = 3.4;
+            Observed os = o;
+            os.resp_len = w1.resp_len;
+            os.slow = slow;
+            adapt_init(&ad, &ac, &on32, &os);
+            adapt_step(&ad, 1, &cm, &w1, &cm, &w1, &os, &d);
+            int idle_quiet = !d.searched && d.eff == 1 && adapt_eff_signal(&os, NULL) < 0.3;
+            int worker = on32.stage[PLAN_ACTOR_TRAIN].ranks[0];
+            slow[worker] = 2.5;
+            adapt_step(&ad, 2, &cm, &w1, &cm, &w1, &os, &d);
+            CHECK(idle_quiet && (d.mask & DRIFT_EFFICIENCY) && d.searched && fabs(d.eff - 0.4) < 1e-12,
+                  "controller: rank 40 (idle) at 3.4x: signal 1, no search; rank %d (actor.train) at 2.5x: an "
+                  "efficiency crossing (signal %.2f)", worker, d.eff);
+        }
         /* keep_stages: moves priced per changed model-stage (a fraction f of B's gain over H each, B the search's
            plan). f = 0: B is taken whole. Priced: what is taken has each model-stage from B or from the plan in
            force, and costs no more over H (H·L + C) than B or than staying. Prohibitive: nothing moves. */

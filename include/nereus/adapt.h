@@ -77,8 +77,13 @@ typedef struct Observed {
     int oom;                 /* predicted out-of-memory of the current plan */
 } Observed;
 
-/* the efficiency signal the monitor follows: 1 / the slowest pool rank's slowdown */
-double adapt_eff_signal(const Observed *o);
+/* the efficiency signal the monitor follows: 1 / the slowdown of the slowest
+ * pool rank that holds a model-stage of plan (NULL: of any pool rank). Over
+ * the plan's ranks, not the pool's: a rank the planner moved all work off
+ * keeps its last estimate (it is not measured any more), and until
+ * 2026-12-05 that stale value hid a later slowdown of a working rank from
+ * the monitor (a CI run of planner-slow-busiest). */
+double adapt_eff_signal(const Observed *o, const PlanConfig *plan);
 
 typedef struct Adapt {
     AdaptConfig c;

@@ -30,6 +30,8 @@
 #ifndef NEREUS_PLANNER_LIVE_H
 #define NEREUS_PLANNER_LIVE_H
 
+#include <stdint.h>
+
 #include "nereus/adapt.h"
 #include "nereus/inject.h"
 #include "nereus/job.h"
@@ -42,6 +44,8 @@
  * after the last, so ceil((n − K) / R) of them for n sampled plans of which K calibrate (0 when R = 0) */
 static inline int planner_sweep_controls(int n, int K, int R) { return R > 0 && n > K ? (n - K + R - 1) / R : 0; }
 
+#define LIVE_SELF_KEEP 3
+
 typedef struct LivePlanner {
     int on;                  /* [planner] policy != off */
     int policy;              /* ADAPT_* */
@@ -53,6 +57,13 @@ typedef struct LivePlanner {
     double fit_rms;          /* rank 0: the fit's RMS relative error */
     Workload w, w0;          /* rank 0: the observed workload, and at the initial placement */
     double *slow;            /* (world) rank 0: measured slowdown per rank */
+    /* rank 0: what estimate_slowdown (planner_live.c) keeps between steps, per rank: its CPU seconds per
+       nominal predicted second on its last LIVE_SELF_KEEP healthy steps (a ring, self_n pushed), the holdings those
+       were measured on, and the last step's estimate above SLOW_DETECT that awaits a second (0: none) */
+    double *self_rate;       /* (world × LIVE_SELF_KEEP) */
+    int *self_n;
+    uint64_t *self_sig;
+    double *pending;
     int *pool, npool;        /* the pool at the last decision (every rank) */
     Adapt ad;                /* rank 0 */
     double last_len;         /* rank 0: the last step's mean response length */

@@ -20,10 +20,14 @@ int adapt_policy_named(const char *name) {
     return -1;
 }
 
-double adapt_eff_signal(const Observed *o) {
+double adapt_eff_signal(const Observed *o, const PlanConfig *plan) {
     double maxslow = 1;
     if (o->slow)
-        for (int i = 0; i < o->npool; i++) maxslow = fmax(maxslow, o->slow[o->pool[i]]);
+        for (int i = 0; i < o->npool; i++) {
+            int r = o->pool[i], holds = !plan;
+            for (int s = 0; s < PLAN_NSTAGES && !holds; s++) holds = plan_stage_pos(&plan->stage[s], r) >= 0;
+            if (holds) maxslow = fmax(maxslow, o->slow[r]);
+        }
     return 1.0 / maxslow;
 }
 
@@ -119,7 +123,7 @@ void adapt_init(Adapt *a, const AdaptConfig *c, const PlanConfig *start, const O
     memset(a, 0, sizeof *a);
     a->c = *c;
     a->cur = *start;
-    drift_init(&a->dm, c->threshold, o->resp_len, adapt_eff_signal(o), o->npool);
+    drift_init(&a->dm, c->threshold, o->resp_len, adapt_eff_signal(o, start), o->npool);
 }
 
 int adapt_step(Adapt *a, int step, const CostModel *price, const Workload *w, const CostModel *search,
@@ -128,7 +132,7 @@ int adapt_step(Adapt *a, int step, const CostModel *price, const Workload *w, co
     memset(d, 0, sizeof *d);
     d->step = step;
     d->len = o->resp_len;
-    d->eff = adapt_eff_signal(o);
+    d->eff = adapt_eff_signal(o, &a->cur);
     int pool_changed = o->npool != a->dm.ref_pool, outside = !adapt_plan_within(&a->cur, o->pool, o->npool, c->nranks);
     if (a->refused_dL > 0) a->foregone += a->refused_dL; /* one more step run on the plan the rule kept */
     d->mask = drift_check(&a->dm, d->len, d->eff, o->npool, o->oom);
@@ -198,7 +202,8 @@ int adapt_step(Adapt *a, int step, const CostModel *price, const Workload *w, co
         a->refused_dL = d->L_now - d->L_new;
         a->refused_C = d->C;
     }
-    if (crossing || at_once) drift_reset(&a->dm, step, d->len, d->eff, o->npool);
+    /* the reference: the plan in force from here (a move off a slow rank leaves the signal at 1) */
+    if (crossing || at_once) drift_reset(&a->dm, step, d->len, d->changed ? adapt_eff_signal(o, &a->cur) : d->eff, o->npool);
     return d->changed;
 }
 
@@ -209,7 +214,7 @@ int adapt_place(Adapt *a, const AdaptConfig *c, const PlanConfig *start, int ste
     d->step = step;
     d->searched = 1;
     d->len = o->resp_len;
-    d->eff = adapt_eff_signal(o);
+    d->eff = adapt_eff_signal(o, start);
     d->mask = urgent ? DRIFT_POOL : 0;
     d->urgent = urgent;
     if (adapt_search(cm, w, c->policy, c->nranks, o, &d->next, &d->next_cost, d->why, sizeof d->why) != 0) {
@@ -225,7 +230,10 @@ int adapt_place(Adapt *a, const AdaptConfig *c, const PlanConfig *start, int ste
     d->changed = d->admitted && !same;
     snprintf(d->reason, sizeof d->reason, "initial placement: %s",
              same ? "the deck's plan is the best found" : d->admitted ? "faster, admitted" : "not faster, kept the deck's plan");
-    if (d->changed) a->cur = d->next;
+    if (d->changed) {
+        a->cur = d->next;
+        a->dm.ref_eff = adapt_eff_signal(o, &a->cur);
+    }
     return d->changed;
 }
 

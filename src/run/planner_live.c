@@ -18,8 +18,8 @@
 #include "nereus/plan.h"
 #include "nereus/util.h"
 
-#define SLOW_DETECT 2.0 /* a rank counts as slow at this many times its peers' CPU seconds (the model-based
-                           fallback's error across stage kinds reaches ~1.6x) */
+#define SLOW_DETECT 2.0 /* a rank counts as slow at this many times its peers' (or its own past) CPU seconds
+                           (the fallback against the median rank errs by ~1.6x across stage kinds) */
 _Static_assert(TRACE_EFF_N == EFF_N, "trace.h TRACE_EFF_N must match planner.h EFF_N");
 
 
@@ -55,6 +55,10 @@ void live_init(LivePlanner *lp, Job *j) {
     lp->policy = adapt_policy_named(cfg->planner.policy);
     lp->slow = nr_xmalloc((size_t)j->size * sizeof *lp->slow);
     for (int r = 0; r < j->size; r++) lp->slow[r] = 1;
+    lp->self_rate = nr_xcalloc((size_t)j->size * LIVE_SELF_KEEP, sizeof *lp->self_rate);
+    lp->self_n = nr_xcalloc((size_t)j->size, sizeof *lp->self_n);
+    lp->self_sig = nr_xcalloc((size_t)j->size, sizeof *lp->self_sig);
+    lp->pending = nr_xcalloc((size_t)j->size, sizeof *lp->pending);
     lp->pred_s = NAN;
 
     /* the machine: GEMM rate per rank alone, a copy's bandwidth, cores and memory of the node */
@@ -127,6 +131,10 @@ int live_check_fits(LivePlanner *lp, Job *j, char *why, size_t len) {
 void live_free(LivePlanner *lp) {
     sweep_free(lp->sweep);
     free(lp->slow);
+    free(lp->self_rate);
+    free(lp->self_n);
+    free(lp->self_sig);
+    free(lp->pending);
     free(lp->pool);
     memset(lp, 0, sizeof *lp);
 }
@@ -152,16 +160,30 @@ void live_measured(const Job *j, const double *m, double *meas, double *phase) {
     free(rt);
 }
 
-/* rank 0: each rank's slowdown from the ranks' timers m (ranks × 2 × PLAN_NSTAGES: wall, then CPU) — against
-   its peers in the model-stages it shares with others (CPU seconds over the members' median, over the lesser
-   of two), else its CPU seconds per predicted compute second against the median rank's. NEREUS_PLANNER_DEBUG
-   in the environment prints the estimates. */
+/* rank 0: each rank's slowdown from the ranks' timers m (ranks × 2 × PLAN_NSTAGES: wall, then CPU), by the
+   first of three that applies:
+   - peers: in the model-stages it shares with others, its CPU seconds over the members' median (over the
+     lesser of two);
+   - its own past: its CPU seconds per nominal predicted compute second (the machine model before calibration,
+     so that refits do not move it) over the median of its last healthy steps on the same holdings;
+   - the other ranks: its CPU seconds per calibrated predicted second over the median rank's. The model's error
+     differs between stage kinds and ranks (rank 0's ref.inf alone has read 2.7x the others'), so with few
+     ranks the median is a poor reference: a 4x slowdown of a rank alone read 1.45-2.5x (the CI run of
+     planner-slow-busiest that missed it, 2026-12-05).
+   A reading above SLOW_DETECT counts once the rank's next measured step reads above it too (the lesser of the
+   two is kept): one step's CPU seconds on a shared VM can read 3.4x its peers', and a rank the planner then
+   empties keeps that estimate, as it is not measured any more. A reading below it counts at once. A rank
+   without work keeps its estimate. NEREUS_PLANNER_DEBUG in the environment prints the estimates. */
 static void estimate_slowdown(LivePlanner *lp, const Job *j, const double *m, int step) {
     int n = j->size, K = PLAN_NSTAGES;
     const PlanConfig *plan = &j->plan;
     const CostModel *cm = &lp->cm;
+    CostModel nominal = *cm;
+    nominal.eff = eff_default();
     double *peer = nr_xcalloc((size_t)n, sizeof *peer), *ratio = nr_xcalloc((size_t)n, sizeof *ratio);
-    double *sorted = nr_xcalloc((size_t)n, sizeof *sorted), *cpu_s = nr_xcalloc((size_t)n, sizeof *cpu_s);
+    double *own = nr_xcalloc((size_t)n, sizeof *own), *sorted = nr_xcalloc((size_t)n, sizeof *sorted);
+    double *cpu_s = nr_xcalloc((size_t)n, sizeof *cpu_s);
+    uint64_t *sig = nr_xcalloc((size_t)n, sizeof *sig);
     int *npeer = nr_xcalloc((size_t)n, sizeof *npeer), nr = 0;
     for (int s = 0; s < K; s++) {
         const PlanStage *ps = &plan->stage[s];
@@ -180,36 +202,69 @@ static void estimate_slowdown(LivePlanner *lp, const Job *j, const double *m, in
         }
     }
     for (int r = 0; r < n; r++) {
-        double cpu = 0, pred = 0;
+        double cpu = 0, pred = 0, pred0 = 0;
+        uint64_t h = 1469598103934665603ull; /* FNV-1a over (stage, layout, grid position) of each holding */
         for (int s = 0; s < K; s++) {
             const PlanStage *ps = &plan->stage[s];
-            if (plan_stage_pos(ps, r) < 0 || !job_stage_holds_model(j, s)) continue;
-            double p = cost_stage_compute(cm, s, (GridLayout){ps->tp, ps->pp, ps->dp}, &lp->w);
-            if (!isfinite(p)) continue;
+            int pos = plan_stage_pos(ps, r);
+            if (pos < 0 || !job_stage_holds_model(j, s)) continue;
+            GridLayout l = {ps->tp, ps->pp, ps->dp};
+            double p = cost_stage_compute(cm, s, l, &lp->w), p0 = cost_stage_compute(&nominal, s, l, &lp->w);
+            if (!isfinite(p) || !isfinite(p0)) continue;
             cpu += m[(size_t)r * 2 * K + K + s];
             pred += p;
+            pred0 += p0;
+            int key[5] = {s, ps->tp, ps->pp, ps->dp, pos};
+            for (int k = 0; k < 5; k++) h = (h ^ (uint64_t)(unsigned)key[k]) * 1099511628211ull;
         }
+        sig[r] = h;
         if (pred > 0 && cpu > 0) {
             ratio[r] = cpu / pred;
+            own[r] = pred0 > 0 ? cpu / pred0 : 0;
             sorted[nr++] = ratio[r];
         }
     }
     double med = nr > 0 ? nr_median(sorted, nr) : 0;
+    double *hist = lp->self_rate;
     for (int r = 0; r < n; r++) {
-        double x = npeer[r] > 0 ? peer[r] / npeer[r] : ratio[r] > 0 && med > 0 ? ratio[r] / med : 0;
-        if (x > 0) lp->slow[r] = x > SLOW_DETECT ? x : 1; /* no work: the last estimate is kept */
+        int nh = lp->self_n[r] < LIVE_SELF_KEEP ? lp->self_n[r] : LIVE_SELF_KEEP;
+        double past = 0;
+        if (nh > 0 && lp->self_sig[r] == sig[r]) {
+            memcpy(sorted, hist + (size_t)r * LIVE_SELF_KEEP, (size_t)nh * sizeof *sorted);
+            past = nr_median(sorted, nh);
+        }
+        double x = npeer[r] > 0 ? peer[r] / npeer[r]
+                 : own[r] > 0 && past > 0 ? own[r] / past
+                 : ratio[r] > 0 && med > 0 ? ratio[r] / med : 0;
+        if (!(x > 0)) { /* no work: the last estimate is kept */
+            lp->pending[r] = 0;
+            continue;
+        }
+        if (x > SLOW_DETECT) {
+            if (lp->pending[r] > 0) lp->slow[r] = fmin(x, lp->pending[r]); /* the second reading in a row */
+            lp->pending[r] = x;
+        } else {
+            lp->slow[r] = 1;
+            lp->pending[r] = 0;
+            if (own[r] > 0) { /* a healthy step: the rank's own reference */
+                if (lp->self_sig[r] != sig[r]) lp->self_n[r] = 0, lp->self_sig[r] = sig[r];
+                hist[(size_t)r * LIVE_SELF_KEEP + lp->self_n[r]++ % LIVE_SELF_KEEP] = own[r];
+            }
+        }
     }
     if (getenv("NEREUS_PLANNER_DEBUG")) {
         fprintf(stderr, "planner debug: step %d slow:", step);
         for (int r = 0; r < n; r++)
-            fprintf(stderr, " %d:%.2f(peer %.2f/%d model %.2f)", r, lp->slow[r], npeer[r] ? peer[r] / npeer[r] : 0,
-                    npeer[r], med > 0 ? ratio[r] / med : 0);
+            fprintf(stderr, " %d:%.2f(peer %.2f/%d own %.2f model %.2f pending %.2f)", r, lp->slow[r],
+                    npeer[r] ? peer[r] / npeer[r] : 0, npeer[r], own[r], med > 0 ? ratio[r] / med : 0, lp->pending[r]);
         fprintf(stderr, "\n");
     }
     free(peer);
     free(npeer);
     free(cpu_s);
     free(ratio);
+    free(own);
+    free(sig);
     free(sorted);
 }
 
@@ -305,7 +360,7 @@ static void trace_decided(Trace *tr, const AdaptDecision *d, double gamma, int p
 
 /* rank 0: the /signals row of this step (what the replay re-runs the controller on) */
 static void trace_seen(const LivePlanner *lp, Trace *tr, int step, int plan_id, int initial, const Observed *o,
-                       double pred, int n) {
+                       const PlanConfig *plan, double pred, int n) {
     if (!tr) return;
     int16_t *pr = nr_xmalloc((size_t)o->npool * sizeof *pr);
     for (int i = 0; i < o->npool; i++) pr[i] = (int16_t)o->pool[i];
@@ -316,7 +371,7 @@ static void trace_seen(const LivePlanner *lp, Trace *tr, int step, int plan_id, 
     for (int r = 0; r < n && k < sizeof slow; r++)
         if (lp->slow[r] != 1)
             k += (size_t)snprintf(slow + k, sizeof slow - k, "%s%d:%.17g", k ? "," : "", r, lp->slow[r]);
-    TraceSignals g = {step, plan_id, initial, o->npool, o->oom, o->resp_len, adapt_eff_signal(o), pred,
+    TraceSignals g = {step, plan_id, initial, o->npool, o->oom, o->resp_len, adapt_eff_signal(o, plan), pred,
                       lp->cm.overhead_s, lp->cm.hw.rho_exp, {0}, {0}, pool, slow};
     memcpy(g.phase_scale, lp->cm.phase_scale, sizeof g.phase_scale);
     memcpy(g.eff, lp->cm.eff.f, sizeof g.eff);
@@ -413,8 +468,7 @@ int live_decide(LivePlanner *lp, Job *j, const Injector *inj, int step, Trace *t
         AdaptConfig ac = {lp->policy, cfg->planner.gamma, cfg->planner.threshold, cfg->planner.every_k,
                           cfg->ppo.steps, n, tx_price, &j->px};
         int due = step - lp->first_step >= cfg->planner.warmup; /* warmup steps measured in this run (a restart too) */
-        trace_seen(lp, tr, step, *plan_id, !lp->started && (due || pool_changed), &o,
-                   now.total, n);
+        trace_seen(lp, tr, step, *plan_id, !lp->started && (due || pool_changed), &o, &j->plan, now.total, n);
         if (lp->guard_on && pool_changed) lp->guard_on = 0; /* the pool moved on: the controller's urgent path decides */
         if (lp->guard_on && lp->guard_n >= cfg->planner.guard_steps) { /* the move on probation is judged */
             lp->guard_on = 0;
