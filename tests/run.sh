@@ -464,12 +464,27 @@ if grep -q '^planner: before step 4: replan — pool 3 rank(s)' "$f" && grep -q 
   back=$(awk '/^planner: before step 8: plan [0-9]+ -> [0-9]+:/{p=1;next} p&&/^transition:/{if (match($0, /communicators: [^;]*/)) print substr($0, RSTART, RLENGTH); exit}' "$f")
   result planner-pool-follows 0 0 "urgent replans at steps 4 (rank 3 out: nothing left on it) and 8 (back: ${back:-no transition}); $(verify "$f" transitions) transitions, checked"
 else result planner-pool-follows 1 0 "no urgent replan, or a model-stage left on rank 3: '$on3'"; fi
-# rank 1 does 4x its work from step 4: the planner measures it and replans
+# rank 1 does 4x its work from step 4: the planner measures it and replans. The initial placement (before
+# step 2, timed) can leave rank 1 without a model-stage (2 of 20 runs beside a spinning process, 2026-12-05):
+# then slowing it changes nothing, and what is checked is that nothing is detected (no false alarm)
 t planner-slow-run 300 $L -np 4 bin/nereus tests/decks/slow.deck
 f=$LOG/planner-slow-run.log
-if grep -qE '^planner: before step [5-7]: replan — slowest rank at 0\.[0-4][0-9] of its speed' "$f" && [ "$(verify "$f" status)" = pass ]; then
-  result planner-slow-detected "0" 0 "$(grep -m1 -oE 'before step [0-9]+: replan — slowest rank at [0-9.]+ of its speed' "$f")"
-else result planner-slow-detected 1 0 "the injected 4x slowdown of rank 1 was not detected by step 7"; fi
+# the ranks holding a model-stage in the plan in force at step 4 (the last plan printed before it; no reward
+# network, so reward.inf holds none)
+held=$(awk '/^step +4 \|/{exit} /^plan:$|^planner: before step [0-9]+: plan [0-9]+ -> [0-9]+:/{delete h; p=1; next}
+  p&&/^transition:|^INJECTED/{p=0}
+  p&&/^(actor|ref|critic)\.[a-z]+ +tp[0-9]+ pp[0-9]+ dp[0-9]+ +ranks /{ match($0, /ranks [0-9,-]+/); n=split(substr($0, RSTART+6, RLENGTH-6), a, ",");
+       for (i=1;i<=n;i++) { m=split(a[i], b, "-"); for (r=b[1]; r<=((m>1)?b[2]:b[1]); r++) h[r]=1 } }
+  END{ for (r in h) print r }' "$f" | sort -n | tr '\n' ' ')
+slowed=$(grep -cE '^planner: before step [0-9]+: replan — slowest rank' "$f")
+if [ "$(verify "$f" status)" != pass ]; then result planner-slow-detected 1 0 "the run did not pass (log: $f)"
+elif echo " $held" | grep -q ' 1 '; then
+  if grep -qE '^planner: before step [5-7]: replan — slowest rank at 0\.[0-4][0-9] of its speed' "$f"; then
+    result planner-slow-detected 0 0 "$(grep -m1 -oE 'before step [0-9]+: replan — slowest rank at [0-9.]+ of its speed' "$f")"
+  else result planner-slow-detected 1 0 "the injected 4x slowdown of rank 1 was not detected by step 7"; fi
+elif [ "$slowed" = 0 ]; then
+  result planner-slow-detected 0 0 "rank 1 held no model-stage at step 4 (plan on ranks ${held% }): no slowdown to see, and none reported"
+else result planner-slow-detected 1 0 "rank 1 held no model-stage at step 4, yet a slowdown was reported"; fi
 # the same with slow_ranks = busiest: the run names the rank it slows (the one holding the most model-stages at step 4)
 t planner-slow-busiest-run 300 $L -np 4 bin/nereus tests/decks/slow_busiest.deck
 f=$LOG/planner-slow-busiest-run.log

@@ -206,6 +206,11 @@ typedef struct PhaseObs {
    cost_plan adds up at the fitted factors (its schedule, hence each stage's stretch, moves with them). For a
    fit from observations taken at other factors (the sweep's); the live planner's are taken at its model's. */
 void cal_phase_scales(CostModel *cm, int nranks, const PhaseObs *o, int n);
+/* Which K of n plans to calibrate on, before any runs: greedily, the plan whose calibration observations (as
+   cal_add and cal_add_phase take them, at cm's predictions, as rows a / t of the relative least squares) add
+   the most to the log determinant of the information matrix (a D-optimal design: the factors the chosen plans
+   pin down best). order (n) out: the chosen K first, in the order chosen, then the rest in sample order. */
+void cal_design(const CostModel *cm, const PlanConfig *plans, int n, int nranks, const Workload *w, int K, int *order);
 
 /* ---- search ----------------------------------------------------------------- */
 

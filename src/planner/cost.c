@@ -2,9 +2,11 @@
  * latency and memory of one model-stage under a layout, a whole step under
  * a plan, and the calibration of the efficiency factors. Pure. */
 #include "nereus/planner.h"
+#include "nereus/util.h"
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ---- shapes ----------------------------------------------------------------- */
@@ -813,4 +815,64 @@ void cal_phase_scales(CostModel *cm, int nranks, const PhaseObs *o, int n) {
             }
     }
     for (int ph = 0; ph < 3; ph++) cm->phase_scale[ph] = phase_scale_of(sl[ph], nl[ph]);
+}
+
+/* ---- which plans to calibrate on -------------------------------------------------- */
+
+/* log det of the k×k symmetric positive definite A (Cholesky, A copied); −∞ when not positive definite */
+static double logdet_spd(const double A[EFF_N][EFF_N], int k) {
+    double L[EFF_N][EFF_N], s = 0;
+    for (int i = 0; i < k; i++)
+        for (int j = 0; j <= i; j++) {
+            double v = A[i][j];
+            for (int m = 0; m < j; m++) v -= L[i][m] * L[j][m];
+            if (i == j) {
+                if (!(v > 0)) return -INFINITY;
+                L[i][i] = sqrt(v);
+                s += log(v);
+            } else L[i][j] = v / L[j][j];
+        }
+    return s;
+}
+
+void cal_design(const CostModel *cm, const PlanConfig *plans, int n, int nranks, const Workload *w, int K, int *order) {
+    static Calibration one;
+    double (*R)[EFF_N][EFF_N] = nr_xcalloc((size_t)n, sizeof *R); /* each plan's Σ r rᵀ, r = a / t */
+    unsigned char *taken = nr_xcalloc((size_t)n, 1);
+    for (int p = 0; p < n; p++) {
+        StepCost sc;
+        cost_plan(cm, &plans[p], nranks, w, &sc);
+        one.n = one.next = 0;
+        for (int s = 0; s < PLAN_NSTAGES; s++)
+            if ((s != PLAN_REWARD_INF || cm->have_rm) && sc.stage[s] > 0 && isfinite(sc.stage[s]))
+                cal_add(&one, cm, &plans[p], nranks, w, s, sc.stage[s]);
+        for (int ph = 0; ph < 3; ph++)
+            if (sc.phase[ph] > 0 && isfinite(sc.phase[ph])) cal_add_phase(&one, cm, &plans[p], nranks, w, ph, sc.phase[ph]);
+        for (int i = 0; i < one.n; i++)
+            for (int k = 0; k < EFF_N; k++)
+                for (int l = 0; l < EFF_N; l++) R[p][k][l] += one.obs[i].a[k] * one.obs[i].a[l] / (one.obs[i].t * one.obs[i].t);
+    }
+    double M[EFF_N][EFF_N], T[EFF_N][EFF_N];
+    memset(M, 0, sizeof M);
+    for (int k = 0; k < EFF_N; k++) M[k][k] = 1e-3; /* the fit's pull toward its start, as fit_beta's */
+    int m = 0;
+    for (; m < K && m < n; m++) {
+        int best = -1;
+        double bd = -INFINITY;
+        for (int p = 0; p < n; p++) {
+            if (taken[p]) continue;
+            for (int k = 0; k < EFF_N; k++)
+                for (int l = 0; l < EFF_N; l++) T[k][l] = M[k][l] + R[p][k][l];
+            double d = logdet_spd(T, EFF_N);
+            if (best < 0 || d > bd + 1e-12) best = p, bd = d;
+        }
+        taken[best] = 1;
+        order[m] = best;
+        for (int k = 0; k < EFF_N; k++)
+            for (int l = 0; l < EFF_N; l++) M[k][l] += R[best][k][l];
+    }
+    for (int p = 0; p < n; p++)
+        if (!taken[p]) order[m++] = p;
+    free(R);
+    free(taken);
 }

@@ -26,7 +26,9 @@
  * Switches (environment): SWEEP_REFIT_K=k calibrates on k plans instead of
  * the dump's; SWEEP_REFIT_SHIFT=s on plans [s, s + K) of the sample (mod n)
  * instead of the first K, for another split (tests/bench/refit_compare.sh
- * compares two builds over four); SWEEP_REFIT_LINEAR_PHASE=1 keeps cal_fit's
+ * compares two builds over four); SWEEP_REFIT_DESIGN=1 on the K plans
+ * cal_design picks, as the live sweep does since 2026-12-05
+ * (tests/bench/refit_design.py compares it with the quarters); SWEEP_REFIT_LINEAR_PHASE=1 keeps cal_fit's
  * phase scales (as before 2026-12-05, not cal_phase_scales');
  * SWEEP_REFIT_OBS=1 prints every calibration observation against the fit. */
 #include <math.h>
@@ -41,7 +43,7 @@
 #define MAX_OBS 16
 
 typedef struct Obs { double wall, len, meas[PLAN_NSTAGES], ph[3]; } Obs;
-typedef struct DPlan { PlanConfig plan; Obs obs[MAX_OBS]; int nobs, have, control; } DPlan;
+typedef struct DPlan { PlanConfig plan; Obs obs[MAX_OBS]; int nobs, have, control, id; } DPlan; /* id: its place in the dump */
 
 static DPlan P[MAX_PLANS];
 static int order[MAX_PLANS], norder; /* the plans in the order they ran (their first measured step) */
@@ -190,16 +192,31 @@ int main(int argc, char **argv) {
         return 2;
     }
     if (load(argv[1]) != 0) return 1;
-    if (getenv("SWEEP_REFIT_SHIFT")) { /* calibrate on plans [s, s + K) of the sample instead (mod n): another split */
-        int sh = (atoi(getenv("SWEEP_REFIT_SHIFT")) % n + n) % n;
-        static DPlan R[MAX_PLANS];
-        for (int i = 0; i < n; i++) R[i] = P[(i + sh) % n];
-        memcpy(P, R, (size_t)n * sizeof *P);
-        for (int w = 0; w < norder; w++) /* the run order names the plans by their new places */
-            if (order[w] < n) order[w] = (order[w] - sh + n) % n;
-    }
+    for (int i = 0; i < n; i++) P[i].id = i;
     if (getenv("SWEEP_REFIT_K")) K = atoi(getenv("SWEEP_REFIT_K")); /* calibrate on another number of plans */
     if (K < 1 || K >= n) return fprintf(stderr, "sweep_refit: SWEEP_REFIT_K must be 1..%d\n", n - 1), 2;
+    static int perm[MAX_PLANS]; /* the plan at each new place */
+    int permuted = 0;
+    if (getenv("SWEEP_REFIT_SHIFT")) { /* calibrate on plans [s, s + K) of the sample instead (mod n): another split */
+        int sh = (atoi(getenv("SWEEP_REFIT_SHIFT")) % n + n) % n;
+        for (int i = 0; i < n; i++) perm[i] = (i + sh) % n;
+        permuted = 1;
+    } else if (getenv("SWEEP_REFIT_DESIGN")) { /* calibrate on the K plans cal_design picks (D-optimal), as sweep.c does */
+        CostModel at = base;
+        at.eff = eff_default();
+        static PlanConfig pl[MAX_PLANS];
+        for (int i = 0; i < n; i++) pl[i] = P[i].plan;
+        cal_design(&at, pl, n, nranks, &W, K, perm);
+        permuted = 1;
+    }
+    if (permuted) {
+        static DPlan R[MAX_PLANS];
+        static int where[MAX_PLANS];
+        for (int i = 0; i < n; i++) R[i] = P[perm[i]], where[perm[i]] = i;
+        memcpy(P, R, (size_t)n * sizeof *P);
+        for (int w = 0; w < norder; w++) /* the run order names the plans by their new places */
+            if (order[w] < n) order[w] = where[order[w]];
+    }
     int rounds = argc > 2 && argv[2][0] != '-' ? atoi(argv[2]) : 1, verbose = argc > 2 && !strcmp(argv[argc - 1], "-v");
     if (rounds < 1) rounds = 1;
     base.eff = eff_default();
@@ -229,8 +246,8 @@ int main(int argc, char **argv) {
                 for (int q = 0; q < 3; q++) ph[q] += P[i].obs[k].ph[q] / P[i].nobs;
             char t[16][16];
             static const char *ab[PLAN_NSTAGES] = {"gen", "a.inf", "a.trn", "ref", "c.inf", "c.trn", "rm"};
-            printf("%3d %-9s measured %.4f  predicted %.4f  %+6.1f%%  gen/inf/train %.3f/%.3f/%.3f (%.3f/%.3f/%.3f) ", i,
-                   i < K ? "calibrate" : "held-out", meas, pred, 100 * e, ph[0], ph[1], ph[2], c.phase[0], c.phase[1],
+            printf("%3d (dump %3d) %-9s measured %.4f  predicted %.4f  %+6.1f%%  gen/inf/train %.3f/%.3f/%.3f (%.3f/%.3f/%.3f) ", i,
+                   P[i].id, i < K ? "calibrate" : "held-out", meas, pred, 100 * e, ph[0], ph[1], ph[2], c.phase[0], c.phase[1],
                    c.phase[2]);
             for (int st = 0; st < PLAN_NSTAGES; st++) {
                 const PlanStage *q = &P[i].plan.stage[st];
