@@ -476,11 +476,11 @@ held=$(awk '/^step +4 \|/{exit} /^plan:$|^planner: before step [0-9]+: plan [0-9
   p&&/^(actor|ref|critic)\.[a-z]+ +tp[0-9]+ pp[0-9]+ dp[0-9]+ +ranks /{ match($0, /ranks [0-9,-]+/); n=split(substr($0, RSTART+6, RLENGTH-6), a, ",");
        for (i=1;i<=n;i++) { m=split(a[i], b, "-"); for (r=b[1]; r<=((m>1)?b[2]:b[1]); r++) h[r]=1 } }
   END{ for (r in h) print r }' "$f" | sort -n | tr '\n' ' ')
-slowed=$(grep -cE '^planner: before step [0-9]+: replan — slowest rank' "$f")
+slowed=$(grep -cE '^planner: before step [0-9]+: replan — rank [0-9]+ at' "$f")
 if [ "$(verify "$f" status)" != pass ]; then result planner-slow-detected 1 0 "the run did not pass (log: $f)"
 elif echo " $held" | grep -q ' 1 '; then
-  if grep -qE '^planner: before step [5-7]: replan — slowest rank at 0\.[0-4][0-9] of its speed' "$f"; then
-    result planner-slow-detected 0 0 "$(grep -m1 -oE 'before step [0-9]+: replan — slowest rank at [0-9.]+ of its speed' "$f")"
+  if grep -qE '^planner: before step [5-7]: replan — rank 1 at 0\.[0-4][0-9] of its speed' "$f"; then
+    result planner-slow-detected 0 0 "$(grep -m1 -oE 'before step [0-9]+: replan — rank 1 at [0-9.]+ of its speed' "$f")"
   else result planner-slow-detected 1 0 "the injected 4x slowdown of rank 1 was not detected by step 7"; fi
 elif [ "$slowed" = 0 ]; then
   result planner-slow-detected 0 0 "rank 1 held no model-stage at step 4 (plan on ranks ${held% }): no slowdown to see, and none reported"
@@ -489,8 +489,8 @@ else result planner-slow-detected 1 0 "rank 1 held no model-stage at step 4, yet
 t planner-slow-busiest-run 300 $L -np 4 bin/nereus tests/decks/slow_busiest.deck
 f=$LOG/planner-slow-busiest-run.log
 br=$(sed -n 's/^INJECTED slowdown: slow_ranks = busiest is rank \([0-9]*\) from step 4 (it holds .*/\1/p' "$f")
-if [ -n "$br" ] && grep -qE '^planner: before step [5-7]: replan — slowest rank at 0\.[0-4][0-9] of its speed' "$f" && [ "$(verify "$f" status)" = pass ]; then
-  result planner-slow-busiest 0 0 "rank $br slowed; $(grep -m1 -oE 'before step [0-9]+: replan — slowest rank at [0-9.]+ of its speed' "$f")"
+if [ -n "$br" ] && grep -qE "^planner: before step [5-7]: replan — rank $br at 0\.[0-4][0-9] of its speed" "$f" && [ "$(verify "$f" status)" = pass ]; then
+  result planner-slow-busiest 0 0 "rank $br slowed; $(grep -m1 -oE 'before step [0-9]+: replan — rank [0-9]+ at [0-9.]+ of its speed' "$f")"
 else result planner-slow-busiest 1 0 "busiest rank '$br' not named, or its slowdown not detected by step 7"; fi
 # policy = sweep with controls: 6 plans (2 calibrate, 4 held out), plan 0 run again after every 2 held-out ones
 t planner-sweep-run 300 $L -np 4 bin/nereus tests/decks/sweep.deck

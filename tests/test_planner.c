@@ -368,8 +368,9 @@ int main(void) {
         adapt_step(&ad, 42, &cm, &w1, &cm, &w1, &o, &d);
         CHECK(!d.searched && ad.foregone == 0 && ad.refused_dL == 0, "controller: after the move nothing stands "
               "refused");
-        /* the efficiency signal follows the ranks of the plan in force: an idle rank's stale slowdown (3.4x on
-           rank 40, outside the plan on 32) neither starts a search nor hides a working rank's 2.5x */
+        /* the efficiency crossing is per rank: an idle rank's standing slowdown (3.4x on rank 40, outside the
+           plan on 32, since the start) starts no search and does not hide a working rank's 2.5x; rank 40's
+           recovery is a crossing too */
         {
             double slow[64];
             for (int r = 0; r < N; r++) slow[r] = 1;
@@ -379,13 +380,22 @@ int main(void) {
             os.slow = slow;
             adapt_init(&ad, &ac, &on32, &os);
             adapt_step(&ad, 1, &cm, &w1, &cm, &w1, &os, &d);
-            int idle_quiet = !d.searched && d.eff == 1 && adapt_eff_signal(&os, NULL) < 0.3;
+            int idle_quiet = !d.searched && fabs(d.eff - 1 / 3.4) < 1e-12;
             int worker = on32.stage[PLAN_ACTOR_TRAIN].ranks[0];
             slow[worker] = 2.5;
             adapt_step(&ad, 2, &cm, &w1, &cm, &w1, &os, &d);
-            CHECK(idle_quiet && (d.mask & DRIFT_EFFICIENCY) && d.searched && fabs(d.eff - 0.4) < 1e-12,
-                  "controller: rank 40 (idle) at 3.4x: signal 1, no search; rank %d (actor.train) at 2.5x: an "
-                  "efficiency crossing (signal %.2f)", worker, d.eff);
+            int seen = (d.mask & DRIFT_EFFICIENCY) && d.searched && d.eff_rank == worker &&
+                       fabs(d.eff_rank_now - 0.4) < 1e-12 && d.eff_rank_ref == 1;
+            CHECK(idle_quiet && seen, "controller: rank 40 (idle) at 3.4x from the start: no search; rank %d "
+                  "(actor.train) at 2.5x: an efficiency crossing on rank %d at %.2f of its speed (the pool's signal "
+                  "%.2f, as before)", worker, d.eff_rank, d.eff_rank_now, d.eff);
+            adapt_step(&ad, 3, &cm, &w1, &cm, &w1, &os, &d);
+            int steady = !d.searched;
+            slow[40] = 1;
+            adapt_step(&ad, 4, &cm, &w1, &cm, &w1, &os, &d);
+            CHECK(steady && (d.mask & DRIFT_EFFICIENCY) && d.eff_rank == 40 && d.eff_rank_now == 1,
+                  "controller: no crossing while nothing moves; rank 40 back to full speed: a crossing on rank %d "
+                  "(%.2f of its speed, ref %.2f)", d.eff_rank, d.eff_rank_now, d.eff_rank_ref);
         }
         /* keep_stages: moves priced per changed model-stage (a fraction f of B's gain over H each, B the search's
            plan). f = 0: B is taken whole. Priced: what is taken has each model-stage from B or from the plan in

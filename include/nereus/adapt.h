@@ -77,18 +77,22 @@ typedef struct Observed {
     int oom;                 /* predicted out-of-memory of the current plan */
 } Observed;
 
-/* the efficiency signal the monitor follows: 1 / the slowdown of the slowest
- * pool rank that holds a model-stage of plan (NULL: of any pool rank). Over
- * the plan's ranks, not the pool's: a rank the planner moved all work off
- * keeps its last estimate (it is not measured any more), and until
- * 2026-12-05 that stale value hid a later slowdown of a working rank from
- * the monitor (a CI run of planner-slow-busiest). */
-double adapt_eff_signal(const Observed *o, const PlanConfig *plan);
+/* the efficiency signal traced and logged: 1 / the slowest pool rank's
+ * slowdown. The monitor's efficiency crossing is per rank (adapt_step): any
+ * pool rank whose speed moved by more than the threshold against its own
+ * value at the last reset. Until 2026-12-05 it was this signal against its
+ * reference, so a rank already slow (a stale estimate on a rank the planner
+ * had emptied) hid a later slowdown of another (a CI run of
+ * planner-slow-busiest); a signal over the plan's ranks alone missed a
+ * rank's recovery (the simulator's growth scenarios: payback 3.6-5.3%
+ * slower at 64 GPUs). */
+double adapt_eff_signal(const Observed *o);
 
 typedef struct Adapt {
     AdaptConfig c;
     DriftMonitor dm;
     PlanConfig cur;          /* the plan in force */
+    double ref_slow[PLAN_MAX_RANKS]; /* each rank's slowdown at the monitor's last reset (rank_moved) */
     /* payback's rent-or-buy (planner.h admit): since the rule last refused a faster plan, the gain it refused
        (s/step, 0: none standing), that move's price, and the gains foregone since (Σ per step run) */
     double refused_dL, refused_C, foregone;
@@ -105,6 +109,8 @@ typedef struct AdaptDecision {
     int changed;             /* admitted and the plan differs: the caller must move to `next` */
     int failed;              /* no plan fits the pool (why says what) */
     double len, eff;         /* the signals */
+    int eff_rank;            /* the pool rank whose speed moved most against its reference (−1: none) */
+    double eff_rank_now, eff_rank_ref; /* its speed (1 / slowdown) now and at the reference */
     double L_now, L_new;     /* predicted step seconds of the current plan (∞: it cannot run) and of next */
     double C;                /* predicted transition seconds */
     double H;                /* expected steps before the next drift */

@@ -20,15 +20,31 @@ int adapt_policy_named(const char *name) {
     return -1;
 }
 
-double adapt_eff_signal(const Observed *o, const PlanConfig *plan) {
+double adapt_eff_signal(const Observed *o) {
     double maxslow = 1;
     if (o->slow)
-        for (int i = 0; i < o->npool; i++) {
-            int r = o->pool[i], holds = !plan;
-            for (int s = 0; s < PLAN_NSTAGES && !holds; s++) holds = plan_stage_pos(&plan->stage[s], r) >= 0;
-            if (holds) maxslow = fmax(maxslow, o->slow[r]);
-        }
+        for (int i = 0; i < o->npool; i++) maxslow = fmax(maxslow, o->slow[o->pool[i]]);
     return 1.0 / maxslow;
+}
+
+/* each rank's slowdown now, as the monitor's per-rank references */
+static void ref_slow_reset(Adapt *a, const Observed *o) {
+    for (int r = 0; r < a->c.nranks && r < PLAN_MAX_RANKS; r++) a->ref_slow[r] = o->slow ? o->slow[r] : 1;
+}
+
+/* the pool rank whose speed (1 / slowdown) moved most against its reference: 1 when that is more than the
+   threshold (relative), with the rank and its speeds now and at the reference in d */
+static int rank_moved(const Adapt *a, const Observed *o, AdaptDecision *d) {
+    double most = 0;
+    d->eff_rank = -1;
+    for (int i = 0; i < o->npool; i++) {
+        int r = o->pool[i];
+        if (r < 0 || r >= PLAN_MAX_RANKS) continue;
+        double now = o->slow ? o->slow[r] : 1, ref = a->ref_slow[r];
+        double change = fabs(ref / now - 1);
+        if (change > most) most = change, d->eff_rank = r, d->eff_rank_now = 1 / now, d->eff_rank_ref = 1 / ref;
+    }
+    return most > a->c.threshold;
 }
 
 int adapt_plan_within(const PlanConfig *p, const int *pool, int npool, int nranks) {
@@ -123,7 +139,8 @@ void adapt_init(Adapt *a, const AdaptConfig *c, const PlanConfig *start, const O
     memset(a, 0, sizeof *a);
     a->c = *c;
     a->cur = *start;
-    drift_init(&a->dm, c->threshold, o->resp_len, adapt_eff_signal(o, start), o->npool);
+    drift_init(&a->dm, c->threshold, o->resp_len, adapt_eff_signal(o), o->npool);
+    ref_slow_reset(a, o);
 }
 
 int adapt_step(Adapt *a, int step, const CostModel *price, const Workload *w, const CostModel *search,
@@ -132,10 +149,11 @@ int adapt_step(Adapt *a, int step, const CostModel *price, const Workload *w, co
     memset(d, 0, sizeof *d);
     d->step = step;
     d->len = o->resp_len;
-    d->eff = adapt_eff_signal(o, &a->cur);
+    d->eff = adapt_eff_signal(o);
     int pool_changed = o->npool != a->dm.ref_pool, outside = !adapt_plan_within(&a->cur, o->pool, o->npool, c->nranks);
     if (a->refused_dL > 0) a->foregone += a->refused_dL; /* one more step run on the plan the rule kept */
     d->mask = drift_check(&a->dm, d->len, d->eff, o->npool, o->oom);
+    if (rank_moved(a, o, d)) d->mask |= DRIFT_EFFICIENCY;
     int crossing = (d->mask & (DRIFT_LENGTH | DRIFT_EFFICIENCY)) != 0;
     /* ADMIT_URGENT: the plan in force cannot stay (it holds ranks that left the pool, or is predicted out of
        memory), so any plan that fits is taken. ADMIT_POOL: a pool change the plan survives (ranks joined,
@@ -202,8 +220,10 @@ int adapt_step(Adapt *a, int step, const CostModel *price, const Workload *w, co
         a->refused_dL = d->L_now - d->L_new;
         a->refused_C = d->C;
     }
-    /* the reference: the plan in force from here (a move off a slow rank leaves the signal at 1) */
-    if (crossing || at_once) drift_reset(&a->dm, step, d->len, d->changed ? adapt_eff_signal(o, &a->cur) : d->eff, o->npool);
+    if (crossing || at_once) {
+        drift_reset(&a->dm, step, d->len, d->eff, o->npool);
+        ref_slow_reset(a, o);
+    }
     return d->changed;
 }
 
@@ -214,7 +234,7 @@ int adapt_place(Adapt *a, const AdaptConfig *c, const PlanConfig *start, int ste
     d->step = step;
     d->searched = 1;
     d->len = o->resp_len;
-    d->eff = adapt_eff_signal(o, start);
+    d->eff = adapt_eff_signal(o);
     d->mask = urgent ? DRIFT_POOL : 0;
     d->urgent = urgent;
     if (adapt_search(cm, w, c->policy, c->nranks, o, &d->next, &d->next_cost, d->why, sizeof d->why) != 0) {
@@ -230,10 +250,7 @@ int adapt_place(Adapt *a, const AdaptConfig *c, const PlanConfig *start, int ste
     d->changed = d->admitted && !same;
     snprintf(d->reason, sizeof d->reason, "initial placement: %s",
              same ? "the deck's plan is the best found" : d->admitted ? "faster, admitted" : "not faster, kept the deck's plan");
-    if (d->changed) {
-        a->cur = d->next;
-        a->dm.ref_eff = adapt_eff_signal(o, &a->cur);
-    }
+    if (d->changed) a->cur = d->next;
     return d->changed;
 }
 

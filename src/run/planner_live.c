@@ -333,8 +333,8 @@ static void log_decision(const LivePlanner *lp, const AdaptDecision *d, const ch
     if (d->mask & DRIFT_LENGTH)
         k += (size_t)snprintf(drift + k, sizeof drift - k, "length %.2f (ref %.2f); ", d->len, ref_len);
     if (d->mask & DRIFT_EFFICIENCY)
-        k += (size_t)snprintf(drift + k, sizeof drift - k, "slowest rank at %.2f of its speed (ref %.2f); ", d->eff,
-                              ref_eff);
+        k += (size_t)snprintf(drift + k, sizeof drift - k, "rank %d at %.2f of its speed (ref %.2f; slowest pool rank "
+                              "at %.2f, ref %.2f); ", d->eff_rank, d->eff_rank_now, d->eff_rank_ref, d->eff, ref_eff);
     if (d->rent)
         k += (size_t)snprintf(drift + k, sizeof drift - k, "the gains refused since the last move add up to %.4g s, "
                               "the refused move's price; ", d->foregone);
@@ -347,12 +347,13 @@ static void log_decision(const LivePlanner *lp, const AdaptDecision *d, const ch
 /* the drift events (magnitude: the relative change against the reference; the threshold it crossed, NaN for
    the urgent kinds) and the decision */
 static void trace_decided(Trace *tr, const AdaptDecision *d, double gamma, int plan_id, double threshold,
-                          double ref_len, double ref_eff, int ref_pool, int npool) {
+                          double ref_len, int ref_pool, int npool) {
     if (d->mask & DRIFT_POOL) trace_drift(tr, d->step, "pool", ref_pool > 0 ? (double)npool / ref_pool - 1 : NAN, NAN);
     if (d->mask & DRIFT_OOM) trace_drift(tr, d->step, "oom", NAN, NAN);
     if (d->mask & DRIFT_LENGTH) trace_drift(tr, d->step, "length", ref_len > 0 ? d->len / ref_len - 1 : NAN, threshold);
     if (d->mask & DRIFT_EFFICIENCY)
-        trace_drift(tr, d->step, "efficiency", ref_eff > 0 ? d->eff / ref_eff - 1 : NAN, threshold);
+        trace_drift(tr, d->step, "efficiency", d->eff_rank_ref > 0 ? d->eff_rank_now / d->eff_rank_ref - 1 : NAN,
+                    threshold);
     TraceDecision td = {d->step, plan_id, d->changed ? plan_id + 1 : -1, d->L_now, d->L_new, d->L_now - d->L_new,
                         d->C, d->H, gamma, d->urgent, d->admitted, d->foregone, d->reason};
     trace_decision(tr, &td);
@@ -360,7 +361,7 @@ static void trace_decided(Trace *tr, const AdaptDecision *d, double gamma, int p
 
 /* rank 0: the /signals row of this step (what the replay re-runs the controller on) */
 static void trace_seen(const LivePlanner *lp, Trace *tr, int step, int plan_id, int initial, const Observed *o,
-                       const PlanConfig *plan, double pred, int n) {
+                       double pred, int n) {
     if (!tr) return;
     int16_t *pr = nr_xmalloc((size_t)o->npool * sizeof *pr);
     for (int i = 0; i < o->npool; i++) pr[i] = (int16_t)o->pool[i];
@@ -371,7 +372,7 @@ static void trace_seen(const LivePlanner *lp, Trace *tr, int step, int plan_id, 
     for (int r = 0; r < n && k < sizeof slow; r++)
         if (lp->slow[r] != 1)
             k += (size_t)snprintf(slow + k, sizeof slow - k, "%s%d:%.17g", k ? "," : "", r, lp->slow[r]);
-    TraceSignals g = {step, plan_id, initial, o->npool, o->oom, o->resp_len, adapt_eff_signal(o, plan), pred,
+    TraceSignals g = {step, plan_id, initial, o->npool, o->oom, o->resp_len, adapt_eff_signal(o), pred,
                       lp->cm.overhead_s, lp->cm.hw.rho_exp, {0}, {0}, pool, slow};
     memcpy(g.phase_scale, lp->cm.phase_scale, sizeof g.phase_scale);
     memcpy(g.eff, lp->cm.eff.f, sizeof g.eff);
@@ -468,7 +469,7 @@ int live_decide(LivePlanner *lp, Job *j, const Injector *inj, int step, Trace *t
         AdaptConfig ac = {lp->policy, cfg->planner.gamma, cfg->planner.threshold, cfg->planner.every_k,
                           cfg->ppo.steps, n, tx_price, &j->px};
         int due = step - lp->first_step >= cfg->planner.warmup; /* warmup steps measured in this run (a restart too) */
-        trace_seen(lp, tr, step, *plan_id, !lp->started && (due || pool_changed), &o, &j->plan, now.total, n);
+        trace_seen(lp, tr, step, *plan_id, !lp->started && (due || pool_changed), &o, now.total, n);
         if (lp->guard_on && pool_changed) lp->guard_on = 0; /* the pool moved on: the controller's urgent path decides */
         if (lp->guard_on && lp->guard_n >= cfg->planner.guard_steps) { /* the move on probation is judged */
             lp->guard_on = 0;
@@ -519,7 +520,7 @@ int live_decide(LivePlanner *lp, Job *j, const Injector *inj, int step, Trace *t
                 lp->refused += !d.admitted;
                 if (reverting) nr_log("planner: before step %d: measure-and-revert guard: %s\n", step, d.reason);
                 else log_decision(lp, &d, initial ? "initial placement" : "replan", ref_len, ref_eff);
-                trace_decided(tr, &d, cfg->planner.gamma, *plan_id, cfg->planner.threshold, ref_len, ref_eff, ref_pool,
+                trace_decided(tr, &d, cfg->planner.gamma, *plan_id, cfg->planner.threshold, ref_len, ref_pool,
                               lp->npool);
             }
         }
