@@ -45,6 +45,13 @@ bad() {
 verify() { sed -n "s/^verify\.$2: //p" "$1" | head -1; }
 # simv LOG POLICY.METRIC: a --simulate run's sim.POLICY.METRIC value
 simv() { sed -n "s/^sim\.$2: //p" "$1" | head -1; }
+# the model-stage rows of printed plans on stdin ("actor.gen     tp1 pp1 dp2  ranks 0-1,4  (...)") as one
+# "model-stage rank" line per rank each holds
+stage_ranks() {
+  awk '/^(actor|ref|critic|reward)\.[a-z]+ +tp[0-9]+ pp[0-9]+ dp[0-9]+ +ranks /{ match($0, /ranks [0-9,-]+/);
+         n = split(substr($0, RSTART + 6, RLENGTH - 6), a, ",");
+         for (i = 1; i <= n; i++) { m = split(a[i], b, "-"); for (r = b[1]; r <= ((m > 1) ? b[2] : b[1]); r++) print $1, r } }'
+}
 
 # checksums_close REF OUT: the actor, ref and critic checksums of two runs
 # within relative 1e-5; appends what differs to $why, sets $worst
@@ -456,9 +463,7 @@ echo "== live planner: an injected pool change and slowdown, the planner's moves
 # rank 3 leaves before step 4 and joins before step 8: the plan taken before step 4 holds nothing on rank 3
 t planner-pool-run 300 $L -np 4 bin/nereus tests/decks/pool.deck
 f=$LOG/planner-pool-run.log
-on3=$(awk '/^planner: before step 4: plan [0-9]+ -> [0-9]+:/{p=1;next} p&&/^transition:/{exit}
-  p{ if (match($0, /ranks [0-9,-]+/)) { n=split(substr($0, RSTART+6, RLENGTH-6), a, ",");
-       for (i=1;i<=n;i++) { m=split(a[i], b, "-"); lo=b[1]; hi=(m>1)?b[2]:b[1]; if (lo<=3 && 3<=hi) print $1 } } }' "$f")
+on3=$(sed -n '/^planner: before step 4: plan [0-9]* -> [0-9]*:/,/^transition:/p' "$f" | stage_ranks | awk '$2 == 3 {print $1}' | sort -u)
 if grep -q '^planner: before step 4: replan — pool 3 rank(s)' "$f" && grep -q '^planner: before step 8: replan — pool 4 rank(s)' "$f" && \
    [ -z "$on3" ] && [ "$(verify "$f" transitions)" -ge 2 ] && [ "$(verify "$f" status)" = pass ] && grep -q 'per-tensor checks passed' "$f"; then
   back=$(awk '/^planner: before step 8: plan [0-9]+ -> [0-9]+:/{p=1;next} p&&/^transition:/{if (match($0, /communicators: [^;]*/)) print substr($0, RSTART, RLENGTH); exit}' "$f")
@@ -469,13 +474,10 @@ else result planner-pool-follows 1 0 "no urgent replan, or a model-stage left on
 # then slowing it changes nothing, and what is checked is that nothing is detected (no false alarm)
 t planner-slow-run 300 $L -np 4 bin/nereus tests/decks/slow.deck
 f=$LOG/planner-slow-run.log
-# the ranks holding a model-stage in the plan in force at step 4 (the last plan printed before it; no reward
-# network, so reward.inf holds none)
-held=$(awk '/^step +4 \|/{exit} /^plan:$|^planner: before step [0-9]+: plan [0-9]+ -> [0-9]+:/{delete h; p=1; next}
-  p&&/^transition:|^INJECTED/{p=0}
-  p&&/^(actor|ref|critic)\.[a-z]+ +tp[0-9]+ pp[0-9]+ dp[0-9]+ +ranks /{ match($0, /ranks [0-9,-]+/); n=split(substr($0, RSTART+6, RLENGTH-6), a, ",");
-       for (i=1;i<=n;i++) { m=split(a[i], b, "-"); for (r=b[1]; r<=((m>1)?b[2]:b[1]); r++) h[r]=1 } }
-  END{ for (r in h) print r }' "$f" | sort -n | tr '\n' ' ')
+# the ranks holding a model-stage in the plan in force at step 4: the last plan printed before it (read
+# backwards up to its heading); no reward network, so reward.inf holds none
+held=$(sed '/^step  *4 |/q' "$f" | tac | sed '/^plan:$/q; /^planner: before step [0-9]*: plan [0-9]* -> [0-9]*:$/q' | stage_ranks |
+  awk '$1 != "reward.inf" {print $2}' | sort -nu | tr '\n' ' ')
 slowed=$(grep -cE '^planner: before step [0-9]+: replan — rank [0-9]+ at' "$f")
 if [ "$(verify "$f" status)" != pass ]; then result planner-slow-detected 1 0 "the run did not pass (log: $f)"
 elif echo " $held" | grep -q ' 1 '; then

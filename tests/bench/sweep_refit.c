@@ -193,6 +193,7 @@ int main(int argc, char **argv) {
     }
     if (load(argv[1]) != 0) return 1;
     for (int i = 0; i < n; i++) P[i].id = i;
+    base.eff = eff_default(); /* the fits start from the defaults, and cal_design takes them */
     if (getenv("SWEEP_REFIT_K")) K = atoi(getenv("SWEEP_REFIT_K")); /* calibrate on another number of plans */
     if (K < 1 || K >= n) return fprintf(stderr, "sweep_refit: SWEEP_REFIT_K must be 1..%d\n", n - 1), 2;
     static int perm[MAX_PLANS]; /* the plan at each new place */
@@ -202,11 +203,9 @@ int main(int argc, char **argv) {
         for (int i = 0; i < n; i++) perm[i] = (i + sh) % n;
         permuted = 1;
     } else if (getenv("SWEEP_REFIT_DESIGN")) { /* calibrate on the K plans cal_design picks (D-optimal), as sweep.c does */
-        CostModel at = base;
-        at.eff = eff_default();
         static PlanConfig pl[MAX_PLANS];
         for (int i = 0; i < n; i++) pl[i] = P[i].plan;
-        cal_design(&at, pl, n, nranks, &W, K, perm);
+        cal_design(&base, pl, n, nranks, &W, K, perm);
         permuted = 1;
     }
     if (permuted) {
@@ -219,7 +218,6 @@ int main(int argc, char **argv) {
     }
     int rounds = argc > 2 && argv[2][0] != '-' ? atoi(argv[2]) : 1, verbose = argc > 2 && !strcmp(argv[argc - 1], "-v");
     if (rounds < 1) rounds = 1;
-    base.eff = eff_default();
     CostModel at = base, fit;
     for (int r = 0; r < rounds; r++) {
         fit_once(&at, &fit);
