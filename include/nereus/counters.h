@@ -80,6 +80,17 @@ void counters_rank_last(double *wall, double *cpu);
 /* local: a hook run at the start of every counters_stage_end (NULL: none),
  * inside the stage — the injected slowdown's extra work (inject.h). */
 void counters_set_stage_end_hook(void (*hook)(void));
+/* local: one timed probe of this rank's compute, for a rank the plan in
+ * force leaves without work (the live planner's slowdown estimate has no
+ * model-stage to read there; planner_live.c). The least of 3 N×N×N GEMMs
+ * of the backend (N = 128 on the CPU backend, about 0.03 ms alone here;
+ * 1024 on a device), after a warm-up on the first call, each ended by the
+ * stage-end hook as a model-stage is (so an injected slowdown's extra work
+ * is in it) and begun by it too (so what came before is not). Returns the
+ * thread's CPU seconds, as the stage timers the estimate reads. The buffers
+ * are kept for the next call until counters_probe_free. */
+double counters_probe(const Backend *be);
+void counters_probe_free(void);
 /* collective over world: this step's records of every model-stage,
  * out[PLAN_NSTAGES], the same on every rank. */
 void counters_step_reduce(MPI_Comm world, CounterStage *out);

@@ -6,7 +6,8 @@
  *
  * Slowdown: a slowed rank does (factor − 1) × the CPU seconds it computed
  * since its last wait, at every wait on other ranks (comm.h's wait hook)
- * and at the end of every model-stage (counters.h's stage-end hook), as
+ * and at the end of every model-stage and of the idle probe (counters.h's
+ * stage-end hook, counters_probe), as
  * real floating-point work — so the ranks that wait on it really wait,
  * its own stage timers and CPU clock show it, and the cores it shares are
  * really taken.

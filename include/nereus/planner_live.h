@@ -18,8 +18,10 @@
  * What the monitor sees: the mean response length of the last step; the
  * pool, from each rank's own report; each rank's slowdown — its CPU seconds
  * in its model-stages over the median of the other members' (CPU time, so
- * that waiting on a slow rank does not make its peers look slow; a rank
- * without work keeps its last estimate).
+ * that waiting on a slow rank does not make its peers look slow); a rank
+ * of the pool that the plan in force leaves without work times a small
+ * GEMM each step (counters_probe), against the same probe at the start,
+ * so that a rank emptied for being slow is seen to recover.
  *
  * Order per step: live_decide before job_step (collective: the pool
  * reports, rank 0 decides, every rank learns the decision, a transition
@@ -64,6 +66,9 @@ typedef struct LivePlanner {
     int *self_n;
     uint64_t *self_sig;
     double *pending;
+    /* (world) each rank's idle probe at the start (counters_probe, CPU seconds), the reference of a rank the
+       plan in force leaves without work; NULL for policy = sweep, whose ranks do not probe */
+    double *probe_base;
     int *pool, npool;        /* the pool at the last decision (every rank) */
     Adapt ad;                /* rank 0 */
     double last_len;         /* rank 0: the last step's mean response length */

@@ -74,6 +74,12 @@ void live_init(LivePlanner *lp, Job *j) {
     comm_barrier(j->world);
     int rpn = comm_node_size(j->world);
     int sweep = strcmp(cfg->planner.policy, "sweep") == 0;
+    if (!sweep) { /* the idle probe's reference: every rank at once, as idle ranks probe beside working ones */
+        lp->probe_base = nr_xcalloc((size_t)j->size, sizeof *lp->probe_base);
+        double p = counters_probe(j->be);
+        lp->probe_base[j->rank] = fmin(p, counters_probe(j->be));
+        comm_allreduce_sum_f64(j->world, lp->probe_base, (size_t)j->size);
+    }
     job_probe_links(j); /* the transitions' prices: measured links, unless the deck sets them */
     if (j->rank != 0) {
         if (sweep) lp->sweep = sweep_new(lp, j);
@@ -131,6 +137,8 @@ int live_check_fits(LivePlanner *lp, Job *j, char *why, size_t len) {
 void live_free(LivePlanner *lp) {
     sweep_free(lp->sweep);
     free(lp->slow);
+    free(lp->probe_base);
+    counters_probe_free();
     free(lp->self_rate);
     free(lp->self_n);
     free(lp->self_sig);
@@ -171,10 +179,12 @@ void live_measured(const Job *j, const double *m, double *meas, double *phase) {
      ranks the median is a poor reference: a 4x slowdown of a rank alone read 1.45-2.5x (the CI run of
      planner-slow-busiest that missed it, 2026-12-05).
    A reading above SLOW_DETECT counts once the rank's next measured step reads above it too (the lesser of the
-   two is kept): one step's CPU seconds on a shared VM can read 3.4x its peers', and a rank the planner then
-   empties keeps that estimate, as it is not measured any more. A reading below it counts at once. A rank
-   without work keeps its estimate. NEREUS_PLANNER_DEBUG in the environment prints the estimates. */
-static void estimate_slowdown(LivePlanner *lp, const Job *j, const double *m, int step) {
+   two is kept): one step's CPU seconds on a shared VM can read 3.4x its peers'. A reading below it counts at
+   once. A rank without work is read from its idle probe (probe[r], CPU seconds; 0: none) over its probe at
+   the start: until 2026-12-05 it kept its last estimate, so a rank emptied for being slow stayed slow to the
+   planner after it recovered (and one bad reading, once the rank was emptied, stood for the rest of the run).
+   NEREUS_PLANNER_DEBUG in the environment prints the estimates. */
+static void estimate_slowdown(LivePlanner *lp, const Job *j, const double *m, const double *probe, int step) {
     int n = j->size, K = PLAN_NSTAGES;
     const PlanConfig *plan = &j->plan;
     const CostModel *cm = &lp->cm;
@@ -235,8 +245,9 @@ static void estimate_slowdown(LivePlanner *lp, const Job *j, const double *m, in
         }
         double x = npeer[r] > 0 ? peer[r] / npeer[r]
                  : own[r] > 0 && past > 0 ? own[r] / past
-                 : ratio[r] > 0 && med > 0 ? ratio[r] / med : 0;
-        if (!(x > 0)) { /* no work: the last estimate is kept */
+                 : ratio[r] > 0 && med > 0 ? ratio[r] / med
+                 : probe[r] > 0 && lp->probe_base && lp->probe_base[r] > 0 ? probe[r] / lp->probe_base[r] : 0;
+        if (!(x > 0)) { /* nothing measured (no work, no probe): the last estimate is kept */
             lp->pending[r] = 0;
             continue;
         }
@@ -255,8 +266,10 @@ static void estimate_slowdown(LivePlanner *lp, const Job *j, const double *m, in
     if (getenv("NEREUS_PLANNER_DEBUG")) {
         fprintf(stderr, "planner debug: step %d slow:", step);
         for (int r = 0; r < n; r++)
-            fprintf(stderr, " %d:%.2f(peer %.2f/%d own %.2f model %.2f pending %.2f)", r, lp->slow[r],
-                    npeer[r] ? peer[r] / npeer[r] : 0, npeer[r], own[r], med > 0 ? ratio[r] / med : 0, lp->pending[r]);
+            fprintf(stderr, " %d:%.2f(peer %.2f/%d own %.2f model %.2f probe %.2f pending %.2f)", r, lp->slow[r],
+                    npeer[r] ? peer[r] / npeer[r] : 0, npeer[r], own[r], med > 0 ? ratio[r] / med : 0,
+                    probe[r] > 0 && lp->probe_base && lp->probe_base[r] > 0 ? probe[r] / lp->probe_base[r] : 0,
+                    lp->pending[r]);
         fprintf(stderr, "\n");
     }
     free(peer);
@@ -268,13 +281,26 @@ static void estimate_slowdown(LivePlanner *lp, const Job *j, const double *m, in
     free(sorted);
 }
 
+/* local: 1 when this rank is in the pool and the plan in force gives it no model-stage holding a model: it
+   probes its speed (counters_probe) instead, except under policy = sweep (no probe_base) */
+static int live_rank_idle(const LivePlanner *lp, const Job *j) {
+    if (!lp->probe_base) return 0;
+    int in = 0;
+    for (int i = 0; i < lp->npool && !in; i++) in = lp->pool[i] == j->rank;
+    for (int s = 0; s < PLAN_NSTAGES && in; s++)
+        if (job_stage_holds_model(j, s) && plan_stage_pos(&j->plan.stage[s], j->rank) >= 0) return 0;
+    return in;
+}
+
 void live_observe(LivePlanner *lp, Job *j, int step, const StepStats *st, double wall_s) {
     if (!lp->on) return;
     int n = j->size, K = PLAN_NSTAGES;
-    /* every rank's wall and CPU seconds per model-stage, to every rank (rank 0 uses them) */
-    double *m = nr_xcalloc((size_t)n * 2 * K, sizeof *m);
+    /* every rank's wall and CPU seconds per model-stage, then every rank's idle probe (0: none), to every rank
+       (rank 0 uses them) */
+    double *m = nr_xcalloc((size_t)n * (2 * K + 1), sizeof *m), *probe = m + (size_t)n * 2 * K;
     counters_rank_last(m + (size_t)j->rank * 2 * K, m + (size_t)j->rank * 2 * K + K);
-    comm_allreduce_sum_f64(j->world, m, (size_t)n * 2 * K);
+    if (live_rank_idle(lp, j)) probe[j->rank] = counters_probe(j->be);
+    comm_allreduce_sum_f64(j->world, m, (size_t)n * (2 * K + 1));
     if (j->rank != 0) {
         free(m);
         return;
@@ -300,7 +326,7 @@ void live_observe(LivePlanner *lp, Job *j, int step, const StepStats *st, double
         if (isfinite(lp->pred_s) && lp->pred_s > 0) lp->recent[lp->nrecent++ % 4] = wall_s / lp->pred_s;
         if (lp->guard_on && lp->guard_n < 16) lp->guard_new[lp->guard_n++] = wall_s;
     }
-    if (fresh) estimate_slowdown(lp, j, m, step);
+    if (fresh) estimate_slowdown(lp, j, m, probe, step);
     /* calibration: each stage's slowest member against the model, its phase's core sharing and slowdown out */
     if (fresh) {
         double meas[PLAN_NSTAGES], phase[3];
