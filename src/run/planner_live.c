@@ -192,7 +192,9 @@ static void estimate_slowdown(LivePlanner *lp, const Job *j, const double *m, co
     nominal.eff = eff_default();
     double *peer = nr_xcalloc((size_t)n, sizeof *peer), *ratio = nr_xcalloc((size_t)n, sizeof *ratio);
     double *own = nr_xcalloc((size_t)n, sizeof *own), *sorted = nr_xcalloc((size_t)n, sizeof *sorted);
-    double *cpu_s = nr_xcalloc((size_t)n, sizeof *cpu_s);
+    double *cpu_s = nr_xcalloc((size_t)n, sizeof *cpu_s), *idle = nr_xcalloc((size_t)n, sizeof *idle);
+    for (int r = 0; r < n && lp->probe_base; r++) /* the idle probe's reading (0: none) */
+        idle[r] = probe[r] > 0 && lp->probe_base[r] > 0 ? probe[r] / lp->probe_base[r] : 0;
     uint64_t *sig = nr_xcalloc((size_t)n, sizeof *sig);
     int *npeer = nr_xcalloc((size_t)n, sizeof *npeer), nr = 0;
     for (int s = 0; s < K; s++) {
@@ -246,7 +248,7 @@ static void estimate_slowdown(LivePlanner *lp, const Job *j, const double *m, co
         double x = npeer[r] > 0 ? peer[r] / npeer[r]
                  : own[r] > 0 && past > 0 ? own[r] / past
                  : ratio[r] > 0 && med > 0 ? ratio[r] / med
-                 : probe[r] > 0 && lp->probe_base && lp->probe_base[r] > 0 ? probe[r] / lp->probe_base[r] : 0;
+                 : idle[r];
         if (!(x > 0)) { /* nothing measured (no work, no probe): the last estimate is kept */
             lp->pending[r] = 0;
             continue;
@@ -267,14 +269,14 @@ static void estimate_slowdown(LivePlanner *lp, const Job *j, const double *m, co
         fprintf(stderr, "planner debug: step %d slow:", step);
         for (int r = 0; r < n; r++)
             fprintf(stderr, " %d:%.2f(peer %.2f/%d own %.2f model %.2f probe %.2f pending %.2f)", r, lp->slow[r],
-                    npeer[r] ? peer[r] / npeer[r] : 0, npeer[r], own[r], med > 0 ? ratio[r] / med : 0,
-                    probe[r] > 0 && lp->probe_base && lp->probe_base[r] > 0 ? probe[r] / lp->probe_base[r] : 0,
+                    npeer[r] ? peer[r] / npeer[r] : 0, npeer[r], own[r], med > 0 ? ratio[r] / med : 0, idle[r],
                     lp->pending[r]);
         fprintf(stderr, "\n");
     }
     free(peer);
     free(npeer);
     free(cpu_s);
+    free(idle);
     free(ratio);
     free(own);
     free(sig);

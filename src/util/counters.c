@@ -297,18 +297,23 @@ static struct {
     int n;
 } Probe;
 
+/* three N×N device buffers for a timed GEMM c = a·b: a and b filled with a fixed pattern in [−0.5, 0.5) */
+static void gemm_operands(const Backend *be, int N, float **a, float **b, float **c) {
+    size_t bytes = (size_t)N * N * sizeof(float);
+    float *h = nr_xmalloc(bytes);
+    for (size_t i = 0; i < (size_t)N * N; i++) h[i] = (float)((i * 2654435761u) % 1000) * 1e-3f - 0.5f;
+    *a = be->alloc(bytes), *b = be->alloc(bytes), *c = be->alloc(bytes);
+    be->upload(*a, h, bytes);
+    be->upload(*b, h, bytes);
+    free(h);
+}
+
 double counters_probe(const Backend *be) {
     if (!Probe.a) {
         int N = strcmp(be->name, "cpu") == 0 ? 128 : 1024;
-        size_t bytes = (size_t)N * N * sizeof(float);
-        float *h = nr_xmalloc(bytes);
-        for (size_t i = 0; i < (size_t)N * N; i++) h[i] = (float)((i * 2654435761u) % 1000) * 1e-3f - 0.5f;
         Probe.be = be;
         Probe.n = N;
-        Probe.a = be->alloc(bytes), Probe.b = be->alloc(bytes), Probe.c = be->alloc(bytes);
-        be->upload(Probe.a, h, bytes);
-        be->upload(Probe.b, h, bytes);
-        free(h);
+        gemm_operands(be, N, &Probe.a, &Probe.b, &Probe.c);
         be->matmul_forward(Probe.c, Probe.a, Probe.b, NULL, N, N, N); /* warm-up: first-touch pages, code */
     }
     int N = Probe.n;
@@ -372,13 +377,8 @@ static double gemm_window(const Backend *be, float *a, float *b, float *c, int N
 void counters_calibrate(MPI_Comm world, const Backend *be, CounterPeak *p) {
     int n = comm_size(world), rank = comm_rank(world);
     int N = strcmp(be->name, "cpu") == 0 ? 512 : 4096;
-    size_t bytes = (size_t)N * N * sizeof(float);
-    float *h = nr_xmalloc(bytes);
-    for (size_t i = 0; i < (size_t)N * N; i++) h[i] = (float)((i * 2654435761u) % 1000) * 1e-3f - 0.5f;
-    float *a = be->alloc(bytes), *b = be->alloc(bytes), *c = be->alloc(bytes);
-    be->upload(a, h, bytes);
-    be->upload(b, h, bytes);
-    free(h);
+    float *a, *b, *c;
+    gemm_operands(be, N, &a, &b, &c);
     memset(p, 0, sizeof *p);
     p->n = n;
     p->gemm_n = N;
