@@ -87,7 +87,7 @@ LIB_SRC := $(wildcard src/util/*.c src/deck/*.c src/backend/cpu/*.c src/backend/
                       src/ppo/*.c src/task/*.c src/run/*.c src/io/*.c src/transition/*.c src/planner/*.c)
 LIB_OBJ := $(LIB_SRC:%.c=build/obj/%.o) $(CUDA_OBJ)
 LDLIBS += $(CUDA_LDLIBS)
-TEST_PROGS := test_deck test_backend_grad test_backend_mem test_model test_model_tp test_model_pp test_ppo_pure test_task test_grid test_emu_comms test_comm_device gpu/parity test_ckpt make_llmc test_slabs test_tx_dag test_transition test_planner test_sim
+TEST_PROGS := test_deck test_counters test_backend_grad test_backend_mem test_model test_model_tp test_model_pp test_ppo_pure test_task test_grid test_emu_comms test_comm_device gpu/parity test_ckpt make_llmc test_slabs test_tx_dag test_transition test_planner test_sim
 TEST_BIN := $(TEST_PROGS:%=build/tests/%)
 TOOLS := bin/nereus-task-tokens bin/nereus-ckpt bin/nereus-trace
 # the CPU emulation of the CUDA kernels: build/tests/gpu/emu/parity-emulated (CUEMU_BIN)

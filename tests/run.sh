@@ -67,7 +67,7 @@ checksums_close() {
 }
 
 echo "== unit tests"
-for p in test_deck test_backend_grad test_backend_mem test_model test_ppo_pure test_task test_grid test_slabs test_tx_dag test_planner test_sim; do t "$p" 300 "build/tests/$p"; done
+for p in test_deck test_counters test_backend_grad test_backend_mem test_model test_ppo_pure test_task test_grid test_slabs test_tx_dag test_planner test_sim; do t "$p" 300 "build/tests/$p"; done
 # EMU communicators against the pure grid math, 8 ranks on the 2 cores
 t emu-comms 120 jobs/local.sh -np 8 build/tests/test_emu_comms
 # device-buffer paths of the comm facade (host staging, NCCL-like groups) against plain MPI, 4 ranks
