@@ -87,8 +87,10 @@ void counters_set_stage_end_hook(void (*hook)(void));
  * 1024 on a device), after a warm-up on the first call, each ended by the
  * stage-end hook as a model-stage is (so an injected slowdown's extra work
  * is in it) and begun by it too (so what came before is not). Returns the
- * thread's CPU seconds, as the stage timers the estimate reads. The buffers
- * are kept for the next call until counters_probe_free. */
+ * thread's CPU seconds on the CPU backend (ranks sharing cores do not make
+ * it look slow), wall seconds on a device (whose rank has it to itself: a
+ * slower device shows in them whether the host spins or sleeps while it
+ * waits). The buffers are kept for the next call until counters_probe_free. */
 double counters_probe(const Backend *be);
 void counters_probe_free(void);
 /* collective over world: this step's records of every model-stage,
