@@ -10,7 +10,7 @@ rm -rf "$LOG"; mkdir -p "$LOG"
 pass=0; fail=0; skip=0; failed=()
 export OPENBLAS_NUM_THREADS=1
 if [ "$(id -u)" = 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
-export OMPI_MCA_mpi_yield_when_idle=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
+export OMPI_MCA_mpi_yield_when_idle=1 OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_btl_vader_max_send_size=131072
 
 result() { # name status(0 ok, 1 fail, 77 skip) seconds [note]
   local name=$1 st=$2 secs=$3 note=${4:-}
