@@ -30,17 +30,11 @@ static double median_probe(const Backend *be) {
     return nr_median(v, 7);
 }
 
-static double thread_cpu(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* `seconds` of this thread's CPU time in plain arithmetic (the rank's own work before a probe) */
 static double spin(double seconds) {
     volatile double x = 1;
-    double end = thread_cpu() + seconds;
-    while (thread_cpu() < end)
+    double end = nr_thread_cpu() + seconds;
+    while (nr_thread_cpu() < end)
         for (int i = 0; i < 1000; i++) x = x * 1.0000001 + 1e-9;
     return x;
 }
@@ -73,9 +67,9 @@ int main(void) {
     inject_begin_step(&in, 1, NULL); /* the slowdown in force: the stage-end hook does 3x the work again */
     double slowed = median_probe(be);
     spin(0.02); /* work before the probe: charged (3 x 20 ms) by the hook as the probe begins, outside it */
-    double t0 = thread_cpu();
+    double t0 = nr_thread_cpu();
     double after_work = counters_probe(be);
-    double whole = thread_cpu() - t0;
+    double whole = nr_thread_cpu() - t0;
     inject_begin_step(&in, 3, NULL); /* the slowdown over */
     double again = median_probe(be);
     inject_free(&in);

@@ -64,6 +64,7 @@ int nr_fail(char *why, size_t len, const char *fmt, ...) __attribute__((format(p
 
 /* ---- time ------------------------------------------------------------ */
 double nr_now(void);          /* monotonic seconds */
+double nr_thread_cpu(void);   /* this thread's CPU seconds (its other threads' not counted) */
 
 /* ---- counter-based RNG ----------------------------------------------- */
 /* Streams keep the uses apart, so adding one use never shifts another. */

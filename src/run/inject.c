@@ -119,12 +119,6 @@ int inject_in_pool(const Injector *in, int rank, int step) {
 
 static double slow_factor = 1, cpu_mark;
 
-static double thread_cpu(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* real floating-point work until this thread's CPU clock has advanced by `seconds` */
 static void burn(double seconds) {
     static float a[32 * 32], b[32 * 32], c[32 * 32];
@@ -133,7 +127,7 @@ static void burn(double seconds) {
         for (int i = 0; i < 32 * 32; i++) a[i] = 1e-3f * (float)(i % 17), b[i] = 1e-3f * (float)(i % 13);
         init = 1;
     }
-    double end = thread_cpu() + seconds;
+    double end = nr_thread_cpu() + seconds;
     do {
         for (int i = 0; i < 32; i++) /* a 32×32 matmul, ~65 kFLOP */
             for (int k = 0; k < 32; k++) {
@@ -141,14 +135,14 @@ static void burn(double seconds) {
                 for (int j = 0; j < 32; j++) c[i * 32 + j] += x * b[k * 32 + j];
             }
         __asm__ volatile("" : : "r"(c) : "memory"); /* keep the work */
-    } while (thread_cpu() < end);
+    } while (nr_thread_cpu() < end);
 }
 
 static void slow_hook(void) {
-    double now = thread_cpu();
+    double now = nr_thread_cpu();
     double extra = (now - cpu_mark) * (slow_factor - 1);
     if (extra > 0) burn(extra);
-    cpu_mark = thread_cpu();
+    cpu_mark = nr_thread_cpu();
 }
 
 /* slow_ranks = busiest: the rank that holds the most model-stages of the plan (a model-stage that holds a
@@ -188,7 +182,7 @@ void inject_begin_step(Injector *in, int step, const PlanConfig *plan) {
     double f = inject_slow_at(in, in->rank, step);
     if (f == in->factor) return;
     in->factor = slow_factor = f;
-    cpu_mark = thread_cpu();
+    cpu_mark = nr_thread_cpu();
     comm_set_wait_hook(f > 1 ? slow_hook : NULL);
     counters_set_stage_end_hook(f > 1 ? slow_hook : NULL);
 }

@@ -220,12 +220,6 @@ void counters_step_begin(void) {
     C.t0 = nr_now();
 }
 
-static double thread_cpu(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 void counters_rank_last(double *wall, double *cpu) {
     for (int k = 0; k < PLAN_NSTAGES; k++) {
         wall[k] = C.st[k].ran ? C.st[k].seconds : 0;
@@ -237,7 +231,7 @@ void counters_stage_begin(int id) {
     if (id < 0 || id >= PLAN_NSTAGES) return;
     RankStage *s = &C.st[id];
     if (C.on) read_events(s->at_in);
-    s->cpu_in = thread_cpu();
+    s->cpu_in = nr_thread_cpu();
     s->t_in = nr_now();
     if (!s->ran) s->start = s->t_in - C.t0;
 }
@@ -255,7 +249,7 @@ void counters_stage_end(int id) {
         read_events(v);
         for (int i = 0; i < C.nev; i++) s->value[i] += v[i] - s->at_in[i];
     }
-    s->cpu += thread_cpu() - s->cpu_in;
+    s->cpu += nr_thread_cpu() - s->cpu_in;
     s->seconds += t - s->t_in;
     s->end = t - C.t0;
     s->ran = 1;
@@ -294,7 +288,7 @@ void counters_step_reduce(MPI_Comm world, CounterStage *out) {
 static struct {
     const Backend *be;
     float *a, *b, *c;
-    int n;
+    int n, cpu;      /* the GEMM's size; 1: the CPU backend (timed in thread CPU seconds) */
 } Probe;
 
 /* three N×N device buffers for a timed GEMM c = a·b: a and b filled with a fixed pattern in [−0.5, 0.5) */
@@ -308,27 +302,33 @@ static void gemm_operands(const Backend *be, int N, float **a, float **b, float 
     free(h);
 }
 
-double counters_probe(const Backend *be) {
-    if (!Probe.a) {
-        int N = strcmp(be->name, "cpu") == 0 ? 128 : 1024;
-        Probe.be = be;
-        Probe.n = N;
-        gemm_operands(be, N, &Probe.a, &Probe.b, &Probe.c);
-        be->matmul_forward(Probe.c, Probe.a, Probe.b, NULL, N, N, N); /* warm-up: first-touch pages, code */
-    }
-    int N = Probe.n, cpu = strcmp(be->name, "cpu") == 0;
+/* the least of 3 timed N×N×N GEMMs c = a·b, each finished (a device backend's too) before its clock stops;
+   clock: nr_now or nr_thread_cpu; hooked: each begun and ended by the stage-end hook, as a model-stage is
+   (the idle probe: an injected slowdown's extra work in it, what came before not) */
+static double gemm_best_s(const Backend *be, float *a, float *b, float *c, int N, double (*clock)(void), int hooked) {
     float one;
     double best = INFINITY;
     for (int k = 0; k < 3; k++) {
-        if (stage_end_hook) stage_end_hook(); /* what this rank did before is not the probe's */
-        double t0 = cpu ? thread_cpu() : nr_now();
-        be->matmul_forward(Probe.c, Probe.a, Probe.b, NULL, N, N, N);
-        be->download(&one, Probe.c, sizeof one); /* a device backend finishes here */
-        if (stage_end_hook) stage_end_hook(); /* the injected slowdown's share, as at a model-stage's end */
-        double dt = (cpu ? thread_cpu() : nr_now()) - t0;
+        if (hooked && stage_end_hook) stage_end_hook();
+        double t0 = clock();
+        be->matmul_forward(c, a, b, NULL, N, N, N);
+        be->download(&one, c, sizeof one);
+        if (hooked && stage_end_hook) stage_end_hook();
+        double dt = clock() - t0;
         if (dt < best) best = dt;
     }
     return best;
+}
+
+double counters_probe(const Backend *be) {
+    if (!Probe.a) {
+        Probe.be = be;
+        Probe.cpu = strcmp(be->name, "cpu") == 0;
+        Probe.n = Probe.cpu ? 128 : 1024;
+        gemm_operands(be, Probe.n, &Probe.a, &Probe.b, &Probe.c);
+        be->matmul_forward(Probe.c, Probe.a, Probe.b, NULL, Probe.n, Probe.n, Probe.n); /* warm-up: pages, code */
+    }
+    return gemm_best_s(be, Probe.a, Probe.b, Probe.c, Probe.n, Probe.cpu ? nr_thread_cpu : nr_now, 1);
 }
 
 void counters_probe_free(void) {
@@ -347,15 +347,7 @@ static double gemm_rate(const Backend *be, float *a, float *b, float *c, int N) 
     float one;
     be->matmul_forward(c, a, b, NULL, N, N, N);
     be->download(&one, c, sizeof one); /* a device backend finishes here */
-    double best = INFINITY;
-    for (int r = 0; r < 3; r++) {
-        double t0 = nr_now();
-        be->matmul_forward(c, a, b, NULL, N, N, N);
-        be->download(&one, c, sizeof one);
-        double dt = nr_now() - t0;
-        if (dt < best) best = dt;
-    }
-    return 2.0 * N * N * (double)N / best * 1e-9;
+    return 2.0 * N * N * (double)N / gemm_best_s(be, a, b, c, N, nr_now, 0) * 1e-9;
 }
 
 /* GEMMs back to back for at least `window` seconds, GFLOP/s over the window:
