@@ -169,6 +169,16 @@ if [ $rc = 1 ] && grep -q 'non-finite loss' "$LOG/nonfinite-stop.log" && [ "$(ve
   result nonfinite-stop 0 0 "exit 1, verify.status: fail"
 else result nonfinite-stop 1 0 "exit $rc"; fi
 
+# more BLAS threads than a node's cores: the run goes on, and says so once (run.c warn_threads)
+sed -e 's/^steps = 40$/steps = 2/' -e 's/^\[run\]$/[run]\nblas_threads = 2/' tests/decks/short.deck >"$LOG/threads.deck"
+timeout 300 $L -np 4 bin/nereus "$LOG/threads.deck" >"$LOG/threads-warning.log" 2>&1; rc=$?
+nw=$(grep -c '^warning: \[run\] blas_threads = 2 with 4 rank(s) on a node of' "$LOG/threads-warning.log")
+if [ "$(nproc)" -ge 8 ]; then result threads-warning 77 0 "$(nproc) cores: 4 ranks x 2 threads fit"
+elif [ $rc = 0 ] && [ "$nw" = 1 ] && [ "$(verify "$LOG/threads-warning.log" status)" = pass ] \
+     && ! grep -q 'warning: \[run\] blas_threads' "$LOG/run-short.log"; then
+  result threads-warning 0 0 "4 ranks x 2 BLAS threads on $(nproc) cores: warned once, ran"
+else result threads-warning 1 0 "exit $rc, $nw warning line(s) (want 0 and 1; none with blas_threads = 1)"; fi
+
 tok=build/test-logs/task_tokens.bin
 t task-tokens 60 bin/nereus-task-tokens "$tok" --count 4000 --digits 4 --tasks reverse,sort
 t sft-tokens 300 $L -np 1 bin/nereus tests/decks/sft_tokens.deck

@@ -54,6 +54,9 @@ uint64_t nr_cksum_strs(const char *const *s, int n);
  * memory.max or v1 memory.limit_in_bytes: what Slurm's --mem sets) where
  * lower; *limited (may be NULL) = 1 in that case. */
 double nr_node_memory(int *limited);
+/* The cores this process may run on (its affinity mask: one where mpirun
+ * bound the rank to a core), or the online cores where that cannot be read. */
+int nr_cores_allowed(void);
 /* Bytes an unprivileged writer may still use on the file system that holds
  * `path` (the file's directory: the file itself need not exist); −1 where
  * that cannot be found out. For messages about failed writes. */

@@ -66,7 +66,7 @@ const DeckKey deck_keys[] = {
     {"run", "backend", DECK_T_CHOICE, 0, "auto", NONE, NONE, "auto|cpu|cuda", F_STR(run.backend),
      "compute backend; auto = cuda when a GPU is present and the build has CUDA, else cpu"},
     {"run", "blas_threads", DECK_T_INT, 0, "1", GE(1), LE(256), NULL, F_INT(run.blas_threads),
-     "BLAS threads per rank"},
+     "BLAS threads per rank (CPU backend); keep ranks on a node × threads within its cores (a warning says where not)"},
     {"run", "log_every", DECK_T_INT, 0, "1", GE(1), LE(1000000), NULL, F_INT(run.log_every),
      "print a progress line every N steps"},
     {"run", "precision", DECK_T_CHOICE, 0, "fp32", NONE, NONE, "fp32|tf32", F_STR(run.precision),

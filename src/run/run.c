@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "nereus/backend.h"
 #ifdef NEREUS_CUDA
@@ -120,6 +121,32 @@ static int run_switch(Job *j, const Config *cfg, int step, char *plan_text, size
     return 0;
 }
 
+/* [run] blas_threads > 1 where the rank's threads outnumber its cores: on the CPU backend they then wait
+   for each other at every GEMM (OpenBLAS spins while it waits), which step times and the planner's per-rank
+   slowdown readings (thread CPU seconds) count. Collective; rank 0 says so, with the fullest node's numbers. */
+static void warn_threads(const Config *cfg, const Backend *be) {
+    int t = cfg->run.blas_threads;
+    if (t <= 1 || strcmp(be->name, "cpu") != 0) return;
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    int64_t v[3] = {comm_node_size(MPI_COMM_WORLD), online > 0 ? online : 1, nr_cores_allowed()};
+    struct { double v; int r; } me = {(double)(v[0] * t) / (double)v[1], nr_rank()}, worst;
+    mpiCheck(MPI_Allreduce(&me, &worst, 1, MPI_DOUBLE_INT, MPI_MAXLOC, MPI_COMM_WORLD)); /* the fullest node */
+    int64_t w[3], least = v[2];
+    memcpy(w, v, sizeof w);
+    mpiCheck(MPI_Bcast(w, 3, MPI_INT64_T, worst.r, MPI_COMM_WORLD));
+    mpiCheck(MPI_Allreduce(MPI_IN_PLACE, &least, 1, MPI_INT64_T, MPI_MIN, MPI_COMM_WORLD));
+    if (w[0] * t > w[1])
+        nr_log("warning: [run] blas_threads = %d with %lld rank(s) on a node of %lld core(s): %lld threads for its "
+               "cores, which wait for each other at every GEMM; step times, and the planner's per-rank slowdown "
+               "readings, count the waits. Set blas_threads = 1 or run fewer ranks per node\n",
+               t, (long long)w[0], (long long)w[1], (long long)(w[0] * t));
+    else if (least < t)
+        nr_log("warning: [run] blas_threads = %d, but a rank may run on %lld core(s) only (mpirun bound it; "
+               "--bind-to none, or --map-by with pe=%d, gives it more): its threads wait for each other at every "
+               "GEMM; set blas_threads = %lld\n",
+               t, (long long)least, t, (long long)least);
+}
+
 int run_job(const Config *cfg, const Deck *deck, const char *deck_path) {
     int world = 1;
     MPI_Comm_size(MPI_COMM_WORLD, &world);
@@ -128,6 +155,7 @@ int run_job(const Config *cfg, const Deck *deck, const char *deck_path) {
     if (!be) return deck_error_at(deck, "run.backend", "%s", why);
     if (why[0]) nr_log("nereus: %s\n", why); /* e.g. why "auto" did not pick CUDA */
     be->set_threads(cfg->run.blas_threads);
+    warn_threads(cfg, be);
     if (strcmp(cfg->run.precision, "tf32") == 0) {
 #ifdef NEREUS_CUDA
         if (strcmp(be->name, "cuda") == 0) backend_cuda_set_tf32(1);

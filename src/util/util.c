@@ -1,8 +1,10 @@
 /* util.c — local-error reporting, rank-0 logging, monotonic time, the
  * counter-based RNG, the order-free checksum and checked allocation (see util.h for the contracts). */
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include "nereus/util.h"
 
 #include <malloc.h>
+#include <sched.h>
 #include <math.h>
 #include <mpi.h>
 #include <stdarg.h>
@@ -60,6 +62,14 @@ void nr_warn(const char *fmt, ...) {
     va_end(ap);
     fprintf(stderr, "nereus: rank %d: warning: %s\n", nr_rank(), msg);
     fflush(stderr);
+}
+
+int nr_cores_allowed(void) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
 }
 
 double nr_fs_free_bytes(const char *path) {
