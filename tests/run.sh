@@ -587,6 +587,15 @@ if [ "$(verify "$f" status)" = pass ] && [ -n "$pb" ] && [ -n "$st" ] && \
    awk -v p="$pb" -v s="$st" -v a="$aa" 'BEGIN{exit !(p < s && p <= a * 1.001)}'; then
   result sim-spot-payback 0 0 "64 GPUs, spot-like: payback $pb s/step, static $st, admit-all $aa (within 0.1%)"
 else result sim-spot-payback 1 0 "payback '$pb' static '$st' admit-all '$aa'"; fi
+# memory nearly full, responses shrinking, the pool halved (tests/decks/sim/shrink_tight.deck says what it found)
+t sim-shrink-tight 120 bin/nereus --simulate tests/decks/sim/shrink_tight.deck
+f=$LOG/sim-shrink-tight.log
+pb=$(simv "$f" payback.mean_step_s); st=$(simv "$f" static.mean_step_s)
+nf=$(grep -cE '^sim\.(admit-all|every-k|payback)\.failed: 0$' "$f")
+if [ "$(verify "$f" status)" = pass ] && [ "$nf" = 3 ] && [ -n "$pb" ] && [ -n "$st" ] && \
+   awk -v p="$pb" -v s="$st" 'BEGIN{exit !(p <= s * 1.02)}'; then
+  result sim-shrink-tight-adaptive 0 0 "24 GPUs, 12 left at step 47: every adaptive policy ran; payback $pb s/step, static $st"
+else result sim-shrink-tight-adaptive 1 0 "$nf of 3 adaptive policies ran; payback '$pb' static '$st' (want within 2%)"; fi
 for f in tests/decks/sim/*.deck; do
   re=$(sed -n 's/^# expect: //p' "$f" | head -1 | tr -d '\r')
   bad "sim-$(basename "$f" .deck)" "$re" bin/nereus --simulate "$f"

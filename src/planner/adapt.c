@@ -126,6 +126,33 @@ static int keep_stages(const Adapt *a, const CostModel *price, const Workload *w
     return kept;
 }
 
+/* The search's margin priced (sw->resp_max above the step's own, w->resp_max: the simulator's memory for lengths
+ * growing up to the next crossing). Holding that margin can cost a layout: where memory is tight, the plans that
+ * fit longer responses are slower. The plan the search finds for the step's own lengths is taken instead when,
+ * over H steps (drift_horizon), it costs less even with one more move to the margin's plan, the move longer
+ * responses would force (the monitor's predicted out-of-memory); otherwise the margin stays. d->next and
+ * next_cost are the margin's plan on entry and the chosen one on return; returns 1 when that is the one without
+ * the margin. Found by tests/test_sim_fuzz.py (seed 71303, case 124: qwen3-32b on 24 H200s, responses
+ * shrinking): the margin's plan ran at 61.3 s/step where the step's own lengths allowed 42.5. */
+static int margin_priced(const Adapt *a, int step, const CostModel *price, const Workload *w, const CostModel *search,
+                         const Observed *o, AdaptDecision *d) {
+    const AdaptConfig *c = &a->c;
+    static PlanConfig p0;
+    StepCost s0, t0, t1;
+    char why[256];
+    if (adapt_search(search, w, c->policy, c->nranks, o, &p0, &s0, why, sizeof why) != 0 || plan_same(&p0, &d->next))
+        return 0;
+    double H = drift_horizon(&a->dm, step, c->steps_total);
+    double L0 = cost_plan(price, &p0, c->nranks, w, &t0), L1 = cost_plan(price, &d->next, c->nranks, w, &t1);
+    double C0 = plan_same(&p0, &a->cur) ? 0 : c->tx_cost(c->tx_ctx, &a->cur, &p0);
+    double C1 = plan_same(&d->next, &a->cur) ? 0 : c->tx_cost(c->tx_ctx, &a->cur, &d->next);
+    double Cf = c->tx_cost(c->tx_ctx, &p0, &d->next);
+    if (!(H * L0 + C0 + Cf < H * L1 + C1)) return 0;
+    d->next = p0;
+    d->next_cost = s0;
+    return 1;
+}
+
 /* appends to the decision's one-line reason (printf-style), cut at its size */
 static void reason_add(AdaptDecision *d, const char *fmt, ...) {
     size_t k = strlen(d->reason);
@@ -174,11 +201,22 @@ int adapt_step(Adapt *a, int step, const CostModel *price, const Workload *w, co
     }
     if (!want) return 0;
     d->searched = 1;
+    /* the search's workload may hold memory for longer responses than the step's (the simulator's margin up to
+       the threshold above them, so that lengths growing to the next crossing still fit): where no plan holds
+       that, a plan for the step's own lengths runs it, as the fixed baselines' would (a predicted out-of-memory
+       replans at once should they outgrow it). Found by tests/test_sim_fuzz.py (seed 71303, case 124): 12 of
+       24 GPUs left at step 47, responses shrinking, the adaptive policies stopped where static ran on */
+    int cut = 0;
     if (adapt_search(search, sw, c->policy, c->nranks, o, &d->next, &d->next_cost, d->why, sizeof d->why) != 0) {
-        d->failed = 1;
-        snprintf(d->reason, sizeof d->reason, "no plan fits the %d-rank pool", o->npool);
-        return 0;
+        cut = sw != w && sw->resp_max > w->resp_max &&
+              adapt_search(search, w, c->policy, c->nranks, o, &d->next, &d->next_cost, d->why, sizeof d->why) == 0;
+        if (!cut) {
+            d->failed = 1;
+            snprintf(d->reason, sizeof d->reason, "no plan fits the %d-rank pool", o->npool);
+            return 0;
+        }
     }
+    int unmargined = !cut && sw != w && sw->resp_max > w->resp_max && margin_priced(a, step, price, w, search, o, d);
     StepCost now, nx;
     d->L_now = outside ? INFINITY : cost_plan(price, &a->cur, c->nranks, w, &now);
     d->L_new = cost_plan(price, &d->next, c->nranks, w, &nx);
@@ -209,6 +247,12 @@ int adapt_step(Adapt *a, int step, const CostModel *price, const Workload *w, co
                  : d->admitted ? "faster, admitted" : "not faster, refused",
                  d->L_now - d->L_new, d->C);
     }
+    if (unmargined)
+        reason_add(d, "; searched for the step's responses (%.0f tokens), not for %.0f: faster by more over H than "
+                   "the move longer ones would force", w->resp_max, sw->resp_max);
+    if (cut)
+        reason_add(d, "; no plan holds responses of %.0f tokens in this pool: searched for the step's %.0f",
+                   sw->resp_max, w->resp_max);
     if (d->admitted && same) reason_add(d, "; the search kept the current plan");
     if (d->kept && !same && d->admitted)
         reason_add(d, "; %d model-stage(s) of the plan in force kept as they are (cheaper over H)", d->kept);

@@ -179,11 +179,14 @@ static double search_disaggregated(const CostModel *cm, int N, Frontier *F, doub
     return best;
 }
 
-static double search_capped(const CostModel *cm, int N, const int *map, int Njob, const Workload *w, double cap,
-                            int mode, Frontier *F, double *cand, PlanConfig *out, StepCost *sc, SearchStats *st) {
+/* wf: the workload the frontiers are built for (the stages' fastest layouts); w: the one the plan is priced and
+   its memory checked for */
+static double search_capped(const CostModel *cm, int N, const int *map, int Njob, const Workload *wf,
+                            const Workload *w, double cap, int mode, Frontier *F, double *cand, PlanConfig *out,
+                            StepCost *sc, SearchStats *st) {
     for (int s = 0; s < PLAN_NSTAGES; s++) {
         if (s == PLAN_REWARD_INF && !cm->have_rm) continue;
-        frontier_build(cm, s, N, w, cap, &F[s], &st->candidates);
+        frontier_build(cm, s, N, wf, cap, &F[s], &st->candidates);
     }
     memset(out, 0, sizeof *out);
     snprintf(out->fill, sizeof out->fill, "auto");
@@ -321,17 +324,31 @@ int plan_search_mode(const CostModel *cm, int N, const int *map, int Njob, const
        of training; where no such plan fits, the disaggregated family (each phase's stages on ranks of their own)
        may: 2026-12-05, tests/test_sim_fuzz.py found a 70B actor on 128 modelled H200s that the OpenRLHF-like
        baseline ran to the end while the adaptive policies found no plan */
-    for (int fam = 0; fam < 2 && !isfinite(bestT); fam++) {
-        int m = fam == 0 ? mode : SEARCH_DISAGGREGATED;
-        if (fam == 1 && mode != SEARCH_ANY) break;
-        for (int k = 1; k <= 7; k++) {
-            double T = search_capped(cm, N, map, Njob, w, usable / k, m, F, cand, &trial, &tsc, st);
-            if (isfinite(T) && tsc.fits && T < bestT) {
-                bestT = T;
-                best = trial;
-                bsc = tsc;
+    /* The frontiers hold each stage's fastest layout per rank count, whatever its memory; where the plan they
+       make does not fit, tighter caps trade speed for memory stage by stage, blind to which stages share ranks.
+       Frontiers built for shorter responses (SEARCH_ALT_LENS of the step's: the same memory, as the plan is
+       checked at w's own lengths) rank the layouts otherwise and can make a plan that fits and is faster at
+       w: 2026-12-05, tests/test_sim_fuzz.py (seed 71303, case 124: qwen3-32b and llama-3.1-8b on 19 H200s,
+       responses of 1,880 tokens) found 61.3 s/step searching at the step's lengths and 42.5 at half of them,
+       every such plan checked and priced at the step's. */
+    static const double alt_len[1 + SEARCH_ALT_LENS] = {1, 0.5, 0.25};
+    for (int a = 0; a <= SEARCH_ALT_LENS; a++) {
+        Workload wf = *w;
+        wf.resp_len = w->resp_len * alt_len[a];
+        double found = INFINITY;
+        for (int fam = 0; fam < 2 && !isfinite(found); fam++) {
+            int m = fam == 0 ? mode : SEARCH_DISAGGREGATED;
+            if (fam == 1 && mode != SEARCH_ANY) break;
+            for (int k = 1; k <= 7; k++) {
+                double T = search_capped(cm, N, map, Njob, &wf, w, usable / k, m, F, cand, &trial, &tsc, st);
+                if (isfinite(T) && tsc.fits && T < found) found = T;
+                if (isfinite(T) && tsc.fits && T < bestT) {
+                    bestT = T;
+                    best = trial;
+                    bsc = tsc;
+                }
+                if (isfinite(found) && k == 1) break; /* the unconstrained optimum fits */
             }
-            if (isfinite(bestT) && k == 1) break; /* the unconstrained optimum fits */
         }
     }
     if (isfinite(bestT) && mode == SEARCH_ANY && N <= SEARCH_REFINE_MAX) refine(cm, N, map, Njob, w, &best, &bsc, st);

@@ -154,6 +154,8 @@ static Observed observed_start(const SimScenario *sc, int *ranks, double *slow) 
 static int adaptive_start(const SimScenario *sc, const CostModel *truth, const Observed *o, PlanConfig *p,
                           StepCost *c, char *what, size_t n) {
     Workload w0 = planned_for(sc, 0);
+    if (adapt_search(truth, &w0, SIM_STATIC, sc->gpus, o, p, c, what, n) == 0) return 0;
+    w0.resp_max = w0.resp_len; /* no plan holds the margin: one for step 0's lengths (adapt_step does the same) */
     return adapt_search(truth, &w0, SIM_STATIC, sc->gpus, o, p, c, what, n);
 }
 
