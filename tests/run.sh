@@ -587,8 +587,8 @@ if [ "$(verify "$f" status)" = pass ] && [ -n "$pb" ] && [ -n "$st" ] && \
    awk -v p="$pb" -v s="$st" -v a="$aa" 'BEGIN{exit !(p < s && p <= a * 1.001)}'; then
   result sim-spot-payback 0 0 "64 GPUs, spot-like: payback $pb s/step, static $st, admit-all $aa (within 0.1%)"
 else result sim-spot-payback 1 0 "payback '$pb' static '$st' admit-all '$aa'"; fi
-# memory nearly full, responses shrinking, the pool halved (tests/decks/sim/shrink_tight.deck says what it found)
-t sim-shrink-tight 120 bin/nereus --simulate tests/decks/sim/shrink_tight.deck
+# memory nearly full, responses shrinking, the pool halved (tests/decks/sim_ok/shrink_tight.deck says what it found)
+t sim-shrink-tight 120 bin/nereus --simulate tests/decks/sim_ok/shrink_tight.deck
 f=$LOG/sim-shrink-tight.log
 pb=$(simv "$f" payback.mean_step_s); st=$(simv "$f" static.mean_step_s)
 nf=$(grep -cE '^sim\.(admit-all|every-k|payback)\.failed: 0$' "$f")

@@ -253,8 +253,8 @@ int plan_search_on(const CostModel *cm, int n, const int *map, int nranks_job, c
  * tried on a grid of N/32 ranks). The baselines of the simulator are the
  * best plans of their family, not a fixed default. */
 enum { SEARCH_ANY, SEARCH_COLOCATED, SEARCH_DISAGGREGATED };
-/* the frontiers are also built for responses 1/2 and 1/4 as long (search.c says why) */
-#define SEARCH_ALT_LENS 2
+/* the frontiers are also built for responses 2, 1/2, 1/4 and 1/8 times as long (search.c says why) */
+#define SEARCH_ALT_LENS 4
 #define SEARCH_REFINE_MAX 16
 #define SEARCH_REFINE_DRAWS 2000
 /* One option of a model-stage for the local search and the sweep's sampler:
