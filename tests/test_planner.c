@@ -100,6 +100,15 @@ int main(void) {
     drift_init(&d, 0.3, 100, 1.0, 8);
     CHECK(drift_check(&d, 125, 1.0, 8, 0) == DRIFT_NONE, "length +25%%: below the 30%% threshold");
     CHECK(drift_check(&d, 140, 1.0, 8, 0) == DRIFT_LENGTH, "length +40%%: a crossing");
+    CHECK(drift_check(&d, 80, 1.0, 8, 0) == DRIFT_NONE && drift_check(&d, 75, 1.0, 8, 0) == DRIFT_LENGTH,
+          "length shrunk by a factor 1.25 (80): none; by 1.33 (75): a crossing");
+    {
+        DriftMonitor d1;
+        drift_init(&d1, 1.0, 2000, 1.0, 8); /* threshold 1: a factor 2 either way */
+        CHECK(drift_check(&d1, 1100, 1.0, 8, 0) == DRIFT_NONE && drift_check(&d1, 900, 1.0, 8, 0) == DRIFT_LENGTH &&
+              drift_check(&d1, 4100, 1.0, 8, 0) == DRIFT_LENGTH,
+              "threshold 1: responses halved (900 of 2000) or doubled (4100) cross, 1100 does not");
+    }
     CHECK(drift_check(&d, 100, 1.0, 7, 0) == DRIFT_POOL, "a rank left the pool: urgent");
     CHECK(drift_check(&d, 100, 0.5, 8, 0) == DRIFT_EFFICIENCY, "a rank at half speed: efficiency");
     CHECK(drift_check(&d, 100, 1.0, 8, 1) == DRIFT_OOM, "predicted out-of-memory: urgent");
