@@ -206,9 +206,9 @@ int adapt_step(Adapt *a, int step, const CostModel *price, const Workload *w, co
        that, a plan for the step's own lengths runs it, as the fixed baselines' would (a predicted out-of-memory
        replans at once should they outgrow it). Found by tests/test_sim_fuzz.py (seed 71303, case 124): 12 of
        24 GPUs left at step 47, responses shrinking, the adaptive policies stopped where static ran on */
-    int cut = 0;
+    int margin = sw != w && sw->resp_max > w->resp_max, cut = 0;
     if (adapt_search(search, sw, c->policy, c->nranks, o, &d->next, &d->next_cost, d->why, sizeof d->why) != 0) {
-        cut = sw != w && sw->resp_max > w->resp_max &&
+        cut = margin &&
               adapt_search(search, w, c->policy, c->nranks, o, &d->next, &d->next_cost, d->why, sizeof d->why) == 0;
         if (!cut) {
             d->failed = 1;
@@ -216,7 +216,7 @@ int adapt_step(Adapt *a, int step, const CostModel *price, const Workload *w, co
             return 0;
         }
     }
-    int unmargined = !cut && sw != w && sw->resp_max > w->resp_max && margin_priced(a, step, price, w, search, o, d);
+    int unmargined = margin && !cut && margin_priced(a, step, price, w, search, o, d);
     StepCost now, nx;
     d->L_now = outside ? INFINITY : cost_plan(price, &a->cur, c->nranks, w, &now);
     d->L_new = cost_plan(price, &d->next, c->nranks, w, &nx);
