@@ -230,6 +230,70 @@ int main(void) {
         CHECK(sh.phase_scale[2] == 4.0, "cal_phase_scales: a scale past 4 is held at 4 (%.3f)", sh.phase_scale[2]);
     }
 
+    /* ---- cal_fit_plans: the pipeline crossings' wait, fitted. A "true" model on 4 ranks sharing 2 cores waits
+       160 message latencies at each pipeline crossing; its stages and phases are the measurements. A fit that
+       starts at the default 20 hops, as the sweep does, must find 160 on the grid and predict the plans'
+       phases closer than cal_fit at 20 does ---- */
+    {
+        CostModel truth;
+        memset(&truth, 0, sizeof truth);
+        truth.hw = h200();
+        truth.hw.ranks_per_node = 4, truth.hw.cores = 2;
+        truth.hw.bw[0] = truth.hw.bw[1] = 1e10, truth.hw.lat[0] = truth.hw.lat[1] = 5e-6;
+        truth.hw.op_s = 1e-6, truth.hw.rho_exp = 1, truth.hw.pipe_hops = 160;
+        truth.eff = eff_default();
+        truth.eff.f[EFF_GEMM] = 0.3, truth.eff.f[EFF_LAT] = 0.9, truth.eff.f[EFF_P2P_INTRA] = 0.1;
+        GPTConfig g = {.V = 64, .maxT = 32, .L = 4, .C = 64, .NH = 4, .value_head = 0};
+        truth.actor = shape_of_gpt(&g, "actor");
+        g.value_head = 1;
+        truth.critic = shape_of_gpt(&g, "critic");
+        Workload ww = {64, 16, 2, 10, 12, 12};
+        static const struct { int stage; PlanStage st; } lay[] = {
+            {PLAN_CRITIC_TRAIN, {PLAN_SRC_DECK, 1, 2, 1, 0, 2, {0, 1}}},
+            {PLAN_CRITIC_TRAIN, {PLAN_SRC_DECK, 1, 4, 1, 0, 4, {0, 1, 2, 3}}},
+            {PLAN_ACTOR_TRAIN, {PLAN_SRC_DECK, 1, 2, 1, 0, 2, {2, 3}}},
+            {PLAN_CRITIC_TRAIN, {PLAN_SRC_DECK, 1, 1, 2, 0, 2, {0, 1}}},
+            {PLAN_ACTOR_TRAIN, {PLAN_SRC_DECK, 2, 1, 1, 0, 2, {0, 1}}},
+            {PLAN_CRITIC_TRAIN, {PLAN_SRC_DECK, 1, 2, 2, 0, 4, {0, 1, 2, 3}}},
+            {PLAN_ACTOR_TRAIN, {PLAN_SRC_DECK, 1, 1, 1, 0, 1, {1}}},
+            {PLAN_ACTOR_INF, {PLAN_SRC_DECK, 1, 2, 2, 0, 4, {0, 1, 2, 3}}},
+        };
+        enum { NP = sizeof lay / sizeof lay[0] };
+        static PlanConfig plans[NP];
+        static Calibration cal;
+        PhaseObs po[NP];
+        CostModel at = truth;
+        at.eff = eff_default();
+        at.hw.pipe_hops = 0, at.hw.rho_exp = 0;
+        memset(&cal, 0, sizeof cal);
+        for (int i = 0; i < NP; i++) {
+            plans[i] = plan_on_rank0_but(lay[i].stage, lay[i].st);
+            StepCost t;
+            cost_plan(&truth, &plans[i], 4, &ww, &t);
+            for (int s = 0; s < PLAN_NSTAGES; s++)
+                if (s != PLAN_REWARD_INF && t.stage[s] > 0) cal_add(&cal, &at, &plans[i], 4, &ww, s, t.stage[s]);
+            for (int ph = 0; ph < 3; ph++) cal_add_phase(&cal, &at, &plans[i], 4, &ww, ph, t.phase[ph]);
+            po[i] = (PhaseObs){&plans[i], ww, {t.phase[0], t.phase[1], t.phase[2]}, 1};
+        }
+        CostModel fixed = at, fitted = at;
+        fixed.eff = fitted.eff = eff_default();
+        cal_fit(&cal, &fixed);
+        cal_phase_scales(&fixed, 4, po, NP);
+        cal_fit_plans(&cal, &fitted, 4, po, NP);
+        double ef = 0, ep = 0; /* the worst relative error of the phases' sum over the plans */
+        for (int i = 0; i < NP; i++) {
+            StepCost a, b;
+            cost_plan(&fixed, &plans[i], 4, &ww, &a);
+            cost_plan(&fitted, &plans[i], 4, &ww, &b);
+            double m = po[i].ph[0] + po[i].ph[1] + po[i].ph[2];
+            ef = fmax(ef, fabs(a.phase[0] + a.phase[1] + a.phase[2] - m) / m);
+            ep = fmax(ep, fabs(b.phase[0] + b.phase[1] + b.phase[2] - m) / m);
+        }
+        CHECK(fixed.hw.pipe_hops == 20 && fitted.hw.pipe_hops == 160 && ep < 0.5 * ef,
+              "cal_fit_plans: pipeline waits of 160 hops found (%.3g; cal_fit keeps %.3g); the plans' worst error "
+              "%.2f%% against %.2f%% at 20 hops", fitted.hw.pipe_hops, fixed.hw.pipe_hops, 100 * ep, 100 * ef);
+    }
+
     /* ---- search at 8 and 16 ranks (with the local search: SEARCH_REFINE_MAX), 32, 256, 1,024 ---- */
     int sizes[5] = {8, 16, 32, 256, 1024};
     for (int k = 0; k < 5; k++) {

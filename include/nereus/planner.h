@@ -85,6 +85,9 @@ typedef struct HwModel {
     double op_s;            /* ideal seconds of one operation's fixed cost (EFF_OPS); 0: not modelled */
     double rho_exp;         /* with cores: a message's wait grows as (busy ranks per core)^rho_exp (0: 1);
                                cal_fit fits it */
+    double pipe_hops;       /* with cores < ranks_per_node: each pipeline boundary crossing on a stage's schedule
+                               waits this many message latencies for the receiver's time slice (0:
+                               COST_PIPE_WAIT_HOPS); cal_fit fits it */
     int cores;              /* cores a node's ranks share (0: a core, or a GPU, per rank). With fewer cores
                                than busy ranks the compute of a phase stretches (cost_plan) */
 } HwModel;
@@ -173,6 +176,8 @@ typedef struct CalObs {
     double t;        /* measured */
     double rho;      /* the phase's busy ranks per core */
     double beta;     /* the hw.rho_exp a[] was computed with (the links' a[] include rho^beta) */
+    double pw;       /* the part of a[EFF_LAT] that is pipeline waits, per hop (hw.pipe_hops) */
+    double hops;     /* the hw.pipe_hops a[] was computed with */
     int core_links;  /* the links' bytes inside a node took a core (hw.cores > 0): their a[] hold the compute's
                         stretch, not rho^beta */
     int stage;
@@ -192,6 +197,8 @@ void cal_add_phase(Calibration *c, const CostModel *cm, const PlanConfig *plan, 
 /* refit cm->eff from the observations, then cm->phase_scale (per phase, the geometric mean of measured over
    fitted of its phase observations); returns the RMS relative error of the fit (0 without observations) */
 double cal_fit(const Calibration *c, CostModel *cm);
+/* what cm (fitted) predicts for observation o: Σ a_k / f_k at cm's message stretch and pipeline waits */
+double cal_obs_fitted(const CalObs *o, const CostModel *cm);
 /* A plan's measured phases, for cal_phase_scales: the plan, the workload it ran (its mean response length),
    the mean measured gen, inf and train phase, and how many steps the means are over (their weight). */
 typedef struct PhaseObs {
@@ -206,6 +213,11 @@ typedef struct PhaseObs {
    cost_plan adds up at the fitted factors (its schedule, hence each stage's stretch, moves with them). For a
    fit from observations taken at other factors (the sweep's); the live planner's are taken at its model's. */
 void cal_phase_scales(CostModel *cm, int nranks, const PhaseObs *o, int n);
+/* cal_fit and cal_phase_scales for a fit that has its plans' measured phases (the sweep's): where some observation
+   holds pipeline crossings' waits on shared cores, hw.pipe_hops is chosen from a grid as the one whose fit
+   predicts the n plans' phases best (their sum, the steps-weighted squared log error); returns cal_fit's RMS
+   for the fit chosen */
+double cal_fit_plans(const Calibration *c, CostModel *cm, int nranks, const PhaseObs *o, int n);
 /* Which K of n plans to calibrate on, before any runs: greedily, the plan whose calibration observations (as
    cal_add and cal_add_phase take them, at cm's predictions, as rows a / t of the relative least squares) add
    the most to the log determinant of the information matrix (a D-optimal design: the factors the chosen plans

@@ -173,25 +173,11 @@ static void sweep_fit(LivePlanner *lp, struct Sweep *sw, int nranks, const Calib
     *fit = lp->cm;
     fit->eff = eff_default();
     fit->slow = NULL;
-    /* the observations were taken with the live model's factors: cal_add stored ideal seconds, so the fit starts anew */
-    double rms = cal_fit(cal, fit);
-    if (getenv("NEREUS_PLANNER_DEBUG")) {
-        fprintf(stderr, "sweep debug: fit over %d stage(s), RMS %.1f%%, message stretch exponent %.2f\n", cal->n,
-                100 * rms, fit->hw.rho_exp);
-        for (int i = 0; i < cal->n; i++) {
-            const CalObs *o = &cal->obs[i];
-            double p = 0;
-            for (int k = 0; k < EFF_N; k++) p += o->a[k] / fit->eff.f[k];
-            fprintf(stderr, "  %-12s t%dp%dd%d measured %.4f fitted %.4f (%+.0f%%) ideal:", o->stage >= 0 ? plan_stage_name(o->stage) : o->stage == -1 ? "phase gen" : o->stage == -2 ? "phase inf" : "phase train",
-                    o->l.tp, o->l.pp, o->l.dp, o->t, p, 100 * (p - o->t) / o->t);
-            for (int k = 0; k < EFF_N; k++) fprintf(stderr, " %.2g", o->a[k]);
-            fprintf(stderr, "\n");
-        }
-    }
     /* the phase scales against cost_plan's own phases at the fitted factors: cal_fit's compare with the phases
        linearised at the live model's factors the observations were taken with. On the 22 stored sweeps, each
        calibrated in turn on each quarter of its plans (tests/bench/refit_compare.sh, 2026-12-05): held-out MAPE
-       7.80 -> 7.57% on average, lower in 58 of the 88 fits, higher in 28 */
+       7.80 -> 7.57% on average, lower in 58 of the 88 fits, higher in 28. The pipeline waits' hops chosen by
+       the plans' phases (cal_fit_plans says why) */
     PhaseObs *po = nr_xmalloc((size_t)(nplans > 0 ? nplans : 1) * sizeof *po);
     int np = 0;
     for (int k = 0; k < nplans; k++) {
@@ -204,8 +190,21 @@ static void sweep_fit(LivePlanner *lp, struct Sweep *sw, int nranks, const Calib
         q->steps = p->nwall;
         for (int ph = 0; ph < 3; ph++) q->ph[ph] = p->phase[ph] / p->nwall;
     }
-    cal_phase_scales(fit, nranks, po, np);
+    /* the observations were taken with the live model's factors: cal_add stored ideal seconds, so the fit starts anew */
+    double rms = cal_fit_plans(cal, fit, nranks, po, np);
     free(po);
+    if (getenv("NEREUS_PLANNER_DEBUG")) {
+        fprintf(stderr, "sweep debug: fit over %d stage(s), RMS %.1f%%, message stretch exponent %.2f\n", cal->n,
+                100 * rms, fit->hw.rho_exp);
+        for (int i = 0; i < cal->n; i++) {
+            const CalObs *o = &cal->obs[i];
+            double p = cal_obs_fitted(o, fit);
+            fprintf(stderr, "  %-12s t%dp%dd%d measured %.4f fitted %.4f (%+.0f%%) ideal:", o->stage >= 0 ? plan_stage_name(o->stage) : o->stage == -1 ? "phase gen" : o->stage == -2 ? "phase inf" : "phase train",
+                    o->l.tp, o->l.pp, o->l.dp, o->t, p, 100 * (p - o->t) / o->t);
+            for (int k = 0; k < EFF_N; k++) fprintf(stderr, " %.2g", o->a[k]);
+            fprintf(stderr, "\n");
+        }
+    }
     fit->overhead_s = 0;
     /* the time outside the phases, measured (wall − the phases the stage timers give), less the model's sync */
     double over = 0;
@@ -476,11 +475,11 @@ void sweep_report(const LivePlanner *lp) {
         const CostModel *f = m ? &sw->fit_all : &sw->fit;
         const Efficiency *e = &f->eff;
         nr_log("planner: sweep: %s: GEMM %.3g, attention %.3g, memory-bound %.3g, all-reduce %.3g, "
-               "point-to-point %.3g, per-operation %.3g, latency %.3g; message stretch exponent %.2f; overhead %.4f "
-               "s/step\n",
+               "point-to-point %.3g, per-operation %.3g, latency %.3g; message stretch exponent %.2f; pipeline wait %.3g "
+               "hops; overhead %.4f s/step\n",
                m ? "refitted on every sampled plan (the choice)" : "fitted on the calibration plans (the predictions)",
                e->f[EFF_GEMM], e->f[EFF_ATTN], e->f[EFF_DECODE], e->f[EFF_AR_INTRA], e->f[EFF_P2P_INTRA],
-               e->f[EFF_OPS], e->f[EFF_LAT], f->hw.rho_exp, f->overhead_s);
+               e->f[EFF_OPS], e->f[EFF_LAT], f->hw.rho_exp, f->hw.pipe_hops, f->overhead_s);
     }
     nr_log("sweep.plans_run: %d\n", nrun);
     nr_log("sweep.heldout: %d\n", ne);

@@ -138,37 +138,34 @@ static void fit_once(const CostModel *at, CostModel *fit) {
         }
     *fit = *at;
     fit->eff = eff_default();
-    cal_fit(&cal, fit);
+    static PhaseObs po[MAX_PLANS];
+    int np = 0;
+    for (int i = 0; i < K; i++) {
+        if (P[i].nobs == 0) continue;
+        PhaseObs *q = &po[np++];
+        q->plan = &P[i].plan;
+        q->w = W;
+        q->w.resp_len = plan_len(&P[i]);
+        q->steps = P[i].nobs;
+        for (int ph = 0; ph < 3; ph++) {
+            q->ph[ph] = 0;
+            for (int k = 0; k < P[i].nobs; k++) q->ph[ph] += P[i].obs[k].ph[ph] / P[i].nobs;
+        }
+    }
+    /* the phase scales against cost_plan's own phases at the fitted factors, as sweep_fit takes them
+       (SWEEP_REFIT_LINEAR_PHASE=1: cal_fit's, against the linearised phases, as before 2026-12-05) */
+    if (getenv("SWEEP_REFIT_LINEAR_PHASE")) cal_fit(&cal, fit);
+    else cal_fit_plans(&cal, fit, nranks, po, np);
     if (getenv("SWEEP_REFIT_OBS")) /* every calibration observation against the fit */
         for (int i = 0; i < cal.n; i++) {
             const CalObs *o = &cal.obs[i];
-            double p = 0;
-            for (int k = 0; k < EFF_N; k++) p += o->a[k] / fit->eff.f[k];
+            double p = cal_obs_fitted(o, fit);
             printf("obs %-12s t%dp%dd%d measured %.4f fitted %.4f (%+.0f%%) rho %.2f  by class:",
                    o->stage >= 0 ? plan_stage_name(o->stage) : o->stage == -1 ? "phase gen" : o->stage == -2 ? "phase inf" : "phase train",
                    o->l.tp, o->l.pp, o->l.dp, o->t, p, 100 * (p - o->t) / o->t, o->rho);
             for (int k = 0; k < EFF_N; k++) printf(" %.3f", o->a[k] / fit->eff.f[k]);
             printf("\n");
         }
-    /* the phase scales against cost_plan's own phases at the fitted factors, as sweep_fit takes them
-       (SWEEP_REFIT_LINEAR_PHASE=1: cal_fit's, against the linearised phases, as before 2026-12-05) */
-    if (!getenv("SWEEP_REFIT_LINEAR_PHASE")) {
-        static PhaseObs po[MAX_PLANS];
-        int np = 0;
-        for (int i = 0; i < K; i++) {
-            if (P[i].nobs == 0) continue;
-            PhaseObs *q = &po[np++];
-            q->plan = &P[i].plan;
-            q->w = W;
-            q->w.resp_len = plan_len(&P[i]);
-            q->steps = P[i].nobs;
-            for (int ph = 0; ph < 3; ph++) {
-                q->ph[ph] = 0;
-                for (int k = 0; k < P[i].nobs; k++) q->ph[ph] += P[i].obs[k].ph[ph] / P[i].nobs;
-            }
-        }
-        cal_phase_scales(fit, nranks, po, np);
-    }
     /* the time outside the phases, less the model's sync (sweep_fit) */
     double over = 0;
     int m = 0;
@@ -295,9 +292,9 @@ int main(int argc, char **argv) {
     }
     printf("refit: %d calibration plan(s), %d held out, %d round(s): MAPE %.2f%%, worst %.2f%%; factors GEMM %.3g "
            "attention %.3g memory-bound %.3g all-reduce %.3g point-to-point %.3g per-operation %.3g latency %.3g, "
-           "message stretch exponent %.2f, overhead %.4f s/step; phase scales %.3f %.3f %.3f\n",
+           "message stretch exponent %.2f, pipeline wait %.3g hops, overhead %.4f s/step; phase scales %.3f %.3f %.3f\n",
            K, ne, rounds, ne ? 100 * esum / ne : NAN, 100 * emax, fit.eff.f[EFF_GEMM], fit.eff.f[EFF_ATTN],
            fit.eff.f[EFF_DECODE], fit.eff.f[EFF_AR_INTRA], fit.eff.f[EFF_P2P_INTRA], fit.eff.f[EFF_OPS], fit.eff.f[EFF_LAT],
-           fit.hw.rho_exp, fit.overhead_s, fit.phase_scale[0], fit.phase_scale[1], fit.phase_scale[2]);
+           fit.hw.rho_exp, fit.hw.pipe_hops, fit.overhead_s, fit.phase_scale[0], fit.phase_scale[1], fit.phase_scale[2]);
     return 0;
 }
