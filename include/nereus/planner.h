@@ -87,7 +87,8 @@ typedef struct HwModel {
                                cal_fit fits it */
     double pipe_hops;       /* with cores < ranks_per_node: each pipeline boundary crossing on a stage's schedule
                                waits this many message latencies for the receiver's time slice (0:
-                               COST_PIPE_WAIT_HOPS); cal_fit fits it */
+                               COST_PIPE_WAIT_HOPS); the sweep's fit chooses it (cal_fit_plans), cal_fit keeps
+                               the hops in force */
     int cores;              /* cores a node's ranks share (0: a core, or a GPU, per rank). With fewer cores
                                than busy ranks the compute of a phase stretches (cost_plan) */
 } HwModel;

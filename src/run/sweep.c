@@ -194,8 +194,8 @@ static void sweep_fit(LivePlanner *lp, struct Sweep *sw, int nranks, const Calib
     double rms = cal_fit_plans(cal, fit, nranks, po, np);
     free(po);
     if (getenv("NEREUS_PLANNER_DEBUG")) {
-        fprintf(stderr, "sweep debug: fit over %d stage(s), RMS %.1f%%, message stretch exponent %.2f\n", cal->n,
-                100 * rms, fit->hw.rho_exp);
+        fprintf(stderr, "sweep debug: fit over %d stage(s), RMS %.1f%%, message stretch exponent %.2f, pipeline wait "
+                "%.3g hops\n", cal->n, 100 * rms, fit->hw.rho_exp, fit->hw.pipe_hops);
         for (int i = 0; i < cal->n; i++) {
             const CalObs *o = &cal->obs[i];
             double p = cal_obs_fitted(o, fit);

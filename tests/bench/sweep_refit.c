@@ -10,7 +10,7 @@
  * model, the models, the workload, every sampled plan and every measured
  * step: NEREUS_SWEEP_DUMP) and does the sweep's fit with this build's cost
  * model: calibrate on the first K plans' model-stages and phases
- * (cal_add, cal_add_phase, cal_fit, the overhead as sweep_fit takes it),
+ * (cal_add, cal_add_phase, cal_fit_plans, the overhead as sweep_fit takes it),
  * predict the other plans, print the MAPE and the worst error — the same
  * measurements for any version of cost.c. A dump with control windows
  * ([planner] sweep_reference) also gets the error with the machine's
