@@ -116,6 +116,9 @@ static void add_p2p(const CostModel *cm, Parts *pt, double mult, double bytes, i
 /* the hops of a crossing's wait in force: the fitted ones (cal_fit_plans), else COST_PIPE_WAIT_HOPS */
 static double pipe_hops(const HwModel *hw) { return hw->pipe_hops > 0 ? hw->pipe_hops : COST_PIPE_WAIT_HOPS; }
 
+/* the message-stretch exponent in force (0: 1) */
+static double rho_exp(const HwModel *hw) { return hw->rho_exp > 0 ? hw->rho_exp : 1; }
+
 static double stage_parts(const CostModel *cm, int stage, GridLayout l, const Workload *w, double *mem, Parts *pt) {
     const ModelShape *m = stage_shape(cm, stage);
     memset(pt, 0, sizeof *pt);
@@ -544,7 +547,7 @@ static void plan_phases(const CostModel *cm, const PlanConfig *plan, int nranks,
         double rho = 1;
         /* a message waits for its peer to get a core: latency grows with the ranks per core */
         if (cm->hw.cores > 0 && (double)most / cm->hw.cores > 1)
-            rho = pow((double)most / cm->hw.cores, cm->hw.rho_exp > 0 ? cm->hw.rho_exp : 1);
+            rho = pow((double)most / cm->hw.cores, rho_exp(&cm->hw));
         int finite = 1;
         for (int r = 0; r < nranks; r++) finite &= isfinite(rc[ph][r]) && isfinite(rx[ph][r]);
         if (cm->hw.cores > 0 && finite) { /* the stages as they run, sharing the cores */
@@ -640,26 +643,36 @@ void cost_calibrate(CostModel *cm, int stage, GridLayout l, const Workload *w, d
 
 /* ---- least-squares calibration ------------------------------------------------- */
 
+/* one observation into the ring: a[] the ideal seconds per class (stretched, slowed) and pw their pipeline waits
+   per hop, both at cm's factors, hops and message stretch; rho its phase's busy ranks per core */
+static void cal_push(Calibration *c, const CostModel *cm, const double *a, double pw, double measured_s, double rho,
+                     int stage, GridLayout l) {
+    CalObs *o = &c->obs[c->next];
+    memcpy(o->a, a, sizeof o->a);
+    o->t = measured_s;
+    o->rho = rho;
+    o->beta = rho_exp(&cm->hw);
+    o->pw = pw;
+    o->hops = pipe_hops(&cm->hw);
+    o->core_links = cm->hw.cores > 0;
+    o->stage = stage;
+    o->l = l;
+    c->next = (c->next + 1) % CAL_MAX;
+    if (c->n < CAL_MAX) c->n++;
+}
+
 void cal_add(Calibration *c, const CostModel *cm, const PlanConfig *plan, int nranks, const Workload *w, int stage,
              double measured_s) {
     static PlanPhases pp;
-    double scale[EFF_N];
+    double scale[EFF_N], a[EFF_N];
     if (!(measured_s > 0)) return;
     plan_phases(cm, plan, nranks, w, &pp);
     double pred = stage_in_plan(&pp, stage, scale);
     if (!(pred > 0) || !isfinite(pred)) return;
-    CalObs *o = &c->obs[c->next];
-    for (int k = 0; k < EFF_N; k++) o->a[k] = scale[k] * pp.parts[stage].t[k] * cm->eff.f[k]; /* ideal seconds */
-    o->t = measured_s;
-    o->rho = pp.busy_per_core[plan_stage_phase(stage)];
-    o->beta = cm->hw.rho_exp > 0 ? cm->hw.rho_exp : 1;
-    o->pw = scale[EFF_LAT] * pp.parts[stage].pw * cm->eff.f[EFF_LAT];
-    o->hops = pipe_hops(&cm->hw);
-    o->core_links = cm->hw.cores > 0;
-    o->stage = stage;
-    o->l = (GridLayout){plan->stage[stage].tp, plan->stage[stage].pp, plan->stage[stage].dp};
-    c->next = (c->next + 1) % CAL_MAX;
-    if (c->n < CAL_MAX) c->n++;
+    for (int k = 0; k < EFF_N; k++) a[k] = scale[k] * pp.parts[stage].t[k] * cm->eff.f[k]; /* ideal seconds */
+    cal_push(c, cm, a, scale[EFF_LAT] * pp.parts[stage].pw * cm->eff.f[EFF_LAT], measured_s,
+             pp.busy_per_core[plan_stage_phase(stage)], stage,
+             (GridLayout){plan->stage[stage].tp, plan->stage[stage].pp, plan->stage[stage].dp});
 }
 
 void cal_add_phase(Calibration *c, const CostModel *cm, const PlanConfig *plan, int nranks, const Workload *w,
@@ -678,18 +691,7 @@ void cal_add_phase(Calibration *c, const CostModel *cm, const PlanConfig *plan, 
         for (int k = 0; k < EFF_N; k++) a[k] += scale[k] * pp.parts[s].t[k] * cm->eff.f[k];
         pw += scale[EFF_LAT] * pp.parts[s].pw * cm->eff.f[EFF_LAT];
     }
-    CalObs *o = &c->obs[c->next];
-    memcpy(o->a, a, sizeof a);
-    o->t = measured_s;
-    o->rho = pp.busy_per_core[phase];
-    o->beta = cm->hw.rho_exp > 0 ? cm->hw.rho_exp : 1;
-    o->pw = pw;
-    o->hops = pipe_hops(&cm->hw);
-    o->core_links = cm->hw.cores > 0;
-    o->stage = -1 - phase;
-    o->l = (GridLayout){0, 0, 0};
-    c->next = (c->next + 1) % CAL_MAX;
-    if (c->n < CAL_MAX) c->n++;
+    cal_push(c, cm, a, pw, measured_s, pp.busy_per_core[phase], -1 - phase, (GridLayout){0, 0, 0});
 }
 
 /* the ideal seconds of class k of o under message-stretch exponent beta and pipeline waits of hops (o->a holds
@@ -760,7 +762,7 @@ static double fit_at_hops(const Calibration *c, CostModel *cm, double hops) {
     if (c->n == 0) return 0;
     double x0[EFF_N], x[EFF_N], used[EFF_N], bx[EFF_N], bused[EFF_N];
     for (int k = 0; k < EFF_N; k++) x0[k] = 1.0 / cm->eff.f[k];
-    double beta0 = cm->hw.rho_exp > 0 ? cm->hw.rho_exp : 1, best = INFINITY, bbeta = beta0;
+    double beta0 = rho_exp(&cm->hw), best = INFINITY, bbeta = beta0;
     /* the exponent of the message stretch (how a message's wait grows with the busy ranks per core): the
        best of a grid, each with its least-squares factors; only where some stage ran with ranks sharing cores */
     int shared = 0;
@@ -821,7 +823,7 @@ static double fit_at_hops(const Calibration *c, CostModel *cm, double hops) {
 double cal_fit(const Calibration *c, CostModel *cm) { return fit_at_hops(c, cm, pipe_hops(&cm->hw)); }
 
 double cal_obs_fitted(const CalObs *o, const CostModel *cm) {
-    double p = 0, beta = cm->hw.rho_exp > 0 ? cm->hw.rho_exp : 1;
+    double p = 0, beta = rho_exp(&cm->hw);
     for (int k = 0; k < EFF_N; k++) p += obs_a(o, k, beta, pipe_hops(&cm->hw)) / cm->eff.f[k];
     return p;
 }
@@ -837,18 +839,20 @@ double cal_fit_plans(const Calibration *c, CostModel *cm, int nranks, const Phas
        tiny model's 9.96 -> 9.88%; the one sweep of 4 ranks 10.0 -> 10.9%. Choosing the message stretch
        exponent the same way as well: 7.17%. */
     static const double grid[] = {0.01, 5, 10, 20, 40, 80, 160, 320};
+    enum { NG = sizeof grid / sizeof grid[0] };
     int piped = 0;
     for (int i = 0; i < c->n; i++) piped |= c->obs[i].pw > 0;
-    if (!piped || n < 1) {
-        double r = cal_fit(c, cm);
-        cal_phase_scales(cm, nranks, o, n);
-        return r;
-    }
-    CostModel start = *cm, trial;
+    /* candidate 0 is the hops in force, kept where nothing pipelined was observed or no plan measured (every
+       error infinite); then the grid */
+    const double hops0 = pipe_hops(&cm->hw);
+    const CostModel start = *cm;
+    CostModel trial;
     double best = INFINITY, rms = 0;
-    for (size_t g = 0; g < sizeof grid / sizeof grid[0]; g++) {
+    for (int g = 0; g <= (piped && n > 0 ? NG : 0); g++) {
+        double h = g == 0 ? hops0 : grid[g - 1];
+        if (g > 0 && h == hops0) continue; /* fitted already */
         trial = start;
-        double r = fit_at_hops(c, &trial, grid[g]);
+        double r = fit_at_hops(c, &trial, h);
         cal_phase_scales(&trial, nranks, o, n);
         /* the plans' phases together, measured against predicted: the steps-weighted mean squared log ratio */
         double ss = 0, wt = 0;
@@ -861,12 +865,7 @@ double cal_fit_plans(const Calibration *c, CostModel *cm, int nranks, const Phas
             wt += o[i].steps;
         }
         double e = wt > 0 ? ss / wt : INFINITY;
-        if (e < best) best = e, rms = r, *cm = trial;
-    }
-    if (!isfinite(best)) { /* no plan measured: as cal_fit at the hops in force */
-        *cm = start;
-        rms = cal_fit(c, cm);
-        cal_phase_scales(cm, nranks, o, n);
+        if (g == 0 || e < best) best = e, rms = r, *cm = trial;
     }
     return rms;
 }
