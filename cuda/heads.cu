@@ -1,6 +1,8 @@
 /* heads.cu — the output heads of the CUDA backend: log-probability with the
  * entropy of the row, its backward, and token sampling; one thread block per
- * row throughout, the CPU's formulas (src/backend/cpu/heads.c).
+ * row throughout, the CPU's formulas (src/backend/cpu/heads.c). Rows are ld
+ * floats apart; each head works on the first V columns (the real vocabulary)
+ * and the backward gives the padding columns [V, ld) a zero gradient.
  *
  * logprob: S = Σ e and W = Σ e·(x − max) in double (block tree), lse = log S,
  * H = lse − W/S. probs may alias logits: x[tgt] is read and the block has
@@ -26,7 +28,7 @@
 #define HEAD_THREADS 256
 
 __global__ static void logprob_forward_kernel(float *probs, float *logp, float *ent, const float *logits,
-                                              const int *targets, int V) {
+                                              const int *targets, int V, int ld) {
     __shared__ float redf[32];
     __shared__ double redd[32];
     const size_t n = blockIdx.x;
@@ -38,8 +40,8 @@ __global__ static void logprob_forward_kernel(float *probs, float *logp, float *
         }
         return;
     }
-    const float *x = logits + n * V;
-    float *p = probs + n * V;
+    const float *x = logits + n * ld;
+    float *p = probs + n * ld;
     float m = -INFINITY;
     for (int i = threadIdx.x; i < V; i += blockDim.x) m = fmaxf(m, x[i]);
     m = block_reduce(m, OpMax<float>(), -INFINITY, redf);
@@ -66,12 +68,13 @@ __global__ static void logprob_forward_kernel(float *probs, float *logp, float *
 
 __global__ static void logprob_backward_kernel(float *dlogits, const float *dlogp, const float *dent,
                                                const float *probs, const float *ent, const int *targets,
-                                               int V) {
+                                               int V, int ld) {
     __shared__ double redd[32];
     const size_t n = blockIdx.x;
-    float *d = dlogits + n * V;
-    const float *p = probs + n * V;
+    float *d = dlogits + n * ld;
+    const float *p = probs + n * ld;
     const int tgt = targets[n];
+    for (int i = V + threadIdx.x; i < ld; i += blockDim.x) d[i] = 0.0f; /* padding: no gradient */
     if (tgt < 0) {
         for (int i = threadIdx.x; i < V; i += blockDim.x) d[i] = 0.0f;
         return;
@@ -101,17 +104,17 @@ __global__ static void logprob_backward_kernel(float *dlogits, const float *dlog
 }
 
 static void cuda_logprob_forward(float *probs, float *logp, float *ent, const float *logits,
-                                 const int *targets, int N, int V) {
+                                 const int *targets, int N, int V, int ld) {
     if (N <= 0) return;
-    logprob_forward_kernel<<<N, HEAD_THREADS>>>(probs, logp, ent, logits, targets, V);
+    logprob_forward_kernel<<<N, HEAD_THREADS>>>(probs, logp, ent, logits, targets, V, ld);
     cudaCheckLaunch("logprob_forward_kernel");
 }
 
 static void cuda_logprob_backward(float *dlogits, const float *dlogp, const float *dent,
                                   const float *probs, const float *ent, const int *targets,
-                                  int N, int V) {
+                                  int N, int V, int ld) {
     if (N <= 0) return;
-    logprob_backward_kernel<<<N, HEAD_THREADS>>>(dlogits, dlogp, dent, probs, ent, targets, V);
+    logprob_backward_kernel<<<N, HEAD_THREADS>>>(dlogits, dlogp, dent, probs, ent, targets, V, ld);
     cudaCheckLaunch("logprob_backward_kernel");
 }
 
@@ -139,7 +142,7 @@ __device__ static inline ArgMax argmax_pick(ArgMax a, ArgMax b) {
     return a;
 }
 
-__global__ static void sample_kernel(int *out, const float *logits, const float *u, int V,
+__global__ static void sample_kernel(int *out, const float *logits, const float *u, int V, int ld,
                                      float temperature, int top_k) {
     __shared__ float redf[32];
     __shared__ int redi[32];
@@ -152,7 +155,7 @@ __global__ static void sample_kernel(int *out, const float *logits, const float 
     __shared__ ArgMax am[32];
 
     const int b = blockIdx.x, tid = threadIdx.x;
-    const float *x = logits + (size_t)b * V;
+    const float *x = logits + (size_t)b * ld;
     float m = -INFINITY;
     for (int i = tid; i < V; i += blockDim.x) m = x[i] > m ? x[i] : m;
     m = block_reduce(m, OpMax<float>(), -INFINITY, redf);
@@ -280,9 +283,9 @@ __global__ static void sample_kernel(int *out, const float *logits, const float 
 }
 
 static void cuda_sample_tokens(int *out, const float *logits, const float *u,
-                               int B, int V, float temperature, int top_k) {
+                               int B, int V, int ld, float temperature, int top_k) {
     if (B <= 0) return;
-    sample_kernel<<<B, HEAD_THREADS>>>(out, logits, u, V, temperature, top_k);
+    sample_kernel<<<B, HEAD_THREADS>>>(out, logits, u, V, ld, temperature, top_k);
     cudaCheckLaunch("sample_kernel");
 }
 

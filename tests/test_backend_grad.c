@@ -479,8 +479,8 @@ static void test_logprob(int N, int V, float spread) {
     fill(logits, n, -spread, spread);
     fill(wl, N, -1, 1);
     fill(we, N, -1, 1);
-    be->logprob_forward(probs, logp, ent, logits, tgt, N, V);
-    be->logprob_backward(dlogits, wl, we, probs, ent, tgt, N, V);
+    be->logprob_forward(probs, logp, ent, logits, tgt, N, V, V);
+    be->logprob_backward(dlogits, wl, we, probs, ent, tgt, N, V, V);
 
     LpCtx c = {to_double(logits, n), to_double(wl, N), to_double(we, N), dalloc(N), dalloc(N),
                tgt, N, V};
@@ -503,15 +503,15 @@ static void test_logprob(int N, int V, float spread) {
     /* aliasing: probs == logits in the forward, dlogits == probs in the backward */
     float *buf = falloc(n), *logp2 = falloc(N), *ent2 = falloc(N);
     memcpy(buf, logits, n * 4);
-    be->logprob_forward(buf, logp2, ent2, buf, tgt, N, V);
+    be->logprob_forward(buf, logp2, ent2, buf, tgt, N, V, V);
     double ea = relerr_ff(logp2, logp, N) + relerr_ff(ent2, ent, N);
     for (int r = 0; r < N; r++)
         if (tgt[r] >= 0) ea += relerr_ff(buf + (size_t)r * V, probs + (size_t)r * V, V);
-    be->logprob_backward(buf, wl, we, buf, ent2, tgt, N, V);
+    be->logprob_backward(buf, wl, we, buf, ent2, tgt, N, V, V);
     ea += relerr_ff(buf, dlogits, n);
     check("logprob", "logprob aliased == unaliased", shape, ea, 1e-7);
     /* dent NULL: only the dlogp term */
-    be->logprob_backward(buf, wl, NULL, probs, ent, tgt, N, V);
+    be->logprob_backward(buf, wl, NULL, probs, ent, tgt, N, V, V);
     for (int i = 0; i < N; i++) c.we[i] = 0.0;
     grad_check("logprob", "logprob_backward dent=NULL", shape, buf, c.logits, n, lp_loss, &c);
 
@@ -520,6 +520,49 @@ static void test_logprob(int N, int V, float spread) {
     be->free(buf); be->free(logp2); be->free(ent2);
     be->free(logits); be->free(probs); be->free(logp); be->free(ent);
     be->free(wl); be->free(we); be->free(dlogits);
+}
+
+/* Padding columns [V, ld) (an embedding's padding rows, llm.c's Vp) hold logits far above the real ones:
+ * the heads must give exactly what they give on the compact rows, a zero gradient to the padding, and
+ * never sample a padding id. */
+static void test_padded_vocab(int N, int V, int ld) {
+    char shape[64];
+    snprintf(shape, sizeof shape, "N=%d,V=%d,ld=%d", N, V, ld);
+    size_t n = (size_t)N * V, np = (size_t)N * ld;
+    int *tgt = malloc(sizeof(int) * N), *out = malloc(sizeof(int) * N), *outc = malloc(sizeof(int) * N);
+    for (int i = 0; i < N; i++) tgt[i] = (i % 4 == 3) ? -1 : rng_int(V);
+    float *lc = falloc(n), *lp = falloc(np), *wl = falloc(N), *we = falloc(N), *u = falloc(N);
+    float *logp = falloc(N), *ent = falloc(N), *logpp = falloc(N), *entp = falloc(N);
+    fill(lc, n, -3, 3);
+    fill(wl, N, -1, 1);
+    fill(we, N, -1, 1);
+    for (int r = 0; r < N; r++) {
+        memcpy(lp + (size_t)r * ld, lc + (size_t)r * V, (size_t)V * sizeof(float));
+        for (int i = V; i < ld; i++) lp[(size_t)r * ld + i] = 40.0f + (float)i;
+    }
+    int same = 1, kinds[][2] = {{0, 0}, {1, 0}, {1, 3}, {1, 1000000}};
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) { /* argmax, full softmax, top-k, top-k > V */
+        for (int r = 0; r < N; r++) u[r] = (float)rng_uniform();
+        be->sample_tokens(outc, lc, u, N, V, V, (float)kinds[k][0], kinds[k][1]);
+        be->sample_tokens(out, lp, u, N, V, ld, (float)kinds[k][0], kinds[k][1]);
+        for (int r = 0; r < N; r++) same &= out[r] == outc[r] && out[r] < V;
+    }
+    check_bool("padded", "sample_tokens never returns a padding id, = compact rows", shape, same);
+    be->logprob_forward(lc, logp, ent, lc, tgt, N, V, V);
+    be->logprob_forward(lp, logpp, entp, lp, tgt, N, V, ld);
+    check("padded", "logprob_forward over the real vocabulary = compact rows", shape,
+          relerr_ff(logpp, logp, N) + relerr_ff(entp, ent, N), 0.0);
+    be->logprob_backward(lc, wl, we, lc, ent, tgt, N, V, V);
+    be->logprob_backward(lp, wl, we, lp, entp, tgt, N, V, ld);
+    double d = 0.0;
+    for (int r = 0; r < N; r++) {
+        d += relerr_ff(lp + (size_t)r * ld, lc + (size_t)r * V, V);
+        for (int i = V; i < ld; i++) d += fabs(lp[(size_t)r * ld + i]);
+    }
+    check("padded", "logprob_backward: = compact rows, padding gradient 0", shape, d, 0.0);
+    free(tgt); free(out); free(outc);
+    be->free(lc); be->free(lp); be->free(wl); be->free(we); be->free(u);
+    be->free(logp); be->free(ent); be->free(logpp); be->free(entp);
 }
 
 /* ========================================================================== */
@@ -623,11 +666,11 @@ static void test_sampling(void) {
         lg[V + 777] = lg[V + 40000] = 9.0f;  /* row 1: tie → 777 */
         lg[2 * V + 5] = 9.0f;
         lg[2 * V + 6] = 9.0f;
-        be->sample_tokens(out, lg, u, B, V, 0.0f, 0);
+        be->sample_tokens(out, lg, u, B, V, V, 0.0f, 0);
         ok &= out[0] == 123 && out[1] == 777 && out[2] == 5;
         check_bool("sample", "sample temperature=0 argmax", "B=3,V=50257", ok);
         ok = 1;
-        be->sample_tokens(out, lg, u, B, V, 1.3f, 1);
+        be->sample_tokens(out, lg, u, B, V, V, 1.3f, 1);
         ok &= out[0] == 123 && out[1] == 777 && out[2] == 5;
         check_bool("sample", "sample top_k=1 argmax", "B=3,V=50257", ok);
         be->free(lg);
@@ -664,7 +707,7 @@ static void test_sampling(void) {
         int mism = 0;
         for (int m = 0; m < M; m += 1000) {
             for (int j = 0; j < 1000; j++) ub[j] = (float)rng_uniform();
-            be->sample_tokens(ob, lgb, ub, 1000, V, T, k);
+            be->sample_tokens(ob, lgb, ub, 1000, V, V, T, k);
             for (int j = 0; j < 1000; j++) {
                 cnt[ob[j]]++;
                 if (m < 5000) mism += ob[j] != ref_sample_row(lg, ub[j], V, T, k);
@@ -695,7 +738,7 @@ static void test_sampling(void) {
             int out[8], mism = 0;
             for (int rep = 0; rep < 4; rep++) {
                 for (int b = 0; b < B; b++) u[b] = (float)rng_uniform();
-                be->sample_tokens(out, lg, u, B, V, 0.8f, ks[kq]);
+                be->sample_tokens(out, lg, u, B, V, V, 0.8f, ks[kq]);
                 for (int b = 0; b < B; b++)
                     mism += out[b] != ref_sample_row(lg + (size_t)b * V, u[b], V, 0.8, ks[kq]);
             }
@@ -706,8 +749,8 @@ static void test_sampling(void) {
         /* determinism: same inputs, same output */
         int o1[8], o2[8];
         for (int b = 0; b < B; b++) u[b] = (float)rng_uniform();
-        be->sample_tokens(o1, lg, u, B, V, 1.0f, 40);
-        be->sample_tokens(o2, lg, u, B, V, 1.0f, 40);
+        be->sample_tokens(o1, lg, u, B, V, V, 1.0f, 40);
+        be->sample_tokens(o2, lg, u, B, V, V, 1.0f, 40);
         check_bool("sample", "sample deterministic", "B=8,V=50257,top_k=40", !memcmp(o1, o2, sizeof o1));
         be->free(lg);
     }
@@ -853,6 +896,8 @@ int main(void) {
     test_logprob(5, 50, 3.0f);
     test_logprob(4, 257, 2.0f);
     test_logprob(4, 40, 30.0f); /* peaked rows: underflowing probabilities */
+    test_padded_vocab(8, 15, 16);
+    test_padded_vocab(6, 250, 320);
 
     test_policy(40, 0.2f);
     test_policy(101, 0.2f);

@@ -48,7 +48,8 @@
 enum { M_ACTOR, M_CRITIC, M_REF, M_GEN, NENT };
 static const char *ent_name[NENT] = {"actor", "critic", "ref", "actor"};
 static const int ent_model[NENT] = {0, 1, 2, 0}; /* which logical values (actor, critic, ref) */
-static GPTConfig cfg_actor = {15, 16, 4, 32, 4, 0}, cfg_critic = {15, 16, 4, 32, 4, 1};
+static GPTConfig cfg_actor = {.V = 15, .maxT = 16, .L = 4, .C = 32, .NH = 4, .value_head = 0},
+                 cfg_critic = {.V = 15, .maxT = 16, .L = 4, .C = 32, .NH = 4, .value_head = 1};
 static const GPTConfig *ent_cfg(int j) { return j == M_CRITIC ? &cfg_critic : &cfg_actor; }
 static float *expect[3][3]; /* [model][params, m, v] logical vectors */
 static const int adam_t_of[3] = {17, 5, 0};
@@ -109,7 +110,7 @@ static void entries(Shard *s, CkptModel *cm, const Layout *L) {
     for (int j = 0; j < NENT; j++) {
         int trained = j == M_ACTOR || j == M_CRITIC || (j == M_REF && L && L->trained_ref);
         cm[j] = (CkptModel){ent_name[j], ent_cfg(j), s[j].member ? &s[j].m : NULL,
-                            s[j].member && s[j].e.coord.d == 0, trained, 0};
+                            s[j].member && s[j].e.coord.d == 0, trained};
     }
 }
 
@@ -191,7 +192,7 @@ static void expect_refused(Checks *k, const char *path, const Layout *L, const G
     CkptMeta meta;
     int rc = 0;
     if (actor_cfg) { /* the shards are of the file's config: build none for the deck's, only the cfg differs */
-        CkptModel one = {"actor", actor_cfg, NULL, 0, 0, 0};
+        CkptModel one = {"actor", actor_cfg, NULL, 0, 0};
         rc = ckpt_read(path, MPI_COMM_WORLD, &meta, &one, 1, why, sizeof why);
     } else {
         rc = ckpt_read(path, MPI_COMM_WORLD, &meta, cm, NENT, why, sizeof why);
@@ -363,7 +364,7 @@ int main(int argc, char **argv) {
         GPT a, c;
         gpt_build(&a, &cfg_actor, backend_cpu(), 1, 4, 1, 3, 0.02f);
         gpt_build(&c, &cfg_critic, backend_cpu(), 1, 4, 0, 3, 0.02f);
-        CkptModel cm[2] = {{"critic", &cfg_critic, &c, 1, 0, 0}, {"actor", &cfg_actor, &a, 1, 1, 0}};
+        CkptModel cm[2] = {{"critic", &cfg_critic, &c, 1, 0}, {"actor", &cfg_actor, &a, 1, 1}};
         char why[1024] = "";
         int rc = ckpt_read(file, MPI_COMM_SELF, NULL, cm, 2, why, sizeof why);
         note(k, rc != 0, 0, "one process over MPI_COMM_SELF: ckpt_read returns 0%s%s", NULL, NULL);
@@ -428,7 +429,7 @@ int main(int argc, char **argv) {
     expect_refused(k, file, &reads[0], &wide, "deck n_embd 64 against the checkpoint's 32",
                    "[model] n_embd: checkpoint 32, deck 64", "tensor wte: checkpoint (15, 32), deck (15, 64)", "actor");
     {
-        CkptModel one = {"reward", &cfg_critic, NULL, 0, 0, 0};
+        CkptModel one = {"reward", &cfg_critic, NULL, 0, 0};
         char why[1024] = "";
         int rc = ckpt_read(file, MPI_COMM_WORLD, NULL, &one, 1, why, sizeof why);
         note(k, rc != -1 || !strstr(why, "no model 'reward'") || !strstr(why, file), 0,
@@ -450,7 +451,7 @@ int main(int argc, char **argv) {
         if (rc) printf("     ckpt_eval_loss: %s\n", why);
         GPT a;
         gpt_build(&a, &cfg_actor, backend_cpu(), B, T, 1, 3, 0.02f);
-        CkptModel one = {"actor", &cfg_actor, &a, 1, 1, 0};
+        CkptModel one = {"actor", &cfg_actor, &a, 1, 1};
         rc |= ckpt_read(file, MPI_COMM_SELF, NULL, &one, 1, why, sizeof why);
         Config *cfg = nr_xcalloc(1, sizeof *cfg);
         cfg->sft.batch = B;

@@ -108,6 +108,27 @@ cmp -s "$D/loss1" "$D/loss2"; ok $? "loss of the re-imported export is the same"
 "$CK" loss "$D/flip.h5" --tokens "$D/tok.bin" --batch 4 --seq 16 >/dev/null 2>"$D/err"; rc=$?
 [ $rc = 1 ] && grep -q 'flip\.h5: dataset /models/actor/params/qkvw: checksum mismatch' "$D/err"; ok $? "loss refuses the corrupted file"
 
+# a padded vocabulary (V = 15 tokens stored as Vp = 16 rows, as llm.c pads GPT-2's 50,257 to 50,304): the
+# loss runs over the real tokens only, so it equals the loss of the same weights with the padding row cut off
+python3 - "$D/gpt2.bin" "$D/unpadded.bin" <<'PY'
+import struct, sys
+raw = open(sys.argv[1], "rb").read()
+h = list(struct.unpack("<256i", raw[:1024]))
+V, Vp, C = h[3], h[7], h[6]
+h[7] = V
+body = raw[1024:]
+open(sys.argv[2], "wb").write(struct.pack("<256i", *h) + body[:4 * V * C] + body[4 * Vp * C:])
+PY
+"$CK" import-llmc "$D/unpadded.bin" "$D/unpadded.h5" >/dev/null &&
+  "$CK" loss "$D/unpadded.h5" --tokens "$D/tok.bin" --batch 4 --seq 16 >"$D/loss3"
+cmp -s "$D/loss1" "$D/loss3"; ok $? "padded vocabulary: loss over the 15 real tokens = the unpadded model's: $(cat "$D/loss1") vs $(cat "$D/loss3")"
+"$CK" info "$D/a.h5" | grep -q 'V=16 (real vocabulary 15)'; ok $? "info shows the real vocabulary of a padded import"
+cp "$D/tok.bin" "$D/tok15.bin"
+python3 -c 'import sys; b = bytearray(open(sys.argv[1], "rb").read()); b[1024] = 15; open(sys.argv[1], "wb").write(b)' "$D/tok15.bin"
+"$CK" loss "$D/a.h5" --tokens "$D/tok15.bin" --batch 4 --seq 16 >/dev/null 2>"$D/err"; rc=$?
+[ $rc = 1 ] && grep -q 'token id 15 is outside the actor.s vocabulary of 15' "$D/err"
+ok $? "loss refuses a padding id as a token: $(cat "$D/err")"
+
 h5dump -H "$D/a.h5" >"$D/h5dump" 2>&1 && grep -q 'DATASET "qkvw"' "$D/h5dump" && grep -q 'ATTRIBUTE "checksum"' "$D/h5dump"
 ok $? "h5dump -H reads a checkpoint"
 h5dump -d /meta/plan "$D/a.h5" | grep -q 'imported from llm.c'; ok $? "h5dump shows the plan text"

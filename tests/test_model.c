@@ -25,7 +25,7 @@ static double model_loss(GPT *m, const int *tok, const int *tg, const float *wl,
 }
 
 static void test_gradcheck(int value_head) {
-    GPTConfig c = {11, 8, 2, 12, 3, value_head};
+    GPTConfig c = {.V = 11, .maxT = 8, .L = 2, .C = 12, .NH = 3, .value_head = value_head};
     int B = 2, T = 6;
     GPT m;
     gpt_build(&m, &c, backend_cpu(), B, T, 1, 7, 0.3f);
@@ -69,7 +69,7 @@ static void test_gradcheck(int value_head) {
 }
 
 static void test_table(void) {
-    GPTConfig c = {50257, 1024, 12, 768, 12, 0};
+    GPTConfig c = {.V = 50257, .maxT = 1024, .L = 12, .C = 768, .NH = 12, .value_head = 0};
     GPT m;
     memset(&m, 0, sizeof m);
     /* build only the table: a tiny batch keeps the activations small */
@@ -88,7 +88,7 @@ static void test_table(void) {
 }
 
 static void test_kv_cache(void) {
-    GPTConfig c = {15, 16, 2, 16, 4, 0};
+    GPTConfig c = {.V = 15, .maxT = 16, .L = 2, .C = 16, .NH = 4, .value_head = 0};
     int B = 3, T = 10, P = 4;
     GPT m;
     gpt_build(&m, &c, backend_cpu(), B, T, 0, 11, 0.2f);
@@ -128,7 +128,7 @@ static void test_generate(void) {
     TaskSet ts;
     char why[128];
     task_parse(&ts, "reverse,sort", 4, 5, why, sizeof why);
-    GPTConfig c = {TASK_VOCAB, 16, 2, 16, 4, 0};
+    GPTConfig c = {.V = TASK_VOCAB, .maxT = 16, .L = 2, .C = 16, .NH = 4, .value_head = 0};
     GPT m;
     gpt_build(&m, &c, backend_cpu(), 8, 12, 0, 3, 0.3f);
     Rollout a, b;
@@ -157,7 +157,7 @@ static void test_generate(void) {
 }
 
 static void test_init(void) {
-    GPTConfig c = {15, 16, 2, 16, 4, 1};
+    GPTConfig c = {.V = 15, .maxT = 16, .L = 2, .C = 16, .NH = 4, .value_head = 1};
     GPT a, b;
     gpt_build(&a, &c, backend_cpu(), 1, 4, 1, 42, 0.02f);
     gpt_build(&b, &c, backend_cpu(), 1, 4, 1, 42, 0.02f);

@@ -44,7 +44,7 @@ static void test_one(Checks *k, const Emu *e, int value_head, int microbatches) 
     snprintf(kind, sizeof kind, "%s mb=%d", value_head ? "critic" : "actor", microbatches);
     /* a row of activations is T·C floats = 12 KB: large enough for the
      * rendezvous path of the point-to-point transfers, not only eager */
-    GPTConfig c = {15, 16, 4, 64, 4, value_head};
+    GPTConfig c = {.V = 15, .maxT = 16, .L = 4, .C = 64, .NH = 4, .value_head = value_head};
     int B = 5, T = 12, BT = B * T;
     const Backend *be = backend_cpu();
     uint64_t seed = 31 + (uint64_t)value_head;

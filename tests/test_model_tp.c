@@ -25,7 +25,7 @@
 /* collective over sh->tp_comm: one model kind (actor or critic) at one tp */
 static void test_one(Checks *k, const GPTShard *sh, int value_head) {
     const char *kind = value_head ? "critic" : "actor";
-    GPTConfig c = {15, 16, 2, 32, 4, value_head};
+    GPTConfig c = {.V = 15, .maxT = 16, .L = 2, .C = 32, .NH = 4, .value_head = value_head};
     int B = 3, T = 10, P = 4, BT = B * T;
     const Backend *be = backend_cpu();
     uint64_t seed = 21 + (uint64_t)value_head;

@@ -91,23 +91,28 @@ typedef struct Backend {
 
     /* --- output heads ------------------------------------------------- */
     /* Log-probability of a target token, with entropy, over rows of logits.
-     * logits (N, V) → probs (N, V) (softmax; may alias logits), logp (N) =
-     * log p[target], ent (N) = −Σ p log p (ent may be NULL). targets[n] < 0
-     * marks a row to skip (logp = ent = 0, probs left unspecified). */
+     * Rows are ld floats apart (ld >= V): the softmax runs over the first V
+     * columns, the real vocabulary; columns [V, ld) are padding rows of the
+     * embedding (llm.c's Vp) and take no probability. logits (N, ld) →
+     * probs (N, ld) (softmax over [0, V); may alias logits; columns [V, ld)
+     * left as they are), logp (N) = log p[target], ent (N) = −Σ p log p (ent
+     * may be NULL). targets[n] < 0 marks a row to skip (logp = ent = 0, probs
+     * left unspecified). */
     void (*logprob_forward)(float *probs, float *logp, float *ent, const float *logits,
-                            const int *targets, int N, int V);
-    /* dlogits (N, V) OVERWRITES (may alias probs):
-     *   dlogp[n]·(onehot(target) − p) + dent[n]·(−p·(log p + H)).
+                            const int *targets, int N, int V, int ld);
+    /* dlogits (N, ld) OVERWRITES (may alias probs):
+     *   dlogp[n]·(onehot(target) − p) + dent[n]·(−p·(log p + H)) on [0, V), 0 on [V, ld).
      * dent may be NULL; skipped rows (target < 0) get 0. */
     void (*logprob_backward)(float *dlogits, const float *dlogp, const float *dent,
                              const float *probs, const float *ent, const int *targets,
-                             int N, int V);
+                             int N, int V, int ld);
 
-    /* Sampling from logits (B, V): temperature > 0 scales, top_k > 0 keeps the k
+    /* Sampling from logits (B, ld) over the first V columns (ids [V, ld) are
+     * padding and never returned): temperature > 0 scales, top_k > 0 keeps the k
      * largest (ties by lower index), u (B) one uniform in [0,1) per row, so the
      * choice is a pure function of (logits, u). temperature == 0 is argmax. */
     void (*sample_tokens)(int *out, const float *logits, const float *u,
-                          int B, int V, float temperature, int top_k);
+                          int B, int V, int ld, float temperature, int top_k);
 
     /* --- PPO per-token losses ----------------------------------------- */
     /* Clipped surrogate over N tokens, weight w (N) (mask / normaliser):

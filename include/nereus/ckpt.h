@@ -42,7 +42,6 @@ typedef struct CkptModel {
     int canonical;         /* this rank writes (and, on read, checksums) the elements it owns (gpt_tensor_owner):
                               set on exactly one replica's members, so every logical element is covered once */
     int adam;              /* a trained model: also its AdamW m and v (GPT local buffers m->m, m->v) and m->adam_t */
-    int vocab_real;        /* write only: the real vocabulary when cfg->V is padded (llm.c import); 0 = cfg->V */
 } CkptModel;
 
 typedef struct CkptMeta {
@@ -77,8 +76,6 @@ void ckpt_meta_free(CkptMeta *meta);
 /* no MPI collective needed (1 process): the stored logical config of a model, for tools. has_adam may be
  * NULL. Returns 0; 1 with why when the file (readable) has no such model; -1 with why when it cannot be read. */
 int ckpt_model_config(const char *path, const char *name, GPTConfig *cfg, int *has_adam, char *why, size_t len);
-/* 1 process: the stored real vocabulary of a model (= V unless imported from a padded llm.c file). */
-int ckpt_model_vocab_real(const char *path, const char *name, int *vocab_real, char *why, size_t len);
 
 /* 1 process: the whole-file check of `nereus-ckpt verify`: complete flag, format, every model's datasets
  * present with the shapes its stored config gives, every dataset's checksum recomputed over all its
@@ -94,7 +91,7 @@ int ckpt_info(const char *path, FILE *out, char *why, size_t len);
 int ckpt_eval_loss(const char *path, const char *tokens_path, int B, int T, double *loss, char *why, size_t len);
 
 /* llm.c GPT-2 fp32 checkpoints (header int32[256]: 20240326, version 3, maxT, V, L, NH, C, Vp; then the
- * parameters in our tensor order). import: 1 process, writes actor and ref (V = Vp, vocab_real = V, no
+ * parameters in our tensor order). import: 1 process, writes actor and ref (V = Vp, V_real = V, no
  * adam, step 0). export: the actor of a checkpoint back to that format, byte for byte. */
 int ckpt_import_llmc(const char *llmc_path, const char *out_path, char *why, size_t len);
 int ckpt_export_llmc(const char *path, const char *out_path, char *why, size_t len);

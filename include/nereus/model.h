@@ -69,7 +69,13 @@ typedef struct GPTConfig {
     int C;          /* width */
     int NH;         /* heads */
     int value_head; /* 1: scalar value head (critic, reward network) */
+    int V_real;     /* the real vocabulary when the embedding carries padding rows (an llm.c
+                       import: V = its Vp): softmax, log-probs, entropy and sampling run over
+                       ids [0, V_real) only; 0 when every one of the V rows is a token */
 } GPTConfig;
+
+/* the ids the model's heads may give probability to: [0, gpt_real_vocab(c)) */
+static inline int gpt_real_vocab(const GPTConfig *c) { return c->V_real > 0 ? c->V_real : c->V; }
 
 enum {
     GPT_WTE, GPT_WPE, GPT_LN1W, GPT_LN1B, GPT_QKVW, GPT_QKVB, GPT_ATTPROJW, GPT_ATTPROJB,

@@ -96,7 +96,6 @@ static int agree(MPI_Comm comm, int rc, char *why, size_t len) {
 typedef struct Name {
     const char *name;
     const GPTConfig *cfg;
-    int vocab_real;
     int pentry, aentry;       /* entry whose canonical ranks write/check params, adam; -1 none */
     int file_adam;            /* read: the file holds this model's AdamW state */
     int64_t adam_t;
@@ -106,7 +105,7 @@ typedef struct Name {
 
 static int cfg_equal(const GPTConfig *a, const GPTConfig *b) {
     return a->V == b->V && a->maxT == b->maxT && a->L == b->L && a->C == b->C && a->NH == b->NH &&
-           (a->value_head != 0) == (b->value_head != 0);
+           (a->value_head != 0) == (b->value_head != 0) && gpt_real_vocab(a) == gpt_real_vocab(b);
 }
 
 /* collective over comm: the names of models[], entry → name index, the writer/checker entries, and the
@@ -130,7 +129,6 @@ static int names_build(MPI_Comm comm, const CkptModel *models, int n, Name *nm, 
             memset(&nm[k], 0, sizeof nm[k]);
             nm[k].name = c->name;
             nm[k].cfg = c->cfg;
-            nm[k].vocab_real = c->vocab_real > 0 ? c->vocab_real : c->cfg->V;
             nm[k].pentry = nm[k].aentry = -1;
             gpt_tensor_table(c->cfg, 1, 0, nm[k].t, &nm[k].nt);
             (*nn)++;
@@ -420,7 +418,7 @@ static int *cfg_field(GPTConfig *c, int i) {
 }
 
 /* the stored config of /models/name (g open on it) */
-static int read_config(H5Err *e, hid_t g, const char *name, GPTConfig *c, int *has_adam, int *vocab_real,
+static int read_config(H5Err *e, hid_t g, const char *name, GPTConfig *c, int *has_adam,
                        int64_t *adam_t) {
     char obj[128];
     snprintf(obj, sizeof obj, "/models/%s", name);
@@ -436,8 +434,12 @@ static int read_config(H5Err *e, hid_t g, const char *name, GPTConfig *c, int *h
                c->C, c->NH);
         return -1;
     }
+    if (vr < 1 || vr > c->V) {
+        h5_err(e, "%s: %s: vocab_real %d outside [1, V = %d]", e->path, obj, vr, c->V);
+        return -1;
+    }
+    c->V_real = vr < c->V ? vr : 0;
     if (has_adam) *has_adam = ha;
-    if (vocab_real) *vocab_real = vr;
     if (adam_t) {
         *adam_t = 0;
         if (ha) {
@@ -476,6 +478,9 @@ static void cfg_diff(char *buf, size_t n, const GPTConfig *file, const GPTConfig
         else
             o += (size_t)snprintf(buf + o, n - o, "%s%s: checkpoint %d, deck %d", o ? "; " : "", cfg_keys[i].key, x, y);
     }
+    if (gpt_real_vocab(&a) != gpt_real_vocab(&b) && o < n)
+        o += (size_t)snprintf(buf + o, n - o, "%sreal vocabulary (ids a softmax covers): checkpoint %d, deck %d",
+                              o ? "; " : "", gpt_real_vocab(&a), gpt_real_vocab(&b));
     TensorInfo ta[GPT_NUM_TENSORS], tb[GPT_NUM_TENSORS];
     int na, nb;
     gpt_tensor_table(&a, 1, 0, ta, &na);
@@ -614,7 +619,7 @@ static int write_skeleton(H5Err *e, const char *tmp, const CkptMeta *meta, const
         h5Check(e, mg = H5Gcreate2(g, x->name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
         if (put_i32(e, mg, "V", c->V) || put_i32(e, mg, "maxT", c->maxT) || put_i32(e, mg, "L", c->L) ||
             put_i32(e, mg, "C", c->C) || put_i32(e, mg, "NH", c->NH) || put_i32(e, mg, "value_head", c->value_head != 0) ||
-            put_i32(e, mg, "vocab_real", x->vocab_real) || put_i32(e, mg, "has_adam", has_adam) ||
+            put_i32(e, mg, "vocab_real", gpt_real_vocab(c)) || put_i32(e, mg, "has_adam", has_adam) ||
             put_i32(e, mg, "ntensors", x->nt))
             goto fail;
         h5Check(e, sg = H5Gcreate2(mg, "params", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
@@ -835,7 +840,7 @@ static int read_head(H5Err *e, const char *path, Name *nm, int nn, const int *ne
         h5Check(e, g = H5Gopen2(f, gp, H5P_DEFAULT));
         GPTConfig fc;
         int has_adam = 0;
-        if (read_config(e, g, nm[k].name, &fc, &has_adam, NULL, &nm[k].adam_t)) goto fail;
+        if (read_config(e, g, nm[k].name, &fc, &has_adam, &nm[k].adam_t)) goto fail;
         H5Gclose(g);
         g = -1;
         if (!cfg_equal(&fc, nm[k].cfg)) {
@@ -1003,8 +1008,7 @@ void ckpt_meta_free(CkptMeta *meta) {
 
 /* ---- one-process queries ------------------------------------------------------ */
 
-static int model_query(const char *path, const char *name, GPTConfig *cfg, int *has_adam, int *vocab_real, char *why,
-                       size_t len) {
+static int model_query(const char *path, const char *name, GPTConfig *cfg, int *has_adam, char *why, size_t len) {
     char msg[MSG] = {0};
     H5Err e = {path, msg, sizeof msg};
     h5_quiet();
@@ -1020,7 +1024,7 @@ static int model_query(const char *path, const char *name, GPTConfig *cfg, int *
     }
     if ((g = H5Gopen2(f, gp, H5P_DEFAULT)) < 0) { h5_fail(&e, "H5Gopen2", __FILE__, __LINE__); goto out; }
     GPTConfig c;
-    rc = read_config(&e, g, name, &c, has_adam, vocab_real, NULL);
+    rc = read_config(&e, g, name, &c, has_adam, NULL);
     if (!rc && cfg) *cfg = c;
 out:
     if (g >= 0) H5Gclose(g);
@@ -1030,11 +1034,7 @@ out:
 }
 
 int ckpt_model_config(const char *path, const char *name, GPTConfig *cfg, int *has_adam, char *why, size_t len) {
-    return model_query(path, name, cfg, has_adam, NULL, why, len);
-}
-
-int ckpt_model_vocab_real(const char *path, const char *name, int *vocab_real, char *why, size_t len) {
-    return model_query(path, name, NULL, NULL, vocab_real, why, len);
+    return model_query(path, name, cfg, has_adam, why, len);
 }
 
 /* the names of /models, in creation order (at most max) */
@@ -1121,7 +1121,7 @@ int ckpt_verify(const char *path, char *why, size_t len) {
         GPTConfig c;
         int has_adam;
         int64_t adam_t;
-        if (read_config(&e, g, names[k], &c, &has_adam, NULL, &adam_t)) goto out;
+        if (read_config(&e, g, names[k], &c, &has_adam, &adam_t)) goto out;
         H5Gclose(g);
         g = -1;
         TensorInfo t[GPT_NUM_TENSORS];
@@ -1223,9 +1223,9 @@ int ckpt_info(const char *path, FILE *out, char *why, size_t len) {
             continue;
         }
         GPTConfig c;
-        int has_adam = 0, vr = 0;
+        int has_adam = 0;
         int64_t adam_t = 0;
-        if (read_config(&e, g, names[k], &c, &has_adam, &vr, &adam_t)) {
+        if (read_config(&e, g, names[k], &c, &has_adam, &adam_t)) {
             fprintf(out, "model %s: unreadable config: %s\n", names[k], msg);
             info_bad(first, msg);
             H5Gclose(g);
@@ -1238,7 +1238,7 @@ int ckpt_info(const char *path, FILE *out, char *why, size_t len) {
         int nt;
         gpt_tensor_table(&c, 1, 0, t, &nt);
         fprintf(out, "model %s: V=%d", names[k], c.V);
-        if (vr != c.V) fprintf(out, " (real vocabulary %d)", vr);
+        if (gpt_real_vocab(&c) != c.V) fprintf(out, " (real vocabulary %d)", gpt_real_vocab(&c));
         fprintf(out, " maxT=%d L=%d C=%d NH=%d value_head=%s, %zu parameters, adam: ", c.maxT, c.L, c.C, c.NH,
                 c.value_head ? "yes" : "no", gpt_logical_numel(&c));
         if (has_adam) fprintf(out, "yes (adam_t %lld)\n", (long long)adam_t);
@@ -1288,10 +1288,6 @@ void ckpt_meta_free(CkptMeta *meta) {
     meta->deck = meta->plan = NULL;
 }
 int ckpt_model_config(const char *path, const char *name, GPTConfig *cfg, int *has_adam, char *why, size_t len) {
-    snprintf(why, len, "%s: %s", path, NO_HDF5);
-    return -1;
-}
-int ckpt_model_vocab_real(const char *path, const char *name, int *vocab_real, char *why, size_t len) {
     snprintf(why, len, "%s: %s", path, NO_HDF5);
     return -1;
 }

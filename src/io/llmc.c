@@ -61,7 +61,7 @@ int ckpt_import_llmc(const char *llmc_path, const char *out_path, char *why, siz
         fclose(f);
         return -1;
     }
-    GPTConfig c = {h[7], h[2], h[4], h[6], h[5], 0};
+    GPTConfig c = {.V = h[7], .maxT = h[2], .L = h[4], .C = h[6], .NH = h[5], .V_real = h[3] < h[7] ? h[3] : 0};
     int vocab = h[3];
     const int big = 1 << 24; /* past any GPT-2 shape, and 4·C stays an int */
     if (c.V < 1 || c.maxT < 1 || c.L < 1 || c.C < 1 || c.NH < 1 || c.C % c.NH != 0 || vocab < 1 || vocab > c.V ||
@@ -114,7 +114,7 @@ int ckpt_import_llmc(const char *llmc_path, const char *out_path, char *why, siz
     char plan[256];
     snprintf(plan, sizeof plan, "imported from llm.c checkpoint %s (1 process)\n", llmc_path);
     CkptMeta meta = {0, 0, 0, "", plan};
-    CkptModel ms[2] = {{"actor", &c, &m, 1, 0, vocab}, {"ref", &c, &m, 1, 0, vocab}};
+    CkptModel ms[2] = {{"actor", &c, &m, 1, 0}, {"ref", &c, &m, 1, 0}};
     int rc = ckpt_write(out_path, MPI_COMM_SELF, &meta, ms, 2, why, len);
     gpt_free(&m);
     return rc;
@@ -125,7 +125,7 @@ static int load_actor(const char *path, GPT *m, GPTConfig *c, int B, int T, char
     int has_adam;
     if (ckpt_model_config(path, "actor", c, &has_adam, why, len)) return -1;
     gpt_build(m, c, backend_cpu(), B, T, 0, 0, 0.02f);
-    CkptModel e = {"actor", c, m, 1, 0, 0};
+    CkptModel e = {"actor", c, m, 1, 0};
     if (ckpt_read(path, MPI_COMM_SELF, NULL, &e, 1, why, len)) {
         gpt_free(m);
         return -1;
@@ -136,9 +136,7 @@ static int load_actor(const char *path, GPT *m, GPTConfig *c, int B, int T, char
 int ckpt_export_llmc(const char *path, const char *out_path, char *why, size_t len) {
     GPTConfig c;
     GPT m;
-    int vocab;
     if (same_file(path, out_path, why, len)) return -1;
-    if (ckpt_model_vocab_real(path, "actor", &vocab, why, len)) return -1;
     if (ckpt_model_config(path, "actor", &c, NULL, why, len)) return -1;
     if (c.value_head) {
         snprintf(why, len, "%s: the actor has a value head; llm.c's format has none", path);
@@ -153,7 +151,7 @@ int ckpt_export_llmc(const char *path, const char *out_path, char *why, size_t l
     h[0] = LLMC_MAGIC;
     h[1] = LLMC_FP32;
     h[2] = c.maxT;
-    h[3] = vocab;
+    h[3] = gpt_real_vocab(&c);
     h[4] = c.L;
     h[5] = c.NH;
     h[6] = c.C;
@@ -207,10 +205,10 @@ int ckpt_eval_loss(const char *path, const char *tokens_path, int B, int T, doub
     }
     GPTConfig c;
     if (ckpt_model_config(path, "actor", &c, NULL, why, len)) { tokens_free(&tf); return -1; }
-    if (T > c.maxT || tf.max_token >= c.V) {
+    if (T > c.maxT || tf.max_token >= gpt_real_vocab(&c)) {
         if (T > c.maxT) snprintf(why, len, "%s: seq %d exceeds the actor's %d positions", path, T, c.maxT);
         else snprintf(why, len, "%s: token id %d is outside the actor's vocabulary of %d (%s)", tokens_path,
-                      tf.max_token, c.V, path);
+                      tf.max_token, gpt_real_vocab(&c), path);
         tokens_free(&tf);
         return -1;
     }

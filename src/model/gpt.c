@@ -309,6 +309,8 @@ static void gpt_alloc_shard(GPT *m, const GPTConfig *cfg, const GPTShard *sh, co
     m->Tmax = Tmax;
     if (Tmax > cfg->maxT) nr_fatal("gpt_build: Tmax %d exceeds the model's %d positions", Tmax, cfg->maxT);
     if (cfg->C % cfg->NH != 0) nr_fatal("gpt_build: n_head %d does not divide n_embd %d", cfg->NH, cfg->C);
+    if (cfg->V_real < 0 || cfg->V_real > cfg->V)
+        nr_fatal("gpt_build: real vocabulary %d outside [1, %d]", cfg->V_real, cfg->V);
     if (sh->tp < 1 || sh->tp_rank < 0 || sh->tp_rank >= sh->tp)
         nr_fatal("gpt_build: TP rank %d of %d is not a shard", sh->tp_rank, sh->tp);
     if (cfg->NH % sh->tp != 0) nr_fatal("gpt_build: tp %d does not divide n_head %d", sh->tp, cfg->NH);
@@ -606,7 +608,9 @@ void gpt_logprob(GPT *m, const int *targets, float *logp, float *ent) {
     const Backend *be = m->be;
     int BT = m->B * m->T;
     be->upload(m->targets, targets, (size_t)BT * sizeof(int));
-    if (m->last) be->logprob_forward(m->a.logits, m->logp, m->ent, m->a.logits, m->targets, BT, m->cfg.V);
+    if (m->last)
+        be->logprob_forward(m->a.logits, m->logp, m->ent, m->a.logits, m->targets, BT, gpt_real_vocab(&m->cfg),
+                            m->cfg.V);
     gpt_pp_bcast(m, m->logp, (size_t)BT);
     gpt_pp_bcast(m, m->ent, (size_t)BT);
     if (logp) be->download(logp, m->logp, (size_t)BT * sizeof(float));
@@ -718,7 +722,8 @@ void gpt_backward(GPT *m, const float *dlogp, const float *dent, const float *dv
             be->zero(dlnf, nT * C * sizeof(float));
             if (dlogp) {
                 be->logprob_backward(s->dlogits + rT * V, m->dlogp + rT, dent ? m->dent + rT : NULL,
-                                     a->logits + rT * V, m->ent + rT, m->targets + rT, (int)nT, V);
+                                     a->logits + rT * V, m->ent + rT, m->targets + rT, (int)nT,
+                                     gpt_real_vocab(c), V);
                 be->matmul_backward(dlnf, m->g[GPT_WTE], NULL, s->dlogits + rT * V, a->lnf + rC, m->p[GPT_WTE],
                                     (int)nT, C, V);
             }

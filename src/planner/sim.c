@@ -88,7 +88,7 @@ static double transition_s(const SimScenario *sc, const PlanKept *kept, const Pl
         x->id = s;
         x->kind = TX_MOVE;
         x->tie = plan_stage_phase(s);
-        x->cfg = (GPTConfig){m->V, 16, m->L, m->C, m->NH, m->value_head};
+        x->cfg = (GPTConfig){.V = m->V, .maxT = 16, .L = m->L, .C = m->C, .NH = m->NH, .value_head = m->value_head};
         x->from = a->stage[s];
         x->to = b->stage[s];
         x->trainable = plan_stage_is_train(s);

@@ -18,7 +18,8 @@ void job_shape_of(const Config *cfg, const TaskSet *ts, JobShape *o) {
     int Tresp = cfg->ppo.steps > 0 ? cfg->ppo.max_response : task_max_answer(ts) + 1;
     o->Tgen = NR_MIN(cfg->model.max_seq, o->P + Tresp);
     o->have_rm = cfg->reward.network && cfg->ppo.steps > 0;
-    o->ac = (GPTConfig){o->V, cfg->model.max_seq, cfg->model.n_layer, cfg->model.n_embd, cfg->model.n_head, 0};
+    o->ac = (GPTConfig){.V = o->V, .maxT = cfg->model.max_seq, .L = cfg->model.n_layer, .C = cfg->model.n_embd,
+                        .NH = cfg->model.n_head};
     o->cc = o->ac;
     o->cc.value_head = 1;
 }

@@ -80,7 +80,8 @@ static int rollout_sample(Rollout *r, const GPT *actor, const Config *cfg, int s
         u[b] = rng_uniform((uint64_t)cfg->run.seed, RNG_SAMPLE, g, (uint64_t)(r->P + j));
     }
     be->upload(r->d_u, u, (size_t)r->B * sizeof(float));
-    be->sample_tokens(r->d_next, actor->d_logits, r->d_u, r->B, actor->cfg.V, cfg->ppo.temperature, cfg->ppo.top_k);
+    be->sample_tokens(r->d_next, actor->d_logits, r->d_u, r->B, gpt_real_vocab(&actor->cfg), actor->cfg.V,
+                      cfg->ppo.temperature, cfg->ppo.top_k);
     be->download(r->next, r->d_next, (size_t)r->B * sizeof(int));
     int running = 0;
     for (int b = 0; b < r->B; b++) {

@@ -71,7 +71,7 @@ int main(int argc, char **argv) {
     emu_build(&e, MPI_COMM_WORLD, "bench", (GridLayout){2, 2, 1}, ranks);
     GPTShard sh = {.tp = 2, .tp_rank = e.coord.t, .tp_comm = e.tp, .pp = 2, .pp_rank = e.coord.p, .pp_comm = e.pp,
                    .embd_comm = e.embd};
-    GPTConfig ac = {50257, 1024, 12, 768, 12, 0}, cc = ac;
+    GPTConfig ac = {.V = 50257, .maxT = 1024, .L = 12, .C = 768, .NH = 12, .value_head = 0}, cc = ac;
     cc.value_head = 1;
     GPT actor, critic;
     gpt_build_shard(&actor, &ac, &sh, be, 1, 2, 1, 1, 0.02f);

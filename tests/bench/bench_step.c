@@ -183,8 +183,8 @@ int main(int argc, char **argv) {
 #endif
     printf("backend: %s%s\n", bench_be->name, tf32 ? " (TF32)" : "");
     Shape shapes[2] = {
-        {"tiny", {TASK_VOCAB, 64, 2, 64, 4, 0}, 4, 64, quick ? 3 : 9},
-        {"gpt2-124M", {50257, 64, 12, 768, 12, 0}, 4, 64, quick ? 1 : 3},
+        {"tiny", {.V = TASK_VOCAB, .maxT = 64, .L = 2, .C = 64, .NH = 4}, 4, 64, quick ? 3 : 9},
+        {"gpt2-124M", {.V = 50257, .maxT = 64, .L = 12, .C = 768, .NH = 12}, 4, 64, quick ? 1 : 3},
     };
     printf("\n== training step (forward + backward + AdamW), one rank, %s backend\n", bench_be->name);
     printf("%-22s %4s %3s %3s %7s %12s %10s %10s %8s\n", "model", "thr", "B", "T", "reps", "tokens/s", "step GF/s",
@@ -195,8 +195,8 @@ int main(int argc, char **argv) {
            "  shapes with bare cblas_sgemm in the same run; ratio = step / sgemm (goal >= 0.60)\n");
     printf("\n== generation (sampling, temperature 1), one BLAS thread\n");
     printf("%-22s %4s %5s %3s %9s %9s %8s\n", "model", "B", "P", "R", "KV tok/s", "full tok/s", "speedup");
-    bench_gen("tiny", (GPTConfig){TASK_VOCAB, 0, 2, 64, 4, 0}, 64, 4, 24, quick ? 2 : 5);
-    bench_gen("gpt2-124M", (GPTConfig){50257, 0, 12, 768, 12, 0}, 4, 4, quick ? 8 : 26, quick ? 1 : 3);
+    bench_gen("tiny", (GPTConfig){.V = TASK_VOCAB, .L = 2, .C = 64, .NH = 4}, 64, 4, 24, quick ? 2 : 5);
+    bench_gen("gpt2-124M", (GPTConfig){.V = 50257, .L = 12, .C = 768, .NH = 12}, 4, 4, quick ? 8 : 26, quick ? 1 : 3);
     if (out_txt) fclose(out_txt);
     MPI_Finalize();
     return 0;

@@ -429,13 +429,13 @@ int main(int argc, char **argv) {
             memset(&nb2, 0, sizeof nb2);
             comm_barrier(MPI_COMM_WORLD);
             double t0 = nr_now();
-            CkptModel cm = {"actor", &cfg, a2.e.pos >= 0 ? &a2.m : NULL, a2.e.pos >= 0 && a2.e.coord.d == 0, 1, 0};
+            CkptModel cm = {"actor", &cfg, a2.e.pos >= 0 ? &a2.m : NULL, a2.e.pos >= 0 && a2.e.coord.d == 0, 1};
             CkptMeta meta = {0, 0, 7, "", ""};
             char why[512];
             if (ckpt_write(path, MPI_COMM_WORLD, &meta, &cm, 1, why, sizeof why)) nr_fatal("bench: %s", why);
             nb2.s = B;
             side_build_dest(&nb2);
-            CkptModel cr = {"actor", &cfg, nb2.e.pos >= 0 ? &nb2.m : NULL, nb2.e.pos >= 0 && nb2.e.coord.d == 0, 1, 0};
+            CkptModel cr = {"actor", &cfg, nb2.e.pos >= 0 ? &nb2.m : NULL, nb2.e.pos >= 0 && nb2.e.coord.d == 0, 1};
             CkptMeta m2r;
             memset(&m2r, 0, sizeof m2r);
             if (ckpt_read(path, MPI_COMM_WORLD, &m2r, &cr, 1, why, sizeof why)) nr_fatal("bench: %s", why);

@@ -600,8 +600,8 @@ static void check_logprob(int N, int V, int with_ent, int alias) {
     Pair logits = pair_rand((size_t)N * V, -8, 8);
     Pair probs = alias ? logits : pair_nan((size_t)N * V);
     Pair logp = pair_nan(N), ent = pair_nan(N);
-    CPU->logprob_forward(probs.c, logp.c, with_ent ? ent.c : NULL, logits.c, t.c, N, V);
-    GPU->logprob_forward(probs.g, logp.g, with_ent ? ent.g : NULL, logits.g, t.g, N, V);
+    CPU->logprob_forward(probs.c, logp.c, with_ent ? ent.c : NULL, logits.c, t.c, N, V, V);
+    GPU->logprob_forward(probs.g, logp.g, with_ent ? ent.g : NULL, logits.g, t.g, N, V, V);
     snprintf(nm, sizeof nm, "logprob_forward probs N%d V%d%s%s", N, V, with_ent ? " +ent" : "", alias ? " alias" : "");
     check_rows(nm, probs, N, V, keep, TOL);
     /* probs per element: p = expf(x − max)·(float)(1/S), S summed in double
@@ -617,21 +617,57 @@ static void check_logprob(int N, int V, int with_ent, int alias) {
     Pair dlogp = pair_rand(N, -1, 1), dent = pair_rand(N, -1, 1);
     Pair dl = alias ? probs : pair_nan((size_t)N * V);
     /* backward with dent, and ent given (with_ent) or recomputed from probs */
-    CPU->logprob_backward(dl.c, dlogp.c, dent.c, probs.c, with_ent ? ent.c : NULL, t.c, N, V);
-    GPU->logprob_backward(dl.g, dlogp.g, dent.g, probs.g, with_ent ? ent.g : NULL, t.g, N, V);
+    CPU->logprob_backward(dl.c, dlogp.c, dent.c, probs.c, with_ent ? ent.c : NULL, t.c, N, V, V);
+    GPU->logprob_backward(dl.g, dlogp.g, dent.g, probs.g, with_ent ? ent.g : NULL, t.g, N, V, V);
     snprintf(nm, sizeof nm, "logprob_backward N%d V%d%s%s", N, V, with_ent ? " ent" : " ent recomputed",
              alias ? " alias" : "");
     check(nm, dl, TOL);
     if (!alias) { /* dent NULL */
         pair_poison(dl);
-        CPU->logprob_backward(dl.c, dlogp.c, NULL, probs.c, NULL, t.c, N, V);
-        GPU->logprob_backward(dl.g, dlogp.g, NULL, probs.g, NULL, t.g, N, V);
+        CPU->logprob_backward(dl.c, dlogp.c, NULL, probs.c, NULL, t.c, N, V, V);
+        GPU->logprob_backward(dl.g, dlogp.g, NULL, probs.g, NULL, t.g, N, V, V);
         check("logprob_backward dent NULL", dl, TOL);
         pair_free(dl);
         pair_free(probs);
     }
     free(tg); free(keep);
     ipair_free(t); pair_free(logits); pair_free(logp); pair_free(ent); pair_free(dlogp); pair_free(dent);
+}
+
+/* rows of ld floats whose columns [V, ld) are padding (llm.c's Vp) holding the largest logits: log-probs,
+ * entropies and the gradient (0 on the padding) as the CPU's, and no padding id sampled */
+static void check_padded_vocab(int N, int V, int ld) {
+    char nm[128];
+    int *tg = nr_xmalloc((size_t)N * sizeof(int));
+    for (int n = 0; n < N; n++) tg[n] = n == 1 ? -1 : rng_below(4243, RNG_TEST, 779, (uint64_t)n, V);
+    float *h = h_rand((size_t)N * ld, -8, 8);
+    for (int n = 0; n < N; n++)
+        for (int i = V; i < ld; i++) h[(size_t)n * ld + i] = 60.0f;
+    IPair t = ipair_from(tg, N);
+    Pair logits = pair_from(h, (size_t)N * ld), logp = pair_nan(N), ent = pair_nan(N), u = pair_rand(N, 0, 1);
+    Pair dlogp = pair_rand(N, -1, 1), dent = pair_rand(N, -1, 1);
+    int *init = nr_xmalloc((size_t)N * sizeof(int)), *oc = nr_xmalloc((size_t)N * sizeof(int));
+    int *og = nr_xmalloc((size_t)N * sizeof(int));
+    for (int n = 0; n < N; n++) init[n] = -7;
+    IPair out = ipair_from(init, N);
+    CPU->sample_tokens(out.c, logits.c, u.c, N, V, ld, 1.0f, 0);
+    GPU->sample_tokens(out.g, logits.g, u.g, N, V, ld, 1.0f, 0);
+    CPU->download(oc, out.c, (size_t)N * sizeof(int));
+    GPU->download(og, out.g, (size_t)N * sizeof(int));
+    int bad = 0;
+    for (int n = 0; n < N; n++) bad += oc[n] != og[n] || og[n] < 0 || og[n] >= V;
+    snprintf(nm, sizeof nm, "sample_tokens padded N%d V%d ld%d", N, V, ld);
+    verdict(nm, bad == 0, "%.0f rows differ or sample padding", bad, 0);
+    CPU->logprob_forward(logits.c, logp.c, ent.c, logits.c, t.c, N, V, ld);
+    GPU->logprob_forward(logits.g, logp.g, ent.g, logits.g, t.g, N, V, ld);
+    check("logprob_forward padded logp", logp, TOL);
+    check("logprob_forward padded ent", ent, TOL);
+    CPU->logprob_backward(logits.c, dlogp.c, dent.c, logits.c, ent.c, t.c, N, V, ld);
+    GPU->logprob_backward(logits.g, dlogp.g, dent.g, logits.g, ent.g, t.g, N, V, ld);
+    check("logprob_backward padded (padding gradient 0)", logits, TOL);
+    free(h); free(tg); free(init); free(oc); free(og);
+    ipair_free(t); ipair_free(out);
+    pair_free(logits); pair_free(logp); pair_free(ent); pair_free(u); pair_free(dlogp); pair_free(dent);
 }
 
 static void check_sample(int B, int V, float temperature, int top_k, int ties) {
@@ -644,8 +680,8 @@ static void check_sample(int B, int V, float temperature, int top_k, int ties) {
     int *init = nr_xmalloc((size_t)B * sizeof(int));
     for (int b = 0; b < B; b++) init[b] = -7;
     IPair out = ipair_from(init, B);
-    CPU->sample_tokens(out.c, logits.c, u.c, B, V, temperature, top_k);
-    GPU->sample_tokens(out.g, logits.g, u.g, B, V, temperature, top_k);
+    CPU->sample_tokens(out.c, logits.c, u.c, B, V, V, temperature, top_k);
+    GPU->sample_tokens(out.g, logits.g, u.g, B, V, V, temperature, top_k);
     CPU->download(oc, out.c, (size_t)B * sizeof(int));
     GPU->download(og, out.g, (size_t)B * sizeof(int));
     int diff = 0;
@@ -1026,6 +1062,8 @@ int main(int argc, char **argv) {
         check_sample(64, V, 0.9f, 700, 1);
         check_sample(64, V, 0.0f, 0, 1);
     }
+    check_padded_vocab(9, 50257, 50304); /* GPT-2 124M as llm.c stores it */
+    check_padded_vocab(5, 15, 16);
     check_ppo(1000, 1);
     check_ppo(5, 0);
     check_adamw(100003);

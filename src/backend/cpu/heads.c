@@ -12,6 +12,10 @@
  * selection (a k-element min-heap for small k, a 4-pass radix select on the
  * float bits for large k), never a sort; ties at the threshold keep the lower
  * indices. The cumulative sum runs in index order in double.
+ *
+ * Rows are ld floats apart and every head works on the first V columns, the
+ * real vocabulary: a model whose embedding carries padding rows (llm.c's Vp)
+ * gives them no probability, no gradient and no chance of being sampled.
  */
 #include <math.h>
 #include <stdint.h>
@@ -32,9 +36,9 @@ static float row_max(const float *restrict x, int n) {
     return m;
 }
 
-/* logits (N, V) → probs (N, V) (may alias), logp (N), ent (N) (may be NULL) */
+/* logits (N, ld) → probs (N, ld) (may alias; softmax over [0, V)), logp (N), ent (N) (may be NULL) */
 static void cpu_logprob_forward(float *probs, float *logp, float *ent, const float *logits,
-                                const int *targets, int N, int V) {
+                                const int *targets, int N, int V, int ld) {
 #pragma omp parallel for schedule(static) if ((size_t)N * V >= CPU_OMP_MIN)
     for (int n = 0; n < N; n++) {
         int tgt = targets[n];
@@ -43,8 +47,8 @@ static void cpu_logprob_forward(float *probs, float *logp, float *ent, const flo
             if (ent) ent[n] = 0.0f;
             continue;
         }
-        const float *x = logits + (size_t)n * V;
-        float *p = probs + (size_t)n * V; /* may equal x: no restrict */
+        const float *x = logits + (size_t)n * ld;
+        float *p = probs + (size_t)n * ld; /* may equal x: no restrict */
         float m = row_max(x, V);
         float xt = x[tgt] - m;
         double S = 0.0, W = 0.0;
@@ -63,16 +67,17 @@ static void cpu_logprob_forward(float *probs, float *logp, float *ent, const flo
     }
 }
 
-/* dlogits (N, V) OVERWRITES (may alias probs):
- *   dlogp·(onehot(target) − p) + dent·(−p·(log p + H)) */
+/* dlogits (N, ld) OVERWRITES (may alias probs):
+ *   dlogp·(onehot(target) − p) + dent·(−p·(log p + H)) on [0, V); the padding [V, ld) gets 0 */
 static void cpu_logprob_backward(float *dlogits, const float *dlogp, const float *dent,
                                  const float *probs, const float *ent, const int *targets,
-                                 int N, int V) {
+                                 int N, int V, int ld) {
 #pragma omp parallel for schedule(static) if ((size_t)N * V >= CPU_OMP_MIN)
     for (int n = 0; n < N; n++) {
-        float *d = dlogits + (size_t)n * V;
-        const float *p = probs + (size_t)n * V; /* may equal d: no restrict */
+        float *d = dlogits + (size_t)n * ld;
+        const float *p = probs + (size_t)n * ld; /* may equal d: no restrict */
         int tgt = targets[n];
+        if (ld > V) memset(d + V, 0, (size_t)(ld - V) * sizeof(float));
         if (tgt < 0) {
             memset(d, 0, (size_t)V * sizeof(float));
             continue;
@@ -221,11 +226,11 @@ static void sample_row(int *out, const float *x, float u, int V, float temperatu
     *out = last; /* only when u·total rounds up to total */
 }
 
-/* logits (B, V), u (B) → out (B) */
+/* logits (B, ld), u (B) → out (B), ids in [0, V) */
 static void cpu_sample_tokens(int *out, const float *logits, const float *u,
-                              int B, int V, float temperature, int top_k) {
+                              int B, int V, int ld, float temperature, int top_k) {
     for (int b = 0; b < B; b++)
-        sample_row(out + b, logits + (size_t)b * V, u[b], V, temperature, top_k);
+        sample_row(out + b, logits + (size_t)b * ld, u[b], V, temperature, top_k);
 }
 
 void cpu_register_heads(Backend *be) {
