@@ -23,7 +23,7 @@ USE_HDF5 ?= auto
 
 # Debian packages a fresh Debian 12 machine needs (build, run, test, plots).
 DEB_PACKAGES := openmpi-bin libopenmpi-dev libopenblas-dev libopenblas-openmp-dev pkg-config libhdf5-openmpi-dev hdf5-tools \
-                libpapi-dev papi-tools python3-h5py python3-matplotlib bc procps g++
+                libpapi-dev papi-tools libcjson-dev python3-h5py python3-matplotlib bc procps g++
 
 have_pc = $(shell pkg-config --exists $(1) 2>/dev/null && echo 1)
 
@@ -48,6 +48,15 @@ ifeq ($(shell $(BLAS_PC) --exists openblas 2>/dev/null && echo 1),1)
   FOUND += "✓ OpenBLAS $(shell $(BLAS_PC) --modversion openblas) ($(BLAS_KIND))"
 else
   FOUND += "✗ OpenBLAS not found (required: make deps)"
+  MISSING_REQUIRED := 1
+endif
+# cJSON reads Hugging Face model directories (config.json, the safetensors headers)
+ifeq ($(call have_pc,libcjson),1)
+  CFLAGS += $(shell pkg-config --cflags libcjson)
+  LDLIBS += $(shell pkg-config --libs libcjson)
+  FOUND += "✓ cJSON $(shell pkg-config --modversion libcjson)"
+else
+  FOUND += "✗ cJSON not found (required: make deps)"
   MISSING_REQUIRED := 1
 endif
 ifneq ($(USE_HDF5),0)

@@ -210,6 +210,8 @@ echo "== checkpoints: the module and bin/nereus-ckpt"
 t ckpt-module 300 jobs/local.sh -np 4 build/tests/test_ckpt
 # llm.c import/export byte for byte, info/verify on good and corrupted files, loss, h5dump
 t ckpt-tool 120 tests/test_ckpt_tool.sh
+# Hugging Face directories in and out against files transformers wrote (tests/hf)
+t hf-interchange 120 tests/test_hf.sh
 echo "== checkpoints: write on 4 ranks, restart under other plans on 1, 2, 3, 6 and 8 ranks"
 CK=$LOG/ck; rm -rf "$CK"; mkdir -p "$CK"
 # mkdeck OUT DIR PLAN [EXTRA]: the restart deck with [ckpt] dir, a [plan] and extra lines

@@ -4,9 +4,12 @@
  *   nereus-ckpt verify FILE                 exit 0 only when sound
  *   nereus-ckpt import-llmc GPT2.bin OUT.h5 an llm.c fp32 checkpoint as actor and ref
  *   nereus-ckpt export-llmc FILE OUT.bin    the actor as an llm.c fp32 checkpoint
+ *   nereus-ckpt import-hf DIR OUT.h5        a Hugging Face GPT2LMHeadModel directory as actor and ref
+ *   nereus-ckpt export-hf FILE DIR          the actor as a Hugging Face directory (fp32)
  *   nereus-ckpt loss FILE --tokens TOKENS.bin --batch B --seq T
  * Exit: 0 ok, 1 the file or the operation failed (one line on stderr naming
- * the file and the dataset), 2 bad command line (usage on stderr). */
+ * the file and the dataset), 2 bad command line (usage on stderr) or, for
+ * import-hf, a model directory refused (naming the file and the tensor or key). */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +23,8 @@ static int usage(void) {
             "       nereus-ckpt verify FILE\n"
             "       nereus-ckpt import-llmc GPT2.bin OUT.h5\n"
             "       nereus-ckpt export-llmc FILE OUT.bin\n"
+            "       nereus-ckpt import-hf DIR OUT.h5\n"
+            "       nereus-ckpt export-hf FILE DIR\n"
             "       nereus-ckpt loss FILE --tokens TOKENS.bin --batch B --seq T\n");
     return 2;
 }
@@ -53,6 +58,21 @@ static int run(int argc, char **argv) {
     if (strcmp(cmd, "export-llmc") == 0 && argc == 4) {
         if (ckpt_export_llmc(argv[2], argv[3], why, sizeof why)) { fprintf(stderr, "nereus-ckpt: %s\n", why); return 1; }
         printf("exported the actor of %s to %s\n", argv[2], argv[3]);
+        return 0;
+    }
+    if (strcmp(cmd, "import-hf") == 0 && argc == 4) {
+        char note[128];
+        int rc = ckpt_import_hf(argv[2], argv[3], note, sizeof note, why, sizeof why);
+        if (rc) {
+            fprintf(stderr, "nereus-ckpt: %s\n", why);
+            return rc == -2 ? 2 : 1; /* 2: the directory is refused (bad input) */
+        }
+        printf("imported %s into %s (actor and ref)%s\n", argv[2], argv[3], note);
+        return 0;
+    }
+    if (strcmp(cmd, "export-hf") == 0 && argc == 4) {
+        if (ckpt_export_hf(argv[2], argv[3], why, sizeof why)) { fprintf(stderr, "nereus-ckpt: %s\n", why); return 1; }
+        printf("exported the actor of %s to %s (config.json, model.safetensors)\n", argv[2], argv[3]);
         return 0;
     }
     if (strcmp(cmd, "loss") == 0) {

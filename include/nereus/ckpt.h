@@ -96,6 +96,19 @@ int ckpt_eval_loss(const char *path, const char *tokens_path, int B, int T, doub
 int ckpt_import_llmc(const char *llmc_path, const char *out_path, char *why, size_t len);
 int ckpt_export_llmc(const char *path, const char *out_path, char *why, size_t len);
 
+/* 1 process: model `name` of a checkpoint read into a frozen CPU model built for (B, T); c gets its config.
+ * Returns 0 (gpt_free the model after), or -1 with why. */
+int ckpt_load_model(const char *path, const char *name, GPT *m, GPTConfig *c, int B, int T, char *why, size_t len);
+
+/* Hugging Face model directories (src/io/hf.c; config.json + model.safetensors or a sharded
+ * model.safetensors.index.json), 1 process. import: a GPT2LMHeadModel (F32, BF16 or F16 tensors, read as
+ * fp32) as the actor and ref of a new checkpoint; note gets " (BF16 converted to fp32)" or "". export: the
+ * actor as DIR/config.json and DIR/model.safetensors (fp32; the real vocabulary only), a directory
+ * transformers' from_pretrained loads. Return 0, or -1 with why naming the file and the tensor or key; import
+ * returns -2 when the directory itself is refused (bad input) and -1 when the checkpoint cannot be written. */
+int ckpt_import_hf(const char *dir, const char *out_path, char *note, size_t note_len, char *why, size_t len);
+int ckpt_export_hf(const char *path, const char *dir, char *why, size_t len);
+
 /* tests: the largest bytes one rank moves in one H5Dread/H5Dwrite (default 1 GiB; 0 restores it) */
 void ckpt_set_io_limit(size_t bytes);
 

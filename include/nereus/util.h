@@ -123,6 +123,11 @@ const char *nr_bytes_str(double bytes, char *buf, size_t len);
 void nr_heap_keep(void);
 void *nr_xmalloc(size_t bytes);   /* aborts with the size on failure */
 void *nr_xcalloc(size_t n, size_t size);
+
+/* a whole text file of at most max bytes, NUL-terminated, its length in *n; NULL with why (src/util/textfile.c) */
+char *nr_read_text(const char *path, size_t max, size_t *n, char *why, size_t len);
+/* text and a newline written to path through a temporary file renamed over it; 0, or -1 with why */
+int nr_write_text(const char *path, const char *text, char *why, size_t len);
 #define NR_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define NR_MAX(a, b) ((a) > (b) ? (a) : (b))
 

@@ -120,12 +120,11 @@ int ckpt_import_llmc(const char *llmc_path, const char *out_path, char *why, siz
     return rc;
 }
 
-/* the actor of path, read into a frozen one-process model built for (B, T) */
-static int load_actor(const char *path, GPT *m, GPTConfig *c, int B, int T, char *why, size_t len) {
+int ckpt_load_model(const char *path, const char *name, GPT *m, GPTConfig *c, int B, int T, char *why, size_t len) {
     int has_adam;
-    if (ckpt_model_config(path, "actor", c, &has_adam, why, len)) return -1;
+    if (ckpt_model_config(path, name, c, &has_adam, why, len)) return -1;
     gpt_build(m, c, backend_cpu(), B, T, 0, 0, 0.02f);
-    CkptModel e = {"actor", c, m, 1, 0};
+    CkptModel e = {name, c, m, 1, 0};
     if (ckpt_read(path, MPI_COMM_SELF, NULL, &e, 1, why, len)) {
         gpt_free(m);
         return -1;
@@ -142,7 +141,7 @@ int ckpt_export_llmc(const char *path, const char *out_path, char *why, size_t l
         snprintf(why, len, "%s: the actor has a value head; llm.c's format has none", path);
         return -1;
     }
-    if (load_actor(path, &m, &c, 1, 1, why, len)) return -1;
+    if (ckpt_load_model(path, "actor", &m, &c, 1, 1, why, len)) return -1;
     size_t nl = gpt_logical_numel(&c);
     float *full = nr_xmalloc(nl * sizeof(float));
     gpt_export_logical(&m, GPT_BUF_PARAMS, full);
@@ -213,7 +212,7 @@ int ckpt_eval_loss(const char *path, const char *tokens_path, int B, int T, doub
         return -1;
     }
     GPT m;
-    if (load_actor(path, &m, &c, B, T, why, len)) { tokens_free(&tf); return -1; }
+    if (ckpt_load_model(path, "actor", &m, &c, B, T, why, len)) { tokens_free(&tf); return -1; }
     size_t n = (size_t)B * T;
     int *tok = nr_xmalloc(n * sizeof(int)), *tg = nr_xmalloc(n * sizeof(int));
     float *logp = nr_xmalloc(n * sizeof(float));
