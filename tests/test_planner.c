@@ -6,6 +6,7 @@
  * fit the pool with what does not fit. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
@@ -49,10 +50,9 @@ static PlanConfig plan_on_rank0_but(int stage, PlanStage st) {
     return p;
 }
 
-int main(void) {
-    nr_heap_keep(); /* as bin/nereus: the timed searches reuse freed memory */
+/* admission, by hand: payback C/dL against gamma*H, rent-or-buy, the pool and urgent paths */
+static void check_admission(void) {
     char why[512];
-    /* ---- admission, by hand: payback C/dL against gamma*H, rent-or-buy, the pool and urgent paths ---- */
     static const struct {
         double L_now, L_new, C, gamma, H, foregone;
         int path, want;
@@ -77,8 +77,11 @@ int main(void) {
                         sizeof why);
         CHECK(got == adm[k].want && strstr(why, adm[k].says), "%s (%s)", adm[k].what, why);
     }
+}
 
-    /* ---- the measure-and-revert guard: the new plan's measured step against the old plan's expected ---- */
+/* the measure-and-revert guard: the new plan's measured step against the old plan's expected */
+static void check_guard(void) {
+    char why[512];
     {
         AdaptGuard g = {0.8}; /* the old plan ran at 0.8 x its prediction */
         double ex = 0;
@@ -94,8 +97,10 @@ int main(void) {
         CHECK(adapt_guard(&g, 10.0, 0.30, 0.1, &ex, why, sizeof why) == 0 && strstr(why, "nothing to compare"),
               "guard: without the old plan's ratio, never a revert (%s)", why);
     }
+}
 
-    /* ---- drift monitor ---- */
+/* the drift monitor */
+static void check_drift(void) {
     DriftMonitor d;
     drift_init(&d, 0.3, 100, 1.0, 8);
     CHECK(drift_check(&d, 125, 1.0, 8, 0) == DRIFT_NONE, "length +25%%: below the 30%% threshold");
@@ -119,33 +124,28 @@ int main(void) {
     drift_reset(&d, 70, 250, 1.0, 8);
     CHECK(fabs(drift_horizon(&d, 70, 1000) - 30) < 1e-9, "H = mean gap (20 + 40) / 2 = 30 (%.3g)", drift_horizon(&d, 70, 1000));
     CHECK(fabs(drift_horizon(&d, 990, 1000) - 10) < 1e-9, "H capped by the steps remaining (10)");
+}
 
-    /* ---- cost model rules ---- */
-    CostModel cm;
-    memset(&cm, 0, sizeof cm);
-    cm.hw = h200();
-    cm.eff = eff_default();
-    shape_named("llama-3.1-8b", &cm.actor);
-    cm.critic = cm.actor;
-    cm.critic.value_head = 1;
-    cm.headroom = 0.1;
-    Workload w = {512, 128, 1, 512, 500, 500};
-    double p8 = shape_params(&cm.actor);
+/* cost model rules on the 8B actor and critic */
+static void check_cost_rules(const CostModel *cm, const Workload *w) {
+    double p8 = shape_params(&cm->actor);
     CHECK(p8 > 7.9e9 && p8 < 8.2e9, "llama-3.1-8b: %.3g parameters (8.03e9 published)", p8);
     double mem = 0;
-    CHECK(isinf(cost_stage(&cm, PLAN_ACTOR_GEN, (GridLayout){1, 2, 4}, &w, &mem)), "generation with pp > 1 is refused");
-    CHECK(isinf(cost_stage(&cm, PLAN_ACTOR_INF, (GridLayout){3, 1, 1}, &w, &mem)), "tp 3 does not divide 8 KV heads");
-    double t1 = cost_stage(&cm, PLAN_ACTOR_TRAIN, (GridLayout){8, 1, 4}, &w, &mem);
-    double t2 = cost_stage(&cm, PLAN_ACTOR_TRAIN, (GridLayout){8, 1, 8}, &w, &mem);
+    CHECK(isinf(cost_stage(cm, PLAN_ACTOR_GEN, (GridLayout){1, 2, 4}, w, &mem)), "generation with pp > 1 is refused");
+    CHECK(isinf(cost_stage(cm, PLAN_ACTOR_INF, (GridLayout){3, 1, 1}, w, &mem)), "tp 3 does not divide 8 KV heads");
+    double t1 = cost_stage(cm, PLAN_ACTOR_TRAIN, (GridLayout){8, 1, 4}, w, &mem);
+    double t2 = cost_stage(cm, PLAN_ACTOR_TRAIN, (GridLayout){8, 1, 8}, w, &mem);
     CHECK(t2 < t1, "training: dp8 faster than dp4 (%.2f s < %.2f s)", t2, t1);
-    Workload w4 = w;
+    Workload w4 = *w;
     w4.resp_len = w4.resp_max = 2000;
-    double g1 = cost_stage(&cm, PLAN_ACTOR_GEN, (GridLayout){1, 1, 8}, &w, &mem);
-    double g4 = cost_stage(&cm, PLAN_ACTOR_GEN, (GridLayout){1, 1, 8}, &w4, &mem);
+    double g1 = cost_stage(cm, PLAN_ACTOR_GEN, (GridLayout){1, 1, 8}, w, &mem);
+    double g4 = cost_stage(cm, PLAN_ACTOR_GEN, (GridLayout){1, 1, 8}, &w4, &mem);
     CHECK(g4 > 3.5 * g1, "generation grows with the response length (4x tokens: %.2f -> %.2f s)", g1, g4);
+}
 
-    /* ---- ranks sharing cores, by hand: on 2 cores, actor.train on rank 0, then critic.train on ranks 0-1
-       (dp2): rank 1 waits inside the critic's first collective while rank 0 trains the actor; links free ---- */
+/* ranks sharing cores, by hand: on 2 cores, actor.train on rank 0, then critic.train on ranks 0-1 (dp2): rank 1
+   waits inside the critic's first collective while rank 0 trains the actor; links free */
+static void check_shared_cores(void) {
     {
         CostModel sh;
         memset(&sh, 0, sizeof sh);
@@ -229,11 +229,13 @@ int main(void) {
         cal_phase_scales(&sh, 3, po, 2);
         CHECK(sh.phase_scale[2] == 4.0, "cal_phase_scales: a scale past 4 is held at 4 (%.3f)", sh.phase_scale[2]);
     }
+}
 
-    /* ---- cal_fit_plans: the pipeline crossings' wait, fitted. A "true" model on 4 ranks sharing 2 cores waits
-       160 message latencies at each pipeline crossing; its stages and phases are the measurements. A fit that
-       starts at the default 20 hops, as the sweep does, must find 160 on the grid and predict the plans'
-       phases closer than cal_fit at 20 does ---- */
+/* cal_fit_plans: the pipeline crossings' wait, fitted. A "true" model on 4 ranks sharing 2 cores waits 160 message
+   latencies at each pipeline crossing; its stages and phases are the measurements. A fit that starts at the
+   default 20 hops, as the sweep does, must find 160 on the grid and predict the plans' phases closer than cal_fit
+   at 20 does */
+static void check_fit_plans(void) {
     {
         CostModel truth;
         memset(&truth, 0, sizeof truth);
@@ -293,19 +295,23 @@ int main(void) {
               "cal_fit_plans: pipeline waits of 160 hops found (%.3g; cal_fit keeps %.3g); the plans' worst error "
               "%.2f%% against %.2f%% at 20 hops", fitted.hw.pipe_hops, fixed.hw.pipe_hops, 100 * ep, 100 * ef);
     }
+}
 
-    /* ---- search at 8 and 16 ranks (with the local search: SEARCH_REFINE_MAX), 32, 256, 1,024 ---- */
+/* the search at 8 and 16 ranks (with the local search: SEARCH_REFINE_MAX), 32, 256, 1,024, against the colocated
+   default */
+static void check_search(const CostModel *cm, const Workload *w) {
+    char why[512];
     int sizes[5] = {8, 16, 32, 256, 1024};
     for (int k = 0; k < 5; k++) {
         int N = sizes[k];
         PlanConfig pc;
         StepCost sc;
         SearchStats st;
-        Workload ws = w;
+        Workload ws = *w;
         ws.batch = 1024, ws.minibatch = 256;
-        int rc = plan_search(&cm, N, &ws, &pc, &sc, &st, why, sizeof why);
+        int rc = plan_search(cm, N, &ws, &pc, &sc, &st, why, sizeof why);
         int valid = rc == 0;
-        PlanLimits lim = {N, cm.actor.NH, cm.actor.L, ws.batch, ws.minibatch};
+        PlanLimits lim = {N, cm->actor.NH, cm->actor.L, ws.batch, ws.minibatch};
         PlanError pe;
         for (int s = 0; s < PLAN_NSTAGES && valid; s++)
             if (plan_validate_stage(&pc.stage[s], s, &lim, &pe) != 0) {
@@ -318,7 +324,7 @@ int main(void) {
         PlanError de;
         StepCost dsc;
         double tdef = INFINITY;
-        if (plan_default(&def, "colocated", &lim, 0, &de) == 0) tdef = cost_plan(&cm, &def, N, &ws, &dsc);
+        if (plan_default(&def, "colocated", &lim, 0, &de) == 0) tdef = cost_plan(cm, &def, N, &ws, &dsc);
         char text[8192];
         if (valid) plan_format(&pc, text, sizeof text);
         int dfits = isfinite(tdef) && dsc.fits;
@@ -330,9 +336,12 @@ int main(void) {
         if (valid && N == 32) printf("%s", text);
         printf("planner_search_ms_%d: %.3f\n", N, st.seconds * 1e3);
     }
+}
 
-    /* ---- a model that cannot fit the pool ---- */
-    CostModel big = cm;
+/* a model that cannot fit the pool */
+static void check_too_big(const CostModel *cm, const Workload *w) {
+    char why[512];
+    CostModel big = *cm;
     shape_named("llama-3.3-70b", &big.actor);
     big.critic = big.actor;
     big.critic.value_head = 1;
@@ -340,176 +349,230 @@ int main(void) {
     PlanConfig pc;
     StepCost sc;
     SearchStats st;
-    int rc = plan_search(&big, 2, &w, &pc, &sc, &st, why, sizeof why);
+    int rc = plan_search(&big, 2, w, &pc, &sc, &st, why, sizeof why);
     CHECK(rc == -1 && strstr(why, "needs") && strstr(why, "GiB"), "70B on 2 ranks of 24 GB refused: %s", why);
+}
 
-    /* ---- the controller (adapt.h): a refused replan still resets the references ---- */
-    {
-        int N = 64, pool[64];
-        for (int r = 0; r < N; r++) pool[r] = r;
-        Workload w0 = w;
-        PlanConfig start;
-        StepCost s0;
-        Observed o = {w0.resp_len, N, pool, NULL, 0};
-        CHECK(adapt_search(&cm, &w0, ADAPT_PAYBACK, N, &o, &start, &s0, why, sizeof why) == 0, "controller: a start plan");
-        double huge_C = 1e9;
-        AdaptConfig ac = {ADAPT_PAYBACK, 0.5, 0.3, 10, 1000, N, fixed_cost, &huge_C};
-        Adapt ad;
-        adapt_init(&ad, &ac, &start, &o);
-        AdaptDecision d;
-        Workload w1 = w0;
-        w1.resp_len = w1.resp_max = 4 * w0.resp_len; /* responses 4x longer: a crossing */
-        o.resp_len = w1.resp_len;
-        adapt_step(&ad, 10, &cm, &w1, &cm, &w1, &o, &d);
-        CHECK(d.searched && (d.mask & DRIFT_LENGTH) && !d.admitted && !d.changed && ad.dm.ref_len == w1.resp_len &&
-                  ad.dm.last_cross == 10 && memcmp(&ad.cur, &start, sizeof start) == 0,
-              "controller: length x4 searched, C = 1e9 s refused (%s), reference reset to %.0f, plan kept", d.reason,
-              ad.dm.ref_len);
-        adapt_step(&ad, 11, &cm, &w1, &cm, &w1, &o, &d);
-        CHECK(!d.searched, "controller: the same length one step later is no crossing (reference reset)");
-        huge_C = 0.1;
-        o.npool = N / 2; /* half the pool left: urgent, admitted whatever it costs */
-        adapt_step(&ad, 12, &cm, &w1, &cm, &w1, &o, &d);
-        int inside = 1;
-        for (int s = 0; s < PLAN_NSTAGES; s++)
-            for (int i = 0; i < ad.cur.stage[s].nranks; i++) inside &= ad.cur.stage[s].ranks[i] < N / 2;
-        CHECK(d.urgent && d.admitted && d.changed && inside, "controller: half the pool left: urgent, admitted, the new "
-              "plan within the 32 ranks left (%s)", d.reason);
-        /* the ranks come back: the plan on 32 can stay, so this is no urgent move, but a pool change is not
-           put to the payback test either: any faster plan is taken, whatever the move costs */
-        PlanConfig on32 = ad.cur;
-        huge_C = 1e9;
-        o.npool = N;
-        adapt_step(&ad, 13, &cm, &w1, &cm, &w1, &o, &d);
-        CHECK(d.searched && (d.mask & DRIFT_POOL) && d.urgent == ADMIT_POOL && d.L_new < d.L_now && d.admitted &&
-                  d.changed && ad.dm.ref_pool == N && strstr(d.reason, "pool change: faster"),
-              "controller: the pool back to 64: searched at once on the pool path, a faster plan (%.4g -> %.4g s) "
-              "admitted at C = 1e9 s without the payback test (%s), the pool reference reset", d.L_now, d.L_new,
-              d.reason);
-        adapt_step(&ad, 14, &cm, &w1, &cm, &w1, &o, &d);
-        CHECK(!d.searched, "controller: the same pool one step later is no change (reference reset)");
-        /* back on 32 ranks (urgent), then the ranks the plan does not use leave: the pool path, nothing faster */
-        o.npool = N / 2;
-        adapt_step(&ad, 15, &cm, &w1, &cm, &w1, &o, &d);
-        CHECK(d.urgent == ADMIT_URGENT && d.changed, "controller: the ranks leave again: urgent, moved (%s)", d.reason);
-        o.npool = N / 2 + 8;
-        adapt_step(&ad, 16, &cm, &w1, &cm, &w1, &o, &d);
-        o.npool = N / 2;
-        adapt_step(&ad, 17, &cm, &w1, &cm, &w1, &o, &d);
-        int kept32 = adapt_plan_within(&ad.cur, pool, N / 2, N);
-        CHECK(d.searched && d.urgent == ADMIT_POOL && !d.changed && kept32,
-              "controller: ranks the plan does not use leave: the pool path, nothing to move (%s)", d.reason);
-        /* admit-all takes the same spread */
-        AdaptConfig aa = ac;
-        aa.policy = ADAPT_ADMIT_ALL;
-        adapt_init(&ad, &aa, &on32, &o);
-        o.npool = N;
-        adapt_step(&ad, 20, &cm, &w1, &cm, &w1, &o, &d);
-        CHECK(d.searched && d.admitted && d.changed, "controller: admit-all spreads onto the returned ranks at C = 1e9 s "
-              "(%s)", d.reason);
-        /* rent-or-buy: the job on 32 of 64 ranks, 60 steps in all; responses 4x longer at step 1 (a crossing, the
-           payback rule's path) find the 64-rank plan g s/step faster, priced at 39.5 steps of g, past gamma x H
-           (H: the 59 steps left, 29.5): refused; no search while nothing drifts, until the gains refused add up
-           to the price: 40 steps later (step 41), searched again and admitted */
-        AdaptConfig rb = ac;
-        rb.steps_total = 60;
-        o.npool = N;
-        o.resp_len = w0.resp_len;
-        Adapt probe;
-        adapt_init(&probe, &rb, &on32, &o);
-        o.resp_len = w1.resp_len;
-        adapt_step(&probe, 1, &cm, &w1, &cm, &w1, &o, &d);
-        double g = d.L_now - d.L_new;
-        huge_C = 39.5 * g;
-        o.resp_len = w0.resp_len;
-        adapt_init(&ad, &rb, &on32, &o);
-        o.resp_len = w1.resp_len;
-        adapt_step(&ad, 1, &cm, &w1, &cm, &w1, &o, &d);
-        int refused = g > 0 && d.searched && d.urgent == ADMIT_RULE && !d.admitted && strstr(d.reason, "refused: pays back"),
-            quiet = 1;
-        for (int st = 2; st < 41; st++) {
-            adapt_step(&ad, st, &cm, &w1, &cm, &w1, &o, &d);
-            quiet &= !d.searched;
-        }
-        CHECK(refused && quiet, "controller: a crossing finds a plan %.4g s/step faster, the move priced at 39.5 steps "
-              "of it: refused, then no search for 39 quiet steps", g);
-        adapt_step(&ad, 41, &cm, &w1, &cm, &w1, &o, &d);
-        CHECK(d.searched && d.rent && d.mask == 0 && d.admitted && d.changed && fabs(d.foregone - 40 * g) < 1e-9 * g &&
-                  strstr(d.reason, "rent-or-buy"),
-              "controller: 40 steps on, the gains refused (%.4g s = 40 x %.4g) reach the price: searched, admitted "
-              "(%s)", d.foregone, g, d.reason);
-        adapt_step(&ad, 42, &cm, &w1, &cm, &w1, &o, &d);
-        CHECK(!d.searched && ad.foregone == 0 && ad.refused_dL == 0, "controller: after the move nothing stands "
-              "refused");
-        /* the efficiency crossing is per rank: an idle rank's standing slowdown (3.4x on rank 40, outside the
-           plan on 32, since the start) starts no search and does not hide a working rank's 2.5x; rank 40's
-           recovery is a crossing too */
-        {
-            double slow[64];
-            for (int r = 0; r < N; r++) slow[r] = 1;
-            slow[40] = 3.4;
-            Observed os = o;
-            os.resp_len = w1.resp_len;
-            os.slow = slow;
-            adapt_init(&ad, &ac, &on32, &os);
-            adapt_step(&ad, 1, &cm, &w1, &cm, &w1, &os, &d);
-            int idle_quiet = !d.searched && fabs(d.eff - 1 / 3.4) < 1e-12;
-            int worker = on32.stage[PLAN_ACTOR_TRAIN].ranks[0];
-            slow[worker] = 2.5;
-            adapt_step(&ad, 2, &cm, &w1, &cm, &w1, &os, &d);
-            int seen = (d.mask & DRIFT_EFFICIENCY) && d.searched && d.eff_rank == worker &&
-                       fabs(d.eff_rank_now - 0.4) < 1e-12 && d.eff_rank_ref == 1;
-            CHECK(idle_quiet && seen, "controller: rank 40 (idle) at 3.4x from the start: no search; rank %d "
-                  "(actor.train) at 2.5x: an efficiency crossing on rank %d at %.2f of its speed (the pool's signal "
-                  "%.2f, as before)", worker, d.eff_rank, d.eff_rank_now, d.eff);
-            adapt_step(&ad, 3, &cm, &w1, &cm, &w1, &os, &d);
-            int steady = !d.searched;
-            slow[40] = 1;
-            adapt_step(&ad, 4, &cm, &w1, &cm, &w1, &os, &d);
-            CHECK(steady && (d.mask & DRIFT_EFFICIENCY) && d.eff_rank == 40 && d.eff_rank_now == 1,
-                  "controller: no crossing while nothing moves; rank 40 back to full speed: a crossing on rank %d "
-                  "(%.2f of its speed, ref %.2f)", d.eff_rank, d.eff_rank_now, d.eff_rank_ref);
-        }
-        /* keep_stages: moves priced per changed model-stage (a fraction f of B's gain over H each, B the search's
-           plan). f = 0: B is taken whole. Priced: what is taken has each model-stage from B or from the plan in
-           force, and costs no more over H (H·L + C) than B or than staying. Prohibitive: nothing moves. */
-        double per = 0;
-        AdaptConfig ks = ac;
-        ks.tx_cost = per_stage_cost;
-        ks.tx_ctx = &per;
-        PlanConfig B;
-        double LB = 0, gainH = 0;
-        const double frac[] = {0, 0.1, 0.2, 0.3, 1e9};
-        int mixed = 0;
-        for (int t = 0; t < 5; t++) {
-            per = frac[t] * gainH;
-            o.resp_len = w0.resp_len;
-            adapt_init(&ad, &ks, &on32, &o);
-            o.resp_len = w1.resp_len;
-            adapt_step(&ad, 1, &cm, &w1, &cm, &w1, &o, &d);
-            if (t == 0) {
-                B = d.next, LB = d.L_new, gainH = d.H * (d.L_now - d.L_new);
-                CHECK(d.kept == 0 && d.changed, "keep_stages: moves free: the search's plan taken whole");
-                continue;
-            }
-            int from_either = 1;
-            for (int s = 0; s < PLAN_NSTAGES; s++)
-                from_either &= plan_stage_same(&d.next.stage[s], &B.stage[s]) ||
-                               plan_stage_same(&d.next.stage[s], &on32.stage[s]);
-            double J = d.H * d.L_new + d.C, JB = d.H * LB + per_stage_cost(&per, &on32, &B), Jstay = d.H * d.L_now;
-            if (t == 4) {
-                CHECK(!d.changed && d.kept > 0, "keep_stages: 1e9 x the gain a model-stage: every stage kept, nothing "
-                      "moves (%s)", d.reason);
-                continue;
-            }
-            mixed += d.kept > 0 && d.changed;
-            CHECK(from_either && J <= JB * (1 + 1e-12) && (J <= Jstay * (1 + 1e-12) || !d.changed),
-                  "keep_stages, %.0f%% of the gain a changed model-stage: %d kept, H·L + C = %.6g <= B's %.6g; "
-                  "staying's %.6g: %s", 100 * frac[t], d.kept, J, JB, Jstay, d.reason);
-        }
-        CHECK(mixed > 0, "keep_stages: at some price a plan mixing B and the plan in force is taken (%d of 3)", mixed);
+/* The controller's checks share one job: 64 ranks, the 8B actor and critic, moves priced at huge_C (fixed_cost);
+   each check leaves the pool and the responses (o) as the next one starts from. */
+typedef struct ControllerJob {
+    CostModel cm;
+    int N, pool[64];
+    Workload w0, w1;  /* the responses at the start, and 4x longer */
+    double huge_C;
+    AdaptConfig ac;   /* payback, moves at huge_C */
+    Observed o;
+    PlanConfig on32;  /* the plan on the 32 ranks left when half the pool leaves */
+} ControllerJob;
+
+/* the controller (adapt.h): a refused replan still resets the references; pool changes; admit-all */
+static void check_controller_pool(ControllerJob *x, const Workload *w) {
+    char why[512];
+    int N = x->N = 64, *pool = x->pool;
+    for (int r = 0; r < N; r++) pool[r] = r;
+    const CostModel *cm = &x->cm;
+    Workload w0 = x->w0 = *w;
+    PlanConfig start;
+    StepCost s0;
+    x->o = (Observed){w0.resp_len, N, pool, NULL, 0};
+    Observed *o = &x->o;
+    CHECK(adapt_search(cm, &w0, ADAPT_PAYBACK, N, o, &start, &s0, why, sizeof why) == 0, "controller: a start plan");
+    x->huge_C = 1e9;
+    AdaptConfig ac = x->ac = (AdaptConfig){ADAPT_PAYBACK, 0.5, 0.3, 10, 1000, N, fixed_cost, &x->huge_C};
+    Adapt ad;
+    adapt_init(&ad, &ac, &start, o);
+    AdaptDecision d;
+    Workload w1 = w0;
+    w1.resp_len = w1.resp_max = 4 * w0.resp_len; /* responses 4x longer: a crossing */
+    x->w1 = w1;
+    o->resp_len = w1.resp_len;
+    adapt_step(&ad, 10, cm, &w1, cm, &w1, o, &d);
+    CHECK(d.searched && (d.mask & DRIFT_LENGTH) && !d.admitted && !d.changed && ad.dm.ref_len == w1.resp_len &&
+              ad.dm.last_cross == 10 && memcmp(&ad.cur, &start, sizeof start) == 0,
+          "controller: length x4 searched, C = 1e9 s refused (%s), reference reset to %.0f, plan kept", d.reason,
+          ad.dm.ref_len);
+    adapt_step(&ad, 11, cm, &w1, cm, &w1, o, &d);
+    CHECK(!d.searched, "controller: the same length one step later is no crossing (reference reset)");
+    x->huge_C = 0.1;
+    o->npool = N / 2; /* half the pool left: urgent, admitted whatever it costs */
+    adapt_step(&ad, 12, cm, &w1, cm, &w1, o, &d);
+    int inside = 1;
+    for (int s = 0; s < PLAN_NSTAGES; s++)
+        for (int i = 0; i < ad.cur.stage[s].nranks; i++) inside &= ad.cur.stage[s].ranks[i] < N / 2;
+    CHECK(d.urgent && d.admitted && d.changed && inside, "controller: half the pool left: urgent, admitted, the new "
+          "plan within the 32 ranks left (%s)", d.reason);
+    /* the ranks come back: the plan on 32 can stay, so this is no urgent move, but a pool change is not
+       put to the payback test either: any faster plan is taken, whatever the move costs */
+    x->on32 = ad.cur;
+    const PlanConfig *on32 = &x->on32;
+    x->huge_C = 1e9;
+    o->npool = N;
+    adapt_step(&ad, 13, cm, &w1, cm, &w1, o, &d);
+    CHECK(d.searched && (d.mask & DRIFT_POOL) && d.urgent == ADMIT_POOL && d.L_new < d.L_now && d.admitted &&
+              d.changed && ad.dm.ref_pool == N && strstr(d.reason, "pool change: faster"),
+          "controller: the pool back to 64: searched at once on the pool path, a faster plan (%.4g -> %.4g s) "
+          "admitted at C = 1e9 s without the payback test (%s), the pool reference reset", d.L_now, d.L_new,
+          d.reason);
+    adapt_step(&ad, 14, cm, &w1, cm, &w1, o, &d);
+    CHECK(!d.searched, "controller: the same pool one step later is no change (reference reset)");
+    /* back on 32 ranks (urgent), then the ranks the plan does not use leave: the pool path, nothing faster */
+    o->npool = N / 2;
+    adapt_step(&ad, 15, cm, &w1, cm, &w1, o, &d);
+    CHECK(d.urgent == ADMIT_URGENT && d.changed, "controller: the ranks leave again: urgent, moved (%s)", d.reason);
+    o->npool = N / 2 + 8;
+    adapt_step(&ad, 16, cm, &w1, cm, &w1, o, &d);
+    o->npool = N / 2;
+    adapt_step(&ad, 17, cm, &w1, cm, &w1, o, &d);
+    int kept32 = adapt_plan_within(&ad.cur, pool, N / 2, N);
+    CHECK(d.searched && d.urgent == ADMIT_POOL && !d.changed && kept32,
+          "controller: ranks the plan does not use leave: the pool path, nothing to move (%s)", d.reason);
+    /* admit-all takes the same spread */
+    AdaptConfig aa = ac;
+    aa.policy = ADAPT_ADMIT_ALL;
+    adapt_init(&ad, &aa, on32, o);
+    o->npool = N;
+    adapt_step(&ad, 20, cm, &w1, cm, &w1, o, &d);
+    CHECK(d.searched && d.admitted && d.changed, "controller: admit-all spreads onto the returned ranks at C = 1e9 s "
+          "(%s)", d.reason);
+}
+
+/* payback's rent-or-buy: a refused gain adds up to the move's price, then the move is taken */
+static void check_rent_or_buy(ControllerJob *x) {
+    const CostModel *cm = &x->cm;
+    int N = x->N;
+    Workload w0 = x->w0, w1 = x->w1;
+    AdaptConfig ac = x->ac;
+    Observed *o = &x->o;
+    const PlanConfig *on32 = &x->on32;
+    Adapt ad;
+    AdaptDecision d;
+    /* rent-or-buy: the job on 32 of 64 ranks, 60 steps in all; responses 4x longer at step 1 (a crossing, the
+       payback rule's path) find the 64-rank plan g s/step faster, priced at 39.5 steps of g, past gamma x H
+       (H: the 59 steps left, 29.5): refused; no search while nothing drifts, until the gains refused add up
+       to the price: 40 steps later (step 41), searched again and admitted */
+    AdaptConfig rb = ac;
+    rb.steps_total = 60;
+    o->npool = N;
+    o->resp_len = w0.resp_len;
+    Adapt probe;
+    adapt_init(&probe, &rb, on32, o);
+    o->resp_len = w1.resp_len;
+    adapt_step(&probe, 1, cm, &w1, cm, &w1, o, &d);
+    double g = d.L_now - d.L_new;
+    x->huge_C = 39.5 * g;
+    o->resp_len = w0.resp_len;
+    adapt_init(&ad, &rb, on32, o);
+    o->resp_len = w1.resp_len;
+    adapt_step(&ad, 1, cm, &w1, cm, &w1, o, &d);
+    int refused = g > 0 && d.searched && d.urgent == ADMIT_RULE && !d.admitted && strstr(d.reason, "refused: pays back"),
+        quiet = 1;
+    for (int st = 2; st < 41; st++) {
+        adapt_step(&ad, st, cm, &w1, cm, &w1, o, &d);
+        quiet &= !d.searched;
     }
-    /* ---- the sweep's slowdown between its controls (nr_fill_gaps), by hand ---- */
+    CHECK(refused && quiet, "controller: a crossing finds a plan %.4g s/step faster, the move priced at 39.5 steps "
+          "of it: refused, then no search for 39 quiet steps", g);
+    adapt_step(&ad, 41, cm, &w1, cm, &w1, o, &d);
+    CHECK(d.searched && d.rent && d.mask == 0 && d.admitted && d.changed && fabs(d.foregone - 40 * g) < 1e-9 * g &&
+              strstr(d.reason, "rent-or-buy"),
+          "controller: 40 steps on, the gains refused (%.4g s = 40 x %.4g) reach the price: searched, admitted "
+          "(%s)", d.foregone, g, d.reason);
+    adapt_step(&ad, 42, cm, &w1, cm, &w1, o, &d);
+    CHECK(!d.searched && ad.foregone == 0 && ad.refused_dL == 0, "controller: after the move nothing stands "
+          "refused");
+}
+
+/* the efficiency crossing, per rank */
+static void check_rank_speed(ControllerJob *x) {
+    const CostModel *cm = &x->cm;
+    int N = x->N;
+    Workload w1 = x->w1;
+    AdaptConfig ac = x->ac;
+    Observed *o = &x->o;
+    const PlanConfig *on32 = &x->on32;
+    Adapt ad;
+    AdaptDecision d;
+    /* the efficiency crossing is per rank: an idle rank's standing slowdown (3.4x on rank 40, outside the
+       plan on 32, since the start) starts no search and does not hide a working rank's 2.5x; rank 40's
+       recovery is a crossing too */
+    {
+        double slow[64];
+        for (int r = 0; r < N; r++) slow[r] = 1;
+        slow[40] = 3.4;
+        Observed os = *o;
+        os.resp_len = w1.resp_len;
+        os.slow = slow;
+        adapt_init(&ad, &ac, on32, &os);
+        adapt_step(&ad, 1, cm, &w1, cm, &w1, &os, &d);
+        int idle_quiet = !d.searched && fabs(d.eff - 1 / 3.4) < 1e-12;
+        int worker = on32->stage[PLAN_ACTOR_TRAIN].ranks[0];
+        slow[worker] = 2.5;
+        adapt_step(&ad, 2, cm, &w1, cm, &w1, &os, &d);
+        int seen = (d.mask & DRIFT_EFFICIENCY) && d.searched && d.eff_rank == worker &&
+                   fabs(d.eff_rank_now - 0.4) < 1e-12 && d.eff_rank_ref == 1;
+        CHECK(idle_quiet && seen, "controller: rank 40 (idle) at 3.4x from the start: no search; rank %d "
+              "(actor.train) at 2.5x: an efficiency crossing on rank %d at %.2f of its speed (the pool's signal "
+              "%.2f, as before)", worker, d.eff_rank, d.eff_rank_now, d.eff);
+        adapt_step(&ad, 3, cm, &w1, cm, &w1, &os, &d);
+        int steady = !d.searched;
+        slow[40] = 1;
+        adapt_step(&ad, 4, cm, &w1, cm, &w1, &os, &d);
+        CHECK(steady && (d.mask & DRIFT_EFFICIENCY) && d.eff_rank == 40 && d.eff_rank_now == 1,
+              "controller: no crossing while nothing moves; rank 40 back to full speed: a crossing on rank %d "
+              "(%.2f of its speed, ref %.2f)", d.eff_rank, d.eff_rank_now, d.eff_rank_ref);
+    }
+}
+
+/* keep_stages: the model-stages of the plan in force kept where that costs less over H */
+static void check_keep_stages(ControllerJob *x) {
+    const CostModel *cm = &x->cm;
+    Workload w0 = x->w0, w1 = x->w1;
+    Observed *o = &x->o;
+    const PlanConfig *on32 = &x->on32;
+    Adapt ad;
+    AdaptDecision d;
+    /* keep_stages: moves priced per changed model-stage (a fraction f of B's gain over H each, B the search's
+       plan). f = 0: B is taken whole. Priced: what is taken has each model-stage from B or from the plan in
+       force, and costs no more over H (H·L + C) than B or than staying. Prohibitive: nothing moves. */
+    double per = 0;
+    AdaptConfig ks = x->ac;
+    ks.tx_cost = per_stage_cost;
+    ks.tx_ctx = &per;
+    PlanConfig B;
+    double LB = 0, gainH = 0;
+    const double frac[] = {0, 0.1, 0.2, 0.3, 1e9};
+    int mixed = 0;
+    for (int t = 0; t < 5; t++) {
+        per = frac[t] * gainH;
+        o->resp_len = w0.resp_len;
+        adapt_init(&ad, &ks, on32, o);
+        o->resp_len = w1.resp_len;
+        adapt_step(&ad, 1, cm, &w1, cm, &w1, o, &d);
+        if (t == 0) {
+            B = d.next, LB = d.L_new, gainH = d.H * (d.L_now - d.L_new);
+            CHECK(d.kept == 0 && d.changed, "keep_stages: moves free: the search's plan taken whole");
+            continue;
+        }
+        int from_either = 1;
+        for (int s = 0; s < PLAN_NSTAGES; s++)
+            from_either &= plan_stage_same(&d.next.stage[s], &B.stage[s]) ||
+                           plan_stage_same(&d.next.stage[s], &on32->stage[s]);
+        double J = d.H * d.L_new + d.C, JB = d.H * LB + per_stage_cost(&per, on32, &B), Jstay = d.H * d.L_now;
+        if (t == 4) {
+            CHECK(!d.changed && d.kept > 0, "keep_stages: 1e9 x the gain a model-stage: every stage kept, nothing "
+                  "moves (%s)", d.reason);
+            continue;
+        }
+        mixed += d.kept > 0 && d.changed;
+        CHECK(from_either && J <= JB * (1 + 1e-12) && (J <= Jstay * (1 + 1e-12) || !d.changed),
+              "keep_stages, %.0f%% of the gain a changed model-stage: %d kept, H·L + C = %.6g <= B's %.6g; "
+              "staying's %.6g: %s", 100 * frac[t], d.kept, J, JB, Jstay, d.reason);
+    }
+    CHECK(mixed > 0, "keep_stages: at some price a plan mixing B and the plan in force is taken (%d of 3)", mixed);
+}
+
+/* the sweep's slowdown between its controls (nr_fill_gaps), by hand */
+static void check_sweep_controls(void) {
     {
         double v[6] = {NAN, 1.0, NAN, NAN, 1.6, NAN};
         nr_fill_gaps(v, 6);
@@ -540,7 +603,10 @@ int main(void) {
         CHECK(nr_drift_corrected_error(none, meas, pred, 2, slow, &mape, &worst) == 0 && mape == -1,
               "sweep controls: no reference measured, nothing scored");
     }
-    /* ---- transition prices calibrated on measured transitions (txprice.h) ---- */
+}
+
+/* transition prices calibrated on measured transitions (txprice.h) */
+static void check_tx_calib(void) {
     {
         TxCalib tc;
         memset(&tc, 0, sizeof tc);
@@ -558,5 +624,35 @@ int main(void) {
               "transition calibration: none 1 (%g), one 30x (%g), median of 10x, 20x, 30x (%g), the last %d only "
               "(%g)", s0, s1, s3, TX_CALIB_N, s9);
     }
+}
+
+int main(void) {
+    nr_heap_keep(); /* as bin/nereus: the timed searches reuse freed memory */
+    check_admission();
+    check_guard();
+    check_drift();
+    CostModel cm;
+    memset(&cm, 0, sizeof cm);
+    cm.hw = h200();
+    cm.eff = eff_default();
+    shape_named("llama-3.1-8b", &cm.actor);
+    cm.critic = cm.actor;
+    cm.critic.value_head = 1;
+    cm.headroom = 0.1;
+    Workload w = {512, 128, 1, 512, 500, 500};
+    check_cost_rules(&cm, &w);
+    check_shared_cores();
+    check_fit_plans();
+    check_search(&cm, &w);
+    check_too_big(&cm, &w);
+    ControllerJob *job = nr_xmalloc(sizeof *job);
+    job->cm = cm;
+    check_controller_pool(job, &w);
+    check_rent_or_buy(job);
+    check_rank_speed(job);
+    check_keep_stages(job);
+    free(job);
+    check_sweep_controls();
+    check_tx_calib();
     return CHECK_DONE();
 }

@@ -80,12 +80,10 @@ typedef struct Observed {
 /* the efficiency signal traced and logged: 1 / the slowest pool rank's
  * slowdown. The monitor's efficiency crossing is per rank (adapt_step): any
  * pool rank whose speed moved by more than the threshold against its own
- * value at the last reset. Until 2026-12-05 it was this signal against its
- * reference, so a rank already slow (a stale estimate on a rank the planner
- * had emptied) hid a later slowdown of another (a CI run of
- * planner-slow-busiest); a signal over the plan's ranks alone missed a
- * rank's recovery (the simulator's growth scenarios: payback 3.6-5.3%
- * slower at 64 GPUs). */
+ * value at the last reset. Not this signal against its reference: a rank
+ * already slow (a stale estimate on a rank the planner has emptied) would
+ * hide a later slowdown of another; and not a signal over the plan's ranks
+ * alone: that misses the recovery of a rank the plan has emptied. */
 double adapt_eff_signal(const Observed *o);
 
 typedef struct Adapt {

@@ -11,7 +11,7 @@
 
 /* the scalar string dataset name under loc, malloc'd; NULL with why (naming path, the file) when it is
    missing, not a string, unreadable, or does not match its `checksum` attribute (a missing one is accepted:
-   files written before 2026-12-04 have none) */
+   such a file is read unchecked) */
 char *nr_h5_dset_str(hid_t loc, const char *path, const char *name, char *why, size_t len);
 
 #endif

@@ -152,6 +152,15 @@ typedef struct StepCost {
     int worst_rank;          /* the rank of peak_mem */
 } StepCost;
 double cost_plan(const CostModel *cm, const PlanConfig *plan, int nranks, const Workload *w, StepCost *sc);
+/* The scratch a plan is priced in (per-rank sums, the shared-core schedule: about 0.5 MB), caller-owned so that
+ * the cost model keeps no state between calls: callers with a CostWork each can price plans at the same time.
+ * cost_plan allocates one for the call; a caller pricing many plans makes one with cost_work_new and passes it
+ * to cost_plan_in, which is cost_plan in it. */
+typedef struct CostWork CostWork;
+CostWork *cost_work_new(void);
+void cost_work_free(CostWork *cw);
+double cost_plan_in(CostWork *cw, const CostModel *cm, const PlanConfig *plan, int nranks, const Workload *w,
+                    StepCost *sc);
 
 /* The compute part of cost_stage (GEMM, attention, memory-bound classes):
  * what a rank's CPU (or GPU) is busy for. */

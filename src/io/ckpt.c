@@ -927,7 +927,7 @@ int ckpt_read(const char *path, MPI_Comm comm, CkptMeta *meta, CkptModel *models
     hid_t dxpl = H5Pcreate(H5P_DATASET_XFER);
     /* independent reads: each rank reads its own blocks straight from the file (the page cache), where the
        collective path's aggregators read file domains and pass them on through MPI, one more copy of every
-       byte (bench_ckpt, 4 ranks on 2 cores, 2026-12-04: 0.73-0.76 against 1.31-1.32 GB/s). On a parallel
+       byte (bench_ckpt on 4 ranks sharing 2 cores: independent reads nearly twice as fast). On a parallel
        file system that serves many small requests badly, NEREUS_CKPT_COLLECTIVE_READ=1 restores them */
     const char *cr = getenv("NEREUS_CKPT_COLLECTIVE_READ");
     H5Pset_dxpl_mpio(dxpl, cr && strcmp(cr, "1") == 0 ? H5FD_MPIO_COLLECTIVE : H5FD_MPIO_INDEPENDENT);

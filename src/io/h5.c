@@ -195,8 +195,8 @@ fail:
 }
 
 /* A string dataset's raw data is not covered by the checksums HDF5 keeps on metadata (a changed byte of a
- * checkpoint's /meta/deck passed `verify` and a restart until 2026-12-04, found by changing random bytes);
- * its `checksum` attribute (nr_cksum_str) is, in the object header. */
+ * checkpoint's /meta/deck would pass `verify` and a restart); its `checksum` attribute (nr_cksum_str) is, in
+ * the object header. */
 int h5_dset_put_str(H5Err *e, hid_t loc, const char *name, const char *s) {
     hid_t t = -1, sp = -1, d = -1;
     uint64_t ck = nr_cksum_str(s);
@@ -225,7 +225,7 @@ int h5_dset_get_str(H5Err *e, hid_t loc, const char *name, char **out) {
     h5Check(e, d = H5Dopen2(loc, name, H5P_DEFAULT));
     int rc = read_str(e, d, 0, name, out);
     uint64_t stored = 0;
-    if (rc == 0 && H5Aexists(d, "checksum") > 0) { /* files written before 2026-12-04 have none */
+    if (rc == 0 && H5Aexists(d, "checksum") > 0) { /* a file without one is read unchecked */
         rc = h5_attr_get(e, d, name, "checksum", H5T_NATIVE_UINT64, 0, &stored);
         uint64_t got = rc == 0 ? nr_cksum_str(*out) : 0;
         if (rc == 0 && stored != got) {

@@ -72,9 +72,8 @@ static void gpt_pp_recv_done(GPT *m, float *dst, size_t off, size_t n) {
  * then the two move it in one go instead of at this stage's next test,
  * which in a backward pass comes a whole matmul later. Where the receiver
  * is busy the time is lost, at most this much a microbatch. On 2 ranks with
- * a core each (gpt_pp_poll's case), both trainings pp2: fwd+bwd 0.61 s
- * without, 0.58-0.60 s at 0.3 ms, 0.57-0.58 s at 1 ms, 0.56-0.57 s at 3 ms
- * (2026-12-04). */
+ * a core each (gpt_pp_poll's case), both trainings pp2 run faster with it
+ * than without, and longer waits gain little more. */
 #define GPT_PP_PUSH_S 0.001
 
 static MPI_Request gpt_pp_isend(GPT *m, const float *src_buf, size_t off, size_t n, int dest, int k) {
@@ -93,13 +92,12 @@ static MPI_Request gpt_pp_isend(GPT *m, const float *src_buf, size_t off, size_t
  * layer. A message past the eager limit moves only while its sender is in
  * an MPI call (Open MPI's shared-memory transport: the receiver's ack, then
  * the fragments, each pushed from the sender's progress), so with one test
- * a layer the next stage got microbatch k only when this stage blocked at
- * the end of its pass: no overlap at all. On 2 ranks with a core each
- * (the 4-layer 256-wide model, pp2, 147 KB microbatches) the training
- * phase took 1.49 s against 1.43 s for both trainings on one rank, the
- * second stage waiting in its forward as long as the first computed
- * (2026-12-04). A test costs a few microseconds; where nothing is in flight
- * (pp = 1, or outside a pipelined pass) it is skipped. */
+ * a layer the next stage would get microbatch k only when this stage blocks
+ * at the end of its pass: no overlap at all, the second stage waiting in
+ * its forward as long as the first computes (on 2 ranks with a core each,
+ * pp2 would train slower than both trainings on one rank). A test costs a
+ * few microseconds; where nothing is in flight (pp = 1, or outside a
+ * pipelined pass) it is skipped. */
 static void gpt_pp_poll(GPT *m) {
     if (m->poll_nsent > 0) comm_testall(m->poll_nsent, m->poll_sent);
     if (m->poll_nrecv > 0) comm_testall(m->poll_nrecv, m->poll_recv);

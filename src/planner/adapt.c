@@ -48,7 +48,7 @@ static int rank_moved(const Adapt *a, const Observed *o, AdaptDecision *d) {
 }
 
 int adapt_plan_within(const PlanConfig *p, const int *pool, int npool, int nranks) {
-    static unsigned char in[PLAN_MAX_RANKS];
+    unsigned char in[PLAN_MAX_RANKS];
     memset(in, 0, (size_t)nranks);
     for (int i = 0; i < npool; i++)
         if (pool[i] >= 0 && pool[i] < nranks) in[pool[i]] = 1;
@@ -73,7 +73,7 @@ int adapt_search(const CostModel *cm, const Workload *w, int policy, int nranks,
     if (policy == ADAPT_VERL || policy == ADAPT_OPENRLHF)
         return plan_search_mode(cm, o->npool, pool_map(o), nranks, w,
                                 policy == ADAPT_VERL ? SEARCH_COLOCATED : SEARCH_DISAGGREGATED, out, sc, &st, why, len);
-    static int fast[PLAN_MAX_RANKS];
+    int fast[PLAN_MAX_RANKS]; /* the pool without the ranks measured slow */
     int nf = 0;
     for (int i = 0; i < o->npool; i++)
         if (!o->slow || o->slow[o->pool[i]] <= 1.05) fast[nf++] = o->pool[i];
@@ -96,9 +96,7 @@ int adapt_search(const CostModel *cm, const Workload *w, int policy, int nranks,
  * that stage goes back into the candidate when that lowers the cost over the horizon (H steps),
  * J = horizon·L + C, and the candidate still fits in memory (the search's workload) within the pool. On
  * return d->next, L_new, next_cost and C are the chosen plan's; returns how many model-stages were kept.
- * 2026-12-03, the scenario decks (payback's mean step, transition share): growth-1024 14.4997 -> 14.4977 s,
- * 0.111 -> 0.097%; growth-64 26.135 -> 26.123 s; spot-64 29.422 -> 29.390 s; spot-1024 15.659 -> 15.666 s
- * (with γ·H as the horizon: 15.686). */
+ * The horizon is H, the steps the plan is expected to stay, not γ·H (γ is the rule's margin). */
 static int keep_stages(const Adapt *a, const CostModel *price, const Workload *w, const CostModel *search,
                        const Workload *sw, const Observed *o, double horizon, AdaptDecision *d) {
     const AdaptConfig *c = &a->c;
@@ -106,8 +104,7 @@ static int keep_stages(const Adapt *a, const CostModel *price, const Workload *w
     int kept = 0;
     for (int s = 0; s < PLAN_NSTAGES; s++) {
         if (plan_stage_same(&d->next.stage[s], &a->cur.stage[s])) continue;
-        static PlanConfig v;
-        v = d->next;
+        PlanConfig v = d->next;
         v.stage[s] = a->cur.stage[s];
         StepCost mem, t;
         if (!adapt_plan_within(&v, o->pool, o->npool, c->nranks)) continue;
@@ -132,12 +129,12 @@ static int keep_stages(const Adapt *a, const CostModel *price, const Workload *w
  * over H steps (drift_horizon), it costs less even with one more move to the margin's plan, the move longer
  * responses would force (the monitor's predicted out-of-memory); otherwise the margin stays. d->next and
  * next_cost are the margin's plan on entry and the chosen one on return; returns 1 when that is the one without
- * the margin. Found by tests/test_sim_fuzz.py (seed 71303, case 124: qwen3-32b on 24 H200s, responses
- * shrinking): the margin's plan ran at 61.3 s/step where the step's own lengths allowed 42.5. */
+ * the margin. Where memory is tight and responses shrink, the margin's plan can be far slower than the plan for
+ * the step's own lengths (tests/test_sim_fuzz.py finds such scenarios). */
 static int margin_priced(const Adapt *a, int step, const CostModel *price, const Workload *w, const CostModel *search,
                          const Observed *o, AdaptDecision *d) {
     const AdaptConfig *c = &a->c;
-    static PlanConfig p0;
+    PlanConfig p0;
     StepCost s0, t0, t1;
     char why[256];
     if (adapt_search(search, w, c->policy, c->nranks, o, &p0, &s0, why, sizeof why) != 0 || plan_same(&p0, &d->next))
@@ -185,8 +182,8 @@ int adapt_step(Adapt *a, int step, const CostModel *price, const Workload *w, co
     /* ADMIT_URGENT: the plan in force cannot stay (it holds ranks that left the pool, or is predicted out of
        memory), so any plan that fits is taken. ADMIT_POOL: a pool change the plan survives (ranks joined,
        or ranks it does not use left), searched at once and taken when faster, without the payback test
-       (judging these by the rule too refused spreads onto returned capacity that would have paid:
-       2026-12-03, inputs/sim/spot-*.deck, docs/PLANNER.md). */
+       (the rule would refuse spreads onto returned capacity that pay: inputs/sim/spot-*.deck,
+       docs/PLANNER.md). */
     d->urgent = outside || o->oom ? ADMIT_URGENT : pool_changed ? ADMIT_POOL : ADMIT_RULE;
     int at_once = d->urgent != ADMIT_RULE; /* replan without waiting for a threshold crossing */
     int want = 0;
@@ -204,8 +201,8 @@ int adapt_step(Adapt *a, int step, const CostModel *price, const Workload *w, co
     /* the search's workload may hold memory for longer responses than the step's (the simulator's margin up to
        the threshold above them, so that lengths growing to the next crossing still fit): where no plan holds
        that, a plan for the step's own lengths runs it, as the fixed baselines' would (a predicted out-of-memory
-       replans at once should they outgrow it). Found by tests/test_sim_fuzz.py (seed 71303, case 124): 12 of
-       24 GPUs left at step 47, responses shrinking, the adaptive policies stopped where static ran on */
+       replans at once should they outgrow it). Without it a pool that shrinks under tight memory would stop
+       the adaptive policies where the fixed baselines run on. */
     int margin = sw != w && sw->resp_max > w->resp_max, cut = 0;
     if (adapt_search(search, sw, c->policy, c->nranks, o, &d->next, &d->next_cost, d->why, sizeof d->why) != 0) {
         cut = margin &&

@@ -58,9 +58,8 @@ static int moved(double now, double ref, double thr) {
 }
 
 /* The response length moved by more than a factor 1 + thr either way: grown past ref·(1 + thr) or shrunk
-   below ref / (1 + thr). Until 2026-12-05 a shrink counted as (ref − now) / ref, which never exceeds 1, so
-   with threshold >= 1 shrinking responses never replanned (tests/test_sim_fuzz.py's generator, seed 777,
-   case 39: 2,000 -> 50 tokens at threshold 1, no search in 120 steps, payback 3.1% behind static). */
+   below ref / (1 + thr). A factor, not the relative change (ref − now) / ref: that never exceeds 1, so with
+   a threshold of 1 or more shrinking responses would never replan. */
 static int len_moved(double now, double ref, double thr) {
     if (!(ref > 0)) return now > 0;
     if (!(now > 0)) return 1;

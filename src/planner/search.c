@@ -181,7 +181,7 @@ static double search_disaggregated(const CostModel *cm, int N, Frontier *F, doub
 
 /* wf: the workload the frontiers are built for (the stages' fastest layouts); w: the one the plan is priced and
    its memory checked for */
-static double search_capped(const CostModel *cm, int N, const int *map, int Njob, const Workload *wf,
+static double search_capped(CostWork *cw, const CostModel *cm, int N, const int *map, int Njob, const Workload *wf,
                             const Workload *w, double cap, int mode, Frontier *F, double *cand, PlanConfig *out,
                             StepCost *sc, SearchStats *st) {
     for (int s = 0; s < PLAN_NSTAGES; s++) {
@@ -230,7 +230,7 @@ priced:
     if (map)
         for (int s = 0; s < PLAN_NSTAGES; s++)
             for (int i = 0; i < out->stage[s].nranks; i++) out->stage[s].ranks[i] = (int16_t)map[out->stage[s].ranks[i]];
-    return cost_plan(cm, out, Njob, w, sc);
+    return cost_plan_in(cw, cm, out, Njob, w, sc);
 }
 
 int plan_stage_options(const CostModel *cm, int stage, int n, const Workload *w, StageOption *opt, int max) {
@@ -256,10 +256,10 @@ void plan_stage_of_option(const StageOption *o, const int *map, PlanStage *ps) {
 
 /* The local search after the families' best (planner.h): random plans, then coordinate descent. */
 #define REFINE_OPTS 1024
-static void refine(const CostModel *cm, int N, const int *map, int Njob, const Workload *w, PlanConfig *best,
-                   StepCost *bsc, SearchStats *st) {
-    static StageOption opt[PLAN_NSTAGES][REFINE_OPTS];
-    static PlanConfig q;
+static void refine(CostWork *cw, const CostModel *cm, int N, const int *map, int Njob, const Workload *w,
+                   PlanConfig *best, StepCost *bsc, SearchStats *st) {
+    StageOption (*opt)[REFINE_OPTS] = nr_xmalloc(PLAN_NSTAGES * sizeof *opt); /* (PLAN_NSTAGES, REFINE_OPTS) */
+    PlanConfig q;
     int nopt[PLAN_NSTAGES];
     for (int s = 0; s < PLAN_NSTAGES; s++)
         nopt[s] = s == PLAN_REWARD_INF && !cm->have_rm ? 0 : plan_stage_options(cm, s, N, w, opt[s], REFINE_OPTS);
@@ -273,7 +273,7 @@ static void refine(const CostModel *cm, int N, const int *map, int Njob, const W
             x ^= x << 13, x ^= x >> 7, x ^= x << 17;
             plan_stage_of_option(&opt[s][x % (uint64_t)nopt[s]], map, &q.stage[s]);
         }
-        double T = cost_plan(cm, &q, Njob, w, &c);
+        double T = cost_plan_in(cw, cm, &q, Njob, w, &c);
         st->candidates++;
         if (c.fits && T < bt) *best = q, *bsc = c, bt = T;
     }
@@ -283,13 +283,14 @@ static void refine(const CostModel *cm, int N, const int *map, int Njob, const W
         for (int s = 0; s < PLAN_NSTAGES; s++) {
             for (int o = 0; o < nopt[s]; o++) {
                 plan_stage_of_option(&opt[s][o], map, &q.stage[s]);
-                double T = cost_plan(cm, &q, Njob, w, &c);
+                double T = cost_plan_in(cw, cm, &q, Njob, w, &c);
                 st->candidates++;
                 if (c.fits && T < bt * (1 - 1e-12)) *best = q, *bsc = c, bt = T, moved = 1;
             }
             q.stage[s] = best->stage[s];
         }
     }
+    free(opt);
 }
 
 int plan_search(const CostModel *cm, int N, const Workload *w, PlanConfig *out, StepCost *sc, SearchStats *st,
@@ -309,6 +310,7 @@ int plan_search_mode(const CostModel *cm, int N, const int *map, int Njob, const
     if (N < 1 || N > PLAN_MAX_RANKS || Njob < N || Njob > PLAN_MAX_RANKS)
         return nr_fail(why, len, "plan search: %d ranks of %d (1..%d)", N, Njob, PLAN_MAX_RANKS);
     Frontier F[PLAN_NSTAGES];
+    CostWork *cw = cost_work_new();
     double *cand = malloc((size_t)4 * (size_t)(N + 1) * sizeof *cand);
     int rc = 0;
     for (int s = 0; s < PLAN_NSTAGES; s++) {
@@ -322,20 +324,14 @@ int plan_search_mode(const CostModel *cm, int N, const int *map, int Njob, const
     double bestT = INFINITY;
     /* SEARCH_ANY lays every phase over the whole pool, so each rank holds a shard of generation, of scoring and
        of training; where no such plan fits, the disaggregated family (each phase's stages on ranks of their own)
-       may: 2026-12-05, tests/test_sim_fuzz.py found a 70B actor on 128 modelled H200s that the OpenRLHF-like
-       baseline ran to the end while the adaptive policies found no plan */
+       may (a 70B actor on 128 modelled H200s fits only so) */
     /* The frontiers hold each stage's fastest layout per rank count, whatever its memory; where the plan they
        make does not fit, tighter caps trade speed for memory stage by stage, blind to which stages share ranks.
        Frontiers built for other response lengths (alt_len times the step's; the memory is the same, as every
        plan is checked and priced at w's own lengths) rank the layouts otherwise and can make a plan that fits
-       and is faster at w: 2026-12-05, tests/test_sim_fuzz.py (seed 71303, case 124: qwen3-32b and
-       llama-3.1-8b on 19 H200s, responses of 1,880 tokens) found 61.3 s/step searching at the step's lengths
-       and 42.5 at half of them. Which lengths: on 120 random scenario decks of the fuzzer's generator (seed
-       777, 41 ran to the end; payback's mean step) {1, 1/2, 1/4} with adapt.c's margin pricing against the
-       build before: 12 better, none worse, -1.4% (geometric mean); adding 2 and 1/8: 8 more better, 1 worse,
-       a further -0.33%; then on 120 others (seed 778, 54 ran): {1, 1/2, 1/4} against 1 alone 4 better, 1
-       worse; adding 2 and 1/8: 6 better, 2 worse, -0.11%, payback at or under static in 49 of 54 against 47
-       (eight lengths from 2 to 1/16: about the same, -0.09%; without 2, {1 ... 1/8}: 2 better, 2 worse). */
+       and is faster at w: where memory is tight, searching at half the step's lengths can find a plan much
+       faster at the step's own. The lengths, 2 down to 1/8 of the step's, are those that helped on the random
+       scenario decks of tests/test_sim_fuzz.py's generator; more of them (down to 1/16) found no better plans. */
     static const double alt_len[1 + SEARCH_ALT_LENS] = {1, 2, 0.5, 0.25, 0.125};
     for (int a = 0; a <= SEARCH_ALT_LENS; a++) {
         Workload wf = *w;
@@ -345,7 +341,7 @@ int plan_search_mode(const CostModel *cm, int N, const int *map, int Njob, const
             int m = fam == 0 ? mode : SEARCH_DISAGGREGATED;
             if (fam == 1 && mode != SEARCH_ANY) break;
             for (int k = 1; k <= 7; k++) {
-                double T = search_capped(cm, N, map, Njob, &wf, w, usable / k, m, F, cand, &trial, &tsc, st);
+                double T = search_capped(cw, cm, N, map, Njob, &wf, w, usable / k, m, F, cand, &trial, &tsc, st);
                 if (isfinite(T) && tsc.fits && T < found) found = T;
                 if (isfinite(T) && tsc.fits && T < bestT) {
                     bestT = T;
@@ -356,7 +352,7 @@ int plan_search_mode(const CostModel *cm, int N, const int *map, int Njob, const
             }
         }
     }
-    if (isfinite(bestT) && mode == SEARCH_ANY && N <= SEARCH_REFINE_MAX) refine(cm, N, map, Njob, w, &best, &bsc, st);
+    if (isfinite(bestT) && mode == SEARCH_ANY && N <= SEARCH_REFINE_MAX) refine(cw, cm, N, map, Njob, w, &best, &bsc, st);
     if (isfinite(bestT)) {
         *out = best;
         *sc = bsc;
@@ -393,6 +389,7 @@ int plan_search_mode(const CostModel *cm, int N, const int *map, int Njob, const
         free(F[s].l);
     }
     free(cand);
+    cost_work_free(cw);
     st->seconds = nr_now() - t0;
     return rc;
 }

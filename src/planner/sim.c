@@ -31,13 +31,6 @@ static Workload planned_for(const SimScenario *sc, int step) {
     return w;
 }
 
-/* NEREUS_SIM_DEBUG in the environment: every decision, plan and transition price on stderr (read once) */
-static int sim_debug(void) {
-    static int on = -1;
-    if (on < 0) on = getenv("NEREUS_SIM_DEBUG") != NULL;
-    return on;
-}
-
 /* the pool (ranks 0..pool-1) and each rank's slowdown at `step` */
 static int pool_at(const SimScenario *sc, int step, double *slow) {
     int pool = sc->gpus;
@@ -70,13 +63,16 @@ static double tx_predict(const SimScenario *sc, const TxChange *ch, int n, doubl
     return tx_predicted_s(ch, n, sc->gpus, &o);
 }
 
-/* a policy's run: the scenario and the layouts its job keeps communicators of (plan.h, PlanKept) */
+/* a policy's run: the scenario, the layouts its job keeps communicators of (plan.h, PlanKept), and whether
+   every decision, plan and transition price goes to stderr (NEREUS_SIM_DEBUG in the environment) */
 typedef struct SimRun {
     const SimScenario *sc;
     PlanKept *kept;
+    int debug;
 } SimRun;
 
-static double transition_s(const SimScenario *sc, const PlanKept *kept, const PlanConfig *a, const PlanConfig *b) {
+static double transition_s(const SimRun *run, const PlanConfig *a, const PlanConfig *b) {
+    const SimScenario *sc = run->sc;
     TxChange inf[PLAN_NSTAGES], trn[PLAN_NSTAGES];
     int ni = 0, nt = 0, nsetup = 0;
     for (int s = 0; s < PLAN_NSTAGES; s++) {
@@ -95,33 +91,30 @@ static double transition_s(const SimScenario *sc, const PlanKept *kept, const Pl
         x->nbufs = x->trainable ? 3 : 1;
         x->bmax_from = x->bmax_to = 1;
         x->tmax = 1;
-        x->comm_shared = !plan_stage_new_comms(a, b, s) || plan_kept_has(kept, &b->stage[s]);
+        x->comm_shared = !plan_stage_new_comms(a, b, s) || plan_kept_has(run->kept, &b->stage[s]);
         nsetup += !x->comm_shared;
     }
     double wb = sc->truth.actor.wbytes > 0 ? sc->truth.actor.wbytes : 4;
     double ti = tx_predict(sc, inf, ni, 4.0 / wb), tt = tx_predict(sc, trn, nt, 12.0 / 14.0);
-    if (sim_debug())
+    if (run->debug)
         fprintf(stderr, "    transition: data %.3f s (inference %.3f, training %.3f), %d of %d changed model-stages with "
                 "new communicators\n", fmax(ti, tt), ti, tt, nsetup, ni + nt);
     return fmax(ti, tt) + nsetup * SIM_COMM_SETUP_S;
 }
 
-static double tx_cost(void *ctx, const PlanConfig *a, const PlanConfig *b) {
-    const SimRun *r = ctx;
-    return transition_s(r->sc, r->kept, a, b);
-}
+static double tx_cost(void *ctx, const PlanConfig *a, const PlanConfig *b) { return transition_s(ctx, a, b); }
 
 /* The fixed baselines' plan (static, verl-like, openrlhf-like: `policy` names the family) for the pool of o
  * from step `from` on, chosen knowing the whole trace, as a user sizes a fixed job: it must hold the longest
  * responses still to come (memory at the largest length from `from` to the last step), and of the best such
  * plans for SIM_FIXED_LENS response lengths spread (geometrically) over those steps, the one that runs them
  * fastest on the true cluster (every SIM_FIXED_STRIDE-th step priced). A plan for the first step's lengths
- * alone would run out of memory as responses grow. Returns 0, or −1 with why. Six lengths: sixteen chose
- * the same static and verl-like plans in every scenario deck and in test_sim (2026-12-03). */
+ * alone would run out of memory as responses grow. Returns 0, or −1 with why. Six lengths: sixteen choose
+ * the same static and verl-like plans in every scenario deck and in test_sim. */
 #define SIM_FIXED_LENS 6
 #define SIM_FIXED_STRIDE 10
-static int fixed_plan(const SimScenario *sc, const CostModel *truth, int policy, const Observed *o, int from,
-                      PlanConfig *out, char *why, size_t len) {
+static int fixed_plan(CostWork *cw, const SimScenario *sc, const CostModel *truth, int policy, const Observed *o,
+                      int from, PlanConfig *out, char *why, size_t len) {
     double l0 = len_at(sc, from), l1 = len_at(sc, sc->steps - 1), best = INFINITY;
     Workload w = sc->w;
     w.resp_max = fmax(l0, l1);
@@ -134,7 +127,7 @@ static int fixed_plan(const SimScenario *sc, const CostModel *truth, int policy,
         for (int s = from; s < sc->steps; s += SIM_FIXED_STRIDE) {
             Workload ws = w;
             ws.resp_len = len_at(sc, s);
-            T += cost_plan(truth, &p, sc->gpus, &ws, &c);
+            T += cost_plan_in(cw, truth, &p, sc->gpus, &ws, &c);
         }
         if (T < best) {
             best = T;
@@ -160,8 +153,8 @@ static int adaptive_start(const SimScenario *sc, const CostModel *truth, const O
 }
 
 int sim_fits(const SimScenario *sc, char *why, size_t len) {
-    static double slow[PLAN_MAX_RANKS];
-    static int ranks[PLAN_MAX_RANKS];
+    double slow[PLAN_MAX_RANKS];
+    int ranks[PLAN_MAX_RANKS];
     CostModel truth = sc->truth;
     truth.slow = slow;
     Observed o = observed_start(sc, ranks, slow);
@@ -176,8 +169,8 @@ int sim_fits(const SimScenario *sc, char *why, size_t len) {
 
 int sim_run(const SimScenario *sc, int policy, SimResult *res, char *why, size_t len) {
     memset(res, 0, sizeof *res);
-    static double slow[PLAN_MAX_RANKS];
-    static int ranks[PLAN_MAX_RANKS];
+    double slow[PLAN_MAX_RANKS]; /* each rank's slowdown at the step */
+    int ranks[PLAN_MAX_RANKS];   /* the pool: ranks 0 .. o.npool - 1 */
     CostModel truth = sc->truth, model = sc->truth;
     truth.slow = slow;
     model.eff = eff_default(); /* the planner starts conservative and calibrates */
@@ -186,20 +179,21 @@ int sim_run(const SimScenario *sc, int policy, SimResult *res, char *why, size_t
     int family = policy == SIM_VERL || policy == SIM_OPENRLHF, fixed = family || policy == SIM_STATIC;
     Observed o = observed_start(sc, ranks, slow);
     double tp0 = nr_now();
-    int debug = sim_debug();
     int rc = 0;
     /* the starting plan: the fixed baselines' (fixed_plan), or the best plan for the initial conditions, on the
        true cluster */
     PlanConfig start;
     StepCost sc0;
     char what[384] = "";
-    if (fixed ? fixed_plan(sc, &truth, policy, &o, 0, &start, what, sizeof what) != 0
+    CostWork *cw = cost_work_new();
+    if (fixed ? fixed_plan(cw, sc, &truth, policy, &o, 0, &start, what, sizeof what) != 0
               : adaptive_start(sc, &truth, &o, &start, &sc0, what, sizeof what) != 0) {
         res->failed = 1;
+        cost_work_free(cw);
         return nr_fail(why, len, "%s: no plan fits the %d-rank pool at step 0: %s", sim_policy_name(policy), o.npool,
                        what);
     }
-    SimRun run = {sc, nr_xcalloc(1, sizeof(PlanKept))};
+    SimRun run = {sc, nr_xcalloc(1, sizeof(PlanKept)), getenv("NEREUS_SIM_DEBUG") != NULL};
     AdaptConfig ac = {policy, sc->gamma, sc->threshold, sc->every_k, sc->steps, sc->gpus, tx_cost, &run};
     Adapt ad;
     adapt_init(&ad, &ac, &start, &o);
@@ -217,21 +211,21 @@ int sim_run(const SimScenario *sc, int policy, SimResult *res, char *why, size_t
             if (o.npool != ref_pool || !adapt_plan_within(&ad.cur, o.pool, o.npool, sc->gpus)) {
                 ref_pool = o.npool;
                 d.searched = 1;
-                d.failed = fixed_plan(sc, &truth, policy, &o, step, &d.next, d.why, sizeof d.why) != 0;
+                d.failed = fixed_plan(cw, sc, &truth, policy, &o, step, &d.next, d.why, sizeof d.why) != 0;
                 if (!d.failed) {
                     StepCost c;
-                    d.L_now = cost_plan(&truth, &ad.cur, sc->gpus, &w, &c);
-                    d.L_new = cost_plan(&truth, &d.next, sc->gpus, &w, &c);
+                    d.L_now = cost_plan_in(cw, &truth, &ad.cur, sc->gpus, &w, &c);
+                    d.L_new = cost_plan_in(cw, &truth, &d.next, sc->gpus, &w, &c);
                     d.admitted = 1;
                     d.changed = !plan_same(&d.next, &ad.cur);
-                    d.C = d.changed ? transition_s(sc, run.kept, &ad.cur, &d.next) : 0;
+                    d.C = d.changed ? transition_s(&run, &ad.cur, &d.next) : 0;
                     snprintf(d.reason, sizeof d.reason, "the pool changed: re-chosen for the steps left");
                     if (d.changed) adapt_revert(&ad, &d.next);
                 }
             }
         } else {
             StepCost now;
-            cost_plan(&model, &ad.cur, sc->gpus, &w, &now);
+            cost_plan_in(cw, &model, &ad.cur, sc->gpus, &w, &now);
             o.oom = !now.fits; /* the monitor's predicted out-of-memory: the plan in force at this step's lengths */
             adapt_step(&ad, step, &model, &w, &model, &sw, &o, &d);
         }
@@ -243,12 +237,12 @@ int sim_run(const SimScenario *sc, int policy, SimResult *res, char *why, size_t
                              o.npool, step, d.why);
                 break;
             }
-            if (debug) { /* NEREUS_SIM_DEBUG: every decision with its numbers, and each new plan */
+            if (run.debug) { /* NEREUS_SIM_DEBUG: every decision with its numbers, and each new plan */
                 fprintf(stderr, "sim %-9s step %4d pool %4d len %7.1f: L %.4f -> %.4f s, C %.3f s, H %.1f: %s%s%s\n",
                         sim_policy_name(policy), step, o.npool, w.resp_len, d.L_now, d.L_new, d.C, d.H, d.reason,
                         d.kept ? " (model-stages of the plan in force kept)" : "", d.changed ? " [switch]" : "");
                 if (d.changed) {
-                    static char pb[8192];
+                    char pb[8192];
                     plan_format(&d.next, pb, sizeof pb);
                     fprintf(stderr, "%s", pb);
                 }
@@ -264,7 +258,7 @@ int sim_run(const SimScenario *sc, int policy, SimResult *res, char *why, size_t
         /* the step on the true cluster, and the planner's calibration from it */
         const PlanConfig *cur = &ad.cur;
         StepCost t;
-        double T = cost_plan(&truth, cur, sc->gpus, &w, &t);
+        double T = cost_plan_in(cw, &truth, cur, sc->gpus, &w, &t);
         if (!t.fits) { /* the plan in force cannot hold this step's lengths on the true cluster */
             res->failed = 1;
             rc = nr_fail(why, len, "%s: the plan in force runs out of memory at step %d (responses %.0f tokens): rank "
@@ -283,6 +277,7 @@ int sim_run(const SimScenario *sc, int policy, SimResult *res, char *why, size_t
     }
     free(run.kept);
     free(kept_at);
+    cost_work_free(cw);
     res->planner_s = nr_now() - tp0;
     res->total_s += res->transition_s;
     res->mean_step_s = res->total_s / sc->steps;

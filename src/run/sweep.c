@@ -70,7 +70,8 @@ static uint64_t rng_next(uint64_t *s) {
 
 static void sweep_sample(LivePlanner *lp, Job *j, struct Sweep *sw) {
     const Config *cfg = j->cfg;
-    static StageOption opt[PLAN_NSTAGES][512];
+    StageOption (*opt)[512] = nr_xmalloc(PLAN_NSTAGES * sizeof *opt); /* (PLAN_NSTAGES, 512) */
+    CostWork *cw = cost_work_new();
     int nopt[PLAN_NSTAGES];
     for (int s = 0; s < PLAN_NSTAGES; s++) nopt[s] = plan_stage_options(&lp->cm, s, j->size, &lp->w, opt[s], 512);
     uint64_t seed = (uint64_t)(cfg->planner.sweep_seed ? cfg->planner.sweep_seed : cfg->run.seed);
@@ -82,17 +83,18 @@ static void sweep_sample(LivePlanner *lp, Job *j, struct Sweep *sw) {
             *p = j->plan;
             for (int s = 0; s < PLAN_NSTAGES; s++) plan_stage_of_option(&opt[s][rng_next(&st) % (uint64_t)nopt[s]], NULL, &p->stage[s]);
             StepCost c;
-            cost_plan(&lp->cm, p, j->size, &lp->w, &c);
+            cost_plan_in(cw, &lp->cm, p, j->size, &lp->w, &c);
             fits = c.fits;
         }
         sw->p[k].pred = NAN;
         if (!fits && !sw->unfit) sw->unfit = k + 1; /* refused at start-up (sweep_unfit), not run out of memory */
     }
+    cost_work_free(cw);
+    free(opt);
     /* The K plans that calibrate run first: the ones the model's own predictions say pin its factors down best
-       (cal_design, D-optimal; no measurement is used), the rest in sample order. Until 2026-12-05 the first K
-       drawn, the same K in every run of a deck. On the 25 stored sweeps (build/bench/sweep_refit,
-       SWEEP_REFIT_DESIGN against each quarter of the sample in turn), on the held-out plans both hold out:
-       MAPE 7.48 -> 7.06% on average, lower on 16 of 25 (on the ten recent sweep8-wide ones, a wash) */
+       (cal_design, D-optimal; no measurement is used), the rest in sample order. They predict the held-out
+       plans better than the first K drawn (build/bench/sweep_refit with SWEEP_REFIT_DESIGN against each
+       quarter of the sample in turn). */
     if (!sw->unfit) {
         PlanConfig *pl = nr_xmalloc((size_t)sw->n * sizeof *pl);
         int *perm = nr_xmalloc((size_t)sw->n * sizeof *perm);
@@ -174,10 +176,9 @@ static void sweep_fit(LivePlanner *lp, struct Sweep *sw, int nranks, const Calib
     fit->eff = eff_default();
     fit->slow = NULL;
     /* the phase scales against cost_plan's own phases at the fitted factors: cal_fit's compare with the phases
-       linearised at the live model's factors the observations were taken with. On the 22 stored sweeps, each
-       calibrated in turn on each quarter of its plans (tests/bench/refit_compare.sh, 2026-12-05): held-out MAPE
-       7.80 -> 7.57% on average, lower in 58 of the 88 fits, higher in 28. The pipeline waits' hops chosen by
-       the plans' phases (cal_fit_plans says why) */
+       linearised at the live model's factors the observations were taken with, and predict held-out plans
+       worse (tests/bench/refit_compare.sh). The pipeline waits' hops chosen by the plans' phases (cal_fit_plans
+       says why) */
     PhaseObs *po = nr_xmalloc((size_t)(nplans > 0 ? nplans : 1) * sizeof *po);
     int np = 0;
     for (int k = 0; k < nplans; k++) {
@@ -386,8 +387,8 @@ static void plan_short(const PlanConfig *p, char *buf, size_t len) {
  * plan, interpolated linearly over the windows between the controls before and after it (the last one's
  * after the last control). Logs each control and returns the held-out error with every plan's measurement
  * divided by that slowdown (mean and worst |error|, NaN without controls) and the slowdowns' range. What
- * it corrects is the machine, not the model: 8 ranks on 2 shared cores here ran the same plan 54% slower at
- * the end of one sweep than at its start (make bench, 2026-12-03 12:30), which no cost model can predict. */
+ * it corrects is the machine, not the model: 8 ranks on 2 shared cores can run the same plan half again as
+ * slow at the end of a sweep as at its start, which no cost model can predict. */
 static void sweep_controls(const struct Sweep *sw, double *mape, double *worst, double *smin, double *smax, double *sd) {
     if (sw->nc == 0) return;
     int nw = sw->nwin;

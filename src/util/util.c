@@ -104,9 +104,9 @@ static uint64_t mix64(uint64_t z) {
 }
 
 /* One pass over every byte a checkpoint writes or reads (and a transition verifies): the build's target
-   (x86-64-v3, AVX2) has no 64-bit vector multiply, so mix64 vectorised runs at 1.4 GB/s here; a clone for
-   x86-64-v4 (AVX-512DQ), picked at load time where the CPU has it, runs at 3.2 GB/s (2026-12-04, this
-   machine). The same value either way. */
+   (x86-64-v3, AVX2) has no 64-bit vector multiply, so mix64 vectorised is slow there; a clone for
+   x86-64-v4 (AVX-512DQ), picked at load time where the CPU has it, runs about twice as fast. The same value
+   either way. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__)
 __attribute__((target_clones("arch=x86-64-v4", "default")))
 #endif

@@ -27,9 +27,9 @@
  * the dump's; SWEEP_REFIT_SHIFT=s on plans [s, s + K) of the sample (mod n)
  * instead of the first K, for another split (tests/bench/refit_compare.sh
  * compares two builds over four); SWEEP_REFIT_DESIGN=1 on the K plans
- * cal_design picks, as the live sweep does since 2026-12-05
+ * cal_design picks, as the live sweep does
  * (tests/bench/refit_design.py compares it with the quarters); SWEEP_REFIT_LINEAR_PHASE=1 keeps cal_fit's
- * phase scales (as before 2026-12-05, not cal_phase_scales');
+ * phase scales (against the linearised phases) instead of cal_phase_scales';
  * SWEEP_REFIT_OBS=1 prints every calibration observation against the fit. */
 #include <math.h>
 #include <stdio.h>
@@ -153,7 +153,7 @@ static void fit_once(const CostModel *at, CostModel *fit) {
         }
     }
     /* the phase scales against cost_plan's own phases at the fitted factors, as sweep_fit takes them
-       (SWEEP_REFIT_LINEAR_PHASE=1: cal_fit's, against the linearised phases, as before 2026-12-05) */
+       (SWEEP_REFIT_LINEAR_PHASE=1: cal_fit's, against the linearised phases) */
     if (getenv("SWEEP_REFIT_LINEAR_PHASE")) cal_fit(&cal, fit);
     else cal_fit_plans(&cal, fit, nranks, po, np);
     if (getenv("SWEEP_REFIT_OBS")) /* every calibration observation against the fit */

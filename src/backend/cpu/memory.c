@@ -37,10 +37,10 @@ static size_t cpu_live;
  * Freed mappings go to a pool of warm pages instead of back to the kernel
  * (the caching allocator of GPU frameworks, for host memory). Why: a page
  * the kernel hands out anew is faulted in and zeroed on first touch, and a
- * mapping given back is torn down page by page; on this machine a fresh
- * page is written at 1.7 GB/s and a touched one at 22 (a 256 MiB memset,
- * 2026-12-03), and a re-cut of 8 ranks spent more CPU on faulting in its
- * new shards and unmapping its old ones than on moving its bytes. So
+ * mapping given back is torn down page by page; a fresh page is written an
+ * order of magnitude slower than a touched one, and without the pool a
+ * re-cut of 8 ranks spends more CPU on faulting in its new shards and
+ * unmapping its old ones than on moving its bytes. So
  * the old shards a transition frees become the next allocations' pages.
  * An allocation takes the smallest pooled span that holds it (its tail
  * stays pooled); where none does, it maps a fresh range and moves pooled
@@ -51,8 +51,8 @@ static size_t cpu_live;
  * holds pages that could serve, so the memory a rank holds never exceeds
  * the high-water mark of its live bytes, a page per block aside (what
  * mem_live's peak, and a transition's memory budget, count). be->trim
- * gives the pool back; NEREUS_CPU_POOL=0 turns it off (every free unmaps,
- * as before 2026-12-03). */
+ * gives the pool back; NEREUS_CPU_POOL=0 turns it off (every free
+ * unmaps). */
 #define CPU_MMAP_MIN ((size_t)1 << 20)
 #define CPU_PAGE ((size_t)4096)
 #define CPU_POOL_MAX 4096 /* pooled spans at most; the smallest go back beyond */
@@ -223,17 +223,16 @@ static void *cpu_alloc_as(size_t bytes, int clear) {
         if (b && clear && warm > head) clear_resident(b + head, warm - head);
         /* fresh pages of a block about to be overwritten (alloc_uninit: a transition's new shards, every
            element of which the engine writes) are faulted in here in one call rather than one trap a page
-           while the bytes arrive: a 256 MiB range 35% faster here, cold transitions about 13% (bench_transition,
-           2026-12-03 14:55, 4 runs each). Kernels before 5.14 lack it: the pages then fault in as before */
+           while the bytes arrive, which makes cold transitions faster (bench_transition). Kernels before 5.14
+           lack it: the pages then fault in on first touch */
 #ifdef MADV_POPULATE_WRITE
         if (b && !clear && warm < n) (void)madvise(b + warm, n - warm, MADV_POPULATE_WRITE);
 #endif
         if (b && !clear && poison()) memset(b + head, 0xFF, rounded);
-        /* no MADV_HUGEPAGE: measured 2-3x slower transitions here (the kernel compacts memory
-           synchronously to find huge pages, defrag = madvise). Again 2026-12-03 18:50 on fresh pool
-           ranges (huge pages granted, no compaction stall): warm transitions no faster within the noise
-           (bench_transition, three alternating runs each), cold ones of cases 1 and 3 at 2.7-3.7 s
-           against 0.6-0.7 (pooled spans moved into a huge-page range split its huge pages) */
+        /* no MADV_HUGEPAGE: transitions measure slower with it (bench_transition): the kernel compacts
+           memory synchronously to find huge pages (defrag = madvise); where they are granted without a
+           stall, warm transitions are no faster and cold ones several times slower (pooled spans moved into
+           a huge-page range split its huge pages) */
     } else {
         b = aligned_alloc(CPU_ALIGN, rounded + head);
         if (b && (clear || poison())) memset(b + head, clear ? 0 : 0xFF, rounded);
