@@ -136,6 +136,12 @@ bin/nereus-%: build/obj/tools/%.o build/libnereus.a
 	@$(if $(Q),echo "  LINK    $@")
 	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
+# bin/nereus-trace is several objects: tools/trace.c (the command line) and tools/trace_*.c
+bin/nereus-trace: $(patsubst %.c,build/obj/%.o,$(wildcard tools/trace*.c)) build/libnereus.a
+	@mkdir -p bin
+	@$(if $(Q),echo "  LINK    $@")
+	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+
 build/tests/test_backend_grad: build/obj/tests/test_backend_grad.o build/obj/tests/ref_ops.o build/libnereus.a
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LINK    $@")

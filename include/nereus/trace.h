@@ -1,8 +1,8 @@
 /* trace.h — the run's HDF5 trace: one file per run, written by rank 0 alone
  * with the serial HDF5 API, one row per PPO step, per model-stage and step,
  * per plan, per transition, and (for the planner) per drift event and
- * admission decision. docs/TRACE.md is the schema; bin/nereus-trace and
- * tools/plot-trace read it.
+ * admission decision. trace_schema.h is the format (docs/TRACE.md prints
+ * it); bin/nereus-trace and tools/plot-trace read it.
  *
  * Every table is a 1-D dataset of a compound type, chunked and extendible
  * (H5S_UNLIMITED), appended to as the run goes; after every step (and after
@@ -28,8 +28,7 @@
 #include "nereus/config.h"
 #include "nereus/model.h"
 #include "nereus/plan.h"
-
-#define TRACE_FORMAT 1
+#include "nereus/trace_schema.h"
 
 typedef struct Trace Trace;
 
@@ -119,7 +118,6 @@ void trace_refused(Trace *t, int64_t step, int plan_id, const char *reason);
 
 /* rank 0, for the replay (nereus-trace replay): before each PPO step, what
  * the live planner saw and the cost model it decided with. */
-#define TRACE_EFF_N 9        /* planner.h EFF_N */
 typedef struct TraceSignals {
     int64_t step;
     int plan_id;                 /* the plan in force before the decision */
@@ -130,21 +128,14 @@ typedef struct TraceSignals {
     double pred_step_s;          /* the model's prediction for the plan in force */
     double overhead_s;           /* the model's step overhead */
     double rho_exp;              /* the model's message stretch exponent (HwModel.rho_exp; 0 = 1) */
-    double phase_scale[3];       /* the model's per-phase scales (CostModel.phase_scale; 0 = 1) */
+    double phase_scale[TRACE_PHASES]; /* the model's per-phase scales (CostModel.phase_scale; 0 = 1) */
     double eff[TRACE_EFF_N];     /* the model's efficiency factors (planner.h order) */
     const char *pool;            /* the pool's ranks ("0-3,5") */
     const char *slow;            /* the measured slowdowns other than 1, "rank:factor,..." (%.17g: exact) */
 } TraceSignals;
 void trace_signals(Trace *t, const TraceSignals *g);
 /* rank 0, once when the live planner starts: its policy and machine model
- * (the /planner dataset's attributes). */
-typedef struct TracePlanner {
-    const char *policy, *hw_name;
-    double gamma, threshold, headroom;
-    double hw_flops, hw_mem, hw_hbm, hw_bw, hw_lat, hw_op_s;
-    int every_k, warmup, steps_total, nranks, hw_rpn, hw_cores;
-    double tx_link, tx_copy; /* the transitions' measured link and copy rates, bytes/s per rank (0: the deck's link) */
-} TracePlanner;
+ * (the /planner dataset's attributes; TracePlanner is in trace_schema.h). */
 void trace_planner(Trace *t, const TracePlanner *p);
 
 /* collective over world: writes /complete (rank 0) when status is not

@@ -1,4 +1,5 @@
-/* trace.c — the run's HDF5 trace (trace.h; the schema is docs/TRACE.md).
+/* trace.c — the run's HDF5 trace (trace.h; the format is trace_schema.h,
+ * whose table this file writes by).
  *
  * Rank 0 alone opens the file, with the serial API (sec2 driver, HDF5's
  * default), and keeps it and every table's dataset open for the whole run.
@@ -53,64 +54,7 @@ int trace_path(const Config *cfg, int64_t start_step, char *buf, size_t len) {
 #define PATH_LEN 512
 #define DECK_ATTR_MAX 60000 /* attributes live in the object header (64 KiB at most): longer decks only in /deck */
 
-/* ---- the rows (memory layout; the file type is the packed copy) ---- */
-typedef struct StepRow {
-    int64_t step;
-    int32_t plan_id, T;
-    double t_start_s, wall_s, gen_s, inf_s, train_s, sync_s;
-    int64_t tokens;
-    double tokens_per_s, reward, kl, pg_loss, vf_loss, entropy, resp_len, clipfrac, approx_kl, grad_norm_actor,
-        grad_norm_critic, sync_bytes;
-} StepRow;
-
-typedef struct StageRow {
-    int64_t step;
-    int32_t stage, nranks, nranks_ran;
-    double start_s, end_s, seconds, flops, bytes, gflops, peak_gflops, mfu;
-    int64_t ev[COUNTERS_MAX_EVENTS];
-} StageRow;
-
-typedef struct PlanRow {
-    int32_t plan_id;
-    int64_t first_step;
-    const char *text, *source;
-    double predicted_step_s, predicted_mem_bytes;
-    int64_t strings_fnv; /* row_fnv of the row's strings, in column order */
-} PlanRow;
-
-typedef struct TxRow {
-    int64_t step;
-    int32_t from_plan, to_plan, nchanges, nwaves, verified;
-    double t_start_s, predicted_s, measured_s, engine_s, bytes_moved, bytes_min, bytes_local, mem_peak_bytes,
-        mem_budget_bytes, bytes_forwarded;
-    const char *text;
-    int64_t strings_fnv;
-} TxRow;
-
-typedef struct DriftRow {
-    int64_t step;
-    const char *kind;
-    double magnitude, threshold;
-    int64_t strings_fnv;
-} DriftRow;
-
-typedef struct DecisionRow {
-    int64_t step;
-    int32_t from_plan, to_plan, urgent, admitted;
-    double L_now_s, L_new_s, dL_s, C_s, H_steps, gamma, foregone_s;
-    const char *reason;
-    int64_t strings_fnv;
-} DecisionRow;
-
-typedef struct SignalRow {
-    int64_t step;
-    int32_t plan_id, initial, npool, oom;
-    double resp_len, eff_signal, pred_step_s, overhead_s, rho_exp;
-    double phase_scale[3];
-    double eff[TRACE_EFF_N];
-    const char *pool, *slow;
-    int64_t strings_fnv;
-} SignalRow;
+_Static_assert(TRACE_MAX_EVENTS == COUNTERS_MAX_EVENTS, "trace_schema.h TRACE_MAX_EVENTS is counters.h's");
 
 typedef struct Table {
     const char *name;
@@ -118,14 +62,12 @@ typedef struct Table {
     hsize_t n;
 } Table;
 
-enum { T_STEPS, T_STAGES, T_PLANS, T_DRIFT, T_DECISIONS, T_TRANSITIONS, T_SIGNALS, T_N };
-
 struct Trace {
     int rank, world;
     int open;                 /* rank 0: the file is open and sound */
     hid_t f;
     char path[PATH_LEN];
-    Table tb[T_N];
+    Table tb[TRACE_NTABLES];
     hid_t vstr;               /* variable-length UTF-8 string */
     double t_open;            /* nr_now() at the open (rank 0) */
     double write_s;           /* rank 0's time in the trace's own work */
@@ -138,10 +80,9 @@ struct Trace {
 
 /* ---- small helpers ------------------------------------------------------------ */
 
-/* A table's strings are variable-length: their bytes live in HDF5's global heap, which no checksum covers
- * (the row's chunk, under Fletcher-32, holds only their heap addresses), so a damaged plan text read back
- * as another plan text (tests/test_file_fuzz.py, 2026-12-05). Each table with strings has a column
- * strings_fnv: nr_cksum_strs of the row's strings in column order (n of them: a, then b), as int64 bits;
+/* A table's strings are variable-length: their bytes live in HDF5's global heap, which no checksum covers (the
+ * row's chunk, under Fletcher-32, holds only their heap addresses). So each table with strings has a column
+ * strings_fnv: nr_cksum_strs of the row's strings in column order (n of them: a, then b), as int64 bits, never 0;
  * nereus-trace checks it (0: not computed, e.g. a row a user appended with h5py, and not checked). */
 static int64_t row_fnv(int n, const char *a, const char *b) {
     const char *s[2] = {a, b};
@@ -208,7 +149,7 @@ static void source_commit(char *out, size_t len) {
 /* the trace stops on its first write failure; the run goes on */
 static void trace_broken(Trace *t, const char *why) {
     nr_warn("trace: %s: writing failed (%s); no more trace records, the run goes on\n", t->path, why);
-    for (int i = 0; i < T_N; i++) {
+    for (int i = 0; i < TRACE_NTABLES; i++) {
         if (t->tb[i].d >= 0) H5Dclose(t->tb[i].d);
         if (t->tb[i].mt >= 0) H5Tclose(t->tb[i].mt);
         t->tb[i].d = t->tb[i].mt = -1;
@@ -220,11 +161,13 @@ static void trace_broken(Trace *t, const char *why) {
     t->open = 0;
 }
 
-static int table_create(H5Err *e, Trace *t, int which, const char *name, hid_t mt, hsize_t chunk, const char *doc) {
+/* table `which` of the schema, empty; its memory type mt becomes the table's */
+static int table_create(H5Err *e, Trace *t, int which, hid_t mt) {
+    const TraceTable *tt = &trace_tables[which];
     Table *tb = &t->tb[which];
     hid_t sp = -1, dcpl = -1, ft = -1, d = -1;
-    hsize_t zero = 0, maxd = H5S_UNLIMITED;
-    tb->name = name;
+    hsize_t zero = 0, maxd = H5S_UNLIMITED, chunk = tt->chunk_rows;
+    tb->name = tt->name;
     tb->mt = mt;
     h5Check(e, sp = H5Screate_simple(1, &zero, &maxd));
     h5Check(e, dcpl = H5Pcreate(H5P_DATASET_CREATE));
@@ -232,8 +175,8 @@ static int table_create(H5Err *e, Trace *t, int which, const char *name, hid_t m
     h5Check(e, H5Pset_fletcher32(dcpl)); /* every chunk checksummed: a corrupt row fails to read */
     h5Check(e, ft = H5Tcopy(mt));
     h5Check(e, H5Tpack(ft));
-    h5Check(e, d = H5Dcreate2(t->f, name, ft, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT));
-    h5Check(e, h5_attr_put_str(e, d, "doc", doc));
+    h5Check(e, d = H5Dcreate2(t->f, tt->name, ft, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT));
+    h5Check(e, h5_attr_put_str(e, d, "doc", tt->doc));
     tb->d = d;
     H5Tclose(ft);
     H5Pclose(dcpl);
@@ -276,178 +219,40 @@ static void trace_append(Trace *t, int which, const void *rows, hsize_t k) {
     }
 }
 
-#define INS(T, field, type) h5Check(e, H5Tinsert(mt, #field, HOFFSET(T, field), type))
-
-static hid_t type_steps(H5Err *e) {
-    hid_t mt = -1;
-    h5Check(e, mt = H5Tcreate(H5T_COMPOUND, sizeof(StepRow)));
-    INS(StepRow, step, H5T_NATIVE_INT64);
-    INS(StepRow, plan_id, H5T_NATIVE_INT32);
-    INS(StepRow, T, H5T_NATIVE_INT32);
-    INS(StepRow, t_start_s, H5T_NATIVE_DOUBLE);
-    INS(StepRow, wall_s, H5T_NATIVE_DOUBLE);
-    INS(StepRow, gen_s, H5T_NATIVE_DOUBLE);
-    INS(StepRow, inf_s, H5T_NATIVE_DOUBLE);
-    INS(StepRow, train_s, H5T_NATIVE_DOUBLE);
-    INS(StepRow, sync_s, H5T_NATIVE_DOUBLE);
-    INS(StepRow, tokens, H5T_NATIVE_INT64);
-    INS(StepRow, tokens_per_s, H5T_NATIVE_DOUBLE);
-    INS(StepRow, reward, H5T_NATIVE_DOUBLE);
-    INS(StepRow, kl, H5T_NATIVE_DOUBLE);
-    INS(StepRow, pg_loss, H5T_NATIVE_DOUBLE);
-    INS(StepRow, vf_loss, H5T_NATIVE_DOUBLE);
-    INS(StepRow, entropy, H5T_NATIVE_DOUBLE);
-    INS(StepRow, resp_len, H5T_NATIVE_DOUBLE);
-    INS(StepRow, clipfrac, H5T_NATIVE_DOUBLE);
-    INS(StepRow, approx_kl, H5T_NATIVE_DOUBLE);
-    INS(StepRow, grad_norm_actor, H5T_NATIVE_DOUBLE);
-    INS(StepRow, grad_norm_critic, H5T_NATIVE_DOUBLE);
-    INS(StepRow, sync_bytes, H5T_NATIVE_DOUBLE);
-    return mt;
-fail:
-    if (mt >= 0) H5Tclose(mt);
-    return -1;
-}
-
-static hid_t type_stages(H5Err *e) {
-    hid_t mt = -1;
-    h5Check(e, mt = H5Tcreate(H5T_COMPOUND, sizeof(StageRow)));
-    INS(StageRow, step, H5T_NATIVE_INT64);
-    INS(StageRow, stage, H5T_NATIVE_INT32);
-    INS(StageRow, nranks, H5T_NATIVE_INT32);
-    INS(StageRow, nranks_ran, H5T_NATIVE_INT32);
-    INS(StageRow, start_s, H5T_NATIVE_DOUBLE);
-    INS(StageRow, end_s, H5T_NATIVE_DOUBLE);
-    INS(StageRow, seconds, H5T_NATIVE_DOUBLE);
-    INS(StageRow, flops, H5T_NATIVE_DOUBLE);
-    INS(StageRow, bytes, H5T_NATIVE_DOUBLE);
-    INS(StageRow, gflops, H5T_NATIVE_DOUBLE);
-    INS(StageRow, peak_gflops, H5T_NATIVE_DOUBLE);
-    INS(StageRow, mfu, H5T_NATIVE_DOUBLE);
-    /* one int64 column per counted event, named as the event */
-    for (int i = 0; i < counters_nevents(); i++)
-        h5Check(e, H5Tinsert(mt, counters_event(i), HOFFSET(StageRow, ev) + (size_t)i * sizeof(int64_t),
+/* the memory type of table `which` (trace_schema.c), members in schema order: /stages adds one int64 member per
+ * counted event, named as the event */
+static hid_t table_type(H5Err *e, int which, hid_t vstr) {
+    const TraceTable *tt = &trace_tables[which];
+    hid_t mt = -1, member = -1;
+    h5Check(e, mt = H5Tcreate(H5T_COMPOUND, tt->row_size));
+    for (int c = 0; c < tt->ncol; c++) {
+        const TraceColumn *col = &tt->col[c];
+        hsize_t width = (hsize_t)col->width;
+        switch (col->type) {
+        case TRACE_I32: member = H5Tcopy(H5T_NATIVE_INT32); break;
+        case TRACE_I64: member = H5Tcopy(H5T_NATIVE_INT64); break;
+        case TRACE_F64: member = H5Tcopy(H5T_NATIVE_DOUBLE); break;
+        case TRACE_STR: member = H5Tcopy(vstr); break;
+        case TRACE_F64_ARRAY: member = H5Tarray_create2(H5T_NATIVE_DOUBLE, 1, &width); break;
+        }
+        h5Check(e, member);
+        h5Check(e, H5Tinsert(mt, col->name, col->offset, member));
+        H5Tclose(member);
+        member = -1;
+    }
+    for (int i = 0; tt->event_columns && i < counters_nevents(); i++)
+        h5Check(e, H5Tinsert(mt, counters_event(i), HOFFSET(TraceStagesRow, ev) + (size_t)i * sizeof(int64_t),
                              H5T_NATIVE_INT64));
     return mt;
 fail:
+    if (member >= 0) H5Tclose(member);
     if (mt >= 0) H5Tclose(mt);
     return -1;
 }
 
-static hid_t type_plans(H5Err *e, hid_t vs) {
-    hid_t mt = -1;
-    h5Check(e, mt = H5Tcreate(H5T_COMPOUND, sizeof(PlanRow)));
-    INS(PlanRow, plan_id, H5T_NATIVE_INT32);
-    INS(PlanRow, first_step, H5T_NATIVE_INT64);
-    INS(PlanRow, text, vs);
-    INS(PlanRow, source, vs);
-    INS(PlanRow, predicted_step_s, H5T_NATIVE_DOUBLE);
-    INS(PlanRow, predicted_mem_bytes, H5T_NATIVE_DOUBLE);
-    INS(PlanRow, strings_fnv, H5T_NATIVE_INT64);
-    return mt;
-fail:
-    if (mt >= 0) H5Tclose(mt);
-    return -1;
-}
-
-static hid_t type_transitions(H5Err *e, hid_t vs) {
-    hid_t mt = -1;
-    h5Check(e, mt = H5Tcreate(H5T_COMPOUND, sizeof(TxRow)));
-    INS(TxRow, step, H5T_NATIVE_INT64);
-    INS(TxRow, from_plan, H5T_NATIVE_INT32);
-    INS(TxRow, to_plan, H5T_NATIVE_INT32);
-    INS(TxRow, nchanges, H5T_NATIVE_INT32);
-    INS(TxRow, nwaves, H5T_NATIVE_INT32);
-    INS(TxRow, verified, H5T_NATIVE_INT32);
-    INS(TxRow, t_start_s, H5T_NATIVE_DOUBLE);
-    INS(TxRow, predicted_s, H5T_NATIVE_DOUBLE);
-    INS(TxRow, measured_s, H5T_NATIVE_DOUBLE);
-    INS(TxRow, engine_s, H5T_NATIVE_DOUBLE);
-    INS(TxRow, bytes_moved, H5T_NATIVE_DOUBLE);
-    INS(TxRow, bytes_min, H5T_NATIVE_DOUBLE);
-    INS(TxRow, bytes_local, H5T_NATIVE_DOUBLE);
-    INS(TxRow, mem_peak_bytes, H5T_NATIVE_DOUBLE);
-    INS(TxRow, mem_budget_bytes, H5T_NATIVE_DOUBLE);
-    INS(TxRow, bytes_forwarded, H5T_NATIVE_DOUBLE);
-    INS(TxRow, text, vs);
-    INS(TxRow, strings_fnv, H5T_NATIVE_INT64);
-    return mt;
-fail:
-    if (mt >= 0) H5Tclose(mt);
-    return -1;
-}
-
-static hid_t type_drift(H5Err *e, hid_t vs) {
-    hid_t mt = -1;
-    h5Check(e, mt = H5Tcreate(H5T_COMPOUND, sizeof(DriftRow)));
-    INS(DriftRow, step, H5T_NATIVE_INT64);
-    INS(DriftRow, kind, vs);
-    INS(DriftRow, magnitude, H5T_NATIVE_DOUBLE);
-    INS(DriftRow, threshold, H5T_NATIVE_DOUBLE);
-    INS(DriftRow, strings_fnv, H5T_NATIVE_INT64);
-    return mt;
-fail:
-    if (mt >= 0) H5Tclose(mt);
-    return -1;
-}
-
-static hid_t type_decisions(H5Err *e, hid_t vs) {
-    hid_t mt = -1;
-    h5Check(e, mt = H5Tcreate(H5T_COMPOUND, sizeof(DecisionRow)));
-    INS(DecisionRow, step, H5T_NATIVE_INT64);
-    INS(DecisionRow, from_plan, H5T_NATIVE_INT32);
-    INS(DecisionRow, to_plan, H5T_NATIVE_INT32);
-    INS(DecisionRow, urgent, H5T_NATIVE_INT32);
-    INS(DecisionRow, admitted, H5T_NATIVE_INT32);
-    INS(DecisionRow, L_now_s, H5T_NATIVE_DOUBLE);
-    INS(DecisionRow, L_new_s, H5T_NATIVE_DOUBLE);
-    INS(DecisionRow, dL_s, H5T_NATIVE_DOUBLE);
-    INS(DecisionRow, C_s, H5T_NATIVE_DOUBLE);
-    INS(DecisionRow, H_steps, H5T_NATIVE_DOUBLE);
-    INS(DecisionRow, gamma, H5T_NATIVE_DOUBLE);
-    INS(DecisionRow, foregone_s, H5T_NATIVE_DOUBLE);
-    INS(DecisionRow, reason, vs);
-    INS(DecisionRow, strings_fnv, H5T_NATIVE_INT64);
-    return mt;
-fail:
-    if (mt >= 0) H5Tclose(mt);
-    return -1;
-}
-static hid_t type_signals(H5Err *e, hid_t vs) {
-    hid_t mt = -1, at = -1;
-    hsize_t n = TRACE_EFF_N, n3 = 3;
-    h5Check(e, mt = H5Tcreate(H5T_COMPOUND, sizeof(SignalRow)));
-    INS(SignalRow, step, H5T_NATIVE_INT64);
-    INS(SignalRow, plan_id, H5T_NATIVE_INT32);
-    INS(SignalRow, initial, H5T_NATIVE_INT32);
-    INS(SignalRow, npool, H5T_NATIVE_INT32);
-    INS(SignalRow, oom, H5T_NATIVE_INT32);
-    INS(SignalRow, resp_len, H5T_NATIVE_DOUBLE);
-    INS(SignalRow, eff_signal, H5T_NATIVE_DOUBLE);
-    INS(SignalRow, pred_step_s, H5T_NATIVE_DOUBLE);
-    INS(SignalRow, overhead_s, H5T_NATIVE_DOUBLE);
-    INS(SignalRow, rho_exp, H5T_NATIVE_DOUBLE);
-    h5Check(e, at = H5Tarray_create2(H5T_NATIVE_DOUBLE, 1, &n3));
-    INS(SignalRow, phase_scale, at);
-    H5Tclose(at);
-    h5Check(e, at = H5Tarray_create2(H5T_NATIVE_DOUBLE, 1, &n));
-    INS(SignalRow, eff, at);
-    H5Tclose(at);
-    at = -1;
-    INS(SignalRow, pool, vs);
-    INS(SignalRow, slow, vs);
-    INS(SignalRow, strings_fnv, H5T_NATIVE_INT64);
-    return mt;
-fail:
-    if (at >= 0) H5Tclose(at);
-    if (mt >= 0) H5Tclose(mt);
-    return -1;
-}
-#undef INS
-
-/* An existing file at the trace's path is replaced only when it is an earlier Nereus trace: a checkpoint,
- * the deck itself or any other file named by mistake in [trace] file is refused, not truncated (until
- * 2026-12-04 it was, after a restart had read it). Returns 0, or −1 with why. */
+/* An existing file at the trace's path is replaced only when it is an earlier Nereus trace: a checkpoint
+ * (perhaps the one this run restarts from), the deck itself or any other file named by mistake in [trace] file
+ * is refused, not truncated. Returns 0, or −1 with why. */
 static int trace_may_replace(const char *path, char *why, size_t len) {
     struct stat sb;
     if (stat(path, &sb) != 0) return 0; /* nothing there (or unreachable: H5Fcreate will say) */
@@ -459,7 +264,7 @@ static int trace_may_replace(const char *path, char *why, size_t len) {
             H5Err qe = {path, scratch, sizeof scratch};
             scratch[0] = 0;
             if (H5Aexists(f, "format") > 0 && h5_attr_get_str(&qe, f, "/", "format", &fmt) == 0)
-                ours = strcmp(fmt, "nereus trace") == 0;
+                ours = strcmp(fmt, TRACE_FORMAT_NAME) == 0;
             free(fmt);
             H5Fclose(f);
         }
@@ -470,13 +275,68 @@ static int trace_may_replace(const char *path, char *why, size_t len) {
     return -1;
 }
 
+/* the root attributes (trace_schema.c trace_root_attrs: what made the file) and /deck; buf (len bytes) is left
+ * holding the stage names, for /stages */
+static int root_attrs(H5Err *e, Trace *t, const TraceJob *job, const char *counters_note, char *buf, size_t len) {
+    const Config *cfg = job->cfg;
+    int32_t fmt = TRACE_FORMAT, ranks = t->world, threads = cfg->run.blas_threads;
+    h5Check(e, h5_attr_put_str(e, t->f, "format", TRACE_FORMAT_NAME));
+    h5Check(e, h5_attr_put(e, t->f, "format_version", H5T_STD_I32LE, H5T_NATIVE_INT32, 0, &fmt));
+    h5Check(e, h5_attr_put_str(e, t->f, "run_name", cfg->run.name));
+    size_t dl = strlen(job->deck_text);
+    if (dl < DECK_ATTR_MAX) {
+        h5Check(e, h5_attr_put_str(e, t->f, "deck", job->deck_text));
+    } else {
+        snprintf(buf, len, "(%zu bytes: see the dataset /deck)", dl);
+        h5Check(e, h5_attr_put_str(e, t->f, "deck", buf));
+    }
+    h5Check(e, h5_dset_put_str(e, t->f, "deck", job->deck_text));
+    h5Check(e, h5_attr_put(e, t->f, "ranks", H5T_STD_I32LE, H5T_NATIVE_INT32, 0, &ranks));
+    h5Check(e, h5_attr_put_str(e, t->f, "backend", job->be->name));
+    h5Check(e, h5_attr_put(e, t->f, "blas_threads", H5T_STD_I32LE, H5T_NATIVE_INT32, 0, &threads));
+    utc_now(buf, len);
+    h5Check(e, h5_attr_put_str(e, t->f, "started", buf));
+    int64_t s0 = job->start_step;
+    h5Check(e, h5_attr_put(e, t->f, "start_step", H5T_STD_I64LE, H5T_NATIVE_INT64, 0, &s0));
+    char commit[256];
+    source_commit(commit, sizeof commit);
+    h5Check(e, h5_attr_put_str(e, t->f, "source_commit", commit));
+    h5Check(e, h5_attr_put_str(e, t->f, "built", __DATE__ " " __TIME__));
+    h5Check(e, h5_attr_put_str(e, t->f, "counters", counters_note));
+    buf[0] = 0;
+    for (int i = 0; i < counters_nevents(); i++) {
+        size_t l = strlen(buf);
+        snprintf(buf + l, len - l, "%s%s", i ? "," : "", counters_event(i));
+    }
+    h5Check(e, h5_attr_put_str(e, t->f, "papi_events", buf));
+    h5Check(e, h5_attr_put(e, t->f, "peak_gflops_solo", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, (hsize_t)t->world,
+                           t->peak.solo));
+    h5Check(e, h5_attr_put(e, t->f, "peak_gflops_together", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, (hsize_t)t->world,
+                           t->peak.together));
+    snprintf(buf, len,
+             "best of 3 %s GEMMs of %dx%dx%d (be->matmul_forward) per rank, %s and with all ranks at once; a "
+             "model-stage's peak = min(sum of its ranks' solo rates, sum of every rank's together rate)",
+             job->be->name, t->peak.gemm_n, t->peak.gemm_n, t->peak.gemm_n,
+             t->peak.solo_measured ? "alone (one rank after another)" : "alone not measured (> 64 ranks: together)");
+    h5Check(e, h5_attr_put_str(e, t->f, "peak_method", buf));
+    buf[0] = 0;
+    for (int i = 0; i < PLAN_NSTAGES; i++) {
+        size_t l = strlen(buf);
+        snprintf(buf + l, len - l, "%s%s", i ? "," : "", plan_stage_name(i));
+    }
+    h5Check(e, h5_attr_put_str(e, t->f, "stage_names", buf));
+    return 0;
+fail:
+    return -1;
+}
+
 /* rank 0: the file, its attributes and empty tables */
 static int trace_create(Trace *t, const TraceJob *job, const char *counters_note, char *why, size_t len) {
     H5Err ee = {t->path, why, len}, *e = &ee;
     hid_t fapl = -1;
     h5_quiet();
     if (trace_may_replace(t->path, why, len) != 0) return -1;
-    for (int i = 0; i < T_N; i++) t->tb[i].d = t->tb[i].mt = -1;
+    for (int i = 0; i < TRACE_NTABLES; i++) t->tb[i].d = t->tb[i].mt = -1;
     t->f = t->vstr = -1;
     h5Check(e, fapl = H5Pcreate(H5P_FILE_ACCESS));
 #if H5_VERSION_GE(1, 10, 7)
@@ -492,93 +352,19 @@ static int trace_create(Trace *t, const TraceJob *job, const char *counters_note
     h5Check(e, H5Tset_size(t->vstr, H5T_VARIABLE));
     h5Check(e, H5Tset_cset(t->vstr, H5T_CSET_UTF8));
 
-    /* root attributes: what made the file */
-    const Config *cfg = job->cfg;
     char buf[1024];
-    int32_t fmt = TRACE_FORMAT, ranks = t->world, threads = cfg->run.blas_threads;
-    h5Check(e, h5_attr_put_str(e, t->f, "format", "nereus trace"));
-    h5Check(e, h5_attr_put(e, t->f, "format_version", H5T_STD_I32LE, H5T_NATIVE_INT32, 0, &fmt));
-    h5Check(e, h5_attr_put_str(e, t->f, "run_name", cfg->run.name));
-    size_t dl = strlen(job->deck_text);
-    if (dl < DECK_ATTR_MAX) {
-        h5Check(e, h5_attr_put_str(e, t->f, "deck", job->deck_text));
-    } else {
-        snprintf(buf, sizeof buf, "(%zu bytes: see the dataset /deck)", dl);
-        h5Check(e, h5_attr_put_str(e, t->f, "deck", buf));
+    h5Check(e, root_attrs(e, t, job, counters_note, buf, sizeof buf));
+    for (int i = 0; i < TRACE_NTABLES; i++) {
+        hid_t mt;
+        h5Check(e, mt = table_type(e, i, t->vstr));
+        h5Check(e, table_create(e, t, i, mt));
+        if (i == TRACE_STAGES) h5Check(e, h5_attr_put_str(e, t->tb[i].d, "stage_names", buf));
     }
-    h5Check(e, h5_dset_put_str(e, t->f, "deck", job->deck_text));
-    h5Check(e, h5_attr_put(e, t->f, "ranks", H5T_STD_I32LE, H5T_NATIVE_INT32, 0, &ranks));
-    h5Check(e, h5_attr_put_str(e, t->f, "backend", job->be->name));
-    h5Check(e, h5_attr_put(e, t->f, "blas_threads", H5T_STD_I32LE, H5T_NATIVE_INT32, 0, &threads));
-    utc_now(buf, sizeof buf);
-    h5Check(e, h5_attr_put_str(e, t->f, "started", buf));
-    int64_t s0 = job->start_step;
-    h5Check(e, h5_attr_put(e, t->f, "start_step", H5T_STD_I64LE, H5T_NATIVE_INT64, 0, &s0));
-    char commit[256];
-    source_commit(commit, sizeof commit);
-    h5Check(e, h5_attr_put_str(e, t->f, "source_commit", commit));
-    h5Check(e, h5_attr_put_str(e, t->f, "built", __DATE__ " " __TIME__));
-    h5Check(e, h5_attr_put_str(e, t->f, "counters", counters_note));
-    buf[0] = 0;
-    for (int i = 0; i < counters_nevents(); i++) {
-        size_t l = strlen(buf);
-        snprintf(buf + l, sizeof buf - l, "%s%s", i ? "," : "", counters_event(i));
-    }
-    h5Check(e, h5_attr_put_str(e, t->f, "papi_events", buf));
-    h5Check(e, h5_attr_put(e, t->f, "peak_gflops_solo", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, (hsize_t)t->world,
-                           t->peak.solo));
-    h5Check(e, h5_attr_put(e, t->f, "peak_gflops_together", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, (hsize_t)t->world,
-                           t->peak.together));
-    snprintf(buf, sizeof buf,
-             "best of 3 %s GEMMs of %dx%dx%d (be->matmul_forward) per rank, %s and with all ranks at once; a "
-             "model-stage's peak = min(sum of its ranks' solo rates, sum of every rank's together rate)",
-             job->be->name, t->peak.gemm_n, t->peak.gemm_n, t->peak.gemm_n,
-             t->peak.solo_measured ? "alone (one rank after another)" : "alone not measured (> 64 ranks: together)");
-    h5Check(e, h5_attr_put_str(e, t->f, "peak_method", buf));
-    buf[0] = 0;
-    for (int i = 0; i < PLAN_NSTAGES; i++) {
-        size_t l = strlen(buf);
-        snprintf(buf + l, sizeof buf - l, "%s%s", i ? "," : "", plan_stage_name(i));
-    }
-    h5Check(e, h5_attr_put_str(e, t->f, "stage_names", buf));
-
-    hid_t mt;
-    h5Check(e, mt = type_steps(e));
-    h5Check(e, table_create(e, t, T_STEPS, "steps", mt, 64,
-                            "one row per PPO step; seconds (wall_s as the progress line; gen/inf/train/sync max over "
-                            "ranks); t_start_s since the trace opened; docs/TRACE.md"));
-    h5Check(e, mt = type_stages(e));
-    h5Check(e, table_create(e, t, T_STAGES, "stages", mt, 256,
-                            "one row per model-stage (stage = index into the root attribute stage_names) per step; "
-                            "seconds = max over its ranks; model FLOPs and estimated bytes; MFU against the "
-                            "calibrated peak, at most 1; one int64 column per counted PAPI event (summed over ranks)"));
-    h5Check(e, h5_attr_put_str(e, t->tb[T_STAGES].d, "stage_names", buf));
-    h5Check(e, mt = type_plans(e, t->vstr));
-    h5Check(e, table_create(e, t, T_PLANS, "plans", mt, 16,
-                            "one row per plan the run used: its id (as /steps plan_id), the first step under it, "
-                            "plan_format text; predictions NaN until the planner prices plans"));
-    h5Check(e, mt = type_drift(e, t->vstr));
-    h5Check(e, table_create(e, t, T_DRIFT, "drift", mt, 64, "drift events the planner detected (empty without it)"));
-    h5Check(e, mt = type_decisions(e, t->vstr));
-    h5Check(e, table_create(e, t, T_DECISIONS, "decisions", mt, 64,
-                            "the planner's admission decisions: admit when dL_s > 0 and C_s / dL_s <= gamma * "
-                            "H_steps, or foregone_s >= C_s (payback's rent-or-buy), or urgent (empty without the "
-                            "planner)"));
-    h5Check(e, mt = type_transitions(e, t->vstr));
-    h5Check(e, table_create(e, t, T_TRANSITIONS, "transitions", mt, 16,
-                            "one row per plan-to-plan transition (before PPO step `step`): predicted and measured "
-                            "seconds, bytes moved against the minimum, text = per model-stage primitives and bytes"));
-    h5Check(e, mt = type_signals(e, t->vstr));
-    h5Check(e, table_create(e, t, T_SIGNALS, "signals", mt, 64,
-                            "what the live planner saw and believed before each PPO step (empty without it): the "
-                            "observed response length, pool and per-rank slowdown, and its calibrated cost model "
-                            "(eff: the efficiency factors in planner.h order, overhead_s); initial = 1 at the initial "
-                            "placement; what nereus-trace replay re-runs the controller on"));
     h5Check(e, H5Fflush(t->f, H5F_SCOPE_LOCAL));
     return 0;
 fail:
     if (fapl >= 0) H5Pclose(fapl);
-    for (int i = 0; i < T_N; i++) {
+    for (int i = 0; i < TRACE_NTABLES; i++) {
         if (t->tb[i].d >= 0) H5Dclose(t->tb[i].d);
         if (t->tb[i].mt >= 0) H5Tclose(t->tb[i].mt);
         t->tb[i].d = t->tb[i].mt = -1;
@@ -680,7 +466,7 @@ void trace_step(Trace *t, MPI_Comm world, const TraceStep *s) {
     CounterStage cs[PLAN_NSTAGES];
     counters_step_reduce(world, cs);
     if (t->rank != 0 || !t->open) return;
-    StepRow r;
+    TraceStepsRow r;
     memset(&r, 0, sizeof r);
     r.step = s->step;
     r.plan_id = s->plan_id;
@@ -704,12 +490,12 @@ void trace_step(Trace *t, MPI_Comm world, const TraceStep *s) {
     r.grad_norm_actor = s->grad_norm_actor;
     r.grad_norm_critic = s->grad_norm_critic;
     r.sync_bytes = s->sync_bytes;
-    StageRow rows[PLAN_NSTAGES];
+    TraceStagesRow rows[PLAN_NSTAGES];
     int n = 0;
     for (int id = 0; id < PLAN_NSTAGES; id++) {
         if (id == PLAN_REWARD_INF && !t->have_rm) continue; /* the rule reward: no model-stage work */
         const PlanStage *ps = &s->plan->stage[id];
-        StageRow *g = &rows[n++];
+        TraceStagesRow *g = &rows[n++];
         memset(g, 0, sizeof *g);
         g->step = s->step;
         g->stage = id;
@@ -728,8 +514,8 @@ void trace_step(Trace *t, MPI_Comm world, const TraceStep *s) {
         }
         for (int i = 0; i < COUNTERS_MAX_EVENTS; i++) g->ev[i] = cs[id].value[i];
     }
-    trace_append(t, T_STEPS, &r, 1);
-    trace_append(t, T_STAGES, rows, (hsize_t)n);
+    trace_append(t, TRACE_STEPS, &r, 1);
+    trace_append(t, TRACE_STAGES, rows, (hsize_t)n);
     t->steps_written++;
     t->write_s += nr_now() - t0;
 }
@@ -738,38 +524,38 @@ void trace_plan(Trace *t, int plan_id, int64_t first_step, const char *text, con
                 double predicted_step_s, double predicted_mem_bytes) {
     if (!t || t->rank != 0 || !t->open) return;
     double t0 = nr_now();
-    PlanRow r = {plan_id, first_step, text ? text : "", source ? source : "", predicted_step_s, predicted_mem_bytes, 0};
+    TracePlansRow r = {plan_id, first_step, text ? text : "", source ? source : "", predicted_step_s, predicted_mem_bytes, 0};
     r.strings_fnv = row_fnv(2, r.text, r.source);
-    trace_append(t, T_PLANS, &r, 1);
+    trace_append(t, TRACE_PLANS, &r, 1);
     t->write_s += nr_now() - t0;
 }
 
 void trace_transition(Trace *t, const TraceTransition *x) {
     if (!t || t->rank != 0 || !t->open) return;
     double t0 = nr_now();
-    TxRow r = {x->step,          x->from_plan,   x->to_plan,     x->nchanges,     x->nwaves,
+    TraceTransitionsRow r = {x->step,          x->from_plan,   x->to_plan,     x->nchanges,     x->nwaves,
                x->verified,      x->t0 - t->t_open, x->predicted_s, x->measured_s, x->engine_s,
                x->bytes_moved,   x->bytes_min,   x->bytes_local, x->mem_peak,     x->mem_budget,
                x->bytes_forwarded, x->text ? x->text : "", 0};
     r.strings_fnv = row_fnv(1, r.text, NULL);
-    trace_append(t, T_TRANSITIONS, &r, 1);
+    trace_append(t, TRACE_TRANSITIONS, &r, 1);
     t->write_s += nr_now() - t0;
 }
 
 void trace_drift(Trace *t, int64_t step, const char *kind, double magnitude, double threshold) {
     if (!t || t->rank != 0 || !t->open) return;
-    DriftRow r = {step, kind ? kind : "", magnitude, threshold, 0};
+    TraceDriftRow r = {step, kind ? kind : "", magnitude, threshold, 0};
     r.strings_fnv = row_fnv(1, r.kind, NULL);
-    trace_append(t, T_DRIFT, &r, 1);
+    trace_append(t, TRACE_DRIFT, &r, 1);
 }
 
 void trace_decision(Trace *t, const TraceDecision *d) {
     if (!t || t->rank != 0 || !t->open) return;
-    DecisionRow r = {d->step,    d->from_plan, d->to_plan, d->urgent,    d->admitted,
+    TraceDecisionsRow r = {d->step,    d->from_plan, d->to_plan, d->urgent,    d->admitted,
                      d->L_now_s, d->L_new_s,   d->dL_s,    d->C_s,       d->H_steps,
                      d->gamma,   d->foregone_s, d->reason ? d->reason : "", 0};
     r.strings_fnv = row_fnv(1, r.reason, NULL);
-    trace_append(t, T_DECISIONS, &r, 1);
+    trace_append(t, TRACE_DECISIONS, &r, 1);
 }
 
 void trace_refused(Trace *t, int64_t step, int plan_id, const char *reason) {
@@ -779,15 +565,16 @@ void trace_refused(Trace *t, int64_t step, int plan_id, const char *reason) {
 
 void trace_signals(Trace *t, const TraceSignals *g) {
     if (!t || t->rank != 0 || !t->open) return;
-    SignalRow r = {g->step,        g->plan_id,    g->initial, g->npool, g->oom, g->resp_len, g->eff_signal,
+    TraceSignalsRow r = {g->step,        g->plan_id,    g->initial, g->npool, g->oom, g->resp_len, g->eff_signal,
                    g->pred_step_s, g->overhead_s, g->rho_exp, {0},      {0},        g->pool ? g->pool : "",
                    g->slow ? g->slow : "", 0};
     r.strings_fnv = row_fnv(2, r.pool, r.slow);
     memcpy(r.phase_scale, g->phase_scale, sizeof r.phase_scale);
     memcpy(r.eff, g->eff, sizeof r.eff);
-    trace_append(t, T_SIGNALS, &r, 1);
+    trace_append(t, TRACE_SIGNALS, &r, 1);
 }
 
+/* /planner: a scalar 1 whose attributes are trace_planner_attrs' (trace_schema.c), taken from p */
 void trace_planner(Trace *t, const TracePlanner *p) {
     if (!t || t->rank != 0 || !t->open) return;
     char why[1024] = "";
@@ -797,21 +584,13 @@ void trace_planner(Trace *t, const TracePlanner *p) {
     h5Check(e, sp = H5Screate(H5S_SCALAR));
     h5Check(e, d = H5Dcreate2(t->f, "planner", H5T_STD_I32LE, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
     h5Check(e, H5Dwrite(d, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, &one));
-    h5Check(e, h5_attr_put_str(e, d, "policy", p->policy));
-    h5Check(e, h5_attr_put_str(e, d, "hw_name", p->hw_name));
-    const struct { const char *n; double v; } dv[] = {
-        {"gamma", p->gamma},       {"threshold", p->threshold}, {"headroom", p->headroom}, {"hw_flops", p->hw_flops},
-        {"hw_mem", p->hw_mem},     {"hw_hbm", p->hw_hbm},       {"hw_bw", p->hw_bw},       {"hw_lat", p->hw_lat},
-        {"hw_op_s", p->hw_op_s},   {"tx_link", p->tx_link},     {"tx_copy", p->tx_copy},
-    };
-    for (size_t i = 0; i < sizeof dv / sizeof dv[0]; i++)
-        h5Check(e, h5_attr_put(e, d, dv[i].n, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 0, &dv[i].v));
-    const struct { const char *n; int64_t v; } iv[] = {
-        {"every_k", p->every_k}, {"warmup", p->warmup},           {"steps_total", p->steps_total},
-        {"nranks", p->nranks},   {"hw_ranks_per_node", p->hw_rpn}, {"hw_cores", p->hw_cores},
-    };
-    for (size_t i = 0; i < sizeof iv / sizeof iv[0]; i++)
-        h5Check(e, h5_attr_put(e, d, iv[i].n, H5T_STD_I64LE, H5T_NATIVE_INT64, 0, &iv[i].v));
+    for (int i = 0; i < trace_planner_attrs.nattr; i++) {
+        const TraceAttr *a = &trace_planner_attrs.attr[i];
+        const void *v = (const char *)p + a->offset;
+        if (a->type == TRACE_STR) h5Check(e, h5_attr_put_str(e, d, a->name, *(const char *const *)v));
+        else if (a->type == TRACE_F64) h5Check(e, h5_attr_put(e, d, a->name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 0, v));
+        else h5Check(e, h5_attr_put(e, d, a->name, H5T_STD_I64LE, H5T_NATIVE_INT64, 0, v));
+    }
     H5Dclose(d);
     H5Sclose(sp);
     if (H5Fflush(t->f, H5F_SCOPE_LOCAL) < 0) trace_broken(t, "flush");
@@ -852,7 +631,7 @@ void trace_close(Trace *t, MPI_Comm world, const char *status, int64_t ppo_steps
             H5Pclose(dcpl);
             dcpl = -1;
         }
-        for (int i = 0; i < T_N; i++) {
+        for (int i = 0; i < TRACE_NTABLES; i++) {
             H5Dclose(t->tb[i].d);
             H5Tclose(t->tb[i].mt);
             t->tb[i].d = t->tb[i].mt = -1;
@@ -871,7 +650,7 @@ void trace_close(Trace *t, MPI_Comm world, const char *status, int64_t ppo_steps
         if (sp >= 0) H5Sclose(sp);
         if (dcpl >= 0) H5Pclose(dcpl);
         nr_warn("trace: %s: closing failed (%s)\n", t->path, why);
-        for (int i = 0; i < T_N; i++) {
+        for (int i = 0; i < TRACE_NTABLES; i++) {
             if (t->tb[i].d >= 0) H5Dclose(t->tb[i].d);
             if (t->tb[i].mt >= 0) H5Tclose(t->tb[i].mt);
         }
