@@ -301,6 +301,7 @@ extern "C" const Backend *backend_cuda_probe(char *why, size_t why_len) {
     cuda_register_dense(&be);
     cuda_register_norm(&be);
     cuda_register_attention(&be);
+    cuda_register_llama(&be);
     cuda_register_embed(&be);
     cuda_register_heads(&be);
     cuda_register_ppo(&be);

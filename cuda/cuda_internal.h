@@ -26,6 +26,7 @@ void cuda_register_memory(Backend *be);
 void cuda_register_dense(Backend *be);
 void cuda_register_norm(Backend *be);
 void cuda_register_attention(Backend *be);
+void cuda_register_llama(Backend *be);
 void cuda_register_embed(Backend *be);
 void cuda_register_heads(Backend *be);
 void cuda_register_ppo(Backend *be);

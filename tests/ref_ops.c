@@ -47,8 +47,8 @@ void ref_residual_forward(double *out, const double *a, const double *b, size_t 
 }
 
 void ref_attention_forward(double *out, double *att, const double *inp,
-                           int B, int T, int C, int NH) {
-    int hs = C / NH, C3 = 3 * C;
+                           int B, int T, int C, int NH, int NKV) {
+    int hs = C / NH, C3 = C + 2 * NKV * hs, G = NH / NKV;
     double scale = 1.0 / sqrt((double)hs);
     double *p = malloc(sizeof(double) * (size_t)T);
     for (int b = 0; b < B; b++)
@@ -57,7 +57,7 @@ void ref_attention_forward(double *out, double *att, const double *inp,
                 const double *q = inp + (b * T + t) * C3 + h * hs;
                 double mx = -INFINITY;
                 for (int t2 = 0; t2 <= t; t2++) {
-                    const double *k = inp + (b * T + t2) * C3 + C + h * hs;
+                    const double *k = inp + (b * T + t2) * C3 + C + (h / G) * hs;
                     double s = 0.0;
                     for (int i = 0; i < hs; i++) s += q[i] * k[i];
                     p[t2] = s * scale;
@@ -72,11 +72,47 @@ void ref_attention_forward(double *out, double *att, const double *inp,
                 for (int i = 0; i < hs; i++) {
                     double o = 0.0;
                     for (int t2 = 0; t2 <= t; t2++)
-                        o += p[t2] * inp[(b * T + t2) * C3 + 2 * C + h * hs + i];
+                        o += p[t2] * inp[(b * T + t2) * C3 + C + (NKV + h / G) * hs + i];
                     out[(b * T + t) * C + h * hs + i] = o;
                 }
             }
     free(p);
+}
+
+void ref_rmsnorm_forward(double *out, double *rstd, const double *inp, const double *weight,
+                         int N, int H, int C, int ld, double eps) {
+    for (int n = 0; n < N; n++)
+        for (int h = 0; h < H; h++) {
+            const double *x = inp + n * ld + h * C;
+            double ms = 0.0;
+            for (int c = 0; c < C; c++) ms += x[c] * x[c];
+            double s = 1.0 / sqrt(ms / C + eps);
+            for (int c = 0; c < C; c++) out[n * ld + h * C + c] = x[c] * s * weight[c];
+            if (rstd) rstd[n * H + h] = s;
+        }
+}
+
+void ref_rope_forward(double *out, const double *x, const float *inv_freq, int B, int T, int NH,
+                      int hs, int ld, int pos0) {
+    int half = hs / 2;
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++)
+            for (int h = 0; h < NH; h++)
+                for (int i = 0; i < half; i++) {
+                    float a = (float)(pos0 + t) * inv_freq[i];
+                    size_t j = ((size_t)b * T + t) * ld + (size_t)h * hs + i;
+                    double x1 = x[j], x2 = x[j + half];
+                    out[j] = x1 * cos((double)a) - x2 * sin((double)a);
+                    out[j + half] = x2 * cos((double)a) + x1 * sin((double)a);
+                }
+}
+
+void ref_swiglu_forward(double *out, const double *inp, int N, int F) {
+    for (int n = 0; n < N; n++)
+        for (int i = 0; i < F; i++) {
+            double g = inp[n * 2 * F + i], u = inp[n * 2 * F + F + i];
+            out[n * F + i] = g / (1.0 + exp(-g)) * u;
+        }
 }
 
 void ref_encoder_forward(double *out, const int *inp, const double *wte, const double *wpe,

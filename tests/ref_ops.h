@@ -16,9 +16,19 @@ void ref_layernorm_forward(double *out, double *mean, double *rstd, const double
                            const double *weight, const double *bias, int N, int C);
 void ref_gelu_forward(double *out, const double *inp, size_t N);
 void ref_residual_forward(double *out, const double *a, const double *b, size_t N);
-/* out (B,T,C), att (B,NH,T,T) (may be NULL) from inp (B,T,3C) */
+/* out (B,T,C), att (B,NH,T,T) (may be NULL) from inp (B,T,C3), C3 = C + 2·NKV·hs:
+ * grouped-query attention, query head h on key/value head h / (NH/NKV) */
 void ref_attention_forward(double *out, double *att, const double *inp,
-                           int B, int T, int C, int NH);
+                           int B, int T, int C, int NH, int NKV);
+/* rows as backend.h's rmsnorm_forward: row (n, h) at n·ld + h·C */
+void ref_rmsnorm_forward(double *out, double *rstd, const double *inp, const double *weight,
+                         int N, int H, int C, int ld, double eps);
+/* out = x rotated as backend.h's rope_forward (out may be x); the angle is the
+ * float32 product p·inv_freq[i], as the op defines it, its cos and sin double */
+void ref_rope_forward(double *out, const double *x, const float *inv_freq, int B, int T, int NH,
+                      int hs, int ld, int pos0);
+/* out (N, F) = silu(gate)·up of inp (N, 2F) */
+void ref_swiglu_forward(double *out, const double *inp, int N, int F);
 void ref_encoder_forward(double *out, const int *inp, const double *wte, const double *wpe,
                          int B, int T, int C, int pos0);
 /* probs (N,V) (may be NULL), logp (N), ent (N); rows with target < 0 give 0 */

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "nereus/backend.h"
+#include "nereus/rope.h"
 #include "ref_ops.h"
 
 #define GRAD_TOL 1e-4
@@ -83,6 +84,13 @@ static void fill(float *x, size_t n, float lo, float hi) {
 
 static float *falloc(size_t n) { return be->alloc((n ? n : 1) * sizeof(float)); }
 static double *dalloc(size_t n) { return calloc(n ? n : 1, sizeof(double)); }
+
+/* a host copy of x (n), for comparing a buffer before and after a call */
+static float *fcopy(const float *x, size_t n) {
+    float *c = malloc((n ? n : 1) * sizeof(float));
+    memcpy(c, x, n * sizeof(float));
+    return c;
+}
 
 static double *to_double(const float *x, size_t n) {
     double *d = dalloc(n);
@@ -242,9 +250,7 @@ static void test_layernorm(int N, int C) {
     grad_check("layernorm", "layernorm_backward dweight", shape, dw, c.w, C, ln_loss, &c);
     grad_check("layernorm", "layernorm_backward dbias", shape, db, c.b, C, ln_loss, &c);
 
-    float *s1 = malloc(n * 4), *s1w = malloc((size_t)C * 4);
-    memcpy(s1, dinp, n * 4);
-    memcpy(s1w, dw, (size_t)C * 4);
+    float *s1 = fcopy(dinp, n), *s1w = fcopy(dw, C);
     be->layernorm_backward(dinp, dw, NULL, dout, inp, w, mean, rstd, N, C);
     accum_check("layernorm", shape, s1, dinp, n);
     accum_check("layernorm", shape, s1w, dw, C);
@@ -325,19 +331,21 @@ static void test_residual(size_t N) {
 
 typedef struct {
     double *inp, *wout, *out;
-    int B, T, C, NH;
+    int B, T, C, NH, NKV;
 } AttCtx;
 
 static double att_loss(void *p) {
     AttCtx *c = p;
-    ref_attention_forward(c->out, NULL, c->inp, c->B, c->T, c->C, c->NH);
+    ref_attention_forward(c->out, NULL, c->inp, c->B, c->T, c->C, c->NH, c->NKV);
     return dotd(c->wout, c->out, (size_t)c->B * c->T * c->C);
 }
 
-static void test_attention(int B, int T, int C, int NH) {
+/* NKV key/value heads (NKV == NH: multi-head attention) */
+static void test_attention(int B, int T, int C, int NH, int NKV) {
     char shape[64];
-    snprintf(shape, sizeof shape, "B=%d,T=%d,C=%d,NH=%d", B, T, C, NH);
-    size_t ni = (size_t)B * T * 3 * C, no = (size_t)B * T * C, na = (size_t)B * NH * T * T;
+    snprintf(shape, sizeof shape, "B=%d,T=%d,C=%d,NH=%d,NKV=%d", B, T, C, NH, NKV);
+    const int C3 = C + 2 * NKV * (C / NH);
+    size_t ni = (size_t)B * T * C3, no = (size_t)B * T * C, na = (size_t)B * NH * T * T;
     float *inp = falloc(ni), *out = falloc(no), *pre = falloc(na), *att = falloc(na);
     float *dout = falloc(no), *dinp = falloc(ni), *dpre = falloc(na), *datt = falloc(na);
     fill(inp, ni, -1.5f, 1.5f);
@@ -345,19 +353,19 @@ static void test_attention(int B, int T, int C, int NH) {
     /* scratch starts dirty: the backward must overwrite it */
     fill(dpre, na, -9, 9);
     fill(datt, na, -9, 9);
-    be->attention_forward(out, pre, att, inp, B, T, C, NH);
-    be->attention_backward(dinp, dpre, datt, dout, inp, att, B, T, C, NH);
+    be->attention_forward(out, pre, att, inp, B, T, C, NH, NKV);
+    be->attention_backward(dinp, dpre, datt, dout, inp, att, B, T, C, NH, NKV);
 
-    AttCtx c = {to_double(inp, ni), to_double(dout, no), dalloc(no), B, T, C, NH};
+    AttCtx c = {to_double(inp, ni), to_double(dout, no), dalloc(no), B, T, C, NH, NKV};
     double *att_ref = dalloc(na);
-    ref_attention_forward(c.out, att_ref, c.inp, B, T, C, NH);
+    ref_attention_forward(c.out, att_ref, c.inp, B, T, C, NH, NKV);
     check("attention", "attention_forward out", shape, relerr(out, c.out, no), FWD_TOL);
     check("attention", "attention_forward att", shape, relerr(att, att_ref, na), FWD_TOL);
     grad_check("attention", "attention_backward dinp", shape, dinp, c.inp, ni, att_loss, &c);
 
     float *s1 = malloc(ni * 4);
     memcpy(s1, dinp, ni * 4);
-    be->attention_backward(dinp, dpre, datt, dout, inp, att, B, T, C, NH);
+    be->attention_backward(dinp, dpre, datt, dout, inp, att, B, T, C, NH, NKV);
     accum_check("attention", shape, s1, dinp, ni);
     free(s1);
     free(att_ref);
@@ -368,30 +376,30 @@ static void test_attention(int B, int T, int C, int NH) {
 
 /* attention_decode for positions P..T-1 after kv_fill of 0..P-1 must give the
  * rows of attention_forward, and leave the cache equal to kv_fill of all T */
-static void test_decode(int B, int T, int C, int NH, int Tmax, int P) {
+static void test_decode(int B, int T, int C, int NH, int NKV, int Tmax, int P) {
     char shape[64];
-    snprintf(shape, sizeof shape, "B=%d,T=%d,C=%d,NH=%d,Tm=%d,P=%d", B, T, C, NH, Tmax, P);
-    int C3 = 3 * C;
+    snprintf(shape, sizeof shape, "B=%d,T=%d,C=%d,NH=%d,NKV=%d,Tm=%d,P=%d", B, T, C, NH, NKV, Tmax, P);
+    int C3 = C + 2 * NKV * (C / NH);
     size_t ni = (size_t)B * T * C3, no = (size_t)B * T * C, na = (size_t)B * NH * T * T;
-    size_t nc = (size_t)B * Tmax * C;
+    size_t nc = (size_t)B * Tmax * NKV * (C / NH);
     float *inp = falloc(ni), *out = falloc(no), *pre = falloc(na), *att = falloc(na);
     float *kc = falloc(nc), *vc = falloc(nc), *kc2 = falloc(nc), *vc2 = falloc(nc);
     float *qkv = falloc((size_t)B * C3), *o1 = falloc((size_t)B * C);
     float *dec = falloc(no), *fwd = falloc(no);
     fill(inp, ni, -2, 2);
-    be->attention_forward(out, pre, att, inp, B, T, C, NH);
-    if (P > 0) { /* the prefix as its own (B, P, 3C) tensor */
+    be->attention_forward(out, pre, att, inp, B, T, C, NH, NKV);
+    if (P > 0) { /* the prefix as its own (B, P, C3) tensor */
         float *pref = falloc((size_t)B * P * C3);
         for (int b = 0; b < B; b++)
             memcpy(pref + (size_t)b * P * C3, inp + (size_t)b * T * C3, (size_t)P * C3 * 4);
-        be->kv_fill(kc, vc, pref, B, P, Tmax, C, NH);
+        be->kv_fill(kc, vc, pref, B, P, Tmax, C, NH, NKV);
         be->free(pref);
     }
     size_t nd = 0;
     for (int pos = P; pos < T; pos++) {
         for (int b = 0; b < B; b++)
             memcpy(qkv + (size_t)b * C3, inp + ((size_t)b * T + pos) * C3, (size_t)C3 * 4);
-        be->attention_decode(o1, kc, vc, qkv, B, pos, Tmax, C, NH);
+        be->attention_decode(o1, kc, vc, qkv, B, pos, Tmax, C, NH, NKV);
         for (int b = 0; b < B; b++) {
             memcpy(dec + nd * C, o1 + (size_t)b * C, (size_t)C * 4);
             memcpy(fwd + nd * C, out + ((size_t)b * T + pos) * C, (size_t)C * 4);
@@ -399,12 +407,180 @@ static void test_decode(int B, int T, int C, int NH, int Tmax, int P) {
         }
     }
     check("decode", "attention_decode vs forward rows", shape, relerr_ff(dec, fwd, nd * C), 2e-6);
-    be->kv_fill(kc2, vc2, inp, B, T, Tmax, C, NH);
+    be->kv_fill(kc2, vc2, inp, B, T, Tmax, C, NH, NKV);
     check("decode", "kv_fill+decode cache == kv_fill", shape,
           relerr_ff(kc, kc2, nc) + relerr_ff(vc, vc2, nc), 0.0);
     be->free(inp); be->free(out); be->free(pre); be->free(att);
     be->free(kc); be->free(vc); be->free(kc2); be->free(vc2);
     be->free(qkv); be->free(o1); be->free(dec); be->free(fwd);
+}
+
+/* ========================================================================== */
+/* Llama / Qwen family: RMSNorm, RoPE, SwiGLU                                  */
+
+typedef struct {
+    double *inp, *w, *wout, *out, *rstd;
+    int N, H, C, ld;
+    double eps;
+} RmsCtx;
+
+static double rms_loss(void *p) {
+    RmsCtx *c = p;
+    ref_rmsnorm_forward(c->out, c->rstd, c->inp, c->w, c->N, c->H, c->C, c->ld, c->eps);
+    return dotd(c->wout, c->out, (size_t)c->N * c->ld);
+}
+
+/* N groups of H rows of C, ld apart (ld > H·C leaves gaps that must stay as they are) */
+static void test_rmsnorm(int N, int H, int C, int ld, float eps) {
+    char shape[64];
+    snprintf(shape, sizeof shape, "N=%d,H=%d,C=%d,ld=%d,eps=%g", N, H, C, ld, eps);
+    size_t n = (size_t)N * ld, nr = (size_t)N * H;
+    float *inp = falloc(n), *w = falloc(C), *out = falloc(n), *dout = falloc(n);
+    float *rstd = falloc(nr), *dinp = falloc(n), *dw = falloc(C);
+    fill(inp, n, -2, 2);
+    fill(w, C, 0.5f, 1.5f);
+    fill(dout, n, -1, 1);
+    fill(out, n, 7, 7); /* the gaps keep this */
+    for (int r = 0; r < N; r++) /* gaps carry no gradient into the reference loss */
+        for (int i = H * C; i < ld; i++) dout[(size_t)r * ld + i] = 0.0f;
+    be->rmsnorm_forward(out, rstd, inp, w, N, H, C, ld, eps);
+    be->rmsnorm_backward(dinp, dw, dout, inp, w, rstd, N, H, C, ld);
+
+    RmsCtx c = {to_double(inp, n), to_double(w, C), to_double(dout, n), dalloc(n), dalloc(nr),
+                N, H, C, ld, eps};
+    rms_loss(&c);
+    int gaps_kept = 1;
+    for (int r = 0; r < N; r++)
+        for (int i = H * C; i < ld; i++) {
+            gaps_kept &= out[(size_t)r * ld + i] == 7.0f && dinp[(size_t)r * ld + i] == 0.0f;
+            c.out[(size_t)r * ld + i] = 7.0;
+        }
+    check("rmsnorm", "rmsnorm_forward out", shape, relerr(out, c.out, n), FWD_TOL);
+    check("rmsnorm", "rmsnorm_forward rstd", shape, relerr(rstd, c.rstd, nr), FWD_TOL);
+    check_bool("rmsnorm", "rmsnorm gaps between rows untouched", shape, gaps_kept);
+    grad_check("rmsnorm", "rmsnorm_backward dinp", shape, dinp, c.inp, n, rms_loss, &c);
+    grad_check("rmsnorm", "rmsnorm_backward dweight", shape, dw, c.w, C, rms_loss, &c);
+
+    float *s1 = fcopy(dinp, n), *s1w = fcopy(dw, C);
+    be->rmsnorm_backward(dinp, dw, dout, inp, w, rstd, N, H, C, ld);
+    accum_check("rmsnorm", shape, s1, dinp, n);
+    accum_check("rmsnorm", shape, s1w, dw, C);
+    be->rmsnorm_backward(NULL, NULL, dout, inp, w, rstd, N, H, C, ld); /* NULL gradients are skipped */
+
+    free(s1); free(s1w);
+    free(c.inp); free(c.w); free(c.wout); free(c.out); free(c.rstd);
+    be->free(inp); be->free(w); be->free(out); be->free(dout);
+    be->free(rstd); be->free(dinp); be->free(dw);
+}
+
+typedef struct {
+    double *x, *wout, *out;
+    const float *inv_freq;
+    int B, T, NH, hs, ld, pos0;
+} RopeCtx;
+
+static double rope_loss(void *p) {
+    RopeCtx *c = p;
+    size_t n = (size_t)c->B * c->T * c->ld;
+    memcpy(c->out, c->x, n * sizeof(double));
+    ref_rope_forward(c->out, c->x, c->inv_freq, c->B, c->T, c->NH, c->hs, c->ld, c->pos0);
+    return dotd(c->wout, c->out, n);
+}
+
+/* rope on NH heads at the start of rows of ld (the rest of each row, a v part, is left alone) */
+static void test_rope(int B, int T, int NH, int hs, int ld, int pos0, const RopeScaling *sc) {
+    char shape[64];
+    snprintf(shape, sizeof shape, "B=%d,T=%d,NH=%d,hs=%d,ld=%d,p0=%d%s", B, T, NH, hs, ld, pos0,
+             sc ? ",llama3" : "");
+    size_t n = (size_t)B * T * ld;
+    float *x = falloc(n), *dx = falloc(n), *invf = falloc((size_t)hs / 2);
+    rope_inv_freq(invf, hs, sc ? 500000.0 : 10000.0, sc);
+    fill(x, n, -2, 2);
+    fill(dx, n, -1, 1);
+    float *x0 = fcopy(x, n), *w = fcopy(dx, n);
+    be->rope_forward(x, invf, B, T, NH, hs, ld, pos0);
+    be->rope_backward(dx, invf, B, T, NH, hs, ld, pos0); /* dx ← d(Σ w·rope(x))/dx */
+
+    RopeCtx c = {to_double(x0, n), to_double(w, n), dalloc(n), invf, B, T, NH, hs, ld, pos0};
+    rope_loss(&c);
+    int rest_kept = 1;
+    for (size_t r = 0; r < (size_t)B * T; r++)
+        for (int i = NH * hs; i < ld; i++) rest_kept &= x[r * ld + i] == x0[r * ld + i];
+    check("rope", "rope_forward", shape, relerr(x, c.out, n), FWD_TOL);
+    check_bool("rope", "rope leaves the rest of the row", shape, rest_kept);
+    grad_check("rope", "rope_backward dx", shape, dx, c.x, n, rope_loss, &c);
+    /* backward after forward is the identity (an orthogonal rotation) */
+    be->rope_backward(x, invf, B, T, NH, hs, ld, pos0);
+    check("rope", "rope_backward(rope_forward(x)) == x", shape, relerr_ff(x, x0, n), 1e-6);
+    free(c.x); free(c.wout); free(c.out);
+    free(x0); free(w);
+    be->free(x); be->free(dx); be->free(invf);
+}
+
+/* rope_inv_freq against the formulas in double, computed here independently */
+static void test_rope_inv_freq(void) {
+    enum { HS = 128 };
+    const RopeScaling s = {8.0, 1.0, 4.0, 8192}; /* Llama 3.1 */
+    float plain[HS / 2], scaled[HS / 2];
+    double ref[HS / 2], ref_s[HS / 2], e_plain = 0, e_scaled = 0;
+    int bands[3] = {0, 0, 0}; /* kept, divided by factor, blended */
+    rope_inv_freq(plain, HS, 500000.0, NULL);
+    rope_inv_freq(scaled, HS, 500000.0, &s);
+    for (int i = 0; i < HS / 2; i++) {
+        ref[i] = pow(500000.0, -2.0 * i / HS);
+        double wl = 2.0 * 3.14159265358979323846 / ref[i];
+        if (wl < 8192.0 / 4.0) {
+            ref_s[i] = ref[i];
+            bands[0]++;
+        } else if (wl > 8192.0 / 1.0) {
+            ref_s[i] = ref[i] / 8.0;
+            bands[1]++;
+        } else {
+            double sm = (8192.0 / wl - 1.0) / (4.0 - 1.0);
+            ref_s[i] = (1.0 - sm) * ref[i] / 8.0 + sm * ref[i];
+            bands[2]++;
+        }
+        e_plain = fmax(e_plain, fabs(plain[i] - ref[i]) / ref[i]);
+        e_scaled = fmax(e_scaled, fabs(scaled[i] - ref_s[i]) / ref_s[i]);
+    }
+    /* float32 steps (exponent, pow, divisions) as transformers takes them: a few ulp */
+    check("rope_inv_freq", "rope_inv_freq theta=500000 (max elem)", "hs=128", e_plain, 2e-6);
+    check("rope_inv_freq", "rope_inv_freq llama3 8/1/4/8192 (max elem)", "hs=128", e_scaled, 2e-6);
+    check_bool("rope_inv_freq", "llama3 config spans all three bands", "hs=128",
+               bands[0] > 0 && bands[1] > 0 && bands[2] > 0);
+    check_bool("rope_inv_freq", "inv_freq[0] == 1", "hs=128", plain[0] == 1.0f && scaled[0] == 1.0f);
+}
+
+typedef struct {
+    double *inp, *wout, *out;
+    int N, F;
+} SwigluCtx;
+
+static double swiglu_loss(void *p) {
+    SwigluCtx *c = p;
+    ref_swiglu_forward(c->out, c->inp, c->N, c->F);
+    return dotd(c->wout, c->out, (size_t)c->N * c->F);
+}
+
+static void test_swiglu(int N, int F) {
+    char shape[64];
+    snprintf(shape, sizeof shape, "N=%d,F=%d", N, F);
+    size_t ni = (size_t)N * 2 * F, no = (size_t)N * F;
+    float *inp = falloc(ni), *out = falloc(no), *dout = falloc(no), *dinp = falloc(ni);
+    fill(inp, ni, -6, 6);
+    fill(dout, no, -1, 1);
+    be->swiglu_forward(out, inp, N, F);
+    be->swiglu_backward(dinp, dout, inp, N, F);
+    SwigluCtx c = {to_double(inp, ni), to_double(dout, no), dalloc(no), N, F};
+    swiglu_loss(&c);
+    check("swiglu", "swiglu_forward", shape, relerr(out, c.out, no), FWD_TOL);
+    grad_check("swiglu", "swiglu_backward dinp", shape, dinp, c.inp, ni, swiglu_loss, &c);
+    float *s1 = fcopy(dinp, ni);
+    be->swiglu_backward(dinp, dout, inp, N, F);
+    accum_check("swiglu", shape, s1, dinp, ni);
+    free(s1);
+    free(c.inp); free(c.wout); free(c.out);
+    be->free(inp); be->free(out); be->free(dout); be->free(dinp);
 }
 
 /* ========================================================================== */
@@ -877,16 +1053,40 @@ int main(void) {
     test_residual(97);
     test_residual(500);
 
-    test_attention(2, 5, 12, 3);
-    test_attention(1, 7, 16, 2);
-    test_attention(3, 4, 20, 5);
-    test_attention(2, 9, 64, 2);
+    test_attention(2, 5, 12, 3, 3);
+    test_attention(1, 7, 16, 2, 2);
+    test_attention(3, 4, 20, 5, 5);
+    test_attention(2, 9, 64, 2, 2);
+    test_attention(2, 5, 24, 6, 2); /* grouped-query: 3 query heads per key/value head */
+    test_attention(1, 7, 16, 4, 1); /* multi-query */
+    test_attention(2, 6, 32, 4, 2);
 
-    test_decode(2, 7, 12, 3, 9, 3);
-    test_decode(1, 12, 16, 4, 12, 0);
-    test_decode(3, 5, 24, 2, 8, 4);
-    test_decode(2, 33, 128, 2, 40, 1);
-    test_decode(1, 1100, 8, 2, 1100, 10); /* crosses the decode chunk */
+    test_decode(2, 7, 12, 3, 3, 9, 3);
+    test_decode(1, 12, 16, 4, 4, 12, 0);
+    test_decode(3, 5, 24, 2, 2, 8, 4);
+    test_decode(2, 33, 128, 2, 2, 40, 1);
+    test_decode(1, 1100, 8, 2, 2, 1100, 10); /* crosses the decode chunk */
+    test_decode(2, 9, 24, 6, 2, 11, 3);      /* grouped-query */
+    test_decode(2, 8, 16, 4, 1, 8, 0);       /* multi-query */
+    test_decode(1, 1030, 16, 4, 2, 1040, 2); /* grouped-query across the decode chunk */
+
+    test_rmsnorm(10, 1, 12, 12, 1e-5f);
+    test_rmsnorm(7, 1, 33, 33, 1e-6f);
+    test_rmsnorm(3, 1, 771, 771, 1e-5f);
+    test_rmsnorm(5, 4, 8, 56, 1e-6f);  /* Qwen3 q-norm: 4 heads of 8 in a packed row of 56 */
+    test_rmsnorm(6, 2, 16, 70, 1e-6f); /* k-norm-like: 2 heads, gaps after them */
+
+    const RopeScaling llama31 = {8.0, 1.0, 4.0, 8192};
+    test_rope_inv_freq();
+    test_rope(2, 5, 3, 8, 24, 0, NULL);       /* q heads only */
+    test_rope(2, 6, 6, 16, 128, 0, NULL);     /* q and k heads (4 + 2) of a packed GQA row */
+    test_rope(1, 7, 2, 10, 30, 37, NULL);     /* pos0 > 0, hs/2 odd */
+    test_rope(2, 4, 3, 128, 512, 0, &llama31);
+    test_rope(1, 3, 2, 128, 384, 9000, &llama31); /* pos0 > 0 past the original context */
+
+    test_swiglu(6, 11);
+    test_swiglu(9, 64);
+    test_swiglu(4, 257);
 
     test_encoder(2, 5, 12, 7, 8, 0);
     test_encoder(3, 4, 10, 5, 12, 3);

@@ -61,26 +61,62 @@ typedef struct Backend {
     void (*residual_backward)(float *da, float *db, const float *dout, size_t N);
 
     /* --- attention ---------------------------------------------------- */
-    /* Causal multi-head self-attention over packed QKV.
-     * inp (B, T, 3C): per token [q (NH,hs) | k (NH,hs) | v (NH,hs)], C = NH·hs.
+    /* Causal grouped-query self-attention over packed QKV. NH query heads and
+     * NKV key/value heads (NH % NKV == 0; NKV == NH is multi-head attention),
+     * hs = C / NH, C3 = C + 2·NKV·hs. Query head h reads key/value head
+     * h / (NH / NKV) (transformers' repeat_kv).
+     * inp (B, T, C3): per token [q (NH,hs) | k (NKV,hs) | v (NKV,hs)].
      * out (B, T, C); preatt, att (B, NH, T, T) saved for backward (att = softmax
      * of scaled, causally masked preatt; entries above the diagonal are 0). */
     void (*attention_forward)(float *out, float *preatt, float *att, const float *inp,
-                              int B, int T, int C, int NH);
-    /* dinp (B,T,3C) +=; dpreatt, datt (B,NH,T,T) are scratch (overwritten). */
+                              int B, int T, int C, int NH, int NKV);
+    /* dinp (B,T,C3) +=; dpreatt, datt (B,NH,T,T) are scratch (overwritten). */
     void (*attention_backward)(float *dinp, float *dpreatt, float *datt,
                                const float *dout, const float *inp, const float *att,
-                               int B, int T, int C, int NH);
+                               int B, int T, int C, int NH, int NKV);
     /* KV-cache decode of one new token per sequence at position pos (0-based).
-     * qkv (B, 3C) for the new tokens; kcache, vcache (B, NH, Tmax, hs): the new
+     * qkv (B, C3) for the new tokens; kcache, vcache (B, NKV, Tmax, hs): the new
      * k, v are written at [.., pos, ..] then attended over positions 0..pos.
      * out (B, C). Must equal attention_forward's row `pos` on the same tokens. */
     void (*attention_decode)(float *out, float *kcache, float *vcache, const float *qkv,
-                             int B, int pos, int Tmax, int C, int NH);
+                             int B, int pos, int Tmax, int C, int NH, int NKV);
     /* Fill the cache from a prefix already run through attention_forward:
-     * qkv (B, T, 3C) → kcache, vcache (B, NH, Tmax, hs) positions 0..T-1. */
+     * qkv (B, T, C3) → kcache, vcache (B, NKV, Tmax, hs) positions 0..T-1. */
     void (*kv_fill)(float *kcache, float *vcache, const float *qkv,
-                    int B, int T, int Tmax, int C, int NH);
+                    int B, int T, int Tmax, int C, int NH, int NKV);
+
+    /* --- Llama / Qwen family ------------------------------------------ */
+    /* RMSNorm (transformers' LlamaRMSNorm): y = x · rsqrt(mean(x²) + eps) · weight.
+     * Rows of C floats in a strided layout, so that Qwen3's QK-norm runs on
+     * the heads inside packed per-token rows without copies: N groups of H
+     * rows, row (n, h) at n·ld + h·C (ld ≥ H·C) in inp, out, dout and dinp
+     * alike. A plain (N, C) tensor is H = 1, ld = C; the q heads of a packed
+     * QKV row are H = NH, C = hs, ld = C3 (the k heads: pointers + NH·hs,
+     * H = NKV). weight (C); rstd (N·H) saved per row for the backward. */
+    void (*rmsnorm_forward)(float *out, float *rstd, const float *inp, const float *weight,
+                            int N, int H, int C, int ld, float eps);
+    /* dinp (rows as inp) +=, dweight (C) += */
+    void (*rmsnorm_backward)(float *dinp, float *dweight, const float *dout, const float *inp,
+                             const float *weight, const float *rstd, int N, int H, int C, int ld);
+
+    /* Rotary position embedding, transformers' rotate_half convention (pairs
+     * i and i + hs/2): at position p, for i < hs/2, a = p·inv_freq[i] (float),
+     *   x[i] ← x[i]·cos a − x[i+hs/2]·sin a, x[i+hs/2] ← x[i+hs/2]·cos a + x[i]·sin a.
+     * IN PLACE on x (B, T, ld): heads 0..NH-1 of hs floats at the start of
+     * each row (q and k of a packed QKV row are contiguous: NH + NKV heads,
+     * ld = C3); token t is at position pos0 + t. inv_freq (hs/2) from
+     * rope_inv_freq (nereus/rope.h), in backend memory. */
+    void (*rope_forward)(float *x, const float *inv_freq, int B, int T, int NH, int hs, int ld,
+                         int pos0);
+    /* The transposed rotation, IN PLACE on the gradient dx (same layout):
+     * turns the gradient of the rotated x into that of the unrotated x. */
+    void (*rope_backward)(float *dx, const float *inv_freq, int B, int T, int NH, int hs, int ld,
+                          int pos0);
+
+    /* SwiGLU: inp (N, 2F) per row [gate (F) | up (F)] → out (N, F) =
+     * silu(gate)·up, silu(g) = g / (1 + e^−g). Backward: dinp (N, 2F) +=. */
+    void (*swiglu_forward)(float *out, const float *inp, int N, int F);
+    void (*swiglu_backward)(float *dinp, const float *dout, const float *inp, int N, int F);
 
     /* --- embeddings --------------------------------------------------- */
     /* out (B,T,C) = wte[inp[b,t]] + wpe[t + pos0]; inp (B,T); wte (V,C); wpe (maxT,C) */

@@ -525,7 +525,7 @@ static void gpt_layer_forward(GPT *m, int l, int r0, int n) {
     /* column-parallel: this rank's heads of q, k, v */
     be->matmul_forward(qkv, ln1, m->p[GPT_QKVW] + (size_t)l * 3 * Cl * C, m->p[GPT_QKVB] + l * 3 * Cl, nT, C, 3 * Cl);
     gpt_pp_poll(m);
-    be->attention_forward(atty, preatt, att, qkv, n, T, Cl, NH);
+    be->attention_forward(atty, preatt, att, qkv, n, T, Cl, NH, NH);
     gpt_pp_poll(m);
     /* row-parallel: partial sums over this rank's heads, then the TP sum */
     be->matmul_forward(attproj, atty, m->p[GPT_ATTPROJW] + (size_t)l * C * Cl,
@@ -659,7 +659,7 @@ static void gpt_layer_backward(GPT *m, int l, int r0, int n) {
     be->matmul_backward(s->datty, m->g[GPT_ATTPROJW] + (size_t)l * C * Cl, m->g[GPT_ATTPROJB] + l * C, dres, atty,
                         m->p[GPT_ATTPROJW] + (size_t)l * C * Cl, nT, Cl, C);
     gpt_pp_poll(m);
-    be->attention_backward(s->dqkv, s->dpreatt, s->datt, s->datty, qkv, att, n, T, Cl, NH);
+    be->attention_backward(s->dqkv, s->dpreatt, s->datt, s->datty, qkv, att, n, T, Cl, NH, NH);
     gpt_pp_poll(m);
     be->matmul_backward(s->dln, m->g[GPT_QKVW] + (size_t)l * 3 * Cl * C, m->g[GPT_QKVB] + l * 3 * Cl, s->dqkv, ln1,
                         m->p[GPT_QKVW] + (size_t)l * 3 * Cl * C, nT, C, 3 * Cl);
@@ -800,7 +800,7 @@ void gpt_prefill(GPT *m, const int *tokens, int B, int P, float *logits_out) {
     size_t BTCl = (size_t)B * P * Cl;
     for (int l = 0; l < c->L; l++)
         be->kv_fill(m->kcache + l * gpt_kv_layer(m), m->vcache + l * gpt_kv_layer(m), m->a.qkv + l * BTCl * 3,
-                    B, P, m->Tmax, Cl, m->NHl);
+                    B, P, m->Tmax, Cl, m->NHl, m->NHl);
     gpt_logits_last(m, B, P);
     if (logits_out) be->download(logits_out, m->d_logits, (size_t)B * c->V * sizeof(float));
 }
@@ -830,7 +830,7 @@ void gpt_decode(GPT *m, const int *tok, int B, int pos, float *logits_out) {
         be->matmul_forward(m->d_qkv, m->d_ln, m->p[GPT_QKVW] + (size_t)l * 3 * Cl * C, m->p[GPT_QKVB] + l * 3 * Cl,
                            B, C, 3 * Cl);
         be->attention_decode(m->d_atty, m->kcache + l * gpt_kv_layer(m), m->vcache + l * gpt_kv_layer(m),
-                             m->d_qkv, B, pos, m->Tmax, Cl, NH);
+                             m->d_qkv, B, pos, m->Tmax, Cl, NH, NH);
         be->matmul_forward(m->d_tmp, m->d_atty, m->p[GPT_ATTPROJW] + (size_t)l * C * Cl,
                            gpt_rowpar_bias(m, m->p[GPT_ATTPROJB] + l * C), B, Cl, C);
         gpt_tp_sum(m, m->d_tmp, BC);

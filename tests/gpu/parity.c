@@ -406,14 +406,15 @@ static void check_pointwise(size_t N) {
     pair_free(x); pair_free(y); pair_free(out); pair_free(dx); pair_free(dy);
 }
 
-static void check_attention(int B, int T, int C, int NH) {
+static void check_attention(int B, int T, int C, int NH, int NKV) {
     char nm[128];
-    const size_t nin = (size_t)B * T * 3 * C, natt = (size_t)B * NH * T * T, nout = (size_t)B * T * C;
+    const int hs = C / NH, C3 = C + 2 * NKV * hs;
+    const size_t nin = (size_t)B * T * C3, natt = (size_t)B * NH * T * T, nout = (size_t)B * T * C;
     Pair inp = pair_rand(nin, -1.5f, 1.5f), out = pair_nan(nout);
     Pair pre = pair_nan(natt), att = pair_nan(natt);
-    CPU->attention_forward(out.c, pre.c, att.c, inp.c, B, T, C, NH);
-    GPU->attention_forward(out.g, pre.g, att.g, inp.g, B, T, C, NH);
-    snprintf(nm, sizeof nm, "attention_forward out B%d T%d C%d NH%d", B, T, C, NH);
+    CPU->attention_forward(out.c, pre.c, att.c, inp.c, B, T, C, NH, NKV);
+    GPU->attention_forward(out.g, pre.g, att.g, inp.g, B, T, C, NH, NKV);
+    snprintf(nm, sizeof nm, "attention_forward out B%d T%d C%d NH%d NKV%d", B, T, C, NH, NKV);
     check(nm, out, TOL);
     check("attention_forward preatt", pre, TOL);
     check("attention_forward att", att, TOL);
@@ -429,9 +430,9 @@ static void check_attention(int B, int T, int C, int NH) {
     check_causal_zeros("attention_forward att", att, (size_t)B * NH * T, T);
     Pair dout = pair_rand(nout, -1, 1), dinp = pair_rand(nin, -1, 1);
     Pair dpre = pair_nan(natt), datt = pair_nan(natt);
-    CPU->attention_backward(dinp.c, dpre.c, datt.c, dout.c, inp.c, att.c, B, T, C, NH);
-    GPU->attention_backward(dinp.g, dpre.g, datt.g, dout.g, inp.g, att.g, B, T, C, NH);
-    snprintf(nm, sizeof nm, "attention_backward dinp B%d T%d C%d NH%d", B, T, C, NH);
+    CPU->attention_backward(dinp.c, dpre.c, datt.c, dout.c, inp.c, att.c, B, T, C, NH, NKV);
+    GPU->attention_backward(dinp.g, dpre.g, datt.g, dout.g, inp.g, att.g, B, T, C, NH, NKV);
+    snprintf(nm, sizeof nm, "attention_backward dinp B%d T%d C%d NH%d NKV%d", B, T, C, NH, NKV);
     check(nm, dinp, TOL);
     check("attention_backward dpreatt", dpre, TOL);
     check("attention_backward datt", datt, TOL);
@@ -439,30 +440,30 @@ static void check_attention(int B, int T, int C, int NH) {
     check_causal_zeros("attention_backward datt", datt, (size_t)B * NH * T, T);
 
     /* KV cache: fill from the first T-1 tokens, decode token T-1 at pos T-1 */
-    const int Tmax = T + 9, hs = C / NH, pos = T - 1;
-    const size_t ncache = (size_t)B * NH * Tmax * hs;
+    const int Tmax = T + 9, pos = T - 1;
+    const size_t ncache = (size_t)B * NKV * Tmax * hs;
     Pair kc = pair_nan(ncache), vc = pair_nan(ncache);
-    /* prefix qkv (B, T-1, 3C) and the new token's qkv (B, 3C), cut from inp */
+    /* prefix qkv (B, T-1, C3) and the new token's qkv (B, C3), cut from inp */
     float *h = nr_xmalloc(nin * sizeof(float));
     CPU->download(h, inp.c, nin * sizeof(float));
-    float *hp = nr_xmalloc(nin * sizeof(float)), *hq = nr_xmalloc((size_t)B * 3 * C * sizeof(float));
+    float *hp = nr_xmalloc(nin * sizeof(float)), *hq = nr_xmalloc((size_t)B * C3 * sizeof(float));
     for (int b = 0; b < B; b++) {
-        memcpy(hp + (size_t)b * pos * 3 * C, h + (size_t)b * T * 3 * C, (size_t)pos * 3 * C * sizeof(float));
-        memcpy(hq + (size_t)b * 3 * C, h + ((size_t)b * T + pos) * 3 * C, (size_t)3 * C * sizeof(float));
+        memcpy(hp + (size_t)b * pos * C3, h + (size_t)b * T * C3, (size_t)pos * C3 * sizeof(float));
+        memcpy(hq + (size_t)b * C3, h + ((size_t)b * T + pos) * C3, (size_t)C3 * sizeof(float));
     }
-    Pair pref = pair_from(hp, (size_t)B * pos * 3 * C), q = pair_from(hq, (size_t)B * 3 * C);
-    CPU->kv_fill(kc.c, vc.c, pref.c, B, pos, Tmax, C, NH);
-    GPU->kv_fill(kc.g, vc.g, pref.g, B, pos, Tmax, C, NH);
+    Pair pref = pair_from(hp, (size_t)B * pos * C3), q = pair_from(hq, (size_t)B * C3);
+    CPU->kv_fill(kc.c, vc.c, pref.c, B, pos, Tmax, C, NH, NKV);
+    GPU->kv_fill(kc.g, vc.g, pref.g, B, pos, Tmax, C, NH, NKV);
     Pair dec = pair_nan((size_t)B * C);
-    CPU->attention_decode(dec.c, kc.c, vc.c, q.c, B, pos, Tmax, C, NH);
-    GPU->attention_decode(dec.g, kc.g, vc.g, q.g, B, pos, Tmax, C, NH);
+    CPU->attention_decode(dec.c, kc.c, vc.c, q.c, B, pos, Tmax, C, NH, NKV);
+    GPU->attention_decode(dec.g, kc.g, vc.g, q.g, B, pos, Tmax, C, NH, NKV);
     snprintf(nm, sizeof nm, "attention_decode out B%d pos%d Tmax%d", B, pos, Tmax);
     check(nm, dec, TOL);
     /* cache positions 0..pos of every (b, h) */
-    int *keep = nr_xcalloc((size_t)B * NH * Tmax, sizeof(int));
-    for (size_t r = 0; r < (size_t)B * NH * Tmax; r++) keep[r] = (int)(r % Tmax) <= pos;
-    check_rows("kv_fill + decode kcache", kc, (size_t)B * NH * Tmax, hs, keep, 0.0);
-    check_rows("kv_fill + decode vcache", vc, (size_t)B * NH * Tmax, hs, keep, 0.0);
+    int *keep = nr_xcalloc((size_t)B * NKV * Tmax, sizeof(int));
+    for (size_t r = 0; r < (size_t)B * NKV * Tmax; r++) keep[r] = (int)(r % Tmax) <= pos;
+    check_rows("kv_fill + decode kcache", kc, (size_t)B * NKV * Tmax, hs, keep, 0.0);
+    check_rows("kv_fill + decode vcache", vc, (size_t)B * NKV * Tmax, hs, keep, 0.0);
     /* decode must equal the forward's row pos (GPU against GPU) */
     float *fo = nr_xmalloc(nout * sizeof(float)), *dg = nr_xmalloc((size_t)B * C * sizeof(float));
     GPU->download(fo, out.g, nout * sizeof(float));
@@ -490,14 +491,14 @@ static void check_attention(int B, int T, int C, int NH) {
  * before the launch; pos 51199 fills that 200 KiB limit exactly. The caches
  * are random (B, NH, Tmax, hs) arrays uploaded to both backends: no T²
  * buffer and no prefix forward (kv_fill is checked in check_attention). */
-static void check_decode_long(int B, int C, int NH, int pos) {
+static void check_decode_long(int B, int C, int NH, int NKV, int pos) {
     char nm[160];
     const int Tmax = pos + 9, hs = C / NH;
-    const size_t ncache = (size_t)B * NH * Tmax * hs;
+    const size_t ncache = (size_t)B * NKV * Tmax * hs;
     Pair kc = pair_rand(ncache, -1.5f, 1.5f), vc = pair_rand(ncache, -1.5f, 1.5f);
-    Pair q = pair_rand((size_t)B * 3 * C, -1.5f, 1.5f), dec = pair_nan((size_t)B * C);
-    CPU->attention_decode(dec.c, kc.c, vc.c, q.c, B, pos, Tmax, C, NH);
-    GPU->attention_decode(dec.g, kc.g, vc.g, q.g, B, pos, Tmax, C, NH);
+    Pair q = pair_rand((size_t)B * (C + 2 * NKV * hs), -1.5f, 1.5f), dec = pair_nan((size_t)B * C);
+    CPU->attention_decode(dec.c, kc.c, vc.c, q.c, B, pos, Tmax, C, NH, NKV);
+    GPU->attention_decode(dec.g, kc.g, vc.g, q.g, B, pos, Tmax, C, NH, NKV);
     /* out = Σ att·v over pos + 1 terms, summed serially in fp32 on both sides
      * (the GPU one thread per channel, the CPU per chunk, rescaled), so their
      * rounding grows like 2^-24·√(pos + 1) relative to out. TOL up to pos
@@ -509,12 +510,79 @@ static void check_decode_long(int B, int C, int NH, int pos) {
     const double tol = TOL * fmax(1.0, sqrt((pos + 1) / 1024.0));
     long bad = 0;
     double err = pair_rel_err(dec, &bad);
-    snprintf(nm, sizeof nm, "attention_decode out B%d pos%d Tmax%d C%d NH%d (%zu B smem)%s", B, pos, Tmax, C, NH,
-             (size_t)(pos + 1) * sizeof(float), bad ? " (non-finite)" : "");
+    snprintf(nm, sizeof nm, "attention_decode out B%d pos%d Tmax%d C%d NH%d NKV%d (%zu B smem)%s", B, pos, Tmax, C,
+             NH, NKV, (size_t)(pos + 1) * sizeof(float), bad ? " (non-finite)" : "");
     verdict(nm, bad == 0 && err <= tol, "rel err %.2e (tol %.1e)", err, tol);
     check("attention_decode kcache (pos written, rest kept)", kc, 0.0);
     check("attention_decode vcache (pos written, rest kept)", vc, 0.0);
     pair_free(kc); pair_free(vc); pair_free(q); pair_free(dec);
+}
+
+/* RMSNorm on N groups of H rows of C, ld apart (backend.h): H = 1, ld = C is
+ * a plain (N, C) tensor, H > 1 the heads of packed QKV rows (Qwen3's QK-norm).
+ * ld is a multiple of C here, so the buffer is rows of C: those of the layout
+ * are compared, the gaps between them start as NaN and must stay NaN. */
+static void check_rmsnorm(int N, int H, int C, int ld) {
+    char nm[128];
+    const size_t n = (size_t)N * ld, rows = n / C;
+    Pair inp = pair_rand(n, -2, 3), w = pair_rand(C, 0.5f, 1.5f), out = pair_nan(n), rstd = pair_nan((size_t)N * H);
+    CPU->rmsnorm_forward(out.c, rstd.c, inp.c, w.c, N, H, C, ld, 1e-6f);
+    GPU->rmsnorm_forward(out.g, rstd.g, inp.g, w.g, N, H, C, ld, 1e-6f);
+    int *keep = nr_xcalloc(rows, sizeof(int));
+    for (size_t r = 0; r < rows; r++) keep[r] = (int)(r % (size_t)(ld / C)) < H;
+    snprintf(nm, sizeof nm, "rmsnorm_forward out N%d H%d C%d ld%d", N, H, C, ld);
+    check_rows(nm, out, rows, C, keep, TOL);
+    float *hg = nr_xmalloc(n * sizeof(float));
+    GPU->download(hg, out.g, n * sizeof(float));
+    long written = 0;
+    for (size_t j = 0; j < n; j++) written += !keep[j / C] && !isnan(hg[j]);
+    verdict("rmsnorm_forward leaves the gaps between rows", written == 0, "%.0f written", (double)written, 0);
+    check("rmsnorm_forward rstd", rstd, TOL);
+    Pair dout = pair_rand(n, -1, 1), dinp = pair_rand(n, -1, 1), dw = pair_rand(C, -1, 1);
+    CPU->rmsnorm_backward(dinp.c, dw.c, dout.c, inp.c, w.c, rstd.c, N, H, C, ld);
+    GPU->rmsnorm_backward(dinp.g, dw.g, dout.g, inp.g, w.g, rstd.g, N, H, C, ld);
+    snprintf(nm, sizeof nm, "rmsnorm_backward dinp N%d H%d C%d ld%d", N, H, C, ld);
+    check(nm, dinp, TOL);
+    check("rmsnorm_backward dweight", dw, TOL);
+    free(keep);
+    free(hg);
+    pair_free(inp); pair_free(w); pair_free(out); pair_free(rstd);
+    pair_free(dout); pair_free(dinp); pair_free(dw);
+}
+
+/* RoPE in place on NH heads at the start of rows of ld, positions pos0 + t;
+ * inv_freq random in (1e-4, 1] with inv_freq[0] = 1, so that angles reach pos0 */
+static void check_rope(int B, int T, int NH, int hs, int ld, int pos0) {
+    char nm[128];
+    const size_t n = (size_t)B * T * ld;
+    float *hf = h_rand((size_t)hs / 2, 1e-4f, 1.0f);
+    hf[0] = 1.0f;
+    Pair invf = pair_from(hf, (size_t)hs / 2), x = pair_rand(n, -2, 2), dx = pair_rand(n, -1, 1);
+    CPU->rope_forward(x.c, invf.c, B, T, NH, hs, ld, pos0);
+    GPU->rope_forward(x.g, invf.g, B, T, NH, hs, ld, pos0);
+    snprintf(nm, sizeof nm, "rope_forward B%d T%d NH%d hs%d ld%d pos0 %d", B, T, NH, hs, ld, pos0);
+    check(nm, x, TOL);
+    CPU->rope_backward(dx.c, invf.c, B, T, NH, hs, ld, pos0);
+    GPU->rope_backward(dx.g, invf.g, B, T, NH, hs, ld, pos0);
+    snprintf(nm, sizeof nm, "rope_backward B%d T%d NH%d hs%d ld%d pos0 %d", B, T, NH, hs, ld, pos0);
+    check(nm, dx, TOL);
+    free(hf);
+    pair_free(invf); pair_free(x); pair_free(dx);
+}
+
+static void check_swiglu(int N, int F) {
+    char nm[128];
+    Pair inp = pair_rand((size_t)N * 2 * F, -8, 8), out = pair_nan((size_t)N * F);
+    CPU->swiglu_forward(out.c, inp.c, N, F);
+    GPU->swiglu_forward(out.g, inp.g, N, F);
+    snprintf(nm, sizeof nm, "swiglu_forward N%d F%d", N, F);
+    check(nm, out, TOL);
+    Pair dout = pair_rand((size_t)N * F, -1, 1), dinp = pair_rand((size_t)N * 2 * F, -1, 1);
+    CPU->swiglu_backward(dinp.c, dout.c, inp.c, N, F);
+    GPU->swiglu_backward(dinp.g, dout.g, inp.g, N, F);
+    snprintf(nm, sizeof nm, "swiglu_backward dinp N%d F%d", N, F);
+    check(nm, dinp, TOL);
+    pair_free(inp); pair_free(out); pair_free(dout); pair_free(dinp);
 }
 
 /* TF32 must take effect. The random TF32 matmuls pass TOL_TF32 whether or not
@@ -1037,12 +1105,24 @@ int main(int argc, char **argv) {
     check_layernorm(100, 768);
     check_layernorm(37, 50);
     check_pointwise(100003);
-    check_attention(2, 37, 96, 4);
-    check_attention(2, 64, 768, 12);
-    check_attention(1, 300, 64, 2);
-    check_decode_long(2, 128, 2, 1500);   /* the CPU's chunked softmax */
-    check_decode_long(2, 128, 2, 12400);  /* over 48 KiB of shared memory */
-    check_decode_long(1, 128, 2, 51199);  /* the 200 KiB limit */
+    check_attention(2, 37, 96, 4, 4);
+    check_attention(2, 64, 768, 12, 12);
+    check_attention(1, 300, 64, 2, 2);
+    check_attention(2, 37, 96, 6, 2);     /* grouped-query, 3 query heads per key/value head */
+    check_attention(2, 64, 512, 8, 1);    /* multi-query */
+    check_decode_long(2, 128, 2, 2, 1500);   /* the CPU's chunked softmax */
+    check_decode_long(2, 128, 2, 2, 12400);  /* over 48 KiB of shared memory */
+    check_decode_long(1, 128, 2, 2, 51199);  /* the 200 KiB limit */
+    check_decode_long(2, 256, 8, 2, 1500);   /* grouped-query */
+    check_rmsnorm(100, 1, 768, 768);
+    check_rmsnorm(37, 1, 50, 50);
+    check_rmsnorm(33, 8, 64, 1024);  /* q-norm: 8 heads of 64 in a packed GQA row (8 + 2·4 heads) */
+    check_rmsnorm(33, 4, 64, 384);   /* k-norm-like, gaps after the heads */
+    check_rope(2, 37, 12, 64, 1024, 0);   /* q and k heads (8 + 4) of a packed GQA row */
+    check_rope(3, 5, 4, 128, 640, 9000);  /* decode-like, far positions */
+    check_rope(1, 7, 3, 10, 40, 3);       /* hs/2 odd */
+    check_swiglu(64, 768);
+    check_swiglu(7, 1001);
     check_encoder(3, 17, 96, 50, 32, 5);
     check_encoder(4, 64, 768, 50257, 1024, 0);
     check_logprob(7, 100, 1, 0);

@@ -5,8 +5,11 @@
  * token per sequence over positions 0..pos. Every inner loop runs over hs
  * contiguous floats (a q·k dot product or a v axpy), which gcc vectorises.
  *
- * Layouts: inp (B, T, 3C) per token [q (NH,hs) | k (NH,hs) | v (NH,hs)];
- * preatt, att, dpreatt, datt (B, NH, T, T); kcache, vcache (B, NH, Tmax, hs).
+ * Grouped-query attention: NKV key/value heads serve NH query heads, query
+ * head h reading key/value head h / (NH/NKV); NKV == NH is multi-head
+ * attention. Layouts: inp (B, T, C3), C3 = C + 2·NKV·hs, per token
+ * [q (NH,hs) | k (NKV,hs) | v (NKV,hs)]; preatt, att, dpreatt, datt
+ * (B, NH, T, T); kcache, vcache (B, NKV, Tmax, hs).
  * The softmax backward uses dpreatt = att·(datt − Σ att·datt), O(T) per row
  * instead of llm.c's O(T²) double loop.
  */
@@ -20,8 +23,8 @@
 #define DECODE_CHUNK 1024
 
 static void cpu_attention_forward(float *out, float *preatt, float *att, const float *inp,
-                                  int B, int T, int C, int NH) {
-    const int C3 = 3 * C, hs = C / NH;
+                                  int B, int T, int C, int NH, int NKV) {
+    const int hs = C / NH, C3 = C + 2 * NKV * hs, G = NH / NKV;
     const float scale = 1.0f / sqrtf((float)hs);
 #pragma omp parallel for collapse(3) schedule(static) if ((size_t)B * NH * T * T * hs >= CPU_OMP_MIN)
     for (int b = 0; b < B; b++)
@@ -33,7 +36,7 @@ static void cpu_attention_forward(float *out, float *preatt, float *att, const f
                 /* scores against keys 0..t, and their maximum */
                 float maxv = -INFINITY;
                 for (int t2 = 0; t2 <= t; t2++) {
-                    const float *k = inp + ((size_t)b * T + t2) * C3 + C + h * hs;
+                    const float *k = inp + ((size_t)b * T + t2) * C3 + C + h / G * hs;
                     float s = cpu_dot(q, k, hs) * scale;
                     pre[t2] = s;
                     if (s > maxv) maxv = s;
@@ -51,7 +54,7 @@ static void cpu_attention_forward(float *out, float *preatt, float *att, const f
                 float *o = out + ((size_t)b * T + t) * C + h * hs;
                 memset(o, 0, (size_t)hs * sizeof(float));
                 for (int t2 = 0; t2 <= t; t2++) {
-                    const float *v = inp + ((size_t)b * T + t2) * C3 + 2 * C + h * hs;
+                    const float *v = inp + ((size_t)b * T + t2) * C3 + C + (NKV + h / G) * hs;
                     cpu_axpy(o, a[t2], v, hs);
                 }
             }
@@ -59,74 +62,79 @@ static void cpu_attention_forward(float *out, float *preatt, float *att, const f
 
 static void cpu_attention_backward(float *dinp, float *dpreatt, float *datt,
                                    const float *dout, const float *inp, const float *att,
-                                   int B, int T, int C, int NH) {
-    const int C3 = 3 * C, hs = C / NH;
+                                   int B, int T, int C, int NH, int NKV) {
+    const int hs = C / NH, C3 = C + 2 * NKV * hs, G = NH / NKV;
     const float scale = 1.0f / sqrtf((float)hs);
-    /* parallel over (b, h): each owns its head's slice of dinp at every token and
-     * walks t in increasing order, so the result is bit-identical to the serial loop */
+    /* parallel over (b, key/value head): each owns that head's slice of dk, dv
+     * and its query heads' dq at every token, and walks its query heads, then
+     * t, in increasing order, so the result is bit-identical to the serial loop */
 #pragma omp parallel for collapse(2) schedule(static) if ((size_t)B * NH * T * T * hs >= CPU_OMP_MIN)
     for (int b = 0; b < B; b++)
-        for (int h = 0; h < NH; h++)
-            for (int t = 0; t < T; t++) {
-                const size_t row = (((size_t)b * NH + h) * T + t) * T;
-                const float *a = att + row;
-                float *da = datt + row;
-                float *dp = dpreatt + row;
-                const float *dy = dout + ((size_t)b * T + t) * C + h * hs;
-                const float *q = inp + ((size_t)b * T + t) * C3 + h * hs;
-                float *dq = dinp + ((size_t)b * T + t) * C3 + h * hs;
+        for (int kh = 0; kh < NKV; kh++)
+            for (int h = kh * G; h < (kh + 1) * G; h++)
+                for (int t = 0; t < T; t++) {
+                    const size_t row = (((size_t)b * NH + h) * T + t) * T;
+                    const float *a = att + row;
+                    float *da = datt + row;
+                    float *dp = dpreatt + row;
+                    const float *dy = dout + ((size_t)b * T + t) * C + h * hs;
+                    const float *q = inp + ((size_t)b * T + t) * C3 + h * hs;
+                    float *dq = dinp + ((size_t)b * T + t) * C3 + h * hs;
 
-                /* out = Σ att·v: datt = dy·v, dv += att·dy */
-                float dot = 0.0f;
-                for (int t2 = 0; t2 <= t; t2++) {
-                    const size_t tok = ((size_t)b * T + t2) * C3 + 2 * C + h * hs;
-                    da[t2] = cpu_dot(inp + tok, dy, hs);
-                    cpu_axpy(dinp + tok, a[t2], dy, hs);
-                    dot += a[t2] * da[t2];
+                    /* out = Σ att·v: datt = dy·v, dv += att·dy */
+                    float dot = 0.0f;
+                    for (int t2 = 0; t2 <= t; t2++) {
+                        const size_t tok = ((size_t)b * T + t2) * C3 + C + (NKV + kh) * hs;
+                        da[t2] = cpu_dot(inp + tok, dy, hs);
+                        cpu_axpy(dinp + tok, a[t2], dy, hs);
+                        dot += a[t2] * da[t2];
+                    }
+                    /* softmax: dpre = att·(datt − Σ att·datt) */
+                    for (int t2 = 0; t2 <= t; t2++) dp[t2] = a[t2] * (da[t2] - dot);
+                    for (int t2 = t + 1; t2 < T; t2++) da[t2] = dp[t2] = 0.0f;
+                    /* pre = scale·q·k: dq += scale·dpre·k, dk += scale·dpre·q */
+                    for (int t2 = 0; t2 <= t; t2++) {
+                        const size_t tok = ((size_t)b * T + t2) * C3 + C + kh * hs;
+                        float g = dp[t2] * scale;
+                        cpu_axpy(dq, g, inp + tok, hs);
+                        cpu_axpy(dinp + tok, g, q, hs);
+                    }
                 }
-                /* softmax: dpre = att·(datt − Σ att·datt) */
-                for (int t2 = 0; t2 <= t; t2++) dp[t2] = a[t2] * (da[t2] - dot);
-                for (int t2 = t + 1; t2 < T; t2++) da[t2] = dp[t2] = 0.0f;
-                /* pre = scale·q·k: dq += scale·dpre·k, dk += scale·dpre·q */
-                for (int t2 = 0; t2 <= t; t2++) {
-                    const size_t tok = ((size_t)b * T + t2) * C3 + C + h * hs;
-                    float g = dp[t2] * scale;
-                    cpu_axpy(dq, g, inp + tok, hs);
-                    cpu_axpy(dinp + tok, g, q, hs);
-                }
-            }
 }
 
-/* kcache, vcache (B, NH, Tmax, hs) positions 0..T-1 ← k, v of qkv (B, T, 3C) */
+/* kcache, vcache (B, NKV, Tmax, hs) positions 0..T-1 ← k, v of qkv (B, T, C3) */
 static void cpu_kv_fill(float *kcache, float *vcache, const float *qkv,
-                        int B, int T, int Tmax, int C, int NH) {
-    const int C3 = 3 * C, hs = C / NH;
+                        int B, int T, int Tmax, int C, int NH, int NKV) {
+    const int hs = C / NH, C3 = C + 2 * NKV * hs;
     for (int b = 0; b < B; b++)
-        for (int h = 0; h < NH; h++)
+        for (int h = 0; h < NKV; h++)
             for (int t = 0; t < T; t++) {
-                const float *src = qkv + ((size_t)b * T + t) * C3 + h * hs;
-                size_t dst = (((size_t)b * NH + h) * Tmax + t) * hs;
-                memcpy(kcache + dst, src + C, (size_t)hs * sizeof(float));
-                memcpy(vcache + dst, src + 2 * C, (size_t)hs * sizeof(float));
+                const float *src = qkv + ((size_t)b * T + t) * C3 + C + h * hs;
+                size_t dst = (((size_t)b * NKV + h) * Tmax + t) * hs;
+                memcpy(kcache + dst, src, (size_t)hs * sizeof(float));
+                memcpy(vcache + dst, src + NKV * hs, (size_t)hs * sizeof(float));
             }
 }
 
-/* One new token per sequence at position pos: qkv (B, 3C) → out (B, C). The
+/* One new token per sequence at position pos: qkv (B, C3) → out (B, C). The
  * scores of a chunk of positions sit in a stack buffer; if a later chunk
  * raises the running maximum, the partial sum and output are rescaled. For
  * pos < DECODE_CHUNK this is the forward's computation in one pass. */
 static void cpu_attention_decode(float *out, float *kcache, float *vcache, const float *qkv,
-                                 int B, int pos, int Tmax, int C, int NH) {
-    const int C3 = 3 * C, hs = C / NH;
+                                 int B, int pos, int Tmax, int C, int NH, int NKV) {
+    const int hs = C / NH, C3 = C + 2 * NKV * hs, G = NH / NKV;
     const float scale = 1.0f / sqrtf((float)hs);
     float s[DECODE_CHUNK];
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++) {
             const float *q = qkv + (size_t)b * C3 + h * hs;
-            float *kc = kcache + ((size_t)b * NH + h) * Tmax * hs;
-            float *vc = vcache + ((size_t)b * NH + h) * Tmax * hs;
-            memcpy(kc + (size_t)pos * hs, q + C, (size_t)hs * sizeof(float));
-            memcpy(vc + (size_t)pos * hs, q + 2 * C, (size_t)hs * sizeof(float));
+            const float *knew = qkv + (size_t)b * C3 + C + h / G * hs;
+            float *kc = kcache + ((size_t)b * NKV + h / G) * Tmax * hs;
+            float *vc = vcache + ((size_t)b * NKV + h / G) * Tmax * hs;
+            if (h % G == 0) { /* the group's first query head stores its k, v */
+                memcpy(kc + (size_t)pos * hs, knew, (size_t)hs * sizeof(float));
+                memcpy(vc + (size_t)pos * hs, knew + NKV * hs, (size_t)hs * sizeof(float));
+            }
 
             float *o = out + (size_t)b * C + h * hs;
             memset(o, 0, (size_t)hs * sizeof(float));

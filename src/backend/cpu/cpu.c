@@ -1,6 +1,6 @@
 /* cpu.c — assembles the CPU backend: one Backend struct, filled once by the
  * cpu_register_* function of each file (memory, dense, norm, attention,
- * embed, heads, ppo_loss, adamw) and returned by backend_cpu(). The CPU
+ * llama, embed, heads, ppo_loss, adamw) and returned by backend_cpu(). The CPU
  * backend is the oracle every other backend is checked against
  * (tests/test_backend_grad.c checks it against double-precision references).
  */
@@ -19,6 +19,7 @@ const Backend *backend_cpu(void) {
         cpu_register_dense(&be);
         cpu_register_norm(&be);
         cpu_register_attention(&be);
+        cpu_register_llama(&be);
         cpu_register_embed(&be);
         cpu_register_heads(&be);
         cpu_register_ppo(&be);

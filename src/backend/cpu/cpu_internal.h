@@ -22,6 +22,7 @@ void cpu_register_memory(Backend *be);
 void cpu_register_dense(Backend *be);
 void cpu_register_norm(Backend *be);
 void cpu_register_attention(Backend *be);
+void cpu_register_llama(Backend *be);
 void cpu_register_embed(Backend *be);
 void cpu_register_heads(Backend *be);
 void cpu_register_ppo(Backend *be);
