@@ -6,7 +6,7 @@
 # instead of busy-polling, shared-memory transfers without CMA single-copy
 # (3-4x faster point-to-point here) in fragments of 128 KiB rather than 32
 # (re-cuts 7-15% faster, a step of the wide model with TP and DP 4% faster;
-# README, Performance), and one BLAS thread per rank.
+# docs/PERFORMANCE.md), and one BLAS thread per rank.
 set -euo pipefail
 np=1
 if [ "${1:-}" = "-np" ] || [ "${1:-}" = "-n" ]; then np="$2"; shift 2; fi

@@ -14,10 +14,9 @@
  * wait is under COMM_IDLE_S, and to 2 ms after (a rank idle for that long
  * costs a wake-up every 2 ms). Open MPI's own blocking waits busy-poll,
  * which on an oversubscribed machine (8 ranks on 2 cores in tests) steals
- * the core from the rank that has work. Measured on 8 ranks of 2 cores
- * (README, performance): the PPO step 2.5-5x faster than with the earlier
- * sleep-only back-off (10 µs to 1 ms), which stalled every message of a
- * group larger than the cores by up to a millisecond.
+ * the core from the rank that has work. A sleep-only back-off (10 µs to
+ * 1 ms) stalls every message of a group larger than the cores by up to a
+ * millisecond: on 8 ranks of 2 cores the PPO step is 2.5-5x slower with it.
  *
  * A large operation on host memory is cut into pieces of 256 KiB, 16 in
  * flight, and each finished piece counts as progress, so that the waiter

@@ -230,22 +230,20 @@ void comm_group_split(MPI_Comm parent, int color, int key, MPI_Comm c)
 /* ---- host memory: the MPI path ------------------------------------------------ */
 
 /* Large transfers in pieces. MPI_Test on one request says nothing until the
- * whole operation is done, so a wait that was moving a large buffer looked
- * idle to the waiter, which backed off to 2 ms sleeps; and Open MPI moves
+ * whole operation is done, so a wait that is moving a large buffer looks
+ * idle to the waiter, which would back off to 2 ms sleeps; and Open MPI moves
  * shared-memory fragments and the rounds of a non-blocking collective only
- * inside MPI calls, so every rank's sleeps stalled it. On 8 ranks of 2 cores
- * the gradient all-reduce of a 4-layer 256-wide model over dp8 (14 MB) took
- * seconds, and a PPO step 30 s, of which the cores were busy 4 (2026-12-03,
- * README). So each operation here is cut into pieces of COMM_PIECE_BYTES
+ * inside MPI calls, so every rank's sleeps stall it (on 8 ranks of 2 cores,
+ * a 14 MB gradient all-reduce over dp8 left the cores idle for most of a
+ * step). So each operation here is cut into pieces of COMM_PIECE_BYTES
  * (within the caller's chunk), up to COMM_PIECES_IN_FLIGHT started at once
  * (collectives in the same order on every rank, messages in order), and a
  * piece that completes is progress: the waiter goes back to yielding. It
  * sleeps only when no piece finished for COMM_YIELD_S, i.e. when the peers
- * are not there yet. The sizes, measured on that all-reduce (training
- * phase of a dp8 step; 2 ranks: 1.3 s): one piece 29 s, 4 MiB x 2 in
- * flight 15 s, 1 MiB x 1 9 s, 1 MiB x 8 3.4-4.6 s, 256 KiB x 16 2.6-2.8 s,
- * 128 and 64 KiB x 32 2.5-2.9 s; Open MPI's blocking MPI_Allreduce, which
- * polls without ever sleeping, 2.8-2.9 s. */
+ * are not there yet. The sizes are the fastest tried on that all-reduce
+ * (larger pieces, or fewer in flight, are up to 10x slower; smaller ones
+ * gain nothing), as fast as Open MPI's blocking MPI_Allreduce, which polls
+ * without ever sleeping. */
 #define COMM_PIECE_BYTES ((size_t)256 << 10)
 #define COMM_PIECES_IN_FLIGHT 16
 

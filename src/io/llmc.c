@@ -28,8 +28,7 @@
 #define LLMC_FP32 3
 
 /* −1 with why when out names the input file itself (another path to the same file included): writing it
- * would destroy what is being converted (until 2026-12-04 `export-llmc ck.h5 ck.h5` replaced the checkpoint
- * with its export) */
+ * would destroy what is being converted */
 static int same_file(const char *in, const char *out, char *why, size_t len) {
     struct stat a, b;
     if (stat(in, &a) != 0 || stat(out, &b) != 0 || a.st_dev != b.st_dev || a.st_ino != b.st_ino) return 0;

@@ -4,7 +4,7 @@
 # there. On the build machine, once:
 #
 #   make USE_CUDA=1 -j2 bin/nereus bin/nereus-trace build/tests/gpu/parity build/bench/bench_step
-#   ../shared/gpu/runtime-pack.sh .rt bin/nereus build/tests/gpu/parity build/bench/bench_step
+#   tests/gpu/runtime-pack.sh .rt bin/nereus build/tests/gpu/parity build/bench/bench_step
 #
 # (.rt, bin and build are git-ignored; about 35 MiB with the tree, under the 64 MiB a call carries), then one
 # device call, with time left over for a second:
