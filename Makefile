@@ -1,22 +1,43 @@
 # Nereus — build.
 #
-#   make          build bin/nereus (and the tools) with what is installed
+#   make          bin/nereus and the tools bin/nereus-* (needs neither g++ nor python3)
+#   make tests    the test programs (build/tests/)
+#   make benches  the benchmark programs (build/bench/)
+#   make emulator the CUDA kernels emulated on the CPU (build/tests/gpu/emu/; needs g++ and python3)
 #   make deps     install the missing Debian packages (as root), or print the command
 #   make run      deps + build + the tiny PPO deck on one rank
-#   make test     deps + build + every test (last line: "N passed, N failed")
-#   make bench    deps + build + benchmarks (table on stdout, build/bench.txt)
+#   make test     deps + everything above + every test (last line: "N passed, N failed"; docs/TESTING.md)
+#   make bench    deps + everything above + benchmarks (table on stdout, build/bench.txt)
 #
-# Options: USE_CUDA=auto|0|1 (cuda/cuda.mk), USE_PAPI=auto|0|1,
-# USE_HDF5=auto|0|1, ARCH=<gcc -march flags>, NP=<ranks for make run>, V=1.
+# Options (docs/BUILDING.md: building on a cluster):
+#   ARCH=<flags>      the target CPU; default -march=x86-64-v3 on x86_64 (-march=haswell where the
+#                     compiler lacks it), -mcpu=native on aarch64 (GH200's Grace), none elsewhere
+#   CFLAGS=<flags>    added after the project's flags (CFLAGS=-O0 wins over -O3); LDFLAGS likewise
+#   HDF5_DIR=<dir>    a parallel HDF5 under <dir>/include and <dir>/lib instead of pkg-config's
+#   BLAS_LIBS=<libs>  another BLAS (with BLAS_CFLAGS=<flags> for its cblas.h) instead of pkg-config's OpenBLAS
+#   USE_CUDA=auto|0|1 (cuda/cuda.mk), USE_PAPI=auto|0|1, USE_HDF5=auto|0|1, NP=<ranks for make run>, V=1.
 # Changing an option rebuilds what it affects (objects depend on build/.flags).
 
 SHELL := /bin/bash
 .DEFAULT_GOAL := all
 CC := mpicc
-ARCH ?= -march=x86-64-v3
-CFLAGS ?= -O3 $(ARCH) -g
-CFLAGS += -fopenmp -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Wall -Wextra -Werror -Wno-unused-parameter \
-          -Iinclude -MMD -MP
+# the target CPU: x86-64-v3 (AVX2, FMA) on x86_64 where the compiler knows the name, else the same ISA by its
+# first CPU; the build machine's own on aarch64 (Grace on GH200 nodes: build on a compute node)
+ifeq ($(origin ARCH),undefined)
+  MACHINE := $(shell uname -m)
+  ifeq ($(MACHINE),x86_64)
+    ARCH := $(shell echo 'int x;' | $(CC) -march=x86-64-v3 -x c -c -o /dev/null - 2>/dev/null && echo -march=x86-64-v3 || echo -march=haswell)
+  else ifeq ($(MACHINE),aarch64)
+    ARCH := -mcpu=native
+  else
+    ARCH :=
+  endif
+endif
+# The project's flags; CFLAGS and LDFLAGS (command line or environment) come after them on every command.
+NEREUS_CFLAGS := -O3 $(ARCH) -g -fopenmp -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE \
+                 -Wall -Wextra -Werror -Wno-unused-parameter -Iinclude -MMD -MP
+CFLAGS ?=
+LDFLAGS ?=
 LDLIBS := -lm -fopenmp
 USE_PAPI ?= auto
 USE_HDF5 ?= auto
@@ -25,6 +46,7 @@ USE_HDF5 ?= auto
 DEB_PACKAGES := openmpi-bin libopenmpi-dev libopenblas-dev libopenblas-openmp-dev pkg-config libhdf5-openmpi-dev hdf5-tools \
                 libpapi-dev papi-tools libcjson-dev python3-h5py python3-matplotlib bc procps g++
 
+MULTIARCH := $(shell gcc -print-multiarch 2>/dev/null)
 have_pc = $(shell pkg-config --exists $(1) 2>/dev/null && echo 1)
 
 # OpenBLAS's OpenMP build, so that its threads and those of our non-GEMM
@@ -32,47 +54,65 @@ have_pc = $(shell pkg-config --exists $(1) 2>/dev/null && echo 1)
 # OpenBLAS's threads fight over the cores (measured: the 124M step 20% slower).
 # Debian installs it beside the pthread build; an rpath makes the loader take
 # it rather than the alternatives-managed default libopenblas.so.0.
-MULTIARCH := $(shell gcc -print-multiarch 2>/dev/null)
-BLAS_OMP_DIR := /usr/lib/$(MULTIARCH)/openblas-openmp
-ifneq ($(wildcard $(BLAS_OMP_DIR)/pkgconfig/openblas.pc),)
-  BLAS_PC := PKG_CONFIG_PATH=$(BLAS_OMP_DIR)/pkgconfig pkg-config
-  BLAS_RPATH := -Wl,-rpath,$(BLAS_OMP_DIR)
-  BLAS_KIND := OpenMP build
+# BLAS_LIBS (and BLAS_CFLAGS) name another one instead: it must provide cblas.h
+# and openblas_set_num_threads (an OpenBLAS of the cluster's modules, say).
+ifneq ($(BLAS_LIBS),)
+  NEREUS_CFLAGS += $(BLAS_CFLAGS)
+  LDLIBS += $(BLAS_LIBS)
+  FOUND += "✓ BLAS from BLAS_LIBS ($(strip $(BLAS_LIBS)))"
 else
-  BLAS_PC := pkg-config
-  BLAS_KIND := pthread build: non-GEMM kernels and BLAS threads may contend; make deps installs the OpenMP build
-endif
-ifeq ($(shell $(BLAS_PC) --exists openblas 2>/dev/null && echo 1),1)
-  CFLAGS += $(shell $(BLAS_PC) --cflags openblas)
-  LDLIBS += $(shell $(BLAS_PC) --libs openblas) $(BLAS_RPATH)
-  FOUND += "✓ OpenBLAS $(shell $(BLAS_PC) --modversion openblas) ($(BLAS_KIND))"
-else
-  FOUND += "✗ OpenBLAS not found (required: make deps)"
-  MISSING_REQUIRED := 1
+  BLAS_OMP_DIR := /usr/lib/$(MULTIARCH)/openblas-openmp
+  ifneq ($(wildcard $(BLAS_OMP_DIR)/pkgconfig/openblas.pc),)
+    BLAS_PC := PKG_CONFIG_PATH=$(BLAS_OMP_DIR)/pkgconfig pkg-config
+    BLAS_RPATH := -Wl,-rpath,$(BLAS_OMP_DIR)
+    BLAS_KIND := OpenMP build
+  else
+    BLAS_PC := pkg-config
+    BLAS_KIND := pthread build: non-GEMM kernels and BLAS threads may contend; make deps installs the OpenMP build
+  endif
+  ifeq ($(shell $(BLAS_PC) --exists openblas 2>/dev/null && echo 1),1)
+    NEREUS_CFLAGS += $(shell $(BLAS_PC) --cflags openblas)
+    LDLIBS += $(shell $(BLAS_PC) --libs openblas) $(BLAS_RPATH)
+    FOUND += "✓ OpenBLAS $(shell $(BLAS_PC) --modversion openblas) ($(BLAS_KIND))"
+  else
+    FOUND += "✗ OpenBLAS not found (required: make deps, or BLAS_LIBS=...)"
+    MISSING_REQUIRED := 1
+  endif
 endif
 # cJSON reads Hugging Face model directories (config.json, the safetensors headers)
 ifeq ($(call have_pc,libcjson),1)
-  CFLAGS += $(shell pkg-config --cflags libcjson)
+  NEREUS_CFLAGS += $(shell pkg-config --cflags libcjson)
   LDLIBS += $(shell pkg-config --libs libcjson)
   FOUND += "✓ cJSON $(shell pkg-config --modversion libcjson)"
 else
   FOUND += "✗ cJSON not found (required: make deps)"
   MISSING_REQUIRED := 1
 endif
-ifneq ($(USE_HDF5),0)
-  ifeq ($(call have_pc,hdf5-openmpi),1)
-    CFLAGS += $(shell pkg-config --cflags hdf5-openmpi) -DNEREUS_HAVE_HDF5=1
-    LDLIBS += $(shell pkg-config --libs hdf5-openmpi)
-    FOUND += "✓ parallel HDF5 $(shell pkg-config --modversion hdf5-openmpi)"
-  else
-    FOUND += "✗ parallel HDF5 not found (checkpoints and traces need it: make deps)"
-  endif
-else
+# parallel HDF5: HDF5_DIR (a module's prefix: include/ and lib/ or lib64/ under it) or pkg-config's hdf5-openmpi
+ifeq ($(USE_HDF5),0)
   FOUND += "- parallel HDF5 disabled (USE_HDF5=0)"
+else ifneq ($(HDF5_DIR),)
+  HDF5_CONF := $(wildcard $(HDF5_DIR)/include/H5pubconf.h)
+  HDF5_LIB := $(firstword $(dir $(wildcard $(HDF5_DIR)/lib/libhdf5.so $(HDF5_DIR)/lib64/libhdf5.so $(HDF5_DIR)/lib/libhdf5.a $(HDF5_DIR)/lib64/libhdf5.a)))
+  ifeq ($(and $(HDF5_CONF),$(HDF5_LIB)),)
+    $(error HDF5_DIR=$(HDF5_DIR): no include/H5pubconf.h or no lib/libhdf5 (or lib64/) under it)
+  endif
+  ifeq ($(shell grep -q '^.define H5_HAVE_PARALLEL 1' $(HDF5_CONF) && echo 1),)
+    $(error HDF5_DIR=$(HDF5_DIR) is a serial HDF5: Nereus needs a parallel (MPI) build)
+  endif
+  NEREUS_CFLAGS += -I$(HDF5_DIR)/include -DNEREUS_HAVE_HDF5=1
+  LDLIBS += -L$(HDF5_LIB) -Wl,-rpath,$(HDF5_LIB) -lhdf5
+  FOUND += "✓ parallel HDF5 $(shell sed -n 's/^.define H5_VERSION "\(.*\)"/\1/p' $(HDF5_CONF)) (HDF5_DIR=$(HDF5_DIR))"
+else ifeq ($(call have_pc,hdf5-openmpi),1)
+  NEREUS_CFLAGS += $(shell pkg-config --cflags hdf5-openmpi) -DNEREUS_HAVE_HDF5=1
+  LDLIBS += $(shell pkg-config --libs hdf5-openmpi)
+  FOUND += "✓ parallel HDF5 $(shell pkg-config --modversion hdf5-openmpi)"
+else
+  FOUND += "✗ parallel HDF5 not found (checkpoints and traces need it: make deps, or HDF5_DIR=...)"
 endif
 ifneq ($(USE_PAPI),0)
   ifeq ($(call have_pc,papi),1)
-    CFLAGS += $(shell pkg-config --cflags papi) -DNEREUS_HAVE_PAPI=1
+    NEREUS_CFLAGS += $(shell pkg-config --cflags papi) -DNEREUS_HAVE_PAPI=1
     LDLIBS += $(shell pkg-config --libs papi)
     FOUND += "✓ PAPI $(shell pkg-config --modversion papi)"
   else
@@ -96,16 +136,23 @@ LIB_SRC := $(wildcard src/util/*.c src/deck/*.c src/backend/cpu/*.c src/backend/
                       src/ppo/*.c src/task/*.c src/run/*.c src/io/*.c src/transition/*.c src/planner/*.c)
 LIB_OBJ := $(LIB_SRC:%.c=build/obj/%.o) $(CUDA_OBJ)
 LDLIBS += $(CUDA_LDLIBS)
-TEST_PROGS := test_deck test_counters test_backend_grad test_backend_mem test_model test_model_tp test_model_pp test_ppo_pure test_task test_grid test_emu_comms test_comm_device gpu/parity test_ckpt make_llmc test_slabs test_tx_dag test_transition test_planner test_sim
-TEST_BIN := $(TEST_PROGS:%=build/tests/%)
+# the tools: bin/nereus-NAME from tools/NAME.c and any tools/NAME_*.c beside it
 TOOLS := bin/nereus-task-tokens bin/nereus-ckpt bin/nereus-trace
+# every tests/test_*.c is a test program (tests/suites/unit.sh runs those that need no ranks); the rest by name
+TEST_PROGS := $(basename $(notdir $(wildcard tests/test_*.c))) make_llmc gpu/parity
+TEST_BIN := $(TEST_PROGS:%=build/tests/%) build/tests/libstall_rename.so
+BENCH_BIN := $(patsubst tests/bench/%.c,build/bench/%,$(wildcard tests/bench/*.c))
 # the CPU emulation of the CUDA kernels: build/tests/gpu/emu/parity-emulated (CUEMU_BIN)
 include tests/gpu/emu/emu.mk
 
-.PHONY: all build deps run test test-slurm bench clean found
+.PHONY: all build tests benches emulator deps run test test-slurm bench clean found
 .SECONDARY:
-all: build
-build: found bin/nereus $(TOOLS) $(TEST_BIN) $(CUEMU_BIN) build/tests/libstall_rename.so build/bench/bench_step build/bench/bench_ckpt build/bench/bench_transition build/bench/sweep_refit
+all: found bin/nereus $(TOOLS)
+tests: found $(TEST_BIN)
+benches: found $(BENCH_BIN)
+emulator: found $(CUEMU_BIN)
+# everything make test and make bench use
+build: all tests benches emulator
 
 found:
 	@for l in $(FOUND); do echo "  $$l"; done
@@ -113,39 +160,36 @@ ifeq ($(MISSING_REQUIRED),1)
 	@echo "nereus: required libraries are missing; run 'make deps' (or 'make run' / 'make test', which do it)"; exit 1
 endif
 
-# Objects depend on a stamp of the flags: changing USE_CUDA, ARCH, ... rebuilds them.
-FLAGS_NOW := $(CC) $(CFLAGS) $(LDLIBS) $(NVCCFLAGS)
+# Objects depend on a stamp of the flags: changing USE_CUDA, ARCH, CFLAGS, ... rebuilds them.
+FLAGS_NOW := $(CC) $(NEREUS_CFLAGS) $(CFLAGS) $(LDFLAGS) $(LDLIBS) $(NEREUS_NVCCFLAGS) $(NVCCFLAGS) $(CXXFLAGS)
 $(shell mkdir -p build && { [ -f $(FLAGS_STAMP) ] && [ "$$(cat $(FLAGS_STAMP))" = '$(FLAGS_NOW)' ] || echo '$(FLAGS_NOW)' > $(FLAGS_STAMP); })
+
+# compile and link commands: the project's flags, then the caller's
+COMPILE = $(CC) $(NEREUS_CFLAGS) $(CFLAGS)
+define LINK
+@mkdir -p $(dir $@)
+@$(if $(Q),echo "  LINK    $@")
+$(Q)$(COMPILE) $(LDFLAGS) $^ -o $@ $(LDLIBS)
+endef
 
 build/obj/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $<")
-	$(Q)$(CC) $(CFLAGS) -c $< -o $@
+	$(Q)$(COMPILE) -c $< -o $@
 
 build/libnereus.a: $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	$(Q)ar rcs $@ $^
 
 bin/nereus: build/obj/src/main.o build/libnereus.a
-	@mkdir -p bin
-	@$(if $(Q),echo "  LINK    $@")
-	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+	$(LINK)
 
-bin/nereus-%: build/obj/tools/%.o build/libnereus.a
-	@mkdir -p bin
-	@$(if $(Q),echo "  LINK    $@")
-	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
-
-# bin/nereus-trace is several objects: tools/trace.c (the command line) and tools/trace_*.c
-bin/nereus-trace: $(patsubst %.c,build/obj/%.o,$(wildcard tools/trace*.c)) build/libnereus.a
-	@mkdir -p bin
-	@$(if $(Q),echo "  LINK    $@")
-	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+.SECONDEXPANSION:
+bin/nereus-%: $$(addprefix build/obj/,$$(addsuffix .o,$$(basename $$(wildcard tools/$$*.c tools/$$*_*.c)))) build/libnereus.a
+	$(LINK)
 
 build/tests/test_backend_grad: build/obj/tests/test_backend_grad.o build/obj/tests/ref_ops.o build/libnereus.a
-	@mkdir -p $(dir $@)
-	@$(if $(Q),echo "  LINK    $@")
-	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+	$(LINK)
 
 # the checkpoint SIGKILL test's LD_PRELOAD shim (tests/stall_rename.c): no part of the product
 build/tests/libstall_rename.so: tests/stall_rename.c
@@ -153,14 +197,10 @@ build/tests/libstall_rename.so: tests/stall_rename.c
 	$(Q)$(CC) -O2 -Wall -Wextra -fPIC -shared $< -o $@ -ldl
 
 build/tests/%: build/obj/tests/%.o build/libnereus.a
-	@mkdir -p $(dir $@)
-	@$(if $(Q),echo "  LINK    $@")
-	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+	$(LINK)
 
 build/bench/%: build/obj/tests/bench/%.o build/libnereus.a
-	@mkdir -p $(dir $@)
-	@$(if $(Q),echo "  LINK    $@")
-	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+	$(LINK)
 
 # Installs what is missing when run as root; otherwise prints the command and stops.
 deps:
@@ -180,7 +220,7 @@ deps:
 
 NP ?= 1
 run: deps
-	@$(MAKE) --no-print-directory build
+	@$(MAKE) --no-print-directory all
 	jobs/local.sh -np $(NP) bin/nereus inputs/tiny.deck
 
 test: deps

@@ -1,0 +1,124 @@
+# tests/lib.sh — the helpers every suite of tests/run.sh uses (sourced by it,
+# from the scratch working directory tests/workdir.sh moved into): running
+# and reporting a test (t, bad, result), choosing what runs (sel, want,
+# feeds) and reading a run's log (verify, simv, stage_ranks, checksums_close).
+#
+# Selection: run.sh sets PAT (an extended regular expression, "" for all).
+# A test whose name matches is selected: it runs and is reported. One that
+# does not match is not reported; it still runs where a selected test needs
+# what it leaves behind (`feeds FIXTURE TEST...` marks it), and then only its
+# log is kept. So a suite makes its fixtures lazily: a fixture runs when a
+# selected test needs it, and never otherwise.
+#
+# Every suite runs in a subshell of its own; what it counts goes back to
+# run.sh in $COUNTS (one line per result: "pass|fail|skip NAME").
+
+LOG=build/test-logs
+L=jobs/local.sh
+NEEDED=" "
+
+# sel NAME: true when NAME is selected
+sel() { [ -z "$PAT" ] || [[ $1 =~ $PAT ]]; }
+# want NAME...: true when any NAME is selected (guards a block that makes what they check)
+want() { local n; for n; do sel "$n" && return 0; done; return 1; }
+# feeds FIXTURE NAME...: FIXTURE (a t or bad test) runs, unreported where unselected, when any NAME is selected
+feeds() { local f=$1; shift; want "$@" && NEEDED="$NEEDED$f "; return 0; }
+# runs NAME: true when the test NAME runs: selected, or a fixture of a selected one
+runs() { sel "$1" || [[ $NEEDED == *" $1 "* ]]; }
+
+# section TITLE: the "== TITLE" heading of the tests that follow, printed before the first one reported
+HEADING=""
+section() { HEADING="== $*"; }
+
+result() { # name status(0 ok, 1 fail, 77 skip) seconds [note]
+  local name=$1 st=$2 secs=$3 note=${4:-}
+  if sel "$name" && [ -n "$HEADING" ]; then echo "$HEADING"; HEADING=""; fi
+  if ! sel "$name"; then # a fixture run for another test: a line only where it failed
+    [ "$st" = 0 ] || [ "$st" = 77 ] || printf '      (fixture %s failed: %s; log: %s/%s.log)\n' "$name" "$note" "$LOG" "$name"
+    return 0
+  fi
+  if [ "$st" = 0 ]; then echo "pass $name" >>"$COUNTS"; printf 'PASS  %-44s %6.1fs %s\n' "$name" "$secs" "$note"
+  elif [ "$st" = 77 ]; then echo "skip $name" >>"$COUNTS"; printf 'SKIP  %-44s %6.1fs %s\n' "$name" "$secs" "$note"
+  else echo "fail $name" >>"$COUNTS"; printf 'FAIL  %-44s %6.1fs %s (log: %s/%s.log)\n' "$name" "$secs" "$note" "$LOG" "$name"
+  fi
+}
+
+# timed VAR CMD...: runs CMD, its exit status in rc and its seconds in VAR
+timed() {
+  local var=$1; shift
+  local t0=$(date +%s.%N)
+  "$@"; rc=$?
+  printf -v "$var" '%s' "$(echo "$(date +%s.%N) - $t0" | bc)"
+  return 0
+}
+
+# t NAME TIMEOUT CMD...: passes when CMD exits 0 (runs only where selected or needed)
+t() {
+  local name=$1 to=$2 secs; shift 2
+  runs "$name" || return 0
+  timed secs timeout "$to" "$@" >"$LOG/$name.log" 2>&1
+  [ $rc = 0 ] && result "$name" 0 "$secs" || result "$name" 1 "$secs" "exit $rc"
+}
+
+# bad NAME REGEX CMD...: passes when CMD exits 2 and its stderr matches REGEX
+bad() {
+  local name=$1 re=$2 secs; shift 2
+  runs "$name" || return 0
+  timed secs timeout 60 "$@" >"$LOG/$name.out" 2>"$LOG/$name.log"
+  if [ $rc != 2 ]; then result "$name" 1 "$secs" "exit $rc, want 2"
+  elif ! grep -qE -- "$re" "$LOG/$name.log"; then result "$name" 1 "$secs" "stderr does not match /$re/"
+  elif [ "$(grep -c 'error' "$LOG/$name.log")" -gt 1 ]; then result "$name" 1 "$secs" "more than one error message"
+  else result "$name" 0 "$secs"; fi
+}
+
+# header FILE: the value of the deck's "# NAME: VALUE" comment line
+header() { sed -n "s/^# $1: //p" "$2" | head -1 | tr -d '\r'; }
+
+# verify FILE KEY: value of "verify.KEY: VALUE" in a run log
+verify() { sed -n "s/^verify\.$2: //p" "$1" | head -1; }
+# trace_col TRACE TABLE COLUMN: the column's values, one line per row, from `bin/nereus-trace csv` (a column
+# left of the table's first text column: those are numbers, without commas)
+trace_col() {
+  bin/nereus-trace csv "$1" "$2" 2>/dev/null | awk -F, -v c="$3" 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == c) k = i; next } k { print $k }'
+}
+# simv LOG POLICY.METRIC: a --simulate run's sim.POLICY.METRIC value
+simv() { sed -n "s/^sim\.$2: //p" "$1" | head -1; }
+# the model-stage rows of printed plans on stdin ("actor.gen     tp1 pp1 dp2  ranks 0-1,4  (...)") as one
+# "model-stage rank" line per rank each holds
+stage_ranks() {
+  awk '/^(actor|ref|critic|reward)\.[a-z]+ +tp[0-9]+ pp[0-9]+ dp[0-9]+ +ranks /{ match($0, /ranks [0-9,-]+/);
+         n = split(substr($0, RSTART + 6, RLENGTH - 6), a, ",");
+         for (i = 1; i <= n; i++) { m = split(a[i], b, "-"); for (r = b[1]; r <= ((m > 1) ? b[2] : b[1]); r++) print $1, r } }'
+}
+
+# checksums_close REF OUT: the actor, ref and critic checksums of two runs
+# within relative 1e-5; appends what differs to $why, sets $worst
+checksums_close() {
+  worst=0
+  local k a b d
+  for k in checksum.actor checksum.ref checksum.critic; do
+    a=$(verify "$1" $k); b=$(verify "$2" $k)
+    d=$(awk -v a="$a" -v b="$b" 'BEGIN{ if (a=="" || b=="") { print "nan"; exit } d=(a-b)/a; if (d<0) d=-d; printf "%.1e", d }')
+    awk -v d="$d" 'BEGIN{exit !(d != "nan" && d+0 <= 1e-5)}' || why="$why $k $a vs $b;"
+    worst=$(awk -v d="$d" -v w="$worst" 'BEGIN{ print (d=="nan" || d+0 > w+0) ? d : w }')
+  done
+}
+
+# same_keys A B KEY...: appends to $why each verify KEY whose value differs between logs A and B
+same_keys() {
+  local a=$1 b=$2 k; shift 2
+  for k; do [ "$(verify "$a" $k)" = "$(verify "$b" $k)" ] || why="$why $k differs;"; done
+}
+
+# hashes_match LOG INFO: verify.hash.{actor,ref,critic} of a run LOG against the params hashes that
+# `nereus-ckpt info` printed to INFO; appends what differs to $why
+hashes_match() {
+  local m a b
+  for m in actor ref critic; do
+    a=$(verify "$1" hash.$m); b=$(sed -n "s/^  params hash \([0-9a-f]*\) (as verify\.hash\.$m .*/\1/p" "$2")
+    [ -n "$a" ] && [ "$a" = "$b" ] || why="$why $m: run '$a', checkpoint '$b';"
+  done
+}
+
+# deck_steps FILE N: sets [ppo] steps = N in a deck made from tests/decks/restart.deck (steps = 10 there)
+deck_steps() { sed -i "/^\[ppo\]/,/^\[/ s/^steps = 10\$/steps = $2/" "$1"; }

@@ -1,0 +1,94 @@
+# tests/suites/transitions.sh — the transition engine over MPI: random transitions bit-identical with minimal bytes, a mid-run plan switch equal to a restart under the new plan, windows and broadcast sync, random plan switches, scale-out forwarding, refused switches
+section "transitions: the engine over MPI, a mid-run switch, refusals"
+# 250 random transitions on 4 ranks and 250 on 8 (AdamW state, copies, tight budgets): bit-identical, minimal bytes
+for n in 4 8; do
+  t "transition-property-$n" 300 $L -np $n build/tests/test_transition 250
+  ! runs "transition-property-$n" && continue
+  note=$(grep -m1 'random transitions' "$LOG/transition-property-$n.log" | sed 's/^ok *//; s/^FAIL *//')
+  [ -n "$note" ] && echo "      $note"
+done
+# a run that switches plan before step 5 against a restart from the same step-5 checkpoint under the new plan
+T=$LOG/switch; mkdir -p "$T"
+P_OLD='actor.gen = tp2 dp2 @0-3\nactor.inf = dp4 @all\nref.inf = tp2 @2-3\ncritic.inf = dp2 @0-1\nactor.train = tp2 dp2 @0-3\ncritic.train = pp2 dp2 @0-3\nreward.inf = @0'
+P_NEW='actor.gen = dp4 @ 3,2,1,0\nactor.inf = tp4 @ 0-3\nref.inf = dp2 @ 0-1\ncritic.inf = pp2 @ 2-3\nactor.train = tp2 pp2 @ 1,0,3,2\ncritic.train = dp4 @ 0-3\nreward.inf = @ 3'
+feeds switch-run switch-new-plan-run switch-equals-new-plan switch-windows-broadcast
+feeds switch-new-plan-run switch-equals-new-plan
+feeds switch-windows-run switch-windows-broadcast
+# (each run's trace in a file of its own, read by the checks with bin/nereus-trace csv)
+{ cat tests/decks/restart.deck; printf "[ckpt]\nevery = 5\nkeep = 5\ndir = $T/a\n[plan]\n$P_OLD\n[switch]\nstep = 5\n$P_NEW\n[transition]\nverify = true\n[trace]\nfile = $T/switch.trace.h5\n"; } > "$T/switch.deck"
+t switch-run 300 $L -np 4 bin/nereus "$T/switch.deck"
+{ cat tests/decks/restart.deck; printf "[ckpt]\nevery = 5\nkeep = 5\ndir = $T/b\n[run]\nrestart = $T/a/restart_step000005.h5\n[plan]\n$P_NEW\n"; } > "$T/new.deck"
+t switch-new-plan-run 300 $L -np 4 bin/nereus "$T/new.deck"
+if want switch-equals-new-plan; then
+  why=""
+  [ "$(verify "$LOG/switch-run.log" transitions)" = 1 ] || why="$why no transition;"
+  grep -q 'per-tensor checks passed' "$LOG/switch-run.log" || why="$why checks did not run;"
+  checksums_close "$LOG/switch-new-plan-run.log" "$LOG/switch-run.log"
+  mv_=$(trace_col "$T/switch.trace.h5" transitions bytes_moved); mn_=$(trace_col "$T/switch.trace.h5" transitions bytes_min)
+  [ -n "$mv_" ] && [ "$mv_" = "$mn_" ] || why="$why bytes moved '$mv_', minimum '$mn_';"
+  mv_=$(awk -v b="$mv_" 'BEGIN{printf "%.2f", b / 1048576}')
+  # the measured peak memory (backend bytes, the largest rank) within the DAG's plan (a move holds state, not whole shards)
+  pk_=$(sed -n 's/^transition: .* peak memory \([0-9.]*\) MiB per rank (planned \([0-9.]*\);.*/\1 \2/p' "$LOG/switch-run.log")
+  [ -n "$pk_" ] && [ "$(echo $pk_ | awk '{print ($1 <= $2 + 0.05)}')" = 1 ] || why="$why peak memory over the plan '$pk_';"
+  if [ -z "$why" ]; then result switch-equals-new-plan 0 0 "checksums within $worst of the new plan from the same checkpoint; moved = minimum ($mv_ MiB); peak within the plan ($pk_ MiB)"
+  else result switch-equals-new-plan 1 0 "$why"; fi
+fi
+# the same run with models moved whole 1,000 floats at a time (NEREUS_JOB_WINDOW: the start-up copy, the
+# per-tensor checks, the checksums) and the broadcast weight-sync baseline instead of the engine: the same
+# weights, so the same tokens and checksums to the last digit
+sed 's/^verify = true$/verify = true\nsync = broadcast/' "$T/switch.deck" | sed "s#^dir = $T/a#dir = $T/w#; s#^file = .*#file = $T/windows.trace.h5#" > "$T/windows.deck"
+t switch-windows-run 300 env NEREUS_JOB_WINDOW=1000 $L -np 4 bin/nereus "$T/windows.deck"
+if want switch-windows-broadcast; then
+  why=""
+  same_keys "$LOG/switch-run.log" "$LOG/switch-windows-run.log" tokens_hash checksum.actor checksum.ref checksum.critic status
+  grep -q 'per-tensor checks passed' "$LOG/switch-windows-run.log" || why="$why checks did not run;"
+  grep -q 'weight sync (broadcast)' "$LOG/switch-windows-run.log" || why="$why no broadcast sync reported;"
+  if [ -z "$why" ]; then result switch-windows-broadcast 0 0 "1,000-float windows and broadcast sync: tokens and checksums identical"
+  else result switch-windows-broadcast 1 0 "$why"; fi
+fi
+# random valid decks (tests/test_plan_fuzz.py, a fixed seed): a random plan, a switch to another, random
+# [transition] settings and assembly windows; 24 on 4 ranks and 8 on 8, each must pass with its transition checked
+t plan-fuzz-4 300 /usr/bin/python3 tests/test_plan_fuzz.py 24 "$LOG/planfuzz4" 20261205 4
+t plan-fuzz-8 300 /usr/bin/python3 tests/test_plan_fuzz.py 8 "$LOG/planfuzz8" 20261206 8
+for n in 4 8; do ! runs "plan-fuzz-$n" || grep -E '^(FAIL|plan fuzz:)' "$LOG/plan-fuzz-$n.log" | sed 's/^/      /'; done
+# a scale-out (actor.train and critic.train from one rank each to dp4): with forwarding (the default) some
+# replicas get their shard from another new replica; without, all from the one holder; the same run either way
+P_ONE='actor.gen = tp2 dp2 @0-3\nactor.inf = dp4 @all\nref.inf = tp2 @2-3\ncritic.inf = dp2 @0-1\nactor.train = @0\ncritic.train = @1\nreward.inf = @0'
+P_OUT='actor.gen = dp4 @ 3,2,1,0\nactor.inf = tp4 @ 0-3\nref.inf = dp2 @ 0-1\ncritic.inf = pp2 @ 2-3\nactor.train = dp4 @ 0-3\ncritic.train = dp4 @ 0-3\nreward.inf = @ 3'
+for fw in true false; do
+  feeds switch-scaleout-forward-$fw switch-scaleout-forwarding
+  { cat tests/decks/restart.deck; printf "[plan]\n$P_ONE\n[switch]\nstep = 3\n$P_OUT\n[transition]\nverify = true\nforward = $fw\n[trace]\nfile = $T/scaleout-$fw.trace.h5\n"; } > "$T/scaleout-$fw.deck"
+  deck_steps "$T/scaleout-$fw.deck" 6
+  t switch-scaleout-forward-$fw 300 $L -np 4 bin/nereus "$T/scaleout-$fw.deck"
+done
+if want switch-scaleout-forwarding; then
+  a_=$LOG/switch-scaleout-forward-true.log; b_=$LOG/switch-scaleout-forward-false.log
+  # bytes forwarded by new replicas with forwarding, none without; the transition checked (trace /transitions)
+  fwd=$(trace_col "$T/scaleout-true.trace.h5" transitions bytes_forwarded | awk '{s += $1} END{if (NR) printf "%.2f", s / 1048576}')
+  nofwd=$(trace_col "$T/scaleout-false.trace.h5" transitions bytes_forwarded | awk '{s += $1} END{if (NR) print s}')
+  checked=$(trace_col "$T/scaleout-true.trace.h5" transitions verified | awk '{s += $1} END{print s + 0}')
+  why=""; same_keys "$a_" "$b_" tokens_hash checksum.actor checksum.critic checksum.ref status
+  same=1; [ -z "$why" ] || same=0
+  if [ -n "$fwd" ] && awk -v f="$fwd" 'BEGIN{exit !(f > 0)}' && [ "$nofwd" = 0 ] && [ $same = 1 ] && \
+     [ "$(verify "$a_" status)" = pass ] && [ "$checked" -ge 1 ]; then
+    result switch-scaleout-forwarding 0 0 "$fwd MiB forwarded; tokens and checksums identical to the run without forwarding"
+  else result switch-scaleout-forwarding 1 0 "forwarded '$fwd' MiB, identical $same"; fi
+fi
+# an infeasible plan (tp3 does not divide 4 heads) and a budget no schedule fits: refused, run continues on the old plan
+feeds switch-infeasible-run switch-infeasible-refused
+feeds switch-budget-run switch-budget-refused
+{ cat tests/decks/restart.deck; printf "[plan]\n$P_OLD\n[switch]\nstep = 2\nactor.gen = tp3 @ 0-2\nactor.inf = dp4 @all\nref.inf = tp2 @2-3\ncritic.inf = dp2 @0-1\nactor.train = tp2 dp2 @0-3\ncritic.train = pp2 dp2 @0-3\nreward.inf = @0\n"; } > "$T/infeasible.deck"
+deck_steps "$T/infeasible.deck" 4
+t switch-infeasible-run 300 $L -np 4 bin/nereus "$T/infeasible.deck"
+{ cat tests/decks/restart.deck; printf "[plan]\n$P_OLD\n[switch]\nstep = 2\n$P_NEW\n[transition]\nmemory_mib = 12\n"; } > "$T/budget.deck"
+deck_steps "$T/budget.deck" 4
+t switch-budget-run 300 $L -np 4 bin/nereus "$T/budget.deck"
+for k in infeasible budget; do
+  want "switch-$k-refused" || continue
+  f=$LOG/switch-$k-run.log
+  re='refused: \[switch\] actor.gen: tp = 3 does not divide'; [ $k = budget ] && re='refused: memory budget 12\.0 MiB too small'
+  if grep -qE "switch before step 2 $re" "$f" && grep -q 'continuing on the current plan' "$f" && \
+     [ "$(verify "$f" transitions)" = 0 ] && [ "$(verify "$f" ppo_steps)" = 4 ] && [ "$(verify "$f" status)" = pass ]; then
+    result "switch-$k-refused" 0 0 "$(grep -m1 -o 'refused: .*' "$f" | cut -c1-110)"
+  else result "switch-$k-refused" 1 0 "no refusal line, or the run did not continue"; fi
+done
