@@ -4,7 +4,7 @@
  * sub-box's own row-major order, fall into runs that are contiguous in the
  * local buffer. A run spans the innermost axes on which the sub-box covers
  * the whole local extent, plus the next axis out. */
-#include "nereus/transition.h"
+#include "nereus/tx_exec.h"
 
 /* floats per run of box (start, count) inside local box (hs, hc) */
 static size_t box_run(const int hc[4], const int count[4]) {

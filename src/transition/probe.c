@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "nereus/comm.h"
-#include "nereus/transition.h"
+#include "nereus/tx_exec.h"
 #include "nereus/util.h"
 
 /* one rank's share of the ring: n floats to `to` from sb while n come from `from` into rb, in pieces of
