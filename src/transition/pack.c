@@ -1,5 +1,5 @@
 /* pack.c — boxes of a logical tensor inside one rank's local shard
- * (transition.h): the local block of tensor t is the box slab_tensor_box(t)
+ * (tx_exec.h): the local block of tensor t is the box slab_tensor_box(t)
  * stored row-major in its local shape; a sub-box's elements, taken in the
  * sub-box's own row-major order, fall into runs that are contiguous in the
  * local buffer. A run spans the innermost axes on which the sub-box covers
