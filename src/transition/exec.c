@@ -417,7 +417,10 @@ static void exec_shed_old_shards(Exec *x) {
 static void exec_alloc_tables(Exec *x) {
     const TxPart *pt = x->pt;
     size_t nc = (size_t)x->nc;
-    for (int64_t i = 0; i < pt->nops; i++) x->nsend += pt->ops[i].kind == TXO_SEND, x->nrecv += pt->ops[i].kind == TXO_RECV;
+    for (int64_t i = 0; i < pt->nops; i++) {
+        x->nsend += pt->ops[i].kind == TXO_SEND;
+        x->nrecv += pt->ops[i].kind == TXO_RECV;
+    }
     x->alloc_done = calloc(nc + 1, sizeof(int));
     x->free_done = calloc(nc + 1, sizeof(int));
     x->free_left_wave = calloc((size_t)pt->nwaves + 1, sizeof(int));
@@ -649,7 +652,8 @@ static int exec_copy_step(Exec *x) {
             for (int b = 0; b < pc->nbufs; b++) x->copy_left_b[c * 3 + b]--;
         } else {
             int b0 = cu->b;
-            x->st->bytes_copied += copy_piece(pt, op, &x->ep[c], x->be, cu, x->chunk_el, x->rb, x->copy_host) * sizeof(float);
+            size_t n = copy_piece(pt, op, &x->ep[c], x->be, cu, x->chunk_el, x->rb, x->copy_host);
+            x->st->bytes_copied += n * sizeof(float);
             if (cu->b != b0) x->copy_left_b[c * 3 + b0]--; /* this op's copies of buffer b0 are done */
         }
         x->st->copy_seconds += nr_now() - tc;

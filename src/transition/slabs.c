@@ -674,14 +674,17 @@ static void sb_relay_capacities(SlabBuild *b) {
 static int sb_alloc_choice(SlabBuild *b) {
     size_t ncell_new = (size_t)b->ncell_new, relay = b->relay_chunk;
     b->maxb = 0;
-    for (int nc = 0; nc < b->ncell_new; nc++)
-        if (b->cell_blk_off[nc + 1] - b->cell_blk_off[nc] > b->maxb) b->maxb = b->cell_blk_off[nc + 1] - b->cell_blk_off[nc];
+    for (int nc = 0; nc < b->ncell_new; nc++) {
+        int nb = b->cell_blk_off[nc + 1] - b->cell_blk_off[nc];
+        if (nb > b->maxb) b->maxb = nb;
+    }
     size_t m = (size_t)b->maxb + 1;
     b->mv = malloc(m * sizeof *b->mv);
     b->grp = malloc(m * sizeof *b->grp), b->gsrc = malloc(m * sizeof *b->gsrc);
     b->gcnt = malloc((m + 1) * sizeof *b->gcnt);
     b->bstate = malloc(m);
-    b->fsrc = malloc(m * sizeof *b->fsrc), b->ffeed = malloc(m * sizeof *b->ffeed), b->fhop = malloc(m * sizeof *b->fhop);
+    b->fsrc = malloc(m * sizeof *b->fsrc), b->ffeed = malloc(m * sizeof *b->ffeed);
+    b->fhop = malloc(m * sizeof *b->fhop);
     b->used = malloc(m * sizeof *b->used);
     b->hbest = malloc(m * sizeof *b->hbest), b->hstamp = calloc(m, sizeof *b->hstamp);
     b->isfwd = relay ? calloc((size_t)b->nranks, 1) : NULL;
@@ -849,7 +852,8 @@ static void sb_take_forwards(SlabBuild *b, Dest *d) {
  * place moves past it, and the loads take the block. -1: no source (a bug). */
 static int sb_pick_source(SlabBuild *b, const Dest *d, int blk) {
     TxSlabs *ts = b->ts;
-    int h = ts->blk[blk].hs, ncand = b->cand_off[h + 1] - b->cand_off[h], nw = ncand < TX_SRC_WINDOW ? ncand : TX_SRC_WINDOW;
+    int h = ts->blk[blk].hs, ncand = b->cand_off[h + 1] - b->cand_off[h];
+    int nw = ncand < TX_SRC_WINDOW ? ncand : TX_SRC_WINDOW;
     const int *ch = set_cands(b->cand, b->cand_off, h), *cd = ch + b->rr[h];
     int best = pick_holder(b->cand, b->cand_off, b->rr, h, b->L, b->rsh, d->nused ? b->isfwd : NULL);
     if (best < 0) return -1; /* the invariant of sb_take_forward makes this impossible */
