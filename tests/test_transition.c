@@ -35,7 +35,7 @@
 #include "nereus/backend.h"
 #include "nereus/comm.h"
 #include "nereus/emu.h"
-#include "nereus/transition.h"
+#include "nereus/tx_exec.h"
 #include "nereus/util.h"
 #include "test_random.h" /* the same stream on every rank */
 

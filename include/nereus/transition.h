@@ -1,5 +1,9 @@
-/* transition.h — moving a model's parameters from one EMU layout to another
- * (issue #5). This part is the PURE slab planner (no MPI, no execution):
+/* transition.h — the pure planner of a transition, moving models' state
+ * from one EMU layout to another: the slab planner, the transition DAG and
+ * each rank's part of it. No MPI and no execution here; the executor, which
+ * runs a part over MPI, is tx_exec.h.
+ *
+ * The slab planner.
  *
  * For an (old, new) pair of PlanStages of the same model, every logical
  * element that a rank holds in the new layout must come from one rank that
@@ -31,8 +35,8 @@
  * meets, the boxes, the blocks) is computed once per new (tp, pp) cell and
  * reused for every replica, and per destination one decision is made per
  * block. The balance stays within about a block of a full least-loaded
- * search (measured in test_slabs: max bytes out = max bytes in on the
- * 1,024-rank re-cuts).
+ * search (test_slabs reports the largest bytes out and in of the 1,024-rank
+ * re-cuts).
  *
  * Forwarding (tx_slabs_build_seeded with relay_chunk > 0; the transition
  * DAG turns it on unless TxOptions.no_relay). Where a block has many more
@@ -62,11 +66,8 @@
 #define NEREUS_TRANSITION_H
 
 #include <stddef.h>
-
-#include <mpi.h>
 #include <stdint.h>
 
-#include "nereus/backend.h"
 #include "nereus/model.h"
 #include "nereus/plan.h"
 
@@ -160,7 +161,7 @@ void slab_plan_free(SlabPlan *sp);
 int slab_tensor_box(const TensorInfo *t, int start[4], int count[4]);
 
 /* ======================================================================
- * The transition DAG (pure: dag.c) and its execution (MPI: exec.c)
+ * The transition DAG (pure: dag.c; its execution: tx_exec.h, exec.c)
  *
  * A transition is a set of model-stage changes done together. Each change
  * moves one model's state from one layout (`from`) to another (`to`) over
@@ -262,11 +263,11 @@ typedef struct TxOptions {
                                on shared cores, whose messages are copies by those cores; bandwidth then is the
                                rate measured sending and receiving at once, as tx_probe measures); 0: full-duplex
                                links, max(in, out) / bandwidth */
-    int stream_order;       /* 1: each rank posts its streams one after another (the executor's order until
-                               2026-12-04; the bench's baseline); 0: chunk by chunk, round by round (exec.c) */
+    int stream_order;       /* 1: each rank posts its streams one after another (the bench's baseline);
+                               0: chunk by chunk, round by round (exec.c) */
     int no_staging;         /* 1: a moving rank holds its old and new state whole (params, m, v of both) from the
-                               new shard's allocation to the old one's release (the executor until 2026-12-04;
-                               the bench's baseline); 0: buffer by buffer, at most four of the six (exec.c) */
+                               new shard's allocation to the old one's release (the bench's baseline); 0: buffer
+                               by buffer, at most four of the six (exec.c) */
 } TxOptions;
 
 enum { TXN_COMM, TXN_ALLOC, TXN_COPY, TXN_XFER, TXN_FREE, TXN_COMMIT };
@@ -371,90 +372,5 @@ void tx_part_free(TxPart *part);
 int tx_parts_pack(const TxPlan *plan, int nranks, char **all, int *counts, int *displs);
 char *tx_geometry_pack(const TxPlan *plan, size_t *len);
 int tx_part_unpack(const char *packed, const char *geometry, TxPart *part);
-
-/* collective over comm (the job communicator, ranks = job ranks): rank 0
- * passes the plan (others NULL); every rank gets its part: the geometry by
- * MPI_Bcast, its packed part by MPI_Scatterv, expanded there
- * (tx_part_unpack) — rank 0 never expands every rank's slabs. */
-int tx_part_scatter(const TxPlan *plan, MPI_Comm comm, TxPart *part);
-
-/* ---- execution ---------------------------------------------------------- */
-/* This rank's models of one change: from (the old shard, NULL when not held
- * here), to (the new shard: for TX_COPY it exists; for TX_MOVE the alloc
- * hook builds it). */
-typedef struct TxEndpoint {
-    GPT *from, *to;
-} TxEndpoint;
-
-typedef struct TxHooks {
-    void *ctx;
-    void (*alloc)(void *ctx, int change);   /* TX_MOVE: build ep[change].to (an empty shard, new communicators) */
-    void (*release)(void *ctx, int change); /* TX_MOVE: free ep[change].from */
-} TxHooks;
-
-typedef struct TxStats {
-    double seconds;        /* this rank's wall time in tx_execute */
-    double copy_seconds;   /* of which in local copies */
-    double hook_seconds;   /* of which in the alloc and release hooks */
-    double cpu_seconds;    /* this rank's CPU time in tx_execute (user + system: copies, page faults, polling) */
-    size_t bytes_sent, bytes_recv, bytes_copied;
-    size_t bytes_forwarded;/* of bytes_sent, forwarded out of the new shard */
-    size_t messages_sent;
-    size_t mem_peak;       /* measured: be->mem_live high-water + transfer buffers, bytes */
-    size_t mem_start;      /* be->mem_live at entry */
-} TxStats;
-
-/* Runs this rank's part (collective in effect: every rank of comm runs its
- * own part at the same time). comm: a communicator of the job ranks, used
- * for the transfers only (tags: change index). Non-blocking sends and
- * receives, chunks of part->chunk bytes, at most part->window/2 bytes of
- * sends and as many of receives in flight; waiting sleeps (comm.h). */
-void tx_execute(const TxPart *part, TxEndpoint *ep, const TxHooks *hooks, const Backend *be, MPI_Comm comm,
-                TxStats *st);
-
-/* The raw-MPI floor of a part, for benchmarks: every message the executor would send and receive (the
- * same chunks, each as the same contiguous run or derived datatype) posted at once, the local copies done
- * (memcpy of runs) while they move, then MPI_Waitall; nothing else: no window, no hooks, no ordering, no
- * progress calls during the copies. ep[c].from and .to must both exist where the part touches them. Forwarded chunks are sent before they arrive, so their data is not right: a timing
- * baseline, never a transition. Returns this rank's seconds from a barrier; -1 on a device backend. */
-double tx_replay(const TxPart *part, const TxEndpoint *ep, const Backend *be, MPI_Comm comm);
-
-/* How long a rank with transfers in flight polls (yielding) without progress before it sleeps (the
- * engine's and tx_probe's waits) */
-#ifndef TX_YIELD_S
-#define TX_YIELD_S 0.005
-#endif
-
-/* What a transition can expect of this machine, measured the way a transition runs: every rank of c at
- * once (probe.c). link: bytes/s per rank while each rank sends `bytes` to the next rank and receives as
- * many from the previous, streamed as the engine streams (pieces of `chunk` bytes, half the `window` of
- * them in flight each way, at most TX_PROBE_MAX_INFLIGHT; waited as the engine waits), from the slowest
- * rank's time; copy:
- * bytes/s per rank of a local copy of `bytes` with every rank copying. Medians of reps. Where ranks share
- * cores (8 ranks on 2 here) both come out far below one pair's or one core's rate, as a transition sees
- * them. Collective over c; host memory; about reps x 4 x bytes / link seconds. */
-typedef struct TxProbe {
-    double link, copy;
-} TxProbe;
-#define TX_PROBE_MAX_INFLIGHT 64
-void tx_probe(MPI_Comm c, size_t bytes, size_t chunk, size_t window, int reps, TxProbe *out);
-
-/* ---- boxes inside local shards (pack.c) ---------------------------------- */
-/* Copies elements [e0, e0 + n) (row-major order of box start/count) of
- * tensor t between its local buffer buf (backend memory: the shard's params,
- * m or v plus t->offset) and host memory: pack = buffer → host, unpack =
- * host → buffer. The box must lie inside what t holds. */
-void tx_box_pack(const Backend *be, const TensorInfo *t, const float *buf, const int start[4], const int count[4],
-                 size_t e0, size_t n, float *host);
-void tx_box_unpack(const Backend *be, const TensorInfo *t, float *buf, const int start[4], const int count[4],
-                   size_t e0, size_t n, const float *host);
-/* The runs of box elements [e0, e0 + n) in the local buffer: offsets and
- * lengths (floats) of each contiguous piece, in box order, up to max of
- * them written; returns how many there are. */
-size_t tx_box_runs(const TensorInfo *t, const int start[4], const int count[4], size_t e0, size_t n, size_t *offs,
-                   size_t *lens, size_t max);
-/* The local offset (floats from buf) of box elements [e0, e0 + n) when they
- * are one contiguous run there, else (size_t)-1. */
-size_t tx_box_contiguous(const TensorInfo *t, const int start[4], const int count[4], size_t e0, size_t n);
 
 #endif

@@ -25,7 +25,7 @@
 #include "nereus/comm.h"
 #include "nereus/job.h"
 #include "nereus/trace.h"
-#include "nereus/transition.h"
+#include "nereus/tx_exec.h"
 #include "nereus/util.h"
 
 #define MIB (1024.0 * 1024.0)

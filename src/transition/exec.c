@@ -1,5 +1,5 @@
 /* exec.c — one rank's part of a transition, run with non-blocking MPI
- * (transition.h).
+ * (tx_exec.h).
  *
  * Streams. A SEND or RECV op carries the slabs of one (change, src, dst)
  * pair; its stream is, buffer by buffer (params, AdamW m, v), slab by slab,
@@ -16,60 +16,79 @@
  * Order and windows. The global message order is over chunks: by wave,
  * then buffer phase b (params, AdamW m, v: a chunk never spans two
  * buffers), then round j (every stream's chunk j of buffer b), then the
- * stream's place in the part (the DAG's node order). Each rank posts its sends in that order, at
- * most window/2 bytes in flight, and its receives likewise in theirs. The
- * rounds interleave a rank's streams chunk by chunk, so every sender and
- * every receiver has a peer to work with at once: ordered stream by stream
- * (until 2026-12-04), a receiver took its sources one after another while
- * they sent to their first destinations first, a convoy in which a 4 x 4
- * exchange ran about two pairs at a time (dp4@0-3 -> dp4@4-7 on 8 ranks:
- * 0.51 s against 0.21 s round by round, the same bytes; README).
- * Staging (since 2026-12-04; TxOptions.no_staging turns it off). A move's
- * new shard comes with its params (the ALLOC hook: gpt_build_shard_dest
- * leaves m and v pending); on a rank that also holds the old shard, new
- * buffer b comes only once old buffer b - 1 is freed, and old buffer b is
- * freed (gpt_state_free) once every send out of it has completed and the
- * local copies have passed it. So such a rank holds at most four of its six
- * state buffers, not all six (the DAG counts it so: staged_need).
- * A receive is posted only once its buffer of the new shard exists. An
- * ALLOC of wave w waits for this rank's FREEs of the earlier waves; a FREE
- * (of a buffer, or of the whole old shard) waits for every send out of it
- * and the local copies. Why this cannot deadlock: take the earliest
- * unfinished chunk in the global order. Every earlier chunk is done, so its
- * sender's window holds only later chunks or is empty, and the sender posts
- * in order: the chunk's send is posted (its old buffer is not freed before
- * its sends complete). Its receiver's earlier receives are done likewise;
- * its ALLOC waited only on FREEs of earlier waves, and its buffer b only on
- * the FREE of its old buffers before b, which waited only on earlier sends
- * (earlier waves, or earlier phases of this one: done) and local copies:
- * the receive is posted. So the earliest chunk completes, and by induction
- * all do.
+ * stream's place in the part (the DAG's node order). Each rank posts its
+ * sends in that order, at most window/2 bytes in flight, and its receives
+ * likewise in theirs. The rounds interleave a rank's streams chunk by
+ * chunk, so every sender and every receiver has a peer to work with at
+ * once; taken stream by stream (TxPart.stream_order), a receiver takes its
+ * sources one after another while they send to their first destinations
+ * first, a convoy in which few pairs move at a time.
+ *
+ * Staging (TxPart.no_staging turns it off). A move's new shard comes with
+ * its params (the ALLOC hook: gpt_build_shard_dest leaves m and v pending);
+ * on a rank that also holds the old shard, new buffer b comes only once old
+ * buffer b - 1 is freed, and old buffer b is freed (gpt_state_free) once
+ * every send out of it has completed and the local copies have passed it.
+ * So such a rank holds at most four of its six state buffers, not all six
+ * (the DAG counts it so: staged_need).
+ *
+ * Phases. tx_execute sets up, then loops over five phases until every op
+ * and stream is done, then completes the new shards:
+ *   exec_shed_old_shards, exec_alloc_tables, exec_open_streams,
+ *   exec_gate_forwards      set-up: the streams in the part's order, what
+ *                           each FREE waits for, each forward's gate;
+ *   exec_run_alloc_free     ALLOC (after this rank's FREEs of the earlier
+ *                           waves) and FREE (once nothing reads the shard);
+ *   exec_stage_buffers      old buffers out, new buffers in (Staging);
+ *   exec_post_in_order      sends, then receives, posted in the global
+ *                           order within the windows;
+ *   exec_copy_step          one chunk of a local copy;
+ *   exec_collect_completions  completed chunks landed, windows freed;
+ *   exec_complete_shards    the new shards made whole, after the last wave.
+ *
+ * Why this cannot deadlock. Take the earliest unfinished chunk in the
+ * global order. Every earlier chunk is done, so (exec_collect_completions
+ * has returned their window) the sender's window holds only later chunks
+ * or is empty; exec_post_in_order posts in order (order_next; it stops at
+ * the first chunk that may not go, never skips one), so the chunk's send is
+ * posted, provided its old buffer still exists: exec_stage_buffers and
+ * exec_run_alloc_free free an old buffer only once its sends have
+ * completed. Its receiver's earlier receives are done likewise, so the
+ * receive is posted once its buffer of the new shard exists. That buffer
+ * waits on two things only: the ALLOC, which exec_run_alloc_free runs once
+ * this rank's FREEs of earlier waves are done, and (exec_stage_buffers) the
+ * free of the old buffers before b; both wait only on earlier sends
+ * (earlier waves, or earlier phases of this one: done) and on local copies,
+ * which exec_copy_step advances on every pass without waiting for any
+ * message. So the receive is posted, the earliest chunk completes, and by
+ * induction all do.
  *
  * Forwarding. A SEND with feed >= 0 sends, out of the new shard, the stream
  * this rank receives from rank `feed` (the same slab list, so the same
- * chunks): its chunk k is posted once chunks 0..k of that receive are in
- * (completions are marked per chunk, in case they come out of order). The
- * receive it waits for belongs to an earlier destination of the same
- * change (an earlier stream of the same wave), so its chunks 0..k are
- * earlier in the global order than the forward's chunk k: the induction
- * above still holds. A forward does not hold back the FREE of the old shard
- * (it does not read it).
+ * chunks): exec_gate_forwards ties it to that receive, and
+ * exec_post_next_chunk posts its chunk k once exec_land_flight has marked
+ * chunks 0..k of that receive in (per chunk, in case they complete out of
+ * order). The receive belongs to an earlier destination of the same change
+ * (an earlier stream of the same wave), so its chunks 0..k are earlier in
+ * the global order than the forward's chunk k: the induction above still
+ * holds. A forward does not hold back the FREE of the old shard (it does
+ * not read it).
  *
- * Waiting (comm.h's CommWaiter, with a 5 ms yielding window): while the
- * last progress is under 5 ms old, a pass that made no progress yields the
- * core (sched_yield) and polls again — Open MPI moves a large message's
- * shared-memory fragments only inside MPI calls, and a sleeping poller made
- * the transfers ~10x slower here (measured: 0.08 against ~1 GB/s per rank
- * on 8 ranks); after that it sleeps (as comm_wait), so a rank that waits
- * for long does not spin a core.
+ * Waiting (comm.h's CommWaiter, yielding for TX_YIELD_S). While the last
+ * progress is recent, a pass that made no progress yields the core
+ * (sched_yield) and polls again: Open MPI moves a large message's
+ * shared-memory fragments only inside MPI calls, so a sleeping poller
+ * starves the transfers. After that it sleeps (as comm_wait), so a rank
+ * that waits for long does not spin a core.
  *
- * What a transition costs on the CPU backend (measured with bench_transition's BENCH_TX_PHASES /
- * BENCH_TX_PRETOUCH, 8 ranks on 2 cores): the ranks are CPU-bound together, and about half of their
- * CPU time in here is the kernel faulting in and zeroing the new shards' pages on their first write
- * (the backend maps large buffers lazily); the rest is MPI's two copies per moved byte (into and out of
- * shared memory), the local copies, and the polling. The bound the bench compares with is measured
- * into buffers already touched. */
-#include "nereus/transition.h"
+ * Cost on the CPU backend: the ranks are CPU-bound together; much of their
+ * CPU time in here is the kernel faulting in and zeroing the new shards'
+ * pages on their first write (the backend maps large buffers lazily), the
+ * rest MPI's two copies per moved byte (into and out of shared memory),
+ * the local copies and the polling. bench_transition's BENCH_TX_PHASES and
+ * BENCH_TX_PRETOUCH measure it; the bound the bench compares with is
+ * measured into buffers already touched. */
+#include "nereus/tx_exec.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -335,325 +354,439 @@ static size_t copy_piece(const TxPart *pt, const TxOp *op, const TxEndpoint *e, 
     return m;
 }
 
+/* ---- tx_execute: the executor's state and its phases ------------------------------------------------ */
+
+/* What the phases of one tx_execute share: the part and its endpoints, per change the progress of its
+ * ops and buffers, the send and receive streams with their place in the global order, and the chunks in
+ * flight. */
+typedef struct Exec {
+    const TxPart *pt;
+    TxEndpoint *ep;
+    const TxHooks *hooks;
+    const Backend *be;
+    MPI_Comm comm;
+    TxStats *st;
+    int nc;                  /* changes */
+    size_t chunk_el, half;   /* floats per chunk; bytes in flight per side */
+    size_t staging;          /* host bytes held for transfers (staged chunks, the copy buffer) */
+    /* per change: ALLOC done, FREE done, new buffers present, old buffers freed, new shard took the old one's */
+    int *alloc_done, *free_done, *nb_alloc, *nb_free;
+    char *swapped;
+    int *free_left_wave;     /* (nwaves) FREE ops not yet done per wave */
+    int64_t *send_left_b;    /* (nc · 3) per (change, buffer): bytes of sends out of the old shard not complete */
+    int *copy_left_b;        /* (nc · 3) per (change, buffer): COPY ops not yet past it */
+    Stream *ss, *rs;         /* send and receive streams, in the part's order */
+    int nsend, nrecv;
+    Order ord[2];            /* sends, receives: the next chunk to post */
+    int by_stream;           /* TxPart.stream_order */
+    size_t in_send, in_recv; /* bytes in flight */
+    Flight *fl;              /* (nf) chunks in flight, their requests in reqs */
+    MPI_Request *reqs;
+    int *idx;
+    size_t nf, fcap;
+    RunBuf *rb;
+    Cursor *copy_cur;        /* (nops) per COPY op: its next element */
+    char *copy_done_op;
+    float *copy_host;        /* one chunk: local copies that go through the host */
+    int64_t ops_left;        /* ALLOC, COPY and FREE ops not done */
+    int64_t streams_left;    /* streams with bytes not yet complete */
+} Exec;
+
+/* the memory high-water mark: the backend's live bytes plus the transfer buffers */
+static void exec_sample(Exec *x) {
+    size_t m = (x->be->mem_live ? x->be->mem_live() : 0) + x->staging;
+    if (m > x->st->mem_peak) x->st->mem_peak = m;
+}
+
+/* An old shard that moves is read only for its params, m and v: its gradients, activations and caches go
+ * first (gpt_shed), before any new shard is allocated, so the new shards can take their pages (memory.c's
+ * pool: warm instead of faulted in). The new shards are built with their state only (the ALLOC hook:
+ * gpt_build_shard_dest, m and v pending) and completed at the end (exec_complete_shards). So a rank holds
+ * old and new state during the transition, not two whole shards, and of the state at most four of six
+ * buffers at once (exec_stage_buffers; tx_plan_build counts it so: gpt_shard_state_bytes,
+ * staged_need). */
+static void exec_shed_old_shards(Exec *x) {
+    for (int c = 0; c < x->nc; c++)
+        if (x->pt->ch[c].kind == TX_MOVE && x->ep[c].from) gpt_shed(x->ep[c].from);
+    x->st->mem_start = x->be->mem_live ? x->be->mem_live() : 0;
+    x->st->mem_peak = x->st->mem_start;
+}
+
+/* The executor's tables, sized from the part; a COPY op anywhere holds one chunk of host buffer for the
+ * whole run. */
+static void exec_alloc_tables(Exec *x) {
+    const TxPart *pt = x->pt;
+    size_t nc = (size_t)x->nc;
+    for (int64_t i = 0; i < pt->nops; i++) {
+        x->nsend += pt->ops[i].kind == TXO_SEND;
+        x->nrecv += pt->ops[i].kind == TXO_RECV;
+    }
+    x->alloc_done = calloc(nc + 1, sizeof(int));
+    x->free_done = calloc(nc + 1, sizeof(int));
+    x->free_left_wave = calloc((size_t)pt->nwaves + 1, sizeof(int));
+    x->nb_alloc = calloc(nc + 1, sizeof(int));
+    x->nb_free = calloc(nc + 1, sizeof(int));
+    x->send_left_b = calloc(nc * 3 + 1, sizeof(int64_t));
+    x->copy_left_b = calloc(nc * 3 + 1, sizeof(int));
+    x->ss = calloc((size_t)x->nsend + 1, sizeof *x->ss);
+    x->rs = calloc((size_t)x->nrecv + 1, sizeof *x->rs);
+    x->fcap = 64;
+    x->fl = malloc(x->fcap * sizeof *x->fl);
+    x->reqs = malloc(x->fcap * sizeof *x->reqs);
+    x->idx = malloc(x->fcap * sizeof *x->idx);
+    x->rb = malloc(sizeof *x->rb);
+    x->copy_cur = calloc((size_t)pt->nops + 1, sizeof *x->copy_cur);
+    x->copy_done_op = calloc((size_t)pt->nops + 1, 1);
+    x->swapped = calloc(nc + 1, 1);
+    int has_copy = 0;
+    for (int64_t i = 0; i < pt->nops; i++) has_copy |= pt->ops[i].kind == TXO_COPY;
+    x->copy_host = malloc(has_copy ? pt->chunk : 4);
+    x->staging = has_copy ? pt->chunk : 0;
+    exec_sample(x);
+    if (!x->alloc_done || !x->free_done || !x->free_left_wave || !x->ss || !x->rs || !x->fl || !x->reqs || !x->idx ||
+        !x->rb || !x->copy_cur || !x->copy_done_op || !x->swapped || !x->copy_host || !x->nb_alloc || !x->nb_free ||
+        !x->send_left_b || !x->copy_left_b)
+        nr_fatal("transition: out of memory for the executor");
+}
+
+/* Every SEND and RECV op becomes a stream (in the part's order: the DAG's node order), and what each FREE
+ * waits for is counted: per (change, buffer) the bytes sent out of the old shard and the COPY ops that read
+ * it. A change this rank does not receive, or a copy, needs no ALLOC. */
+static void exec_open_streams(Exec *x) {
+    const TxPart *pt = x->pt;
+    for (int c = 0; c < x->nc; c++) {
+        x->alloc_done[c] = pt->ch[c].kind == TX_COPY || !pt->ch[c].in_to;
+        x->nb_alloc[c] = x->alloc_done[c] ? pt->ch[c].nbufs : 0;
+    }
+    x->nsend = x->nrecv = 0;
+    for (int64_t i = 0; i < pt->nops; i++) {
+        const TxOp *op = &pt->ops[i];
+        int nb = pt->ch[op->change].nbufs;
+        if (op->kind == TXO_SEND) {
+            x->ss[x->nsend++] = (Stream){op, {0, 0, 0}, (size_t)op->bytes, 0, 0, -1, NULL, 0, 0, 0, 0};
+            if (op->feed < 0) /* out of the old shard: each buffer's FREE waits, and the shard's */
+                for (int b = 0; b < nb; b++) x->send_left_b[op->change * 3 + b] += op->bytes / nb;
+        } else if (op->kind == TXO_RECV) {
+            x->rs[x->nrecv++] = (Stream){op, {0, 0, 0}, (size_t)op->bytes, 0, 0, -1, NULL, 0, 0, 0, 0};
+        } else if (op->kind == TXO_COPY) {
+            for (int b = 0; b < nb; b++) x->copy_left_b[op->change * 3 + b]++;
+        } else if (op->kind == TXO_FREE) {
+            x->free_left_wave[op->wave]++;
+        }
+    }
+}
+
+/* Each forwarding send is gated on the receive stream it forwards (one per (change, peer)), whose chunks
+ * are marked as they complete. */
+static void exec_gate_forwards(Exec *x) {
+    const TxPart *pt = x->pt;
+    for (int i = 0; i < x->nsend; i++) {
+        const TxOp *op = x->ss[i].op;
+        if (op->feed < 0) continue;
+        int j = 0;
+        while (j < x->nrecv && (x->rs[j].op->change != op->change || x->rs[j].op->peer != op->feed)) j++;
+        if (j == x->nrecv || x->rs[j].op->bytes != op->bytes)
+            nr_fatal("transition: rank %d forwards to rank %d what it does not receive from rank %d (change %d)",
+                     pt->rank, op->peer, op->feed, op->change);
+        x->ss[i].gate = j;
+        Stream *r = &x->rs[j];
+        if (r->arrived) continue;
+        int nb = pt->ch[op->change].nbufs;
+        for (Cursor cc = {0, 0, 0}; cc.b < nb; r->nchunks++) next_chunk(pt, r->op, nb, &cc, x->chunk_el);
+        if (!(r->arrived = calloc(r->nchunks + 1, 1))) nr_fatal("transition: out of memory for the executor");
+    }
+}
+
+/* ALLOC and FREE ops in op order. An ALLOC of wave w waits for this rank's FREEs of the earlier waves; a
+ * FREE waits until nothing reads any buffer of the old shard (its sends complete, its local copies done).
+ * Returns 1 when one ran. */
+static int exec_run_alloc_free(Exec *x) {
+    const TxPart *pt = x->pt;
+    int progress = 0;
+    for (int64_t i = 0; i < pt->nops; i++) {
+        const TxOp *op = &pt->ops[i];
+        int c = op->change;
+        if (op->kind == TXO_ALLOC && !x->alloc_done[c]) {
+            int ok = 1;
+            for (int w = 0; w < op->wave; w++) ok &= x->free_left_wave[w] == 0;
+            if (!ok) continue;
+            double th = nr_now();
+            x->hooks->alloc(x->hooks->ctx, c);
+            x->st->hook_seconds += nr_now() - th;
+            x->alloc_done[c] = 1;
+            /* the hook built params, and m and v unless it left them pending (gpt_build_shard_dest) */
+            x->nb_alloc[c] = pt->ch[c].kind == TX_MOVE && pt->ch[c].nbufs == 3 && x->ep[c].to && !x->ep[c].to->m
+                                 ? 1 : pt->ch[c].nbufs;
+            exec_sample(x);
+            x->ops_left--;
+            progress = 1;
+        } else if (op->kind == TXO_FREE && !x->free_done[c] &&
+                   old_read(x->send_left_b, x->copy_left_b, c, pt->ch[c].nbufs) == pt->ch[c].nbufs) {
+            double th = nr_now();
+            if (pt->ch[c].kind == TX_MOVE) x->hooks->release(x->hooks->ctx, c);
+            x->st->hook_seconds += nr_now() - th;
+            x->free_done[c] = 1;
+            x->free_left_wave[op->wave]--;
+            x->ops_left--;
+            progress = 1;
+        }
+    }
+    return progress;
+}
+
+/* Buffer staging: an old buffer goes once nothing reads it any more (its sends complete, its local copies
+ * done), and new buffer b comes once old buffer b - 1 is gone, so a rank that moves holds at most four of
+ * its six state buffers at once (TxPart.no_staging: every new buffer at once, no old one freed before the
+ * shard). Returns 1 when a buffer came or went. */
+static int exec_stage_buffers(Exec *x) {
+    const TxPart *pt = x->pt;
+    int progress = 0;
+    for (int c = 0; c < x->nc; c++) {
+        const TxPartChange *pc = &pt->ch[c];
+        if (pc->kind != TX_MOVE || !x->alloc_done[c]) continue;
+        GPT *from = x->free_done[c] ? NULL : x->ep[c].from;
+        int done = from && !pt->no_staging ? old_read(x->send_left_b, x->copy_left_b, c, pc->nbufs - 1) : 0;
+        while (x->nb_free[c] < done) {
+            gpt_state_free(from, x->nb_free[c]++);
+            progress = 1;
+        }
+        while (x->nb_alloc[c] < pc->nbufs && (!from || pt->no_staging || x->nb_free[c] >= x->nb_alloc[c])) {
+            gpt_state_alloc(x->ep[c].to, x->nb_alloc[c]++);
+            exec_sample(x);
+            progress = 1;
+        }
+    }
+    return progress;
+}
+
+/* A new flight slot (the tables grow by doubling). */
+static Flight *exec_flight_slot(Exec *x) {
+    if (x->nf == x->fcap) {
+        x->fcap *= 2;
+        x->fl = realloc(x->fl, x->fcap * sizeof *x->fl);
+        x->reqs = realloc(x->reqs, x->fcap * sizeof *x->reqs);
+        x->idx = realloc(x->idx, x->fcap * sizeof *x->idx);
+        if (!x->fl || !x->reqs || !x->idx) nr_fatal("transition: out of memory for requests");
+    }
+    return &x->fl[x->nf];
+}
+
+/* Posts stream si's next chunk on its side (0 sends, 1 receives) if it may go now: a receive once its
+ * buffer of the new shard exists, a forward once the chunk has arrived, and within the side's window (one
+ * chunk is always let through). Returns 0 when it may not (the caller stops: in order, nothing later may
+ * go either), 1 when posted. */
+static int exec_post_next_chunk(Exec *x, int side, int si) {
+    const TxPart *pt = x->pt;
+    Stream *s = side == 0 ? &x->ss[si] : &x->rs[si];
+    Order *o = &x->ord[side];
+    size_t *inflight = side == 0 ? &x->in_send : &x->in_recv;
+    int c = s->op->change;
+    if (side == 1 && x->nb_alloc[c] <= s->cur.b) return 0;
+    if (side == 0 && s->gate >= 0 && x->rs[s->gate].prefix <= s->posted) return 0; /* not arrived yet */
+    Cursor c0 = s->cur, c1 = s->cur;
+    size_t n = next_chunk(pt, s->op, pt->ch[c].nbufs, &c1, x->chunk_el), bytes = n * sizeof(float);
+    if (*inflight > 0 && *inflight + bytes > x->half) return 0;
+    /* a forward reads the new shard, where the chunk arrived */
+    GPT *m = side == 0 && s->op->feed < 0 ? (x->swapped[c] ? x->ep[c].to : x->ep[c].from) : x->ep[c].to;
+    if (!m) nr_fatal("transition: rank %d has no %s shard for change %d", pt->rank, side == 0 ? "old" : "new", c);
+    float *dp = direct(pt, s->op, x->be, m, c0, n), *stage = NULL;
+    MPI_Datatype type = MPI_DATATYPE_NULL;
+    if (!dp && !chunk_type(pt, s->op, x->be, m, c0, n, x->rb, &type)) {
+        stage = malloc(bytes ? bytes : 4);
+        if (!stage) nr_fatal("transition: out of memory for a %zu-byte chunk", bytes);
+        x->staging += bytes;
+        exec_sample(x);
+        if (side == 0) stream_copy(pt, s->op, x->be, m, c0, n, stage, 1);
+    }
+    Flight *f = exec_flight_slot(x);
+    *f = (Flight){MPI_REQUEST_NULL, si, side == 0, bytes, stage, c0, s->posted++};
+    post_chunk(side == 0, stage ? stage : dp, n, type, s->op->peer, c, x->comm, &f->req);
+    x->reqs[x->nf++] = f->req;
+    if (s->ph != c0.b) s->ph = c0.b, s->ph_posted = 0;
+    s->ph_posted++;
+    if (!x->by_stream && s->ph_posted != o->j + 1) nr_fatal("transition: a stream out of its round (a bug)");
+    s->cur = c1;
+    s->left -= bytes;
+    o->open -= !in_phase(s, o->b);
+    if (!x->by_stream || !in_phase(s, o->b)) o->p++;
+    s->pending += bytes;
+    *inflight += bytes;
+    if (side == 0) x->st->messages_sent++;
+    return 1;
+}
+
+/* Sends, then receives, each side in the global message order (order_next) as far as it may go. Returns 1
+ * when a chunk was posted. */
+static int exec_post_in_order(Exec *x) {
+    int progress = 0;
+    for (int side = 0; side < 2; side++) {
+        Stream *S = side == 0 ? x->ss : x->rs;
+        int ns = side == 0 ? x->nsend : x->nrecv;
+        for (int si; (si = order_next(&x->ord[side], S, ns)) >= 0 && exec_post_next_chunk(x, side, si);) progress = 1;
+    }
+    return progress;
+}
+
+/* One chunk of the first COPY op that can go (its new buffer present), so that the transfers posted
+ * meanwhile progress; a rank whose new shard is its old one whole takes the old buffers instead. Returns 1
+ * when it copied. */
+static int exec_copy_step(Exec *x) {
+    const TxPart *pt = x->pt;
+    for (int64_t i = 0; i < pt->nops; i++) {
+        const TxOp *op = &pt->ops[i];
+        int c = op->change;
+        if (op->kind != TXO_COPY || x->copy_done_op[i] || !x->alloc_done[c] || x->nb_alloc[c] <= x->copy_cur[i].b)
+            continue;
+        double tc = nr_now();
+        const TxPartChange *pc = &pt->ch[c];
+        Cursor *cu = &x->copy_cur[i];
+        if (cu->b == 0 && cu->k == 0 && cu->e == 0 && pc->kind == TX_MOVE &&
+            gpt_swap_state(x->ep[c].from, x->ep[c].to, pc->nbufs == 3) == 0) {
+            /* the rank keeps its shard: the new model takes the old one's buffers (sends still to post read
+               them from there) */
+            x->swapped[c] = 1;
+            for (int64_t k = 0; k < op->nslab; k++)
+                x->st->bytes_copied += slab_elems(&pt->slabs[op->slab0 + k]) * sizeof(float) * (size_t)pc->nbufs;
+            cu->b = pc->nbufs;
+            x->nb_alloc[c] = pc->nbufs; /* the old shard's buffers, all of them */
+            for (int b = 0; b < pc->nbufs; b++) x->copy_left_b[c * 3 + b]--;
+        } else {
+            int b0 = cu->b;
+            size_t n = copy_piece(pt, op, &x->ep[c], x->be, cu, x->chunk_el, x->rb, x->copy_host);
+            x->st->bytes_copied += n * sizeof(float);
+            if (cu->b != b0) x->copy_left_b[c * 3 + b0]--; /* this op's copies of buffer b0 are done */
+        }
+        x->st->copy_seconds += nr_now() - tc;
+        if (cu->b >= pc->nbufs) {
+            x->copy_done_op[i] = 1;
+            x->ops_left--;
+        }
+        return 1;
+    }
+    return 0;
+}
+
+/* A completed chunk: a send no longer holds its old buffer; a received chunk is unpacked if it was staged,
+ * and marked arrived for the forward that waits on it. */
+static void exec_land_flight(Exec *x, const Flight *f) {
+    Stream *s = f->send ? &x->ss[f->stream] : &x->rs[f->stream];
+    int c = s->op->change;
+    if (f->send) {
+        x->in_send -= f->bytes;
+        if (s->op->feed < 0) x->send_left_b[c * 3 + f->cur.b] -= (int64_t)f->bytes;
+        x->st->bytes_sent += f->bytes;
+        if (s->op->feed >= 0) x->st->bytes_forwarded += f->bytes;
+    } else {
+        if (f->stage) stream_copy(x->pt, s->op, x->be, x->ep[c].to, f->cur, f->bytes / sizeof(float), f->stage, 0);
+        x->in_recv -= f->bytes;
+        x->st->bytes_recv += f->bytes;
+        if (s->arrived) { /* in the new shard now: its forward may send it on */
+            s->arrived[f->chunk] = 1;
+            while (s->prefix < s->nchunks && s->arrived[s->prefix]) s->prefix++;
+        }
+    }
+    if (f->stage) {
+        free(f->stage);
+        x->staging -= f->bytes;
+    }
+    s->pending -= f->bytes;
+    if (s->left == 0 && s->pending == 0) x->streams_left--;
+}
+
+/* The chunks that completed since the last pass, landed; the rest kept in order. Returns 1 when any did. */
+static int exec_collect_completions(Exec *x) {
+    if (x->nf == 0) return 0;
+    int nd = 0;
+    mpiCheck(MPI_Testsome((int)x->nf, x->reqs, &nd, x->idx, MPI_STATUSES_IGNORE));
+    if (nd <= 0 || nd == MPI_UNDEFINED) return 0;
+    for (int q = 0; q < nd; q++) {
+        exec_land_flight(x, &x->fl[x->idx[q]]);
+        x->fl[x->idx[q]].req = MPI_REQUEST_NULL;
+    }
+    size_t w = 0;
+    for (size_t k = 0; k < x->nf; k++)
+        if (x->reqs[k] != MPI_REQUEST_NULL) {
+            x->fl[w] = x->fl[k];
+            x->fl[w].req = x->reqs[k];
+            x->reqs[w] = x->reqs[k];
+            w++;
+        }
+    x->nf = w;
+    return 1;
+}
+
+/* Every old shard of this rank is freed now: the new shards get what they need beyond their state
+ * (gradients, activations, caches: gpt_complete), which take the freed pages. The transfer buffers go
+ * first: the DAG's end (tx_plan_build, after the last wave) holds the models alone. */
+static void exec_complete_shards(Exec *x) {
+    free(x->copy_host);
+    x->copy_host = NULL;
+    x->staging = 0;
+    for (int c = 0; c < x->nc; c++)
+        if (x->pt->ch[c].kind == TX_MOVE && x->ep[c].to) {
+            double th = nr_now();
+            gpt_complete(x->ep[c].to);
+            x->st->hook_seconds += nr_now() - th;
+        }
+    exec_sample(x);
+}
+
+static void exec_free_tables(Exec *x) {
+    free(x->alloc_done);
+    free(x->nb_alloc);
+    free(x->nb_free);
+    free(x->send_left_b);
+    free(x->copy_left_b);
+    free(x->free_done);
+    free(x->free_left_wave);
+    free(x->ss);
+    for (int j = 0; j < x->nrecv; j++) free(x->rs[j].arrived);
+    free(x->rs);
+    free(x->fl);
+    free(x->reqs);
+    free(x->idx);
+    free(x->rb);
+    free(x->copy_cur);
+    free(x->copy_done_op);
+    free(x->swapped);
+    free(x->copy_host);
+}
+
 void tx_execute(const TxPart *pt, TxEndpoint *ep, const TxHooks *hooks, const Backend *be, MPI_Comm comm,
                 TxStats *st) {
     memset(st, 0, sizeof *st);
     double t0 = nr_now();
     struct timespec cpu0;
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu0);
-    int nc = pt->nchanges;
-    size_t chunk_el = pt->chunk / sizeof(float), half = pt->window / 2;
-    size_t staging = 0;
-    /* an old shard that moves is read only for its params, m and v: its gradients, activations and caches go
-       now (gpt_shed), before any new shard is allocated, so the new shards can take their pages (memory.c's
-       pool: warm instead of faulted in). The new shards are built with their state only (the ALLOC hook:
-       gpt_build_shard_dest, m and v pending) and completed at the end. So a rank holds old and new state
-       during the transition, not two whole shards, and of the state at most four of six buffers at once
-       (the staging below; tx_plan_build counts it so: gpt_shard_state_bytes, staged_need) */
-    for (int c = 0; c < nc; c++)
-        if (pt->ch[c].kind == TX_MOVE && ep[c].from) gpt_shed(ep[c].from);
-    st->mem_start = be->mem_live ? be->mem_live() : 0;
-    st->mem_peak = st->mem_start;
-    staging = 0;
-#define SAMPLE() do { size_t m_ = (be->mem_live ? be->mem_live() : 0) + staging; if (m_ > st->mem_peak) st->mem_peak = m_; } while (0)
-
-    /* per change: ALLOC done, copies done, sends outstanding (bytes), FREE done */
-    int *alloc_done = calloc((size_t)nc + 1, sizeof(int));
-    int *free_done = calloc((size_t)nc + 1, sizeof(int)), *free_left_wave = calloc((size_t)pt->nwaves + 1, sizeof(int));
-    /* per change: new buffers present, old ones freed (buffer staging: params, m, v); per (change, buffer):
-       the bytes of sends out of the old shard not yet complete, the local copies not yet past it */
-    int *nb_alloc = calloc((size_t)nc + 1, sizeof(int)), *nb_free = calloc((size_t)nc + 1, sizeof(int));
-    int64_t *send_left_b = calloc((size_t)nc * 3 + 1, sizeof(int64_t));
-    int *copy_left_b = calloc((size_t)nc * 3 + 1, sizeof(int));
-    int nsend = 0, nrecv = 0;
-    for (int64_t i = 0; i < pt->nops; i++) nsend += pt->ops[i].kind == TXO_SEND, nrecv += pt->ops[i].kind == TXO_RECV;
-    Stream *ss = calloc((size_t)nsend + 1, sizeof *ss), *rs = calloc((size_t)nrecv + 1, sizeof *rs);
-    size_t fcap = 64, nf = 0;
-    Flight *fl = malloc(fcap * sizeof *fl);
-    MPI_Request *reqs = malloc(fcap * sizeof *reqs);
-    int *idx = malloc(fcap * sizeof *idx);
-    RunBuf *rb = malloc(sizeof *rb);
-    Cursor *copy_cur = calloc((size_t)pt->nops + 1, sizeof *copy_cur);
-    char *copy_done_op = calloc((size_t)pt->nops + 1, 1), *swapped = calloc((size_t)nc + 1, 1);
-    int has_copy = 0;
-    for (int64_t i = 0; i < pt->nops; i++) has_copy |= pt->ops[i].kind == TXO_COPY;
-    float *copy_host = malloc(has_copy ? pt->chunk : 4);
-    staging = has_copy ? pt->chunk : 0; /* the local copies' buffer, for the whole run */
-    SAMPLE();
-    if (!alloc_done || !free_done || !free_left_wave || !ss || !rs || !fl || !reqs || !idx || !rb || !copy_cur || !copy_done_op || !swapped || !copy_host || !nb_alloc || !nb_free || !send_left_b || !copy_left_b)
-        nr_fatal("transition: out of memory for the executor");
-    for (int c = 0; c < nc; c++) {
-        alloc_done[c] = pt->ch[c].kind == TX_COPY || !pt->ch[c].in_to;
-        nb_alloc[c] = alloc_done[c] ? pt->ch[c].nbufs : 0;
-    }
-    nsend = nrecv = 0;
-    for (int64_t i = 0; i < pt->nops; i++) {
-        const TxOp *op = &pt->ops[i];
-        if (op->kind == TXO_SEND) {
-            ss[nsend++] = (Stream){op, {0, 0, 0}, (size_t)op->bytes, 0, 0, -1, NULL, 0, 0, 0, 0};
-            if (op->feed < 0) /* out of the old shard: each buffer's FREE waits, and the shard's */
-                for (int b = 0; b < pt->ch[op->change].nbufs; b++)
-                    send_left_b[op->change * 3 + b] += op->bytes / pt->ch[op->change].nbufs;
-        } else if (op->kind == TXO_RECV) {
-            rs[nrecv++] = (Stream){op, {0, 0, 0}, (size_t)op->bytes, 0, 0, -1, NULL, 0, 0, 0, 0};
-        } else if (op->kind == TXO_COPY) {
-            for (int b = 0; b < pt->ch[op->change].nbufs; b++) copy_left_b[op->change * 3 + b]++;
-        } else if (op->kind == TXO_FREE) {
-            free_left_wave[op->wave]++;
-        }
-    }
-    /* forwarding sends: the receive stream each forwards (one per (change, peer)), and its chunks marked */
-    for (int i = 0; i < nsend; i++) {
-        const TxOp *op = ss[i].op;
-        if (op->feed < 0) continue;
-        int j = 0;
-        while (j < nrecv && (rs[j].op->change != op->change || rs[j].op->peer != op->feed)) j++;
-        if (j == nrecv || rs[j].op->bytes != op->bytes)
-            nr_fatal("transition: rank %d forwards to rank %d what it does not receive from rank %d (change %d)",
-                     pt->rank, op->peer, op->feed, op->change);
-        ss[i].gate = j;
-        if (!rs[j].arrived) {
-            Cursor cc = {0, 0, 0};
-            while (cc.b < pt->ch[op->change].nbufs) {
-                next_chunk(pt, rs[j].op, pt->ch[op->change].nbufs, &cc, chunk_el);
-                rs[j].nchunks++;
-            }
-            if (!(rs[j].arrived = calloc(rs[j].nchunks + 1, 1))) nr_fatal("transition: out of memory for the executor");
-        }
-    }
-    Order ord[2];                /* sends, receives: the next chunk to post */
-    memset(ord, 0, sizeof ord);
-    int by_stream = pt->stream_order; /* the baseline: a stream's chunks all posted before the next stream's */
-    size_t in_send = 0, in_recv = 0;
-    int64_t ops_left = pt->nops; /* ALLOC, COPY, FREE ops done, plus streams finished */
-    int64_t streams_left = nsend + nrecv;
-    ops_left -= nsend + nrecv;
+    Exec x = {.pt = pt, .ep = ep, .hooks = hooks, .be = be, .comm = comm, .st = st, .nc = pt->nchanges,
+              .chunk_el = pt->chunk / sizeof(float), .half = pt->window / 2, .by_stream = pt->stream_order};
+    exec_shed_old_shards(&x);
+    exec_alloc_tables(&x);
+    exec_open_streams(&x);
+    exec_gate_forwards(&x);
+    x.ops_left = pt->nops - x.nsend - x.nrecv;
+    x.streams_left = x.nsend + x.nrecv;
     CommWaiter wt = {.yield_s = TX_YIELD_S};
-    while (ops_left > 0 || streams_left > 0) {
-        int progress = 0;
-        /* ALLOC, COPY, FREE in op order */
-        for (int64_t i = 0; i < pt->nops; i++) {
-            const TxOp *op = &pt->ops[i];
-            int c = op->change;
-            if (op->kind == TXO_ALLOC && !alloc_done[c]) {
-                int ok = 1;
-                for (int w = 0; w < op->wave; w++) ok &= free_left_wave[w] == 0;
-                if (!ok) continue;
-                double th = nr_now();
-                hooks->alloc(hooks->ctx, c);
-                st->hook_seconds += nr_now() - th;
-                alloc_done[c] = 1;
-                /* the hook built params, and m and v unless it left them pending (gpt_build_shard_dest) */
-                nb_alloc[c] = pt->ch[c].kind == TX_MOVE && pt->ch[c].nbufs == 3 && ep[c].to && !ep[c].to->m ? 1 : pt->ch[c].nbufs;
-                SAMPLE();
-                ops_left--;
-                progress = 1;
-            } else if (op->kind == TXO_FREE && !free_done[c] && old_read(send_left_b, copy_left_b, c, pt->ch[c].nbufs) == pt->ch[c].nbufs) {
-                double th = nr_now();
-                if (pt->ch[c].kind == TX_MOVE) hooks->release(hooks->ctx, c);
-                st->hook_seconds += nr_now() - th;
-                free_done[c] = 1;
-                free_left_wave[op->wave]--;
-                ops_left--;
-                progress = 1;
-            }
-        }
-        /* buffer staging: an old buffer goes once nothing reads it any more (its sends complete, its local
-           copies done), and new buffer b comes once old buffer b - 1 is gone, so a rank that moves holds
-           at most four of its six state buffers at once (TxOptions.no_staging: every new buffer at once,
-           no old one freed before the shard) */
-        for (int c = 0; c < nc; c++) {
-            const TxPartChange *pc = &pt->ch[c];
-            if (pc->kind != TX_MOVE || !alloc_done[c]) continue;
-            GPT *from = free_done[c] ? NULL : ep[c].from;
-            int done = from && !pt->no_staging ? old_read(send_left_b, copy_left_b, c, pc->nbufs - 1) : 0;
-            while (nb_free[c] < done) {
-                gpt_state_free(from, nb_free[c]++);
-                progress = 1;
-            }
-            while (nb_alloc[c] < pc->nbufs && (!from || pt->no_staging || nb_free[c] >= nb_alloc[c])) {
-                gpt_state_alloc(ep[c].to, nb_alloc[c]++);
-                SAMPLE();
-                progress = 1;
-            }
-        }
-        /* post sends, then receives, in order, within the windows */
-        for (int side = 0; side < 2; side++) {
-            Stream *S = side == 0 ? ss : rs;
-            int ns = side == 0 ? nsend : nrecv;
-            Order *o = &ord[side];
-            size_t *inflight = side == 0 ? &in_send : &in_recv;
-            for (int si; (si = order_next(o, S, ns)) >= 0;) {
-                Stream *x = &S[si];
-                int c = x->op->change;
-                if (side == 1 && nb_alloc[c] <= x->cur.b) break; /* in order: nothing later either */
-                if (side == 0 && x->gate >= 0 && rs[x->gate].prefix <= x->posted) break; /* not arrived yet */
-                Cursor c0 = x->cur, c1 = x->cur;
-                size_t n = next_chunk(pt, x->op, pt->ch[c].nbufs, &c1, chunk_el), bytes = n * sizeof(float);
-                if (*inflight > 0 && *inflight + bytes > half) break;
-                /* a forward reads the new shard, where the chunk arrived */
-                GPT *m = side == 0 && x->op->feed < 0 ? (swapped[c] ? ep[c].to : ep[c].from) : ep[c].to;
-                if (!m) nr_fatal("transition: rank %d has no %s shard for change %d", pt->rank,
-                                 side == 0 ? "old" : "new", c);
-                float *dp = direct(pt, x->op, be, m, c0, n), *stage = NULL;
-                MPI_Datatype type = MPI_DATATYPE_NULL;
-                if (!dp && !chunk_type(pt, x->op, be, m, c0, n, rb, &type)) {
-                    stage = malloc(bytes ? bytes : 4);
-                    if (!stage) nr_fatal("transition: out of memory for a %zu-byte chunk", bytes);
-                    staging += bytes;
-                    SAMPLE();
-                    if (side == 0) stream_copy(pt, x->op, be, m, c0, n, stage, 1);
-                }
-                if (nf == fcap) {
-                    fcap *= 2;
-                    fl = realloc(fl, fcap * sizeof *fl);
-                    reqs = realloc(reqs, fcap * sizeof *reqs);
-                    idx = realloc(idx, fcap * sizeof *idx);
-                    if (!fl || !reqs || !idx) nr_fatal("transition: out of memory for requests");
-                }
-                Flight *f = &fl[nf];
-                f->stream = si;
-                f->send = side == 0;
-                f->bytes = bytes;
-                f->stage = stage;
-                f->cur = c0;
-                f->chunk = x->posted++;
-                post_chunk(side == 0, stage ? stage : dp, n, type, x->op->peer, c, comm, &f->req);
-                reqs[nf] = f->req;
-                nf++;
-                if (x->ph != c0.b) x->ph = c0.b, x->ph_posted = 0;
-                x->ph_posted++;
-                if (!by_stream && x->ph_posted != o->j + 1) nr_fatal("transition: a stream out of its round (a bug)");
-                x->cur = c1;
-                x->left -= bytes;
-                o->open -= !in_phase(x, o->b);
-                if (!by_stream || !in_phase(x, o->b)) o->p++;
-                x->pending += bytes;
-                *inflight += bytes;
-                if (side == 0) st->messages_sent++;
-                progress = 1;
-            }
-        }
-        /* local copies, one chunk per pass so that the transfers posted above progress meanwhile */
-        for (int64_t i = 0; i < pt->nops; i++) {
-            const TxOp *op = &pt->ops[i];
-            int c = op->change;
-            if (op->kind != TXO_COPY || copy_done_op[i] || !alloc_done[c] || nb_alloc[c] <= copy_cur[i].b) continue;
-            double tc = nr_now();
-            const TxPartChange *pc = &pt->ch[c];
-            Cursor *cu = &copy_cur[i];
-            if (cu->b == 0 && cu->k == 0 && cu->e == 0 && pc->kind == TX_MOVE &&
-                gpt_swap_state(ep[c].from, ep[c].to, pc->nbufs == 3) == 0) {
-                /* the rank keeps its shard: the new model takes the old one's buffers (sends still to
-                   post read them from there) */
-                swapped[c] = 1;
-                for (int64_t k = 0; k < op->nslab; k++) st->bytes_copied += slab_elems(&pt->slabs[op->slab0 + k]) * sizeof(float) * (size_t)pc->nbufs;
-                cu->b = pc->nbufs;
-                nb_alloc[c] = pc->nbufs; /* the old shard's buffers, all of them */
-                for (int b = 0; b < pc->nbufs; b++) copy_left_b[c * 3 + b]--;
-            } else {
-                int b0 = cu->b;
-                st->bytes_copied += copy_piece(pt, op, &ep[c], be, cu, chunk_el, rb, copy_host) * sizeof(float);
-                if (cu->b != b0) copy_left_b[c * 3 + b0]--; /* this op's copies of buffer b0 are done */
-            }
-            st->copy_seconds += nr_now() - tc;
-            progress = 1;
-            if (cu->b >= pc->nbufs) {
-                copy_done_op[i] = 1;
-                ops_left--;
-            }
-            break; /* one chunk per pass */
-        }
-        /* completions */
-        if (nf > 0) {
-            int nd = 0;
-            mpiCheck(MPI_Testsome((int)nf, reqs, &nd, idx, MPI_STATUSES_IGNORE));
-            if (nd > 0 && nd != MPI_UNDEFINED) {
-                progress = 1;
-                for (int q = 0; q < nd; q++) {
-                    Flight *f = &fl[idx[q]];
-                    Stream *x = f->send ? &ss[f->stream] : &rs[f->stream];
-                    int c = x->op->change;
-                    if (f->send) {
-                        in_send -= f->bytes;
-                        if (x->op->feed < 0) send_left_b[c * 3 + f->cur.b] -= (int64_t)f->bytes;
-                        st->bytes_sent += f->bytes;
-                        if (x->op->feed >= 0) st->bytes_forwarded += f->bytes;
-                    } else {
-                        if (f->stage) stream_copy(pt, x->op, be, ep[c].to, f->cur, f->bytes / sizeof(float), f->stage, 0);
-                        in_recv -= f->bytes;
-                        st->bytes_recv += f->bytes;
-                        if (x->arrived) { /* in the new shard now: its forward may send it on */
-                            x->arrived[f->chunk] = 1;
-                            while (x->prefix < x->nchunks && x->arrived[x->prefix]) x->prefix++;
-                        }
-                    }
-                    if (f->stage) {
-                        free(f->stage);
-                        staging -= f->bytes;
-                    }
-                    x->pending -= f->bytes;
-                    if (x->left == 0 && x->pending == 0) streams_left--;
-                    f->req = MPI_REQUEST_NULL;
-                }
-                /* compact */
-                size_t w = 0;
-                for (size_t k = 0; k < nf; k++)
-                    if (reqs[k] != MPI_REQUEST_NULL) {
-                        fl[w] = fl[k];
-                        fl[w].req = reqs[k];
-                        reqs[w] = reqs[k];
-                        w++;
-                    }
-                nf = w;
-            }
-        }
-        /* (a stream of zero bytes would post nothing and never complete; the slab planner builds none: every
-           slab is a non-empty intersection) */
-        /* transfers in flight: Open MPI moves a large message's fragments only inside MPI calls, so keep
-           calling, giving the core to any rank that has work; sleep once nothing has moved for a while */
+    while (x.ops_left > 0 || x.streams_left > 0) {
+        int progress = exec_run_alloc_free(&x);
+        progress |= exec_stage_buffers(&x);
+        progress |= exec_post_in_order(&x);
+        progress |= exec_copy_step(&x);
+        progress |= exec_collect_completions(&x);
+        /* Open MPI moves a large message's fragments only inside MPI calls: keep calling, giving the core
+           to any rank that has work; sleep once nothing has moved for a while */
         if (progress) comm_waiter_progress(&wt);
         else comm_waiter_pause(&wt);
     }
-    /* every old shard of this rank is freed now: the new shards get what they need beyond their state
-       (gradients, activations, caches: gpt_complete), which take the freed pages. The DAG counts them
-       here, after the last wave (tx_plan_build) */
-    free(copy_host); /* the transfers' buffers go first: the DAG's end holds the models alone */
-    copy_host = NULL;
-    staging = 0;
-    for (int c = 0; c < nc; c++)
-        if (pt->ch[c].kind == TX_MOVE && ep[c].to) {
-            double th = nr_now();
-            gpt_complete(ep[c].to);
-            st->hook_seconds += nr_now() - th;
-        }
-    SAMPLE();
-#undef SAMPLE
-    free(alloc_done);
-    free(nb_alloc);
-    free(nb_free);
-    free(send_left_b);
-    free(copy_left_b);
-    free(free_done);
-    free(free_left_wave);
-    free(ss);
-    for (int j = 0; j < nrecv; j++) free(rs[j].arrived);
-    free(rs);
-    free(fl);
-    free(reqs);
-    free(idx);
-    free(rb);
-    free(copy_cur);
-    free(copy_done_op);
-    free(swapped);
-    free(copy_host);
+    exec_complete_shards(&x);
+    exec_free_tables(&x);
     st->seconds = nr_now() - t0;
     struct timespec cpu1;
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu1);
     st->cpu_seconds = (double)(cpu1.tv_sec - cpu0.tv_sec) + 1e-9 * (double)(cpu1.tv_nsec - cpu0.tv_nsec);
 }
 
-/* The bench's raw-MPI floor (transition.h): every chunk of every stream
+/* The bench's raw-MPI floor (tx_exec.h): every chunk of every stream
  * posted at once, with the datatypes the executor uses, the local copies,
  * then MPI_Waitall. */
 double tx_replay(const TxPart *pt, const TxEndpoint *ep, const Backend *be, MPI_Comm comm) {

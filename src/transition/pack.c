@@ -1,10 +1,10 @@
 /* pack.c — boxes of a logical tensor inside one rank's local shard
- * (transition.h): the local block of tensor t is the box slab_tensor_box(t)
+ * (tx_exec.h): the local block of tensor t is the box slab_tensor_box(t)
  * stored row-major in its local shape; a sub-box's elements, taken in the
  * sub-box's own row-major order, fall into runs that are contiguous in the
  * local buffer. A run spans the innermost axes on which the sub-box covers
  * the whole local extent, plus the next axis out. */
-#include "nereus/transition.h"
+#include "nereus/tx_exec.h"
 
 /* floats per run of box (start, count) inside local box (hs, hc) */
 static size_t box_run(const int hc[4], const int count[4]) {

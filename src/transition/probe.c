@@ -1,17 +1,17 @@
 /* probe.c — what a transition can expect of this machine's links and
- * copies (transition.h: tx_probe), measured with every rank at once.
+ * copies (tx_exec.h: tx_probe), measured with every rank at once.
  *
  * Why all at once: the engine's prediction divides each rank's bytes by a
  * per-rank rate. One pair alone, or one core's memcpy, is the wrong rate
- * wherever ranks share cores or a node's memory system (8 ranks on 2 cores
- * here: the deck's nominal 10 GB/s left live transitions 13-29x over their
- * prediction, 2026-12-03). A ring where every rank sends to the next while
- * receiving from the previous loads every rank as a transition does. */
+ * wherever ranks share cores or a node's memory system: a nominal link
+ * rate then leaves live transitions far over their prediction. A ring
+ * where every rank sends to the next while receiving from the previous
+ * loads every rank as a transition does. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "nereus/comm.h"
-#include "nereus/transition.h"
+#include "nereus/tx_exec.h"
 #include "nereus/util.h"
 
 /* one rank's share of the ring: n floats to `to` from sb while n come from `from` into rb, in pieces of

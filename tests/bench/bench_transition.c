@@ -49,7 +49,7 @@
 #include "nereus/ckpt.h"
 #include "nereus/comm.h"
 #include "nereus/emu.h"
-#include "nereus/transition.h"
+#include "nereus/tx_exec.h"
 #include "nereus/txprice.h"
 #include "nereus/util.h"
 
