@@ -175,14 +175,13 @@ void live_measured(const Job *j, const double *m, double *meas, double *phase) {
    - its own past: its CPU seconds per nominal predicted compute second (the machine model before calibration,
      so that refits do not move it) over the median of its last healthy steps on the same holdings;
    - the other ranks: its CPU seconds per calibrated predicted second over the median rank's. The model's error
-     differs between stage kinds and ranks (rank 0's ref.inf alone has read 2.7x the others'), so with few
-     ranks the median is a poor reference: a 4x slowdown of a rank alone read 1.45-2.5x (the CI run of
-     planner-slow-busiest that missed it, 2026-12-05).
+     differs between stage kinds and ranks, so with few ranks the median is a poor reference: a rank slowed
+     4x can read well under 4x against it.
    A reading above SLOW_DETECT counts once the rank's next measured step reads above it too (the lesser of the
    two is kept): one step's CPU seconds on a shared VM can read 3.4x its peers'. A reading below it counts at
    once. A rank without work is read from its idle probe (probe[r], CPU seconds; 0: none) over its probe at
-   the start: until 2026-12-05 it kept its last estimate, so a rank emptied for being slow stayed slow to the
-   planner after it recovered (and one bad reading, once the rank was emptied, stood for the rest of the run).
+   the start, so that a rank emptied for being slow is seen to recover (its last estimate alone would stand
+   for the rest of the run).
    NEREUS_PLANNER_DEBUG in the environment prints the estimates. */
 static void estimate_slowdown(LivePlanner *lp, const Job *j, const double *m, const double *probe, int step) {
     int n = j->size, K = PLAN_NSTAGES;
