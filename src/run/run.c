@@ -310,7 +310,7 @@ static int run_build(RunCtx *r) {
     nr_log("model: GPT-2 L=%d C=%d NH=%d V=%d T=%d: %zu parameters (actor), %zu (critic)\n", cfg->model.n_layer,
            cfg->model.n_embd, cfg->model.n_head, r->shape.V, cfg->model.max_seq, r->job.n_actor, r->job.n_critic);
     nr_log("communicators: %d group set(s) for the %d model-stages (model-stages of one layout on the same ranks "
-           "share one)\n", emu_comm_sets(), PLAN_NSTAGES);
+           "share one)\n", emu_cache_sets(&r->job.comms), PLAN_NSTAGES);
     r->deck_text = deck_resolved_text(r->deck, cfg);
     job_install_signals();
     return 0;

@@ -170,17 +170,17 @@ int job_transition(Job *j, const PlanConfig *np, int verify, JobTxReport *rep, c
     memset(ns, 0, sizeof ns);
     TxEndpoint ep[PLAN_NSTAGES];
     memset(ep, 0, sizeof ep);
-    long built0 = emu_sets_built();
-    int kept0 = emu_comm_sets_kept();
+    long built0 = emu_cache_sets_built(&j->comms);
+    int kept0 = emu_cache_sets_kept(&j->comms);
     for (int c = 0; c < nch; c++) {
         Stage *s = &ns[ch[c].id];
         s->id = ch[c].id;
-        emu_build_stage(&s->emu, j->world, np, ch[c].id);
+        emu_build_stage(&s->emu, &j->comms, j->world, np, ch[c].id);
         job_stage_fill(j, s);
         ep[c].from = j->st[ch[c].id].member ? &j->st[ch[c].id].model : NULL;
     }
-    rep->sets_built = (int)(emu_sets_built() - built0);
-    rep->sets_taken_back = kept0 - emu_comm_sets_kept(); /* nothing is released before the old EMUs go */
+    rep->sets_built = (int)(emu_cache_sets_built(&j->comms) - built0);
+    rep->sets_taken_back = kept0 - emu_cache_sets_kept(&j->comms); /* nothing is released before the old EMUs go */
     MoveCtx mc = {j, ch, ns, ep};
     TxHooks hooks = {&mc, move_alloc, move_release};
     TxStats st;
