@@ -625,3 +625,34 @@ echo "== summary"
 for f in "${failed[@]}"; do echo "failed: $f"; done
 if [ "$skip" -gt 0 ]; then echo "$pass passed, $fail failed, $skip skipped"; else echo "$pass passed, $fail failed"; fi
 [ "$fail" = 0 ]
+
+# ===== BEGIN wt-run block: command-line overrides (--set), end to end =====
+# (for the lead to merge before "== summary"; uses t, bad and verify above)
+echo "== command-line overrides: bin/nereus DECK --set section.key=value"
+# an override replaces the deck's value: the resolved deck says it came from the command line, the run
+# follows it (2 SFT and 3 PPO steps instead of the deck's 40 and 40), and --restart is named as such
+t set-overrides 300 jobs/local.sh -np 2 bin/nereus tests/decks/short.deck --set ppo.steps=3 --set "sft.steps = 2"
+f=$LOG/set-overrides.log
+if grep -qE '^steps = 3 +# command line \(--set\)$' "$f" && grep -qE '^steps = 2 +# command line \(--set\)$' "$f" && \
+   grep -qE '^seed = 1234 +# line [0-9]+$' "$f" && [ "$(verify "$f" ppo_steps)" = 3 ] && \
+   [ "$(verify "$f" sft_steps)" = 2 ] && [ "$(verify "$f" status)" = pass ]; then
+  result set-overrides-used 0 0 "resolved deck: ppo.steps and sft.steps from --set; verify.ppo_steps 3, sft_steps 2"
+else result set-overrides-used 1 0 "the overrides are not marked or not followed (log: $f)"; fi
+bad set-restart-named '^--restart no/such\.h5: error: cannot restart: .*no/such\.h5' \
+  jobs/local.sh -np 2 bin/nereus tests/decks/short.deck --restart no/such.h5
+if grep -qE '^restart = "no/such\.h5" +# command line \(--restart\)$' "$LOG/set-restart-named.out"; then
+  result set-restart-from-command-line 0 0 "the resolved deck names --restart as the source"
+else result set-restart-from-command-line 1 0 "no '# command line (--restart)' mark (log: $LOG/set-restart-named.out)"; fi
+# bad overrides stop every rank with exit 2 and the deck parser's message, naming the argument
+bad set-unknown-key "^--set ppo\.stepz=3: error: unknown key \[ppo\] stepz$" \
+  jobs/local.sh -np 2 bin/nereus tests/decks/short.deck --set ppo.stepz=3
+if grep -q "^--set ppo\.stepz=3: note: did you mean 'ppo\.steps'?$" "$LOG/set-unknown-key.log"; then
+  result set-unknown-key-note 0 0; else result set-unknown-key-note 1 0 "no nearest-key note"; fi
+bad set-bad-value "^--set ppo\.steps=3x: error: \[ppo\] steps = 3x is not an integer: unexpected 'x' after 3" \
+  jobs/local.sh -np 2 bin/nereus tests/decks/short.deck --set ppo.steps=3x
+bad set-out-of-range '^--set ppo\.clip=0: error: \[ppo\] clip = 0 is out of range' \
+  jobs/local.sh -np 2 bin/nereus tests/decks/short.deck --set ppo.clip=0
+bad set-no-equals '^--set ppo\.steps: error: expected section\.key=value' \
+  jobs/local.sh -np 2 bin/nereus tests/decks/short.deck --set ppo.steps
+bad set-no-argument '^nereus: --set needs section\.key=value' bin/nereus tests/decks/short.deck --set
+# ===== END wt-run block =====
