@@ -1,7 +1,9 @@
 /* run.c — the job driver: checks what the deck means for the models (vocab,
  * context, what the plan asks of this build), builds the job's EMUs and
  * models, runs the SFT warm-start and the PPO steps, prints one line per
- * step (rank 0) and the verification block. */
+ * step (rank 0) and the verification block. run_job runs these phases over
+ * one RunCtx; whichever phase ends the run, run_release frees what the
+ * phases made. */
 #include "nereus/run.h"
 
 #include <math.h>
