@@ -1,6 +1,7 @@
 /* main.c — the batch job's entry point: command line, MPI, the deck, run. */
 #include <mpi.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "nereus/comm.h"
@@ -13,6 +14,9 @@ static void usage(FILE *f) {
     fprintf(f,
             "usage: nereus DECK                 run the job described by an input deck\n"
             "       nereus DECK --restart FILE  resume from a checkpoint (FILE, or 'latest' in [ckpt] dir)\n"
+            "       nereus DECK --set SECTION.KEY=VALUE ...\n"
+            "                                   override a deck key (repeatable; checked as a deck line;\n"
+            "                                   e.g. --set ppo.steps=20 --set run.name=try2)\n"
             "       nereus --simulate DECK      a simulation deck ([simulate]): MODELLED cluster, every policy\n"
             "       nereus --deck-reference     print every deck section and key (markdown)\n"
             "       nereus --help\n"
@@ -20,57 +24,80 @@ static void usage(FILE *f) {
             "deck format and keys: inputs/REFERENCE.md\n");
 }
 
-int main(int argc, char **argv) {
-    nr_heap_keep();
-    mpiCheck(MPI_Init(&argc, &argv));
-    int rank = 0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    const char *deck_path = NULL, *restart = NULL;
-    int rc = 0, simulate = 0;
+/* The command line: the deck, --simulate, and the deck overrides (--set, --restart) into ov (room for argc).
+ * Returns -1 to go on, or the exit status (--help, --deck-reference: 0; a bad command line: 2). */
+static int parse_args(int argc, char **argv, int rank, const char **deck_path, int *simulate, DeckOverride *ov,
+                      int *nov) {
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             if (rank == 0) usage(stdout);
-            MPI_Finalize();
             return 0;
         } else if (strcmp(argv[i], "--deck-reference") == 0) {
             if (rank == 0) deck_write_reference(stdout);
-            MPI_Finalize();
             return 0;
         } else if (strcmp(argv[i], "--simulate") == 0) {
-            simulate = 1;
-        } else if (strcmp(argv[i], "--restart") == 0) {
+            *simulate = 1;
+        } else if (strcmp(argv[i], "--restart") == 0 || strcmp(argv[i], "--set") == 0) {
+            int set = argv[i][2] == 's';
             if (i + 1 >= argc || argv[i + 1][0] == 0) {
-                if (rank == 0) fprintf(stderr, "nereus: --restart needs a checkpoint file (or 'latest')\n");
-                MPI_Finalize();
+                if (rank == 0)
+                    fprintf(stderr, set ? "nereus: --set needs section.key=value\n"
+                                        : "nereus: --restart needs a checkpoint file (or 'latest')\n");
                 return 2;
             }
-            restart = argv[++i];
+            ov[(*nov)++] = (DeckOverride){argv[i], set ? NULL : "run.restart", argv[i + 1]};
+            i++;
         } else if (argv[i][0] == '-' && argv[i][1] != 0) {
             if (rank == 0) {
                 fprintf(stderr, "nereus: unknown option '%s'\n", argv[i]);
                 usage(stderr);
             }
-            MPI_Finalize();
             return 2;
-        } else if (deck_path) {
-            if (rank == 0) fprintf(stderr, "nereus: more than one deck given ('%s' and '%s')\n", deck_path, argv[i]);
-            MPI_Finalize();
+        } else if (*deck_path) {
+            if (rank == 0) fprintf(stderr, "nereus: more than one deck given ('%s' and '%s')\n", *deck_path, argv[i]);
             return 2;
         } else {
-            deck_path = argv[i];
+            *deck_path = argv[i];
         }
     }
-    if (!deck_path) {
+    if (!*deck_path) {
         if (rank == 0) {
             fprintf(stderr, "nereus: no input deck given\n");
             usage(stderr);
         }
-        MPI_Finalize();
         return 2;
+    }
+    return -1;
+}
+
+/* collective over MPI_COMM_WORLD: the deck's plan against this job and model, before any compute: every rank
+ * resolves the same bytes, so every rank fails the same way. Returns 0 or 2 (reported at the key). */
+static int resolve_plan(Config *cfg, const Deck *deck) {
+    int world = 1;
+    mpiCheck(MPI_Comm_size(MPI_COMM_WORLD, &world));
+    PlanLimits lim = {world, cfg->model.n_head, cfg->model.n_layer, cfg->ppo.batch, cfg->ppo.minibatch};
+    PlanError perr;
+    if (plan_resolve(&cfg->plan, &lim, &perr) != 0) return deck_error_at(deck, perr.key, "%s", perr.msg);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    nr_heap_keep();
+    mpiCheck(MPI_Init(&argc, &argv));
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    const char *deck_path = NULL;
+    int simulate = 0, nov = 0;
+    DeckOverride *ov = nr_xcalloc((size_t)argc, sizeof *ov);
+    int rc = parse_args(argc, argv, rank, &deck_path, &simulate, ov, &nov);
+    if (rc >= 0) {
+        free(ov);
+        MPI_Finalize();
+        return rc;
     }
     Config cfg;
     Deck *deck = NULL;
-    rc = deck_load(deck_path, MPI_COMM_WORLD, &cfg, &deck);
+    rc = deck_load_with(deck_path, ov, nov, MPI_COMM_WORLD, &cfg, &deck);
     if (rc == 0 && simulate != deck_is_simulation(deck)) {
         if (rank == 0)
             fprintf(stderr, simulate ? "nereus: %s: error: --simulate needs a simulation deck (a [simulate] section)\n"
@@ -80,21 +107,14 @@ int main(int argc, char **argv) {
     } else if (rc == 0 && simulate) {
         rc = run_simulation(&cfg, deck, rank);
         deck_free(deck);
+        free(ov);
         MPI_Finalize();
         return rc;
     }
-    if (rc == 0) {
-        /* the plan against this job and model, before any compute: every
-         * rank resolves the same bytes, so every rank fails the same way */
-        int world = 1;
-        mpiCheck(MPI_Comm_size(MPI_COMM_WORLD, &world));
-        PlanLimits lim = {world, cfg.model.n_head, cfg.model.n_layer, cfg.ppo.batch, cfg.ppo.minibatch};
-        PlanError perr;
-        if (plan_resolve(&cfg.plan, &lim, &perr) != 0) rc = deck_error_at(deck, perr.key, "%s", perr.msg);
-    }
-    if (rc == 0 && restart) snprintf(cfg.run.restart, sizeof cfg.run.restart, "%s", restart); /* overrides the deck */
+    if (rc == 0) rc = resolve_plan(&cfg, deck);
     if (rc == 0) rc = run_job(&cfg, deck, deck_path);
     deck_free(deck);
+    free(ov);
     comm_group_detach(MPI_COMM_WORLD); /* the world's device group (CUDA: NCCL), before MPI_Finalize frees it */
     MPI_Finalize();
     return rc;

@@ -5,7 +5,8 @@
  * message (file:line, wording, suggestion); checks that the resolved deck
  * text reads back to the same Config; runs every tests/decks/bad/NAME.deck
  * against its `# expect: REGEX` first line, as the end-to-end runner will;
- * and exercises deck_load under MPI (one process is enough) on a good file,
+ * checks command-line overrides (--set, --restart) the same way, and
+ * exercises deck_load under MPI (one process is enough) on a good file,
  * a missing file, a directory and a binary file. Prints one line per check;
  * exits 0 only if all pass.
  *
@@ -479,6 +480,85 @@ static void good_switch_transition(Tally *t)
           "transition bounds: 4 KiB window and chunk, 0 latency, doubles beyond float range");
 }
 
+/* A deck with command-line overrides that must be refused: exit code 2, every wanted substring in the
+ * message (which names the override, not a deck line), and the config untouched. */
+static void bad_set(Tally *t, const char *what, const DeckOverride *ov, int nov, const char *want1, const char *want2)
+{
+    Config c, before;
+    memset(&c, 0x5A, sizeof c);
+    memcpy(&before, &c, sizeof c);
+    Deck *d = NULL;
+    const char *text = MODEL "[ppo]\nsteps = 5\n";
+    int rc = deck_parse_string_with("x.deck", text, strlen(text), ov, nov, &c, &d, 1);
+    const char *m = deck_last_error(d);
+    int ok = rc == 2 && d && strstr(m, want1) && (!want2 || strstr(m, want2)) && memcmp(&c, &before, sizeof c) == 0 &&
+             !strstr(m, "x.deck:");
+    check(t, ok, "bad --set, %s: rc=%d msg=\"%s\"", what, rc, m);
+    deck_free(d);
+}
+
+/* Command-line overrides (--set, --restart): a value replaces the deck's or sets a key it lacks, the
+ * resolved deck says where each came from and reads back to the same config, and every bad override gets
+ * the deck's message for that fault, naming the argument. */
+static void override_cases(Tally *t)
+{
+    const char *text = MODEL "[ppo]\nsteps = 5\n";
+    DeckOverride ov[] = {{"--set", NULL, "ppo.steps=7"}, {"--set", NULL, " sft.batch = 8 "},
+                         {"--set", NULL, "run.name=\"my run\""}, {"--restart", "run.restart", "ck/x_step000005.h5"}};
+    Config c, b;
+    memset(&c, 0, sizeof c);
+    memset(&b, 0, sizeof b);
+    Deck *d = NULL, *d2 = NULL;
+    int rc = deck_parse_string_with("x.deck", text, strlen(text), ov, 4, &c, &d, 1);
+    check(t, rc == 0 && c.ppo.steps == 7 && c.sft.batch == 8 && strcmp(c.run.name, "my run") == 0 &&
+                 strcmp(c.run.restart, "ck/x_step000005.h5") == 0 && c.model.n_layer == 2,
+          "--set replaces a deck value and sets keys the deck lacks; --restart sets [run] restart (rc=%d %s)", rc,
+          deck_last_error(d));
+    check(t, deck_line(d, "ppo.steps") == 0 && deck_line(d, "model.n_layer") == 2,
+          "deck_line of an overridden key is 0 (not a line of the deck)");
+    char *r = deck_resolved_text(d, &c);
+    check(t, r && strstr(r, "steps = 7                            # command line (--set)") &&
+                 strstr(r, "batch = 8                            # command line (--set)") &&
+                 strstr(r, "restart = \"ck/x_step000005.h5\"       # command line (--restart)") &&
+                 strstr(r, "n_layer = 2                          # line 2") && strstr(r, "# (default)"),
+          "the resolved deck marks each key: deck line, command line (--set, --restart) or default");
+    int rc2 = r ? deck_parse_string("resolved.deck", r, strlen(r), &b, &d2, 1) : -1;
+    check(t, rc2 == 0 && memcmp(&c, &b, sizeof c) == 0, "the resolved deck with overrides reads back to the same config");
+    free(r);
+    check(t, deck_error_at(d, "ppo.steps", "later check") == 2 &&
+                 strcmp(deck_last_error(d), "--set ppo.steps=7: error: later check") == 0,
+          "deck_error_at on an overridden key names the --set: %s", deck_last_error(d));
+    deck_free(d);
+    deck_free(d2);
+
+    DeckOverride k[] = {{"--set", NULL, "ppo.stepz=3"}};
+    bad_set(t, "unknown key", k, 1, "--set ppo.stepz=3: error: unknown key [ppo] stepz",
+            "--set ppo.stepz=3: note: did you mean 'ppo.steps'?");
+    DeckOverride s[] = {{"--set", NULL, "ppx.steps=3"}};
+    bad_set(t, "unknown section", s, 1, "--set ppx.steps=3: error: unknown section [ppx]", "note: did you mean '[ppo]'?");
+    DeckOverride n[] = {{"--set", NULL, "steps=3"}};
+    bad_set(t, "no section", n, 1, "--set steps=3: error: 'steps' names no section", "'ppo.steps'");
+    DeckOverride v[] = {{"--set", NULL, "ppo.steps=abc"}};
+    bad_set(t, "bad value", v, 1, "--set ppo.steps=abc: error: [ppo] steps = abc is not an integer", NULL);
+    DeckOverride j[] = {{"--set", NULL, "ppo.steps=3x"}};
+    bad_set(t, "trailing junk", j, 1, "--set ppo.steps=3x: error: [ppo] steps = 3x is not an integer: unexpected 'x' after 3",
+            NULL);
+    DeckOverride r0[] = {{"--set", NULL, "ppo.steps=-1"}};
+    bad_set(t, "out of range", r0, 1, "--set ppo.steps=-1: error: [ppo] steps = -1 is out of range (must be ≥ 0)", NULL);
+    DeckOverride e[] = {{"--set", NULL, "ppo.steps"}};
+    bad_set(t, "no '='", e, 1, "--set ppo.steps: error: expected section.key=value", NULL);
+    DeckOverride q[] = {{"--set", NULL, "ppo.clip=\"0.2\""}};
+    bad_set(t, "a quoted number", q, 1, "--set ppo.clip=\"0.2\": error: [ppo] clip = \"0.2\" is quoted", NULL);
+    DeckOverride tw[] = {{"--set", NULL, "ppo.steps=3"}, {"--set", NULL, "ppo.steps = 4"}};
+    bad_set(t, "a key twice", tw, 2,
+            "--set ppo.steps = 4: error: [ppo] steps is set twice on the command line (first by --set ppo.steps=3)", NULL);
+    DeckOverride x[] = {{"--set", NULL, "ppo.minibatch=7"}};
+    bad_set(t, "a cross-key check", x, 1, "--set ppo.minibatch=7: error: [ppo] minibatch = 7 does not divide batch", NULL);
+    DeckOverride rs[] = {{"--restart", "run.restart", "a\"b.h5"}};
+    bad_set(t, "a --restart path with a quote", rs, 1, "--restart a\"b.h5: error: [run] restart = a\"b.h5 contains a '\"'",
+            NULL);
+}
+
 static void bad_cases(Tally *t)
 {
     bad(t, "unknown key", MODEL "[ppo]\nminbatch = 8\n", "x.deck:6: error: unknown key [ppo] minbatch",
@@ -544,6 +624,11 @@ static void bad_cases(Tally *t)
         "x.deck:6: error: [ppo] minibatch = 8 does not divide batch = 30", NULL, 1);
     bad(t, "minibatch does not divide batch (at minibatch)", MODEL "[ppo]\nminibatch = 7\nbatch = 32\n",
         "x.deck:6: error: [ppo] minibatch = 7 does not divide batch = 32", NULL, 1);
+}
+
+/* Bad [transition] and [switch] decks, cross-key checks, strings and bytes inside a line. */
+static void bad_cases_more(Tally *t)
+{
     /* [transition] */
     bad(t, "window smaller than chunk", MODEL "[transition]\nchunk_kib = 2048\nwindow_kib = 1024\n",
         "x.deck:7: error: [transition] window_kib = 1024 is smaller than chunk_kib = 2048", NULL, 1);
@@ -903,7 +988,9 @@ int main(int argc, char **argv)
     round_trip(&t, FULL, "full");
     good_syntax(&t);
     good_switch_transition(&t);
+    override_cases(&t);
     bad_cases(&t);
+    bad_cases_more(&t);
     bad_bytes(&t);
     bad_files(&t, bad_dir);
     table_checks(&t);

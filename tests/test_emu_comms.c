@@ -48,32 +48,34 @@ static int draw(int round, int k, int n) { return rng_below(SEED, RNG_TEST, (uin
 static void check_group(const Emu *e, GridGroup g, int round, int chunk);
 static void shared_check(void)
 {
-    int n0 = emu_comm_sets();
+    EmuCache cache;
+    emu_cache_init(&cache, 0);
+    int n0 = emu_cache_sets(&cache);
     int r[PLAN_MAX_RANKS], q[PLAN_MAX_RANKS];
     for (int i = 0; i < world; i++) r[i] = world - 1 - i, q[i] = i;
     GridLayout l = {world >= 4 ? 2 : 1, 1, world >= 4 ? world / 2 : world};
     Emu a, b, c;
-    emu_build(&a, MPI_COMM_WORLD, "shared.a", l, r);
-    emu_build(&b, MPI_COMM_WORLD, "shared.b", l, q); /* same layout, other rank order: its own set */
-    emu_build(&c, MPI_COMM_WORLD, "shared.c", l, r); /* same layout and ranks as a: shares a's set */
-    if (emu_comm_sets() != n0 + 2) fail("three EMUs of two distinct (layout, ranks) made %d sets", emu_comm_sets() - n0);
+    emu_build_in(&a, &cache, MPI_COMM_WORLD, "shared.a", l, r);
+    emu_build_in(&b, &cache, MPI_COMM_WORLD, "shared.b", l, q); /* same layout, other rank order: its own set */
+    emu_build_in(&c, &cache, MPI_COMM_WORLD, "shared.c", l, r); /* same layout and ranks as a: shares a's set */
+    if (emu_cache_sets(&cache) != n0 + 2) fail("three EMUs of two distinct (layout, ranks) made %d sets", emu_cache_sets(&cache) - n0);
     if (c.tp != a.tp || c.dp != a.dp || c.all != a.all) fail("the EMU of a's layout and ranks does not share its groups");
     if (world > 1 && b.all == a.all) fail("an EMU of other ranks shares a's groups");
     emu_free(&a);
     for (GridGroup g = GRID_TP; g < GRID_NGROUPS; g++) check_group(&c, g, 9000, 0); /* still whole after a went */
     emu_free(&c);
     emu_free(&b);
-    if (emu_comm_sets() != n0) fail("%d communicator set(s) left after the last EMU was freed", emu_comm_sets() - n0);
+    if (emu_cache_sets(&cache) != n0) fail("%d communicator set(s) left after the last EMU was freed", emu_cache_sets(&cache) - n0);
     if (me == 0) printf("%s EMUs of one layout and ranks share one communicator set, freed with the last\n",
                         fails ? "FAIL" : "ok  ");
 }
 
-/* Kept sets ([transition] keep_comms, emu_set_keep): with 2 kept, a freed EMU's set stays and an EMU of
+/* Kept sets ([transition] keep_comms, emu_cache_set_keep): with 2 kept, a freed EMU's set stays and an EMU of
    its layout built later takes it back without a split; three released sets keep the two released last;
-   emu_drop_kept frees them. Then 60 random plan switches (7 model-stages, random layouts on random ranks,
+   emu_cache_free frees them. Then 60 random plan switches (7 model-stages, random layouts on random ranks,
    some shared by neighbouring stages, changed stages rebuilt before the old ones are freed, as
    job_transition does) with 2 kept (so one switch often releases more than are kept): after each,
-   for every layout of the last few plans, emu_has_comms must say what the model the planner prices with
+   for every layout of the last few plans, emu_cache_has must say what the model the planner prices with
    says (in the plan, or plan_kept_has after plan_kept_switch), the kept count must match, and a stage
    rebuilt onto a kept layout must build no set. */
 static void permutation(int *p, int n, int round, int *k);
@@ -88,11 +90,11 @@ static void random_stage(PlanStage *st, int round, int *k)
     for (int i = 0; i < st->nranks; i++) st->ranks[i] = (int16_t)perm[i];
 }
 
-static int stage_has_comms(const PlanStage *st)
+static int stage_has_comms(const EmuCache *cache, const PlanStage *st)
 {
     int r[PLAN_MAX_RANKS];
     for (int i = 0; i < st->nranks; i++) r[i] = st->ranks[i];
-    return emu_has_comms(MPI_COMM_WORLD, (GridLayout){st->tp, st->pp, st->dp}, r);
+    return emu_cache_has(cache, MPI_COMM_WORLD, (GridLayout){st->tp, st->pp, st->dp}, r);
 }
 
 static void kept_check(void)
@@ -101,30 +103,31 @@ static void kept_check(void)
     int r[PLAN_MAX_RANKS];
     for (int i = 0; i < world; i++) r[i] = i;
     GridLayout la = {1, 1, world}, lb = {world, 1, 1}, lc = {1, world, 1};
-    emu_set_keep(2);
+    EmuCache cache;
+    emu_cache_init(&cache, 2);
     Emu a, b, c;
-    long s0 = emu_sets_built();
-    emu_build(&a, MPI_COMM_WORLD, "kept.a", la, r);
+    long s0 = emu_cache_sets_built(&cache);
+    emu_build_in(&a, &cache, MPI_COMM_WORLD, "kept.a", la, r);
     emu_free(&a);
-    if (emu_comm_sets_kept() != 1 || !emu_has_comms(MPI_COMM_WORLD, la, r)) fail("a freed EMU's set is not kept");
-    emu_build(&a, MPI_COMM_WORLD, "kept.a2", la, r);
-    if (emu_sets_built() != s0 + 1 || emu_comm_sets_kept() != 0) fail("an EMU of a kept layout built a set anew");
+    if (emu_cache_sets_kept(&cache) != 1 || !emu_cache_has(&cache, MPI_COMM_WORLD, la, r)) fail("a freed EMU's set is not kept");
+    emu_build_in(&a, &cache, MPI_COMM_WORLD, "kept.a2", la, r);
+    if (emu_cache_sets_built(&cache) != s0 + 1 || emu_cache_sets_kept(&cache) != 0) fail("an EMU of a kept layout built a set anew");
     check_group(&a, GRID_DP, 9100, 0); /* the kept communicators still work */
-    emu_build(&b, MPI_COMM_WORLD, "kept.b", lb, r);
-    emu_build(&c, MPI_COMM_WORLD, "kept.c", lc, r);
+    emu_build_in(&b, &cache, MPI_COMM_WORLD, "kept.b", lb, r);
+    emu_build_in(&c, &cache, MPI_COMM_WORLD, "kept.c", lc, r);
     emu_free(&a), emu_free(&b), emu_free(&c); /* released a, b, c: b and c stay */
-    if (emu_comm_sets_kept() != 2 || emu_has_comms(MPI_COMM_WORLD, la, r) || !emu_has_comms(MPI_COMM_WORLD, lb, r) ||
-        !emu_has_comms(MPI_COMM_WORLD, lc, r))
-        fail("with 2 kept, the sets released last are not the ones kept (kept %d)", emu_comm_sets_kept());
-    emu_drop_kept(MPI_COMM_WORLD);
-    if (emu_comm_sets_kept() != 0) fail("%d kept set(s) after emu_drop_kept", emu_comm_sets_kept());
+    if (emu_cache_sets_kept(&cache) != 2 || emu_cache_has(&cache, MPI_COMM_WORLD, la, r) || !emu_cache_has(&cache, MPI_COMM_WORLD, lb, r) ||
+        !emu_cache_has(&cache, MPI_COMM_WORLD, lc, r))
+        fail("with 2 kept, the sets released last are not the ones kept (kept %d)", emu_cache_sets_kept(&cache));
+    emu_cache_free(&cache);
+    if (emu_cache_sets_kept(&cache) != 0) fail("%d kept set(s) after emu_cache_free", emu_cache_sets_kept(&cache));
 
     static PlanConfig cur, next, hist[4];
     static PlanKept model;
     Emu e[PLAN_NSTAGES], ne[PLAN_NSTAGES];
     { /* by hand, 1 kept: layout A on stages 1 and 3, B on stage 2, all three moved; A goes with stage 3, after
          B, so A is the one kept (a set is released with the last of its EMUs), and the model must say so */
-        emu_set_keep(1);
+        emu_cache_set_keep(&cache, 1);
         memset(&model, 0, sizeof model);
         int kk = 0;
         PlanStage A, B, C, D;
@@ -135,23 +138,23 @@ static void kept_check(void)
         for (int st = 0; st < PLAN_NSTAGES; st++) cur.stage[st] = st == 1 || st == 3 ? A : st == 2 ? B : C;
         next = cur;
         next.stage[1] = next.stage[2] = next.stage[3] = D;
-        for (int st = 0; st < PLAN_NSTAGES; st++) emu_build_stage(&e[st], MPI_COMM_WORLD, &cur, st);
-        for (int st = 1; st <= 3; st++) emu_build_stage(&ne[st], MPI_COMM_WORLD, &next, st);
+        for (int st = 0; st < PLAN_NSTAGES; st++) emu_build_stage(&e[st], &cache, MPI_COMM_WORLD, &cur, st);
+        for (int st = 1; st <= 3; st++) emu_build_stage(&ne[st], &cache, MPI_COMM_WORLD, &next, st);
         for (int st = 1; st <= 3; st++) emu_free(&e[st]), e[st] = ne[st];
         plan_kept_switch(&model, 1, &cur, &next);
-        if (!stage_has_comms(&A) || stage_has_comms(&B) || !plan_kept_has(&model, &A) || plan_kept_has(&model, &B))
+        if (!stage_has_comms(&cache, &A) || stage_has_comms(&cache, &B) || !plan_kept_has(&model, &A) || plan_kept_has(&model, &B))
             fail("1 kept after A (stages 1, 3) and B (stage 2) left: emu keeps A %d, B %d; the model A %d, B %d",
-                 stage_has_comms(&A), stage_has_comms(&B), plan_kept_has(&model, &A), plan_kept_has(&model, &B));
+                 stage_has_comms(&cache, &A), stage_has_comms(&cache, &B), plan_kept_has(&model, &A), plan_kept_has(&model, &B));
         for (int st = 0; st < PLAN_NSTAGES; st++) emu_free(&e[st]);
-        emu_drop_kept(MPI_COMM_WORLD);
+        emu_cache_free(&cache);
     }
     int keep = 2, k = 0, reused = 0, checked = 0;
-    emu_set_keep(keep);
+    emu_cache_set_keep(&cache, keep);
     memset(&model, 0, sizeof model);
     for (int s = 0; s < PLAN_NSTAGES; s++) { /* colocated starts: some stages share a layout */
         if (s > 0 && draw(9200, k++, 2)) cur.stage[s] = cur.stage[s - 1];
         else random_stage(&cur.stage[s], 9200, &k);
-        emu_build_stage(&e[s], MPI_COMM_WORLD, &cur, s);
+        emu_build_stage(&e[s], &cache, MPI_COMM_WORLD, &cur, s);
     }
     for (int h = 0; h < 4; h++) hist[h] = cur;
     for (int round = 0; round < 60; round++) {
@@ -165,9 +168,9 @@ static void kept_check(void)
         for (int s = 0; s < PLAN_NSTAGES; s++) { /* new EMUs first, then the old ones go (switch.c) */
             if (plan_stage_same(&cur.stage[s], &next.stage[s])) continue;
             int expect_reuse = !plan_stage_new_comms(&cur, &next, s) || plan_kept_has(&model, &next.stage[s]);
-            long before = emu_sets_built();
-            emu_build_stage(&ne[s], MPI_COMM_WORLD, &next, s);
-            int built = emu_sets_built() != before;
+            long before = emu_cache_sets_built(&cache);
+            emu_build_stage(&ne[s], &cache, MPI_COMM_WORLD, &next, s);
+            int built = emu_cache_sets_built(&cache) != before;
             if (built == expect_reuse)
                 fail("switch %d, %s: built %d set(s) where the model expects %s", round, plan_stage_name(s), built,
                      expect_reuse ? "reuse" : "a new one");
@@ -182,21 +185,21 @@ static void kept_check(void)
         cur = next;
         for (int h = 3; h > 0; h--) hist[h] = hist[h - 1];
         hist[0] = cur;
-        if (emu_comm_sets_kept() != model.n) fail("switch %d: %d kept sets, the model %d", round, emu_comm_sets_kept(), model.n);
+        if (emu_cache_sets_kept(&cache) != model.n) fail("switch %d: %d kept sets, the model %d", round, emu_cache_sets_kept(&cache), model.n);
         for (int h = 0; h < 4; h++)
             for (int s = 0; s < PLAN_NSTAGES; s++) {
                 int in = 0;
                 for (int t = 0; t < PLAN_NSTAGES; t++) in |= plan_stage_same(&cur.stage[t], &hist[h].stage[s]);
-                if (stage_has_comms(&hist[h].stage[s]) != (in || plan_kept_has(&model, &hist[h].stage[s])))
-                    fail("switch %d: emu_has_comms and the model disagree on %s of the plan %d switch(es) back", round,
+                if (stage_has_comms(&cache, &hist[h].stage[s]) != (in || plan_kept_has(&model, &hist[h].stage[s])))
+                    fail("switch %d: emu_cache_has and the model disagree on %s of the plan %d switch(es) back", round,
                          plan_stage_name(s), h);
                 checked++;
             }
     }
     for (int s = 0; s < PLAN_NSTAGES; s++) emu_free(&e[s]);
-    emu_drop_kept(MPI_COMM_WORLD);
-    emu_set_keep(0);
-    if (emu_comm_sets_kept() != 0 || reused == 0) fail("kept sets left (%d) or no switch reused one (%d)", emu_comm_sets_kept(), reused);
+    emu_cache_free(&cache);
+    emu_cache_set_keep(&cache, 0);
+    if (emu_cache_sets_kept(&cache) != 0 || reused == 0) fail("kept sets left (%d) or no switch reused one (%d)", emu_cache_sets_kept(&cache), reused);
     if (me == 0)
         printf("%s kept communicator sets: reuse without a split, the 2 released last kept (a set shared by two moved stages released with the later one), dropped on request; 60 random "
                "switches with 2 kept: %d rebuilt stages reused a set, %d layouts checked against the pricing model\n",

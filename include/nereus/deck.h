@@ -12,6 +12,13 @@
  * rank 0 prints, and nothing runs.
  *
  * Keys are named "section.key" in this API (e.g. "ppo.minibatch").
+ *
+ * The command line may override keys (bin/nereus DECK --set section.key=value,
+ * and --restart FILE for [run] restart): each override is checked as a deck
+ * line is, after the deck's lines, and its value replaces the deck's (or sets
+ * a key the deck lacks). Its messages name the option instead of FILE:LINE
+ * ("--set ppo.steps=x: error: ..."), and the resolved deck marks the key as
+ * set on the command line.
  */
 #ifndef NEREUS_DECK_H
 #define NEREUS_DECK_H
@@ -27,9 +34,18 @@
 /* Largest deck accepted: far above any real deck, small enough to broadcast. */
 #define DECK_MAX_BYTES ((size_t)16 << 20)
 
-/* Opaque: the file name, its raw bytes, the line of every key that was set
- * (0 = defaulted), the line of every section header, the last message. */
+/* Opaque: the file name, its raw bytes, where every key was set (a line,
+ * an override, or defaulted), the line of every section header, the
+ * overrides, the last message. */
 typedef struct Deck Deck;
+
+/* A value for one deck key from the command line (the strings are the
+ * caller's; they must stay until deck_free). */
+typedef struct DeckOverride {
+    const char *option; /* "--set", "--restart": how messages and the resolved deck name it */
+    const char *key;    /* "section.key"; NULL: arg is "section.key=value" */
+    const char *arg;    /* the option's argument as given */
+} DeckOverride;
 
 /* collective over comm: rank 0 reads the file and broadcasts its bytes (or
  * the read error) with MPI_Bcast; every rank parses the same bytes and
@@ -39,6 +55,9 @@ typedef struct Deck Deck;
  * so that deck_last_error() can be asked; free it with deck_free(). */
 int deck_load(const char *path, MPI_Comm comm, Config *cfg, Deck **out);
 
+/* deck_load with nov command-line overrides (every rank passes the same). */
+int deck_load_with(const char *path, const DeckOverride *ov, int nov, MPI_Comm comm, Config *cfg, Deck **out);
+
 /* No MPI; for tests and tools. name is the file name used in messages and
  * for the default [run] name (its stem); NULL means "<string>". text need
  * not be NUL-terminated. quiet=1 suppresses printing (the message is still
@@ -46,11 +65,16 @@ int deck_load(const char *path, MPI_Comm comm, Config *cfg, Deck **out);
 int deck_parse_string(const char *name, const char *text, size_t len, Config *cfg,
                       Deck **out, int quiet);
 
+/* deck_parse_string with nov command-line overrides. */
+int deck_parse_string_with(const char *name, const char *text, size_t len, const DeckOverride *ov, int nov,
+                           Config *cfg, Deck **out, int quiet);
+
 /* The last message (all its lines, without the final newline), "" if none.
  * Set by a failed load or parse and by deck_error_at(). */
 const char *deck_last_error(const Deck *d);
 
-/* Line of that key in the deck; 0 if it was defaulted; -1 if no such key. */
+/* Line of that key in the deck; 0 if it was defaulted or set on the command
+ * line; -1 if no such key. */
 int deck_line(const Deck *d, const char *section_dot_key);
 
 /* The deck's file name as given, and its raw bytes (for storing the deck as
@@ -61,15 +85,17 @@ const char *deck_text(const Deck *d, size_t *len);
 
 /* For checks the deck module cannot do (they need another module's
  * knowledge, e.g. max_seq vs prompt length): prints
- * "FILE:LINE: error: <msg>" (the line of that key, or "FILE: error: <msg>"
- * when it was defaulted) on stderr, unless the deck is quiet (parsed with
+ * "FILE:LINE: error: <msg>" (the line of that key, "FILE: error: <msg>"
+ * when it was defaulted, or "--set ARG: error: <msg>" when the command line
+ * set it) on stderr, unless the deck is quiet (parsed with
  * quiet=1, or on a rank other than 0 under deck_load), stores it as the last
  * message, and returns 2. Call it on every rank, like the parse. */
 int deck_error_at(const Deck *d, const char *section_dot_key, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /* Every key with its resolved value, as deck text, each line marked
- * "# (default)" or "# line N". The output is itself a valid deck that
+ * "# (default)", "# line N" or "# command line (--set)" (the option that
+ * set it). The output is itself a valid deck that
  * resolves to the same Config. */
 void deck_print_resolved(const Deck *d, const Config *cfg, FILE *f);
 

@@ -63,6 +63,7 @@ typedef struct Job {
     struct JobSyncPlan *sync;  /* the weight sync compiled for the current plan (NULL: not yet) */
     TxPricer px;               /* the job's shapes and capacities, for transitions and their prices (txprice.h) */
     int cores_shared;          /* some node runs more ranks than it has cores (the same on every rank) */
+    EmuCache comms;            /* the communicator sets of the stages' EMUs, shared and kept (emu.h) */
 } Job;
 
 /* What one transition did (job_transition), the same on every rank. */

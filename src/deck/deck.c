@@ -34,7 +34,11 @@ struct Deck {
     char *path;        /* as given, used in every message */
     char *text;        /* the deck bytes, NUL-terminated copy */
     size_t len;
-    int *key_line;     /* [deck_nkeys]: line where the key was set, 0 = defaulted */
+    int *key_line;     /* [deck_nkeys]: where the key was set: its line (> 0), command-line override i
+                        * (−1 − i: deck_override_source), or 0 = defaulted */
+    DeckOverride *ov;  /* [nov] the command-line overrides (copies) */
+    char **ov_where;   /* [nov] how messages name each: "--set ppo.steps=3", "--restart FILE" */
+    int nov;
     int *section_line; /* [deck_nsections]: line of the first header, 0 = absent */
     char *msg;         /* [DECK_MSG_MAX]: last message. Behind a pointer so that
                         * deck_error_at, which takes a const Deck, can record it. */
@@ -61,9 +65,30 @@ static Deck *deck_new(const char *path, int quiet)
     return d;
 }
 
+/* Copies the overrides into d (their strings are the caller's); returns -1 when out of memory. */
+static int deck_keep_overrides(Deck *d, const DeckOverride *ov, int nov)
+{
+    if (nov <= 0) return 0;
+    d->ov = calloc((size_t)nov, sizeof *d->ov);
+    d->ov_where = calloc((size_t)nov, sizeof *d->ov_where);
+    if (!d->ov || !d->ov_where) return -1;
+    d->nov = nov;
+    for (int i = 0; i < nov; i++) {
+        size_t n = strlen(ov[i].option) + strlen(ov[i].arg) + 2;
+        d->ov_where[i] = malloc(n);
+        if (!d->ov_where[i]) return -1;
+        snprintf(d->ov_where[i], n, "%s %s", ov[i].option, ov[i].arg);
+        d->ov[i] = ov[i];
+    }
+    return 0;
+}
+
 void deck_free(Deck *d)
 {
     if (!d) return;
+    for (int i = 0; i < d->nov; i++) free(d->ov_where[i]);
+    free(d->ov);
+    free(d->ov_where);
     free(d->path);
     free(d->text);
     free(d->key_line);
@@ -72,16 +97,23 @@ void deck_free(Deck *d)
     free(d);
 }
 
+/* The source of a value that a command-line override set: what key_line holds for override i. */
+static int deck_override_source(int i) { return -1 - i; }
+
 /* Records (and unless quiet prints) "PATH:LINE: error: MSG", with an
- * optional second line "PATH:LINE: note: NOTE". line 0 = no line. Returns 2. */
+ * optional second line "PATH:LINE: note: NOTE". line 0 = no line; a
+ * negative line is an override's source (deck_override_source): the
+ * message names the option instead, "--set ppo.steps=x: error: MSG".
+ * Returns 2. */
 static int deck_vreport(const Deck *d, int line, const char *note, const char *fmt, va_list ap)
 {
-    char body[2048], where[64] = "";
+    char body[2048], at[64] = "";
     vsnprintf(body, sizeof body, fmt, ap);
-    if (line > 0) snprintf(where, sizeof where, ":%d", line);
-    int n = snprintf(d->msg, DECK_MSG_MAX, "%s%s: error: %s", d->path, where, body);
+    const char *where = line < 0 ? d->ov_where[-1 - line] : d->path;
+    if (line > 0) snprintf(at, sizeof at, ":%d", line);
+    int n = snprintf(d->msg, DECK_MSG_MAX, "%s%s: error: %s", where, at, body);
     if (note && n >= 0 && (size_t)n < DECK_MSG_MAX)
-        snprintf(d->msg + n, DECK_MSG_MAX - (size_t)n, "\n%s%s: note: %s", d->path, where, note);
+        snprintf(d->msg + n, DECK_MSG_MAX - (size_t)n, "\n%s%s: note: %s", where, at, note);
     if (!d->quiet) {
         fprintf(stderr, "%s\n", d->msg);
         fflush(stderr);
@@ -627,58 +659,112 @@ static int deck_check_simulate(const Deck *d, const Config *c)
 
 int deck_is_simulation(const Deck *d) { return d && d->section_line[deck_section_find("simulate", 8)] != 0; }
 
-static int deck_resolve(Deck *d, Config *out)
+/* "unknown section [x] (sections are ...)", with the nearest section as a note */
+static int deck_unknown_section(const Deck *d, int line, const char *name, size_t len)
 {
-    char why[128];
-    if (d->len > DECK_MAX_BYTES)
-        return deck_report(d, 0, NULL, "deck is too large (%zu bytes; at most %zu MiB)", d->len,
-                           DECK_MAX_BYTES >> 20);
-    if (deck_lex_is_binary(d->text, d->len, why, sizeof why))
-        return deck_report(d, 0, NULL, "this looks like a binary file, not a deck (%s)", why);
+    char note[256], all[160], shown[80];
+    int has = deck_suggest_section(name, len, note, sizeof note);
+    size_t o = 0;
+    for (size_t i = 0; i < deck_nsections; i++)
+        o += (size_t)snprintf(all + o, sizeof all - o, "%s[%s]", i ? " " : "", deck_sections[i]);
+    deck_clip(shown, sizeof shown, name, len);
+    return deck_report(d, line, has ? note : NULL, "unknown section [%s] (sections are %s)", shown, all);
+}
 
-    Config c;
-    memset(&c, 0, sizeof c);
+/* "unknown key [section] x", with the nearest key as a note */
+static int deck_unknown_key(const Deck *d, int line, int sec, const char *name, size_t len)
+{
+    char note[256], shown[80];
+    int has = deck_suggest_key(sec, name, len, note, sizeof note);
+    deck_clip(shown, sizeof shown, name, len);
+    return deck_report(d, line, has ? note : NULL, "unknown key [%s] %s", deck_sections[sec], shown);
+}
+
+/* The deck's lines in file order: every section header and key, each value resolved into c. */
+static int deck_resolve_lines(Deck *d, Config *c)
+{
     DeckLexer lx;
     deck_lex_init(&lx, d->text, d->len);
     int sec = -1;
     char err[512], note[256];
     for (;;) {
         DeckTok t = deck_lex_next(&lx, err, sizeof err);
-        if (t.kind == DECK_TOK_END) break;
+        if (t.kind == DECK_TOK_END) return 0;
         if (t.kind == DECK_TOK_ERROR) return deck_report(d, t.line, NULL, "%s", err);
-        DECK_CLIP(name, t.name, t.name_len);
         if (t.kind == DECK_TOK_SECTION) {
             sec = deck_section_find(t.name, t.name_len);
-            if (sec < 0) {
-                int has = deck_suggest_section(t.name, t.name_len, note, sizeof note);
-                char all[160];
-                size_t o = 0;
-                for (size_t i = 0; i < deck_nsections; i++)
-                    o += (size_t)snprintf(all + o, sizeof all - o, "%s[%s]", i ? " " : "", deck_sections[i]);
-                return deck_report(d, t.line, has ? note : NULL, "unknown section [%s] (sections are %s)", name,
-                                   all);
-            }
+            if (sec < 0) return deck_unknown_section(d, t.line, t.name, t.name_len);
             if (!d->section_line[sec]) d->section_line[sec] = t.line;
             continue;
         }
         if (sec < 0) {
+            DECK_CLIP(name, t.name, t.name_len);
             int has = deck_suggest_key(-1, t.name, t.name_len, note, sizeof note);
             return deck_report(d, t.line, has ? note : NULL,
                                "key '%s' is outside any section (put it under a [section] header)", name);
         }
         int ki = deck_key_find(deck_sections[sec], strlen(deck_sections[sec]), t.name, t.name_len);
-        if (ki < 0) {
-            int has = deck_suggest_key(sec, t.name, t.name_len, note, sizeof note);
-            return deck_report(d, t.line, has ? note : NULL, "unknown key [%s] %s", deck_sections[sec], name);
-        }
-        if (d->key_line[ki])
+        if (ki < 0) return deck_unknown_key(d, t.line, sec, t.name, t.name_len);
+        if (d->key_line[ki]) {
+            DECK_CLIP(name, t.name, t.name_len);
             return deck_report(d, t.line, NULL, "duplicate key [%s] %s (first set at line %d; a key may appear once)",
                                deck_sections[sec], name, d->key_line[ki]);
+        }
         d->key_line[ki] = t.line;
-        int rc = deck_set(d, &deck_keys[ki], t.value, t.value_len, t.quoted, t.line, &c);
+        int rc = deck_set(d, &deck_keys[ki], t.value, t.value_len, t.quoted, t.line, c);
         if (rc) return rc;
     }
+}
 
+/* Trims spaces and tabs from both ends of [*s, *s + *n). */
+static void deck_trim(const char **s, size_t *n)
+{
+    while (*n && (**s == ' ' || **s == '\t')) (*s)++, (*n)--;
+    while (*n && ((*s)[*n - 1] == ' ' || (*s)[*n - 1] == '\t')) (*n)--;
+}
+
+/* Command-line override i, checked as a deck line is: "section.key=value" (--set) or, when the override
+ * names its key, the value alone (--restart). Its value replaces the deck's. */
+static int deck_apply_override(Deck *d, int i, Config *c)
+{
+    const DeckOverride *o = &d->ov[i];
+    int src = deck_override_source(i);
+    const char *name = o->key ? o->key : o->arg, *v = o->arg, *eq = NULL;
+    size_t name_len = strlen(name);
+    if (!o->key) {
+        eq = strchr(o->arg, '=');
+        if (!eq) return deck_report(d, src, NULL, "expected section.key=value (e.g. --set ppo.steps=20)");
+        name_len = (size_t)(eq - o->arg);
+        v = eq + 1;
+    }
+    size_t n = strlen(v);
+    deck_trim(&name, &name_len);
+    deck_trim(&v, &n);
+    int quoted = n >= 2 && v[0] == '"' && v[n - 1] == '"';
+    if (quoted) v++, n -= 2;
+    const char *dot = memchr(name, '.', name_len);
+    if (!dot) {
+        char note[256];
+        DECK_CLIP(shown, name, name_len);
+        int has = deck_suggest_key(-1, name, name_len, note, sizeof note);
+        return deck_report(d, src, has ? note : NULL, "'%s' names no section (write section.key=value)", shown);
+    }
+    int sec = deck_section_find(name, (size_t)(dot - name));
+    if (sec < 0) return deck_unknown_section(d, src, name, (size_t)(dot - name));
+    const char *key = dot + 1;
+    size_t key_len = name_len - (size_t)(key - name);
+    int ki = deck_key_find(deck_sections[sec], strlen(deck_sections[sec]), key, key_len);
+    if (ki < 0) return deck_unknown_key(d, src, sec, key, key_len);
+    if (d->key_line[ki] < 0)
+        return deck_report(d, src, NULL, "[%s] %s is set twice on the command line (first by %s)", deck_sections[sec],
+                           deck_keys[ki].key, d->ov_where[-1 - d->key_line[ki]]);
+    d->key_line[ki] = src;
+    return deck_set(d, &deck_keys[ki], v, n, quoted, src, c);
+}
+
+/* The keys no line or override set: a required one is an error, the others take their defaults. */
+static int deck_resolve_defaults(Deck *d, Config *c)
+{
     /* a deck with [simulate] is a simulation deck: only [simulate]'s required keys apply (the job's
        sections are not used); any other deck never needs [simulate]'s */
     int sim = d->section_line[deck_section_find("simulate", 8)] != 0;
@@ -694,21 +780,38 @@ static int deck_resolve(Deck *d, Config *out)
                                k->section, k->key, exp);
         }
         if (k->flags & DECK_F_STEM) {
-            deck_stem(d->path, (char *)&c + k->offset, k->size);
+            deck_stem(d->path, (char *)c + k->offset, k->size);
             continue;
         }
         if (!k->def) continue; /* a required key of the other kind of deck: left zero */
-        int rc = deck_set(d, k, k->def, strlen(k->def), 0, 0, &c);
+        int rc = deck_set(d, k, k->def, strlen(k->def), 0, 0, c);
         if (rc) return rc; /* a bad default in keys.c; the unit test resolves all defaults */
     }
+    return 0;
+}
 
-    int rc = sim ? deck_check_simulate(d, &c) : deck_cross_checks(d, &c);
+static int deck_resolve(Deck *d, Config *out)
+{
+    char why[128];
+    if (d->len > DECK_MAX_BYTES)
+        return deck_report(d, 0, NULL, "deck is too large (%zu bytes; at most %zu MiB)", d->len,
+                           DECK_MAX_BYTES >> 20);
+    if (deck_lex_is_binary(d->text, d->len, why, sizeof why))
+        return deck_report(d, 0, NULL, "this looks like a binary file, not a deck (%s)", why);
+
+    Config c;
+    memset(&c, 0, sizeof c);
+    int rc = deck_resolve_lines(d, &c);
+    for (int i = 0; rc == 0 && i < d->nov; i++) rc = deck_apply_override(d, i, &c);
+    if (rc == 0) rc = deck_resolve_defaults(d, &c);
+    if (rc == 0) rc = deck_is_simulation(d) ? deck_check_simulate(d, &c) : deck_cross_checks(d, &c);
     if (rc) return rc;
     if (out) memcpy(out, &c, sizeof c);
     return 0;
 }
 
-int deck_parse_string(const char *name, const char *text, size_t len, Config *cfg, Deck **out, int quiet)
+int deck_parse_string_with(const char *name, const char *text, size_t len, const DeckOverride *ov, int nov,
+                           Config *cfg, Deck **out, int quiet)
 {
     if (out) *out = NULL;
     Deck *d = deck_new(name, quiet);
@@ -720,7 +823,7 @@ int deck_parse_string(const char *name, const char *text, size_t len, Config *cf
     /* keep at most the cap (+1 so that "too large" is still seen) */
     size_t keep = len > DECK_MAX_BYTES ? DECK_MAX_BYTES + 1 : len;
     d->text = malloc(keep + 1);
-    if (!d->text) {
+    if (!d->text || deck_keep_overrides(d, ov, nov) != 0) {
         rc = deck_report(d, 0, NULL, "out of memory reading the deck (%zu bytes)", len);
     } else {
         if (keep) memcpy(d->text, text, keep);
@@ -731,6 +834,11 @@ int deck_parse_string(const char *name, const char *text, size_t len, Config *cf
     if (out) *out = d;
     else deck_free(d);
     return rc;
+}
+
+int deck_parse_string(const char *name, const char *text, size_t len, Config *cfg, Deck **out, int quiet)
+{
+    return deck_parse_string_with(name, text, len, NULL, 0, cfg, out, quiet);
 }
 
 /* ---- reading and broadcasting --------------------------------------------- */
@@ -805,7 +913,7 @@ static void deck_mpi_check(int rc, const char *call, MPI_Comm comm)
 }
 
 /* collective over comm: rank 0 reads, everyone parses the same bytes (deck.h) */
-int deck_load(const char *path, MPI_Comm comm, Config *cfg, Deck **out)
+int deck_load_with(const char *path, const DeckOverride *ov, int nov, MPI_Comm comm, Config *cfg, Deck **out)
 {
     int rank = 0;
     deck_mpi_check(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank", comm);
@@ -846,7 +954,7 @@ int deck_load(const char *path, MPI_Comm comm, Config *cfg, Deck **out)
 
     int rc;
     if (head[0] == 0) {
-        rc = deck_parse_string(path, buf, len, cfg, out, rank != 0);
+        rc = deck_parse_string_with(path, buf, len, ov, nov, cfg, out, rank != 0);
     } else {
         Deck *d = deck_new(path, rank != 0);
         if (d) deck_report(d, 0, NULL, "%s", buf);
@@ -859,6 +967,11 @@ int deck_load(const char *path, MPI_Comm comm, Config *cfg, Deck **out)
     return rc;
 }
 
+int deck_load(const char *path, MPI_Comm comm, Config *cfg, Deck **out)
+{
+    return deck_load_with(path, NULL, 0, comm, cfg, out);
+}
+
 /* ---- queries and caller errors ---------------------------------------------- */
 
 const char *deck_last_error(const Deck *d) { return d ? d->msg : ""; }
@@ -867,7 +980,7 @@ int deck_line(const Deck *d, const char *section_dot_key)
 {
     int i = deck_key_find_dotted(section_dot_key);
     if (i < 0) return -1;
-    return d ? d->key_line[i] : 0;
+    return d && d->key_line[i] > 0 ? d->key_line[i] : 0;
 }
 
 const char *deck_path(const Deck *d) { return d ? d->path : ""; }
@@ -884,8 +997,8 @@ int deck_error_at(const Deck *d, const char *section_dot_key, const char *fmt, .
     va_start(ap, fmt);
     int rc;
     if (d) {
-        int line = deck_line(d, section_dot_key);
-        rc = deck_vreport(d, line > 0 ? line : 0, NULL, fmt, ap);
+        int i = deck_key_find_dotted(section_dot_key);
+        rc = deck_vreport(d, i >= 0 ? d->key_line[i] : 0, NULL, fmt, ap); /* its line, override or none */
     } else {
         fprintf(stderr, "<deck>: error: ");
         vfprintf(stderr, fmt, ap);
@@ -982,7 +1095,8 @@ static char *deck_format_resolved(const Deck *d, const Config *cfg)
         deck_format_value(k, cfg, val, sizeof val);
         snprintf(kv, sizeof kv, "%s = %s", k->key, val);
         int line = d ? d->key_line[i] : 0;
-        if (line) deck_buf_printf(&b, "%-36s # line %d\n", kv, line);
+        if (line > 0) deck_buf_printf(&b, "%-36s # line %d\n", kv, line);
+        else if (line < 0) deck_buf_printf(&b, "%-36s # command line (%s)\n", kv, d->ov[-1 - line].option);
         else deck_buf_printf(&b, "%-36s # (default)\n", kv);
     }
     if (b.oom) {
@@ -1052,9 +1166,36 @@ static const char deck_reference_preamble[] =
     "  and one message on stderr, `FILE:LINE: error: MESSAGE` (or\n"
     "  `FILE: error: MESSAGE` when no line applies); an unknown key or section\n"
     "  also gets `FILE:LINE: note: did you mean '...'?`.\n"
-    "- The resolved deck (every key, marked `# (default)` or `# line N`) is\n"
-    "  itself a valid deck that resolves to the same values; it is what gets\n"
-    "  printed at start-up and stored in output files.\n"
+    "- The resolved deck (every key, marked `# (default)`, `# line N` or\n"
+    "  `# command line (--set)`) is itself a valid deck that resolves to the\n"
+    "  same values; it is what gets printed at start-up and stored in output\n"
+    "  files.\n"
+    "\n"
+    "## Overrides on the command line: --set\n"
+    "\n"
+    "`bin/nereus DECK --set SECTION.KEY=VALUE` sets one key for this run\n"
+    "(the habit of SWIFT's `-P` and LAMMPS's `-var`); `--set` may be given\n"
+    "any number of times, once per key:\n"
+    "\n"
+    "```\n"
+    "mpirun -np 4 bin/nereus inputs/tiny.deck --set ppo.steps=20 --set run.name=try2\n"
+    "```\n"
+    "\n"
+    "- The value replaces the deck's (or sets a key the deck lacks), and is\n"
+    "  checked as a deck line is: the same value types and ranges, trailing\n"
+    "  junk is an error, an unknown section or key gets the nearest one\n"
+    "  suggested, and the cross-key checks see the overridden value. Whitespace\n"
+    "  around the key and the value is trimmed; a string may be quoted; `#` is\n"
+    "  part of the value (there are no comments on the command line). A key of\n"
+    "  `[plan]` or `[switch]` keeps its dotted name: `--set plan.actor.gen=dp2`.\n"
+    "- A bad override stops the run like a bad deck, exit status 2 on every\n"
+    "  rank, with the message naming the argument instead of `FILE:LINE`:\n"
+    "  `--set ppo.stepz=3: error: unknown key [ppo] stepz` and\n"
+    "  `--set ppo.stepz=3: note: did you mean 'ppo.steps'?`. An argument\n"
+    "  without `=`, and the same key set twice, are errors too.\n"
+    "- `--restart FILE` is the override of `[run] restart`.\n"
+    "- The resolved deck marks each overridden key `# command line (--set)`\n"
+    "  (or `(--restart)`).\n"
     "\n"
     "## Plans: the [plan] section\n"
     "\n"

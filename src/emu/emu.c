@@ -6,7 +6,9 @@
  * CUDA backend with NCCL), comm_group_split then splits the job's NCCL
  * communicator the same way (ncclCommSplit, same color and key) and hangs
  * the result on the new MPI communicator; MPI_Comm_free in emu_free frees
- * it with its communicator. */
+ * it with its communicator. The sets of communicators that EMUs share live
+ * in the caller's EmuCache (a job's: Job.comms); this file keeps no state of
+ * its own. */
 #include "nereus/emu.h"
 #include "nereus/comm.h"
 #include "nereus/model.h"
@@ -17,25 +19,29 @@
 
 #include "nereus/util.h"
 
-/* The communicator sets alive in this process (emu.h: EMUs of one layout share one), and the kept ones
-   (refs 0, at most emu_keep of them: emu_set_keep). A handful per job: a linear list. */
+/* One set of communicators (emu.h): those of every EMU of one layout on the same ranks of one job
+   communicator. In a cache's list while in use or kept (refs 0, at most cache->keep of them); a set built
+   without a cache belongs to its one EMU. */
 enum { EMU_NKINDS = 5 };
-typedef struct CommSet {
+struct EmuCommSet {
     MPI_Comm job;
     GridLayout l;
-    int n, *ranks;        /* job ranks in grid order (owned) */
+    int n, *ranks;          /* job ranks in grid order (owned) */
     MPI_Comm c[EMU_NKINDS]; /* all, tp, dp, pp, embd */
-    int refs;             /* EMUs using it; 0: kept for reuse */
-    unsigned long idle;   /* when it was last released (emu_clock): the oldest kept one goes first */
-    struct CommSet *next;
-} CommSet;
-static CommSet *emu_sets;
-static int emu_keep;             /* kept sets at most (emu_set_keep) */
-static unsigned long emu_clock;  /* counts releases */
-static long emu_splits;          /* sets built with MPI_Comm_split (emu_sets_built) */
+    int refs;               /* EMUs using it; 0: kept for reuse */
+    unsigned long idle;     /* when it was last released (cache->clock): the oldest kept one goes first */
+    EmuCache *cache;        /* the cache whose list holds it; NULL: its EMU's own */
+    struct EmuCommSet *next;
+};
+typedef struct EmuCommSet CommSet;
 
-static CommSet *set_find(MPI_Comm job, GridLayout l, const int *ranks, int n) {
-    for (CommSet *s = emu_sets; s; s = s->next)
+void emu_cache_init(EmuCache *cache, int keep) {
+    memset(cache, 0, sizeof *cache);
+    cache->keep = keep > 0 ? keep : 0;
+}
+
+static CommSet *set_find(const EmuCache *cache, MPI_Comm job, GridLayout l, const int *ranks, int n) {
+    for (CommSet *s = cache ? cache->sets : NULL; s; s = s->next)
         if (s->job == job && s->l.tp == l.tp && s->l.pp == l.pp && s->l.dp == l.dp && s->n == n &&
             memcmp(s->ranks, ranks, (size_t)n * sizeof *ranks) == 0)
             return s;
@@ -48,8 +54,35 @@ static void set_take(Emu *e, CommSet *s) {
     e->all = s->c[0], e->tp = s->c[1], e->dp = s->c[2], e->pp = s->c[3], e->embd = s->c[4];
 }
 
-/* collective over job (unless a set with this layout and these ranks exists: then local, on every rank alike) */
-void emu_build(Emu *e, MPI_Comm job, const char *name, GridLayout l, const int *ranks)
+/* collective over job: e's communicators, one MPI_Comm_split (and device group split) per group kind, in a
+   new set (in cache's list when there is a cache) that e takes */
+static void set_build(Emu *e, EmuCache *cache, MPI_Comm job) {
+    static const GridGroup kinds[EMU_NKINDS] = {GRID_ALL, GRID_TP, GRID_DP, GRID_PP, GRID_EMBD};
+    CommSet *set = nr_xcalloc(1, sizeof *set);
+    for (size_t k = 0; k < EMU_NKINDS; k++) {
+        int color = e->pos >= 0 ? grid_group_color(e->layout, kinds[k], e->pos) : -1;
+        int key = e->pos >= 0 ? grid_group_index(e->layout, kinds[k], e->pos) : 0;
+        set->c[k] = MPI_COMM_NULL;
+        mpiCheck(MPI_Comm_split(job, color >= 0 ? color : MPI_UNDEFINED, key, &set->c[k]));
+        comm_group_split(job, color, key, set->c[k]); /* its NCCL group, when device buffers have groups */
+    }
+    set->job = job;
+    set->l = e->layout;
+    set->n = e->n;
+    set->ranks = nr_xmalloc((size_t)e->n * sizeof *set->ranks);
+    memcpy(set->ranks, e->ranks, (size_t)e->n * sizeof *set->ranks);
+    set->cache = cache;
+    if (cache) {
+        cache->built++;
+        set->next = cache->sets;
+        cache->sets = set;
+    }
+    set_take(e, set);
+}
+
+/* collective over job (unless cache holds a set with this layout and these ranks: then local, on every rank
+   alike) */
+void emu_build_in(Emu *e, EmuCache *cache, MPI_Comm job, const char *name, GridLayout l, const int *ranks)
 {
     memset(e, 0, sizeof *e);
     snprintf(e->name, sizeof e->name, "%s", name ? name : "emu");
@@ -73,75 +106,55 @@ void emu_build(Emu *e, MPI_Comm job, const char *name, GridLayout l, const int *
     if (e->pos >= 0) e->coord = grid_coord(l, e->pos);
     else e->coord.t = e->coord.d = e->coord.p = -1;
 
-    CommSet *set = set_find(job, l, e->ranks, e->n);
-    if (set) {
-        set_take(e, set);
-        return;
-    }
-    static const GridGroup kinds[EMU_NKINDS] = {GRID_ALL, GRID_TP, GRID_DP, GRID_PP, GRID_EMBD};
-    for (size_t k = 0; k < EMU_NKINDS; k++) {
-        GridGroup g = kinds[k];
-        int color = e->pos >= 0 ? grid_group_color(l, g, e->pos) : -1;
-        int key = e->pos >= 0 ? grid_group_index(l, g, e->pos) : 0;
-        MPI_Comm c = MPI_COMM_NULL;
-        mpiCheck(MPI_Comm_split(job, color >= 0 ? color : MPI_UNDEFINED, key, &c));
-        comm_group_split(job, color, key, c); /* its NCCL group, when device buffers have groups */
-        switch (g) {
-        case GRID_ALL: e->all = c; break;
-        case GRID_TP: e->tp = c; break;
-        case GRID_DP: e->dp = c; break;
-        case GRID_PP: e->pp = c; break;
-        case GRID_EMBD: e->embd = c; break;
-        default: break;
-        }
-    }
-    emu_splits++;
-    set = nr_xcalloc(1, sizeof *set);
-    set->job = job;
-    set->l = l;
-    set->n = e->n;
-    set->ranks = nr_xmalloc((size_t)e->n * sizeof *set->ranks);
-    memcpy(set->ranks, e->ranks, (size_t)e->n * sizeof *set->ranks);
-    set->c[0] = e->all, set->c[1] = e->tp, set->c[2] = e->dp, set->c[3] = e->pp, set->c[4] = e->embd;
-    set->next = emu_sets;
-    emu_sets = set;
-    set_take(e, set);
+    CommSet *set = set_find(cache, job, l, e->ranks, e->n);
+    if (set) set_take(e, set);
+    else set_build(e, cache, job);
+}
+
+void emu_build(Emu *e, MPI_Comm job, const char *name, GridLayout l, const int *ranks)
+{
+    emu_build_in(e, NULL, job, name, l, ranks);
 }
 
 /* the sets in use (kept = 0) or kept for reuse (kept = 1) */
-static int sets_count(int kept) {
+static int sets_count(const EmuCache *cache, int kept) {
     int n = 0;
-    for (CommSet *s = emu_sets; s; s = s->next) n += (s->refs == 0) == kept;
+    for (CommSet *s = cache->sets; s; s = s->next) n += (s->refs == 0) == kept;
     return n;
 }
 
-int emu_comm_sets(void) { return sets_count(0); }
+int emu_cache_sets(const EmuCache *cache) { return sets_count(cache, 0); }
 
-int emu_comm_sets_kept(void) { return sets_count(1); }
+int emu_cache_sets_kept(const EmuCache *cache) { return sets_count(cache, 1); }
 
-long emu_sets_built(void) { return emu_splits; }
+long emu_cache_sets_built(const EmuCache *cache) { return cache->built; }
 
-int emu_has_comms(MPI_Comm job, GridLayout l, const int *ranks) { return set_find(job, l, ranks, grid_size(l)) != NULL; }
+int emu_cache_has(const EmuCache *cache, MPI_Comm job, GridLayout l, const int *ranks)
+{
+    return set_find(cache, job, l, ranks, grid_size(l)) != NULL;
+}
 
-/* collective over the set's communicators: frees them and unlinks the set */
+/* collective over the set's communicators: frees them and unlinks the set from its cache */
 static void set_destroy(CommSet *set) {
     for (int i = 0; i < EMU_NKINDS; i++)
         if (set->c[i] != MPI_COMM_NULL) mpiCheck(MPI_Comm_free(&set->c[i]));
-    CommSet **p = &emu_sets;
-    while (*p != set) p = &(*p)->next;
-    *p = set->next;
+    if (set->cache) {
+        CommSet **p = &set->cache->sets;
+        while (*p != set) p = &(*p)->next;
+        *p = set->next;
+    }
     free(set->ranks);
     free(set);
 }
 
-/* frees kept sets, the longest unused first, until at most `keep` remain (of `job` only, unless it is
-   MPI_COMM_NULL); every rank holds the same sets released in the same order, so every rank frees the same */
-static void sets_trim(MPI_Comm job, int keep) {
+/* frees kept sets, the longest unused first, until at most `keep` remain; every rank holds the same sets
+   released in the same order, so every rank frees the same */
+static void sets_trim(EmuCache *cache, int keep) {
     for (;;) {
         int n = 0;
         CommSet *old = NULL;
-        for (CommSet *s = emu_sets; s; s = s->next)
-            if (s->refs == 0 && (job == MPI_COMM_NULL || s->job == job)) {
+        for (CommSet *s = cache->sets; s; s = s->next)
+            if (s->refs == 0) {
                 n++;
                 if (!old || s->idle < old->idle) old = s;
             }
@@ -150,15 +163,18 @@ static void sets_trim(MPI_Comm job, int keep) {
     }
 }
 
-void emu_set_keep(int n) {
-    emu_keep = n > 0 ? n : 0;
-    sets_trim(MPI_COMM_NULL, emu_keep);
+void emu_cache_set_keep(EmuCache *cache, int n) {
+    cache->keep = n > 0 ? n : 0;
+    sets_trim(cache, cache->keep);
 }
 
-void emu_drop_kept(MPI_Comm job) { sets_trim(job, 0); }
+void emu_cache_free(EmuCache *cache) {
+    sets_trim(cache, 0);
+    if (cache->sets) nr_fatal("emu_cache_free: %d communicator set(s) still in use", emu_cache_sets(cache));
+}
 
-/* collective over job (see emu_build) */
-void emu_build_stage(Emu *e, MPI_Comm job, const PlanConfig *plan, int stage)
+/* collective over job (see emu_build_in) */
+void emu_build_stage(Emu *e, EmuCache *cache, MPI_Comm job, const PlanConfig *plan, int stage)
 {
     const PlanStage *s = &plan->stage[stage];
     int ranks[PLAN_MAX_RANKS];
@@ -167,7 +183,7 @@ void emu_build_stage(Emu *e, MPI_Comm job, const PlanConfig *plan, int stage)
     if (s->nranks != grid_size(l))
         nr_fatal("emu_build_stage(%s): the plan is not resolved (%d ranks for tp%d pp%d dp%d)",
                  plan_stage_name(stage), s->nranks, s->tp, s->pp, s->dp);
-    emu_build(e, job, plan_stage_name(stage), l, ranks);
+    emu_build_in(e, cache, job, plan_stage_name(stage), l, ranks);
 }
 
 MPI_Comm emu_comm(const Emu *e, GridGroup g)
@@ -185,10 +201,11 @@ MPI_Comm emu_comm(const Emu *e, GridGroup g)
 void emu_free(Emu *e)
 {
     CommSet *set = e->set;
-    if (set && --set->refs == 0) { /* the last EMU of this set: kept for reuse, the oldest kept one beyond
-                                      emu_keep freed (all of them with emu_keep 0) */
-        set->idle = ++emu_clock;
-        sets_trim(MPI_COMM_NULL, emu_keep);
+    if (set && --set->refs == 0) {
+        set->idle = set->cache ? ++set->cache->clock : 0;
+        if (set->cache) sets_trim(set->cache, set->cache->keep); /* kept for reuse, the oldest kept one beyond
+                                                                    keep freed (all of them with keep 0) */
+        else set_destroy(set); /* its EMU's own */
     }
     e->set = NULL;
     e->all = e->tp = e->dp = e->pp = e->embd = MPI_COMM_NULL;

@@ -147,7 +147,7 @@ void job_build(Job *j, MPI_Comm world, const Config *cfg, const Backend *be, con
     j->cc = sh.cc;
     j->px = (TxPricer){cfg, j->ac, j->cc, j->have_rm, j->Tgen, j->Tsft, j->size, {{0}, 0, 0}, 0, 0, 0,
                        nr_xcalloc(1, sizeof(PlanKept))};
-    emu_set_keep(cfg->transition.keep_comms); /* the layouts j->px.kept models */
+    emu_cache_init(&j->comms, cfg->transition.keep_comms); /* the layouts j->px.kept models */
     j->n_actor = gpt_logical_numel(&j->ac);
     j->n_critic = gpt_logical_numel(&j->cc);
     j->window = job_window();
@@ -157,7 +157,7 @@ void job_build(Job *j, MPI_Comm world, const Config *cfg, const Backend *be, con
     for (int i = 0; i < PLAN_NSTAGES; i++) {
         Stage *s = &j->st[i];
         s->id = i;
-        emu_build_stage(&s->emu, world, &j->plan, i);
+        emu_build_stage(&s->emu, &j->comms, world, &j->plan, i);
         job_stage_fill(j, s);
         job_stage_model(j, s, 0);
     }
@@ -172,7 +172,7 @@ void job_free(Job *j) {
         gpt_free(&j->st[i].model);
         emu_free(&j->st[i].emu);
     }
-    emu_drop_kept(j->world);
+    emu_cache_free(&j->comms);
     free(j->px.kept);
     job_sync_plan_free(j);
     if (j->xcomm != MPI_COMM_NULL && j->xcomm) MPI_Comm_free(&j->xcomm);

@@ -175,13 +175,13 @@ void live_measured(const Job *j, const double *m, double *meas, double *phase) {
    - its own past: its CPU seconds per nominal predicted compute second (the machine model before calibration,
      so that refits do not move it) over the median of its last healthy steps on the same holdings;
    - the other ranks: its CPU seconds per calibrated predicted second over the median rank's. The model's error
-     differs between stage kinds and ranks, so with few ranks the median is a poor reference (a 4x slowdown
-     of a rank can read 1.5-2.5x): the last resort.
+     differs between stage kinds and ranks, so with few ranks the median is a poor reference: a rank slowed
+     4x can read well under 4x against it.
    A reading above SLOW_DETECT counts once the rank's next measured step reads above it too (the lesser of the
    two is kept): one step's CPU seconds on a shared VM can read 3.4x its peers'. A reading below it counts at
    once. A rank without work is read from its idle probe (probe[r], CPU seconds; 0: none) over its probe at
-   the start, so that a rank emptied for being slow is seen to recover (its last estimate would stand for the
-   rest of the run).
+   the start, so that a rank emptied for being slow is seen to recover (its last estimate alone would stand
+   for the rest of the run).
    NEREUS_PLANNER_DEBUG in the environment prints the estimates. */
 static void estimate_slowdown(LivePlanner *lp, const Job *j, const double *m, const double *probe, int step) {
     int n = j->size, K = PLAN_NSTAGES;
@@ -462,13 +462,10 @@ static int sweep_move(LivePlanner *lp, Job *j, int step, Trace *tr, int *plan_id
     return rc < 0 ? -1 : 0;
 }
 
-int live_decide(LivePlanner *lp, Job *j, const Injector *inj, int step, Trace *tr, int *plan_id, char *plan_text,
-                size_t plan_len, double *tx_bytes, char *why, size_t len) {
-    if (!lp->on) return 0;
-    const Config *cfg = j->cfg;
+/* collective over world: the pool before PPO step `step` (every rank says whether it is in); returns
+   whether it changed */
+static int update_pool(LivePlanner *lp, Job *j, const Injector *inj, int step) {
     int n = j->size;
-    if (lp->first_step < 0) lp->first_step = step;
-    /* the pool: every rank says whether it is in */
     int64_t *in = nr_xcalloc((size_t)n, sizeof *in);
     in[j->rank] = inject_in_pool(inj, j->rank, step);
     comm_allreduce_sum_i64(j->world, in, (size_t)n);
@@ -478,6 +475,66 @@ int live_decide(LivePlanner *lp, Job *j, const Injector *inj, int step, Trace *t
     int pool_changed = np != lp->npool;
     lp->npool = np;
     free(in);
+    return pool_changed;
+}
+
+/* rank 0: the move on probation is judged once its guard_steps are measured. Returns 1 with *d the move back
+   to the old plan (the decision of this step), or 0 (kept, logged; or nothing to judge yet). */
+static int guard_judge(LivePlanner *lp, const Job *j, int step, AdaptDecision *d) {
+    const Config *cfg = j->cfg;
+    int n = j->size;
+    if (!lp->guard_on || lp->guard_n < cfg->planner.guard_steps) return 0;
+    lp->guard_on = 0;
+    StepCost gc;
+    double prev_now = cost_plan(&lp->cm, &lp->guard_prev, n, &lp->w, &gc), expect;
+    double m_new = nr_median(lp->guard_new, lp->guard_n);
+    int rev = adapt_guard(&lp->guard, m_new, prev_now, cfg->planner.guard_margin, &expect, d->reason,
+                          sizeof d->reason);
+    if (rev && !adapt_plan_within(&lp->guard_prev, lp->pool, lp->npool, n)) {
+        rev = 0;
+        snprintf(d->reason + strlen(d->reason), sizeof d->reason - strlen(d->reason), "; not reverted: the old "
+                 "plan holds ranks out of the pool");
+    }
+    if (!rev) {
+        nr_log("planner: before step %d: measure-and-revert guard: %s\n", step, d->reason);
+        lp->kept++;
+        memset(d, 0, sizeof *d);
+        return 0;
+    }
+    d->step = step;
+    d->next = lp->guard_prev;
+    d->L_now = m_new;
+    d->L_new = expect;
+    d->C = d->H = NAN;
+    d->admitted = d->changed = 1;
+    lp->reverts++; /* logged and traced by the caller, as every decision */
+    return 1;
+}
+
+/* rank 0, after a move to a new plan (left: the plan before it): any move ends a probation; an adaptive move
+   the rule chose (not urgent, not the initial placement, not a move back) starts one, measured against the
+   old plan's last fresh steps */
+static void guard_after_move(LivePlanner *lp, const Config *cfg, const PlanConfig *left, int chosen) {
+    int adaptive = lp->policy == ADAPT_PAYBACK || lp->policy == ADAPT_ADMIT_ALL || lp->policy == ADAPT_EVERY_K;
+    int nr = lp->nrecent < 4 ? lp->nrecent : 4;
+    lp->guard_on = adaptive && chosen && cfg->planner.guard_margin > 0 && nr >= 2;
+    if (lp->guard_on) {
+        double v[4];
+        memcpy(v, lp->recent, sizeof v);
+        lp->guard_n = 0;
+        lp->guard_prev = *left;
+        lp->guard = (AdaptGuard){nr_median(v, nr)};
+    }
+    lp->nrecent = 0;
+}
+
+int live_decide(LivePlanner *lp, Job *j, const Injector *inj, int step, Trace *tr, int *plan_id, char *plan_text,
+                size_t plan_len, double *tx_bytes, char *why, size_t len) {
+    if (!lp->on) return 0;
+    const Config *cfg = j->cfg;
+    int n = j->size;
+    if (lp->first_step < 0) lp->first_step = step;
+    int pool_changed = update_pool(lp, j, inj, step);
 
     if (lp->sweep) return sweep_move(lp, j, step, tr, plan_id, plan_text, plan_len, tx_bytes, why, len);
     /* rank 0 decides: 0 nothing, 1 a decision without a move, 2 move to `next` */
@@ -498,34 +555,7 @@ int live_decide(LivePlanner *lp, Job *j, const Injector *inj, int step, Trace *t
         int due = step - lp->first_step >= cfg->planner.warmup; /* warmup steps measured in this run (a restart too) */
         trace_seen(lp, tr, step, *plan_id, !lp->started && (due || pool_changed), &o, now.total, n);
         if (lp->guard_on && pool_changed) lp->guard_on = 0; /* the pool moved on: the controller's urgent path decides */
-        if (lp->guard_on && lp->guard_n >= cfg->planner.guard_steps) { /* the move on probation is judged */
-            lp->guard_on = 0;
-            StepCost gc;
-            double prev_now = cost_plan(cm, &lp->guard_prev, n, &lp->w, &gc), expect;
-            double m_new = nr_median(lp->guard_new, lp->guard_n);
-            int rev = adapt_guard(&lp->guard, m_new, prev_now, cfg->planner.guard_margin, &expect, d.reason,
-                                  sizeof d.reason);
-            if (rev && !adapt_plan_within(&lp->guard_prev, lp->pool, lp->npool, n)) {
-                rev = 0;
-                snprintf(d.reason + strlen(d.reason), sizeof d.reason - strlen(d.reason), "; not reverted: the old "
-                         "plan holds ranks out of the pool");
-            }
-            if (rev) {
-                d.step = step;
-                d.next = lp->guard_prev;
-                d.L_now = m_new;
-                d.L_new = expect;
-                d.C = d.H = NAN;
-                d.admitted = d.changed = 1;
-                act = 2;
-                reverting = 1;
-                lp->reverts++; /* logged and traced below, as every decision */
-            } else {
-                nr_log("planner: before step %d: measure-and-revert guard: %s\n", step, d.reason);
-                lp->kept++;
-                memset(&d, 0, sizeof d);
-            }
-        }
+        if (guard_judge(lp, j, step, &d)) act = 2, reverting = 1;
         if (reverting) {
             /* the move back is the decision of this step */
         } else if (!lp->started && (due || pool_changed)) { /* the best plan for the measured initial conditions */
@@ -569,19 +599,7 @@ int live_decide(LivePlanner *lp, Job *j, const Injector *inj, int step, Trace *t
         if (rc == 1 && j->rank == 0) adapt_revert(&lp->ad, &j->plan);
         if (rc == 0 && j->rank == 0) {
             if (reverting) adapt_revert(&lp->ad, &j->plan); /* the controller's plan is the old one again */
-            /* any move ends a probation; an adaptive move the rule chose (not urgent, not the initial placement,
-               not a move back) starts one, measured against the old plan's last fresh steps */
-            int adaptive = lp->policy == ADAPT_PAYBACK || lp->policy == ADAPT_ADMIT_ALL || lp->policy == ADAPT_EVERY_K;
-            int nr = lp->nrecent < 4 ? lp->nrecent : 4;
-            lp->guard_on = adaptive && !reverting && !initial && !d.urgent && cfg->planner.guard_margin > 0 && nr >= 2;
-            if (lp->guard_on) {
-                double v[4];
-                memcpy(v, lp->recent, sizeof v);
-                lp->guard_n = 0;
-                lp->guard_prev = left;
-                lp->guard = (AdaptGuard){nr_median(v, nr)};
-            }
-            lp->nrecent = 0;
+            guard_after_move(lp, cfg, &left, !reverting && !initial && !d.urgent);
         }
     } else if (urgent_pool) {
         return nr_fail(why, len, "before step %d: ranks left the pool and no plan without them %s", step,

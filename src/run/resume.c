@@ -114,8 +114,8 @@ int job_checkpoint(Job *j, int64_t step, int64_t sft_done, const char *deck_text
     CkptMeta meta = {step, sft_done, cfg->run.seed, deck_text, plan_text};
     if (ckpt_write(path_out, j->world, &meta, cm, n, why, why_len) != 0) return -1;
     /* keep the newest [ckpt] keep up to this one. A later step's file (another run's of the same name, left
-       in the directory) is no part of this series: until 2026-12-04 it counted as the newest, and keep = 1
-       deleted the checkpoint just written */
+       in the directory) is no part of this series: counted as the newest, it would make keep = 1 delete the
+       checkpoint just written */
     if (j->rank == 0) {
         int64_t steps[4096];
         int k = list_ckpts(cfg->ckpt.dir, cfg->run.name, steps, 4096);

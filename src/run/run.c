@@ -1,7 +1,9 @@
 /* run.c — the job driver: checks what the deck means for the models (vocab,
  * context, what the plan asks of this build), builds the job's EMUs and
  * models, runs the SFT warm-start and the PPO steps, prints one line per
- * step (rank 0) and the verification block. */
+ * step (rank 0) and the verification block. run_job runs these phases over
+ * one RunCtx; whichever phase ends the run, run_release frees what the
+ * phases made. */
 #include "nereus/run.h"
 
 #include <math.h>
@@ -147,40 +149,122 @@ static void warn_threads(const Config *cfg, const Backend *be) {
                t, (long long)least, t, (long long)least);
 }
 
-int run_job(const Config *cfg, const Deck *deck, const char *deck_path) {
-    int world = 1;
-    MPI_Comm_size(MPI_COMM_WORLD, &world);
-    char why[512] = "";
-    const Backend *be = backend_select(cfg->run.backend, why, sizeof why);
-    if (!be) return deck_error_at(deck, "run.backend", "%s", why);
-    if (why[0]) nr_log("nereus: %s\n", why); /* e.g. why "auto" did not pick CUDA */
-    be->set_threads(cfg->run.blas_threads);
-    warn_threads(cfg, be);
+/* One run from set-up to the verification block: what the phases share, what they own (released once, by
+ * run_release, whichever phase ends the run) and the numbers the verification block reports. */
+typedef struct RunCtx {
+    const Config *cfg;
+    const Deck *deck;
+    const char *deck_path;
+    int world;                    /* ranks in the job */
+    const Backend *be;
+    TaskSet ts;
+    JobShape shape;
+    char why[512];                /* the last refusal or failure, for its message */
+    /* owned; each flag says whether run_release frees it */
+    int have_inj, have_job, have_lp;
+    Injector inj;
+    Job job;
+    LivePlanner lp;
+    char *deck_text;              /* the resolved deck (malloc'd) */
+    Trace *tr;                    /* NULL: none, or closed with the run's status */
+    char plan_text[4096];         /* the plan in force, as printed */
+    int plan_id;                  /* its number in the trace */
+    /* restart */
+    int64_t start_step, sft_done; /* PPO and SFT steps done before this job */
+    int restarted, partial;
+    /* how the run ends */
+    int status;                   /* 0, or 1: stopped on an error (stop says why: run_stop) */
+    int stop_sig, nonfinite;
+    char stop_ckpt[JOB_PATH_MAX], stop[256];
+    /* SFT */
+    double sft_first, sft_last;
+    int sft_ran;
+    /* PPO */
+    double eval_before, eval_after;
+    double *rewards, *kls;        /* (ppo.steps + 1) the PPO steps this job ran: [0, done_steps) */
+    int done_steps;
+    int64_t last_ckpt;            /* step of the last checkpoint this job wrote */
+    int64_t final_step;           /* PPO steps done at the end */
+    uint64_t tok_hash;
+    double sync_time, sync_bytes, transition_bytes, ppo_s;
+    int transitions;
+} RunCtx;
+
+static void run_ctx_init(RunCtx *r, const Config *cfg, const Deck *deck, const char *deck_path) {
+    memset(r, 0, sizeof *r);
+    r->cfg = cfg, r->deck = deck, r->deck_path = deck_path;
+    r->world = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &r->world);
+    r->sft_first = r->sft_last = r->eval_after = NAN;
+    r->last_ckpt = -1;
+    r->tok_hash = 0xcbf29ce484222325ULL;
+}
+
+/* collective over MPI_COMM_WORLD: the one cleanup path, for a run that ends at any phase */
+static void run_release(RunCtx *r) {
+    trace_close(r->tr, MPI_COMM_WORLD, NULL, 0, 0); /* still open: the run ended before its status */
+    free(r->rewards);
+    free(r->kls);
+    free(r->deck_text);
+    if (r->have_lp) live_free(&r->lp);
+    if (r->have_inj) inject_free(&r->inj);
+    if (r->have_job) job_free(&r->job);
+}
+
+/* The backend the deck asks for, its threads and precision. Returns 0, or 2 (a bad deck, reported). */
+static int run_select_backend(RunCtx *r) {
+    const Config *cfg = r->cfg;
+    r->be = backend_select(cfg->run.backend, r->why, sizeof r->why);
+    if (!r->be) return deck_error_at(r->deck, "run.backend", "%s", r->why);
+    if (r->why[0]) nr_log("nereus: %s\n", r->why); /* e.g. why "auto" did not pick CUDA */
+    r->be->set_threads(cfg->run.blas_threads);
+    warn_threads(cfg, r->be);
     if (strcmp(cfg->run.precision, "tf32") == 0) {
 #ifdef NEREUS_CUDA
-        if (strcmp(be->name, "cuda") == 0) backend_cuda_set_tf32(1);
+        if (strcmp(r->be->name, "cuda") == 0) backend_cuda_set_tf32(1);
         else
 #endif
-            nr_log("note: [run] precision = tf32 applies to the CUDA backend; the %s backend computes fp32\n", be->name);
+            nr_log("note: [run] precision = tf32 applies to the CUDA backend; the %s backend computes fp32\n",
+                   r->be->name);
     }
+    return 0;
+}
 
-    TaskSet ts;
-    if (task_parse(&ts, cfg->task.names, cfg->task.digits, (uint64_t)cfg->run.seed, why, sizeof why) != 0)
-        return deck_error_at(deck, "task.names", "%s", why);
-    JobShape shape;
-    job_shape_of(cfg, &ts, &shape);
-    int use_tokens = shape.use_tokens, V = shape.V, P = shape.P, Tsft = shape.Tsft;
+/* policy = sweep needs its PPO steps: returns 2 with a message at the line otherwise. */
+static int check_sweep_steps(const Config *cfg, const Deck *deck) {
+    if (strcmp(cfg->planner.policy, "sweep") != 0) return 0;
+    const PlannerConfig *pc = &cfg->planner;
+    int K = pc->sweep_calibrate < pc->sweep_plans ? pc->sweep_calibrate : pc->sweep_plans - 1;
+    int nc = planner_sweep_controls(pc->sweep_plans, K, pc->sweep_reference);
+    int need = pc->warmup + (pc->sweep_plans + nc + 2 * PLANNER_SWEEP_FINAL) * pc->sweep_steps;
+    if (cfg->ppo.steps >= need) return 0;
+    return deck_error_at(deck, "ppo.steps",
+                         "[planner] policy = sweep runs warmup %d + (sweep_plans %d + %d control(s) "
+                         "(sweep_reference %d) + %d x 2 for the search's choice and the best sampled plan "
+                         "again) x sweep_steps %d = %d PPO steps; [ppo] steps = %d is too few",
+                         pc->warmup, pc->sweep_plans, nc, pc->sweep_reference, PLANNER_SWEEP_FINAL, pc->sweep_steps,
+                         need, cfg->ppo.steps);
+}
+
+/* What the deck means for the models and the tasks (vocabulary, context, SFT split, who changes the plan).
+ * Returns 0, or 2 (a bad deck, reported at its line). */
+static int run_check_job(RunCtx *r) {
+    const Config *cfg = r->cfg;
+    const Deck *deck = r->deck;
+    if (task_parse(&r->ts, cfg->task.names, cfg->task.digits, (uint64_t)cfg->run.seed, r->why, sizeof r->why) != 0)
+        return deck_error_at(deck, "task.names", "%s", r->why);
+    job_shape_of(cfg, &r->ts, &r->shape);
+    int V = r->shape.V, P = r->shape.P;
     if (V < TASK_VOCAB && cfg->ppo.steps > 0)
         return deck_error_at(deck, "model.vocab_size", "vocab_size %d is smaller than the task vocabulary (%d tokens)",
                              V, TASK_VOCAB);
-    int Tppo = P + cfg->ppo.max_response;
-    if (cfg->ppo.steps > 0 && Tppo > cfg->model.max_seq)
+    if (cfg->ppo.steps > 0 && P + cfg->ppo.max_response > cfg->model.max_seq)
         return deck_error_at(deck, "model.max_seq",
                              "max_seq %d is shorter than a prompt (%d tokens for %d digits) plus max_response %d",
                              cfg->model.max_seq, P, cfg->task.digits, cfg->ppo.max_response);
-    if (cfg->sft.steps > 0 && Tsft > cfg->model.max_seq)
+    if (cfg->sft.steps > 0 && r->shape.Tsft > cfg->model.max_seq)
         return deck_error_at(deck, "model.max_seq", "max_seq %d is shorter than an SFT sequence (%d tokens)",
-                             cfg->model.max_seq, Tsft);
+                             cfg->model.max_seq, r->shape.Tsft);
     int rc = check_sft_split(cfg, deck);
     if (rc) return rc;
     if (strcmp(cfg->planner.policy, "off") != 0 && cfg->sw.step >= 0)
@@ -188,371 +272,401 @@ int run_job(const Config *cfg, const Deck *deck, const char *deck_path) {
                              "[planner] policy = %s and [switch] step = %d both change the plan during the run; "
                              "use one (policy = off for the [switch])",
                              cfg->planner.policy, cfg->sw.step);
-    if (strcmp(cfg->planner.policy, "sweep") == 0) {
-        const PlannerConfig *pc = &cfg->planner;
-        int K = pc->sweep_calibrate < pc->sweep_plans ? pc->sweep_calibrate : pc->sweep_plans - 1;
-        int nc = planner_sweep_controls(pc->sweep_plans, K, pc->sweep_reference);
-        int need = pc->warmup + (pc->sweep_plans + nc + 2 * PLANNER_SWEEP_FINAL) * pc->sweep_steps;
-        if (cfg->ppo.steps < need)
-            return deck_error_at(deck, "ppo.steps",
-                                 "[planner] policy = sweep runs warmup %d + (sweep_plans %d + %d control(s) "
-                                 "(sweep_reference %d) + %d x 2 for the search's choice and the best sampled plan "
-                                 "again) x sweep_steps %d = %d PPO steps; [ppo] steps = %d is too few",
-                                 pc->warmup, pc->sweep_plans, nc, pc->sweep_reference, PLANNER_SWEEP_FINAL,
-                                 pc->sweep_steps, need, cfg->ppo.steps);
-    }
-    Injector inj;
-    {
-        const char *ikey = "";
-        int me = 0;
-        MPI_Comm_rank(MPI_COMM_WORLD, &me);
-        if (inject_init(&inj, cfg, world, me, &ikey, why, sizeof why) != 0) {
-            inject_free(&inj);
-            return deck_error_at(deck, ikey, "%s", why);
-        }
-    }
-    if (cfg->ppo.max_response < task_max_answer(&ts) + 1)
-        nr_log("note: [ppo] max_response %d cannot hold the longest answer (%d tokens + EOS); rewards are capped\n",
-               cfg->ppo.max_response, task_max_answer(&ts));
+    return check_sweep_steps(cfg, deck);
+}
 
-    nr_log("nereus: %s — deck %s, %d rank(s), backend %s, %d BLAS thread(s) per rank\n", cfg->run.name, deck_path,
-           world, be->name, cfg->run.blas_threads);
+/* collective over MPI_COMM_WORLD: the injected drift, the start-up lines (the resolved deck, the plan), the
+ * memory check, the job's EMUs and models, the live planner. Returns 0, or 2 (a bad deck, reported). */
+static int run_build(RunCtx *r) {
+    const Config *cfg = r->cfg;
+    const char *ikey = "";
+    int me = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    r->have_inj = 1;
+    if (inject_init(&r->inj, cfg, r->world, me, &ikey, r->why, sizeof r->why) != 0)
+        return deck_error_at(r->deck, ikey, "%s", r->why);
+    if (cfg->ppo.max_response < task_max_answer(&r->ts) + 1)
+        nr_log("note: [ppo] max_response %d cannot hold the longest answer (%d tokens + EOS); rewards are capped\n",
+               cfg->ppo.max_response, task_max_answer(&r->ts));
+
+    nr_log("nereus: %s — deck %s, %d rank(s), backend %s, %d BLAS thread(s) per rank\n", cfg->run.name,
+           r->deck_path, r->world, r->be->name, cfg->run.blas_threads);
     nr_log("--- resolved deck ---\n");
-    if (nr_rank() == 0) deck_print_resolved(deck, cfg, stdout);
+    if (nr_rank() == 0) deck_print_resolved(r->deck, cfg, stdout);
     nr_log("---------------------\n");
-    char plan_text[4096];
-    plan_format(&cfg->plan, plan_text, sizeof plan_text);
-    nr_log("plan:\n%s", plan_text);
+    plan_format(&cfg->plan, r->plan_text, sizeof r->plan_text);
+    nr_log("plan:\n%s", r->plan_text);
 
     char injected[1024];
-    if (inject_describe(&inj, injected, sizeof injected)) nr_log("%s\n", injected);
+    if (inject_describe(&r->inj, injected, sizeof injected)) nr_log("%s\n", injected);
     char mwhy[1024];
-    if (job_memory_check(MPI_COMM_WORLD, cfg, &ts, mwhy, sizeof mwhy) != 0) {
-        inject_free(&inj);
-        return deck_error_at(deck, "model.n_embd", "%s", mwhy);
-    }
-    Job job;
-    job_build(&job, MPI_COMM_WORLD, cfg, be, &ts);
-    LivePlanner lp;
-    live_init(&lp, &job);
-    if (live_check_fits(&lp, &job, why, sizeof why) != 0) {
-        rc = deck_error_at(deck, cfg->planner.memory_gib > 0 ? "planner.memory_gib" : "planner.policy",
-                           "no plan fits the models in this job's %d rank(s): %s", world, why);
-        live_free(&lp);
-        inject_free(&inj);
-        job_free(&job);
-        return rc;
-    }
+    if (job_memory_check(MPI_COMM_WORLD, cfg, &r->ts, mwhy, sizeof mwhy) != 0)
+        return deck_error_at(r->deck, "model.n_embd", "%s", mwhy);
+    job_build(&r->job, MPI_COMM_WORLD, cfg, r->be, &r->ts);
+    r->have_job = 1;
+    live_init(&r->lp, &r->job);
+    r->have_lp = 1;
+    if (live_check_fits(&r->lp, &r->job, r->why, sizeof r->why) != 0)
+        return deck_error_at(r->deck, cfg->planner.memory_gib > 0 ? "planner.memory_gib" : "planner.policy",
+                             "no plan fits the models in this job's %d rank(s): %s", r->world, r->why);
     nr_log("model: GPT-2 L=%d C=%d NH=%d V=%d T=%d: %zu parameters (actor), %zu (critic)\n", cfg->model.n_layer,
-           cfg->model.n_embd, cfg->model.n_head, V, cfg->model.max_seq, job.n_actor, job.n_critic);
+           cfg->model.n_embd, cfg->model.n_head, r->shape.V, cfg->model.max_seq, r->job.n_actor, r->job.n_critic);
     nr_log("communicators: %d group set(s) for the %d model-stages (model-stages of one layout on the same ranks "
-           "share one)\n", emu_comm_sets(), PLAN_NSTAGES);
-    char *deck_text = deck_resolved_text(deck, cfg);
+           "share one)\n", emu_cache_sets(&r->job.comms), PLAN_NSTAGES);
+    r->deck_text = deck_resolved_text(r->deck, cfg);
     job_install_signals();
+    return 0;
+}
 
-    /* restart: every stage's model (and the trained models' AdamW state) from
-     * the checkpoint, under this deck's plan and rank count */
-    int64_t start_step = 0, sft_done = 0;
-    int restarted = 0, partial = 0;
-    if (cfg->run.restart[0]) {
-        char used[JOB_PATH_MAX];
-        if (job_restart(&job, cfg->run.restart, &start_step, &sft_done, &partial, used, sizeof used, why,
-                        sizeof why) != 0) {
-            rc = deck_error_at(deck, "run.restart", "cannot restart: %s", why);
-            free(deck_text);
-            live_free(&lp);
-            inject_free(&inj);
-            job_free(&job);
-            return rc;
-        }
-        restarted = 1;
-        nr_log("restart: %s: %lld SFT and %lld PPO steps done; continuing under this deck's plan on %d rank(s)\n",
-               used, (long long)sft_done, (long long)start_step, world);
-        if (start_step > cfg->ppo.steps)
-            nr_log("note: the checkpoint is past [ppo] steps = %d: no PPO step to run\n", cfg->ppo.steps);
-    }
+/* collective over MPI_COMM_WORLD: with [run] restart, every stage's model (and the trained models' AdamW
+ * state) from the checkpoint, under this deck's plan and rank count. Returns 0, or 2 (refused, reported). */
+static int run_restart(RunCtx *r) {
+    const Config *cfg = r->cfg;
+    if (!cfg->run.restart[0]) return 0;
+    char used[JOB_PATH_MAX];
+    if (job_restart(&r->job, cfg->run.restart, &r->start_step, &r->sft_done, &r->partial, used, sizeof used, r->why,
+                    sizeof r->why) != 0)
+        return deck_error_at(r->deck, "run.restart", "cannot restart: %s", r->why);
+    r->restarted = 1;
+    nr_log("restart: %s: %lld SFT and %lld PPO steps done; continuing under this deck's plan on %d rank(s)\n", used,
+           (long long)r->sft_done, (long long)r->start_step, r->world);
+    if (r->start_step > cfg->ppo.steps)
+        nr_log("note: the checkpoint is past [ppo] steps = %d: no PPO step to run\n", cfg->ppo.steps);
+    return 0;
+}
 
-    /* scheduled checkpoints need their directory: found unusable now, not after the first steps; a later
-       step's file there is another run's (job_checkpoint's rotation leaves it) */
+/* collective over MPI_COMM_WORLD: the checkpoint directory (found unusable now, not after the first steps)
+ * and the trace (rank 0 writes it; every rank counts its model-stages). Returns 0, or 2 (refused, reported). */
+static int run_open_outputs(RunCtx *r) {
+    const Config *cfg = r->cfg;
     if (cfg->ckpt.every > 0 && cfg->ppo.steps > 0) {
-        if (job_ckpt_dir(&job, why, sizeof why) != 0) {
-            rc = deck_error_at(deck, "ckpt.dir", "%s ([ckpt] every = %d writes there)", why, cfg->ckpt.every);
-            free(deck_text);
-            live_free(&lp);
-            inject_free(&inj);
-            job_free(&job);
-            return rc;
-        }
-        int64_t newest = job.rank == 0 ? job_ckpt_newest(&job) : -1;
-        if (newest > start_step)
+        if (job_ckpt_dir(&r->job, r->why, sizeof r->why) != 0)
+            return deck_error_at(r->deck, "ckpt.dir", "%s ([ckpt] every = %d writes there)", r->why, cfg->ckpt.every);
+        /* a later step's file there is another run's (job_checkpoint's rotation leaves it) */
+        int64_t newest = r->job.rank == 0 ? job_ckpt_newest(&r->job) : -1;
+        if (newest > r->start_step)
             nr_warn("[ckpt] dir %s already holds %s_step%06lld.h5, past this run's start (PPO step %lld): another "
                     "run's, or a later one; this run's checkpoint rotation leaves it, but restart = latest would "
-                    "take it", cfg->ckpt.dir, cfg->run.name, (long long)newest, (long long)start_step);
+                    "take it", cfg->ckpt.dir, cfg->run.name, (long long)newest, (long long)r->start_step);
     }
-    /* the trace (rank 0 writes it; every rank counts its model-stages) */
-    TraceJob tj = {cfg, deck_text, plan_text, be, job.ac, job.cc, job.have_rm, start_step};
+    TraceJob tj = {cfg, r->deck_text, r->plan_text, r->be, r->job.ac, r->job.cc, r->job.have_rm, r->start_step};
     const char *tkey = "";
-    Trace *tr = trace_open(MPI_COMM_WORLD, &tj, &rc, &tkey, why, sizeof why);
-    if (rc) {
-        rc = deck_error_at(deck, tkey, "%s", why);
-        free(deck_text);
-        live_free(&lp);
-        inject_free(&inj);
-        job_free(&job);
-        return rc;
-    }
-    int plan_id = 0;
-    live_trace_start(&lp, &job, tr);
+    int rc = 0;
+    r->tr = trace_open(MPI_COMM_WORLD, &tj, &rc, &tkey, r->why, sizeof r->why);
+    if (rc) return deck_error_at(r->deck, tkey, "%s", r->why);
+    live_trace_start(&r->lp, &r->job, r->tr);
+    return 0;
+}
 
-    int status = 0, stop_sig = 0, nonfinite = 0;
-    char stop_ckpt[JOB_PATH_MAX] = "", stop[256] = ""; /* stop: why the run stopped on an error (run_stop) */
-    double sft_first = NAN, sft_last = NAN;
-    int sft_ran = 0;
-    if (cfg->sft.steps > sft_done) {
-        SftData sd;
-        int member = job.st[PLAN_ACTOR_TRAIN].member;
-        rc = member ? sft_open(&sd, cfg, &ts, V, deck_path) : 0;
-        /* a data error seen by actor.train's ranks stops every rank */
-        double bad = rc;
-        comm_allreduce_max_f64(MPI_COMM_WORLD, &bad, 1);
-        if (bad != 0) {
-            if (member && rc == 0) sft_close(&sd);
-            trace_close(tr, MPI_COMM_WORLD, NULL, 0, 0);
-            live_free(&lp);
-            inject_free(&inj);
-            job_free(&job);
-            return 2;
+/* collective over MPI_COMM_WORLD: the SFT steps from sft_done on, each logged; a non-finite loss or a stop
+ * signal (with its checkpoint) ends them. */
+static void run_sft_steps(RunCtx *r, SftData *sd) {
+    const Config *cfg = r->cfg;
+    for (int s = (int)r->sft_done; s < cfg->sft.steps; s++) {
+        double ts0 = nr_now();
+        float loss = job_sft_step(&r->job, sd, s);
+        if (!r->sft_ran) r->sft_first = loss;
+        r->sft_ran++;
+        r->sft_last = loss;
+        if (!isfinite(loss)) {
+            run_stop(r->stop, "sft step %d: non-finite loss (%g); stopping the run", s, loss);
+            r->status = 1, r->nonfinite = 1;
+            return;
         }
-        double t0 = nr_now();
-        for (int s = (int)sft_done; s < cfg->sft.steps; s++) {
-            double ts0 = nr_now();
-            float loss = job_sft_step(&job, &sd, s);
-            if (!sft_ran) sft_first = loss;
-            sft_ran++;
-            sft_last = loss;
-            if (!isfinite(loss)) {
-                run_stop(stop, "sft step %d: non-finite loss (%g); stopping the run", s, loss);
-                status = 1, nonfinite = 1;
-                break;
+        if (s % cfg->run.log_every == 0 || s + 1 == cfg->sft.steps)
+            nr_log("sft %4d | loss %.4f | %.3fs | %s\n", s, loss, nr_now() - ts0, r->shape.use_tokens ? "tokens" : "task");
+        if (s + 1 < cfg->sft.steps && (r->stop_sig = job_stop_requested(&r->job))) {
+            if (job_checkpoint(&r->job, 0, s + 1, r->deck_text, r->plan_text, r->stop_ckpt, sizeof r->stop_ckpt,
+                               r->why, sizeof r->why) != 0) {
+                run_stop(r->stop, "stop signal %d: the checkpoint failed: %s", r->stop_sig, r->why);
+                r->status = 1;
             }
-            if (s % cfg->run.log_every == 0 || s + 1 == cfg->sft.steps)
-                nr_log("sft %4d | loss %.4f | %.3fs | %s\n", s, loss, nr_now() - ts0, use_tokens ? "tokens" : "task");
-            if (s + 1 < cfg->sft.steps && (stop_sig = job_stop_requested(&job))) {
-                if (job_checkpoint(&job, 0, s + 1, deck_text, plan_text, stop_ckpt, sizeof stop_ckpt, why,
-                                   sizeof why) != 0) {
-                    run_stop(stop, "stop signal %d: the checkpoint failed: %s", stop_sig, why);
-                    status = 1;
-                }
-                break;
-            }
+            return;
         }
-        nr_log("sft: %d steps in %.2fs, loss %.4f -> %.4f\n", cfg->sft.steps, nr_now() - t0, sft_first, sft_last);
-        if (member) sft_close(&sd);
     }
-    /* every stage starts from the (warm-started) actor: gen, inf and ref take
-     * it whole, the critic and reward network take it as their trunk — unless
-     * a restart loaded them all and no SFT step ran since */
-    if (!restarted || sft_ran || partial) {
+}
+
+/* collective over MPI_COMM_WORLD: the SFT warm-start of actor.train (the steps a restart has not done).
+ * Returns 0, or 2 when the SFT data cannot be read (actor.train's ranks report it; every rank stops). */
+static int run_sft(RunCtx *r) {
+    const Config *cfg = r->cfg;
+    if (cfg->sft.steps <= r->sft_done) return 0;
+    SftData sd;
+    int member = r->job.st[PLAN_ACTOR_TRAIN].member;
+    int rc = member ? sft_open(&sd, cfg, &r->ts, r->shape.V, r->deck_path) : 0;
+    double bad = rc;
+    comm_allreduce_max_f64(MPI_COMM_WORLD, &bad, 1);
+    if (bad != 0) {
+        if (member && rc == 0) sft_close(&sd);
+        return 2;
+    }
+    double t0 = nr_now();
+    run_sft_steps(r, &sd);
+    nr_log("sft: %d steps in %.2fs, loss %.4f -> %.4f\n", cfg->sft.steps, nr_now() - t0, r->sft_first, r->sft_last);
+    if (member) sft_close(&sd);
+    return 0;
+}
+
+/* collective over MPI_COMM_WORLD: every stage starts from the (warm-started) actor — gen, inf and ref take it
+ * whole, the critic and reward network take it as their trunk — unless a restart loaded them all and no SFT
+ * step ran since; then the greedy evaluation before PPO. */
+static void run_start_ppo(RunCtx *r) {
+    const Config *cfg = r->cfg;
+    if (!r->restarted || r->sft_ran || r->partial) {
         int from_actor[6] = {PLAN_ACTOR_GEN, PLAN_ACTOR_INF, PLAN_REF_INF, PLAN_CRITIC_INF, PLAN_CRITIC_TRAIN,
                              PLAN_REWARD_INF};
-        job_sync(&job, PLAN_ACTOR_TRAIN, from_actor, 6);
+        job_sync(&r->job, PLAN_ACTOR_TRAIN, from_actor, 6);
     }
-
-    double eval_before = job_eval_greedy(&job), eval_after = NAN;
-    nr_log("eval: greedy task reward on held-out prompts: %.4f\n", eval_before);
+    r->eval_before = job_eval_greedy(&r->job);
+    nr_log("eval: greedy task reward on held-out prompts: %.4f\n", r->eval_before);
     if (cfg->ppo.steps > 0) {
-        if (job.have_rm)
+        if (r->job.have_rm)
             nr_log("reward: rule reward + %.3g x frozen reward network (UNTRAINED: random value head)\n",
                    cfg->reward.network_weight);
         else
             nr_log("reward: rule-based task reward (%s), partial credit per position\n", cfg->task.names);
     }
+    r->rewards = nr_xcalloc((size_t)cfg->ppo.steps + 1, sizeof(double));
+    r->kls = nr_xcalloc((size_t)cfg->ppo.steps + 1, sizeof(double));
+}
 
-    double *rewards = nr_xcalloc((size_t)cfg->ppo.steps + 1, sizeof(double));
-    double *kls = nr_xcalloc((size_t)cfg->ppo.steps + 1, sizeof(double));
-    int done_steps = 0; /* PPO steps run by this job (rewards[0 .. done_steps)) */
-    int64_t last_ckpt = -1; /* step of the last checkpoint this job wrote */
-    uint64_t tok_hash = 0xcbf29ce484222325ULL;
-    double sync_time = 0, sync_bytes = 0, transition_bytes = 0;
-    int transitions = 0;
-    double ppo_s = 0;
-    if (cfg->ppo.steps > 0 && status == 0 && !stop_sig) {
-        double run0 = nr_now();
-        for (int step = (int)start_step; step < cfg->ppo.steps; step++) {
-            inject_begin_step(&inj, step, &job.plan);
-            if (lp.on) {
-                double moved = 0;
-                int before = plan_id;
-                if (live_decide(&lp, &job, &inj, step, tr, &plan_id, plan_text, sizeof plan_text, &moved, why,
-                                sizeof why) != 0) {
-                    run_stop(stop, "planner: %s; stopping the run", why);
-                    status = 1;
-                    break;
-                }
-                transitions += plan_id - before;
-                transition_bytes += moved;
-            }
-            if (cfg->sw.step == step) {
-                double moved = 0;
-                int rc = run_switch(&job, cfg, step, plan_text, sizeof plan_text, tr, plan_id, &moved, why,
-                                    sizeof why);
-                if (rc < 0) {
-                    run_stop(stop, "%s; stopping the run", why);
-                    status = 1;
-                    break;
-                }
-                plan_id += rc == 0;
-                transitions += rc == 0;
-                transition_bytes += moved;
-            }
-            StepStats st;
-            memset(&st, 0, sizeof st);
-            double times[4], t0 = nr_now();
-            int bad = job_step(&job, step, &st, times);
-            double dt = nr_now() - t0;
-            live_observe(&lp, &job, step, &st, dt);
-            rewards[done_steps] = st.reward;
-            kls[done_steps] = st.kl;
-            tok_hash = hash_tokens(tok_hash, &job.G);
-            done_steps++;
-            sync_time += times[3];
-            sync_bytes = job.sync_bytes;
-            TraceStep ts = {step, t0, dt, {times[0], times[1], times[2], times[3]}, st.tokens, st.reward, st.kl,
-                            st.pg_loss, st.vf_loss, st.entropy, st.resp_len, st.clipfrac, st.approx_kl,
-                            st.grad_norm_actor, st.grad_norm_critic, job.sync_bytes, job.G.T, job.G.P, &job.plan,
-                            plan_id};
-            trace_step(tr, MPI_COMM_WORLD, &ts); /* collective */
-            if (bad) {
-                run_stop(stop, "step %d: non-finite loss or gradient (policy %g, value %g); stopping the run", step,
-                         st.pg_loss, st.vf_loss);
-                status = 1, nonfinite = 1;
-                break;
-            }
-            if (step % cfg->run.log_every == 0 || step + 1 == cfg->ppo.steps) {
-                char ex[96];
-                task_detok(job.G.seq, job.G.P + job.G.resp_len[0], ex);
-                nr_log("step %4d | reward %.3f | kl %+.4f | pg %+.4f | vf %.4f | ent %.3f | len %.2f | "
-                       "%.3fs: gen %.3fs inf %.3fs train %.3fs sync %.3fs | %.0f tok/s | %s (%.2f)\n",
-                       step, st.reward, st.kl, st.pg_loss, st.vf_loss, st.entropy, st.resp_len, dt, times[0],
-                       times[1], times[2], times[3], st.tokens / dt, ex, job.G.task_reward[0]);
-            }
-            /* the schedule, and a stop signal (SIGTERM, SIGUSR1) at this step boundary */
-            int due = cfg->ckpt.every > 0 && (step + 1) % cfg->ckpt.every == 0;
-            stop_sig = step + 1 < cfg->ppo.steps ? job_stop_requested(&job) : 0;
-            if (due || stop_sig) {
-                char path[JOB_PATH_MAX];
-                if (job_checkpoint(&job, step + 1, cfg->sft.steps, deck_text, plan_text, path, sizeof path, why,
-                                   sizeof why) != 0) {
-                    run_stop(stop, "checkpoint after step %d failed: %s; stopping the run", step, why);
-                    status = 1;
-                    break;
-                }
-                last_ckpt = step + 1;
-                nr_log("ckpt: %s\n", path);
-                if (stop_sig) {
-                    snprintf(stop_ckpt, sizeof stop_ckpt, "%s", path);
-                    break;
-                }
-            }
+/* collective over MPI_COMM_WORLD, before PPO step `step`: the live planner's decision and the deck's
+ * [switch]. Returns 0, or −1 when the run must stop (r->stop says why). */
+static int run_change_plan(RunCtx *r, int step) {
+    double moved = 0;
+    if (r->lp.on) {
+        int before = r->plan_id;
+        if (live_decide(&r->lp, &r->job, &r->inj, step, r->tr, &r->plan_id, r->plan_text, sizeof r->plan_text,
+                        &moved, r->why, sizeof r->why) != 0) {
+            run_stop(r->stop, "planner: %s; stopping the run", r->why);
+            return -1;
         }
-        ppo_s = nr_now() - run0;
-        inject_begin_step(&inj, -1, NULL); /* no injected slowdown past the PPO steps */
-        live_report(&lp);
-        nr_log("ppo: %d steps in %.2fs; weight sync (%s) %.3fs in all, %.0f bytes per step\n", done_steps, ppo_s,
-               cfg->transition.sync, sync_time, sync_bytes);
-        if (status == 0 && !stop_sig) {
-            eval_after = job_eval_greedy(&job);
-            nr_log("eval: greedy task reward on held-out prompts: %.4f after PPO (%.4f before)\n", eval_after,
-                   eval_before);
-        }
+        r->transitions += r->plan_id - before;
+        r->transition_bytes += moved;
     }
+    if (r->cfg->sw.step == step) {
+        moved = 0;
+        int rc = run_switch(&r->job, r->cfg, step, r->plan_text, sizeof r->plan_text, r->tr, r->plan_id, &moved,
+                            r->why, sizeof r->why);
+        if (rc < 0) {
+            run_stop(r->stop, "%s; stopping the run", r->why);
+            return -1;
+        }
+        r->plan_id += rc == 0;
+        r->transitions += rc == 0;
+        r->transition_bytes += moved;
+    }
+    return 0;
+}
 
-    /* a scheduled run ends with a checkpoint of its last state */
-    int64_t final_step = restarted ? start_step + done_steps : done_steps;
-    if (status == 0 && !stop_sig && cfg->ckpt.every > 0 && cfg->ppo.steps > 0 && last_ckpt != final_step) {
+/* collective over MPI_COMM_WORLD: PPO step `step`, what the planner observes of it, its trace row and its
+ * progress line. Returns 0, or −1 on a non-finite loss or gradient (the run must stop). */
+static int run_ppo_step(RunCtx *r, int step) {
+    Job *j = &r->job;
+    StepStats st;
+    memset(&st, 0, sizeof st);
+    double times[4], t0 = nr_now();
+    int bad = job_step(j, step, &st, times);
+    double dt = nr_now() - t0;
+    live_observe(&r->lp, j, step, &st, dt);
+    r->rewards[r->done_steps] = st.reward;
+    r->kls[r->done_steps] = st.kl;
+    r->tok_hash = hash_tokens(r->tok_hash, &j->G);
+    r->done_steps++;
+    r->sync_time += times[3];
+    r->sync_bytes = j->sync_bytes;
+    TraceStep ts = {step, t0, dt, {times[0], times[1], times[2], times[3]}, st.tokens, st.reward, st.kl,
+                    st.pg_loss, st.vf_loss, st.entropy, st.resp_len, st.clipfrac, st.approx_kl, st.grad_norm_actor,
+                    st.grad_norm_critic, j->sync_bytes, j->G.T, j->G.P, &j->plan, r->plan_id};
+    trace_step(r->tr, MPI_COMM_WORLD, &ts); /* collective */
+    if (bad) {
+        run_stop(r->stop, "step %d: non-finite loss or gradient (policy %g, value %g); stopping the run", step,
+                 st.pg_loss, st.vf_loss);
+        r->nonfinite = 1;
+        return -1;
+    }
+    if (step % r->cfg->run.log_every == 0 || step + 1 == r->cfg->ppo.steps) {
+        char ex[96];
+        task_detok(j->G.seq, j->G.P + j->G.resp_len[0], ex);
+        nr_log("step %4d | reward %.3f | kl %+.4f | pg %+.4f | vf %.4f | ent %.3f | len %.2f | "
+               "%.3fs: gen %.3fs inf %.3fs train %.3fs sync %.3fs | %.0f tok/s | %s (%.2f)\n",
+               step, st.reward, st.kl, st.pg_loss, st.vf_loss, st.entropy, st.resp_len, dt, times[0], times[1],
+               times[2], times[3], st.tokens / dt, ex, j->G.task_reward[0]);
+    }
+    return 0;
+}
+
+/* collective over MPI_COMM_WORLD, after PPO step `step`: the scheduled checkpoint, and one at a stop signal
+ * (SIGTERM, SIGUSR1). Returns 0 to go on, 1 to stop (a signal: r->stop_sig), −1 when the checkpoint failed. */
+static int run_step_boundary(RunCtx *r, int step) {
+    const Config *cfg = r->cfg;
+    int due = cfg->ckpt.every > 0 && (step + 1) % cfg->ckpt.every == 0;
+    r->stop_sig = step + 1 < cfg->ppo.steps ? job_stop_requested(&r->job) : 0;
+    if (!due && !r->stop_sig) return 0;
+    char path[JOB_PATH_MAX];
+    if (job_checkpoint(&r->job, step + 1, cfg->sft.steps, r->deck_text, r->plan_text, path, sizeof path, r->why,
+                       sizeof r->why) != 0) {
+        run_stop(r->stop, "checkpoint after step %d failed: %s; stopping the run", step, r->why);
+        return -1;
+    }
+    r->last_ckpt = step + 1;
+    nr_log("ckpt: %s\n", path);
+    if (!r->stop_sig) return 0;
+    snprintf(r->stop_ckpt, sizeof r->stop_ckpt, "%s", path);
+    return 1;
+}
+
+/* collective over MPI_COMM_WORLD: the PPO steps (unless SFT stopped the run), then the greedy evaluation
+ * after them when they all ran. */
+static void run_ppo(RunCtx *r) {
+    const Config *cfg = r->cfg;
+    if (cfg->ppo.steps <= 0 || r->status != 0 || r->stop_sig) return;
+    double run0 = nr_now();
+    for (int step = (int)r->start_step; step < cfg->ppo.steps; step++) {
+        inject_begin_step(&r->inj, step, &r->job.plan);
+        if (run_change_plan(r, step) != 0 || run_ppo_step(r, step) != 0) {
+            r->status = 1;
+            break;
+        }
+        int rc = run_step_boundary(r, step);
+        if (rc < 0) r->status = 1;
+        if (rc != 0) break;
+    }
+    r->ppo_s = nr_now() - run0;
+    inject_begin_step(&r->inj, -1, NULL); /* no injected slowdown past the PPO steps */
+    live_report(&r->lp);
+    nr_log("ppo: %d steps in %.2fs; weight sync (%s) %.3fs in all, %.0f bytes per step\n", r->done_steps, r->ppo_s,
+           cfg->transition.sync, r->sync_time, r->sync_bytes);
+    if (r->status == 0 && !r->stop_sig) {
+        r->eval_after = job_eval_greedy(&r->job);
+        nr_log("eval: greedy task reward on held-out prompts: %.4f after PPO (%.4f before)\n", r->eval_after,
+               r->eval_before);
+    }
+}
+
+/* collective over MPI_COMM_WORLD: a scheduled run ends with a checkpoint of its last state; a stopped one
+ * says where to restart from. */
+static void run_finish(RunCtx *r) {
+    const Config *cfg = r->cfg;
+    r->final_step = r->restarted ? r->start_step + r->done_steps : r->done_steps;
+    if (r->status == 0 && !r->stop_sig && cfg->ckpt.every > 0 && cfg->ppo.steps > 0 && r->last_ckpt != r->final_step) {
         char path[JOB_PATH_MAX];
-        if (job_checkpoint(&job, final_step, cfg->sft.steps, deck_text, plan_text, path, sizeof path, why,
-                           sizeof why) != 0) {
-            run_stop(stop, "the final checkpoint failed: %s", why);
-            status = 1;
+        if (job_checkpoint(&r->job, r->final_step, cfg->sft.steps, r->deck_text, r->plan_text, path, sizeof path,
+                           r->why, sizeof r->why) != 0) {
+            run_stop(r->stop, "the final checkpoint failed: %s", r->why);
+            r->status = 1;
         } else {
             nr_log("ckpt: %s\n", path);
         }
     }
-    if (stop_sig)
+    if (r->stop_sig)
         nr_log("nereus: stopped by signal %d (%s) at a step boundary; checkpoint: %s — restart with "
                "--restart %s (or [run] restart = latest)\n",
-               stop_sig, stop_sig == SIGTERM ? "SIGTERM" : stop_sig == SIGUSR1 ? "SIGUSR1" : "?",
-               stop_ckpt[0] ? stop_ckpt : "(none written)", stop_ckpt[0] ? stop_ckpt : "FILE");
+               r->stop_sig, r->stop_sig == SIGTERM ? "SIGTERM" : r->stop_sig == SIGUSR1 ? "SIGUSR1" : "?",
+               r->stop_ckpt[0] ? r->stop_ckpt : "(none written)", r->stop_ckpt[0] ? r->stop_ckpt : "FILE");
+}
 
-    /* ---- verification block: stable numbers only (no times), one per line ---- */
-    int n = done_steps, k = NR_MIN(10, n);
-    int finite = !nonfinite, pass = status == 0; /* a run stopped on another error is finite and fails */
-    for (int i = 0; i < n; i++) finite = finite && isfinite(rewards[i]);
-    pass = pass && finite;
-    double cs_actor = job_checksum(&job, PLAN_ACTOR_TRAIN);
-    double cs_ref = 0, cs_critic = 0, cs_reward = 0;
-    /* bit-exact fingerprints, the same under any layout and in `nereus-ckpt info` of a checkpoint of these weights */
-    uint64_t h_actor = job_params_hash(&job, PLAN_ACTOR_TRAIN), h_ref = 0, h_critic = 0, h_reward = 0;
-    if (cfg->ppo.steps > 0) {
-        cs_ref = job_checksum(&job, PLAN_REF_INF);
-        cs_critic = job_checksum(&job, PLAN_CRITIC_TRAIN);
-        h_ref = job_params_hash(&job, PLAN_REF_INF);
-        h_critic = job_params_hash(&job, PLAN_CRITIC_TRAIN);
-        if (job.have_rm) {
-            cs_reward = job_checksum(&job, PLAN_REWARD_INF);
-            h_reward = job_params_hash(&job, PLAN_REWARD_INF);
-        }
+/* The models' fingerprints for the verification block: Σ|x| (checksum) and the bit-exact hash, the same under
+ * any layout and in `nereus-ckpt info` of a checkpoint of these weights. */
+typedef struct RunFingerprints {
+    double cs[PLAN_NSTAGES];
+    uint64_t hash[PLAN_NSTAGES];
+} RunFingerprints;
+
+/* collective over MPI_COMM_WORLD: the trained and frozen models' fingerprints (actor only without PPO) */
+static void run_fingerprints(RunCtx *r, RunFingerprints *fp) {
+    memset(fp, 0, sizeof *fp);
+    int ids[4] = {PLAN_ACTOR_TRAIN, PLAN_REF_INF, PLAN_CRITIC_TRAIN, PLAN_REWARD_INF};
+    int n = r->cfg->ppo.steps > 0 ? (r->job.have_rm ? 4 : 3) : 1;
+    for (int i = 0; i < n; i++) fp->cs[ids[i]] = job_checksum(&r->job, ids[i]);
+    for (int i = 0; i < n; i++) fp->hash[ids[i]] = job_params_hash(&r->job, ids[i]);
+}
+
+/* rank 0: the verification block's reward, KL and token lines over the n PPO steps run (task reward means of
+ * the first and last min(10, n)) */
+static void run_print_rewards(const RunCtx *r, int n) {
+    int k = NR_MIN(10, n);
+    nr_log("verify.reward_first10: %.6f\n", mean_range(r->rewards, 0, k));
+    nr_log("verify.reward_last10: %.6f\n", mean_range(r->rewards, n - k, n));
+    nr_log("verify.reward_gain: %+.6f\n", mean_range(r->rewards, n - k, n) - mean_range(r->rewards, 0, k));
+    nr_log("verify.kl_last10: %.6f\n", mean_range(r->kls, n - k, n));
+    nr_log("verify.tokens_hash: %016llx\n", (unsigned long long)r->tok_hash);
+}
+
+/* rank 0: the verification block's model lines */
+static void run_print_fingerprints(const RunCtx *r, const RunFingerprints *fp) {
+    int ppo = r->cfg->ppo.steps > 0, rm = r->job.have_rm;
+    nr_log("verify.checksum.actor: %.12e\n", fp->cs[PLAN_ACTOR_TRAIN]);
+    if (ppo) {
+        nr_log("verify.checksum.ref: %.12e\n", fp->cs[PLAN_REF_INF]);
+        nr_log("verify.checksum.critic: %.12e\n", fp->cs[PLAN_CRITIC_TRAIN]);
+        if (rm) nr_log("verify.checksum.reward: %.12e\n", fp->cs[PLAN_REWARD_INF]);
+        else nr_log("verify.checksum.reward: none (rule-based reward, no network)\n");
     }
+    nr_log("verify.hash.actor: %016llx\n", (unsigned long long)fp->hash[PLAN_ACTOR_TRAIN]);
+    if (ppo) {
+        nr_log("verify.hash.ref: %016llx\n", (unsigned long long)fp->hash[PLAN_REF_INF]);
+        nr_log("verify.hash.critic: %016llx\n", (unsigned long long)fp->hash[PLAN_CRITIC_TRAIN]);
+        if (rm) nr_log("verify.hash.reward: %016llx\n", (unsigned long long)fp->hash[PLAN_REWARD_INF]);
+    }
+}
+
+/* collective over MPI_COMM_WORLD: the trace closed with the run's status, then the verification block
+ * (stable numbers only, no times, one per line). Returns the exit status: 0 (pass) or 1. */
+static int run_verify(RunCtx *r) {
+    const Config *cfg = r->cfg;
+    int n = r->done_steps;
+    int finite = !r->nonfinite; /* a run stopped on another error is finite and fails */
+    for (int i = 0; i < n; i++) finite = finite && isfinite(r->rewards[i]);
+    int pass = r->status == 0 && finite;
+    RunFingerprints fp;
+    run_fingerprints(r, &fp);
     char tstatus[96];
-    if (stop_sig)
-        snprintf(tstatus, sizeof tstatus, "stopped by signal %d after step %lld", stop_sig, (long long)final_step);
+    if (r->stop_sig)
+        snprintf(tstatus, sizeof tstatus, "stopped by signal %d after step %lld", r->stop_sig, (long long)r->final_step);
     else
         snprintf(tstatus, sizeof tstatus, "%s", pass ? "pass" : "fail");
-    trace_close(tr, MPI_COMM_WORLD, tstatus, n, ppo_s);
+    trace_close(r->tr, MPI_COMM_WORLD, tstatus, n, r->ppo_s);
+    r->tr = NULL;
     nr_log("--- verification ---\n");
     if (cfg->sft.steps > 0) {
         nr_log("verify.sft_steps: %d\n", cfg->sft.steps);
-        nr_log("verify.sft_loss_first: %.6f\n", sft_first);
-        nr_log("verify.sft_loss_last: %.6f\n", sft_last);
+        nr_log("verify.sft_loss_first: %.6f\n", r->sft_first);
+        nr_log("verify.sft_loss_last: %.6f\n", r->sft_last);
     }
     nr_log("verify.ppo_steps: %d\n", n);
-    if (cfg->sw.step >= 0 || lp.on) {
-        nr_log("verify.transitions: %d\n", transitions);
-        nr_log("verify.transition_bytes: %.0f\n", transition_bytes);
+    if (cfg->sw.step >= 0 || r->lp.on) {
+        nr_log("verify.transitions: %d\n", r->transitions);
+        nr_log("verify.transition_bytes: %.0f\n", r->transition_bytes);
     }
-    if (restarted) nr_log("verify.restart_step: %lld\n", (long long)start_step);
-    if (stop_sig) nr_log("verify.stopped_at_step: %lld\n", (long long)final_step);
-    if (n > 0) { /* task reward means of the first and last min(10, n) PPO steps */
-        nr_log("verify.reward_first10: %.6f\n", mean_range(rewards, 0, k));
-        nr_log("verify.reward_last10: %.6f\n", mean_range(rewards, n - k, n));
-        nr_log("verify.reward_gain: %+.6f\n", mean_range(rewards, n - k, n) - mean_range(rewards, 0, k));
-        nr_log("verify.kl_last10: %.6f\n", mean_range(kls, n - k, n));
-        nr_log("verify.tokens_hash: %016llx\n", (unsigned long long)tok_hash);
-    }
-    nr_log("verify.eval_greedy_before_ppo: %.6f\n", eval_before);
-    if (n > 0 && status == 0 && !stop_sig) nr_log("verify.eval_greedy_after_ppo: %.6f\n", eval_after);
-    nr_log("verify.checksum.actor: %.12e\n", cs_actor);
-    if (cfg->ppo.steps > 0) {
-        nr_log("verify.checksum.ref: %.12e\n", cs_ref);
-        nr_log("verify.checksum.critic: %.12e\n", cs_critic);
-        if (job.have_rm) nr_log("verify.checksum.reward: %.12e\n", cs_reward);
-        else nr_log("verify.checksum.reward: none (rule-based reward, no network)\n");
-    }
-    nr_log("verify.hash.actor: %016llx\n", (unsigned long long)h_actor);
-    if (cfg->ppo.steps > 0) {
-        nr_log("verify.hash.ref: %016llx\n", (unsigned long long)h_ref);
-        nr_log("verify.hash.critic: %016llx\n", (unsigned long long)h_critic);
-        if (job.have_rm) nr_log("verify.hash.reward: %016llx\n", (unsigned long long)h_reward);
-    }
+    if (r->restarted) nr_log("verify.restart_step: %lld\n", (long long)r->start_step);
+    if (r->stop_sig) nr_log("verify.stopped_at_step: %lld\n", (long long)r->final_step);
+    if (n > 0) run_print_rewards(r, n);
+    nr_log("verify.eval_greedy_before_ppo: %.6f\n", r->eval_before);
+    if (n > 0 && r->status == 0 && !r->stop_sig) nr_log("verify.eval_greedy_after_ppo: %.6f\n", r->eval_after);
+    run_print_fingerprints(r, &fp);
     nr_log("verify.finite: %s\n", finite ? "yes" : "no");
-    if (stop[0]) nr_log("verify.stopped: %s\n", stop);
+    if (r->stop[0]) nr_log("verify.stopped: %s\n", r->stop);
     nr_log("verify.status: %s\n", pass ? "pass" : "fail");
-    free(rewards);
-    free(kls);
-    free(deck_text);
-    live_free(&lp);
-    inject_free(&inj);
-    job_free(&job);
     return pass ? 0 : 1;
+}
+
+int run_job(const Config *cfg, const Deck *deck, const char *deck_path) {
+    RunCtx *r = nr_xcalloc(1, sizeof *r);
+    run_ctx_init(r, cfg, deck, deck_path);
+    int rc = run_select_backend(r);
+    if (rc == 0) rc = run_check_job(r);
+    if (rc == 0) rc = run_build(r);
+    if (rc == 0) rc = run_restart(r);
+    if (rc == 0) rc = run_open_outputs(r);
+    if (rc == 0) rc = run_sft(r);
+    if (rc == 0) {
+        run_start_ppo(r);
+        run_ppo(r);
+        run_finish(r);
+        rc = run_verify(r);
+    }
+    run_release(r);
+    free(r);
+    return rc;
 }

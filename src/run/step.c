@@ -44,8 +44,7 @@ static void gather_rollout(Job *j) {
         }
     }
     /* the ranks without gen rows wait for those with some: on shared cores, asleep (comm_barrier_idle), since
-       waiters yielding for their first 3 ms took turns with the generating ranks (a plan generating on 2 of 8
-       ranks: gen 25% slower; every sampled plan of the sweeps about 2-4% slower a step, 2026-12-05) */
+       waiters that yield while they spin take turns on the cores with the generating ranks and slow them */
     if (j->cores_shared) comm_barrier_idle(j->world);
     comm_allreduce_sum_i64(j->world, buf, nt + (size_t)G->B);
     for (size_t i = 0; i < nt; i++) G->tokens[i] = (int)buf[i];

@@ -96,14 +96,11 @@ void job_probe_links(Job *j) {
                p.copy * 1e-9, j->cores_shared ? " (ranks share cores: a rank's sends and receives share its rate)" : "");
 }
 
-int job_transition(Job *j, const PlanConfig *np, int verify, JobTxReport *rep, char *why, size_t len) {
-    double t0 = nr_now();
-    memset(rep, 0, sizeof *rep);
-    verify = verify || j->cfg->transition.verify;
-    TxChange ch[PLAN_NSTAGES];
-    int nch = tx_changes(&j->px, &j->plan, np, ch);
-    /* the ranks' memory outside the changes: the stages that stay */
-    job_probe_links(j); /* collective: every rank is here */
+/* collective over world: the transition's schedule for the changes ch[0 .. nch) (rank 0 builds it against
+ * the ranks' memory outside the changes: the stages that stay) and every rank's part of it; rep gets what
+ * it will move. Returns 0, or 1 when no schedule fits (why says so, the same on every rank). */
+static int transition_schedule(Job *j, const PlanConfig *np, const TxChange *ch, int nch, JobTxReport *rep,
+                               TxPart *part, char *why, size_t len) {
     TxOptions opt = tx_options_of(&j->px);
     double *resident = NULL;
     TxPlan P;
@@ -148,44 +145,43 @@ int job_transition(Job *j, const PlanConfig *np, int verify, JobTxReport *rep, c
     rep->max_hop = (int)nums[6];
     rep->mem_planned = nums[7];
     rep->mem_budget = opt.budget;
-    TxPart part;
-    if (tx_part_scatter(j->rank == 0 ? &P : NULL, j->world, &part) != 0)
+    if (tx_part_scatter(j->rank == 0 ? &P : NULL, j->world, part) != 0)
         nr_fatal("transition: rank 0 could not hand out the parts");
     if (j->rank == 0) tx_plan_free(&P);
     free(resident);
+    return 0;
+}
 
-    /* checks before */
-    TensorCheck *before = nr_xcalloc((size_t)nch * 3 * GPT_NUM_TENSORS, sizeof *before);
-    TensorCheck *after = nr_xcalloc((size_t)nch * 3 * GPT_NUM_TENSORS, sizeof *after);
-    if (verify)
-        for (int c = 0; c < nch; c++) stage_checks(j, ch[c].id, ch[c].nbufs, before + (size_t)c * 3 * GPT_NUM_TENSORS);
+/* collective over world: the changed stages' new EMUs (communicators first, collective, in stage order),
+ * the transfers of part, then the stages take their new EMUs and models (with the trained models' step
+ * counters) and the job the plan np. */
+static void transition_move(Job *j, const PlanConfig *np, TxChange *ch, int nch, TxPart *part, JobTxReport *rep,
+                            TxStats *st) {
     /* the step counters of the trained models (every member holds the same) */
     int64_t adam_t[PLAN_NSTAGES] = {0};
     for (int i = 0; i < PLAN_NSTAGES; i++)
         if (j->st[i].member && j->st[i].model.trainable) adam_t[i] = j->st[i].model.adam_t;
     comm_allreduce_max_i64(j->world, adam_t, PLAN_NSTAGES);
 
-    /* new communicators first (collective, stage order), then the transfers */
     Stage ns[PLAN_NSTAGES];
     memset(ns, 0, sizeof ns);
     TxEndpoint ep[PLAN_NSTAGES];
     memset(ep, 0, sizeof ep);
-    long built0 = emu_sets_built();
-    int kept0 = emu_comm_sets_kept();
+    long built0 = emu_cache_sets_built(&j->comms);
+    int kept0 = emu_cache_sets_kept(&j->comms);
     for (int c = 0; c < nch; c++) {
         Stage *s = &ns[ch[c].id];
         s->id = ch[c].id;
-        emu_build_stage(&s->emu, j->world, np, ch[c].id);
+        emu_build_stage(&s->emu, &j->comms, j->world, np, ch[c].id);
         job_stage_fill(j, s);
         ep[c].from = j->st[ch[c].id].member ? &j->st[ch[c].id].model : NULL;
     }
-    rep->sets_built = (int)(emu_sets_built() - built0);
-    rep->sets_taken_back = kept0 - emu_comm_sets_kept(); /* nothing is released before the old EMUs go */
+    rep->sets_built = (int)(emu_cache_sets_built(&j->comms) - built0);
+    rep->sets_taken_back = kept0 - emu_cache_sets_kept(&j->comms); /* nothing is released before the old EMUs go */
     MoveCtx mc = {j, ch, ns, ep};
     TxHooks hooks = {&mc, move_alloc, move_release};
-    TxStats st;
-    tx_execute(&part, ep, &hooks, j->be, j->xcomm, &st);
-    tx_part_free(&part);
+    tx_execute(part, ep, &hooks, j->be, j->xcomm, st);
+    tx_part_free(part);
     /* the old communicators go; the stages take their new EMUs and models */
     for (int c = 0; c < nch; c++) {
         Stage *o = &j->st[ch[c].id], *s = &ns[ch[c].id];
@@ -203,22 +199,47 @@ int job_transition(Job *j, const PlanConfig *np, int verify, JobTxReport *rep, c
             if (g->member) rollout_alloc(&j->L, j->cfg, &j->ts, j->be, g->B, j->cfg->ppo.batch, g->d * g->B);
         }
     job_sync_plan_free(j); /* the sync was compiled for the old plan */
+}
 
+/* The per-tensor checks of the changed stages before and after the move ((nch, 3, GPT_NUM_TENSORS) each):
+ * the hash must match to the bit, Σ|x| only up to its sums' order (relative 1e-12). Returns 0, or −1 with
+ * why naming the first tensor that differs. */
+static int transition_compare(const TxChange *ch, int nch, const TensorCheck *before, const TensorCheck *after,
+                              char *why, size_t len) {
+    for (int c = 0; c < nch; c++)
+        for (int k = 0; k < 3 * GPT_NUM_TENSORS; k++) {
+            const TensorCheck *a = &before[(size_t)c * 3 * GPT_NUM_TENSORS + k], *b = &after[(size_t)c * 3 * GPT_NUM_TENSORS + k];
+            if (a->hash != b->hash || fabs(a->abs - b->abs) > 1e-12 * fmax(fabs(a->abs), fabs(b->abs))) {
+                snprintf(why, len, "transition check failed: %s buffer %d tensor %d: hash %016llx -> %016llx, "
+                         "sum|x| %.17g -> %.17g", plan_stage_name(ch[c].id), k / GPT_NUM_TENSORS,
+                         k % GPT_NUM_TENSORS, (unsigned long long)a->hash, (unsigned long long)b->hash, a->abs, b->abs);
+                return -1;
+            }
+        }
+    return 0;
+}
+
+int job_transition(Job *j, const PlanConfig *np, int verify, JobTxReport *rep, char *why, size_t len) {
+    double t0 = nr_now();
+    memset(rep, 0, sizeof *rep);
+    verify = verify || j->cfg->transition.verify;
+    TxChange ch[PLAN_NSTAGES];
+    int nch = tx_changes(&j->px, &j->plan, np, ch);
+    job_probe_links(j); /* collective: every rank is here */
+    TxPart part;
+    if (transition_schedule(j, np, ch, nch, rep, &part, why, len) != 0) return 1;
+
+    /* checks before, the move, checks after */
+    TensorCheck *before = nr_xcalloc((size_t)nch * 3 * GPT_NUM_TENSORS, sizeof *before);
+    TensorCheck *after = nr_xcalloc((size_t)nch * 3 * GPT_NUM_TENSORS, sizeof *after);
+    if (verify)
+        for (int c = 0; c < nch; c++) stage_checks(j, ch[c].id, ch[c].nbufs, before + (size_t)c * 3 * GPT_NUM_TENSORS);
+    TxStats st;
+    transition_move(j, np, ch, nch, &part, rep, &st);
     int rc = 0;
     if (verify) {
         for (int c = 0; c < nch; c++) stage_checks(j, ch[c].id, ch[c].nbufs, after + (size_t)c * 3 * GPT_NUM_TENSORS);
-        for (int c = 0; c < nch && rc == 0; c++)
-            for (int k = 0; k < 3 * GPT_NUM_TENSORS; k++) {
-                const TensorCheck *a = &before[(size_t)c * 3 * GPT_NUM_TENSORS + k], *b = &after[(size_t)c * 3 * GPT_NUM_TENSORS + k];
-                /* the hash must match to the bit; Σ|x| only up to its sums' order (relative 1e-12) */
-                if (a->hash != b->hash || fabs(a->abs - b->abs) > 1e-12 * fmax(fabs(a->abs), fabs(b->abs))) {
-                    snprintf(why, len, "transition check failed: %s buffer %d tensor %d: hash %016llx -> %016llx, "
-                             "sum|x| %.17g -> %.17g", plan_stage_name(ch[c].id), k / GPT_NUM_TENSORS,
-                             k % GPT_NUM_TENSORS, (unsigned long long)a->hash, (unsigned long long)b->hash, a->abs, b->abs);
-                    rc = -1;
-                    break;
-                }
-            }
+        rc = transition_compare(ch, nch, before, after, why, len);
         rep->verified = rc == 0;
     }
     free(before);

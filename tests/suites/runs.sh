@@ -1,4 +1,4 @@
-# tests/suites/runs.sh — end-to-end runs through the mpirun launcher: the short PPO run learns and is deterministic, a non-finite loss stops it, BLAS threads over the cores warn, SFT on task tokens learns, the same 5 PPO steps under every plan of tests/equiv_plans.txt
+# tests/suites/runs.sh — end-to-end runs through the mpirun launcher: the short PPO run learns and is deterministic, a non-finite loss stops it, BLAS threads over the cores warn, SFT on task tokens learns, the same 5 PPO steps under every plan of tests/equiv_plans.txt; deck keys overridden with --set
 section "end to end (mpirun -np 1)"
 feeds run-short reward-rises deterministic threads-warning
 feeds run-short-again deterministic
@@ -69,3 +69,40 @@ while IFS='|' read -r -u 3 name np plan; do
   if [ -z "$why" ]; then result "equiv-$name" 0 0 "$np ranks: tokens, rewards identical; checksums within $worst (limit 1e-5)"
   else result "equiv-$name" 1 0 "$why"; fi
 done 3< tests/equiv_plans.txt
+
+section "command-line overrides: bin/nereus DECK --set section.key=value"
+# an override replaces the deck's value: the resolved deck says it came from the command line, the run
+# follows it (2 SFT and 3 PPO steps instead of the deck's), and --restart is named as such
+feeds set-overrides set-overrides-used
+t set-overrides 300 $L -np 2 bin/nereus tests/decks/short.deck --set ppo.steps=3 --set "sft.steps = 2"
+if want set-overrides-used; then
+  f=$LOG/set-overrides.log
+  if grep -qE '^steps = 3 +# command line \(--set\)$' "$f" && grep -qE '^steps = 2 +# command line \(--set\)$' "$f" && \
+     grep -qE '^seed = 1234 +# line [0-9]+$' "$f" && [ "$(verify "$f" ppo_steps)" = 3 ] && \
+     [ "$(verify "$f" sft_steps)" = 2 ] && [ "$(verify "$f" status)" = pass ]; then
+    result set-overrides-used 0 0 "resolved deck: ppo.steps and sft.steps from --set; verify.ppo_steps 3, sft_steps 2"
+  else result set-overrides-used 1 0 "the overrides are not marked or not followed (log: $f)"; fi
+fi
+feeds set-restart-named set-restart-from-command-line
+bad set-restart-named '^--restart no/such\.h5: error: cannot restart: .*no/such\.h5' \
+  $L -np 2 bin/nereus tests/decks/short.deck --restart no/such.h5
+if want set-restart-from-command-line; then
+  if grep -qE '^restart = "no/such\.h5" +# command line \(--restart\)$' "$LOG/set-restart-named.out"; then
+    result set-restart-from-command-line 0 0 "the resolved deck names --restart as the source"
+  else result set-restart-from-command-line 1 0 "no '# command line (--restart)' mark (log: $LOG/set-restart-named.out)"; fi
+fi
+# bad overrides stop every rank with exit 2 and the deck parser's message, naming the argument
+feeds set-unknown-key set-unknown-key-note
+bad set-unknown-key "^--set ppo\.stepz=3: error: unknown key \[ppo\] stepz$" \
+  $L -np 2 bin/nereus tests/decks/short.deck --set ppo.stepz=3
+if want set-unknown-key-note; then
+  if grep -q "^--set ppo\.stepz=3: note: did you mean 'ppo\.steps'?$" "$LOG/set-unknown-key.log"; then
+    result set-unknown-key-note 0 0; else result set-unknown-key-note 1 0 "no nearest-key note"; fi
+fi
+bad set-bad-value "^--set ppo\.steps=3x: error: \[ppo\] steps = 3x is not an integer: unexpected 'x' after 3" \
+  $L -np 2 bin/nereus tests/decks/short.deck --set ppo.steps=3x
+bad set-out-of-range '^--set ppo\.clip=0: error: \[ppo\] clip = 0 is out of range' \
+  $L -np 2 bin/nereus tests/decks/short.deck --set ppo.clip=0
+bad set-no-equals '^--set ppo\.steps: error: expected section\.key=value' \
+  $L -np 2 bin/nereus tests/decks/short.deck --set ppo.steps
+bad set-no-argument '^nereus: --set needs section\.key=value' bin/nereus tests/decks/short.deck --set
