@@ -141,7 +141,7 @@ typedef struct TransitionConfig {
     int window_kib;          /* [transition] window_kib: in flight per rank (sends + receives), KiB; ≥ chunk */
     int verify;              /* [transition] verify: bool, checksum every moved model before and after */
     int forward;             /* [transition] forward: bool, a new replica may get a stream from an earlier one */
-    int keep_comms;          /* [transition] keep_comms: communicator sets kept for reuse (emu_set_keep) */
+    int keep_comms;          /* [transition] keep_comms: communicator sets kept for reuse (emu_cache_set_keep) */
     char sync[12];           /* [transition] sync: engine | broadcast (the per-step weight sync path) */
 } TransitionConfig;
 

@@ -161,7 +161,7 @@ int plan_stage_new_comms(const PlanConfig *from, const PlanConfig *to, int s);
 /* 1 when every model-stage of a and b is the same EMU (where each came from does not matter) */
 int plan_same(const PlanConfig *a, const PlanConfig *b);
 
-/* The communicator sets a job keeps for reuse ([transition] keep_comms, emu_set_keep), as a model for
+/* The communicator sets a job keeps for reuse ([transition] keep_comms, emu_cache_set_keep), as a model for
  * those who price transitions without building EMUs (the simulator): the layouts (degrees and ranks) that
  * earlier switches left unused, the one left longest ago first. plan_kept_has: a change onto s builds no
  * communicators. plan_kept_switch: the switch from → to, as emu.c keeps and frees (keep: the limit, at

@@ -211,7 +211,7 @@ int slab_tensor_box(const TensorInfo *t, int start[4], int count[4]);
  * wave that could take a change is empty of progress (nothing fits), the
  * transition is refused with the rank, the change and the bytes.
  *
- * The four primitives of DESIGN.md (Split → Destroy → Extend → Merge) are
+ * The four primitives of a transition (docs/ARCHITECTURE.md: Split → Destroy → Extend → Merge) are
  * how each change is REPORTED (tx_primitives): Destroy = ranks of `from`
  * not in `to`; Extend = bytes to ranks new to the model-stage; Split /
  * Merge = bytes to ranks in both, Split when the unit's model-parallel
