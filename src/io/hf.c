@@ -519,16 +519,7 @@ static cJSON *llama_config_json(const GPTConfig *c, int V) {
     return r;
 }
 
-static int write_config(const char *dir, const GPTConfig *c, int V, char *why, size_t len) {
-    if (gpt_is_llama(c)) {
-        cJSON *r = llama_config_json(c, V);
-        char *js = cJSON_Print(r), path[4096];
-        cJSON_Delete(r);
-        snprintf(path, sizeof path, "%s/config.json", dir);
-        int rc = nr_write_text(path, js, why, len);
-        cJSON_free(js);
-        return rc;
-    }
+static cJSON *gpt2_config_json(const GPTConfig *c, int V) {
     cJSON *r = cJSON_CreateObject();
     cJSON_AddItemToObject(r, "architectures", cJSON_CreateStringArray((const char *[]){"GPT2LMHeadModel"}, 1));
     cJSON_AddStringToObject(r, "model_type", "gpt2");
@@ -541,6 +532,11 @@ static int write_config(const char *dir, const GPTConfig *c, int V, char *why, s
     cJSON_AddStringToObject(r, "activation_function", "gelu_new");
     cJSON_AddTrueToObject(r, "tie_word_embeddings");
     cJSON_AddStringToObject(r, "dtype", "float32");
+    return r;
+}
+
+static int write_config(const char *dir, const GPTConfig *c, int V, char *why, size_t len) {
+    cJSON *r = gpt_is_llama(c) ? llama_config_json(c, V) : gpt2_config_json(c, V);
     char *js = cJSON_Print(r), path[4096];
     cJSON_Delete(r);
     snprintf(path, sizeof path, "%s/config.json", dir);
