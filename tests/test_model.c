@@ -1,7 +1,11 @@
 /* test_model.c — the GPT wiring: tensor table, a model-level gradient check
  * (float central differences through both heads), KV-cached decoding against
- * the full forward, cached against uncached generation, determinism. The ops
- * themselves are checked in double precision by test_backend_grad. */
+ * the full forward, cached against uncached generation, determinism; and the
+ * same gradient check and decoding for the Llama family (Llama, Qwen2,
+ * Qwen3) on one rank, each variant: GQA with Llama-3 RoPE scaling and an
+ * untied head, a tied head, Qwen2's qkv biases, Qwen3's QK-norm with a head
+ * width other than C/NH. The ops themselves are checked in double precision
+ * by test_backend_grad; conformance with transformers is tests/test_hf.sh's. */
 #include <math.h>
 #include <mpi.h>
 #include <stdlib.h>
@@ -24,13 +28,15 @@ static double model_loss(GPT *m, const int *tok, const int *tg, const float *wl,
     return L;
 }
 
-static void test_gradcheck(int value_head) {
-    GPTConfig c = {.V = 11, .maxT = 8, .L = 2, .C = 12, .NH = 3, .value_head = value_head};
+/* the model gradient of config c against float central differences (what: the message's name; noise: how far
+ * gains and biases move off their starting values, so that their gradients are tested) */
+static void gradcheck(const GPTConfig *cfg, const char *what, float noise) {
+    GPTConfig c = *cfg;
+    int value_head = c.value_head;
     int B = 2, T = 6;
     GPT m;
     gpt_build(&m, &c, backend_cpu(), B, T, 1, 7, 0.3f);
-    /* give biases and gains non-trivial values so their gradients are tested */
-    for (size_t i = 0; i < m.nparams; i++) m.params[i] += 0.05f * rng_normal(3, RNG_TEST, 1, i);
+    for (size_t i = 0; i < m.nparams; i++) m.params[i] += noise * rng_normal(3, RNG_TEST, 1, i);
     int tok[12], tg[12];
     float wl[12], wv[12], logp[12];
     for (int i = 0; i < B * T; i++) {
@@ -61,11 +67,15 @@ static void test_gradcheck(int value_head) {
             den += fd * fd;
         }
         double rel = sqrt(num) / fmax(sqrt(den), 1e-6);
-        CHECK(rel < 5e-3, "model grad %s %s: rel err %.2e (float FD, %d probes)", value_head ? "critic" : "actor",
-              t->name, rel, probes);
+        CHECK(rel < 5e-3, "model grad %s %s: rel err %.2e (float FD, %d probes)", what, t->name, rel, probes);
     }
     free(g);
     gpt_free(&m);
+}
+
+static void test_gradcheck(int value_head) {
+    GPTConfig c = {.V = 11, .maxT = 8, .L = 2, .C = 12, .NH = 3, .value_head = value_head};
+    gradcheck(&c, value_head ? "critic" : "actor", 0.05f);
 }
 
 static void test_table(void) {
@@ -87,11 +97,13 @@ static void test_table(void) {
     gpt_free(&m);
 }
 
-static void test_kv_cache(void) {
-    GPTConfig c = {.V = 15, .maxT = 16, .L = 2, .C = 16, .NH = 4, .value_head = 0};
+/* prefill and decode of config c against its full forward's logits (noise: as gradcheck's) */
+static void kv_cache(const GPTConfig *cfg, const char *what, float std, float noise) {
+    GPTConfig c = *cfg;
     int B = 3, T = 10, P = 4;
     GPT m;
-    gpt_build(&m, &c, backend_cpu(), B, T, 0, 11, 0.2f);
+    gpt_build(&m, &c, backend_cpu(), B, T, 0, 11, std);
+    for (size_t i = 0; noise > 0 && i < m.nparams; i++) m.params[i] += noise * rng_normal(4, RNG_TEST, 1, i);
     int tok[30];
     for (int i = 0; i < B * T; i++) tok[i] = rng_below(2, RNG_TEST, 7, i, c.V);
     gpt_forward(&m, tok, B, T, 1, 0);
@@ -99,7 +111,7 @@ static void test_kv_cache(void) {
     memcpy(full, m.a.logits, (size_t)B * T * c.V * sizeof(float));
     int ptok[12], step[3];
     for (int b = 0; b < B; b++) memcpy(ptok + b * P, tok + b * T, P * sizeof(int));
-    float lg[3 * 15];
+    float *lg = nr_xmalloc((size_t)B * c.V * sizeof(float));
     double worst = 0;
     gpt_prefill(&m, ptok, B, P, lg);
     for (int pos = P - 1; pos < T; pos++) {
@@ -113,9 +125,60 @@ static void test_kv_cache(void) {
                 worst = fmax(worst, fabs(lg[b * c.V + v] - ref) / fmax(fabs(ref), 1e-3));
             }
     }
-    CHECK(worst < 1e-5, "KV-cached logits equal the full forward (worst rel %.2e)", worst);
+    CHECK(worst < 1e-5, "%sKV-cached logits equal the full forward (worst rel %.2e)", what, worst);
+    free(lg);
     free(full);
     gpt_free(&m);
+}
+
+static void test_kv_cache(void) {
+    GPTConfig c = {.V = 15, .maxT = 16, .L = 2, .C = 16, .NH = 4, .value_head = 0};
+    kv_cache(&c, "", 0.2f, 0.0f);
+}
+
+/* the Llama-family variants, small: V 13, C 16, 4 query heads */
+static GPTConfig llama_variant(int k) {
+    GPTConfig c = {.V = 13, .maxT = 16, .L = 2, .C = 16, .NH = 4, .arch = GPT_ARCH_LLAMA, .ffn = 24,
+                   .rope_theta = 100.0, .norm_eps = 1e-5};
+    if (k == 0) { /* GQA, Llama-3 scaling (original context 8: every branch meets the positions), untied */
+        c.NKV = 2;
+        c.untied = 1;
+        c.rope_llama3 = 1;
+        c.rope_factor = 4;
+        c.rope_low_freq = 1;
+        c.rope_high_freq = 4;
+        c.rope_orig_ctx = 8;
+    } else if (k == 2) {
+        c = (GPTConfig){.V = 13, .maxT = 16, .L = 2, .C = 16, .NH = 4, .arch = GPT_ARCH_QWEN2, .NKV = 2, .ffn = 24,
+                        .untied = 1, .qkv_bias = 1, .rope_theta = 100.0, .norm_eps = 1e-6};
+    } else if (k == 3) {
+        c = (GPTConfig){.V = 13, .maxT = 16, .L = 2, .C = 16, .NH = 4, .arch = GPT_ARCH_QWEN3, .NKV = 2, .ffn = 24,
+                        .head_dim = 6, .untied = 1, .qk_norm = 1, .rope_theta = 100.0, .norm_eps = 1e-6};
+    }
+    return c; /* k == 1: multi-head, tied */
+}
+static const char *const llama_names[] = {"llama gqa+llama3+untied", "llama tied", "qwen2 qkv bias",
+                                          "qwen3 qk-norm hd 6"};
+
+static void test_llama(void) {
+    GPTConfig c = llama_variant(3);
+    TensorInfo t[GPT_NUM_TENSORS];
+    int nt, hd = 6, C3 = 4 * hd + 2 * 2 * hd;
+    gpt_tensor_table(&c, 1, 0, t, &nt);
+    /* wte, ln1w, qkvw, qnormw, knormw, attprojw, ln2w, fcw, fcprojw, lnfw, lmhead */
+    CHECK(nt == 11 && t[2].role == LLAMA_QKVW && t[2].shape[1] == C3 && t[2].shape[2] == 16 &&
+              t[5].role == LLAMA_ATTPROJW && t[5].shape[2] == 4 * hd && t[10].role == LLAMA_LMHEAD,
+          "qwen3 table: %d tensors, qkvw (L, %d, C), attprojw (L, C, %d), lmhead last", nt, C3, 4 * hd);
+    size_t want = 13 * 16 * 2 + 2 * (16 + C3 * 16 + 2 * hd + 16 * 4 * hd + 16 + 2 * 24 * 16 + 16 * 24) + 16;
+    CHECK(gpt_logical_numel(&c) == want, "qwen3 logical parameters %zu (expect %zu)", gpt_logical_numel(&c), want);
+    for (int k = 0; k < 4; k++) {
+        char what[64];
+        snprintf(what, sizeof what, "%s: ", llama_names[k]);
+        c = llama_variant(k);
+        kv_cache(&c, what, 0.3f, 0.1f);
+        c.value_head = 1;
+        gradcheck(&c, llama_names[k], 0.1f);
+    }
 }
 
 static void test_generate(void) {
@@ -178,6 +241,7 @@ int main(int argc, char **argv) {
     test_generate();
     test_gradcheck(0);
     test_gradcheck(1);
+    test_llama();
     int rc = CHECK_DONE();
     MPI_Finalize();
     return rc;

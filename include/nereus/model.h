@@ -1,4 +1,4 @@
-/* model.h — a GPT-2 model: parameters as one flat buffer plus a tensor table,
+/* model.h — a GPT-2 or Llama-family model: parameters as one flat buffer plus a tensor table,
  * forward and backward over the Backend, a scalar value head for the critic
  * and reward networks, and KV-cached incremental decoding.
  *
@@ -9,6 +9,17 @@
  * lnf[b,t]·vhw + vhb. Tensors are stacked per layer on axis 0 so that the
  * layout module can cut PP on axis 0 and TP on another axis; packed QKV is
  * (L, 3, C, C) so that head-sharding is axis 2.
+ *
+ * The Llama family (arch llama, qwen2, qwen3, as transformers' *ForCausalLM):
+ * token embedding only, L pre-norm blocks (RMSNorm; packed q|k|v matmul with
+ * optional biases (Qwen2); optional per-head RMSNorm of q and k (Qwen3);
+ * RoPE on q and k at their positions, with Llama-3 frequency scaling when
+ * set; causal grouped-query attention (NKV key/value heads); output
+ * projection without bias; RMSNorm; SwiGLU MLP down(silu(gate)·up)), final
+ * RMSNorm, LM head lm_head or tied to wte; the same value head. Its tensors
+ * (below the GPT-2 enum) are layer-stacked the same way. It runs on one
+ * rank: tp = pp = 1 (gpt_build refuses a cut); forward, backward, log-probs,
+ * prefill and decode all work there. The layer code is in llama.c.
  *
  * Tensor parallelism (Megatron): a model built with gpt_build_shard and
  * tp > 1 holds, on each rank of its TP group, heads [r·NH/tp, (r+1)·NH/tp)
@@ -62,25 +73,68 @@
 
 #include "nereus/backend.h"
 
+/* The architectures. GPT_ARCH_GPT2 is 0 so that every config written before
+ * the others existed (a designated initialiser, a checkpoint without the
+ * field) reads as GPT-2. */
+enum { GPT_ARCH_GPT2 = 0, GPT_ARCH_LLAMA, GPT_ARCH_QWEN2, GPT_ARCH_QWEN3, GPT_NUM_ARCHS };
+
+/* The config. Every field after V_real is 0 for GPT-2 ("GPT-2 / not used"),
+ * and each non-zero value only means something for the Llama family. The
+ * fields are 16 ints then 5 doubles: no padding, so configs compare with
+ * memcmp. */
 typedef struct GPTConfig {
     int V;          /* vocabulary */
-    int maxT;       /* positions in wpe */
+    int maxT;       /* positions in wpe (Llama family: max_position_embeddings) */
     int L;          /* layers */
     int C;          /* width */
-    int NH;         /* heads */
+    int NH;         /* heads (query heads) */
     int value_head; /* 1: scalar value head (critic, reward network) */
     int V_real;     /* the real vocabulary when the embedding carries padding rows (an llm.c
                        import: V = its Vp): softmax, log-probs, entropy and sampling run over
                        ids [0, V_real) only; 0 when every one of the V rows is a token */
+    int arch;       /* GPT_ARCH_*: 0 GPT-2 */
+    int NKV;        /* key/value heads (grouped-query attention); 0: NH */
+    int ffn;        /* the SwiGLU MLP's hidden width (intermediate_size); 0: 4C */
+    int head_dim;   /* per-head width; 0: C / NH */
+    int untied;     /* 1: a separate output head lm_head (V, C); 0: tied to wte */
+    int qkv_bias;   /* 1: biases on q, k and v (Qwen2) */
+    int qk_norm;    /* 1: per-head RMSNorm of q and k before RoPE (Qwen3) */
+    int rope_llama3;   /* 1: Llama-3 RoPE frequency scaling with the rope_* fields below */
+    int rope_orig_ctx; /* Llama-3 scaling: original_max_position_embeddings */
+    double rope_theta; /* RoPE base; 0: 10000 */
+    double rope_factor, rope_low_freq, rope_high_freq; /* Llama-3 scaling: factor, low and high
+                                                          frequency factors */
+    double norm_eps;   /* RMSNorm epsilon; 0: 1e-5 (GPT-2's LayerNorm always uses 1e-5) */
 } GPTConfig;
 
 /* the ids the model's heads may give probability to: [0, gpt_real_vocab(c)) */
 static inline int gpt_real_vocab(const GPTConfig *c) { return c->V_real > 0 ? c->V_real : c->V; }
+/* the config's derived sizes, the zeros resolved */
+static inline int gpt_is_llama(const GPTConfig *c) { return c->arch != GPT_ARCH_GPT2; }
+static inline int gpt_kv_heads(const GPTConfig *c) { return c->NKV > 0 ? c->NKV : c->NH; }
+static inline int gpt_head_dim(const GPTConfig *c) { return c->head_dim > 0 ? c->head_dim : c->C / c->NH; }
+static inline int gpt_ffn(const GPTConfig *c) { return c->ffn > 0 ? c->ffn : 4 * c->C; }
+/* "gpt2", "llama", "qwen2", "qwen3" (NULL for an unknown arch); gpt_arch_parse: the inverse, −1 unknown */
+const char *gpt_arch_name(int arch);
+int gpt_arch_parse(const char *name);
 
 enum {
     GPT_WTE, GPT_WPE, GPT_LN1W, GPT_LN1B, GPT_QKVW, GPT_QKVB, GPT_ATTPROJW, GPT_ATTPROJB,
     GPT_LN2W, GPT_LN2B, GPT_FCW, GPT_FCB, GPT_FCPROJW, GPT_FCPROJB, GPT_LNFW, GPT_LNFB,
     GPT_VHW, GPT_VHB, GPT_NUM_TENSORS
+};
+/* The Llama family's tensors (roles; m->p[] and m->g[] are indexed by role).
+ * Its table holds only the tensors the config has, in this order, so a
+ * table index is not a role there (TensorInfo.role). The value head keeps
+ * GPT-2's roles GPT_VHW and GPT_VHB. Shapes, with Cq = NH·hd, Ckv = NKV·hd,
+ * C3 = Cq + 2·Ckv, F = ffn:
+ *   wte (V, C), ln1w (L, C), qkvw (L, C3, C) rows [q | k | v] heads,
+ *   qkvb (L, C3) (qkv_bias), qnormw (L, hd), knormw (L, hd) (qk_norm),
+ *   attprojw (L, C, Cq), ln2w (L, C), fcw (L, 2F, C) rows [gate | up],
+ *   fcprojw (L, C, F), lnfw (C), lmhead (V, C) (untied). */
+enum {
+    LLAMA_WTE, LLAMA_LN1W, LLAMA_QKVW, LLAMA_QKVB, LLAMA_QNORMW, LLAMA_KNORMW, LLAMA_ATTPROJW, LLAMA_LN2W,
+    LLAMA_FCW, LLAMA_FCPROJW, LLAMA_LNFW, LLAMA_LMHEAD, LLAMA_NUM_ROLES
 };
 
 /* How a model is cut over its TP and PP groups. The model does not own the
@@ -123,10 +177,16 @@ typedef struct TensorInfo {
     size_t lnumel;     /* local element count */
     size_t offset;     /* in floats, into params / grads / m / v (local, 16-float aligned) */
     size_t loffset;    /* in floats, into the full logical vector (gpt_export_logical) */
+    int role;          /* GPT_* (GPT-2: the table index) or LLAMA_* / GPT_VHW / GPT_VHB: the
+                          index of m->p[] and m->g[] */
 } TensorInfo;
 
 /* Activation shapes: C is the full width; Cl = C/tp and NHl = NH/tp are this
- * rank's attention width and heads (= C, NH when tp = 1). */
+ * rank's attention width and heads (= C, NH when tp = 1). The Llama family
+ * (tp = 1) uses the same arrays with its own widths: qkv rows of C3 = Cq +
+ * 2·NKV·hs (after QK-norm and RoPE: what attention reads), atty of Cq =
+ * NH·hs, fch of 2F ([gate | up]), fch_gelu of F (the SwiGLU output); the
+ * RMSNorms keep their rstd in the *_rstd arrays and leave *_mean unused. */
 typedef struct GPTActs {
     /* L here is this stage's layers L/pp; lnf, its statistics and logits exist
      * on the last stage only (NULL elsewhere) */
@@ -149,6 +209,9 @@ typedef struct GPTActs {
     float *lnf_mean, *lnf_rstd;   /* (B, T) */
     float *logits;    /* (B, T, V): logits, then probs after gpt_logprob */
     float *values;    /* (B, T) value head output (on every stage after a forward with values) */
+    /* the Llama family only (NULL for GPT-2) */
+    float *qkv_raw;   /* (L, B, T, C3) the qkv matmul's output before QK-norm (qk_norm only) */
+    float *qk_rstd;   /* (L, B, T, NH + NKV) QK-norm rstd per head: q heads (B·T·NH) then k (qk_norm only) */
 } GPTActs;
 
 /* Backward scratch: one layer's worth, reused layer by layer. */
@@ -164,12 +227,15 @@ typedef struct GPTGradScratch {
     float *dtmp;      /* (B, T, C) */
     float *dlogits;   /* (B, T, V) (aliases acts.logits) */
     float *dvalues;   /* (B, T) */
+    float *dqkv_raw;  /* (B, T, C3) d of the qkv matmul's output (Llama family with qk_norm only) */
 } GPTGradScratch;
 
 typedef struct GPT {
     GPTConfig cfg;
     GPTShard sh;           /* the TP and PP cut this rank holds (tp = pp = 1: the whole model) */
-    int Cl, NHl;           /* this rank's attention width C/tp and heads NH/tp */
+    int Cl, NHl;           /* this rank's attention width NH·hs/tp (GPT-2: C/tp) and heads NH/tp */
+    int hs, NKVl;          /* the head width, this rank's key/value heads (GPT-2: NHl) */
+    int C3, F;             /* this rank's packed q|k|v row width and MLP hidden width (GPT-2: 3Cl, 4Cl) */
     int Ll, l0;            /* this stage's layers L/pp, the first of them pp_rank·L/pp */
     int first, last;       /* this rank is on the first / last pipeline stage (both when pp = 1) */
     int nmb;               /* microbatches of the last forward */
@@ -179,7 +245,8 @@ typedef struct GPT {
     size_t nparams;        /* LOCAL floats in params (and grads, m, v), padding included */
     float *params;         /* (nparams) */
     float *grads, *m, *v;  /* (nparams) each; NULL unless trainable */
-    float *p[GPT_NUM_TENSORS], *g[GPT_NUM_TENSORS]; /* named pointers into params / grads */
+    float *p[GPT_NUM_TENSORS], *g[GPT_NUM_TENSORS]; /* named pointers into params / grads, by role
+                                                       (TensorInfo.role); NULL: not in this model */
     int trainable;
     int adam_t;            /* AdamW steps taken */
     int Bmax, Tmax;        /* activation capacity */
@@ -193,6 +260,10 @@ typedef struct GPT {
     float *kcache, *vcache;   /* (L, Bmax, NHl, Tmax, hs) each: this rank's heads only */
     float *d_x, *d_ln, *d_qkv, *d_atty, *d_tmp, *d_fch, *d_fchg, *d_logits; /* decode: (Bmax, ·), local widths */
     float *d_mean, *d_rstd;   /* (Bmax) decode LayerNorm statistics */
+    float *d_qk_rstd, *d_qkv_raw; /* (Bmax, NH + NKV), (Bmax, C3): decode QK-norm statistics and input
+                                 (Llama family with qk_norm) */
+    float *inv_freq;          /* (hs/2) RoPE inverse frequencies (Llama family; rope.h) */
+    float *zero_pos;          /* (Tmax, C) zeros: the position embedding encoder_forward adds (Llama family) */
     float *logp, *ent;        /* (Bmax, Tmax) outputs of gpt_logprob */
     float *dlogp, *dent;      /* (Bmax, Tmax) inputs of gpt_backward */
     float *decode_mem;

@@ -24,6 +24,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -103,9 +104,13 @@ typedef struct Name {
     int nt;
 } Name;
 
+/* the fields from arch on (model.h: no padding), all 0 for GPT-2 */
+#define CFG_ARCH_BYTES (sizeof(GPTConfig) - offsetof(GPTConfig, arch))
+
 static int cfg_equal(const GPTConfig *a, const GPTConfig *b) {
     return a->V == b->V && a->maxT == b->maxT && a->L == b->L && a->C == b->C && a->NH == b->NH &&
-           (a->value_head != 0) == (b->value_head != 0) && gpt_real_vocab(a) == gpt_real_vocab(b);
+           (a->value_head != 0) == (b->value_head != 0) && gpt_real_vocab(a) == gpt_real_vocab(b) &&
+           memcmp(&a->arch, &b->arch, CFG_ARCH_BYTES) == 0;
 }
 
 /* collective over comm: the names of models[], entry → name index, the writer/checker entries, and the
@@ -417,6 +422,62 @@ static int *cfg_field(GPTConfig *c, int i) {
     return f[i];
 }
 
+/* The Llama family's config fields, stored as attributes of /models/NAME beside GPT-2's only for a model of
+ * that family (a file without "arch" is GPT-2, as every file written before the family existed) */
+static const char *const arch_int_keys[] = {"n_kv_head", "ffn_dim", "head_dim", "untied_head", "qkv_bias",
+                                            "qk_norm", "rope_llama3", "rope_original_ctx"};
+static int *arch_int_field(GPTConfig *c, int i) {
+    int *f[] = {&c->NKV, &c->ffn, &c->head_dim, &c->untied, &c->qkv_bias, &c->qk_norm, &c->rope_llama3,
+                &c->rope_orig_ctx};
+    return f[i];
+}
+static const char *const arch_f64_keys[] = {"rope_theta", "rope_factor", "rope_low_freq_factor",
+                                            "rope_high_freq_factor", "norm_eps"};
+static double *arch_f64_field(GPTConfig *c, int i) {
+    double *f[] = {&c->rope_theta, &c->rope_factor, &c->rope_low_freq, &c->rope_high_freq, &c->norm_eps};
+    return f[i];
+}
+#define N_ARCH_INT ((int)(sizeof arch_int_keys / sizeof arch_int_keys[0]))
+#define N_ARCH_F64 ((int)(sizeof arch_f64_keys / sizeof arch_f64_keys[0]))
+
+static int put_i32(H5Err *e, hid_t loc, const char *name, int v);
+
+static int write_arch(H5Err *e, hid_t mg, const GPTConfig *c) {
+    if (!gpt_is_llama(c)) return 0;
+    GPTConfig x = *c;
+    if (h5_attr_put_str(e, mg, "arch", gpt_arch_name(c->arch))) return -1;
+    for (int i = 0; i < N_ARCH_INT; i++)
+        if (put_i32(e, mg, arch_int_keys[i], *arch_int_field(&x, i))) return -1;
+    for (int i = 0; i < N_ARCH_F64; i++)
+        if (h5_attr_put(e, mg, arch_f64_keys[i], H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 0, arch_f64_field(&x, i)))
+            return -1;
+    return 0;
+}
+
+static int read_arch(H5Err *e, hid_t g, const char *obj, GPTConfig *c) {
+    if (H5Aexists(g, "arch") <= 0) return 0; /* GPT-2 */
+    char *name = NULL;
+    if (h5_attr_get_str(e, g, obj, "arch", &name)) return -1;
+    c->arch = gpt_arch_parse(name);
+    if (c->arch <= GPT_ARCH_GPT2) {
+        h5_err(e, "%s: %s: architecture '%s' is not one this build knows", e->path, obj, name);
+        free(name);
+        return -1;
+    }
+    free(name);
+    for (int i = 0; i < N_ARCH_INT; i++)
+        if (h5_attr_get(e, g, obj, arch_int_keys[i], H5T_NATIVE_INT, 0, arch_int_field(c, i))) return -1;
+    for (int i = 0; i < N_ARCH_F64; i++)
+        if (h5_attr_get(e, g, obj, arch_f64_keys[i], H5T_NATIVE_DOUBLE, 0, arch_f64_field(c, i))) return -1;
+    if (c->NKV < 0 || c->ffn < 0 || c->head_dim < 0 || (c->NKV > 0 && c->NH % c->NKV != 0) ||
+        gpt_head_dim(c) % 2 != 0 || gpt_head_dim(c) < 2) {
+        h5_err(e, "%s: %s: implausible stored %s config NH=%d n_kv_head=%d head_dim=%d ffn_dim=%d", e->path, obj,
+               gpt_arch_name(c->arch), c->NH, c->NKV, c->head_dim, c->ffn);
+        return -1;
+    }
+    return 0;
+}
+
 /* the stored config of /models/name (g open on it) */
 static int read_config(H5Err *e, hid_t g, const char *name, GPTConfig *c, int *has_adam,
                        int64_t *adam_t) {
@@ -428,7 +489,9 @@ static int read_config(H5Err *e, hid_t g, const char *name, GPTConfig *c, int *h
     int ha = 0, vr = c->V;
     if (h5_attr_get(e, g, obj, "has_adam", H5T_NATIVE_INT, 0, &ha)) return -1;
     if (H5Aexists(g, "vocab_real") > 0 && h5_attr_get(e, g, obj, "vocab_real", H5T_NATIVE_INT, 0, &vr)) return -1;
-    if (c->V < 1 || c->maxT < 1 || c->L < 1 || c->C < 1 || c->NH < 1 || c->C % c->NH != 0 || c->V > (1 << 28) ||
+    if (read_arch(e, g, obj, c)) return -1;
+    if (c->V < 1 || c->maxT < 1 || c->L < 1 || c->C < 1 || c->NH < 1 || (!gpt_is_llama(c) && c->C % c->NH != 0) ||
+        c->V > (1 << 28) ||
         c->C > (1 << 20) || c->L > (1 << 16) || c->maxT > (1 << 24)) {
         h5_err(e, "%s: %s: implausible stored config V=%d maxT=%d L=%d C=%d NH=%d", e->path, obj, c->V, c->maxT, c->L,
                c->C, c->NH);
@@ -478,6 +541,12 @@ static void cfg_diff(char *buf, size_t n, const GPTConfig *file, const GPTConfig
         else
             o += (size_t)snprintf(buf + o, n - o, "%s%s: checkpoint %d, deck %d", o ? "; " : "", cfg_keys[i].key, x, y);
     }
+    if (a.arch != b.arch && o < n)
+        o += (size_t)snprintf(buf + o, n - o, "%sarchitecture: checkpoint %s, deck %s", o ? "; " : "",
+                              gpt_arch_name(a.arch), gpt_arch_name(b.arch));
+    else if (memcmp(&a.arch, &b.arch, CFG_ARCH_BYTES) != 0 && o < n)
+        o += (size_t)snprintf(buf + o, n - o, "%s%s config (kv heads, widths, RoPE, norms): checkpoint and deck differ",
+                              o ? "; " : "", gpt_arch_name(a.arch));
     if (gpt_real_vocab(&a) != gpt_real_vocab(&b) && o < n)
         o += (size_t)snprintf(buf + o, n - o, "%sreal vocabulary (ids a softmax covers): checkpoint %d, deck %d",
                               o ? "; " : "", gpt_real_vocab(&a), gpt_real_vocab(&b));
@@ -620,7 +689,7 @@ static int write_skeleton(H5Err *e, const char *tmp, const CkptMeta *meta, const
         if (put_i32(e, mg, "V", c->V) || put_i32(e, mg, "maxT", c->maxT) || put_i32(e, mg, "L", c->L) ||
             put_i32(e, mg, "C", c->C) || put_i32(e, mg, "NH", c->NH) || put_i32(e, mg, "value_head", c->value_head != 0) ||
             put_i32(e, mg, "vocab_real", gpt_real_vocab(c)) || put_i32(e, mg, "has_adam", has_adam) ||
-            put_i32(e, mg, "ntensors", x->nt))
+            put_i32(e, mg, "ntensors", x->nt) || write_arch(e, mg, c))
             goto fail;
         h5Check(e, sg = H5Gcreate2(mg, "params", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
         H5Gclose(sg);
@@ -1237,7 +1306,12 @@ int ckpt_info(const char *path, FILE *out, char *why, size_t len) {
         TensorInfo t[GPT_NUM_TENSORS];
         int nt;
         gpt_tensor_table(&c, 1, 0, t, &nt);
-        fprintf(out, "model %s: V=%d", names[k], c.V);
+        fprintf(out, "model %s: ", names[k]);
+        if (gpt_is_llama(&c))
+            fprintf(out, "%s (NKV=%d head_dim=%d ffn=%d%s%s%s) ", gpt_arch_name(c.arch), gpt_kv_heads(&c),
+                    gpt_head_dim(&c), gpt_ffn(&c), c.untied ? " untied" : " tied", c.qkv_bias ? " qkv_bias" : "",
+                    c.qk_norm ? " qk_norm" : "");
+        fprintf(out, "V=%d", c.V);
         if (gpt_real_vocab(&c) != c.V) fprintf(out, " (real vocabulary %d)", gpt_real_vocab(&c));
         fprintf(out, " maxT=%d L=%d C=%d NH=%d value_head=%s, %zu parameters, adam: ", c.maxT, c.L, c.C, c.NH,
                 c.value_head ? "yes" : "no", gpt_logical_numel(&c));

@@ -1,15 +1,22 @@
 /* hf.c — Hugging Face model directories in and out of checkpoints (one
  * process): import-hf reads config.json and the safetensors weights of a
- * GPT2LMHeadModel into a checkpoint's actor and ref; export-hf writes a
- * checkpoint's actor as a directory transformers loads.
+ * GPT2LMHeadModel, LlamaForCausalLM, Qwen2ForCausalLM or Qwen3ForCausalLM
+ * into a checkpoint's actor and ref; export-hf writes a checkpoint's actor
+ * as a directory transformers loads.
  *
- * The tensors map one to one onto ours (tensor_map below): GPT-2's Conv1D
- * weights are stored (in, out), ours (out, in), so those are transposed;
- * per-layer tensors h.{l}.* stack into our (L, ...) tensors. The output
- * head is tied to wte (an lm_head.weight equal to it is accepted). The
- * attention mask buffers older files carry (attn.bias, attn.masked_bias)
- * are not weights and are skipped; any other tensor we do not map, a
- * missing one or a wrong shape is refused with its name. */
+ * Each Hugging Face tensor is one piece (HfPiece) of one layer's block of
+ * one of our tensors: GPT-2's map one to one (tensor_map below; its Conv1D
+ * weights are stored (in, out), ours (out, in), so those are transposed);
+ * the Llama family's q, k, v projections are the row blocks of our packed
+ * qkvw (and their biases of qkvb), gate and up those of fcw. Per-layer
+ * tensors (%d: the layer) stack into our (L, ...) tensors. A tied output
+ * head is wte (an lm_head.weight equal to it is accepted). Buffers that are
+ * not weights (GPT-2's attn.bias and attn.masked_bias masks, older Llama
+ * files' rotary_emb.inv_freq) are skipped; any other tensor we do not map, a
+ * missing one or a wrong shape is refused with its name. config.json is read
+ * in both the transformers 4 layout (rope_theta, rope_scaling) and the 5
+ * layout (rope_parameters); values computed otherwise here are refused,
+ * naming the key. */
 #include "nereus/ckpt.h"
 
 /* messages and paths are cut to their buffers on purpose (a long path only shortens the message) */
@@ -63,6 +70,70 @@ static const TensorMap tensor_map[] = {
 };
 #define NMAP ((int)(sizeof tensor_map / sizeof tensor_map[0]))
 
+/* One Hugging Face tensor: the piece of one layer's block (of the whole tensor when not per layer) of our
+ * tensor `role` that starts `off` floats in, of our shape (rows, cols) (nd 1: rows alone) */
+typedef struct HfPiece {
+    int role;
+    const char *hf; /* its name (%d: the layer), without the model prefix */
+    int nd, shape[2], transpose;
+    size_t off;
+} HfPiece;
+#define MAX_PIECES 24
+
+static const TensorInfo *tensor_of_role(const TensorInfo *t, int nt, int role) {
+    for (int i = 0; i < nt; i++)
+        if (t[i].role == role) return &t[i];
+    return NULL;
+}
+
+static int gpt2_pieces(const TensorInfo *t, HfPiece *p) {
+    for (int k = 0; k < NMAP; k++) {
+        const TensorMap *e = &tensor_map[k];
+        p[k] = (HfPiece){e->id, e->hf, 0, {0, 0}, e->transpose, 0};
+        p[k].nd = block_shape(&t[e->id], e, strchr(e->hf, '%') != NULL, p[k].shape);
+    }
+    return NMAP;
+}
+
+/* the Llama family's tensors in the order transformers writes a model's modules */
+static int llama_pieces(const GPTConfig *c, HfPiece *p) {
+    int C = c->C, hd = gpt_head_dim(c), Cq = c->NH * hd, Ckv = gpt_kv_heads(c) * hd, F = gpt_ffn(c), n = 0;
+#define P(r, name, nd, rows, cols, off) (p[n++] = (HfPiece){r, name, nd, {rows, cols}, 0, (size_t)(off)})
+    P(LLAMA_WTE, "model.embed_tokens.weight", 2, c->V, C, 0);
+    P(LLAMA_LN1W, "model.layers.%d.input_layernorm.weight", 1, C, 0, 0);
+    P(LLAMA_QKVW, "model.layers.%d.self_attn.q_proj.weight", 2, Cq, C, 0);
+    P(LLAMA_QKVW, "model.layers.%d.self_attn.k_proj.weight", 2, Ckv, C, (size_t)Cq * C);
+    P(LLAMA_QKVW, "model.layers.%d.self_attn.v_proj.weight", 2, Ckv, C, (size_t)(Cq + Ckv) * C);
+    if (c->qkv_bias) {
+        P(LLAMA_QKVB, "model.layers.%d.self_attn.q_proj.bias", 1, Cq, 0, 0);
+        P(LLAMA_QKVB, "model.layers.%d.self_attn.k_proj.bias", 1, Ckv, 0, Cq);
+        P(LLAMA_QKVB, "model.layers.%d.self_attn.v_proj.bias", 1, Ckv, 0, Cq + Ckv);
+    }
+    if (c->qk_norm) {
+        P(LLAMA_QNORMW, "model.layers.%d.self_attn.q_norm.weight", 1, hd, 0, 0);
+        P(LLAMA_KNORMW, "model.layers.%d.self_attn.k_norm.weight", 1, hd, 0, 0);
+    }
+    P(LLAMA_ATTPROJW, "model.layers.%d.self_attn.o_proj.weight", 2, C, Cq, 0);
+    P(LLAMA_LN2W, "model.layers.%d.post_attention_layernorm.weight", 1, C, 0, 0);
+    P(LLAMA_FCW, "model.layers.%d.mlp.gate_proj.weight", 2, F, C, 0);
+    P(LLAMA_FCW, "model.layers.%d.mlp.up_proj.weight", 2, F, C, (size_t)F * C);
+    P(LLAMA_FCPROJW, "model.layers.%d.mlp.down_proj.weight", 2, C, F, 0);
+    P(LLAMA_LNFW, "model.norm.weight", 1, C, 0, 0);
+    if (c->untied) P(LLAMA_LMHEAD, "lm_head.weight", 2, c->V, C, 0);
+#undef P
+    return n;
+}
+
+/* the pieces of cfg's architecture into p (MAX_PIECES), with the logical table t (nt) they index */
+static int hf_pieces(const GPTConfig *c, TensorInfo *t, int *nt, HfPiece *p) {
+    gpt_tensor_table(c, 1, 0, t, nt);
+    return gpt_is_llama(c) ? llama_pieces(c, p) : gpt2_pieces(t, p);
+}
+
+/* the class transformers names an architecture by, and its model_type */
+static const char *const arch_class[GPT_NUM_ARCHS] = {"GPT2LMHeadModel", "LlamaForCausalLM", "Qwen2ForCausalLM",
+                                                      "Qwen3ForCausalLM"};
+
 /* ---- config.json ------------------------------------------------------------ */
 
 static int json_int(const cJSON *root, const char *key, int *out) {
@@ -92,7 +163,169 @@ static int gpt2_unsupported(const cJSON *root, const char *path, char *why, size
     return -1;
 }
 
-/* the GPTConfig of dir/config.json (a GPT2LMHeadModel); -1 with why naming the file and the key */
+static int read_gpt2_config(const cJSON *root, const char *path, GPTConfig *c, char *why, size_t len) {
+    if (json_int(root, "vocab_size", &c->V) || json_int(root, "n_positions", &c->maxT) ||
+        json_int(root, "n_layer", &c->L) || json_int(root, "n_embd", &c->C) || json_int(root, "n_head", &c->NH)) {
+        snprintf(why, len, "%s: vocab_size, n_positions, n_layer, n_embd and n_head must be positive integers", path);
+        return -1;
+    }
+    if (c->C % c->NH != 0) {
+        snprintf(why, len, "%s: n_head %d does not divide n_embd %d", path, c->NH, c->C);
+        return -1;
+    }
+    return gpt2_unsupported(root, path, why, len);
+}
+
+/* an optional number of o: absent or null gives def; 1 when it is there and not a number */
+static int json_num_opt(const cJSON *o, const char *key, double def, double *out) {
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, key);
+    *out = def;
+    if (!x || cJSON_IsNull(x)) return 0;
+    if (!cJSON_IsNumber(x)) return 1;
+    *out = x->valuedouble;
+    return 0;
+}
+
+/* an optional boolean of o: absent or null gives 0; −1 when it is not a boolean */
+static int json_flag(const cJSON *o, const char *key) {
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (!x || cJSON_IsNull(x)) return 0;
+    return cJSON_IsBool(x) ? cJSON_IsTrue(x) : -1;
+}
+
+/* RoPE: transformers 5's rope_parameters {rope_type, rope_theta, ...}, or 4's rope_theta beside rope_scaling
+ * {rope_type (or type), factor, ...}; default and llama3 types */
+static int llama_rope(const cJSON *root, const char *path, GPTConfig *c, char *why, size_t len) {
+    const cJSON *rp = cJSON_GetObjectItemCaseSensitive(root, "rope_parameters");
+    const cJSON *rs = cJSON_GetObjectItemCaseSensitive(root, "rope_scaling");
+    const cJSON *r = cJSON_IsObject(rp) ? rp : cJSON_IsObject(rs) ? rs : NULL;
+    const char *key = r == rp ? "rope_parameters" : "rope_scaling";
+    const cJSON *ty = r ? cJSON_GetObjectItemCaseSensitive(r, "rope_type") : NULL;
+    if (r && !ty) ty = cJSON_GetObjectItemCaseSensitive(r, "type");
+    const char *type = cJSON_IsString(ty) ? ty->valuestring : "default";
+    double prf = 1.0, orig = 0;
+    if (json_num_opt(r == rp && r ? r : root, "rope_theta", 10000.0, &c->rope_theta) || c->rope_theta <= 0) {
+        snprintf(why, len, "%s: %srope_theta is not a positive number", path, r == rp && r ? "rope_parameters." : "");
+        return -1;
+    }
+    if ((r && json_num_opt(r, "partial_rotary_factor", 1.0, &prf)) || prf != 1.0 ||
+        json_num_opt(root, "partial_rotary_factor", 1.0, &prf) || prf != 1.0) {
+        snprintf(why, len, "%s: partial_rotary_factor %g: only RoPE on the whole head is supported", path, prf);
+        return -1;
+    }
+    if (ty && !cJSON_IsString(ty)) {
+        snprintf(why, len, "%s: %s.rope_type is not a string", path, key);
+        return -1;
+    }
+    if (!strcmp(type, "default")) return 0;
+    if (strcmp(type, "llama3") != 0) {
+        snprintf(why, len, "%s: %s.rope_type %s: only default and llama3 RoPE are supported", path, key, type);
+        return -1;
+    }
+    c->rope_llama3 = 1;
+    if (json_num_opt(r, "factor", 0, &c->rope_factor) || json_num_opt(r, "low_freq_factor", 0, &c->rope_low_freq) ||
+        json_num_opt(r, "high_freq_factor", 0, &c->rope_high_freq) ||
+        json_num_opt(r, "original_max_position_embeddings", 0, &orig) || c->rope_factor <= 0 ||
+        c->rope_low_freq <= 0 || c->rope_high_freq <= c->rope_low_freq || orig < 1 || orig != (double)(int)orig) {
+        snprintf(why, len, "%s: %s: llama3 RoPE needs factor, low_freq_factor < high_freq_factor and "
+                 "original_max_position_embeddings, all positive", path, key);
+        return -1;
+    }
+    c->rope_orig_ctx = (int)orig;
+    return 0;
+}
+
+/* the values of a Llama-family config.json computed otherwise here: refused, naming the key */
+static int llama_unsupported(const cJSON *root, const char *path, int arch, char *why, size_t len) {
+    const cJSON *act = cJSON_GetObjectItemCaseSensitive(root, "hidden_act");
+    const cJSON *lt = cJSON_GetObjectItemCaseSensitive(root, "layer_types");
+    double experts = 0, local = 0;
+    const cJSON *x;
+    if (act && (!cJSON_IsString(act) || strcmp(act->valuestring, "silu") != 0))
+        snprintf(why, len, "%s: hidden_act %s: only silu (SwiGLU) is supported", path,
+                 cJSON_IsString(act) ? act->valuestring : "(not a string)");
+    else if (arch != GPT_ARCH_QWEN2 && json_flag(root, "attention_bias") != 0)
+        snprintf(why, len, "%s: attention_bias true: biases on the attention projections are not supported", path);
+    else if (json_flag(root, "mlp_bias") != 0)
+        snprintf(why, len, "%s: mlp_bias true: biases in the MLP are not supported", path);
+    else if (json_flag(root, "use_sliding_window") != 0)
+        snprintf(why, len, "%s: use_sliding_window true: sliding-window attention is not supported", path);
+    else if (json_num_opt(root, "num_experts", 0, &experts) || experts > 0 ||
+             json_num_opt(root, "num_local_experts", 0, &local) || local > 0)
+        snprintf(why, len, "%s: num_experts: mixture-of-experts models are not supported", path);
+    else if (lt && !cJSON_IsNull(lt) && !cJSON_IsArray(lt))
+        snprintf(why, len, "%s: layer_types is not a list", path);
+    else {
+        cJSON_ArrayForEach(x, lt) if (!cJSON_IsString(x) || strcmp(x->valuestring, "full_attention") != 0) {
+            snprintf(why, len, "%s: layer_types holds %s: only full_attention layers are supported", path,
+                     cJSON_IsString(x) ? x->valuestring : "a non-string");
+            return -1;
+        }
+        return 0;
+    }
+    return -1;
+}
+
+static int read_llama_config(const cJSON *root, const char *path, int arch, GPTConfig *c, char *why, size_t len) {
+    double eps;
+    int tie = json_flag(root, "tie_word_embeddings");
+    c->arch = arch;
+    c->qkv_bias = arch == GPT_ARCH_QWEN2;
+    c->qk_norm = arch == GPT_ARCH_QWEN3;
+    if (json_int(root, "vocab_size", &c->V) || json_int(root, "max_position_embeddings", &c->maxT) ||
+        json_int(root, "num_hidden_layers", &c->L) || json_int(root, "hidden_size", &c->C) ||
+        json_int(root, "num_attention_heads", &c->NH) || json_int(root, "intermediate_size", &c->ffn)) {
+        snprintf(why, len, "%s: vocab_size, max_position_embeddings, num_hidden_layers, hidden_size, "
+                 "num_attention_heads and intermediate_size must be positive integers", path);
+        return -1;
+    }
+    const cJSON *kv = cJSON_GetObjectItemCaseSensitive(root, "num_key_value_heads");
+    const cJSON *hd = cJSON_GetObjectItemCaseSensitive(root, "head_dim");
+    if ((kv && !cJSON_IsNull(kv) && json_int(root, "num_key_value_heads", &c->NKV)) || c->NH % gpt_kv_heads(c) != 0) {
+        snprintf(why, len, "%s: num_key_value_heads must be a positive integer dividing num_attention_heads %d", path,
+                 c->NH);
+        return -1;
+    }
+    if (hd && !cJSON_IsNull(hd) && json_int(root, "head_dim", &c->head_dim)) {
+        snprintf(why, len, "%s: head_dim must be a positive integer", path);
+        return -1;
+    }
+    if (!c->head_dim && c->C % c->NH != 0) {
+        snprintf(why, len, "%s: num_attention_heads %d does not divide hidden_size %d (and no head_dim)", path, c->NH,
+                 c->C);
+        return -1;
+    }
+    if (gpt_head_dim(c) % 2 != 0) {
+        snprintf(why, len, "%s: head_dim %d is odd: RoPE rotates pairs", path, gpt_head_dim(c));
+        return -1;
+    }
+    if (json_num_opt(root, "rms_norm_eps", 1e-6, &eps) || eps <= 0) {
+        snprintf(why, len, "%s: rms_norm_eps is not a positive number", path);
+        return -1;
+    }
+    if (tie < 0) {
+        snprintf(why, len, "%s: tie_word_embeddings is not a boolean", path);
+        return -1;
+    }
+    c->norm_eps = eps;
+    c->untied = !tie;
+    if (gpt_head_dim(c) == c->C / c->NH && c->C % c->NH == 0) c->head_dim = 0; /* the default, stored as such */
+    if (c->NKV == c->NH) c->NKV = 0;
+    return llama_rope(root, path, c, why, len) || llama_unsupported(root, path, arch, why, len) ? -1 : 0;
+}
+
+/* the architecture a config.json names: architectures[0], else model_type; −1 when unknown */
+static int config_arch(const cJSON *root, const char **name) {
+    const cJSON *arch = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(root, "architectures"), 0);
+    const cJSON *mt = cJSON_GetObjectItemCaseSensitive(root, "model_type");
+    *name = cJSON_IsString(arch) ? arch->valuestring : cJSON_IsString(mt) ? mt->valuestring : NULL;
+    if (!*name) return -1;
+    for (int a = 0; a < GPT_NUM_ARCHS; a++)
+        if (cJSON_IsString(arch) ? !strcmp(*name, arch_class[a]) : !strcmp(*name, gpt_arch_name(a))) return a;
+    return -1;
+}
+
+/* the GPTConfig of dir/config.json; -1 with why naming the file and the key */
 static int read_config(const char *dir, GPTConfig *c, char *why, size_t len) {
     char path[4096];
     snprintf(path, sizeof path, "%s/config.json", dir);
@@ -101,35 +334,32 @@ static int read_config(const char *dir, GPTConfig *c, char *why, size_t len) {
     if (!js) return -1;
     cJSON *root = cJSON_ParseWithLength(js, n);
     free(js);
-    const cJSON *arch = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(root, "architectures"), 0);
-    const cJSON *mt = cJSON_GetObjectItemCaseSensitive(root, "model_type");
-    int rc = -1;
+    const char *name = NULL;
+    int rc = -1, arch = cJSON_IsObject(root) ? config_arch(root, &name) : -1;
     memset(c, 0, sizeof *c);
     if (!cJSON_IsObject(root))
         snprintf(why, len, "%s: not a JSON object", path);
-    else if (!cJSON_IsString(arch) && !cJSON_IsString(mt))
+    else if (!name)
         snprintf(why, len, "%s: neither \"architectures\" nor \"model_type\" names the model", path);
-    else if (cJSON_IsString(arch) ? strcmp(arch->valuestring, "GPT2LMHeadModel") != 0
-                                  : strcmp(mt->valuestring, "gpt2") != 0)
-        snprintf(why, len, "%s: architecture %s is not supported (this build imports GPT2LMHeadModel)", path,
-                 cJSON_IsString(arch) ? arch->valuestring : mt->valuestring);
-    else if (json_int(root, "vocab_size", &c->V) || json_int(root, "n_positions", &c->maxT) ||
-             json_int(root, "n_layer", &c->L) || json_int(root, "n_embd", &c->C) || json_int(root, "n_head", &c->NH))
-        snprintf(why, len, "%s: vocab_size, n_positions, n_layer, n_embd and n_head must be positive integers", path);
-    else if (c->C % c->NH != 0)
-        snprintf(why, len, "%s: n_head %d does not divide n_embd %d", path, c->NH, c->C);
+    else if (arch < 0)
+        snprintf(why, len, "%s: architecture %s is not supported (this build imports GPT2LMHeadModel, "
+                 "LlamaForCausalLM, Qwen2ForCausalLM and Qwen3ForCausalLM)", path, name);
     else
-        rc = gpt2_unsupported(root, path, why, len);
+        rc = arch == GPT_ARCH_GPT2 ? read_gpt2_config(root, path, c, why, len)
+                                   : read_llama_config(root, path, arch, c, why, len);
     cJSON_Delete(root);
     return rc;
 }
 
 /* ---- import ---------------------------------------------------------------------- */
 
-/* "transformer." when the weights carry GPT2LMHeadModel's prefix, "" for a bare GPT2Model */
-static const char *name_prefix(const StModel *st) { return st_find(st, "transformer.wte.weight") ? "transformer." : ""; }
+/* GPT-2: "transformer." when the weights carry GPT2LMHeadModel's prefix, "" for a bare GPT2Model; the
+ * Llama family's names are whole */
+static const char *name_prefix(const StModel *st, const GPTConfig *c) {
+    return !gpt_is_llama(c) && st_find(st, "transformer.wte.weight") ? "transformer." : "";
+}
 
-static void hf_name(char *buf, size_t n, const char *prefix, const TensorMap *e, int layer) {
+static void hf_name(char *buf, size_t n, const char *prefix, const HfPiece *e, int layer) {
     char part[128];
     snprintf(part, sizeof part, e->hf, layer);
     snprintf(buf, n, "%s%s", prefix, part);
@@ -171,45 +401,52 @@ static int read_one(const StModel *st, const char *name, const int *shape, int n
 /* every mapped tensor into full (our logical vector); each HF name consumed is marked in used[] */
 static int read_tensors(const StModel *st, const GPTConfig *c, float *full, char *used, char *why, size_t len) {
     TensorInfo t[GPT_NUM_TENSORS];
-    int nt;
-    gpt_tensor_table(c, 1, 0, t, &nt);
-    const char *prefix = name_prefix(st);
-    for (int k = 0; k < NMAP; k++) {
-        const TensorMap *e = &tensor_map[k];
-        const TensorInfo *ti = &t[e->id];
-        int layered = strchr(e->hf, '%') != NULL, nl = layered ? c->L : 1, shape[2];
-        int nd = block_shape(ti, e, layered, shape);
+    HfPiece pc[MAX_PIECES];
+    int nt, np = hf_pieces(c, t, &nt, pc);
+    const char *prefix = name_prefix(st, c);
+    for (int k = 0; k < np; k++) {
+        const HfPiece *e = &pc[k];
+        const TensorInfo *ti = tensor_of_role(t, nt, e->role);
+        int nl = strchr(e->hf, '%') ? c->L : 1;
         size_t per = ti->numel / (size_t)nl;
         for (int l = 0; l < nl; l++) {
             char name[256];
             hf_name(name, sizeof name, prefix, e, l);
-            if (read_one(st, name, shape, nd, e->transpose, full + ti->loffset + (size_t)l * per, why, len)) return -1;
+            float *dst = full + ti->loffset + (size_t)l * per + e->off;
+            if (read_one(st, name, e->shape, e->nd, e->transpose, dst, why, len)) return -1;
             used[st_find(st, name) - st->t] = 1;
         }
     }
     return 0;
 }
 
-/* tensors the map did not consume: a tied lm_head equal to wte and the mask buffers pass, the rest is refused */
+/* a buffer that is not a weight: GPT-2's attention masks, older Llama files' RoPE frequencies */
+static int not_a_weight(const char *name, int llama) {
+    const char *dot = strrchr(name, '.');
+    if (!dot) return 0;
+    if (llama) return !strcmp(dot, ".inv_freq") && strstr(name, ".rotary_emb.") != NULL;
+    return !strcmp(dot, ".masked_bias") || (!strcmp(dot, ".bias") && strstr(name, ".attn.bias"));
+}
+
+/* tensors the map did not consume: a tied lm_head equal to wte and the buffers pass, the rest is refused */
 static int check_leftovers(const StModel *st, const GPTConfig *c, const float *full, const char *used, char *why,
                            size_t len) {
     for (int i = 0; i < st->nt; i++) {
         const StTensor *t = &st->t[i];
-        const char *dot = strrchr(t->name, '.');
-        if (used[i] || (dot && (!strcmp(dot, ".masked_bias") || (!strcmp(dot, ".bias") && strstr(t->name, ".attn.bias")))))
-            continue;
+        if (used[i] || not_a_weight(t->name, gpt_is_llama(c))) continue;
         if (!strcmp(t->name, "lm_head.weight") && t->ndim == 2 && t->shape[0] == c->V && t->shape[1] == c->C) {
             size_t n = st_numel(t);
             float *h = nr_xmalloc(n * sizeof(float));
             int same = st_read_f32(st, t, h, why, len) == 0 && memcmp(h, full, n * sizeof(float)) == 0;
             free(h);
             if (same) continue;
-            snprintf(why, len, "%s: lm_head.weight differs from wte: an untied output head is not supported for GPT-2",
-                     st->paths[t->file]);
+            snprintf(why, len, "%s: lm_head.weight differs from the embedding: %s",
+                     st->paths[t->file], gpt_is_llama(c) ? "config.json says tie_word_embeddings true"
+                                                         : "an untied output head is not supported for GPT-2");
             return -1;
         }
-        snprintf(why, len, "%s: tensor %s is not part of a GPT2LMHeadModel (refused rather than dropped)",
-                 st->paths[t->file], t->name);
+        snprintf(why, len, "%s: tensor %s is not part of a %s (refused rather than dropped)", st->paths[t->file],
+                 t->name, arch_class[c->arch]);
         return -1;
     }
     return 0;
@@ -252,7 +489,37 @@ int ckpt_import_hf(const char *dir, const char *out_path, char *note, size_t not
 
 /* ---- export ------------------------------------------------------------------------ */
 
-static int write_config(const char *dir, const GPTConfig *c, int V, char *why, size_t len) {
+/* the Llama family's config.json in the transformers 5 layout (rope_parameters) */
+static cJSON *llama_config_json(const GPTConfig *c, int V) {
+    cJSON *r = cJSON_CreateObject(), *rope = cJSON_CreateObject();
+    cJSON_AddItemToObject(r, "architectures", cJSON_CreateStringArray(&arch_class[c->arch], 1));
+    cJSON_AddStringToObject(r, "model_type", gpt_arch_name(c->arch));
+    cJSON_AddNumberToObject(r, "vocab_size", V);
+    cJSON_AddNumberToObject(r, "max_position_embeddings", c->maxT);
+    cJSON_AddNumberToObject(r, "hidden_size", c->C);
+    cJSON_AddNumberToObject(r, "intermediate_size", gpt_ffn(c));
+    cJSON_AddNumberToObject(r, "num_hidden_layers", c->L);
+    cJSON_AddNumberToObject(r, "num_attention_heads", c->NH);
+    cJSON_AddNumberToObject(r, "num_key_value_heads", gpt_kv_heads(c));
+    cJSON_AddNumberToObject(r, "head_dim", gpt_head_dim(c));
+    cJSON_AddStringToObject(r, "hidden_act", "silu");
+    cJSON_AddNumberToObject(r, "rms_norm_eps", c->norm_eps > 0 ? c->norm_eps : 1e-5);
+    if (c->arch != GPT_ARCH_QWEN2) cJSON_AddFalseToObject(r, "attention_bias");
+    cJSON_AddBoolToObject(r, "tie_word_embeddings", !c->untied);
+    cJSON_AddStringToObject(rope, "rope_type", c->rope_llama3 ? "llama3" : "default");
+    cJSON_AddNumberToObject(rope, "rope_theta", c->rope_theta > 0 ? c->rope_theta : 10000.0);
+    if (c->rope_llama3) {
+        cJSON_AddNumberToObject(rope, "factor", c->rope_factor);
+        cJSON_AddNumberToObject(rope, "low_freq_factor", c->rope_low_freq);
+        cJSON_AddNumberToObject(rope, "high_freq_factor", c->rope_high_freq);
+        cJSON_AddNumberToObject(rope, "original_max_position_embeddings", c->rope_orig_ctx);
+    }
+    cJSON_AddItemToObject(r, "rope_parameters", rope);
+    cJSON_AddStringToObject(r, "dtype", "float32");
+    return r;
+}
+
+static cJSON *gpt2_config_json(const GPTConfig *c, int V) {
     cJSON *r = cJSON_CreateObject();
     cJSON_AddItemToObject(r, "architectures", cJSON_CreateStringArray((const char *[]){"GPT2LMHeadModel"}, 1));
     cJSON_AddStringToObject(r, "model_type", "gpt2");
@@ -265,6 +532,11 @@ static int write_config(const char *dir, const GPTConfig *c, int V, char *why, s
     cJSON_AddStringToObject(r, "activation_function", "gelu_new");
     cJSON_AddTrueToObject(r, "tie_word_embeddings");
     cJSON_AddStringToObject(r, "dtype", "float32");
+    return r;
+}
+
+static int write_config(const char *dir, const GPTConfig *c, int V, char *why, size_t len) {
+    cJSON *r = gpt_is_llama(c) ? llama_config_json(c, V) : gpt2_config_json(c, V);
     char *js = cJSON_Print(r), path[4096];
     cJSON_Delete(r);
     snprintf(path, sizeof path, "%s/config.json", dir);
@@ -273,26 +545,27 @@ static int write_config(const char *dir, const GPTConfig *c, int V, char *why, s
     return rc;
 }
 
-/* the HF tensors of the logical vector full: per-layer slices named h.{l}.*, Conv1D weights transposed
- * into bufs (freed by the caller); wte cut to the real vocabulary V */
+/* the HF tensors of the logical vector full: per-layer pieces (GPT-2: named transformer.h.{l}.*), Conv1D
+ * weights transposed into bufs (freed by the caller); the embedding and lm_head cut to the real vocabulary V */
 static int export_tensors(const GPTConfig *c, int V, const float *full, StOut *out, float **bufs, char (*names)[96]) {
     TensorInfo t[GPT_NUM_TENSORS];
-    int nt, n = 0;
-    gpt_tensor_table(c, 1, 0, t, &nt);
-    for (int k = 0; k < NMAP; k++) {
-        const TensorMap *e = &tensor_map[k];
-        const TensorInfo *ti = &t[e->id];
-        int layered = strchr(e->hf, '%') != NULL, nl = layered ? c->L : 1, shape[2];
-        int nd = block_shape(ti, e, layered, shape);
-        size_t per = ti->numel / (size_t)nl;
+    HfPiece pc[MAX_PIECES];
+    int nt, n = 0, np = hf_pieces(c, t, &nt, pc);
+    const char *prefix = gpt_is_llama(c) ? "" : "transformer.";
+    for (int k = 0; k < np; k++) {
+        const HfPiece *e = &pc[k];
+        const TensorInfo *ti = tensor_of_role(t, nt, e->role);
+        int nl = strchr(e->hf, '%') ? c->L : 1, nd = e->nd;
+        const int *shape = e->shape;
+        size_t per = ti->numel / (size_t)nl, numel = (size_t)shape[0] * (size_t)(nd == 2 ? shape[1] : 1);
         for (int l = 0; l < nl; l++, n++) {
-            hf_name(names[n], sizeof names[n], "transformer.", e, l);
+            hf_name(names[n], sizeof names[n], prefix, e, l);
             StOut *o = &out[n];
-            *o = (StOut){.name = names[n], .data = full + ti->loffset + (size_t)l * per, .ndim = nd};
+            *o = (StOut){.name = names[n], .data = full + ti->loffset + (size_t)l * per + e->off, .ndim = nd};
             for (int d = 0; d < nd; d++) o->shape[d] = shape[e->transpose ? nd - 1 - d : d];
-            if (e->id == GPT_WTE) o->shape[0] = V;
+            if (e->role == GPT_WTE || (gpt_is_llama(c) && e->role == LLAMA_LMHEAD)) o->shape[0] = V;
             if (!e->transpose) continue;
-            bufs[n] = nr_xmalloc(per * sizeof(float));
+            bufs[n] = nr_xmalloc(numel * sizeof(float));
             for (int i = 0; i < shape[0]; i++)
                 for (int j = 0; j < shape[1]; j++) bufs[n][(size_t)j * shape[0] + i] = o->data[(size_t)i * shape[1] + j];
             o->data = bufs[n];
@@ -307,14 +580,14 @@ int ckpt_export_hf(const char *path, const char *dir, char *why, size_t len) {
     if (ckpt_load_model(path, "actor", &m, &c, 1, 1, why, len)) return -1;
     if (c.value_head) {
         gpt_free(&m);
-        snprintf(why, len, "%s: the actor has a value head; a GPT2LMHeadModel has none", path);
+        snprintf(why, len, "%s: the actor has a value head; a %s has none", path, arch_class[c.arch]);
         return -1;
     }
     size_t nl = gpt_logical_numel(&c);
     float *full = nr_xmalloc(nl * sizeof(float));
     gpt_export_logical(&m, GPT_BUF_PARAMS, full);
     gpt_free(&m);
-    int nmax = NMAP * c.L;
+    int nmax = MAX_PIECES * c.L + MAX_PIECES;
     StOut *out = nr_xcalloc((size_t)nmax, sizeof *out);
     float **bufs = nr_xcalloc((size_t)nmax, sizeof *bufs);
     char(*names)[96] = nr_xcalloc((size_t)nmax, sizeof *names);

@@ -1,4 +1,4 @@
-/* gpt.c — GPT-2 over the Backend: one flat parameter buffer over the tensor
+/* gpt.c — GPT-2 (and, through llama.c, the Llama family) over the Backend: one flat parameter buffer over the tensor
  * table (shard.c), forward, backward (layer by layer through one layer of
  * scratch), AdamW with gradient-norm clipping, and KV-cached decoding, each
  * on this rank's TP shard with the Megatron sums over the TP group (two in
@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "llama.h"
 #include "nereus/comm.h"
 #include "nereus/util.h"
 
@@ -127,6 +128,19 @@ static float *carve(Carve *cv, size_t n) {
     return p;
 }
 
+/* floats a row of the MLP's first matmul output: GPT-2 4C/tp, the Llama family 2F ([gate | up]) */
+static size_t gpt_fc_width(const GPT *m) { return (size_t)(gpt_is_llama(&m->cfg) ? 2 * m->F : m->F); }
+
+/* this rank's widths (GPT.Cl ... F) of cfg cut tp ways */
+static void gpt_set_dims(GPT *m, const GPTConfig *cfg, int tp) {
+    m->NHl = cfg->NH / tp;
+    m->hs = gpt_head_dim(cfg);
+    m->NKVl = gpt_kv_heads(cfg) / tp;
+    m->Cl = gpt_is_llama(cfg) ? m->NHl * m->hs : cfg->C / tp;
+    m->C3 = m->Cl + 2 * m->NKVl * m->hs;
+    m->F = gpt_ffn(cfg) / tp;
+}
+
 static size_t gpt_carve_acts(GPT *m, Carve *cv) {
     const GPTConfig *c = &m->cfg;
     /* L: this stage's layers */
@@ -137,7 +151,7 @@ static size_t gpt_carve_acts(GPT *m, Carve *cv) {
     a->ln1 = carve(cv, L * BT * C);
     a->ln1_mean = carve(cv, L * BT);
     a->ln1_rstd = carve(cv, L * BT);
-    a->qkv = carve(cv, L * BT * 3 * Cl);
+    a->qkv = carve(cv, L * BT * (size_t)m->C3);
     a->atty = carve(cv, L * BT * Cl);
     a->preatt = carve(cv, L * B * NH * T * T);
     a->att = carve(cv, L * B * NH * T * T);
@@ -146,8 +160,8 @@ static size_t gpt_carve_acts(GPT *m, Carve *cv) {
     a->ln2 = carve(cv, L * BT * C);
     a->ln2_mean = carve(cv, L * BT);
     a->ln2_rstd = carve(cv, L * BT);
-    a->fch = carve(cv, L * BT * 4 * Cl);
-    a->fch_gelu = carve(cv, L * BT * 4 * Cl);
+    a->fch = carve(cv, L * BT * gpt_fc_width(m));
+    a->fch_gelu = carve(cv, L * BT * (size_t)m->F);
     a->fcproj = carve(cv, L * BT * C);
     a->residual3 = carve(cv, L * BT * C);
     /* the head activations live on the last stage only */
@@ -156,6 +170,10 @@ static size_t gpt_carve_acts(GPT *m, Carve *cv) {
     a->lnf_rstd = m->last ? carve(cv, BT) : NULL;
     a->logits = m->last ? carve(cv, BT * V) : NULL;
     a->values = carve(cv, BT);
+    if (gpt_is_llama(c) && c->qk_norm) {
+        a->qkv_raw = carve(cv, L * BT * (size_t)m->C3);
+        a->qk_rstd = carve(cv, L * BT * (size_t)(m->NHl + m->NKVl));
+    }
     return cv->used;
 }
 
@@ -166,14 +184,15 @@ static size_t gpt_carve_scratch(GPT *m, Carve *cv) {
     GPTGradScratch *s = &m->s;
     s->dresidual = carve(cv, BT * C);
     s->dln = carve(cv, BT * C);
-    s->dqkv = carve(cv, BT * 3 * Cl);
+    s->dqkv = carve(cv, BT * (size_t)m->C3);
     s->datty = carve(cv, BT * Cl);
     s->dpreatt = carve(cv, B * NH * T * T);
     s->datt = carve(cv, B * NH * T * T);
-    s->dfch = carve(cv, BT * 4 * Cl);
-    s->dfch_gelu = carve(cv, BT * 4 * Cl);
+    s->dfch = carve(cv, BT * gpt_fc_width(m));
+    s->dfch_gelu = carve(cv, BT * (size_t)m->F);
     s->dtmp = carve(cv, BT * C);
     s->dvalues = carve(cv, BT);
+    if (gpt_is_llama(c) && c->qk_norm) s->dqkv_raw = carve(cv, BT * (size_t)m->C3);
     return cv->used;
 }
 
@@ -183,11 +202,11 @@ static size_t gpt_carve_decode(GPT *m, Carve *cv) {
     size_t BT = B * (size_t)m->Tmax;
     m->d_x = carve(cv, B * C);
     m->d_ln = carve(cv, B * C);
-    m->d_qkv = carve(cv, B * 3 * Cl);
+    m->d_qkv = carve(cv, B * (size_t)m->C3);
     m->d_atty = carve(cv, B * Cl);
     m->d_tmp = carve(cv, B * C);
-    m->d_fch = carve(cv, B * 4 * Cl);
-    m->d_fchg = carve(cv, B * 4 * Cl);
+    m->d_fch = carve(cv, B * gpt_fc_width(m));
+    m->d_fchg = carve(cv, B * (size_t)m->F);
     m->d_logits = carve(cv, B * V);
     m->d_mean = carve(cv, B);
     m->d_rstd = carve(cv, B);
@@ -195,7 +214,29 @@ static size_t gpt_carve_decode(GPT *m, Carve *cv) {
     m->ent = carve(cv, BT);
     m->dlogp = carve(cv, BT);
     m->dent = carve(cv, BT);
+    if (gpt_is_llama(&m->cfg)) {
+        m->inv_freq = carve(cv, (size_t)m->hs / 2);
+        m->zero_pos = carve(cv, (size_t)m->Tmax * C);
+        if (m->cfg.qk_norm) {
+            m->d_qk_rstd = carve(cv, B * (size_t)(m->NHl + m->NKVl));
+            m->d_qkv_raw = carve(cv, B * (size_t)m->C3);
+        }
+    }
     return cv->used;
+}
+
+/* how the tensor of role r starts: 1 a weight N(0, std), 2 a residual projection N(0, std/sqrt(2L)), 3 a
+ * unit gain, 0 zero (biases, the value head) */
+static int gpt_init_kind(const GPTConfig *c, int r) {
+    if (gpt_is_llama(c)) {
+        if (r == LLAMA_WTE || r == LLAMA_QKVW || r == LLAMA_FCW || r == LLAMA_LMHEAD) return 1;
+        if (r == LLAMA_ATTPROJW || r == LLAMA_FCPROJW) return 2;
+        if (r == LLAMA_LN1W || r == LLAMA_LN2W || r == LLAMA_LNFW || r == LLAMA_QNORMW || r == LLAMA_KNORMW) return 3;
+        return 0;
+    }
+    if (r == GPT_ATTPROJW || r == GPT_FCPROJW) return 2;
+    if (r == GPT_WTE || r == GPT_WPE || r == GPT_QKVW || r == GPT_FCW) return 1;
+    return r == GPT_LN1W || r == GPT_LN2W || r == GPT_LNFW ? 3 : 0;
 }
 
 static void gpt_init_params(GPT *m, uint64_t seed, float std) {
@@ -205,10 +246,8 @@ static void gpt_init_params(GPT *m, uint64_t seed, float std) {
     for (int i = 0; i < m->ntensors; i++) {
         TensorInfo *t = &m->tensors[i];
         float *p = host + t->offset;
-        int is_weight = i == GPT_WTE || i == GPT_WPE || i == GPT_QKVW || i == GPT_ATTPROJW ||
-                        i == GPT_FCW || i == GPT_FCPROJW;
-        int is_gain = i == GPT_LN1W || i == GPT_LN2W || i == GPT_LNFW;
-        float s = (i == GPT_ATTPROJW || i == GPT_FCPROJW) ? resid_std : std;
+        int kind = gpt_init_kind(c, t->role), is_weight = kind == 1 || kind == 2, is_gain = kind == 3;
+        float s = kind == 2 ? resid_std : std;
         /* local element o·len + j is logical element o·ls + l0 + j */
         size_t nr, len, ls, l0;
         gpt_tensor_runs(t, &nr, &len, &ls, &l0);
@@ -244,8 +283,7 @@ size_t gpt_shard_bytes(const GPTConfig *cfg, int tp, int pp, int pp_rank, int Bm
     m.Tmax = Tmax;
     m.sh.tp = tp;
     m.sh.pp = pp;
-    m.Cl = cfg->C / tp;
-    m.NHl = cfg->NH / tp;
+    gpt_set_dims(&m, cfg, tp);
     m.Ll = cfg->L / pp;
     m.last = pp_rank == pp - 1;
     TensorInfo t[GPT_NUM_TENSORS];
@@ -259,7 +297,7 @@ size_t gpt_shard_bytes(const GPTConfig *cfg, int tp, int pp, int pp_rank, int Bm
         total += gpt_alloc_rounded(gpt_carve_scratch(&m, &cv) * F);
     }
     if (pp == 1) {
-        size_t kv = (size_t)cfg->L * (size_t)Bmax * (size_t)m.NHl * (size_t)Tmax * (size_t)(cfg->C / cfg->NH);
+        size_t kv = (size_t)cfg->L * (size_t)Bmax * (size_t)m.NKVl * (size_t)Tmax * (size_t)m.hs;
         total += 2 * gpt_alloc_rounded(kv * F);
     }
     cv = (Carve){NULL, 0};
@@ -270,7 +308,11 @@ size_t gpt_shard_bytes(const GPTConfig *cfg, int tp, int pp, int pp_rank, int Bm
 
 /* the named pointers follow the params buffer (NULL: a tensor of another stage, or no params) */
 static void point_params(GPT *m) {
-    for (int i = 0; i < m->ntensors; i++) m->p[i] = m->tensors[i].held && m->params ? m->params + m->tensors[i].offset : NULL;
+    for (int r = 0; r < GPT_NUM_TENSORS; r++) m->p[r] = NULL;
+    for (int i = 0; i < m->ntensors; i++) {
+        const TensorInfo *t = &m->tensors[i];
+        m->p[t->role] = t->held && m->params ? m->params + t->offset : NULL;
+    }
 }
 
 /* zeroes the padding of a flat buffer allocated without clearing: what follows each tensor up to the
@@ -297,6 +339,21 @@ static float *state_new(const GPT *m, const Backend *be, int filled) {
    them before every backward), are allocated without clearing. 0: every buffer zero */
 static void gpt_alloc_work(GPT *m, int grads_uninit);
 
+/* what a Llama-family model needs of its config and its cut */
+static void gpt_check_llama(const GPTConfig *cfg, const GPTShard *sh) {
+    const char *arch = gpt_arch_name(cfg->arch);
+    if (!arch) nr_fatal("gpt_build: unknown architecture %d", cfg->arch);
+    if (sh->tp > 1 || sh->pp > 1)
+        nr_fatal("gpt_build: a %s model runs on one rank (tp = pp = 1), not tp %d pp %d: tensor and pipeline "
+                 "parallelism over its query and key/value heads is not supported yet", arch, sh->tp, sh->pp);
+    if (cfg->NKV < 0 || cfg->NH % gpt_kv_heads(cfg) != 0)
+        nr_fatal("gpt_build: %d key/value heads do not divide %d query heads", gpt_kv_heads(cfg), cfg->NH);
+    if (cfg->head_dim < 0 || gpt_head_dim(cfg) < 2 || gpt_head_dim(cfg) % 2 != 0)
+        nr_fatal("gpt_build: head width %d (C %d, NH %d, head_dim %d) is not a positive even number",
+                 gpt_head_dim(cfg), cfg->C, cfg->NH, cfg->head_dim);
+    if (cfg->ffn < 0) nr_fatal("gpt_build: MLP width %d", cfg->ffn);
+}
+
 static void gpt_alloc_shard(GPT *m, const GPTConfig *cfg, const GPTShard *sh, const Backend *be, int Bmax, int Tmax,
                             int trainable, int filled, int state_only) {
     memset(m, 0, sizeof *m);
@@ -306,7 +363,8 @@ static void gpt_alloc_shard(GPT *m, const GPTConfig *cfg, const GPTShard *sh, co
     m->Bmax = Bmax;
     m->Tmax = Tmax;
     if (Tmax > cfg->maxT) nr_fatal("gpt_build: Tmax %d exceeds the model's %d positions", Tmax, cfg->maxT);
-    if (cfg->C % cfg->NH != 0) nr_fatal("gpt_build: n_head %d does not divide n_embd %d", cfg->NH, cfg->C);
+    if (gpt_is_llama(cfg)) gpt_check_llama(cfg, sh);
+    else if (cfg->C % cfg->NH != 0) nr_fatal("gpt_build: n_head %d does not divide n_embd %d", cfg->NH, cfg->C);
     if (cfg->V_real < 0 || cfg->V_real > cfg->V)
         nr_fatal("gpt_build: real vocabulary %d outside [1, %d]", cfg->V_real, cfg->V);
     if (sh->tp < 1 || sh->tp_rank < 0 || sh->tp_rank >= sh->tp)
@@ -342,8 +400,7 @@ static void gpt_alloc_shard(GPT *m, const GPTConfig *cfg, const GPTShard *sh, co
                      comm_size(m->sh.embd_comm), comm_rank(m->sh.embd_comm), m->sh.pp_rank, m->sh.pp);
         }
     }
-    m->Cl = cfg->C / sh->tp;
-    m->NHl = cfg->NH / sh->tp;
+    gpt_set_dims(m, cfg, sh->tp);
     m->Ll = cfg->L / m->sh.pp;
     m->l0 = m->sh.pp_rank * m->Ll;
     m->first = m->sh.pp_rank == 0;
@@ -371,7 +428,8 @@ static void gpt_alloc_work(GPT *m, int grads_uninit) {
     void *(*uninit)(size_t) = be->alloc_uninit ? be->alloc_uninit : be->alloc;
     if (trainable) {
         m->grads = (grads_uninit ? uninit : be->alloc)(m->nparams * sizeof(float));
-        for (int i = 0; i < m->ntensors; i++) m->g[i] = m->tensors[i].held ? m->grads + m->tensors[i].offset : NULL;
+        for (int i = 0; i < m->ntensors; i++)
+            m->g[m->tensors[i].role] = m->tensors[i].held ? m->grads + m->tensors[i].offset : NULL;
     }
     Carve cv = {NULL, 0};
     size_t na = gpt_carve_acts(m, &cv);
@@ -386,8 +444,7 @@ static void gpt_alloc_work(GPT *m, int grads_uninit) {
         gpt_carve_scratch(m, &cv);
         m->s.dlogits = m->a.logits; /* logprob_backward may write over the probs */
     }
-    size_t hs = (size_t)(cfg->C / cfg->NH);
-    size_t kv = (size_t)cfg->L * (size_t)Bmax * (size_t)m->NHl * (size_t)Tmax * hs;
+    size_t kv = (size_t)cfg->L * (size_t)Bmax * (size_t)m->NKVl * (size_t)Tmax * (size_t)m->hs;
     if (m->sh.pp == 1) { /* generation needs pp = 1: no cache for a pipelined model */
         m->kcache = be->alloc(kv * sizeof(float));
         m->vcache = be->alloc(kv * sizeof(float));
@@ -397,6 +454,7 @@ static void gpt_alloc_work(GPT *m, int grads_uninit) {
     m->decode_mem = be->alloc(nd * sizeof(float));
     cv = (Carve){m->decode_mem, 0};
     gpt_carve_decode(m, &cv);
+    if (gpt_is_llama(cfg)) llama_rope_init(m);
     m->tokens = be->alloc((size_t)Bmax * (size_t)Tmax * sizeof(int));
     m->targets = be->alloc((size_t)Bmax * (size_t)Tmax * sizeof(int));
     if (m->sh.pp > 1) {
@@ -495,9 +553,13 @@ void gpt_copy_params(GPT *dst, const GPT *src) {
         if (d->cut_axis != s->cut_axis || d->cut_start != s->cut_start || d->pp_axis != s->pp_axis ||
             d->pp_start != s->pp_start || d->held != s->held || memcmp(d->lshape, s->lshape, sizeof d->lshape) != 0)
             nr_fatal("gpt_copy_params: tensor %s is cut differently in the two models", d->name);
-        if (d->held) dst->be->copy(dst->p[i], src->p[i], d->lnumel * sizeof(float));
+        if (d->held) dst->be->copy(dst->params + d->offset, src->params + s->offset, d->lnumel * sizeof(float));
     }
 }
+
+/* the LM head's weights (V, C) and their gradient: wte (tied), or the Llama family's lm_head */
+static const float *gpt_head(const GPT *m) { return gpt_is_llama(&m->cfg) ? llama_head(m) : m->p[GPT_WTE]; }
+static float *gpt_head_grad(GPT *m) { return gpt_is_llama(&m->cfg) ? llama_head_grad(m) : m->g[GPT_WTE]; }
 
 /* ---- forward ----------------------------------------------------------- */
 
@@ -557,7 +619,7 @@ void gpt_forward(GPT *m, const int *tokens, int B, int T, int want_logits, int w
     if (B > m->Bmax || T > m->Tmax || B < 1 || T < 1)
         nr_fatal("gpt_forward: batch (%d, %d) outside capacity (%d, %d)", B, T, m->Bmax, m->Tmax);
     if (want_values && !c->value_head) nr_fatal("gpt_forward: values asked of a model without a value head");
-    int C = c->C, Ll = m->Ll, V = c->V, BT = B * T;
+    int C = c->C, Ll = m->Ll, V = c->V, BT = B * T, llama = gpt_is_llama(c);
     size_t BTC = (size_t)BT * C;
     m->B = B;
     m->T = T;
@@ -577,22 +639,27 @@ void gpt_forward(GPT *m, const int *tokens, int B, int T, int want_logits, int w
         gpt_mb_rows(B, nmb, k, &r0, &n);
         size_t rC = (size_t)r0 * T * C, rT = (size_t)r0 * T, nT = (size_t)n * T;
         if (m->first) {
-            be->encoder_forward(a->encoded + rC, m->tokens + rT, m->p[GPT_WTE], m->p[GPT_WPE], n, T, C, 0);
+            /* the Llama family has no position embedding: it adds zeros (RoPE places the tokens) */
+            be->encoder_forward(a->encoded + rC, m->tokens + rT, m->p[GPT_WTE], llama ? m->zero_pos : m->p[GPT_WPE],
+                                n, T, C, 0);
         } else {
             comm_wait(&rin[k]);
             gpt_pp_recv_done(m, a->encoded, rC, nT * C);
         }
         if (m->sh.pp > 1) gpt_pp_watch(m, m->last ? NULL : rout, k, m->first ? NULL : rin, nmb);
-        for (int l = 0; l < Ll; l++) gpt_layer_forward(m, l, r0, n);
+        for (int l = 0; l < Ll; l++) (llama ? llama_layer_forward : gpt_layer_forward)(m, l, r0, n);
         gpt_pp_watch(m, NULL, 0, NULL, 0);
         if (!m->last) {
             rout[k] = gpt_pp_isend(m, out, rC, nT * C, m->sh.pp_rank + 1, k);
             continue;
         }
-        be->layernorm_forward(a->lnf + rC, a->lnf_mean + rT, a->lnf_rstd + rT, out + rC, m->p[GPT_LNFW],
-                              m->p[GPT_LNFB], (int)nT, C);
+        if (llama)
+            llama_final_norm_forward(m, a->lnf + rC, a->lnf_rstd + rT, out + rC, (int)nT);
+        else
+            be->layernorm_forward(a->lnf + rC, a->lnf_mean + rT, a->lnf_rstd + rT, out + rC, m->p[GPT_LNFW],
+                                  m->p[GPT_LNFB], (int)nT, C);
         if (want_logits)
-            be->matmul_forward(a->logits + rT * V, a->lnf + rC, m->p[GPT_WTE], NULL, (int)nT, C, V);
+            be->matmul_forward(a->logits + rT * V, a->lnf + rC, gpt_head(m), NULL, (int)nT, C, V);
         if (want_values)
             be->matmul_forward(a->values + rT, a->lnf + rC, m->p[GPT_VHW], m->p[GPT_VHB], (int)nT, C, 1);
     }
@@ -687,7 +754,7 @@ void gpt_backward(GPT *m, const float *dlogp, const float *dent, const float *dv
     if (!m->trainable) nr_fatal("gpt_backward on a frozen model");
     const Backend *be = m->be;
     const GPTConfig *c = &m->cfg;
-    int B = m->B, T = m->T, C = c->C, Ll = m->Ll, V = c->V, BT = B * T, nmb = m->nmb;
+    int B = m->B, T = m->T, C = c->C, Ll = m->Ll, V = c->V, BT = B * T, nmb = m->nmb, llama = gpt_is_llama(c);
     size_t BTC = (size_t)BT * C;
     GPTActs *a = &m->a;
     GPTGradScratch *s = &m->s;
@@ -722,26 +789,30 @@ void gpt_backward(GPT *m, const float *dlogp, const float *dent, const float *dv
                 be->logprob_backward(s->dlogits + rT * V, m->dlogp + rT, dent ? m->dent + rT : NULL,
                                      a->logits + rT * V, m->ent + rT, m->targets + rT, (int)nT,
                                      gpt_real_vocab(c), V);
-                be->matmul_backward(dlnf, m->g[GPT_WTE], NULL, s->dlogits + rT * V, a->lnf + rC, m->p[GPT_WTE],
+                be->matmul_backward(dlnf, gpt_head_grad(m), NULL, s->dlogits + rT * V, a->lnf + rC, gpt_head(m),
                                     (int)nT, C, V);
             }
             if (dvalues)
                 be->matmul_backward(dlnf, m->g[GPT_VHW], m->g[GPT_VHB], s->dvalues + rT, a->lnf + rC, m->p[GPT_VHW],
                                     (int)nT, C, 1);
             be->zero(s->dresidual + rC, nT * C * sizeof(float));
-            be->layernorm_backward(s->dresidual + rC, m->g[GPT_LNFW], m->g[GPT_LNFB], dlnf, out + rC, m->p[GPT_LNFW],
-                                   a->lnf_mean + rT, a->lnf_rstd + rT, (int)nT, C);
+            if (llama)
+                llama_final_norm_backward(m, s->dresidual + rC, dlnf, out + rC, a->lnf_rstd + rT, (int)nT);
+            else
+                be->layernorm_backward(s->dresidual + rC, m->g[GPT_LNFW], m->g[GPT_LNFB], dlnf, out + rC,
+                                       m->p[GPT_LNFW], a->lnf_mean + rT, a->lnf_rstd + rT, (int)nT, C);
         } else {
             comm_wait(&rin[k]);
             gpt_pp_recv_done(m, s->dresidual, rC, nT * C);
         }
         if (m->sh.pp > 1) gpt_pp_watch(m, m->first ? NULL : rout, k, m->last ? NULL : rin, nmb);
-        for (int l = Ll - 1; l >= 0; l--) gpt_layer_backward(m, l, r0, n);
+        for (int l = Ll - 1; l >= 0; l--) (llama ? llama_layer_backward : gpt_layer_backward)(m, l, r0, n);
         gpt_pp_watch(m, NULL, 0, NULL, 0);
         if (!m->first) rout[k] = gpt_pp_isend(m, s->dresidual, rC, nT * C, m->sh.pp_rank - 1, k);
     }
     if (!m->first) comm_waitall(nmb, rout);
-    if (m->first) be->encoder_backward(m->g[GPT_WTE], m->g[GPT_WPE], s->dresidual, m->tokens, B, T, C, 0);
+    if (m->first) /* the Llama family: no position embedding (its role 1 is ln1w) */
+        be->encoder_backward(m->g[GPT_WTE], llama ? NULL : m->g[GPT_WPE], s->dresidual, m->tokens, B, T, C, 0);
     /* tied embeddings: the embedding's and the LM head's shares of wte's
      * gradient, summed on both copies */
     if (m->sh.pp > 1 && (m->first || m->last)) {
@@ -787,7 +858,7 @@ float gpt_update(GPT *m, float lr, float beta1, float beta2, float eps, float wd
 
 /* floats of one layer of the cache: (Bmax, NHl, Tmax, hs) */
 static size_t gpt_kv_layer(const GPT *m) {
-    return (size_t)m->Bmax * (size_t)m->NHl * (size_t)m->Tmax * (size_t)(m->cfg.C / m->cfg.NH);
+    return (size_t)m->Bmax * (size_t)m->NKVl * (size_t)m->Tmax * (size_t)m->hs;
 }
 
 /* collective over m->sh.tp_comm */
@@ -797,10 +868,10 @@ void gpt_prefill(GPT *m, const int *tokens, int B, int P, float *logits_out) {
     int Cl = m->Cl;
     if (m->sh.pp > 1) nr_fatal("gpt_prefill: pipelined generation is not supported; give actor.gen pp = 1");
     gpt_forward(m, tokens, B, P, 0, 0);
-    size_t BTCl = (size_t)B * P * Cl;
+    size_t BTC3 = (size_t)B * P * m->C3;
     for (int l = 0; l < c->L; l++)
-        be->kv_fill(m->kcache + l * gpt_kv_layer(m), m->vcache + l * gpt_kv_layer(m), m->a.qkv + l * BTCl * 3,
-                    B, P, m->Tmax, Cl, m->NHl, m->NHl);
+        be->kv_fill(m->kcache + l * gpt_kv_layer(m), m->vcache + l * gpt_kv_layer(m), m->a.qkv + l * BTC3,
+                    B, P, m->Tmax, Cl, m->NHl, m->NKVl);
     gpt_logits_last(m, B, P);
     if (logits_out) be->download(logits_out, m->d_logits, (size_t)B * c->V * sizeof(float));
 }
@@ -811,7 +882,7 @@ void gpt_logits_last(GPT *m, int B, int T) {
     /* (B, C) rows of lnf at position T−1 → (B, V) through the tied LM head */
     for (int b = 0; b < B; b++)
         be->copy(m->d_ln + (size_t)b * C, m->a.lnf + ((size_t)b * T + T - 1) * C, (size_t)C * sizeof(float));
-    be->matmul_forward(m->d_logits, m->d_ln, m->p[GPT_WTE], NULL, B, C, m->cfg.V);
+    be->matmul_forward(m->d_logits, m->d_ln, gpt_head(m), NULL, B, C, m->cfg.V);
 }
 
 /* collective over m->sh.tp_comm */
@@ -823,6 +894,11 @@ void gpt_decode(GPT *m, const int *tok, int B, int pos, float *logits_out) {
     if (pos >= m->Tmax || B > m->Bmax) nr_fatal("gpt_decode: position %d or batch %d beyond capacity", pos, B);
     size_t BC = (size_t)B * C;
     be->upload(m->tokens, tok, (size_t)B * sizeof(int));
+    if (gpt_is_llama(c)) {
+        llama_decode(m, B, pos);
+        if (logits_out) be->download(logits_out, m->d_logits, (size_t)B * c->V * sizeof(float));
+        return;
+    }
     be->encoder_forward(m->d_x, m->tokens, m->p[GPT_WTE], m->p[GPT_WPE], B, 1, C, pos);
     for (int l = 0; l < c->L; l++) {
         be->layernorm_forward(m->d_ln, m->d_mean, m->d_rstd, m->d_x, m->p[GPT_LN1W] + l * C,
@@ -852,6 +928,7 @@ void gpt_decode(GPT *m, const int *tok, int B, int pos, float *logits_out) {
 /* ---- accounting ---------------------------------------------------------- */
 
 double gpt_flops_per_token_fwd(const GPTConfig *c, int T) {
+    if (gpt_is_llama(c)) return llama_flops_per_token_fwd(c, T);
 
     double C = c->C, L = c->L, V = c->V;
     double dense = 2.0 * L * (3 * C * C + C * C + 4 * C * C + 4 * C * C) + 2.0 * C * V;

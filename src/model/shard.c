@@ -57,9 +57,60 @@ static void set_tensor(TensorInfo *t, const char *name, int ndim, int s0, int s1
     t->owner = t->held && (cut >= 0 || tp_rank == 0);
     t->offset = *offset;
     t->loffset = *loffset;
+    t->role = -1; /* the caller's */
     /* keep each tensor 16-float (64-byte) aligned inside the flat buffer */
     *offset += (t->lnumel + 15) & ~(size_t)15;
     *loffset += t->numel;
+}
+
+/* The Llama family's table: the tensors the config has, in LLAMA_* order, then the value head; whole on one
+ * rank (tp = pp = 1: a cut of the query and key/value heads is not laid out yet) */
+static size_t llama_tensor_table(const GPTConfig *c, int tp, int pp, TensorInfo t[GPT_NUM_TENSORS], int *ntensors) {
+    if (tp != 1 || pp != 1)
+        nr_fatal("gpt tensor table: a %s model runs on one rank (tp = pp = 1), not tp %d pp %d: tensor and pipeline "
+                 "parallelism over its query and key/value heads is not supported yet",
+                 gpt_arch_name(c->arch), tp, pp);
+    int V = c->V, L = c->L, C = c->C, hd = gpt_head_dim(c), F = gpt_ffn(c);
+    int Cq = c->NH * hd, C3 = Cq + 2 * gpt_kv_heads(c) * hd;
+    size_t off = 0, loff = 0;
+    int n = 0;
+#define S(r, name, nd, a, b, cc) \
+    do { \
+        set_tensor(&t[n], name, nd, a, b, cc, 0, -1, 0, 1, 0, 1, 0, &off, &loff); \
+        t[n++].role = r; \
+    } while (0)
+    S(LLAMA_WTE, "wte", 2, V, C, 0);                          /* (V, C) */
+    S(LLAMA_LN1W, "ln1w", 2, L, C, 0);                        /* (L, C) */
+    S(LLAMA_QKVW, "qkvw", 3, L, C3, C);                       /* (L, C3, C) rows [q | k | v] */
+    if (c->qkv_bias) S(LLAMA_QKVB, "qkvb", 2, L, C3, 0);      /* (L, C3) */
+    if (c->qk_norm) {
+        S(LLAMA_QNORMW, "qnormw", 2, L, hd, 0);               /* (L, hd) */
+        S(LLAMA_KNORMW, "knormw", 2, L, hd, 0);               /* (L, hd) */
+    }
+    S(LLAMA_ATTPROJW, "attprojw", 3, L, C, Cq);               /* (L, C, Cq) */
+    S(LLAMA_LN2W, "ln2w", 2, L, C, 0);                        /* (L, C) */
+    S(LLAMA_FCW, "fcw", 3, L, 2 * F, C);                      /* (L, 2F, C) rows [gate | up] */
+    S(LLAMA_FCPROJW, "fcprojw", 3, L, C, F);                  /* (L, C, F) */
+    S(LLAMA_LNFW, "lnfw", 1, C, 0, 0);                        /* (C) */
+    if (c->untied) S(LLAMA_LMHEAD, "lmhead", 2, V, C, 0);    /* (V, C) */
+    if (c->value_head) {
+        S(GPT_VHW, "vhw", 1, C, 0, 0);                        /* (C) */
+        S(GPT_VHB, "vhb", 1, 1, 0, 0);                        /* (1) */
+    }
+#undef S
+    *ntensors = n;
+    return off;
+}
+
+const char *gpt_arch_name(int arch) {
+    static const char *names[GPT_NUM_ARCHS] = {"gpt2", "llama", "qwen2", "qwen3"};
+    return arch >= 0 && arch < GPT_NUM_ARCHS ? names[arch] : NULL;
+}
+
+int gpt_arch_parse(const char *name) {
+    for (int a = 0; a < GPT_NUM_ARCHS; a++)
+        if (!strcmp(name, gpt_arch_name(a))) return a;
+    return -1;
 }
 
 size_t gpt_tensor_table(const GPTConfig *c, int tp, int tp_rank, TensorInfo t[GPT_NUM_TENSORS], int *ntensors) {
@@ -70,6 +121,7 @@ size_t gpt_tensor_table_pp(const GPTConfig *c, int tp, int tp_rank, int pp, int 
                            int *ntensors) {
     int V = c->V, T = c->maxT, L = c->L, C = c->C;
     if (pp < 1 || pp_rank < 0 || pp_rank >= pp) nr_fatal("gpt tensor table: stage %d of %d", pp_rank, pp);
+    if (gpt_is_llama(c)) return llama_tensor_table(c, tp, pp, t, ntensors);
     size_t off = 0, loff = 0;
     /* which stage holds what: layers cut (1); embeddings on the first stage,
      * the final LayerNorm and the heads on the last, wte on both (tied) */
@@ -99,6 +151,7 @@ size_t gpt_tensor_table_pp(const GPTConfig *c, int tp, int tp_rank, int pp, int 
         *ntensors = GPT_NUM_TENSORS;
     }
 #undef S
+    for (int i = 0; i < *ntensors; i++) t[i].role = i; /* GPT-2: the table index is the role */
     /* the tied LM head's copy of wte on the last stage is not canonical */
     if (pp > 1 && pp_rank != 0) t[GPT_WTE].owner = 0;
     return off;

@@ -17,6 +17,18 @@ Writes, for a tiny GPT2LMHeadModel with random weights (seed 1234):
                      later, as `nereus-ckpt loss --batch B --seq T` computes it),
                      for each directory, with the weights as stored (bf16 and
                      f16 read back and computed in fp32)
+
+and, after the GPT-2 files (their random draws unchanged), tiny fp32 models of
+the Llama family, each from its own seed, with weights drawn wider than
+transformers' init (N(0, 0.25); norm gains 1 + N(0, 0.1)) so that the loss
+depends on every tensor:
+  llama-gqa/    LlamaForCausalLM, 4 query and 2 key/value heads, Llama-3 RoPE
+                scaling (original context 16, so that every branch of the
+                scaling meets the 16 positions), untied output head
+  llama-tied/   LlamaForCausalLM, multi-head, output head tied to the embedding
+  qwen2/        Qwen2ForCausalLM (q, k, v biases), GQA
+  qwen3/        Qwen3ForCausalLM (per-head QK RMSNorm), GQA, head_dim 16 with
+                hidden_size / num_attention_heads = 8
 """
 import os
 import struct
@@ -24,7 +36,8 @@ import sys
 
 import torch
 import transformers
-from transformers import GPT2Config, GPT2LMHeadModel
+from transformers import (GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM, Qwen2Config,
+                          Qwen2ForCausalLM, Qwen3Config, Qwen3ForCausalLM)
 
 B, T = 4, 16
 
@@ -42,6 +55,36 @@ def write_tokens(path, ids):
     with open(path, "wb") as f:
         f.write(struct.pack("<256i", 20240520, 1, len(ids), *([0] * 253)))
         f.write(struct.pack("<%dH" % len(ids), *ids))
+
+
+SMALL = dict(vocab_size=96, hidden_size=32, num_hidden_layers=2, max_position_embeddings=64, intermediate_size=48)
+LLAMA_FAMILY = (
+    ("llama-gqa", 4321, LlamaConfig, LlamaForCausalLM,
+     dict(num_attention_heads=4, num_key_value_heads=2, tie_word_embeddings=False, rms_norm_eps=1e-5,
+          rope_parameters={"rope_type": "llama3", "rope_theta": 10000.0, "factor": 8.0, "low_freq_factor": 1.0,
+                           "high_freq_factor": 4.0, "original_max_position_embeddings": 16})),
+    ("llama-tied", 4322, LlamaConfig, LlamaForCausalLM,
+     dict(num_attention_heads=4, num_key_value_heads=4, tie_word_embeddings=True,
+          rope_parameters={"rope_type": "default", "rope_theta": 500.0})),
+    ("qwen2", 4323, Qwen2Config, Qwen2ForCausalLM,
+     dict(num_attention_heads=4, num_key_value_heads=2, tie_word_embeddings=False)),
+    ("qwen3", 4324, Qwen3Config, Qwen3ForCausalLM,
+     dict(num_attention_heads=4, num_key_value_heads=2, head_dim=16, tie_word_embeddings=False)),
+)
+
+
+def llama_family(out, ids, lines):
+    for name, seed, Cfg, Model, kw in LLAMA_FAMILY:
+        torch.manual_seed(seed)
+        model = Model(Cfg(**SMALL, **kw)).float().eval()
+        with torch.no_grad():
+            for pname, p in model.named_parameters():
+                if pname.endswith("norm.weight"):
+                    p.copy_(1.0 + 0.1 * torch.randn_like(p))
+                else:
+                    p.normal_(0.0, 0.25)
+        model.save_pretrained(os.path.join(out, name))
+        lines.append("loss.%s: %.9f" % (name, loss_of(model, ids)))
 
 
 def main():
@@ -67,6 +110,7 @@ def main():
         low.save_pretrained(d, **kw)
         back = GPT2LMHeadModel.from_pretrained(d, dtype=dtype).float().eval()
         lines.append("loss.%s: %.9f" % (name, loss_of(back, ids)))
+    llama_family(out, ids, lines)
     with open(os.path.join(out, "reference.txt"), "w") as f:
         f.write("\n".join(lines) + "\n")
     print("\n".join(lines))

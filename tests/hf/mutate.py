@@ -1,12 +1,17 @@
 #!/usr/bin/env python3
 """tests/hf/mutate.py KIND SRC_DIR OUT_DIR — a damaged copy of a one-file
 Hugging Face model directory, for the refusal tests of tests/test_hf.sh.
-Standard library only. KIND: drop (a tensor missing), extra (a tensor no
-GPT-2 has), shape (a tensor's shape wrong, its bytes consistent), int (a
-tensor stored as I32), overlap (two tensors' data overlapping), truncate
-(the file cut short), hugeheader (a header length past the file),
-notjson (the header is not JSON), llama (config: LlamaForCausalLM), act
-(config: another activation), noconfig (config.json missing)."""
+Standard library only. KIND: drop (a tensor missing), extra (a tensor the
+model does not have), shape (a tensor's shape wrong, its bytes consistent),
+int (a tensor stored as I32), overlap (two tensors' data overlapping),
+truncate (the file cut short), hugeheader (a header length past the file),
+notjson (the header is not JSON), arch (config: MistralForCausalLM), act
+(config: another activation), noconfig (config.json missing); for the Llama
+family's directories also v4rope (config.json rewritten in the transformers
+4 layout: rope_theta and rope_scaling instead of rope_parameters; the same
+model), sliding (use_sliding_window true), moe (num_experts 4), yarn
+(rope_type yarn). The damaged tensor is layer 1's MLP input weight of GPT-2
+(c_fc) or layer 1's k_proj of the Llama family."""
 import json
 import os
 import shutil
@@ -36,12 +41,14 @@ def pack(head, blobs):
     return struct.pack("<Q", len(js)) + js + body
 
 
-name = "transformer.h.1.mlp.c_fc.weight"
+gpt2 = "transformer.h.1.mlp.c_fc.weight" in head
+name = "transformer.h.1.mlp.c_fc.weight" if gpt2 else "model.layers.1.self_attn.k_proj.weight"
+extra = "transformer.h.0.attn.rotary.inv_freq" if gpt2 else "model.layers.0.mlp.gate_proj.bias"
 if kind == "drop":
     del head[name]
 elif kind == "extra":
-    head["transformer.h.0.attn.rotary.inv_freq"] = {"dtype": "F32", "shape": [4]}
-    blobs["transformer.h.0.attn.rotary.inv_freq"] = b"\0" * 16
+    head[extra] = {"dtype": "F32", "shape": [4]}
+    blobs[extra] = b"\0" * 16
 elif kind == "shape":
     r, c = head[name]["shape"]
     head[name]["shape"] = [c, r]
@@ -65,10 +72,20 @@ elif kind == "notjson":
     raw = raw[:8] + b"[" + raw[9:]
 open(st, "wb").write(raw)
 c = json.load(open(cfg))
-if kind == "llama":
-    c["architectures"] = ["LlamaForCausalLM"]
+if kind == "arch":
+    c["architectures"] = ["MistralForCausalLM"]
 elif kind == "act":
-    c["activation_function"] = "relu"
+    c["activation_function" if gpt2 else "hidden_act"] = "relu"
+elif kind == "v4rope":
+    rp = c.pop("rope_parameters")
+    c["rope_theta"] = rp.pop("rope_theta")
+    c["rope_scaling"] = None if rp["rope_type"] == "default" else rp
+elif kind == "sliding":
+    c["use_sliding_window"] = True
+elif kind == "moe":
+    c["num_experts"] = 4
+elif kind == "yarn":
+    c["rope_parameters"]["rope_type"] = "yarn"
 if kind == "noconfig":
     os.remove(cfg)
 else:

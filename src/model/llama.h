@@ -1,0 +1,28 @@
+/* llama.h — the Llama family's layers inside the model (gpt.c calls them
+ * where an architecture differs from GPT-2; model.h has the architecture,
+ * the shapes and the tensors). Private to src/model. One rank: tp = pp = 1.
+ */
+#ifndef NEREUS_MODEL_LLAMA_H
+#define NEREUS_MODEL_LLAMA_H
+
+#include "nereus/model.h"
+
+/* RoPE inverse frequencies (hs/2) of the config into m->inv_freq (backend memory) */
+void llama_rope_init(GPT *m);
+/* local layer l forward on rows [r0, r0 + n) of the (m->B, m->T) batch */
+void llama_layer_forward(GPT *m, int l, int r0, int n);
+/* local layer l backward on rows [r0, r0 + n): s->dresidual's rows hold d of the layer's output on entry
+ * and d of its input on return (as gpt.c's GPT-2 layer) */
+void llama_layer_backward(GPT *m, int l, int r0, int n);
+/* final RMSNorm of n rows: out (n, C) → lnf, rstd; and its backward into dinp (+=) */
+void llama_final_norm_forward(GPT *m, float *lnf, float *rstd, const float *out, int n);
+void llama_final_norm_backward(GPT *m, float *dinp, const float *dlnf, const float *out, const float *rstd, int n);
+/* the output head's weights (V, C) and their gradient: lm_head, or wte when tied */
+const float *llama_head(const GPT *m);
+float *llama_head_grad(GPT *m);
+/* one token per sequence at position pos (tokens already in m->tokens): the cache filled at pos, the next
+ * logits (B, V) in m->d_logits */
+void llama_decode(GPT *m, int B, int pos);
+double llama_flops_per_token_fwd(const GPTConfig *c, int T);
+
+#endif
