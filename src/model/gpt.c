@@ -275,34 +275,34 @@ void gpt_build(GPT *m, const GPTConfig *cfg, const Backend *be, int Bmax, int Tm
 static size_t gpt_alloc_rounded(size_t n) { return n == 0 ? 256 : (n + 255) / 256 * 256; }
 
 size_t gpt_shard_bytes(const GPTConfig *cfg, int tp, int pp, int pp_rank, int Bmax, int Tmax, int trainable) {
-    /* the fields the carve functions read, as gpt_build_shard sets them */
-    static GPT m; /* large: not on the stack; pure but not reentrant */
-    memset(&m, 0, sizeof m);
-    m.cfg = *cfg;
-    m.Bmax = Bmax;
-    m.Tmax = Tmax;
-    m.sh.tp = tp;
-    m.sh.pp = pp;
-    gpt_set_dims(&m, cfg, tp);
-    m.Ll = cfg->L / pp;
-    m.last = pp_rank == pp - 1;
+    /* the fields the carve functions read, as gpt_build_shard sets them (on the heap: a GPT is large) */
+    GPT *m = nr_xcalloc(1, sizeof *m);
+    m->cfg = *cfg;
+    m->Bmax = Bmax;
+    m->Tmax = Tmax;
+    m->sh.tp = tp;
+    m->sh.pp = pp;
+    gpt_set_dims(m, cfg, tp);
+    m->Ll = cfg->L / pp;
+    m->last = pp_rank == pp - 1;
     TensorInfo t[GPT_NUM_TENSORS];
     int nt;
     size_t np = gpt_tensor_table_pp(cfg, tp, 0, pp, pp_rank, t, &nt);
     size_t F = sizeof(float), total = gpt_alloc_rounded(np * F) * (trainable ? 4 : 1);
     Carve cv = {NULL, 0};
-    total += gpt_alloc_rounded(gpt_carve_acts(&m, &cv) * F);
+    total += gpt_alloc_rounded(gpt_carve_acts(m, &cv) * F);
     if (trainable) {
         cv = (Carve){NULL, 0};
-        total += gpt_alloc_rounded(gpt_carve_scratch(&m, &cv) * F);
+        total += gpt_alloc_rounded(gpt_carve_scratch(m, &cv) * F);
     }
     if (pp == 1) {
-        size_t kv = (size_t)cfg->L * (size_t)Bmax * (size_t)m.NKVl * (size_t)Tmax * (size_t)m.hs;
+        size_t kv = (size_t)cfg->L * (size_t)Bmax * (size_t)m->NKVl * (size_t)Tmax * (size_t)m->hs;
         total += 2 * gpt_alloc_rounded(kv * F);
     }
     cv = (Carve){NULL, 0};
-    total += gpt_alloc_rounded(gpt_carve_decode(&m, &cv) * F);
+    total += gpt_alloc_rounded(gpt_carve_decode(m, &cv) * F);
     total += 2 * gpt_alloc_rounded((size_t)Bmax * (size_t)Tmax * sizeof(int));
+    free(m);
     return total;
 }
 
