@@ -8,6 +8,7 @@
 #include "nereus/deck.h"
 #include "nereus/plan.h"
 #include "nereus/run.h"
+#include "nereus/txprice.h"
 #include "nereus/util.h"
 
 static void usage(FILE *f) {
@@ -75,7 +76,7 @@ static int parse_args(int argc, char **argv, int rank, const char **deck_path, i
 static int resolve_plan(Config *cfg, const Deck *deck) {
     int world = 1;
     mpiCheck(MPI_Comm_size(MPI_COMM_WORLD, &world));
-    PlanLimits lim = {world, cfg->model.n_head, cfg->model.n_layer, cfg->ppo.batch, cfg->ppo.minibatch};
+    PlanLimits lim = job_plan_limits(cfg, world);
     PlanError perr;
     if (plan_resolve(&cfg->plan, &lim, &perr) != 0) return deck_error_at(deck, perr.key, "%s", perr.msg);
     return 0;

@@ -149,7 +149,7 @@ static void good_defaults(Tally *t)
 }
 
 static const char FULL[] =
-    "# every key set to something other than its default\n"
+    "# every key set to something other than its default (arch = gpt2 and its Llama-family keys: defaults)\n"
     "[run]\n"
     "name = \"my run # 1\"   # quoted: '#' inside is literal\n"
     "seed = 9876543210123\n"
@@ -166,6 +166,19 @@ static const char FULL[] =
     "max_seq = 128\n"
     "vocab_size = 100\n"
     "init_std = 0.05\n"
+    "arch = gpt2\n"
+    "n_kv_head = auto\n"
+    "head_dim = auto\n"
+    "ffn_dim = auto\n"
+    "rope_theta = 1e4\n"
+    "rope_scaling_factor = 0\n"
+    "rope_low_freq_factor = 1.0\n"
+    "rope_high_freq_factor = 4\n"
+    "rope_original_max_seq = 8192\n"
+    "norm_eps = 0.00001\n"
+    "tie_embeddings = yes\n"
+    "qkv_bias = auto\n"
+    "qk_norm = auto\n"
     "[task]\n"
     "names = sort , add\n"
     "digits = +6\n"
@@ -334,12 +347,12 @@ static void good_full(Tally *t, const char *text, const char *what)
           "%s: inject and planner values (policy %s, slow_ranks '%s')", what, pl->policy, ij->slow_ranks);
     check(t, strcmp(c.trace.file, "none") == 0 && strcmp(c.trace.papi_events, "PAPI_TOT_INS, PAPI_TOT_CYC") == 0,
           "%s: trace values (file '%s', papi_events '%s')", what, c.trace.file, c.trace.papi_events);
-    check(t, deck_line(d, "switch.step") == 70 && deck_line(d, "switch.actor.gen") == 72 &&
-                 deck_line(d, "plan.actor.gen") == 62 && deck_line(d, "transition.comm_setup_us") == 87,
+    check(t, deck_line(d, "switch.step") == 83 && deck_line(d, "switch.actor.gen") == 85 &&
+                 deck_line(d, "plan.actor.gen") == 75 && deck_line(d, "transition.comm_setup_us") == 100,
           "%s: switch and transition lines (step %d, switch.actor.gen %d, plan.actor.gen %d, comm_setup_us %d)", what,
           deck_line(d, "switch.step"), deck_line(d, "switch.actor.gen"), deck_line(d, "plan.actor.gen"),
           deck_line(d, "transition.comm_setup_us"));
-    check(t, deck_line(d, "run.name") == 3 && deck_line(d, "model.n_head") == 14 && deck_line(d, "inject.nan_loss_step") == 55,
+    check(t, deck_line(d, "run.name") == 3 && deck_line(d, "model.n_head") == 14 && deck_line(d, "inject.nan_loss_step") == 68,
           "%s: line numbers (name %d n_head %d nan_loss_step %d)", what, deck_line(d, "run.name"),
           deck_line(d, "model.n_head"), deck_line(d, "inject.nan_loss_step"));
     deck_free(d);
@@ -557,6 +570,66 @@ static void override_cases(Tally *t)
     DeckOverride rs[] = {{"--restart", "run.restart", "a\"b.h5"}};
     bad_set(t, "a --restart path with a quote", rs, 1, "--restart a\"b.h5: error: [run] restart = a\"b.h5 contains a '\"'",
             NULL);
+}
+
+#define LLAMA "[model]\narch = llama\nn_layer = 2\nn_embd = 64\nn_head = 4\n"
+
+/* The Llama family's [model] keys: values, defaults, and a resolved deck that reads back. */
+static void good_llama(Tally *t)
+{
+    Config c;
+    Deck *d = NULL;
+    const char *text = LLAMA "n_kv_head = 2\nhead_dim = 32\nffn_dim = 172\nrope_theta = 500000\n"
+                             "rope_scaling_factor = 8\nrope_low_freq_factor = 1\nrope_high_freq_factor = 4\n"
+                             "rope_original_max_seq = 8192\nnorm_eps = 1e-6\ntie_embeddings = false\n"
+                             "qkv_bias = true\nqk_norm = false\n[plan]\ndefault = colocated\nactor.gen = dp2 @ 0-1\n";
+    int rc = parse("x.deck", text, &c, &d);
+    const ModelConfig *m = &c.model;
+    check(t, rc == 0 && strcmp(m->arch, "llama") == 0 && m->n_kv_head == 2 && m->head_dim == 32 && m->ffn_dim == 172 &&
+                 m->rope_theta == 500000.0 && m->rope_scaling_factor == 8.0 && m->rope_low_freq_factor == 1.0 &&
+                 m->rope_high_freq_factor == 4.0 && m->rope_original_max_seq == 8192 && m->norm_eps == 1e-6 &&
+                 m->tie_embeddings == 0 && strcmp(m->qkv_bias, "true") == 0 && strcmp(m->qk_norm, "false") == 0,
+          "llama deck: model values (rc=%d %s)", rc, deck_last_error(d));
+    deck_free(d);
+    rc = parse("x.deck", MODEL, &c, &d);
+    check(t, rc == 0 && strcmp(m->arch, "gpt2") == 0 && m->n_kv_head == 0 && m->head_dim == 0 && m->ffn_dim == 0 &&
+                 m->rope_theta == 10000.0 && m->rope_scaling_factor == 0.0 && m->norm_eps == 1e-5 &&
+                 m->tie_embeddings == 1 && strcmp(m->qkv_bias, "auto") == 0 && strcmp(m->qk_norm, "auto") == 0,
+          "llama keys' defaults: arch gpt2, auto, 10000, 0, 1e-5, tied, auto");
+    deck_free(d);
+    round_trip(t, text, "llama");
+    rc = parse("x.deck", MODEL "n_kv_head = auto\nnorm_eps = 1e-5\n", &c, &d);
+    check(t, rc == 0, "arch gpt2 accepts a Llama-family key at its default (rc=%d %s)", rc, deck_last_error(d));
+    deck_free(d);
+    rc = parse("x.deck", LLAMA "[plan]\ndefault = colocated\nactor.train = tp1 pp1 dp4\n", &c, &d);
+    check(t, rc == 0, "arch llama with a tp1 pp1 plan (rc=%d %s)", rc, deck_last_error(d));
+    deck_free(d);
+}
+
+/* The Llama family's cross-key errors, at the line of the key to blame. */
+static void bad_llama(Tally *t)
+{
+    bad(t, "kv heads do not divide heads", LLAMA "n_kv_head = 3\n",
+        "x.deck:6: error: [model] n_kv_head = 3 does not divide n_head = 4", NULL, 1);
+    bad(t, "unknown arch", "[model]\narch = mistral\n", "x.deck:2: error: [model] arch = mistral", NULL, 0);
+    bad(t, "a Llama key under gpt2", MODEL "n_kv_head = 2\n",
+        "x.deck:5: error: [model] n_kv_head applies to the Llama family (arch = llama, qwen2 or qwen3), not to "
+        "arch = gpt2", NULL, 1);
+    bad(t, "a Llama bool under gpt2", MODEL "tie_embeddings = false\n",
+        "x.deck:5: error: [model] tie_embeddings applies to the Llama family", NULL, 1);
+    bad(t, "rope factors out of order", LLAMA "rope_scaling_factor = 8\nrope_high_freq_factor = 0.5\n",
+        "x.deck:7: error: [model] rope_low_freq_factor = 1 must be below rope_high_freq_factor = 0.5", NULL, 1);
+    bad(t, "llama plan with tp2", LLAMA "[plan]\ndefault = colocated\nactor.train = tp2 dp2\n",
+        "x.deck:8: error: [plan] actor.train = tp2 pp1: tensor and pipeline parallelism for arch = llama is not yet "
+        "supported",
+        NULL, 1);
+    bad(t, "qwen3 switch with pp2", "[model]\narch = qwen3\nn_layer = 2\nn_embd = 64\nn_head = 4\n"
+        "[switch]\nstep = 2\ndefault = colocated\ncritic.inf = pp2\n",
+        "x.deck:9: error: [switch] critic.inf = tp1 pp2: tensor and pipeline parallelism for arch = qwen3 is not yet "
+        "supported",
+        NULL, 1);
+    bad(t, "gpt2 keys out of range", LLAMA "norm_eps = 0\n", "x.deck:6: error: [model] norm_eps = 0 is out of range",
+        NULL, 1);
 }
 
 static void bad_cases(Tally *t)
@@ -893,7 +966,7 @@ static void table_checks(Tally *t)
         }
         l = nl ? nl + 1 : l + ll;
     }
-    check(t, rows == 123 && broken == 0, "reference: %d key rows, %d with a stray '|'", rows, broken);
+    check(t, rows == 136 && broken == 0, "reference: %d key rows, %d with a stray '|'", rows, broken);
     check(t, buf && strstr(buf, "| `value_clip` | float | `0.2` | > 0 and ≤ 1000000 |"), "bounds print as written (1000000)");
     check(t, buf && strstr(buf, "## [switch]") && strstr(buf, "## [transition]") &&
                  strstr(buf, "| `step` | int | `-1` | ≥ -1 | before PPO step N (0-based") &&
@@ -989,7 +1062,9 @@ int main(int argc, char **argv)
     good_syntax(&t);
     good_switch_transition(&t);
     override_cases(&t);
+    good_llama(&t);
     bad_cases(&t);
+    bad_llama(&t);
     bad_cases_more(&t);
     bad_bytes(&t);
     bad_files(&t, bad_dir);

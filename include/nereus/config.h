@@ -30,6 +30,21 @@ typedef struct ModelConfig {
     int max_seq;             /* [model] max_seq: context length (positions) */
     int vocab_size;          /* [model] vocab_size: 0 = auto (the task vocabulary) */
     float init_std;          /* [model] init_std: std of the normal initialisation */
+    /* the Llama family (arch llama, qwen2, qwen3): model.h's GPTConfig fields. Doubles after the
+     * 24 bytes above, then 4-byte fields and strings to a multiple of 8: no hole. */
+    double rope_theta;       /* [model] rope_theta: RoPE base */
+    double rope_scaling_factor;   /* [model] rope_scaling_factor: Llama-3 RoPE scaling factor; 0 = none */
+    double rope_low_freq_factor;  /* [model] rope_low_freq_factor: Llama-3 scaling's low-frequency factor */
+    double rope_high_freq_factor; /* [model] rope_high_freq_factor: Llama-3 scaling's high-frequency factor */
+    double norm_eps;         /* [model] norm_eps: RMSNorm epsilon */
+    int n_kv_head;           /* [model] n_kv_head: key/value heads; 0 = auto (n_head) */
+    int ffn_dim;             /* [model] ffn_dim: SwiGLU hidden width; 0 = auto (4 n_embd) */
+    int head_dim;            /* [model] head_dim: per-head width; 0 = auto (n_embd / n_head) */
+    int rope_original_max_seq; /* [model] rope_original_max_seq: Llama-3 scaling's original context */
+    int tie_embeddings;      /* [model] tie_embeddings: bool, LM head tied to the token embedding */
+    char arch[12];           /* [model] arch: gpt2 | llama | qwen2 | qwen3 */
+    char qkv_bias[8];        /* [model] qkv_bias: auto | true | false (auto: qwen2 has them) */
+    char qk_norm[8];         /* [model] qk_norm: auto | true | false (auto: qwen3 has it) */
 } ModelConfig;
 
 typedef struct TaskConfig {

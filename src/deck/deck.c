@@ -602,8 +602,90 @@ static int deck_check_switch(const Deck *d, const SwitchConfig *s)
     return deck_check_plan(d, "switch", &s->plan);
 }
 
+/* The [model] keys that only the Llama family reads (keys.c says so in arch's meaning). */
+static const char *const deck_llama_keys[] = {
+    "n_kv_head", "head_dim", "ffn_dim", "rope_theta", "rope_scaling_factor", "rope_low_freq_factor", "rope_high_freq_factor",
+    "rope_original_max_seq", "norm_eps", "tie_embeddings", "qkv_bias", "qk_norm"};
+
+static int deck_model_line(const Deck *d, const char *key)
+{
+    return d->key_line[deck_key_find("model", 5, key, strlen(key))];
+}
+
+static void deck_format_value(const DeckKey *k, const Config *c, char *buf, size_t n);
+
+/* 1 when the deck sets [model] key to a value other than its default. The default itself is accepted under
+ * every arch, so that a resolved deck (which lists every key) reads back. */
+static int deck_model_key_changed(const Deck *d, const Config *c, const char *key)
+{
+    int i = deck_key_find("model", 5, key, strlen(key));
+    if (!d->key_line[i]) return 0;
+    const DeckKey *k = &deck_keys[i];
+    Config *def = calloc(1, sizeof *def);
+    if (!def) return 1;
+    char have[64], want[64] = "";
+    deck_format_value(k, c, have, sizeof have);
+    if (deck_set(d, k, k->def, strlen(k->def), 0, 0, def) == 0) deck_format_value(k, def, want, sizeof want);
+    free(def);
+    return strcmp(have, want) != 0;
+}
+
+/* arch = gpt2 refuses a Llama-family key set to other than its default; the Llama family needs
+ * n_kv_head | n_head and, with Llama-3 RoPE scaling, low < high frequency factor. */
+static int deck_check_arch_keys(const Deck *d, const Config *c)
+{
+    const ModelConfig *m = &c->model;
+    if (strcmp(m->arch, "gpt2") == 0) {
+        for (size_t i = 0; i < sizeof deck_llama_keys / sizeof deck_llama_keys[0]; i++)
+            if (deck_model_key_changed(d, c, deck_llama_keys[i]))
+                return deck_report(d, deck_model_line(d, deck_llama_keys[i]), NULL,
+                                   "[model] %s applies to the Llama family (arch = llama, qwen2 or qwen3), not to "
+                                   "arch = gpt2",
+                                   deck_llama_keys[i]);
+        return 0;
+    }
+    if (m->n_kv_head > 0 && m->n_head % m->n_kv_head != 0)
+        return deck_report(d, deck_model_line(d, "n_kv_head"), NULL,
+                           "[model] n_kv_head = %d does not divide n_head = %d (each key/value head serves a whole "
+                           "group of query heads)",
+                           m->n_kv_head, m->n_head);
+    if (m->rope_scaling_factor > 0 && m->rope_low_freq_factor >= m->rope_high_freq_factor) {
+        int line = deck_model_line(d, "rope_high_freq_factor");
+        return deck_report(d, line ? line : deck_model_line(d, "rope_low_freq_factor"), NULL,
+                           "[model] rope_low_freq_factor = %g must be below rope_high_freq_factor = %g",
+                           m->rope_low_freq_factor, m->rope_high_freq_factor);
+    }
+    return 0;
+}
+
+/* The Llama family runs on one rank per model replica: a plan section's stage with tp > 1 or pp > 1 is
+ * refused at its line. */
+static int deck_check_arch_plan(const Deck *d, const char *sec, const PlanConfig *p, const char *arch)
+{
+    for (int i = 0; i < PLAN_NSTAGES; i++) {
+        const PlanStage *s = &p->stage[i];
+        if (s->src != PLAN_SRC_DECK || (s->tp <= 1 && s->pp <= 1)) continue;
+        const char *name = plan_stage_name(i);
+        return deck_report(d, d->key_line[deck_key_find(sec, strlen(sec), name, strlen(name))], NULL,
+                           "[%s] %s = tp%d pp%d: tensor and pipeline parallelism for arch = %s is not yet "
+                           "supported (use tp1 pp1; data parallelism replicates the model)",
+                           sec, name, s->tp > 0 ? s->tp : 1, s->pp > 0 ? s->pp : 1, arch);
+    }
+    return 0;
+}
+
+static int deck_check_arch(const Deck *d, const Config *c)
+{
+    int rc = deck_check_arch_keys(d, c);
+    if (rc || strcmp(c->model.arch, "gpt2") == 0) return rc;
+    rc = deck_check_arch_plan(d, "plan", &c->plan, c->model.arch);
+    return rc ? rc : deck_check_arch_plan(d, "switch", &c->sw.plan, c->model.arch);
+}
+
 static int deck_cross_checks(const Deck *d, const Config *c)
 {
+    int rc = deck_check_arch(d, c);
+    if (rc) return rc;
     int li = deck_key_find_dotted("model.n_head");
     if (c->model.n_embd % c->model.n_head != 0)
         return deck_report(d, d->key_line[li], NULL,
@@ -624,7 +706,7 @@ static int deck_cross_checks(const Deck *d, const Config *c)
         return deck_report(d, d->key_line[deck_key_find_dotted("sft.seq")], NULL,
                            "[sft] seq = %d exceeds [model] max_seq = %d (a training sequence must fit the context)",
                            c->sft.seq, c->model.max_seq);
-    int rc = deck_check_plan(d, "plan", &c->plan);
+    rc = deck_check_plan(d, "plan", &c->plan);
     if (rc) return rc;
     rc = deck_check_switch(d, &c->sw);
     if (rc) return rc;

@@ -18,10 +18,41 @@ void job_shape_of(const Config *cfg, const TaskSet *ts, JobShape *o) {
     int Tresp = cfg->ppo.steps > 0 ? cfg->ppo.max_response : task_max_answer(ts) + 1;
     o->Tgen = NR_MIN(cfg->model.max_seq, o->P + Tresp);
     o->have_rm = cfg->reward.network && cfg->ppo.steps > 0;
-    o->ac = (GPTConfig){.V = o->V, .maxT = cfg->model.max_seq, .L = cfg->model.n_layer, .C = cfg->model.n_embd,
-                        .NH = cfg->model.n_head};
+    o->ac = job_model_config(cfg, o->V);
     o->cc = o->ac;
     o->cc.value_head = 1;
+}
+
+/* auto | true | false for the arch: auto is on where the arch has it */
+static int job_arch_flag(const char *v, int arch_has) { return strcmp(v, "auto") == 0 ? arch_has : strcmp(v, "true") == 0; }
+
+GPTConfig job_model_config(const Config *cfg, int V) {
+    const ModelConfig *m = &cfg->model;
+    GPTConfig c = {.V = V, .maxT = m->max_seq, .L = m->n_layer, .C = m->n_embd, .NH = m->n_head};
+    c.arch = gpt_arch_parse(m->arch);
+    if (c.arch <= GPT_ARCH_GPT2) { c.arch = GPT_ARCH_GPT2; return c; }
+    c.NKV = m->n_kv_head;
+    c.ffn = m->ffn_dim;
+    c.head_dim = m->head_dim;
+    c.untied = !m->tie_embeddings;
+    c.qkv_bias = job_arch_flag(m->qkv_bias, c.arch == GPT_ARCH_QWEN2);
+    c.qk_norm = job_arch_flag(m->qk_norm, c.arch == GPT_ARCH_QWEN3);
+    c.rope_theta = m->rope_theta;
+    c.norm_eps = m->norm_eps;
+    if (m->rope_scaling_factor > 0) {
+        c.rope_llama3 = 1;
+        c.rope_orig_ctx = m->rope_original_max_seq;
+        c.rope_factor = m->rope_scaling_factor;
+        c.rope_low_freq = m->rope_low_freq_factor;
+        c.rope_high_freq = m->rope_high_freq_factor;
+    }
+    return c;
+}
+
+PlanLimits job_plan_limits(const Config *cfg, int world) {
+    int gpt2 = strcmp(cfg->model.arch, "gpt2") == 0;
+    return (PlanLimits){world, gpt2 ? cfg->model.n_head : 1, gpt2 ? cfg->model.n_layer : 1, cfg->ppo.batch,
+                        cfg->ppo.minibatch};
 }
 
 void tx_stage_capacity(const TxPricer *p, int id, int dp, int *Bmax, int *Tmax) {

@@ -85,7 +85,7 @@ static int run_switch(Job *j, const Config *cfg, int step, char *plan_text, size
     double t0 = nr_now();
     int world = j->size;
     PlanConfig np = cfg->sw.plan;
-    PlanLimits lim = {world, cfg->model.n_head, cfg->model.n_layer, cfg->ppo.batch, cfg->ppo.minibatch};
+    PlanLimits lim = job_plan_limits(cfg, world);
     PlanError perr;
     if (plan_resolve(&np, &lim, &perr) != 0) {
         /* plan_resolve speaks of [plan]: the same key of [switch] is meant */
@@ -267,6 +267,11 @@ static int run_check_job(RunCtx *r) {
                              cfg->model.max_seq, r->shape.Tsft);
     int rc = check_sft_split(cfg, deck);
     if (rc) return rc;
+    if (strcmp(cfg->model.arch, "gpt2") != 0 && strcmp(cfg->planner.policy, "off") != 0)
+        return deck_error_at(deck, "planner.policy",
+                             "[planner] policy = %s may choose tensor or pipeline parallelism, which for arch = %s "
+                             "is not yet supported; use policy = off",
+                             cfg->planner.policy, cfg->model.arch);
     if (strcmp(cfg->planner.policy, "off") != 0 && cfg->sw.step >= 0)
         return deck_error_at(deck, "planner.policy",
                              "[planner] policy = %s and [switch] step = %d both change the plan during the run; "
@@ -309,8 +314,14 @@ static int run_build(RunCtx *r) {
     if (live_check_fits(&r->lp, &r->job, r->why, sizeof r->why) != 0)
         return deck_error_at(r->deck, cfg->planner.memory_gib > 0 ? "planner.memory_gib" : "planner.policy",
                              "no plan fits the models in this job's %d rank(s): %s", r->world, r->why);
-    nr_log("model: GPT-2 L=%d C=%d NH=%d V=%d T=%d: %zu parameters (actor), %zu (critic)\n", cfg->model.n_layer,
-           cfg->model.n_embd, cfg->model.n_head, r->shape.V, cfg->model.max_seq, r->job.n_actor, r->job.n_critic);
+    if (gpt_is_llama(&r->job.ac))
+        nr_log("model: %s L=%d C=%d NH=%d NKV=%d hd=%d F=%d V=%d T=%d: %zu parameters (actor), %zu (critic)\n",
+               cfg->model.arch, cfg->model.n_layer, cfg->model.n_embd, cfg->model.n_head, gpt_kv_heads(&r->job.ac),
+               gpt_head_dim(&r->job.ac), gpt_ffn(&r->job.ac), r->shape.V, cfg->model.max_seq, r->job.n_actor,
+               r->job.n_critic);
+    else
+        nr_log("model: GPT-2 L=%d C=%d NH=%d V=%d T=%d: %zu parameters (actor), %zu (critic)\n", cfg->model.n_layer,
+               cfg->model.n_embd, cfg->model.n_head, r->shape.V, cfg->model.max_seq, r->job.n_actor, r->job.n_critic);
     nr_log("communicators: %d group set(s) for the %d model-stages (model-stages of one layout on the same ranks "
            "share one)\n", emu_cache_sets(&r->job.comms), PLAN_NSTAGES);
     r->deck_text = deck_resolved_text(r->deck, cfg);
