@@ -1,7 +1,7 @@
 /* test_planner.c — the planner's pure parts (planner.h): admission on
  * hand-computed cases (admit, refuse, not faster, urgent), the drift
- * monitor (threshold, pool, reference reset, the horizon H), cost-model
- * rules, the search (a valid plan no slower than the colocated default, at
+ * monitor (threshold, pool, reference reset, the horizon H), the shapes of
+ * live models against the model's own accounting, cost-model rules, the search (a valid plan no slower than the colocated default, at
  * 32, 256 and 1,024 ranks, timed), and the refusal of models that cannot
  * fit the pool with what does not fit. */
 #include <math.h>
@@ -126,6 +126,37 @@ static void check_drift(void) {
     CHECK(fabs(drift_horizon(&d, 990, 1000) - 10) < 1e-9, "H capped by the steps remaining (10)");
 }
 
+/* shape_of_config against the model's own accounting: the parameter count is gpt_logical_numel and the
+   forward FLOPs per token gpt_flops_per_token_fwd, for GPT-2 and the Llama family's variants */
+static void check_shape_of_config(void) {
+    GPTConfig g2 = {.V = 50257, .maxT = 1024, .L = 12, .C = 768, .NH = 12};
+    GPTConfig ll = {.V = 32000, .maxT = 2048, .L = 4, .C = 256, .NH = 8, .arch = GPT_ARCH_LLAMA, .NKV = 2, .ffn = 688};
+    GPTConfig q2 = ll, q3 = ll, crit = g2, llcrit = ll;
+    q2.arch = GPT_ARCH_QWEN2, q2.qkv_bias = 1, q2.untied = 1;
+    q3.arch = GPT_ARCH_QWEN3, q3.qk_norm = 1, q3.head_dim = 64; /* NH·hd = 512 ≠ C */
+    crit.value_head = 1;
+    llcrit.untied = 1, llcrit.value_head = 1;
+    const struct { const char *n; GPTConfig c; } cs[] = {
+        {"gpt2-124M", g2}, {"llama GQA", ll}, {"qwen2 bias, untied", q2}, {"qwen3 QK-norm, hd 64", q3},
+        {"gpt2 critic", crit}, {"llama critic, untied", llcrit},
+    };
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
+        ModelShape m = shape_of_config(&cs[i].c, "x");
+        double p = shape_params(&m), n = (double)gpt_logical_numel(&cs[i].c);
+        CHECK(p == n, "%s: shape_params %.0f = gpt_logical_numel %.0f", cs[i].n, p, n);
+        if (cs[i].c.value_head) continue; /* the value head's FLOPs: C, not the LM head's */
+        for (int T = 1; T <= 1024; T *= 32) {
+            double f = shape_fwd_flops(&m, T), g = gpt_flops_per_token_fwd(&cs[i].c, T);
+            CHECK(fabs(f - g) <= 1e-9 * g, "%s, T %d: shape_fwd_flops %.6g = gpt_flops_per_token_fwd %.6g", cs[i].n,
+                  T, f, g);
+        }
+    }
+    ModelShape m = shape_of_config(&ll, "x");
+    CHECK(m.KVH == 2 && m.FFN == 688 && m.gated && m.tied && m.V == 32000 && m.HD == 32 && !m.pos && !m.bias &&
+              m.norm_vecs == 1,
+          "llama: KVH 2, FFN 688, gated, tied, V 32000, HD 32, no wpe, no biases, RMSNorm");
+}
+
 /* cost model rules on the 8B actor and critic */
 static void check_cost_rules(const CostModel *cm, const Workload *w) {
     double p8 = shape_params(&cm->actor);
@@ -154,9 +185,9 @@ static void check_shared_cores(void) {
         sh.hw.cores = 2;
         sh.eff = eff_default();
         GPTConfig g = {.V = 64, .maxT = 32, .L = 2, .C = 64, .NH = 4, .value_head = 0};
-        sh.actor = shape_of_gpt(&g, "actor");
+        sh.actor = shape_of_config(&g, "actor");
         g.value_head = 1;
-        sh.critic = shape_of_gpt(&g, "critic");
+        sh.critic = shape_of_config(&g, "critic");
         Workload ww = {64, 16, 2, 10, 12, 12};
         double A = cost_stage_compute(&sh, PLAN_ACTOR_TRAIN, (GridLayout){1, 1, 1}, &ww);
         double K2 = cost_stage_compute(&sh, PLAN_CRITIC_TRAIN, (GridLayout){1, 1, 2}, &ww);
@@ -246,9 +277,9 @@ static void check_fit_plans(void) {
         truth.eff = eff_default();
         truth.eff.f[EFF_GEMM] = 0.3, truth.eff.f[EFF_LAT] = 0.9, truth.eff.f[EFF_P2P_INTRA] = 0.1;
         GPTConfig g = {.V = 64, .maxT = 32, .L = 4, .C = 64, .NH = 4, .value_head = 0};
-        truth.actor = shape_of_gpt(&g, "actor");
+        truth.actor = shape_of_config(&g, "actor");
         g.value_head = 1;
-        truth.critic = shape_of_gpt(&g, "critic");
+        truth.critic = shape_of_config(&g, "critic");
         Workload ww = {64, 16, 2, 10, 12, 12};
         static const struct { int stage; PlanStage st; } lay[] = {
             {PLAN_CRITIC_TRAIN, {PLAN_SRC_DECK, 1, 2, 1, 0, 2, {0, 1}}},
@@ -631,6 +662,7 @@ int main(void) {
     check_admission();
     check_guard();
     check_drift();
+    check_shape_of_config();
     CostModel cm;
     memset(&cm, 0, sizeof cm);
     cm.hw = h200();

@@ -219,8 +219,8 @@ void replay_model(const Replay *r, const SigRow *x, CostModel *cm, Workload *w) 
     memset(cm, 0, sizeof *cm);
     cm->hw = r->hw;
     memcpy(cm->eff.f, x->eff, sizeof cm->eff.f);
-    cm->actor = shape_of_gpt(&r->ac, "actor");
-    cm->critic = shape_of_gpt(&r->cc, "critic");
+    cm->actor = shape_of_config(&r->ac, "actor");
+    cm->critic = shape_of_config(&r->cc, "critic");
     cm->have_rm = r->have_rm;
     cm->headroom = r->tf->pa.headroom;
     cm->slow = x->slow;

@@ -4,7 +4,7 @@
  * drift monitor. No MPI: the live planner (rank 0) and the simulator
  * (--simulate) drive the same functions.
  *
- * Cost model. A model is a ModelShape (a GPT-2 of this code base, or the
+ * Cost model. A model is a ModelShape (a model of this code base, or the
  * shape of a modelled Llama / Qwen: grouped-query attention, gated MLP,
  * untied vocabulary). Hardware is a HwModel: one rank kind (peak FLOP/s,
  * memory, memory bandwidth) and two link kinds (inside a node, between
@@ -58,22 +58,34 @@
 typedef struct ModelShape {
     char name[32];
     int L, C, NH, KVH;   /* layers, width, query heads, key/value heads (KVH = NH: plain attention) */
+    int HD;              /* per-head width; 0: C / NH */
     int FFN;             /* MLP width (4C for GPT-2) */
     int gated;           /* 1: gated MLP (three matrices, as SwiGLU), 0: two */
     int V;               /* vocabulary */
     int tied;            /* 1: the LM head is the embedding */
     int value_head;      /* critic / reward: a scalar head instead of the LM head */
+    int idle_head;       /* 1: an untied LM head (V, C) held beside the value head (a live critic of an
+                            untied config): parameters, no FLOPs */
+    int pos;             /* rows of a learned position embedding (GPT-2: maxT); 0: none (RoPE) */
+    int bias;            /* 1: biases on every matmul of a block (GPT-2) */
+    int qkv_bias;        /* 1: biases on q, k and v only (Qwen2) */
+    int qk_norm;         /* 1: per-head norm weights of q and k (Qwen3) */
+    int norm_vecs;       /* vectors a norm: 2 LayerNorm (weight, bias), 1 RMSNorm (weight) */
     double wbytes;       /* bytes per weight (4: fp32; 2: bf16) */
     int exact;           /* 1: a model of this code base: memory from gpt_shard_bytes (cfg below) */
     GPTConfig cfg;       /* with exact */
 } ModelShape;
 
-/* GPT-2 of this code base (fp32, exact memory). */
-ModelShape shape_of_gpt(const GPTConfig *cfg, const char *name);
+/* A model of this code base, from its config's arch fields (GPT-2 or the
+ * Llama family; fp32, exact memory): shape_params is gpt_logical_numel and
+ * the forward FLOPs per token are gpt_flops_per_token_fwd's. */
+ModelShape shape_of_config(const GPTConfig *cfg, const char *name);
 /* The modelled shapes: "llama-3.1-8b", "qwen3-14b", "qwen3-32b", "llama-3.3-70b"; 0, or -1 if unknown. */
 int shape_named(const char *name, ModelShape *out);
 /* parameters (value head or LM head per the shape) */
 double shape_params(const ModelShape *m);
+/* forward FLOPs per token with context T: matmuls (2 a weight) and causal attention */
+double shape_fwd_flops(const ModelShape *m, double T);
 
 typedef struct HwModel {
     char name[32];

@@ -16,12 +16,17 @@
 
 /* ---- shapes ----------------------------------------------------------------- */
 
-ModelShape shape_of_gpt(const GPTConfig *cfg, const char *name) {
+ModelShape shape_of_config(const GPTConfig *cfg, const char *name) {
     ModelShape m;
     memset(&m, 0, sizeof m);
     snprintf(m.name, sizeof m.name, "%s", name);
-    m.L = cfg->L, m.C = cfg->C, m.NH = cfg->NH, m.KVH = cfg->NH, m.FFN = 4 * cfg->C, m.gated = 0;
-    m.V = cfg->V, m.tied = 1, m.value_head = cfg->value_head, m.wbytes = 4, m.exact = 1, m.cfg = *cfg;
+    int llama = gpt_is_llama(cfg);
+    m.L = cfg->L, m.C = cfg->C, m.NH = cfg->NH, m.KVH = gpt_kv_heads(cfg), m.HD = gpt_head_dim(cfg);
+    m.FFN = gpt_ffn(cfg), m.gated = llama, m.V = cfg->V, m.tied = !llama || !cfg->untied;
+    m.value_head = cfg->value_head, m.idle_head = cfg->value_head && !m.tied;
+    m.pos = llama ? 0 : cfg->maxT, m.bias = !llama, m.qkv_bias = llama && cfg->qkv_bias;
+    m.qk_norm = llama && cfg->qk_norm, m.norm_vecs = llama ? 1 : 2;
+    m.wbytes = 4, m.exact = 1, m.cfg = *cfg;
     return m;
 }
 
@@ -39,29 +44,47 @@ int shape_named(const char *name, ModelShape *out) {
             snprintf(out->name, sizeof out->name, "%s", name);
             out->L = t[i].L, out->C = t[i].C, out->NH = t[i].NH, out->KVH = t[i].KVH, out->FFN = t[i].FFN;
             out->gated = 1, out->V = t[i].V, out->tied = 0, out->wbytes = 2;
+            /* heads of C / NH (HD 0) and norms counted as weight and bias: the simulator's figures
+               have always used these; the (2L+1)·C the RMSNorms lack is under 1e-4 of the model */
+            out->norm_vecs = 2;
             return 0;
         }
     return -1;
 }
 
+/* per-head width, query and key/value widths */
+static double shape_hd(const ModelShape *m) { return m->HD > 0 ? m->HD : (double)m->C / m->NH; }
+static double shape_cq(const ModelShape *m) { return m->HD > 0 ? (double)m->NH * m->HD : m->C; }
+static double shape_ckv(const ModelShape *m) {
+    return m->HD > 0 ? (double)m->KVH * m->HD : (double)m->C * m->KVH / m->NH;
+}
+
 /* matmul weights of one layer */
 static double layer_params(const ModelShape *m) {
-    double C = m->C, kv = (double)m->C * m->KVH / m->NH;
-    return C * C + 2 * C * kv + C * C + (m->gated ? 3.0 : 2.0) * C * m->FFN;
+    double C = m->C, q = shape_cq(m), kv = shape_ckv(m);
+    return C * q + 2 * C * kv + q * C + (m->gated ? 3.0 : 2.0) * C * m->FFN;
+}
+
+/* the vectors of one layer: biases, norms of q and k, the two norms */
+static double layer_vectors(const ModelShape *m) {
+    double C = m->C, qkv = shape_cq(m) + 2 * shape_ckv(m);
+    double b = m->bias ? qkv + C + (m->gated ? 2.0 : 1.0) * m->FFN + C : (m->qkv_bias ? qkv : 0);
+    return b + (m->qk_norm ? 2 * shape_hd(m) : 0) + 2.0 * m->norm_vecs * m->C;
 }
 
 /* the head's matmul: the LM head (V·C) or the value head (C) */
 static double head_params(const ModelShape *m) { return m->value_head ? (double)m->C : (double)m->V * m->C; }
 
 double shape_params(const ModelShape *m) {
-    double emb = (double)m->V * m->C, ln = (2.0 * m->L + 1) * 2 * m->C;
-    double head = m->value_head ? m->C + 1.0 : (m->tied ? 0 : (double)m->V * m->C);
-    return emb + m->L * layer_params(m) + ln + head;
+    double emb = ((double)m->V + m->pos) * m->C, ln = (double)m->norm_vecs * m->C;
+    double lm = (double)m->V * m->C, head = m->value_head ? m->C + 1.0 + (m->idle_head ? lm : 0) : (m->tied ? 0 : lm);
+    return emb + m->L * (layer_params(m) + layer_vectors(m)) + ln + head;
 }
 
 /* forward FLOPs per token with context T: matmuls + causal attention */
 static double fwd_flops_dense(const ModelShape *m) { return 2.0 * (m->L * layer_params(m) + head_params(m)); }
-static double fwd_flops_attn(const ModelShape *m, double T) { return m->L * 4.0 * m->C * (T + 1) / 2.0; }
+static double fwd_flops_attn(const ModelShape *m, double T) { return m->L * 4.0 * shape_cq(m) * (T + 1) / 2.0; }
+double shape_fwd_flops(const ModelShape *m, double T) { return fwd_flops_dense(m) + fwd_flops_attn(m, T); }
 
 Efficiency eff_default(void) {
     Efficiency e;
@@ -118,7 +141,7 @@ static double stage_parts(const CostModel *cm, int stage, GridLayout l, const Wo
     double P = shape_params(m), Ploc = P / (tp * pp);
     double T = w->prompt_len + w->resp_len, Tmax = w->prompt_len + w->resp_max;
     double B = (double)w->batch / dp; /* rows per replica */
-    double C = m->C, Lloc = (double)m->L / pp, kvw = C * m->KVH / m->NH;
+    double C = m->C, Lloc = (double)m->L / pp, kvw = shape_ckv(m);
     double F = hw->flops, E_g = cm->eff.f[EFF_GEMM], E_a = cm->eff.f[EFF_ATTN];
     double mb = pp, bubble = (mb + pp - 1) / mb;
     /* operations of one forward pass over a pipeline stage's layers: ~12 a layer, ~4 for the head */

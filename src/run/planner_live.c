@@ -101,8 +101,8 @@ void live_init(LivePlanner *lp, Job *j) {
     hw->lat[0] = hw->lat[1] = cfg->transition.latency_us * 1e-6;
     hw->op_s = 1e-6; /* an operation's fixed cost, nominal: EFF_OPS calibrates it */
     cm->eff = eff_default();
-    cm->actor = shape_of_gpt(&j->ac, "actor");
-    cm->critic = shape_of_gpt(&j->cc, "critic");
+    cm->actor = shape_of_config(&j->ac, "actor");
+    cm->critic = shape_of_config(&j->cc, "critic");
     cm->have_rm = j->have_rm;
     cm->headroom = 0.1;
     cm->slow = lp->slow;

@@ -67,8 +67,8 @@ static int load(const char *path) {
             GPTConfig g;
             memset(&g, 0, sizeof g);
             sscanf(line + 6, "%d %d %d %d %d %d", &g.L, &g.C, &g.NH, &g.V, &g.maxT, &g.value_head);
-            if (models == 0) base.actor = shape_of_gpt(&g, "actor");
-            else base.critic = shape_of_gpt(&g, "critic");
+            if (models == 0) base.actor = shape_of_config(&g, "actor");
+            else base.critic = shape_of_config(&g, "critic");
             models++;
         } else if (!strncmp(line, "rm ", 3)) sscanf(line + 3, "%d %lf", &base.have_rm, &base.headroom);
         else if (!strncmp(line, "work ", 5))
