@@ -1,11 +1,13 @@
 /* bench_step.c — `make bench`, foundation part: one rank, CPU backend.
  *
- *  1. Training step (forward + backward + AdamW) tokens/s for the tiny model
- *     and a GPT-2 124M shape at B=4, T=64, with 1 and 2 BLAS threads.
+ *  1. Training step (forward + backward + AdamW) tokens/s for the tiny model,
+ *     a GPT-2 124M shape and a Llama-family shape of the same width and depth
+ *     (GQA, SwiGLU: LLAMA_124M) at B=4, T=64, with 1 and 2 BLAS threads.
  *  2. The step's achieved GFLOP/s (model FLOPs: 3 × forward, attention
  *     included) beside bare cblas_sgemm GFLOP/s on exactly the GEMMs the step
- *     issues (same shapes, same transposes), timed in the same run: the ratio
- *     says how close the step gets to the BLAS it is built on.
+ *     issues (same shapes, same transposes, taken from the config), timed in
+ *     the same run: the ratio says how close the step gets to the BLAS it is
+ *     built on.
  *  3. Generation tokens/s with and without the KV cache (the same sampled
  *     tokens either way; test_model checks that).
  * Prints a table and writes `metric: value` lines to the file in argv[1].
@@ -46,12 +48,35 @@ static double train_step(GPT *m, const int *tok, const int *tg, const float *dlo
     return nr_now() - t0;
 }
 
+/* The (IC, OC) of the matmuls the config's step issues, in order: per layer
+ * the packed q|k|v (C → Cq + 2·Ckv), the output projection (Cq → C), the MLP
+ * up (C → F, or C → 2F [gate | up] for SwiGLU) and down (F → C); then the LM
+ * head (C → V) once. GPT-2 is the case Cq = Ckv = C, F = 4C, not gated. */
+static void step_gemms(const GPTConfig *c, int shapes[5][2]) {
+    int C = c->C, hd = gpt_head_dim(c), Cq = c->NH * hd, Ckv = gpt_kv_heads(c) * hd, F = gpt_ffn(c);
+    int up = gpt_is_llama(c) ? 2 * F : F;
+    int s[5][2] = {{C, Cq + 2 * Ckv}, {Cq, C}, {C, up}, {F, C}, {C, c->V}};
+    memcpy(shapes, s, sizeof s);
+}
+
+/* the largest IC, OC and IC·OC over the step's matmuls (operand sizes) */
+static void step_gemm_max(const GPTConfig *c, size_t *ic, size_t *oc, size_t *w) {
+    int sh[5][2];
+    step_gemms(c, sh);
+    *ic = *oc = *w = 0;
+    for (int s = 0; s < 5; s++) {
+        *ic = NR_MAX(*ic, (size_t)sh[s][0]);
+        *oc = NR_MAX(*oc, (size_t)sh[s][1]);
+        *w = NR_MAX(*w, (size_t)sh[s][0] * sh[s][1]);
+    }
+}
+
 /* The GEMMs of one training step, as bare cblas_sgemm calls. Row-major;
  * forward out(N,OC) = inp(N,IC)·W(OC,IC)^T; backward dinp = dout·W and
  * dW = dout^T·inp. Returns seconds; *flops gets their FLOP count. */
 static double sgemm_step(const GPTConfig *c, int N, float *A, float *Bm, float *Cm, double *flops) {
-    int C = c->C;
-    int shapes[5][2] = {{C, 3 * C}, {C, C}, {C, 4 * C}, {4 * C, C}, {C, c->V}}; /* (IC, OC) */
+    int shapes[5][2]; /* (IC, OC) */
+    step_gemms(c, shapes);
     double f = 0, t0 = nr_now();
     for (int l = 0; l <= c->L; l++) {
         for (int s = 0; s < 5; s++) {
@@ -66,6 +91,10 @@ static double sgemm_step(const GPTConfig *c, int N, float *A, float *Bm, float *
     *flops = f;
     return nr_now() - t0;
 }
+
+/* A Llama-family model beside GPT-2 124M: the same V, L, C and NH, grouped-query attention with 4
+ * key/value heads, a SwiGLU MLP of width 2048, the LM head tied to the embedding. */
+#define LLAMA_124M {.V = 50257, .L = 12, .C = 768, .NH = 12, .arch = GPT_ARCH_LLAMA, .NKV = 4, .ffn = 2048}
 
 typedef struct Shape { const char *name; GPTConfig c; int B, T, reps; } Shape;
 
@@ -84,8 +113,9 @@ static void bench_train(const Shape *s, int threads) {
         dl[i] = -1.0f / BT;
     }
     /* sgemm operands big enough for the largest shape */
-    size_t C = (size_t)s->c.C, wide = (size_t)NR_MAX(s->c.V, 4 * s->c.C);
-    size_t na = (size_t)BT * 4 * C, nb = wide * C, nc = (size_t)BT * wide; /* inp, weight, out */
+    size_t ic, oc, w;
+    step_gemm_max(&s->c, &ic, &oc, &w);
+    size_t na = (size_t)BT * ic, nb = w, nc = (size_t)BT * oc; /* inp, weight, out */
     float *A = nr_xcalloc(na, sizeof(float)), *Bm = nr_xcalloc(nb, sizeof(float)), *Cm = nr_xcalloc(nc, sizeof(float));
     for (size_t i = 0; i < na; i++) A[i] = 1e-3f * (float)(i % 17);
     for (size_t i = 0; i < nb; i++) Bm[i] = 1e-3f * (float)(i % 13);
@@ -182,14 +212,16 @@ int main(int argc, char **argv) {
     if (tf32) { fprintf(stderr, "bench_step: --tf32 needs the CUDA backend\n"); return 2; }
 #endif
     printf("backend: %s%s\n", bench_be->name, tf32 ? " (TF32)" : "");
-    Shape shapes[2] = {
+    Shape shapes[3] = {
         {"tiny", {.V = TASK_VOCAB, .maxT = 64, .L = 2, .C = 64, .NH = 4}, 4, 64, quick ? 3 : 9},
         {"gpt2-124M", {.V = 50257, .maxT = 64, .L = 12, .C = 768, .NH = 12}, 4, 64, quick ? 1 : 3},
+        {"llama-124M", LLAMA_124M, 4, 64, quick ? 1 : 3},
     };
+    shapes[2].c.maxT = 64;
     printf("\n== training step (forward + backward + AdamW), one rank, %s backend\n", bench_be->name);
     printf("%-22s %4s %3s %3s %7s %12s %10s %10s %8s\n", "model", "thr", "B", "T", "reps", "tokens/s", "step GF/s",
            "sgemm GF/s", "ratio");
-    for (int s = 0; s < 2; s++)
+    for (int s = 0; s < 3; s++)
         for (int th = 1; th <= 2; th++) bench_train(&shapes[s], th);
     printf("  step GF/s counts model FLOPs (3x forward incl. attention); sgemm GF/s times the step's own GEMM\n"
            "  shapes with bare cblas_sgemm in the same run; ratio = step / sgemm (goal >= 0.60)\n");
@@ -197,6 +229,9 @@ int main(int argc, char **argv) {
     printf("%-22s %4s %5s %3s %9s %9s %8s\n", "model", "B", "P", "R", "KV tok/s", "full tok/s", "speedup");
     bench_gen("tiny", (GPTConfig){.V = TASK_VOCAB, .L = 2, .C = 64, .NH = 4}, 64, 4, 24, quick ? 2 : 5);
     bench_gen("gpt2-124M", (GPTConfig){.V = 50257, .L = 12, .C = 768, .NH = 12}, 4, 4, quick ? 8 : 26, quick ? 1 : 3);
+    bench_gen("llama-124M", (GPTConfig)LLAMA_124M, 4, 4, quick ? 8 : 26, quick ? 1 : 3);
+    printf("  llama-124M: arch llama, V 50257, L 12, C 768, NH 12, n_kv_head 4, ffn_dim 2048, tied head:"
+           " %zu parameters\n", gpt_logical_numel(&(GPTConfig)LLAMA_124M));
     if (out_txt) fclose(out_txt);
     MPI_Finalize();
     return 0;
