@@ -442,8 +442,8 @@ int main(int argc, char **argv) {
     if (rank == 0) {
         char tok[300], why[1024] = "";
         snprintf(tok, sizeof tok, "%s/tok.bin", dir);
-        uint16_t t[400];
-        for (int q = 0; q < 400; q++) t[q] = (uint16_t)rng_below(5, RNG_TEST, 9, (uint64_t)q, 15);
+        uint32_t t[400];
+        for (int q = 0; q < 400; q++) t[q] = (uint32_t)rng_below(5, RNG_TEST, 9, (uint64_t)q, 15);
         if (tokens_write(tok, t, 400, why, sizeof why)) nr_fatal("%s", why);
         int B = 3, T = 12;
         double loss = -1;

@@ -9,7 +9,8 @@
 # h5dump -H on a checkpoint; bad command lines exit 2 with usage; export and
 # import onto a full disk (a 64 KiB tmpfs, where root can mount one): refused,
 # earlier files intact; damaged llm.c and token headers refused from the
-# file size before any allocation, a NaN weight refused naming the tensor.
+# file size before any allocation, a NaN weight refused naming the tensor;
+# a version-2 (uint32) token file with an id beyond the vocabulary refused.
 # Prints one ok/FAIL line per check; exits non-zero when any failed.
 set -u
 cd "$(dirname "$0")/.."
@@ -128,6 +129,12 @@ python3 -c 'import sys; b = bytearray(open(sys.argv[1], "rb").read()); b[1024] =
 "$CK" loss "$D/a.h5" --tokens "$D/tok15.bin" --batch 4 --seq 16 >/dev/null 2>"$D/err"; rc=$?
 [ $rc = 1 ] && grep -q 'token id 15 is outside the actor.s vocabulary of 15' "$D/err"
 ok $? "loss refuses a padding id as a token: $(cat "$D/err")"
+# a version-2 token file (uint32 ids, for vocabularies above 65,536): one id of 70,000, beyond the actor's 15
+/usr/bin/python3 -c 'import struct,sys; ids = [q % 15 for q in range(100)]; ids[37] = 70000
+open(sys.argv[1], "wb").write(struct.pack("<256i", 20240520, 2, len(ids), *([0] * 253)) + struct.pack("<%dI" % len(ids), *ids))' "$D/tok32.bin"
+"$CK" loss "$D/a.h5" --tokens "$D/tok32.bin" --batch 4 --seq 16 >/dev/null 2>"$D/err"; rc=$?
+[ $rc = 1 ] && grep -q 'tok32\.bin: token id 70000 is outside the actor.s vocabulary of 15' "$D/err"
+ok $? "loss refuses a version-2 token file with an id beyond the vocabulary, naming the id: $(cat "$D/err")"
 
 h5dump -H "$D/a.h5" >"$D/h5dump" 2>&1 && grep -q 'DATASET "qkvw"' "$D/h5dump" && grep -q 'ATTRIBUTE "checksum"' "$D/h5dump"
 ok $? "h5dump -H reads a checkpoint"

@@ -1,6 +1,7 @@
 /* test_task.c — tasks produce correct answers, rewards give partial credit,
  * token files round-trip and bad ones are refused with a reason. */
 #include <mpi.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +9,68 @@
 
 #include "check.h"
 #include "nereus/task.h"
+
+/* The whole file as bytes; *n its length. */
+static unsigned char *slurp(const char *path, size_t *n) {
+    FILE *f = fopen(path, "rb");
+    unsigned char *b = malloc(1 << 20);
+    *n = f ? fread(b, 1, 1 << 20, f) : 0;
+    if (f) fclose(f);
+    return b;
+}
+
+/* Ids below 65,536 give version 1 byte for byte as llm.c writes it: the header, then little-endian uint16s. */
+static void check_v1_bytes(const char *path, const uint32_t *toks, size_t count) {
+    unsigned char want[1024 + 2 * 100] = {0};
+    int32_t hdr[3] = {20240520, 1, (int32_t)count};
+    memcpy(want, hdr, sizeof hdr);
+    for (size_t i = 0; i < count; i++) {
+        want[1024 + 2 * i] = (unsigned char)(toks[i] & 0xff);
+        want[1024 + 2 * i + 1] = (unsigned char)(toks[i] >> 8);
+    }
+    size_t n;
+    unsigned char *got = slurp(path, &n);
+    CHECK(n == 1024 + 2 * count && memcmp(got, want, n) == 0, "version 1 is llm.c's bytes exactly (%zu bytes)", n);
+    free(got);
+}
+
+/* Overwrite one int32 of the file at byte offset off. */
+static int put32(const char *path, long off, int32_t v) {
+    FILE *f = fopen(path, "r+b");
+    int ok = f && fseek(f, off, SEEK_SET) == 0 && fwrite(&v, 4, 1, f) == 1;
+    return (f ? fclose(f) == 0 : 0) && ok;
+}
+
+/* Version 2: ids above 65,535 round-trip; a truncated file, an id above 2^31-1 and an unknown version refused. */
+static void check_v2(const char *path) {
+    char why[512] = "";
+    uint32_t big[50];
+    for (int i = 0; i < 50; i++) big[i] = (uint32_t)(i * 4099 % 151936);
+    big[7] = 151935;
+    TokenFile tf;
+    CHECK(tokens_write(path, big, 50, why, sizeof why) == 0, "write a version-2 token file");
+    size_t n;
+    int32_t *raw = (int32_t *)slurp(path, &n);
+    CHECK(n == 1024 + 4 * 50 && raw[0] == 20240520 && raw[1] == 2 && raw[2] == 50, "ids above 65,535 give version 2");
+    free(raw);
+    CHECK(tokens_read(&tf, path, why, sizeof why) == 0 && tf.count == 50 && tf.version == 2 &&
+              memcmp(tf.tokens, big, sizeof big) == 0 && tf.max_token == 151935, "version 2 round-trips: %s", why);
+    tokens_free(&tf);
+    CHECK(truncate(path, 1024 + 2 * 50) == 0, "truncate to a version-1 size");
+    CHECK(tokens_read(&tf, path, why, sizeof why) == -1 && strstr(why, "says 50 tokens but the file holds 25 (truncated"),
+          "a truncated version-2 file refused from its size at 4 bytes a token: %s", why);
+    tokens_write(path, big, 50, why, sizeof why);
+    CHECK(put32(path, 1024 + 4 * 9, (int32_t)0x80000000u), "an id of 2^31");
+    CHECK(tokens_read(&tf, path, why, sizeof why) == -1 && strstr(why, path) && strstr(why, "token 9 is 2147483648"),
+          "a version-2 id above 2^31-1 refused naming the file and position: %s", why);
+    uint32_t huge = 0x80000000u;
+    CHECK(tokens_write(path, &huge, 1, why, sizeof why) == -1 && strstr(why, "above 2147483647"),
+          "writing an id above 2^31-1 refused: %s", why);
+    tokens_write(path, big, 50, why, sizeof why);
+    CHECK(put32(path, 4, 3), "version to 3");
+    CHECK(tokens_read(&tf, path, why, sizeof why) == -1 && strstr(why, "unsupported token file version 3"),
+          "an unknown version refused: %s", why);
+}
 
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
@@ -48,13 +111,15 @@ int main(int argc, char **argv) {
     char path[] = "/tmp/nereus_tokXXXXXX";
     int fd = mkstemp(path);
     close(fd);
-    uint16_t toks[100];
-    for (int i = 0; i < 100; i++) toks[i] = (uint16_t)(i * 7 % 15);
+    uint32_t toks[100];
+    for (int i = 0; i < 100; i++) toks[i] = (uint32_t)(i * 7 % 15);
     TokenFile tf;
     CHECK(tokens_write(path, toks, 100, why, sizeof why) == 0, "write token file");
-    CHECK(tokens_read(&tf, path, why, sizeof why) == 0 && tf.count == 100 && memcmp(tf.tokens, toks, 200) == 0 &&
-              tf.max_token == 14, "token file round-trips");
+    CHECK(tokens_read(&tf, path, why, sizeof why) == 0 && tf.count == 100 && memcmp(tf.tokens, toks, 400) == 0 &&
+              tf.max_token == 14 && tf.version == 1, "token file round-trips");
     tokens_free(&tf);
+    check_v1_bytes(path, toks, 100);
+    check_v2(path);
     FILE *f = fopen(path, "r+b");
     int32_t magic = 1234;
     fwrite(&magic, 4, 1, f);

@@ -1,5 +1,6 @@
 /* task-tokens.c — bin/nereus-task-tokens: write task demonstrations
- * ("prompt answer EOS", concatenated) as an llm.c token file, the input of
+ * ("prompt answer EOS", concatenated) as an llm.c token file (version 1,
+ * uint16: the task vocabulary is tiny), the input of
  * the SFT deck's `data = tokens` path.
  *   nereus-task-tokens OUT.bin [--count N] [--tasks reverse,sort] [--digits D] [--seed S] */
 #include <mpi.h>
@@ -51,13 +52,13 @@ int main(int argc, char **argv) {
         return 2;
     }
     int P = task_prompt_len(&ts), per = P + task_max_answer(&ts) + 1;
-    uint16_t *buf = malloc((size_t)count * per * sizeof(uint16_t));
+    uint32_t *buf = malloc((size_t)count * per * sizeof(uint32_t));
     size_t n = 0;
     int prompt[32], ans[32], al;
     for (long g = 0; g < count; g++) {
         task_make(&ts, (1ULL << 41) + (uint64_t)g, prompt, ans, &al);
-        for (int i = 0; i < P; i++) buf[n++] = (uint16_t)prompt[i];
-        for (int i = 0; i < al; i++) buf[n++] = (uint16_t)ans[i];
+        for (int i = 0; i < P; i++) buf[n++] = (uint32_t)prompt[i];
+        for (int i = 0; i < al; i++) buf[n++] = (uint32_t)ans[i];
         buf[n++] = TOK_EOS;
     }
     int rc = tokens_write(out, buf, n, why, sizeof why);

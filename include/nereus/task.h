@@ -38,16 +38,26 @@ float task_reward(const int *answer, int answer_len, const int *response, int le
 void task_detok(const int *tok, int n, char *buf);
 const char *task_kind_name(int kind);
 
-/* llm.c token files: 256 int32 header (magic 20240520, version 1, count),
- * then count uint16 tokens. */
+/* Token files: llm.c's format and a wider variant with the same header.
+ *   int32 header[256] = {20240520, version, count, 0, ...}, then count tokens:
+ *   version 1: uint16 tokens, exactly as llm.c writes and reads them;
+ *   version 2: uint32 tokens, for vocabularies above 65,536 (Llama 3, Qwen);
+ *              ids above 2^31-1 are refused.
+ * All little-endian. The file holds exactly the header's count of tokens at
+ * the version's width, nothing after them. */
+#define TOKENS_MAGIC 20240520
 typedef struct TokenFile {
-    uint16_t *tokens;
+    uint32_t *tokens;   /* either version, widened; every id at most INT32_MAX */
     size_t count;
+    int version;        /* 1 or 2, as the file's header says */
     int max_token;
 } TokenFile;
-/* Returns 0, or −1 with why filled (file named, what was wrong). */
+/* Either version. Returns 0, or −1 with why filled (file named, what was
+ * wrong: the size is checked against the header before any allocation). */
 int tokens_read(TokenFile *tf, const char *path, char *why, size_t why_len);
-int tokens_write(const char *path, const uint16_t *tokens, size_t count, char *why, size_t why_len);
+/* Version 1 when every id fits in uint16 (so small vocabularies stay llm.c
+ * files), version 2 otherwise; refuses an id above INT32_MAX. */
+int tokens_write(const char *path, const uint32_t *tokens, size_t count, char *why, size_t why_len);
 void tokens_free(TokenFile *tf);
 
 #endif

@@ -216,8 +216,8 @@ int ckpt_eval_loss(const char *path, const char *tokens_path, int B, int T, doub
     int *tok = nr_xmalloc(n * sizeof(int)), *tg = nr_xmalloc(n * sizeof(int));
     float *logp = nr_xmalloc(n * sizeof(float));
     for (size_t k = 0; k < n; k++) {
-        tok[k] = tf.tokens[k];   /* row b = tokens[b·T, b·T+T): the SFT step's windows at step 0 */
-        tg[k] = tf.tokens[k + 1];
+        tok[k] = (int)tf.tokens[k];   /* row b = tokens[b·T, b·T+T): the SFT step's windows at step 0 */
+        tg[k] = (int)tf.tokens[k + 1];
     }
     gpt_forward(&m, tok, B, T, 1, 0);
     gpt_logprob(&m, tg, logp, NULL);

@@ -80,8 +80,8 @@ static void sft_fill_tokens(SftData *d, int B, int b0, int n, int step) {
     for (int b = 0; b < n; b++) {
         size_t start = (((size_t)step * B + (size_t)(b0 + b)) * (size_t)T) % span;
         for (int t = 0; t < T; t++) {
-            d->tokens[(size_t)b * T + t] = d->tf.tokens[start + t];
-            d->targets[(size_t)b * T + t] = d->tf.tokens[start + t + 1];
+            d->tokens[(size_t)b * T + t] = (int)d->tf.tokens[start + t];
+            d->targets[(size_t)b * T + t] = (int)d->tf.tokens[start + t + 1];
         }
     }
 }

@@ -2,6 +2,7 @@
 #include "nereus/task.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,6 +111,82 @@ void task_detok(const int *tok, int n, char *buf) {
 
 /* ---- llm.c token files -------------------------------------------------- */
 
+/* Bytes per token of a header's version: 2 (version 1), 4 (version 2), 0 (unknown). */
+static size_t tokens_width(int32_t version) {
+    return version == 1 ? 2 : version == 2 ? 4 : 0;
+}
+
+/* Magic, version and count; the token width of the version in *width. */
+static int tokens_check_header(const int32_t *hdr, const char *path, size_t *width, char *why, size_t why_len) {
+    if (hdr[0] != TOKENS_MAGIC) {
+        snprintf(why, why_len, "%s: bad magic %d (an llm.c token file has %d)", path, hdr[0], TOKENS_MAGIC);
+        return -1;
+    }
+    *width = tokens_width(hdr[1]);
+    if (*width == 0) {
+        snprintf(why, why_len, "%s: unsupported token file version %d (1: uint16 tokens, 2: uint32 tokens)", path,
+                 hdr[1]);
+        return -1;
+    }
+    if (hdr[2] < 2) {
+        snprintf(why, why_len, "%s: header says %d tokens; need at least 2", path, hdr[2]);
+        return -1;
+    }
+    return 0;
+}
+
+/* The size before the allocation: a damaged header must not ask for gigabytes. A regular file must hold
+   exactly the header's count at the version's width, as llm.c's own loader asks: bytes past it mean the
+   count is damaged or the file is not one shard, and reading the count alone would train on part of it
+   without a word. */
+static int tokens_check_size(FILE *f, const char *path, size_t count, size_t width, char *why, size_t why_len) {
+    struct stat sb;
+    double want = 1024.0 + (double)width * (double)count;
+    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode) || (double)sb.st_size == want) return 0;
+    long long held = sb.st_size > 1024 ? (long long)(sb.st_size - 1024) / (long long)width : 0LL;
+    long long extra = sb.st_size > 1024 ? (long long)(sb.st_size - 1024) % (long long)width : 0LL;
+    if ((double)sb.st_size < want)
+        snprintf(why, why_len, "%s: header says %zu tokens but the file holds %lld (truncated?)", path, count, held);
+    else
+        snprintf(why, why_len, "%s: header says %zu tokens but the file is %lld bytes, room for %lld%s (a damaged "
+                 "header, or not one llm.c token file?)", path, count, (long long)sb.st_size, held,
+                 extra == 1 ? " and a byte" : extra > 1 ? " and some bytes" : "");
+    return -1;
+}
+
+/* Version-1 tokens, widened to uint32 chunk by chunk; the count of tokens read. */
+static size_t tokens_read_narrow(uint32_t *out, size_t count, FILE *f) {
+    uint16_t chunk[4096];
+    size_t got = 0;
+    while (got < count) {
+        size_t want = count - got < 4096 ? count - got : 4096, k = fread(chunk, sizeof(uint16_t), want, f);
+        for (size_t j = 0; j < k; j++) out[got + j] = chunk[j];
+        got += k;
+        if (k < want) break;
+    }
+    return got;
+}
+
+/* The tokens at the file's width, as uint32 in tf->tokens; ids above INT32_MAX refused. */
+static int tokens_read_body(TokenFile *tf, FILE *f, const char *path, size_t width, char *why, size_t why_len) {
+    tf->tokens = nr_xmalloc(tf->count * sizeof(uint32_t));
+    size_t got = width == 2 ? tokens_read_narrow(tf->tokens, tf->count, f)
+                            : fread(tf->tokens, sizeof(uint32_t), tf->count, f);
+    if (got != tf->count) {
+        snprintf(why, why_len, "%s: header says %zu tokens but the file holds %zu (truncated?)", path, tf->count, got);
+        return -1;
+    }
+    for (size_t i = 0; i < tf->count; i++) {
+        if (tf->tokens[i] > (uint32_t)INT32_MAX) {
+            snprintf(why, why_len, "%s: token %zu is %" PRIu32 ", above the largest id 2147483647", path, i,
+                     tf->tokens[i]);
+            return -1;
+        }
+        if ((int)tf->tokens[i] > tf->max_token) tf->max_token = (int)tf->tokens[i];
+    }
+    return 0;
+}
+
 int tokens_read(TokenFile *tf, const char *path, char *why, size_t why_len) {
     memset(tf, 0, sizeof *tf);
     FILE *f = fopen(path, "rb");
@@ -118,65 +195,58 @@ int tokens_read(TokenFile *tf, const char *path, char *why, size_t why_len) {
         return -1;
     }
     int32_t hdr[256];
-    if (fread(hdr, sizeof(int32_t), 256, f) != 256) {
+    size_t width = 0;
+    int rc = -1;
+    if (fread(hdr, sizeof(int32_t), 256, f) != 256)
         snprintf(why, why_len, "%s: too short for an llm.c token file (256-int32 header)", path);
-        fclose(f);
-        return -1;
+    else if (tokens_check_header(hdr, path, &width, why, why_len) == 0 &&
+             tokens_check_size(f, path, (size_t)hdr[2], width, why, why_len) == 0) {
+        tf->count = (size_t)hdr[2];
+        tf->version = hdr[1];
+        rc = tokens_read_body(tf, f, path, width, why, why_len);
     }
-    if (hdr[0] != 20240520) {
-        snprintf(why, why_len, "%s: bad magic %d (an llm.c token file has 20240520)", path, hdr[0]);
-        fclose(f);
-        return -1;
-    }
-    if (hdr[1] != 1) {
-        snprintf(why, why_len, "%s: unsupported token file version %d (expected 1)", path, hdr[1]);
-        fclose(f);
-        return -1;
-    }
-    if (hdr[2] < 2) {
-        snprintf(why, why_len, "%s: header says %d tokens; need at least 2", path, hdr[2]);
-        fclose(f);
-        return -1;
-    }
-    tf->count = (size_t)hdr[2];
-    /* The size before the allocation: a damaged header must not ask for gigabytes. A regular file must hold
-       exactly the header's count, as llm.c's own loader asks: bytes past it mean the count is damaged or
-       the file is not one shard, and reading the count alone would train on part of it without a word. */
-    struct stat sb;
-    double want = 1024.0 + 2.0 * (double)tf->count;
-    if (fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode) && (double)sb.st_size != want) {
-        long long held = sb.st_size > 1024 ? (long long)(sb.st_size - 1024) / 2 : 0LL;
-        if ((double)sb.st_size < want)
-            snprintf(why, why_len, "%s: header says %zu tokens but the file holds %lld (truncated?)", path, tf->count, held);
-        else
-            snprintf(why, why_len, "%s: header says %zu tokens but the file is %lld bytes, room for %lld%s (a damaged "
-                     "header, or not one llm.c token file?)", path, tf->count, (long long)sb.st_size, held,
-                     (sb.st_size - 1024) % 2 ? " and a byte" : "");
-        fclose(f);
-        tf->count = 0;
-        return -1;
-    }
-    tf->tokens = nr_xmalloc(tf->count * sizeof(uint16_t));
-    size_t got = fread(tf->tokens, sizeof(uint16_t), tf->count, f);
     fclose(f);
-    if (got != tf->count) {
-        snprintf(why, why_len, "%s: header says %zu tokens but the file holds %zu (truncated?)", path, tf->count, got);
-        tokens_free(tf);
-        return -1;
-    }
-    for (size_t i = 0; i < tf->count; i++)
-        if (tf->tokens[i] > tf->max_token) tf->max_token = tf->tokens[i];
-    return 0;
+    if (rc) tokens_free(tf);
+    return rc;
 }
 
-int tokens_write(const char *path, const uint16_t *tokens, size_t count, char *why, size_t why_len) {
+/* Version 1 when every id fits in uint16, else version 2; -1 when an id is above INT32_MAX. */
+static int tokens_version_for(const uint32_t *tokens, size_t count) {
+    int version = 1;
+    for (size_t i = 0; i < count; i++) {
+        if (tokens[i] > (uint32_t)INT32_MAX) return -1;
+        if (tokens[i] > UINT16_MAX) version = 2;
+    }
+    return version;
+}
+
+/* The tokens at the version's width. */
+static int tokens_write_body(FILE *f, const uint32_t *tokens, size_t count, int version) {
+    if (version == 2) return fwrite(tokens, sizeof(uint32_t), count, f) == count;
+    uint16_t chunk[4096];
+    for (size_t i = 0; i < count;) {
+        size_t k = count - i < 4096 ? count - i : 4096;
+        for (size_t j = 0; j < k; j++) chunk[j] = (uint16_t)tokens[i + j];
+        if (fwrite(chunk, sizeof(uint16_t), k, f) != k) return 0;
+        i += k;
+    }
+    return 1;
+}
+
+int tokens_write(const char *path, const uint32_t *tokens, size_t count, char *why, size_t why_len) {
+    int version = tokens_version_for(tokens, count);
+    if (version < 0 || count > (size_t)INT32_MAX) {
+        snprintf(why, why_len, "%s: %s", path, version < 0 ? "a token id is above 2147483647"
+                                                           : "more than 2147483647 tokens for one header");
+        return -1;
+    }
     FILE *f = fopen(path, "wb");
     if (!f) {
         snprintf(why, why_len, "%s: cannot create: %s", path, strerror(errno));
         return -1;
     }
-    int32_t hdr[256] = {20240520, 1, (int32_t)count};
-    int ok = fwrite(hdr, sizeof hdr, 1, f) == 1 && fwrite(tokens, sizeof(uint16_t), count, f) == count;
+    int32_t hdr[256] = {TOKENS_MAGIC, version, (int32_t)count};
+    int ok = fwrite(hdr, sizeof hdr, 1, f) == 1 && tokens_write_body(f, tokens, count, version);
     ok = (fclose(f) == 0) && ok;
     if (!ok) snprintf(why, why_len, "%s: write failed: %s", path, strerror(errno));
     return ok ? 0 : -1;

@@ -11,7 +11,7 @@ Writes, for a tiny GPT2LMHeadModel with random weights (seed 1234):
   gpt2-f32/          save_pretrained, fp32, one model.safetensors
   gpt2-bf16-sharded/ the same model in bfloat16, sharded (index + shards)
   gpt2-f16/          the same model in float16
-  tokens.bin         llm.c token file (uint16), random ids below the vocabulary
+  tokens.bin         llm.c token file (version 1, uint16), random ids below the vocabulary
   reference.txt      transformers' mean next-token cross-entropy on the first
                      batch of tokens.bin (rows tokens[b*T : b*T+T], targets one
                      later, as `nereus-ckpt loss --batch B --seq T` computes it),
@@ -52,9 +52,11 @@ def loss_of(model, tokens):
 
 
 def write_tokens(path, ids):
+    """A token file as tokens_write writes one: version 1 (uint16) when every id fits, else version 2 (uint32)."""
+    version = 1 if max(ids) <= 0xFFFF else 2
     with open(path, "wb") as f:
-        f.write(struct.pack("<256i", 20240520, 1, len(ids), *([0] * 253)))
-        f.write(struct.pack("<%dH" % len(ids), *ids))
+        f.write(struct.pack("<256i", 20240520, version, len(ids), *([0] * 253)))
+        f.write(struct.pack("<%d%s" % (len(ids), "H" if version == 1 else "I"), *ids))
 
 
 SMALL = dict(vocab_size=96, hidden_size=32, num_hidden_layers=2, max_position_embeddings=64, intermediate_size=48)
