@@ -1,4 +1,4 @@
-# tests/suites/restart.sh — checkpoints: the module and bin/nereus-ckpt; a checkpoint written on 4 ranks restarted under other plans on 1, 2, 3, 6 and 8 ranks (bit-identical, the same run); damaged checkpoints refused; a full disk, SIGKILL, SIGTERM, a failing checkpoint directory
+# tests/suites/restart.sh — checkpoints: the module and bin/nereus-ckpt; a checkpoint written on 4 ranks restarted under other plans on 1, 2, 3, 6 and 8 ranks (bit-identical, the same run); damaged checkpoints refused; a full disk, SIGKILL, SIGTERM, a failing checkpoint directory; [model] init_from from an imported file on 1 and 2 ranks, a mismatch refused
 section "checkpoints: the module and bin/nereus-ckpt"
 # written under one plan on 4 ranks, read back under others bit-identical; corrupt files refused
 t ckpt-module 300 $L -np 4 build/tests/test_ckpt
