@@ -45,6 +45,7 @@ typedef struct ModelConfig {
     char arch[12];           /* [model] arch: gpt2 | llama | qwen2 | qwen3 */
     char qkv_bias[8];        /* [model] qkv_bias: auto | true | false (auto: qwen2 has them) */
     char qk_norm[8];         /* [model] qk_norm: auto | true | false (auto: qwen3 has it) */
+    char init_from[CFG_STR]; /* [model] init_from: checkpoint whose "actor" starts the actor and ref ("" = none) */
 } ModelConfig;
 
 typedef struct TaskConfig {

@@ -190,6 +190,13 @@ int job_checkpoint(Job *j, int64_t step, int64_t sft_done, const char *deck_text
  * lacked a model or AdamW state of this job (those keep their fresh start). */
 int job_restart(Job *j, const char *path, int64_t *step, int64_t *sft_done, int *partial, char *used,
                 size_t used_len, char *why, size_t why_len);
+/* collective over world: [model] init_from: the file's "actor" into every
+ * actor stage and the ref under this job's plan and rank count; no AdamW
+ * state is read (the trained actor keeps its fresh moments, adam_t 0) and the
+ * file's step counters are not taken. Returns 0, or −1 with why (the file
+ * and what differs: its config against the deck's, no such file, no
+ * "actor" in it). */
+int job_init_from(Job *j, const char *path, char *why, size_t why_len);
 /* SIGTERM / SIGUSR1 (what Slurm sends before the time limit) set a flag;
  * job_stop_requested (collective over world) says whether any rank got one. */
 void job_install_signals(void);

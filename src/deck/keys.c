@@ -112,6 +112,8 @@ const DeckKey deck_keys[] = {
      "biases on q, k and v; auto = the arch's own (qwen2: true; llama, qwen3: false)"},
     {"model", "qk_norm", DECK_T_CHOICE, 0, "auto", NONE, NONE, "auto|true|false", F_STR(model.qk_norm),
      "per-head RMSNorm of q and k before RoPE; auto = the arch's own (qwen3: true; llama, qwen2: false)"},
+    {"model", "init_from", DECK_T_STRING, 0, "", NONE, NONE, NULL, F_STR(model.init_from),
+     "checkpoint (HDF5, e.g. from bin/nereus-ckpt import-hf or import-llmc, or a run's) whose model \"actor\" starts this run's actor and ref, read under this deck's plan: initialisation, not a restart (PPO step 0, SFT step 0, fresh AdamW state; the critic keeps its fresh value head and, as in any run, takes the actor's trunk when PPO starts; with [sft] steps, SFT continues from these weights and the ref is the actor after SFT, as in any run); the file's actor must have this [model]; \"\" = none (a fresh initialisation); a restart ([run] restart, --restart) continues a run and wins: init_from is then ignored"},
 
     {"task", "names", DECK_T_LIST, 0, "reverse,sort", NONE, NONE, "reverse|sort|add", F_STR(task.names),
      "tasks that prompts are drawn from, comma separated"},

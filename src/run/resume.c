@@ -198,3 +198,21 @@ int job_restart(Job *j, const char *path, int64_t *step, int64_t *sft_done, int 
     ckpt_meta_free(&meta);
     return 0;
 }
+
+int job_init_from(Job *j, const char *path, char *why, size_t why_len) {
+    CkptModel cm[8];
+    int n = job_ckpt_models(j, cm), kept = 0;
+    /* the actor stages and the ref read the file's actor; the ref's entries
+     * are named "actor" so that ckpt_read takes them from it, and read
+     * (canonical 0) without checking: actor.train's canonical ranks check */
+    for (int i = 0; i < n; i++) {
+        int ref = strcmp(cm[i].name, "ref") == 0;
+        if (strcmp(cm[i].name, "actor") != 0 && !ref) continue;
+        cm[kept] = cm[i];
+        cm[kept].name = "actor";
+        cm[kept].adam = 0;
+        if (ref) cm[kept].canonical = 0;
+        kept++;
+    }
+    return ckpt_read(path, j->world, NULL, cm, kept, why, why_len) != 0 ? -1 : 0;
+}

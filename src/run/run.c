@@ -346,6 +346,22 @@ static int run_restart(RunCtx *r) {
     return 0;
 }
 
+/* collective over MPI_COMM_WORLD: with [model] init_from (and no restart, which continues a run and wins),
+ * the actor and the ref from the file's actor under this deck's plan; the run starts at step 0. Returns 0, or
+ * 2 (refused, reported). */
+static int run_init_from(RunCtx *r) {
+    const char *path = r->cfg->model.init_from;
+    if (!path[0]) return 0;
+    if (r->restarted) {
+        nr_log("note: [model] init_from = %s is ignored: the restart continues its run\n", path);
+        return 0;
+    }
+    if (job_init_from(&r->job, path, r->why, sizeof r->why) != 0)
+        return deck_error_at(r->deck, "model.init_from", "cannot initialise the actor and the ref: %s", r->why);
+    nr_log("init_from: %s: its actor starts the actor and the ref (fresh AdamW state, PPO step 0)\n", path);
+    return 0;
+}
+
 /* collective over MPI_COMM_WORLD: the checkpoint directory (found unusable now, not after the first steps)
  * and the trace (rank 0 writes it; every rank counts its model-stages). Returns 0, or 2 (refused, reported). */
 static int run_open_outputs(RunCtx *r) {
@@ -669,6 +685,7 @@ int run_job(const Config *cfg, const Deck *deck, const char *deck_path) {
     if (rc == 0) rc = run_check_job(r);
     if (rc == 0) rc = run_build(r);
     if (rc == 0) rc = run_restart(r);
+    if (rc == 0) rc = run_init_from(r);
     if (rc == 0) rc = run_open_outputs(r);
     if (rc == 0) rc = run_sft(r);
     if (rc == 0) {

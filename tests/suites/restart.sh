@@ -1,4 +1,4 @@
-# tests/suites/restart.sh — checkpoints: the module and bin/nereus-ckpt; a checkpoint written on 4 ranks restarted under other plans on 1, 2, 3, 6 and 8 ranks (bit-identical, the same run); damaged checkpoints refused; a full disk, SIGKILL, SIGTERM, a failing checkpoint directory
+# tests/suites/restart.sh — checkpoints: the module and bin/nereus-ckpt; a checkpoint written on 4 ranks restarted under other plans on 1, 2, 3, 6 and 8 ranks (bit-identical, the same run); damaged checkpoints refused; a full disk, SIGKILL, SIGTERM, a failing checkpoint directory; [model] init_from from an imported file on 1 and 2 ranks, a mismatch refused
 section "checkpoints: the module and bin/nereus-ckpt"
 # written under one plan on 4 ranks, read back under others bit-identical; corrupt files refused
 t ckpt-module 300 $L -np 4 build/tests/test_ckpt
@@ -224,4 +224,43 @@ if want trace-not-over-checkpoint trace-not-over-checkpoint-intact; then
       result trace-not-over-checkpoint-intact 0 0 "the checkpoint still verifies"
     else result trace-not-over-checkpoint-intact 1 0 "$(tail -1 "$LOG/trace-not-over-checkpoint-verify.log")"; fi
   fi
+fi
+
+section "checkpoints: [model] init_from starts a run from imported weights"
+# an llm.c file of short.deck's model (V 15, maxT 16, L 2, NH 4, C 64) imported; short.deck with
+# --set model.init_from on 1 rank and under a tp2 plan on 2 ranks: the frozen ref's hash is the file's actor's
+I=$CK/init; mkdir -p "$I"
+feeds init-import init-from-r1 init-from-r2-tp2 init-from-mismatch init-from-restart-wins
+t init-import 60 sh -c "build/tests/make_llmc '$I/g.bin' 15 15 16 2 4 64 7 && bin/nereus-ckpt import-llmc '$I/g.bin' '$I/g.h5' &&
+  bin/nereus-ckpt info '$I/g.h5' > '$I/info.txt'"
+IFSET="--set model.init_from=$I/g.h5 --set sft.steps=0 --set ppo.steps=3 --set trace.file=none"
+{ cat tests/decks/short.deck; printf '[plan]\nactor.gen = dp2 @0-1\nactor.inf = tp2 @0-1\nref.inf = tp2 @0-1\n'
+  printf 'actor.train = tp2 @0-1\ncritic.inf = dp2 @0-1\ncritic.train = pp2 @0-1\nreward.inf = @0\n'; } > "$I/tp2.deck"
+# init_check NAME LOG: passes when the run passed, said where it started from, and its ref is the file's actor
+init_check() {
+  local want_h got
+  want_h=$(sed -n 's/^  params hash \([0-9a-f]*\) (as verify\.hash\.actor .*/\1/p' "$I/info.txt")
+  got=$(verify "$2" hash.ref)
+  if [ "$(verify "$2" status)" = pass ] && grep -q "^init_from: $I/g.h5: " "$2" && [ -n "$got" ] && [ "$got" = "$want_h" ]
+  then result "$1" 0 0 "verify.hash.ref $got = the imported actor's params hash"
+  else result "$1" 1 0 "status '$(verify "$2" status)', verify.hash.ref '$got', the file's actor '$want_h'"; fi
+}
+for c in "init-from-r1 1 tests/decks/short.deck" "init-from-r2-tp2 2 $I/tp2.deck"; do
+  set -- $c
+  if want "$1"; then
+    $L -np "$2" bin/nereus "$3" $IFSET >"$LOG/$1.log" 2>&1
+    init_check "$1" "$LOG/$1.log"
+  fi
+done
+# a file whose actor is not the deck's [model]: cfg_diff's message, exit 2 (on 2 ranks); a missing file
+bad init-from-mismatch 'init_from=.*g\.h5: error: cannot initialise the actor and the ref: .*g\.h5: model actor does not match the deck: \[model\] n_embd: checkpoint 64, deck 32' \
+  $L -np 2 bin/nereus "$I/tp2.deck" $IFSET --set model.n_embd=32
+bad init-from-missing 'cannot initialise the actor and the ref: .*nope\.h5: cannot open checkpoint: No such file' \
+  bin/nereus tests/decks/short.deck --set model.init_from="$I/nope.h5" --set trace.file=none
+# --restart with init_from: the restart continues its run; init_from is ignored with a note
+if want init-from-restart-wins; then
+  bin/nereus tests/decks/short.deck $IFSET --restart "$I/g.h5" >"$LOG/init-from-restart-wins.log" 2>&1; rc=$?
+  if [ $rc = 0 ] && grep -q "init_from = .*g\.h5 is ignored: the restart continues its run" "$LOG/init-from-restart-wins.log"
+  then result init-from-restart-wins 0 0 "the restart ran; init_from ignored with a note"
+  else result init-from-restart-wins 1 0 "exit $rc"; fi
 fi
