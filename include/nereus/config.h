@@ -85,6 +85,13 @@ typedef struct PpoConfig {
     float temperature;       /* [ppo] temperature: sampling temperature */
     int top_k;               /* [ppo] top_k: 0 = full distribution */
     int max_response;        /* [ppo] max_response: most tokens generated per prompt */
+    /* GRPO (algorithm = grpo): group-relative advantages, no critic (docs/GRPO.md). 4-byte fields, then the
+     * string: no hole. */
+    int group_size;          /* [ppo] group_size: responses per prompt (G; divides batch; grpo needs G >= 2) */
+    int group_std;           /* [ppo] group_std: bool, divide a group's advantages by its standard deviation */
+    float group_eps;         /* [ppo] group_eps: added to the group's standard deviation */
+    float kl_loss_coef;      /* [ppo] kl_loss_coef: beta of GRPO's k3 KL(actor||ref) term in the actor loss */
+    char algorithm[8];       /* [ppo] algorithm: ppo | grpo */
 } PpoConfig;
 
 typedef struct RewardConfig {

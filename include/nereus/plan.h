@@ -56,7 +56,9 @@ typedef enum PlanStageId {
 enum {
     PLAN_SRC_NONE = 0,    /* not in the deck (or `default`): plan_resolve fills it */
     PLAN_SRC_DECK = 1,    /* written in the deck */
-    PLAN_SRC_DEFAULT = 2  /* filled by plan_resolve from the default plan */
+    PLAN_SRC_DEFAULT = 2, /* filled by plan_resolve from the default plan */
+    PLAN_SRC_ABSENT = 3   /* not in the job's stage set (a critic-free algorithm's critic.inf and critic.train):
+                             no EMU, no ranks, no degrees (all 0); plan_resolve sets it */
 };
 
 /* One model-stage's EMU. */
@@ -74,6 +76,9 @@ typedef struct PlanConfig {
     PlanStage stage[PLAN_NSTAGES];
 } PlanConfig;
 
+/* 1 when stage id of plan p is part of it (src != PLAN_SRC_ABSENT) */
+static inline int plan_stage_present(const PlanConfig *p, int id) { return p->stage[id].src != PLAN_SRC_ABSENT; }
+
 /* "actor.gen", ...; NULL for an id out of range. */
 const char *plan_stage_name(int id);
 /* Id of a model-stage name (len bytes), or -1. */
@@ -83,6 +88,16 @@ int plan_stage_is_train(int id);
 /* 1 for the model-stages that hold a critic-shaped model (a value head):
  * critic.inf, critic.train, reward.inf. */
 int plan_stage_is_critic(int id);
+/* 1 for the model-stages of the critic model itself (critic.inf, critic.train): the ones a critic-free
+ * algorithm (GRPO) does not have. */
+int plan_stage_is_critic_model(int id);
+/* 1 when model-stage id belongs to the stage set: every one for PPO (no_critic 0), all but the critic's for a
+ * critic-free algorithm (no_critic 1: actor.gen, actor.inf, actor.train, ref.inf, reward.inf). */
+int plan_stage_in_set(int id, int no_critic);
+/* the model-stages in that set: 7 or 5 */
+int plan_stage_count(int no_critic);
+/* 1 when p is a critic-free plan (its critic stages are absent) */
+int plan_no_critic(const PlanConfig *p);
 /* The phase a model-stage runs in within a step: 0 generation (actor.gen),
  * 1 scoring (the four *.inf), 2 training (the two *.train). Phases run one
  * after another; it is also the transition engine's tie-break order. */
@@ -109,6 +124,8 @@ typedef struct PlanLimits {
     int n_layer;    /* pp must divide it */
     int batch;      /* ppo.batch: every stage's dp must divide it */
     int minibatch;  /* ppo.minibatch: a *.train stage's dp must divide it too */
+    int no_critic;  /* the algorithm has no critic ([ppo] algorithm = grpo): critic.inf and critic.train are
+                       absent (PLAN_SRC_ABSENT), and a plan that lists one is refused */
 } PlanLimits;
 
 /* A validation failure: the deck key to blame ("plan.actor.gen", or

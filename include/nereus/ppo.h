@@ -17,6 +17,8 @@ typedef struct Rollout {
     int B, P, T, Tcap;     /* sequences, prompt length, current length, capacity */
     int Bg, b0;            /* the step's global batch, and the first of this rollout's B rows in it */
     uint64_t sample_base;  /* global sample index of row b at step s: base + s·Bg + b0 + b */
+    int group;             /* responses per prompt ([ppo] group_size; 1 for ppo): global row i of step s has the
+                              prompt of index base + (s·Bg + i) / group, so a group's rows share it */
     int *tokens;           /* (B, Tcap) prompt, response, EOS padding (generation) */
     int *seq;              /* (B, T) the same sequences, dense, from ppo_score on */
     int *targets;          /* (B, T) next token where mask, else −1 */
@@ -39,6 +41,7 @@ typedef struct StepStats {
     double score;          /* mean total score */
     double kl;             /* mean per-token log(actor/ref) on sampled tokens */
     double pg_loss, vf_loss, entropy, clipfrac, approx_kl, grad_norm_actor, grad_norm_critic;
+    double kl_k3;          /* grpo: mean k3 KL(actor‖ref) over the updates' response tokens (the loss adds β·it) */
     double resp_len;       /* mean response length (tokens incl. EOS) */
     double t_gen, t_inf, t_train;  /* seconds */
     double tokens;         /* sequence tokens processed in the step (B × T) */
@@ -104,6 +107,19 @@ double ppo_eval_greedy(GPT *actor, const Config *cfg, const TaskSet *ts, int B, 
 void gae_sequence(float *adv, float *ret, const float *r, const float *v, int n, float gamma, float lam);
 /* x ← (x − mean) / (std + 1e-8) over entries with mask ≠ 0; others set to 0. */
 void whiten_masked(float *x, const float *mask, size_t n);
+
+/* ---- GRPO (src/ppo/grpo.c) ---- */
+/* 1 when the deck's algorithm is GRPO (critic-free: group advantages, k3 KL in the loss) */
+int ppo_is_grpo(const Config *cfg);
+/* Group-relative advantages: rows [g·G, g·G + G) of reward (B, a multiple of G) are one group; adv[i] =
+ * (reward[i] − the group's mean) / (its sample standard deviation + eps), or without use_std the difference
+ * alone. A group whose rewards are all equal gets 0. */
+void grpo_group_advantages(const float *reward, int B, int G, int use_std, float eps, float *adv);
+/* The k3 term of GRPO's actor loss over n tokens with weights w: returns Σ w·k3, k3 = exp(x) − x − 1 with
+ * x = logp_ref − logp (clamped to ±GRPO_K3_CLAMP), and adds β·w·(1 − exp(x)), the gradient of β·w·k3 with
+ * respect to logp, to dlogp (when not NULL). */
+#define GRPO_K3_CLAMP 20.0
+double grpo_kl_k3(const float *logp, const float *logp_ref, const float *w, int n, float beta, float *dlogp);
 
 /* ---- SFT warm-start ---- */
 typedef struct SftData {

@@ -563,15 +563,15 @@ static int deck_plan_listed(const PlanConfig *p)
  * auto a plan is all seven model-stages or none (plan.h). The checks against
  * the job are plan_resolve's: after the deck for [plan], at the switch for
  * [switch]. */
-static int deck_check_plan(const Deck *d, const char *sec, const PlanConfig *p)
+static int deck_check_plan(const Deck *d, const char *sec, const PlanConfig *p, int no_critic)
 {
     if (strcmp(p->fill, "auto") != 0) return 0;
     int listed = deck_plan_listed(p);
-    if (listed == 0 || listed == PLAN_NSTAGES) return 0;
+    if (listed == 0 || listed == plan_stage_count(no_critic)) return 0;
     char missing[160] = "";
     size_t o = 0;
     for (int i = 0; i < PLAN_NSTAGES; i++)
-        if (p->stage[i].src == PLAN_SRC_NONE && o < sizeof missing)
+        if (plan_stage_in_set(i, no_critic) && p->stage[i].src == PLAN_SRC_NONE && o < sizeof missing)
             o += (size_t)snprintf(missing + o, sizeof missing - o, "%s%s", o ? ", " : "", plan_stage_name(i));
     return deck_report(d, d->section_line[deck_section_find(sec, strlen(sec))], NULL,
                        "[%s] leaves %s without ranks (with default = auto every model-stage must be "
@@ -581,7 +581,7 @@ static int deck_check_plan(const Deck *d, const char *sec, const PlanConfig *p)
 
 /* [switch]: a step and a plan come together. A plan is a listed model-stage
  * or a default other than auto (which then supplies every model-stage). */
-static int deck_check_switch(const Deck *d, const SwitchConfig *s)
+static int deck_check_switch(const Deck *d, const SwitchConfig *s, int no_critic)
 {
     int listed = deck_plan_listed(&s->plan), filled = strcmp(s->plan.fill, "auto") != 0;
     int step_line = d->key_line[deck_key_find_dotted("switch.step")];
@@ -599,7 +599,7 @@ static int deck_check_switch(const Deck *d, const SwitchConfig *s)
                            "[switch] step = %d needs a plan: list the model-stages (or set default = "
                            "colocated|disaggregated)",
                            s->step);
-    return deck_check_plan(d, "switch", &s->plan);
+    return deck_check_plan(d, "switch", &s->plan, no_critic);
 }
 
 /* The [model] keys that only the Llama family reads (keys.c says so in arch's meaning). */
@@ -682,9 +682,46 @@ static int deck_check_arch(const Deck *d, const Config *c)
     return rc ? rc : deck_check_arch_plan(d, "switch", &c->sw.plan, c->model.arch);
 }
 
+/* [ppo] algorithm and group_size: grpo samples group_size >= 2 responses per prompt, and they divide the
+ * batch; ppo takes one response per prompt. A critic model-stage in a GRPO deck's [plan] or [switch] is refused
+ * at its line (GRPO has no critic). */
+static int deck_check_algorithm(const Deck *d, const Config *c)
+{
+    const PpoConfig *p = &c->ppo;
+    int grpo = strcmp(p->algorithm, "grpo") == 0;
+    int gline = d->key_line[deck_key_find_dotted("ppo.group_size")];
+    int aline = d->key_line[deck_key_find_dotted("ppo.algorithm")];
+    if (!grpo && p->group_size != 1)
+        return deck_report(d, gline, NULL, "[ppo] group_size = %d needs algorithm = grpo (ppo samples one response "
+                           "per prompt; group_size = 1)", p->group_size);
+    if (grpo && p->group_size < 2)
+        return deck_report(d, gline ? gline : aline, NULL,
+                           "[ppo] algorithm = grpo needs group_size >= 2 (a group of one response has no "
+                           "group-relative advantage); group_size = %d", p->group_size);
+    if (grpo && p->batch % p->group_size != 0) {
+        int line = gline ? gline : d->key_line[deck_key_find_dotted("ppo.batch")];
+        return deck_report(d, line, NULL, "[ppo] group_size = %d does not divide batch = %d (batch counts "
+                           "responses: prompts x group_size)", p->group_size, p->batch);
+    }
+    if (!grpo) return 0;
+    const char *secs[2] = {"plan", "switch"};
+    const PlanConfig *plans[2] = {&c->plan, &c->sw.plan};
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < PLAN_NSTAGES; i++) {
+            if (!plan_stage_is_critic_model(i) || plans[k]->stage[i].src == PLAN_SRC_NONE) continue;
+            const char *name = plan_stage_name(i);
+            return deck_report(d, d->key_line[deck_key_find(secs[k], strlen(secs[k]), name, strlen(name))], NULL,
+                               "[%s] %s: algorithm = grpo has no critic (its model-stages are actor.gen, "
+                               "actor.inf, actor.train, ref.inf, reward.inf); remove this line", secs[k], name);
+        }
+    return 0;
+}
+
 static int deck_cross_checks(const Deck *d, const Config *c)
 {
     int rc = deck_check_arch(d, c);
+    if (rc) return rc;
+    rc = deck_check_algorithm(d, c);
     if (rc) return rc;
     int li = deck_key_find_dotted("model.n_head");
     if (c->model.n_embd % c->model.n_head != 0)
@@ -706,9 +743,10 @@ static int deck_cross_checks(const Deck *d, const Config *c)
         return deck_report(d, d->key_line[deck_key_find_dotted("sft.seq")], NULL,
                            "[sft] seq = %d exceeds [model] max_seq = %d (a training sequence must fit the context)",
                            c->sft.seq, c->model.max_seq);
-    rc = deck_check_plan(d, "plan", &c->plan);
+    int no_critic = strcmp(c->ppo.algorithm, "grpo") == 0;
+    rc = deck_check_plan(d, "plan", &c->plan, no_critic);
     if (rc) return rc;
-    rc = deck_check_switch(d, &c->sw);
+    rc = deck_check_switch(d, &c->sw, no_critic);
     if (rc) return rc;
     const TransitionConfig *tx = &c->transition;
     if (tx->window_kib < tx->chunk_kib) {

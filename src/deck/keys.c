@@ -176,6 +176,18 @@ const DeckKey deck_keys[] = {
      "sample from the k most likely tokens; 0 = the full distribution"},
     {"ppo", "max_response", DECK_T_INT, 0, "8", GE(1), LE(1000000), NULL, F_INT(ppo.max_response),
      "most tokens generated per prompt"},
+    {"ppo", "algorithm", DECK_T_CHOICE, 0, "ppo", NONE, NONE, "ppo|grpo", F_STR(ppo.algorithm),
+     "ppo = actor, critic, ref, reward (seven model-stages; GAE advantages, KL in the reward); grpo = no critic "
+     "(five model-stages: no critic.inf, critic.train), group-relative advantages, k3 KL in the actor loss"},
+    {"ppo", "group_size", DECK_T_INT, 0, "1", GE(1), LE(65536), NULL, F_INT(ppo.group_size),
+     "responses sampled per prompt (G); must divide batch; grpo needs at least 2 (a group of one has no "
+     "relative advantage); ppo takes 1 only"},
+    {"ppo", "group_std", DECK_T_BOOL, 0, "true", NONE, NONE, NULL, F_INT(ppo.group_std),
+     "grpo: divide each response's advantage (reward - group mean) by the group's standard deviation + group_eps"},
+    {"ppo", "group_eps", DECK_T_FLOAT, 0, "1e-6", GT(0), LE(1), NULL, F_FLT(ppo.group_eps),
+     "grpo: epsilon added to the group's standard deviation"},
+    {"ppo", "kl_loss_coef", DECK_T_FLOAT, 0, "0.04", GE(0), NONE, NULL, F_FLT(ppo.kl_loss_coef),
+     "grpo: beta of the k3 estimator of KL(actor||ref) added to the actor loss (kl_beta is not used)"},
 
     {"reward", "network", DECK_T_BOOL, 0, "false", NONE, NONE, NULL, F_INT(reward.network),
      "add a frozen reward network's score to the rule reward"},

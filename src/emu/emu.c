@@ -177,6 +177,15 @@ void emu_cache_free(EmuCache *cache) {
 void emu_build_stage(Emu *e, EmuCache *cache, MPI_Comm job, const PlanConfig *plan, int stage)
 {
     const PlanStage *s = &plan->stage[stage];
+    if (s->src == PLAN_SRC_ABSENT) { /* not in the job's stage set: an EMU of no ranks, no communicators */
+        memset(e, 0, sizeof *e);
+        snprintf(e->name, sizeof e->name, "%s", plan_stage_name(stage));
+        e->job = job;
+        e->all = e->tp = e->dp = e->pp = e->embd = MPI_COMM_NULL;
+        e->pos = -1;
+        e->coord = (GridCoord){-1, -1, -1};
+        return;
+    }
     int ranks[PLAN_MAX_RANKS];
     for (int i = 0; i < s->nranks; i++) ranks[i] = s->ranks[i];
     GridLayout l = {s->tp, s->pp, s->dp};

@@ -25,6 +25,10 @@ int plan_stage_find(const char *name, size_t len)
 
 int plan_stage_is_train(int id) { return id == PLAN_ACTOR_TRAIN || id == PLAN_CRITIC_TRAIN; }
 int plan_stage_is_critic(int id) { return id == PLAN_CRITIC_INF || id == PLAN_CRITIC_TRAIN || id == PLAN_REWARD_INF; }
+int plan_stage_is_critic_model(int id) { return id == PLAN_CRITIC_INF || id == PLAN_CRITIC_TRAIN; }
+int plan_stage_in_set(int id, int no_critic) { return id >= 0 && id < PLAN_NSTAGES && !(no_critic && plan_stage_is_critic_model(id)); }
+int plan_stage_count(int no_critic) { return no_critic ? PLAN_NSTAGES - 2 : PLAN_NSTAGES; }
+int plan_no_critic(const PlanConfig *p) { return !plan_stage_present(p, PLAN_CRITIC_INF); }
 int plan_stage_phase(int id) { return id == PLAN_ACTOR_GEN ? 0 : plan_stage_is_train(id) ? 2 : 1; }
 
 int plan_stage_same(const PlanStage *a, const PlanStage *b) {
@@ -295,7 +299,7 @@ int plan_stage_format(const PlanStage *s, char *buf, size_t n)
 {
     PlanOut w = {buf, n, 0};
     if (n) buf[0] = '\0';
-    if (s->src == PLAN_SRC_NONE) {
+    if (s->src == PLAN_SRC_NONE || s->src == PLAN_SRC_ABSENT) { /* absent: what a deck of its algorithm reads back */
         plan_put(&w, "default");
         return plan_done(&w);
     }
@@ -368,15 +372,21 @@ int plan_default(PlanConfig *plan, const char *kind, const PlanLimits *lim, int 
     int world = lim->world;
     if (world < 1 || world > PLAN_MAX_RANKS)
         return plan_fail(err, "plan.default", "the job has %d ranks; a plan places 1..%d", world, PLAN_MAX_RANKS);
-    int disagg = kind && strcmp(kind, "disaggregated") == 0;
-    if (disagg && world < PLAN_NSTAGES)
+    int disagg = kind && strcmp(kind, "disaggregated") == 0, ns = plan_stage_count(lim->no_critic);
+    if (disagg && world < ns)
         return plan_fail(err, "plan.default",
                          "default = disaggregated needs at least %d ranks (one block per model-stage); the job has %d "
                          "(use default = colocated)",
-                         PLAN_NSTAGES, world);
+                         ns, world);
     int first = 0;
-    for (int i = 0; i < PLAN_NSTAGES; i++) {
-        int count = disagg ? world / PLAN_NSTAGES + (i < world % PLAN_NSTAGES) : world;
+    for (int i = 0, k = 0; i < PLAN_NSTAGES; i++) {
+        if (!plan_stage_in_set(i, lim->no_critic)) { /* not in the algorithm's stage set */
+            memset(&plan->stage[i], 0, sizeof plan->stage[i]);
+            plan->stage[i].src = PLAN_SRC_ABSENT;
+            continue;
+        }
+        int count = disagg ? world / ns + (k < world % ns) : world;
+        k++;
         if (!only_missing || plan->stage[i].src == PLAN_SRC_NONE)
             plan_fill_block(&plan->stage[i], i, disagg ? first : 0, count, lim);
         if (disagg) first += count;
@@ -391,6 +401,14 @@ int plan_validate_stage(const PlanStage *s, int id, const PlanLimits *l, PlanErr
     char key[32];
     const char *name = plan_stage_name(id);
     snprintf(key, sizeof key, "plan.%s", name ? name : "?");
+    if (!plan_stage_in_set(id, l->no_critic)) {
+        if (s->src == PLAN_SRC_ABSENT) return 0;
+        return plan_fail(err, key, "[plan] %s: the algorithm has no critic ([ppo] algorithm = grpo: no critic.inf, "
+                         "critic.train); remove this model-stage from the plan", name);
+    }
+    if (s->src == PLAN_SRC_ABSENT)
+        return plan_fail(err, key, "[plan] %s is not in the plan, but [ppo] algorithm = ppo needs it (a critic-free "
+                         "plan, from a grpo run, does not fit a ppo deck)", name);
     if (s->src == PLAN_SRC_NONE)
         return plan_fail(err, key, "[plan] %s has no ranks (every model-stage needs an EMU)", name);
     if (s->tp < 1 || s->pp < 1 || s->dp < 1)
@@ -449,7 +467,17 @@ int plan_resolve(PlanConfig *plan, const PlanLimits *lim, PlanError *err)
 {
     const char *fill = plan->fill[0] ? plan->fill : "auto";
     int listed = 0;
-    for (int i = 0; i < PLAN_NSTAGES; i++) listed += plan->stage[i].src != PLAN_SRC_NONE;
+    for (int i = 0; i < PLAN_NSTAGES; i++) {
+        PlanStage *s = &plan->stage[i];
+        if (plan_stage_in_set(i, lim->no_critic)) {
+            listed += s->src != PLAN_SRC_NONE && s->src != PLAN_SRC_ABSENT;
+            continue;
+        }
+        if (s->src == PLAN_SRC_DECK) /* a critic-free algorithm's plan names a critic stage */
+            return plan_validate_stage(s, i, lim, err);
+        memset(s, 0, sizeof *s);
+        s->src = PLAN_SRC_ABSENT;
+    }
     if (strcmp(fill, "auto") != 0 || listed == 0) {
         if (plan_default(plan, strcmp(fill, "disaggregated") == 0 ? "disaggregated" : "colocated", lim, 1, err))
             return -1;
@@ -458,6 +486,7 @@ int plan_resolve(PlanConfig *plan, const PlanLimits *lim, PlanError *err)
         PlanStage *s = &plan->stage[i];
         char key[32];
         snprintf(key, sizeof key, "plan.%s", plan_names[i]);
+        if (s->src == PLAN_SRC_ABSENT && !plan_stage_in_set(i, lim->no_critic)) continue;
         if (s->src == PLAN_SRC_NONE)
             return plan_fail(err, key,
                              "[plan] %s has no ranks: the deck lists other model-stages but not this one (list it, or "
@@ -529,7 +558,7 @@ int plan_colocation(const PlanConfig *plan, int group[PLAN_NSTAGES])
                 }
     }
     int n = 0;
-    for (int i = 0; i < PLAN_NSTAGES; i++) n += group[i] == i;
+    for (int i = 0; i < PLAN_NSTAGES; i++) n += group[i] == i && plan_stage_present(plan, i);
     return n;
 }
 
@@ -539,6 +568,10 @@ int plan_format(const PlanConfig *plan, char *buf, size_t n)
     if (n) buf[0] = '\0';
     for (int i = 0; i < PLAN_NSTAGES; i++) {
         const PlanStage *s = &plan->stage[i];
+        if (s->src == PLAN_SRC_ABSENT) {
+            plan_put(&w, "%-13s none  (not in the stage set: the algorithm has no critic)\n", plan_names[i]);
+            continue;
+        }
         plan_put(&w, "%-13s tp%d pp%d dp%d  ranks ", plan_names[i], s->tp, s->pp, s->dp);
         if (s->all) plan_put(&w, "all");
         else plan_put_ranks(&w, s->ranks, s->nranks);

@@ -52,7 +52,7 @@ GPTConfig job_model_config(const Config *cfg, int V) {
 PlanLimits job_plan_limits(const Config *cfg, int world) {
     int gpt2 = strcmp(cfg->model.arch, "gpt2") == 0;
     return (PlanLimits){world, gpt2 ? cfg->model.n_head : 1, gpt2 ? cfg->model.n_layer : 1, cfg->ppo.batch,
-                        cfg->ppo.minibatch};
+                        cfg->ppo.minibatch, strcmp(cfg->ppo.algorithm, "grpo") == 0};
 }
 
 void tx_stage_capacity(const TxPricer *p, int id, int dp, int *Bmax, int *Tmax) {
@@ -68,7 +68,10 @@ void tx_stage_capacity(const TxPricer *p, int id, int dp, int *Bmax, int *Tmax) 
     }
 }
 
-int tx_stage_holds_model(const TxPricer *p, int id) { return id != PLAN_REWARD_INF || p->have_rm; }
+int tx_stage_holds_model(const TxPricer *p, int id) {
+    if (plan_stage_is_critic_model(id) && strcmp(p->cfg->ppo.algorithm, "grpo") == 0) return 0; /* no critic */
+    return id != PLAN_REWARD_INF || p->have_rm;
+}
 
 double tx_stage_shard_bytes(const TxPricer *p, int id, const PlanStage *s, int pos) {
     if (!tx_stage_holds_model(p, id)) return 0;

@@ -14,6 +14,7 @@ void rollout_alloc(Rollout *r, const Config *cfg, const TaskSet *ts, const Backe
     r->B = B;
     r->Bg = Bg;
     r->b0 = b0;
+    r->group = ppo_is_grpo(cfg) ? cfg->ppo.group_size : 1;
     r->P = P;
     r->Tcap = P + cfg->ppo.max_response;
     size_t BT = (size_t)B * r->Tcap;
@@ -52,9 +53,16 @@ static uint64_t rollout_sample_index(const Rollout *r, int step, int b) {
     return r->sample_base + (uint64_t)step * (uint64_t)r->Bg + (uint64_t)(r->b0 + b);
 }
 
+/* The prompt of row b: the group's (group_size rows share one prompt index); the sample index itself (its
+ * sampling uniforms) stays the row's own, so the rows of a group draw different responses. */
+static uint64_t rollout_prompt_index(const Rollout *r, int step, int b) {
+    if (r->group <= 1) return rollout_sample_index(r, step, b);
+    return r->sample_base + ((uint64_t)step * (uint64_t)r->Bg + (uint64_t)(r->b0 + b)) / (uint64_t)r->group;
+}
+
 void rollout_prompts(Rollout *r, const TaskSet *ts, int step) {
     for (int b = 0; b < r->B; b++) {
-        uint64_t g = rollout_sample_index(r, step, b);
+        uint64_t g = rollout_prompt_index(r, step, b);
         r->kind[b] = task_make(ts, g, r->tokens + (size_t)b * r->Tcap, r->answer + (size_t)b * r->amax,
                                &r->answer_len[b]);
         r->resp_len[b] = 0;
@@ -140,6 +148,7 @@ double ppo_eval_greedy(GPT *actor, const Config *cfg, const TaskSet *ts, int B, 
     Rollout r;
     rollout_alloc(&r, &ec, ts, actor->be, B, Bg, b0);
     r.sample_base = 1ULL << 50;
+    r.group = 1; /* held-out prompts, one greedy response each */
     double sum = 0.0;
     for (int k = 0; k < nbatches; k++) {
         ppo_generate(&r, actor, &ec, ts, k);

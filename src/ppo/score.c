@@ -3,6 +3,7 @@
  * rewards (plus an optional frozen reward network's score), per-token
  * KL-penalised rewards, GAE advantages and returns. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "nereus/ppo.h"
@@ -36,6 +37,30 @@ void ppo_infer_values(GPT *m, const Rollout *r, int row0, int n, float *out) {
     m->be->download(out, m->a.values, (size_t)n * r->T * sizeof(float));
 }
 
+/* GRPO: each response's group-relative advantage (of its score) on every one of its tokens; no KL in the
+ * reward (the actor loss carries it), no values, no returns. st->kl still reports the rollout's mean
+ * log(actor/ref). */
+static void grpo_advantages(Rollout *r, const Config *cfg, StepStats *st) {
+    int B = r->B, T = r->T;
+    float *gadv = nr_xmalloc((size_t)B * sizeof(float));
+    grpo_group_advantages(r->score, B, r->group, cfg->ppo.group_std, cfg->ppo.group_eps, gadv);
+    memset(r->ret, 0, (size_t)B * T * sizeof(float));
+    memset(r->rewards, 0, (size_t)B * T * sizeof(float));
+    double sum_kl = 0, ntok = 0;
+    for (int b = 0; b < B; b++) {
+        for (int t = 0; t < T; t++) {
+            size_t i = (size_t)b * T + t;
+            r->adv[i] = r->mask[i] != 0.0f ? gadv[b] : 0.0f;
+            if (r->mask[i] == 0.0f) continue;
+            sum_kl += (double)r->logp_old[i] - (double)r->logp_ref[i];
+            ntok += 1;
+        }
+        r->rewards[(size_t)b * T + r->P - 1 + r->resp_len[b] - 1] = r->score[b]; /* the outcome reward, for reports */
+    }
+    free(gadv);
+    st->kl = ntok > 0 ? sum_kl / ntok : 0.0;
+}
+
 void ppo_advantages(Rollout *r, const Config *cfg, int have_rm, StepStats *st) {
     int B = r->B, T = r->T;
     double sum_rew = 0, sum_score = 0, sum_kl = 0, ntok = 0, sum_len = 0;
@@ -50,6 +75,14 @@ void ppo_advantages(Rollout *r, const Config *cfg, int have_rm, StepStats *st) {
         sum_rew += tr;
         sum_score += sc;
         sum_len += r->resp_len[b];
+    }
+    st->reward = sum_rew / B;
+    st->score = sum_score / B;
+    st->resp_len = sum_len / B;
+    st->tokens = (double)B * T;
+    if (ppo_is_grpo(cfg)) {
+        grpo_advantages(r, cfg, st);
+        return;
     }
     /* per-token rewards: −β·(log π − log π_ref), plus the score on the last token */
     for (int b = 0; b < B; b++) {
@@ -73,9 +106,5 @@ void ppo_advantages(Rollout *r, const Config *cfg, int have_rm, StepStats *st) {
                      cfg->ppo.lam);
     }
     if (cfg->ppo.whiten_advantages) whiten_masked(r->adv, r->mask, (size_t)B * T);
-    st->reward = sum_rew / B;
-    st->score = sum_score / B;
     st->kl = ntok > 0 ? sum_kl / ntok : 0.0;
-    st->resp_len = sum_len / B;
-    st->tokens = (double)B * T;
 }

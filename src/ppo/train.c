@@ -17,6 +17,7 @@ typedef struct Minibatch {
     int *tokens, *targets;                               /* (n, T) host */
     float *logp_old, *adv, *v_old, *ret, *w;             /* (n, T) host */
     float *ent, *dlogp, *dent, *dv;                      /* (n, T) host */
+    float *logp_ref, *logp;                              /* (n, T) host: GRPO's k3 term (the ref's, the actor's now) */
     /* the loss kernels' operands in backend memory */
     const Backend *be;
     float *d_logp_old, *d_adv, *d_v_old, *d_ret, *d_w;   /* (n, T) */
@@ -35,13 +36,13 @@ static void mb_alloc(Minibatch *mb, int n, int T, const Backend *be) {
     mb->tokens = nr_xcalloc(k, sizeof(int));
     mb->targets = nr_xcalloc(k, sizeof(int));
     float **f[] = {&mb->logp_old, &mb->adv, &mb->v_old, &mb->ret, &mb->w,
-                   &mb->ent, &mb->dlogp, &mb->dent, &mb->dv};
+                   &mb->ent, &mb->dlogp, &mb->dent, &mb->dv, &mb->logp_ref, &mb->logp};
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) *f[i] = nr_xcalloc(k, sizeof(float));
 }
 
 static void mb_free(Minibatch *mb) {
     void *p[] = {mb->tokens, mb->targets, mb->logp_old, mb->adv, mb->v_old, mb->ret, mb->w,
-                 mb->ent, mb->dlogp, mb->dent, mb->dv};
+                 mb->ent, mb->dlogp, mb->dent, mb->dv, mb->logp_ref, mb->logp};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) free(p[i]);
     void *d[] = {mb->d_logp_old, mb->d_adv, mb->d_v_old, mb->d_ret, mb->d_w, mb->d_dlogp, mb->d_dv, mb->d_scalars};
     for (size_t i = 0; i < sizeof d / sizeof d[0]; i++) mb->be->free(d[i]);
@@ -56,6 +57,7 @@ static void mb_gather(Minibatch *mb, const Rollout *r, const int *idx, double nt
         memcpy(mb->tokens + d, r->seq + s, row * sizeof(int));
         memcpy(mb->targets + d, r->targets + s, row * sizeof(int));
         memcpy(mb->logp_old + d, r->logp_old + s, row * sizeof(float));
+        memcpy(mb->logp_ref + d, r->logp_ref + s, row * sizeof(float));
         memcpy(mb->adv + d, r->adv + s, row * sizeof(float));
         memcpy(mb->v_old + d, r->values + s, row * sizeof(float));
         memcpy(mb->ret + d, r->ret + s, row * sizeof(float));
@@ -87,7 +89,7 @@ static void shuffle(int *perm, int n, uint64_t seed, int step, int epoch) {
 /* One actor update on the gathered minibatch; returns the loss share and
  * adds this replica's shares of entropy, clip fraction and approx KL. */
 static float actor_minibatch(GPT *m, Minibatch *mb, const Config *cfg, int step, double *ent, double *cf,
-                             double *akl) {
+                             double *akl, double *k3) {
     const PpoConfig *pc = &cfg->ppo;
     const Backend *be = m->be;
     int N = mb->n * mb->T;
@@ -98,6 +100,10 @@ static float actor_minibatch(GPT *m, Minibatch *mb, const Config *cfg, int step,
     float sc[3];
     be->download(sc, mb->d_scalars, 3 * sizeof(float));
     be->download(mb->dlogp, mb->d_dlogp, (size_t)N * sizeof(float));
+    if (ppo_is_grpo(cfg)) { /* + β·k3 KL(actor‖ref) per token, with the same weights as the surrogate */
+        be->download(mb->logp, m->logp, (size_t)N * sizeof(float));
+        *k3 += grpo_kl_k3(mb->logp, mb->logp_ref, mb->w, N, pc->kl_loss_coef, mb->dlogp);
+    }
     /* clipfrac and approx_kl come normalised by this slice's weight: scale
      * them back so the replicas' shares add up */
     double wsum = 0, e = 0;
@@ -140,7 +146,7 @@ void ppo_train_model(int which, GPT *m, const Rollout *r, const Config *cfg, int
     Minibatch mb;
     mb_alloc(&mb, nl, T, m->be);
     int *perm = nr_xmalloc((size_t)B * sizeof(int));
-    double loss_sum = 0, ent = 0, cf = 0, akl = 0, gn_sum = 0;
+    double loss_sum = 0, ent = 0, cf = 0, akl = 0, k3 = 0, gn_sum = 0;
     int updates = 0, finite = 1;
     for (int e = 0; e < pc->epochs; e++) {
         shuffle(perm, B, (uint64_t)cfg->run.seed, step, e);
@@ -150,7 +156,7 @@ void ppo_train_model(int which, GPT *m, const Rollout *r, const Config *cfg, int
                 for (int t = 0; t < T; t++) ntok += r->mask[(size_t)perm[s0 + i] * T + t];
             mb_gather(&mb, r, perm + s0 + sh->d * nl, ntok);
             gpt_zero_grad(m);
-            float loss = which == PPO_ACTOR ? actor_minibatch(m, &mb, cfg, step, &ent, &cf, &akl)
+            float loss = which == PPO_ACTOR ? actor_minibatch(m, &mb, cfg, step, &ent, &cf, &akl, &k3)
                                             : critic_minibatch(m, &mb, cfg);
             if (sh->grad_sync) sh->grad_sync(m, sh->ctx);
             /* the norm is taken after the sum over replicas, so every replica sees the same one;
@@ -173,6 +179,7 @@ out:
         st->entropy = ent / u;
         st->clipfrac = cf / u;
         st->approx_kl = akl / u;
+        st->kl_k3 = k3 / u;
         st->grad_norm_actor = gn_sum / u;
     } else {
         st->vf_loss = loss_sum / u;

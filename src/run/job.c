@@ -18,6 +18,13 @@
 #include "nereus/util.h"
 
 void job_stage_fill(Job *j, Stage *s) {
+    if (s->emu.n == 0) { /* absent from the stage set (GRPO's critic stages) */
+        s->member = s->leader = 0;
+        s->d = -1;
+        s->dp = s->B = 0;
+        s->root = -1;
+        return;
+    }
     s->member = s->emu.pos >= 0;
     s->dp = s->emu.layout.dp;
     s->d = s->member ? s->emu.coord.d : -1;

@@ -39,8 +39,9 @@ int job_stop_requested(Job *j) {
     return (int)s;
 }
 
-/* The checkpoint's models: each stage that holds a model is one entry; the
- * canonical writers are replica 0's members of the stage named for the model */
+/* The checkpoint's models: each stage that holds a model is one entry (a critic-free job's has no critic,
+ * a job without a reward network no reward); the canonical writers are replica 0's members of the stage
+ * named for the model */
 static int job_ckpt_models(Job *j, CkptModel *cm) {
     static const struct { int stage; const char *name; int canonical; int adam; } map[] = {
         {PLAN_ACTOR_TRAIN, "actor", 1, 1}, {PLAN_ACTOR_GEN, "actor", 0, 0}, {PLAN_ACTOR_INF, "actor", 0, 0},
@@ -51,7 +52,7 @@ static int job_ckpt_models(Job *j, CkptModel *cm) {
     int n = 0;
     for (size_t k = 0; k < sizeof map / sizeof map[0]; k++) {
         Stage *s = &j->st[map[k].stage];
-        if (map[k].stage == PLAN_REWARD_INF && !j->have_rm) continue;
+        if (!job_stage_holds_model(j, map[k].stage)) continue;
         cm[n].name = map[k].name;
         cm[n].cfg = plan_stage_is_critic(map[k].stage) ? &j->cc : &j->ac;
         cm[n].m = s->member ? &s->model : NULL;
@@ -135,6 +136,18 @@ int64_t job_ckpt_newest(const Job *j) {
     return k > 0 ? steps[k - 1] : -1;
 }
 
+/* A critic-free job (GRPO) restarted from a file with a critic (a PPO run's): the critic is not read, and the
+ * run says so. (The reverse, a PPO job from a GRPO file, is the file lacking a model: the critic starts from
+ * the actor as in a fresh job, which job_restart's note says.) */
+static void restart_note_critic(Job *j, const char *path) {
+    if (job_stage_holds_model(j, PLAN_CRITIC_TRAIN)) return;
+    GPTConfig fc;
+    int has_adam = 0;
+    char w[256];
+    if (ckpt_model_config(path, "critic", &fc, &has_adam, w, sizeof w) == 0)
+        nr_log("note: %s holds a critic (a ppo run's); algorithm = grpo has none, so it is not read\n", path);
+}
+
 int job_restart(Job *j, const char *path, int64_t *step, int64_t *sft_done, int *partial, char *used,
                 size_t used_len, char *why, size_t why_len) {
     const Config *cfg = j->cfg;
@@ -152,6 +165,7 @@ int job_restart(Job *j, const char *path, int64_t *step, int64_t *sft_done, int 
     }
     CkptModel cm[8];
     int n = job_ckpt_models(j, cm);
+    restart_note_critic(j, used);
     /* A file may hold fewer models than the job (an llm.c import: actor and
      * ref, no critic, no AdamW state): those start as a fresh job would, from
      * the actor, and the caller is told so. The actor itself must be there

@@ -314,16 +314,19 @@ static int run_build(RunCtx *r) {
     if (live_check_fits(&r->lp, &r->job, r->why, sizeof r->why) != 0)
         return deck_error_at(r->deck, cfg->planner.memory_gib > 0 ? "planner.memory_gib" : "planner.policy",
                              "no plan fits the models in this job's %d rank(s): %s", r->world, r->why);
+    char critic[96]; /* a critic-free job (grpo) has no critic; the critic's shape is the reward network's */
+    int grpo = ppo_is_grpo(cfg);
+    if (grpo) snprintf(critic, sizeof critic, "no critic (algorithm = grpo)");
+    else snprintf(critic, sizeof critic, "%zu (critic)", r->job.n_critic);
     if (gpt_is_llama(&r->job.ac))
-        nr_log("model: %s L=%d C=%d NH=%d NKV=%d hd=%d F=%d V=%d T=%d: %zu parameters (actor), %zu (critic)\n",
+        nr_log("model: %s L=%d C=%d NH=%d NKV=%d hd=%d F=%d V=%d T=%d: %zu parameters (actor), %s\n",
                cfg->model.arch, cfg->model.n_layer, cfg->model.n_embd, cfg->model.n_head, gpt_kv_heads(&r->job.ac),
-               gpt_head_dim(&r->job.ac), gpt_ffn(&r->job.ac), r->shape.V, cfg->model.max_seq, r->job.n_actor,
-               r->job.n_critic);
+               gpt_head_dim(&r->job.ac), gpt_ffn(&r->job.ac), r->shape.V, cfg->model.max_seq, r->job.n_actor, critic);
     else
-        nr_log("model: GPT-2 L=%d C=%d NH=%d V=%d T=%d: %zu parameters (actor), %zu (critic)\n", cfg->model.n_layer,
-               cfg->model.n_embd, cfg->model.n_head, r->shape.V, cfg->model.max_seq, r->job.n_actor, r->job.n_critic);
+        nr_log("model: GPT-2 L=%d C=%d NH=%d V=%d T=%d: %zu parameters (actor), %s\n", cfg->model.n_layer,
+               cfg->model.n_embd, cfg->model.n_head, r->shape.V, cfg->model.max_seq, r->job.n_actor, critic);
     nr_log("communicators: %d group set(s) for the %d model-stages (model-stages of one layout on the same ranks "
-           "share one)\n", emu_cache_sets(&r->job.comms), PLAN_NSTAGES);
+           "share one)\n", emu_cache_sets(&r->job.comms), plan_stage_count(grpo));
     r->deck_text = deck_resolved_text(r->deck, cfg);
     job_install_signals();
     return 0;
@@ -515,10 +518,11 @@ static int run_ppo_step(RunCtx *r, int step) {
     if (step % r->cfg->run.log_every == 0 || step + 1 == r->cfg->ppo.steps) {
         char ex[96];
         task_detok(j->G.seq, j->G.P + j->G.resp_len[0], ex);
-        nr_log("step %4d | reward %.3f | kl %+.4f | pg %+.4f | vf %.4f | ent %.3f | len %.2f | "
+        int grpo = ppo_is_grpo(r->cfg); /* no value loss: the k3 KL term of the actor loss in its column */
+        nr_log("step %4d | reward %.3f | kl %+.4f | pg %+.4f | %s %.4f | ent %.3f | len %.2f | "
                "%.3fs: gen %.3fs inf %.3fs train %.3fs sync %.3fs | %.0f tok/s | %s (%.2f)\n",
-               step, st.reward, st.kl, st.pg_loss, st.vf_loss, st.entropy, st.resp_len, dt, times[0], times[1],
-               times[2], times[3], st.tokens / dt, ex, j->G.task_reward[0]);
+               step, st.reward, st.kl, st.pg_loss, grpo ? "k3" : "vf", grpo ? st.kl_k3 : st.vf_loss, st.entropy,
+               st.resp_len, dt, times[0], times[1], times[2], times[3], st.tokens / dt, ex, j->G.task_reward[0]);
     }
     return 0;
 }
@@ -604,9 +608,11 @@ typedef struct RunFingerprints {
 static void run_fingerprints(RunCtx *r, RunFingerprints *fp) {
     memset(fp, 0, sizeof *fp);
     int ids[4] = {PLAN_ACTOR_TRAIN, PLAN_REF_INF, PLAN_CRITIC_TRAIN, PLAN_REWARD_INF};
-    int n = r->cfg->ppo.steps > 0 ? (r->job.have_rm ? 4 : 3) : 1;
-    for (int i = 0; i < n; i++) fp->cs[ids[i]] = job_checksum(&r->job, ids[i]);
-    for (int i = 0; i < n; i++) fp->hash[ids[i]] = job_params_hash(&r->job, ids[i]);
+    int n = r->cfg->ppo.steps > 0 ? 4 : 1;
+    for (int i = 0; i < n; i++)
+        if (job_stage_holds_model(&r->job, ids[i])) fp->cs[ids[i]] = job_checksum(&r->job, ids[i]);
+    for (int i = 0; i < n; i++)
+        if (job_stage_holds_model(&r->job, ids[i])) fp->hash[ids[i]] = job_params_hash(&r->job, ids[i]);
 }
 
 /* rank 0: the verification block's reward, KL and token lines over the n PPO steps run (task reward means of
@@ -622,18 +628,19 @@ static void run_print_rewards(const RunCtx *r, int n) {
 
 /* rank 0: the verification block's model lines */
 static void run_print_fingerprints(const RunCtx *r, const RunFingerprints *fp) {
-    int ppo = r->cfg->ppo.steps > 0, rm = r->job.have_rm;
+    int ppo = r->cfg->ppo.steps > 0, rm = r->job.have_rm, critic = job_stage_holds_model(&r->job, PLAN_CRITIC_TRAIN);
     nr_log("verify.checksum.actor: %.12e\n", fp->cs[PLAN_ACTOR_TRAIN]);
     if (ppo) {
         nr_log("verify.checksum.ref: %.12e\n", fp->cs[PLAN_REF_INF]);
-        nr_log("verify.checksum.critic: %.12e\n", fp->cs[PLAN_CRITIC_TRAIN]);
+        if (critic) nr_log("verify.checksum.critic: %.12e\n", fp->cs[PLAN_CRITIC_TRAIN]);
+        else nr_log("verify.checksum.critic: none (algorithm = grpo: no critic)\n");
         if (rm) nr_log("verify.checksum.reward: %.12e\n", fp->cs[PLAN_REWARD_INF]);
         else nr_log("verify.checksum.reward: none (rule-based reward, no network)\n");
     }
     nr_log("verify.hash.actor: %016llx\n", (unsigned long long)fp->hash[PLAN_ACTOR_TRAIN]);
     if (ppo) {
         nr_log("verify.hash.ref: %016llx\n", (unsigned long long)fp->hash[PLAN_REF_INF]);
-        nr_log("verify.hash.critic: %016llx\n", (unsigned long long)fp->hash[PLAN_CRITIC_TRAIN]);
+        if (critic) nr_log("verify.hash.critic: %016llx\n", (unsigned long long)fp->hash[PLAN_CRITIC_TRAIN]);
         if (rm) nr_log("verify.hash.reward: %016llx\n", (unsigned long long)fp->hash[PLAN_REWARD_INF]);
     }
 }
@@ -661,6 +668,7 @@ static int run_verify(RunCtx *r) {
         nr_log("verify.sft_loss_first: %.6f\n", r->sft_first);
         nr_log("verify.sft_loss_last: %.6f\n", r->sft_last);
     }
+    if (ppo_is_grpo(cfg)) nr_log("verify.algorithm: grpo (group_size %d)\n", cfg->ppo.group_size);
     nr_log("verify.ppo_steps: %d\n", n);
     if (cfg->sw.step >= 0 || r->lp.on) {
         nr_log("verify.transitions: %d\n", r->transitions);

@@ -89,7 +89,9 @@ int job_step(Job *j, int step, StepStats *st, double times[4]) {
     size_t BT = (size_t)G->B * G->T;
     float *outs[4] = {G->logp_old, G->logp_ref, G->values, G->rm_values};
     int ids[4] = {PLAN_ACTOR_INF, PLAN_REF_INF, PLAN_CRITIC_INF, PLAN_REWARD_INF};
-    int nscore = j->have_rm ? 4 : 3;
+    int nscore = 0; /* the scoring stages that hold a model in this job: no critic.inf without a critic */
+    for (int k = 0; k < 4; k++)
+        if (job_stage_holds_model(j, ids[k])) outs[nscore] = outs[k], ids[nscore++] = ids[k];
     for (int k = 0; k < nscore; k++) {
         memset(outs[k], 0, BT * sizeof(float));
         infer_stage(j, ids[k], outs[k], ids[k] != PLAN_ACTOR_INF && ids[k] != PLAN_REF_INF);
@@ -122,13 +124,14 @@ int job_step(Job *j, int step, StepStats *st, double times[4]) {
     /* the replicas' loss shares add up; the gradient norms are the same on every replica (replica 0 reports) */
     int la = S[PLAN_ACTOR_TRAIN].leader, lc = S[PLAN_CRITIC_TRAIN].leader;
     int a0 = la && S[PLAN_ACTOR_TRAIN].d == 0, c0 = lc && S[PLAN_CRITIC_TRAIN].d == 0;
-    double red[8] = {la ? sa.pg_loss : 0, la ? sa.entropy : 0, la ? sa.clipfrac : 0, la ? sa.approx_kl : 0,
+    double red[9] = {la ? sa.pg_loss : 0, la ? sa.entropy : 0, la ? sa.clipfrac : 0, la ? sa.approx_kl : 0,
                      lc ? sc.vf_loss : 0, a0 ? sa.grad_norm_actor : 0, c0 ? sc.grad_norm_critic : 0,
-                     (sa.finite && sc.finite) ? 0.0 : 1.0};
-    /* NaN must survive the sum: carry "non-finite" in the last slot instead */
-    for (int k = 0; k < 7; k++)
-        if (!isfinite(red[k])) { red[k] = 0; red[7] = 1; }
-    comm_allreduce_sum_f64(j->world, red, 8);
+                     (sa.finite && sc.finite) ? 0.0 : 1.0, la ? sa.kl_k3 : 0};
+    /* NaN must survive the sum: carry "non-finite" in slot 7 instead */
+    for (int k = 0; k < 9; k++)
+        if (k != 7 && !isfinite(red[k])) { red[k] = 0; red[7] = 1; }
+    comm_allreduce_sum_f64(j->world, red, 9);
+    st->kl_k3 = red[8];
     st->pg_loss = red[0];
     st->entropy = red[1];
     st->clipfrac = red[2];
@@ -144,9 +147,11 @@ int job_step(Job *j, int step, StepStats *st, double times[4]) {
         if (strcmp(cfg->transition.sync, "broadcast") == 0) { /* the baseline: every rank gets the whole models */
             int actor_dst[2] = {PLAN_ACTOR_GEN, PLAN_ACTOR_INF}, critic_dst[1] = {PLAN_CRITIC_INF};
             job_sync(j, PLAN_ACTOR_TRAIN, actor_dst, 2);
-            double bytes = j->sync_bytes;
-            job_sync(j, PLAN_CRITIC_TRAIN, critic_dst, 1);
-            j->sync_bytes += bytes;
+            if (job_stage_holds_model(j, PLAN_CRITIC_TRAIN)) { /* a critic-free job has no critic leg */
+                double bytes = j->sync_bytes;
+                job_sync(j, PLAN_CRITIC_TRAIN, critic_dst, 1);
+                j->sync_bytes += bytes;
+            }
         } else { /* only the slabs each destination lacks */
             job_sync_engine(j);
         }

@@ -33,6 +33,7 @@
 typedef struct JobSyncPlan {
     TxPart part;
     TxEndpoint ep[3];
+    int npair;      /* the legs: actor.train to actor.gen and actor.inf, and (with a critic) critic.train to critic.inf */
     double bytes;   /* bytes that cross between ranks per sync */
 } JobSyncPlan;
 
@@ -271,7 +272,9 @@ void job_sync_engine(Job *j) {
     if (!j->sync) {
         JobSyncPlan *sp = nr_xcalloc(1, sizeof *sp);
         TxChange ch[3];
-        for (int k = 0; k < 3; k++)
+        int npair = job_stage_holds_model(j, PLAN_CRITIC_INF) ? 3 : 2; /* a critic-free job has no critic leg */
+        sp->npair = npair;
+        for (int k = 0; k < npair; k++)
             tx_change_for(&j->px, sync_pairs[k][1], TX_COPY, &j->plan.stage[sync_pairs[k][0]], &j->plan.stage[sync_pairs[k][1]],
                           &ch[k]);
         TxOptions opt = tx_options_of(&j->px);
@@ -281,7 +284,7 @@ void job_sync_engine(Job *j) {
         int64_t bad = 0;
         double bytes = 0;
         if (j->rank == 0) {
-            bad = tx_plan_build(&P, ch, 3, j->size, &opt, why, sizeof why) != 0;
+            bad = tx_plan_build(&P, ch, npair, j->size, &opt, why, sizeof why) != 0;
             if (!bad) bytes = (double)P.bytes_moved;
         }
         comm_bcast(j->world, &bad, sizeof bad, 0);
@@ -290,7 +293,7 @@ void job_sync_engine(Job *j) {
         if (tx_part_scatter(j->rank == 0 ? &P : NULL, j->world, &sp->part) != 0) nr_fatal("weight sync: parts");
         if (j->rank == 0) tx_plan_free(&P);
         sp->bytes = bytes;
-        for (int k = 0; k < 3; k++) {
+        for (int k = 0; k < npair; k++) {
             Stage *a = &j->st[sync_pairs[k][0]], *b = &j->st[sync_pairs[k][1]];
             sp->ep[k].from = a->member ? &a->model : NULL;
             sp->ep[k].to = b->member ? &b->model : NULL;
