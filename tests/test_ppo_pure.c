@@ -1,4 +1,5 @@
-/* test_ppo_pure.c — GAE and masked whitening against hand-computed values. */
+/* test_ppo_pure.c — GAE, masked whitening, and GRPO's group advantages and k3 KL term against hand-computed
+ * values. */
 #include <math.h>
 
 #include "check.h"
@@ -6,7 +7,53 @@
 
 #define NEAR(a, b) (fabs((double)(a) - (double)(b)) < 1e-5)
 
+/* group advantages: two groups of two, one group of four with and without the std, equal rewards */
+static void test_group_advantages(void) {
+    float r[4] = {1, 0, 0.5f, 0.5f}, a[4];
+    /* group 0: mean 0.5, sample std sqrt((0.25 + 0.25) / 1) = 0.70711: ±0.5 / 0.70711 = ±0.70711; group 1 equal: 0 */
+    grpo_group_advantages(r, 4, 2, 1, 1e-6f, a);
+    CHECK(NEAR(a[0], 0.707106) && NEAR(a[1], -0.707106) && a[2] == 0.0f && a[3] == 0.0f,
+          "GRPO G=2: %.6f %.6f %.6f %.6f", a[0], a[1], a[2], a[3]);
+    /* one group of four [1, 0, 0, 0]: mean 0.25, Σ(r − mean)² = 0.75, sample std 0.5: 1.5, −0.5 ×3 */
+    float r4[4] = {1, 0, 0, 0};
+    grpo_group_advantages(r4, 4, 4, 1, 1e-6f, a);
+    CHECK(NEAR(a[0], 1.5) && NEAR(a[1], -0.5) && NEAR(a[2], -0.5) && NEAR(a[3], -0.5), "GRPO G=4: %.6f %.6f %.6f %.6f",
+          a[0], a[1], a[2], a[3]);
+    /* group_std = false: the difference from the mean alone */
+    grpo_group_advantages(r4, 4, 4, 0, 1e-6f, a);
+    CHECK(NEAR(a[0], 0.75) && NEAR(a[1], -0.25) && NEAR(a[3], -0.25), "GRPO without std: %.6f %.6f", a[0], a[1]);
+    /* equal rewards, also ones whose float mean rounds (0.1 ×3): zero advantage, never NaN */
+    float e[6] = {0.1f, 0.1f, 0.1f, 0, 0, 0};
+    grpo_group_advantages(e, 6, 3, 1, 1e-6f, a);
+    int zero = 1;
+    for (int i = 0; i < 6; i++) zero = zero && isfinite(a[i]) && fabs(a[i]) < 1e-6;
+    CHECK(zero, "GRPO equal rewards give zero advantage, finite");
+}
+
+/* the k3 term: value, gradient by hand and by finite differences, zero at equality, clamped far away */
+static void test_k3(void) {
+    /* logp −1, ref −2: x = −1, k3 = e^−1 + 1 − 1 = 0.367879; w 0.5: Σ w·k3 = 0.183940;
+       dlogp += β·w·(1 − e^−1) = 0.1·0.5·0.632121 = 0.031606 (on top of what is there: 1) */
+    float lp[3] = {-1, -3, -100}, ref[3] = {-2, -3, 0}, w[3] = {0.5f, 0.25f, 0}, d[3] = {1, 0, 0};
+    double k = grpo_kl_k3(lp, ref, w, 2, 0.1f, d);
+    CHECK(NEAR(k, 0.183940) && NEAR(d[0], 1.031606) && d[1] == 0.0f, "k3: sum %.6f, dlogp %.6f %.6f", k, d[0], d[1]);
+    /* a zero weight is no token; the clamp keeps a huge x finite */
+    float w1[3] = {0, 0, 1};
+    d[2] = 0;
+    k = grpo_kl_k3(lp, ref, w1, 3, 1.0f, d);
+    CHECK(isfinite(k) && isfinite(d[2]) && NEAR(k, exp(GRPO_K3_CLAMP) - GRPO_K3_CLAMP - 1),
+          "k3 clamps x = 100 to %g: %g", GRPO_K3_CLAMP, k);
+    /* the gradient against central differences of β·Σ w·k3 */
+    float x0[1] = {-1.3f}, r0[1] = {-0.7f}, w0[1] = {0.8f}, g[1] = {0};
+    grpo_kl_k3(x0, r0, w0, 1, 0.3f, g);
+    float xp[1] = {x0[0] + 1e-3f}, xm[1] = {x0[0] - 1e-3f};
+    double fd = 0.3 * (grpo_kl_k3(xp, r0, w0, 1, 0, NULL) - grpo_kl_k3(xm, r0, w0, 1, 0, NULL)) / (xp[0] - xm[0]);
+    CHECK(fabs(g[0] - fd) < 1e-4, "k3 gradient %.6f, finite differences %.6f", g[0], fd);
+}
+
 int main(void) {
+    test_group_advantages();
+    test_k3();
     float adv[3], ret[3];
     /* γ = 1, λ = 0.95; r = [0, 0, 1], v = [0.5, 0.6, 0.7]:
      * δ2 = 1 − 0.7 = 0.3, A2 = 0.3; δ1 = 0.7 − 0.6 = 0.1, A1 = 0.1 + 0.95·0.3 = 0.385;

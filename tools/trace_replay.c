@@ -232,6 +232,7 @@ void replay_model(const Replay *r, const SigRow *x, CostModel *cm, Workload *w) 
     cm->actor = shape_of_config(&r->ac, "actor");
     cm->critic = shape_of_config(&r->cc, "critic");
     cm->have_rm = r->have_rm;
+    cm->no_critic = strcmp(r->cfg.ppo.algorithm, "grpo") == 0;
     cm->headroom = r->tf->pa.headroom;
     cm->slow = x->slow;
     cm->overhead_s = x->overhead;

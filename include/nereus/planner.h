@@ -134,6 +134,9 @@ typedef struct CostModel {
     Efficiency eff;
     ModelShape actor, critic; /* actor-shaped: actor.*, ref.inf; critic-shaped: critic.*, reward.inf */
     int have_rm;              /* reward.inf holds a network */
+    int no_critic;            /* a critic-free algorithm (GRPO): critic.inf and critic.train are not in the stage
+                                 set; they cost nothing, the search leaves them absent (PLAN_SRC_ABSENT) and the
+                                 weight sync has no critic leg */
     double headroom;          /* memory fraction kept free (0.1) */
     const double *slow;       /* (ranks) how many times slower than calibrated each rank runs; NULL: none. A
                                  model-stage runs at the pace of its slowest rank. */

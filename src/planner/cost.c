@@ -124,6 +124,10 @@ static double stage_parts(const CostModel *cm, int stage, GridLayout l, const Wo
     const ModelShape *m = stage_shape(cm, stage);
     memset(pt, 0, sizeof *pt);
     pt->duty = 1;
+    if (cm->no_critic && plan_stage_is_critic_model(stage)) { /* not in a critic-free job's stage set */
+        if (mem) *mem = 0;
+        return 0;
+    }
     if (mem) *mem = INFINITY;
     int tp = l.tp, pp = l.pp, dp = l.dp, train = plan_stage_is_train(stage), gen = stage == PLAN_ACTOR_GEN;
     if (tp < 1 || pp < 1 || dp < 1 || m->NH % tp || m->KVH % tp || m->L % pp || w->batch % dp) return INFINITY;
@@ -350,7 +354,7 @@ double cost_plan_in(CostWork *cw, const CostModel *cm, const PlanConfig *plan, i
     static const int pairs[3][2] = {{PLAN_ACTOR_TRAIN, PLAN_ACTOR_GEN}, {PLAN_ACTOR_TRAIN, PLAN_ACTOR_INF},
                                     {PLAN_CRITIC_TRAIN, PLAN_CRITIC_INF}};
     double sync = 0;
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; k < (cm->no_critic ? 2 : 3); k++) { /* a critic-free job has no critic leg */
         const PlanStage *a = &plan->stage[pairs[k][0]], *b = &plan->stage[pairs[k][1]];
         const ModelShape *m = stage_shape(cm, pairs[k][1]);
         double shard = shape_params(m) / (b->tp * b->pp) * (m->exact ? 4.0 : m->wbytes);

@@ -25,6 +25,13 @@ typedef struct Frontier {
     GridLayout *l;      /* (N+1) its layout */
 } Frontier;
 
+/* 1 when the search lays out `stage`: not reward.inf without a reward network (it holds no model: placed on
+   rank 0 as tp1 pp1 dp1), not the critic's stages of a critic-free job (absent from its plans) */
+static int search_places(const CostModel *cm, int stage) {
+    if (stage == PLAN_REWARD_INF && !cm->have_rm) return 0;
+    return !(cm->no_critic && plan_stage_is_critic_model(stage));
+}
+
 /* the fastest layout of `stage` for every rank count ≤ N under the memory cap */
 static void frontier_build(const CostModel *cm, int stage, int N, const Workload *w, double cap, Frontier *f,
                            long *cands) {
@@ -129,6 +136,18 @@ static int partitions(int n, int out[][4]) {
     }
 }
 
+/* the stages of phase ph (1 scoring, 2 training) that the search places, in stage order: without a reward
+   network no reward.inf, without a critic (GRPO) no critic.inf or critic.train; their count */
+static int phase_stages(const CostModel *cm, int ph, int *ids) {
+    static const int inf[4] = {PLAN_ACTOR_INF, PLAN_REF_INF, PLAN_CRITIC_INF, PLAN_REWARD_INF};
+    static const int trn[2] = {PLAN_ACTOR_TRAIN, PLAN_CRITIC_TRAIN};
+    const int *all = ph == 1 ? inf : trn;
+    int n = 0;
+    for (int i = 0; i < (ph == 1 ? 4 : 2); i++)
+        if (search_places(cm, all[i])) ids[n++] = all[i];
+    return n;
+}
+
 static void place(PlanStage *ps, GridLayout l, int first) {
     memset(ps, 0, sizeof *ps);
     ps->src = PLAN_SRC_DECK;
@@ -143,18 +162,17 @@ static void place(PlanStage *ps, GridLayout l, int first) {
    blocks, the first two budgets tried on a grid of N/32 and each phase split min-max inside its budget */
 static double search_disaggregated(const CostModel *cm, int N, Frontier *F, double *cand, PlanConfig *out,
                                    SearchStats *st) {
-    const int inf[4] = {PLAN_ACTOR_INF, PLAN_REF_INF, PLAN_CRITIC_INF, PLAN_REWARD_INF}, trn[2] = {PLAN_ACTOR_TRAIN, PLAN_CRITIC_TRAIN};
-    int ni = cm->have_rm ? 4 : 3, gi[4] = {0, 1, 2, 3}, gt[2] = {0, 1};
+    int inf[4], trn[2], ni = phase_stages(cm, 1, inf), ntr = phase_stages(cm, 2, trn), gi[4] = {0, 1, 2, 3}, gt[2] = {0, 1};
     int step = N / 32 > 1 ? N / 32 : 1;
     double best = INFINITY;
     int bg = 0, bt = 0, bni[4] = {0}, bnt[2] = {0};
-    for (int ng = 1; ng <= N - ni - 2; ng += step) {
+    for (int ng = 1; ng <= N - ni - ntr; ng += step) {
         double tg = F[PLAN_ACTOR_GEN].t[ng];
         if (!isfinite(tg)) continue;
-        for (int nt = 2; ng + nt <= N - ni; nt += step) {
+        for (int nt = ntr; ng + nt <= N - ni; nt += step) {
             int nrt[2], nri[4];
             st->groupings++;
-            double tt = split_groups(F, trn, 2, gt, 2, nt, nrt, cand);
+            double tt = split_groups(F, trn, ntr, gt, ntr, nt, nrt, cand);
             double ti = isfinite(tt) ? split_groups(F, inf, ni, gi, ni, N - ng - nt, nri, cand) : INFINITY;
             if (tg + ti + tt < best) {
                 best = tg + ti + tt;
@@ -172,7 +190,7 @@ static double search_disaggregated(const CostModel *cm, int N, Frontier *F, doub
         first += bni[i];
     }
     first = bg + (N - bg - bt);
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < ntr; i++) {
         place(&out->stage[trn[i]], F[trn[i]].l[bnt[i]], first);
         first += bnt[i];
     }
@@ -185,7 +203,7 @@ static double search_capped(CostWork *cw, const CostModel *cm, int N, const int 
                             const Workload *w, double cap, int mode, Frontier *F, double *cand, PlanConfig *out,
                             StepCost *sc, SearchStats *st) {
     for (int s = 0; s < PLAN_NSTAGES; s++) {
-        if (s == PLAN_REWARD_INF && !cm->have_rm) continue;
+        if (!search_places(cm, s)) continue;
         frontier_build(cm, s, N, wf, cap, &F[s], &st->candidates);
     }
     memset(out, 0, sizeof *out);
@@ -198,10 +216,10 @@ static double search_capped(CostWork *cw, const CostModel *cm, int N, const int 
     if (!isfinite(F[PLAN_ACTOR_GEN].t[N])) return INFINITY;
     place(&out->stage[PLAN_ACTOR_GEN], F[PLAN_ACTOR_GEN].l[N], 0);
     /* scoring and training phases: every grouping (colocated: only the one group) */
-    const int inf[4] = {PLAN_ACTOR_INF, PLAN_REF_INF, PLAN_CRITIC_INF, PLAN_REWARD_INF}, trn[2] = {PLAN_ACTOR_TRAIN, PLAN_CRITIC_TRAIN};
+    int inf[4], trn[2], ninf = phase_stages(cm, 1, inf), ntrn = phase_stages(cm, 2, trn);
     for (int ph = 0; ph < 2; ph++) {
         const int *stg = ph == 0 ? inf : trn;
-        int ns = ph == 0 ? (cm->have_rm ? 4 : 3) : 2;
+        int ns = ph == 0 ? ninf : ntrn;
         int parts[15][4], np = mode == SEARCH_COLOCATED ? 1 : partitions(ns, parts), bestp = -1, bestn[4] = {0};
         if (mode == SEARCH_COLOCATED) memset(parts[0], 0, sizeof parts[0]);
         double bestT = INFINITY;
@@ -227,6 +245,11 @@ static double search_capped(CostWork *cw, const CostModel *cm, int N, const int 
     }
 priced:
     if (!cm->have_rm) place(&out->stage[PLAN_REWARD_INF], (GridLayout){1, 1, 1}, 0); /* holds no model */
+    if (cm->no_critic)
+        for (int s = PLAN_CRITIC_INF; s <= PLAN_CRITIC_TRAIN; s++) {
+            memset(&out->stage[s], 0, sizeof out->stage[s]);
+            out->stage[s].src = PLAN_SRC_ABSENT;
+        }
     if (map)
         for (int s = 0; s < PLAN_NSTAGES; s++)
             for (int i = 0; i < out->stage[s].nranks; i++) out->stage[s].ranks[i] = (int16_t)map[out->stage[s].ranks[i]];
@@ -235,6 +258,7 @@ priced:
 
 int plan_stage_options(const CostModel *cm, int stage, int n, const Workload *w, StageOption *opt, int max) {
     int k = 0;
+    if (cm->no_critic && plan_stage_is_critic_model(stage)) return 0; /* absent from a critic-free job's plans */
     for (int size = 1; size <= n; size++)
         for (int tp = 1; tp <= size; tp++) {
             if (size % tp) continue;
@@ -262,7 +286,7 @@ static void refine(CostWork *cw, const CostModel *cm, int N, const int *map, int
     PlanConfig q;
     int nopt[PLAN_NSTAGES];
     for (int s = 0; s < PLAN_NSTAGES; s++)
-        nopt[s] = s == PLAN_REWARD_INF && !cm->have_rm ? 0 : plan_stage_options(cm, s, N, w, opt[s], REFINE_OPTS);
+        nopt[s] = !search_places(cm, s) ? 0 : plan_stage_options(cm, s, N, w, opt[s], REFINE_OPTS);
     double bt = bsc->total;
     StepCost c;
     uint64_t x = 0x9E3779B97F4A7C15ull; /* xorshift64: the same draws for the same inputs */
@@ -316,7 +340,7 @@ int plan_search_mode(const CostModel *cm, int N, const int *map, int Njob, const
     for (int s = 0; s < PLAN_NSTAGES; s++) {
         F[s].t = malloc((size_t)(N + 1) * sizeof *F[s].t);
         F[s].l = calloc((size_t)N + 1, sizeof *F[s].l);
-        for (int n = 0; n <= N && F[s].t; n++) F[s].t[n] = s == PLAN_REWARD_INF && !cm->have_rm ? 0 : INFINITY;
+        for (int n = 0; n <= N && F[s].t; n++) F[s].t[n] = !search_places(cm, s) ? 0 : INFINITY;
     }
     double usable = cm->hw.mem * (1 - cm->headroom);
     PlanConfig best, trial;
@@ -363,7 +387,7 @@ int plan_search_mode(const CostModel *cm, int N, const int *map, int Njob, const
         int ws = -1;
         GridLayout wl = {1, 1, 1};
         for (int s = 0; s < PLAN_NSTAGES; s++) {
-            if (s == PLAN_REWARD_INF && !cm->have_rm) continue;
+            if (!search_places(cm, s)) continue;
             double mn = INFINITY;
             GridLayout ml = {1, 1, 1};
             int rpn = cm->hw.ranks_per_node > 0 ? cm->hw.ranks_per_node : 1;

@@ -104,6 +104,7 @@ void live_init(LivePlanner *lp, Job *j) {
     cm->actor = shape_of_config(&j->ac, "actor");
     cm->critic = shape_of_config(&j->cc, "critic");
     cm->have_rm = j->have_rm;
+    cm->no_critic = ppo_is_grpo(cfg);
     cm->headroom = 0.1;
     cm->slow = lp->slow;
     lp->w = (Workload){cfg->ppo.batch, cfg->ppo.minibatch, cfg->ppo.epochs, j->P, 0.5 * cfg->ppo.max_response,

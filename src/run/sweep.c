@@ -81,7 +81,8 @@ static void sweep_sample(LivePlanner *lp, Job *j, struct Sweep *sw) {
         for (int tries = 0; tries < SWEEP_DRAWS && !fits; tries++) {
             PlanConfig *p = &sw->p[k].plan;
             *p = j->plan;
-            for (int s = 0; s < PLAN_NSTAGES; s++) plan_stage_of_option(&opt[s][rng_next(&st) % (uint64_t)nopt[s]], NULL, &p->stage[s]);
+            for (int s = 0; s < PLAN_NSTAGES; s++) /* a stage without options (absent: no critic) stays as it is */
+                if (nopt[s]) plan_stage_of_option(&opt[s][rng_next(&st) % (uint64_t)nopt[s]], NULL, &p->stage[s]);
             StepCost c;
             cost_plan_in(cw, &lp->cm, p, j->size, &lp->w, &c);
             fits = c.fits;
