@@ -394,6 +394,9 @@ static int read_root(hid_t f, TraceFile *tf) {
         return trace_read_fail("%s: trace format version %d; this nereus-trace reads version %d", tf->path, ver,
                                TRACE_FORMAT);
     attr_str(f, "run_name", tf->run_name, sizeof tf->run_name);
+    if (attr_str(f, "algorithm", tf->algorithm, sizeof tf->algorithm) != 0) snprintf(tf->algorithm, sizeof tf->algorithm, "ppo");
+    int32_t g = 1;
+    tf->group_size = attr_num(f, "group_size", H5T_NATIVE_INT32, &g, 1) == 0 ? g : 1;
     attr_str(f, "backend", tf->backend, sizeof tf->backend);
     attr_str(f, "started", tf->started, sizeof tf->started);
     attr_str(f, "source_commit", tf->commit, sizeof tf->commit);

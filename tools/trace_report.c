@@ -100,6 +100,9 @@ static double run_mfu(const Stats *s, int id) {
 static void print_header(const TraceFile *tf) {
     printf("trace %s: run \"%s\", %d rank(s), backend %s, started %s, source %s\n", tf->path, tf->run_name, tf->ranks,
            tf->backend, tf->started, tf->commit);
+    if (strcmp(tf->algorithm, "grpo") == 0)
+        printf("algorithm: grpo, %d responses per prompt; no critic (five model-stages)\n", tf->group_size);
+    else printf("algorithm: %s\n", tf->algorithm);
     if (tf->complete) printf("status: complete (%s), PPO loop %.3f s\n", tf->status, tf->ppo_s);
     else
         printf("status: NOT complete (no /complete: the run crashed, was killed, or is still running); "

@@ -41,6 +41,8 @@ typedef struct Table {
 typedef struct TraceFile {
     const char *path;
     Table t[TRACE_NTABLES];
+    char algorithm[16];      /* root attribute algorithm: ppo | grpo ("ppo" when the trace predates it) */
+    int group_size;          /* root attribute group_size (1 when absent) */
     char run_name[256], backend[32], started[64], commit[128], counters[1024], stage_names[NSTAGE][32];
     int ranks;
     double *peak_solo, *peak_together;

@@ -283,6 +283,9 @@ static int root_attrs(H5Err *e, Trace *t, const TraceJob *job, const char *count
     h5Check(e, h5_attr_put_str(e, t->f, "format", TRACE_FORMAT_NAME));
     h5Check(e, h5_attr_put(e, t->f, "format_version", H5T_STD_I32LE, H5T_NATIVE_INT32, 0, &fmt));
     h5Check(e, h5_attr_put_str(e, t->f, "run_name", cfg->run.name));
+    int32_t group = cfg->ppo.group_size;
+    h5Check(e, h5_attr_put_str(e, t->f, "algorithm", cfg->ppo.algorithm));
+    h5Check(e, h5_attr_put(e, t->f, "group_size", H5T_STD_I32LE, H5T_NATIVE_INT32, 0, &group));
     size_t dl = strlen(job->deck_text);
     if (dl < DECK_ATTR_MAX) {
         h5Check(e, h5_attr_put_str(e, t->f, "deck", job->deck_text));
@@ -494,6 +497,7 @@ void trace_step(Trace *t, MPI_Comm world, const TraceStep *s) {
     int n = 0;
     for (int id = 0; id < PLAN_NSTAGES; id++) {
         if (id == PLAN_REWARD_INF && !t->have_rm) continue; /* the rule reward: no model-stage work */
+        if (!plan_stage_present(s->plan, id)) continue;     /* not in the stage set (grpo: no critic) */
         const PlanStage *ps = &s->plan->stage[id];
         TraceStagesRow *g = &rows[n++];
         memset(g, 0, sizeof *g);

@@ -269,6 +269,9 @@ static const TraceAttr root_attr[] = {
     {"format", TRACE_STR, 0, REQ, "", "`" TRACE_FORMAT_NAME "`"},
     {"format_version", TRACE_I32, 0, REQ, "", "1"},
     {"run_name", TRACE_STR, 0, REQ, "", "[run] name"},
+    {"algorithm", TRACE_STR, 0, NEW, "", "[ppo] algorithm: `ppo` (seven model-stages) or `grpo` (five: no critic.inf, "
+                                         "critic.train, whose /stages rows are then absent); a trace without it is ppo"},
+    {"group_size", TRACE_I32, 0, NEW, "", "[ppo] group_size: responses per prompt (1 for ppo)"},
     {"deck", TRACE_STR, 0, REQ, "", "the resolved deck (every key, its value and where it came from); a deck of "
                                     "60,000 bytes or more only in /deck, this attribute then says its size"},
     {"ranks", TRACE_I32, 0, REQ, "", "ranks of the job"},

@@ -98,9 +98,16 @@ static int scenario_of(const Config *cfg, const Deck *deck, SimScenario *sc) {
         return deck_error_at(deck, "simulate.critic", "unknown model %s (llama-3.1-8b, qwen3-14b, qwen3-32b, llama-3.3-70b)", m->critic);
     t->critic.value_head = 1;
     t->headroom = 0.1;
+    /* [ppo] algorithm = grpo: no critic (five model-stages), and group_size responses per prompt: the step
+       generates, scores and trains on batch x group_size sequences (G-fold generation) */
+    t->no_critic = strcmp(cfg->ppo.algorithm, "grpo") == 0;
+    int G = t->no_critic ? cfg->ppo.group_size : 1;
+    if ((long long)m->batch * G > INT_MAX / 4)
+        return deck_error_at(deck, "ppo.group_size", "[simulate] batch %d x group_size %d sequences per step is "
+                             "more than the simulator takes", m->batch, G);
     sc->gpus = m->gpus;
     sc->steps = m->steps;
-    sc->w = (Workload){m->batch, m->minibatch, m->epochs, m->prompt_len, m->resp_len, m->resp_len};
+    sc->w = (Workload){m->batch * G, m->minibatch, m->epochs, m->prompt_len, m->resp_len, m->resp_len};
     sc->len_end = m->resp_len_end;
     sc->gamma = m->gamma;
     sc->threshold = m->threshold;
@@ -131,8 +138,14 @@ int run_simulation(const Config *cfg, const Deck *deck, int rank) {
     if (rank != 0) return 0;
     const SimulateConfig *m = &cfg->sim;
     printf("SIMULATION (modelled cluster and models; nothing runs on hardware): %s\n", sc.name);
-    printf("cluster: %d x %s, %d per node, %s between nodes; actor %s, critic %s\n", sc.gpus, sc.truth.hw.name,
-           m->ranks_per_node, m->network, m->actor, m->critic);
+    int grpo = sc.truth.no_critic;
+    char critic[64];
+    snprintf(critic, sizeof critic, grpo ? "no critic (grpo: five model-stages)" : "critic %s", m->critic);
+    printf("cluster: %d x %s, %d per node, %s between nodes; actor %s, %s\n", sc.gpus, sc.truth.hw.name,
+           m->ranks_per_node, m->network, m->actor, critic);
+    if (grpo)
+        printf("algorithm: grpo, %d prompts x %d responses = %d sequences per step (G-fold generation), no critic, "
+               "no value loss\n", m->batch, cfg->ppo.group_size, sc.w.batch);
     printf("workload: %d steps, batch %d, minibatch %d, prompt %.0f, responses %.0f -> %.0f tokens (geometric)\n",
            sc.steps, m->batch, m->minibatch, m->prompt_len, m->resp_len, m->resp_len_end);
     for (int e = 0; e < sc.nevents; e++) {
