@@ -187,7 +187,7 @@ const DeckKey deck_keys[] = {
     {"ppo", "group_eps", DECK_T_FLOAT, 0, "1e-6", GT(0), LE(1), NULL, F_FLT(ppo.group_eps),
      "grpo: epsilon added to the group's standard deviation"},
     {"ppo", "kl_loss_coef", DECK_T_FLOAT, 0, "0.04", GE(0), NONE, NULL, F_FLT(ppo.kl_loss_coef),
-     "grpo: beta of the k3 estimator of KL(actor||ref) added to the actor loss (kl_beta is not used)"},
+     "grpo: beta of the k3 estimator of the actor's KL divergence from the ref, added to the actor loss (kl_beta is not used)"},
 
     {"reward", "network", DECK_T_BOOL, 0, "false", NONE, NONE, NULL, F_INT(reward.network),
      "add a frozen reward network's score to the rule reward"},

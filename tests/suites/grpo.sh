@@ -1,0 +1,124 @@
+# tests/suites/grpo.sh — GRPO ([ppo] algorithm = grpo, no critic): inputs/grpo-tiny.deck learns; its first 5 steps reproduced under TP, PP, DP and mixed plans on 2, 4 and 8 ranks; a checkpoint without a critic restarted under another plan; the live planner with an injected pool change; bad GRPO decks refused at their line; the GRPO simulator decks
+section "GRPO: inputs/grpo-tiny.deck (8 prompts x 8 responses a step, five model-stages)"
+# the deck's first 100 of 150 steps learn on 1 rank (gain +0.347 measured; +0.387 over all 150, the PPO
+# deck's +0.414), and hold no critic: none in the plan, the run or the trace
+feeds grpo-tiny grpo-reward-rises grpo-no-critic
+t grpo-tiny 300 $L -np 1 bin/nereus inputs/grpo-tiny.deck --set ppo.steps=100 --set trace.file=$LOG/grpo-tiny.trace.h5
+if want grpo-reward-rises; then
+  f=$LOG/grpo-tiny.log
+  g=$(verify "$f" reward_gain); st=$(verify "$f" status)
+  if [ -n "$g" ] && [ "$st" = pass ] && awk "BEGIN{exit !($g >= 0.25)}"; then result grpo-reward-rises 0 0 "gain $g over 100 steps"
+  else result grpo-reward-rises 1 0 "gain '$g' status '$st' (want gain >= 0.25, pass)"; fi
+fi
+if want grpo-no-critic; then
+  f=$LOG/grpo-tiny.log
+  ns=$(bin/nereus-trace summary $LOG/grpo-tiny.trace.h5 2>/dev/null | grep -c '^  critic\.')
+  if grep -q '^critic\.inf  *none  (not in the stage set' "$f" && grep -q '^critic\.train  *none  (not in the stage set' "$f" &&
+     grep -q 'no critic (algorithm = grpo)$' "$f" && grep -q '^verify.checksum.critic: none' "$f" &&
+     [ "$(verify "$f" algorithm)" = "grpo (group_size 8)" ] && [ "$ns" = 0 ] &&
+     bin/nereus-trace summary $LOG/grpo-tiny.trace.h5 2>/dev/null | grep -q '^algorithm: grpo, 8 responses per prompt'; then
+    result grpo-no-critic 0 0 "plan, model line, verification block and trace: grpo, no critic stage"
+  else result grpo-no-critic 1 0 "a critic shows in the plan, the run or the trace (log: $f)"; fi
+fi
+
+section "GRPO equivalence: 5 steps of inputs/grpo-tiny.deck under plans on 2, 4 and 8 ranks against 1 rank"
+# grpo_close REF OUT: the actor and ref checksums within relative 1e-5 (there is no critic); sets why, worst
+grpo_close() {
+  worst=0
+  local k a b d
+  for k in checksum.actor checksum.ref; do
+    a=$(verify "$1" $k); b=$(verify "$2" $k)
+    d=$(awk -v a="$a" -v b="$b" 'BEGIN{ if (a=="" || b=="" || a+0 == 0) { print "nan"; exit } d=(a-b)/a; if (d<0) d=-d; printf "%.1e", d }')
+    awk -v d="$d" 'BEGIN{exit !(d != "nan" && d+0 <= 1e-5)}' || why="$why $k $a vs $b;"
+    worst=$(awk -v d="$d" -v w="$worst" 'BEGIN{ print (d=="nan" || d+0 > w+0) ? d : w }')
+  done
+}
+GRPO_PLANS="dp2-split|2|actor.gen = @0; actor.inf = @1; ref.inf = @0; actor.train = dp2 @0-1; reward.inf = @1
+tp2-dp2|4|actor.gen = tp2 dp2 @0-3; actor.inf = tp2 dp2 @0-3; ref.inf = tp4 @0-3; actor.train = tp2 dp2 @0-3; reward.inf = @0
+pp2-tp2-dp2|8|actor.gen = tp2 dp4 @0-7; actor.inf = tp2 pp2 dp2 @0-7; ref.inf = pp2 dp2 @0-3; actor.train = tp2 pp2 dp2 @7,6,5,4,3,2,1,0; reward.inf = pp2 @0-1"
+while IFS='|' read -r name np plan; do feeds grpo-equiv-1rank "grpo-equiv-$name"; done <<<"$GRPO_PLANS"
+feeds grpo-equiv-tp2-dp2-run grpo-restart-r2
+feeds grpo-equiv-1rank grpo-restart-r2
+t grpo-equiv-1rank 300 $L -np 1 bin/nereus inputs/grpo-tiny.deck --set ppo.steps=5 --set run.log_every=5 --set trace.file=none
+while IFS='|' read -r -u 3 name np plan; do
+  feeds "grpo-equiv-$name-run" "grpo-equiv-$name"
+  runs "grpo-equiv-$name-run" || want "grpo-equiv-$name" || continue
+  deck=$LOG/grpo-equiv-$name.deck
+  ckpt=0; [ "$name" = tp2-dp2 ] && ckpt=3 # the restart test's checkpoint, after step 3
+  { cat inputs/grpo-tiny.deck; printf '[ckpt]\ndir = %s\nkeep = 5\nevery = %d\n' "$LOG/grpo-ckpt" $ckpt; echo "[plan]"
+    echo "$plan" | tr ';' '\n' | sed 's/^ *//'; } > "$deck"
+  [ $ckpt = 0 ] || rm -rf "$LOG/grpo-ckpt"
+  t "grpo-equiv-$name-run" 300 $L -np "$np" bin/nereus "$deck" --set ppo.steps=5 --set run.log_every=5 \
+    --set trace.file=none
+  want "grpo-equiv-$name" || continue
+  why=""
+  same_keys "$LOG/grpo-equiv-1rank.log" "$LOG/grpo-equiv-$name-run.log" tokens_hash reward_first10 reward_last10 ppo_steps status
+  grpo_close "$LOG/grpo-equiv-1rank.log" "$LOG/grpo-equiv-$name-run.log"
+  if [ -z "$why" ]; then result "grpo-equiv-$name" 0 0 "$np ranks: tokens, rewards identical; checksums within $worst (limit 1e-5)"
+  else result "grpo-equiv-$name" 1 0 "$why"; fi
+done 3<<<"$GRPO_PLANS"
+
+section "GRPO checkpoints: no critic in the file; restarted under another plan"
+# the 4-rank tp2-dp2 run's step-3 checkpoint restarted on 2 ranks (dp2-split's plan): steps 3-4 as the
+# uninterrupted 1-rank run (checksums within 1e-5), and the file holds the actor and the ref, no critic
+feeds grpo-restart-r2-run grpo-restart-r2
+if runs grpo-restart-r2-run; then
+  { cat inputs/grpo-tiny.deck; echo "[plan]"; sed -n 's/^dp2-split|2|//p' <<<"$GRPO_PLANS" | tr ';' '\n' | sed 's/^ *//'; } > "$LOG/grpo-restart.deck"
+fi
+t grpo-restart-r2-run 300 $L -np 2 bin/nereus "$LOG/grpo-restart.deck" --set ppo.steps=5 --set trace.file=none \
+  --restart "$LOG/grpo-ckpt/grpo-equiv-tp2-dp2_step000003.h5"
+if want grpo-restart-r2; then
+  f=$LOG/grpo-restart-r2-run.log; ck=$LOG/grpo-ckpt/grpo-equiv-tp2-dp2_step000003.h5
+  bin/nereus-ckpt info "$ck" >"$LOG/grpo-restart-info.txt" 2>&1
+  why=""
+  grpo_close "$LOG/grpo-equiv-1rank.log" "$f"
+  [ "$(verify "$f" restart_step)" = 3 ] || why="$why restart_step '$(verify "$f" restart_step)';"
+  grep -q '^model critic' "$LOG/grpo-restart-info.txt" && why="$why the checkpoint names a critic;"
+  grep -q '^model actor:' "$LOG/grpo-restart-info.txt" || why="$why no actor in nereus-ckpt info;"
+  if [ -z "$why" ]; then result grpo-restart-r2 0 0 "written on 4 ranks (tp2 dp2), restarted on 2: checksums within $worst of the 1-rank run; no critic in the file"
+  else result grpo-restart-r2 1 0 "$why"; fi
+fi
+
+section "GRPO with the live planner: an INJECTED pool change (tests/decks/pool.deck as grpo, 4 ranks)"
+feeds grpo-planner-pool-run grpo-planner-pool
+t grpo-planner-pool-run 300 $L -np 4 bin/nereus tests/decks/pool.deck --set ppo.algorithm=grpo --set ppo.group_size=4
+if want grpo-planner-pool; then
+  f=$LOG/grpo-planner-pool-run.log
+  on3=$(sed -n '/^planner: before step 4: plan [0-9]* -> [0-9]*:/,/^transition:/p' "$f" | stage_ranks | awk '$2 == 3 {print $1}' | sort -u)
+  crit=$(stage_ranks <"$f" | grep -c '^critic')
+  if grep -q '^planner: before step 4: replan — pool 3 rank(s)' "$f" && grep -q '^planner: before step 8: replan — pool 4 rank(s)' "$f" &&
+     [ -z "$on3" ] && [ "$crit" = 0 ] && [ "$(verify "$f" transitions)" -ge 2 ] && [ "$(verify "$f" status)" = pass ] &&
+     grep -q 'per-tensor checks passed' "$f"; then
+    result grpo-planner-pool 0 0 "replans at steps 4 and 8, $(verify "$f" transitions) checked transitions, no critic stage in any plan"
+  else result grpo-planner-pool 1 0 "no replan, a model-stage left on rank 3 ('$on3'), or a critic stage placed ($crit rows)"; fi
+fi
+
+section "GRPO decks refused at their line (one process: a deck error stops every rank before any work)"
+if want grpo-bad-critic-stage grpo-bad-switch-critic grpo-bad-group-divides grpo-bad-group-one grpo-bad-group-ppo; then
+  { cat inputs/grpo-tiny.deck; printf '[plan]\nactor.gen = @0\nactor.inf = @0\nactor.train = @0\nref.inf = @0\ncritic.inf = @0\nreward.inf = @0\n'; } > "$LOG/grpo-bad-critic.deck"
+  { cat inputs/grpo-tiny.deck; printf '[switch]\nstep = 2\ndefault = colocated\ncritic.train = dp2 @0-1\n'; } > "$LOG/grpo-bad-switch.deck"
+fi
+bad grpo-bad-critic-stage "grpo-bad-critic\.deck:$(( $(wc -l <inputs/grpo-tiny.deck) + 6 )): error: \[plan\] critic\.inf: algorithm = grpo has no critic" \
+  bin/nereus "$LOG/grpo-bad-critic.deck"
+bad grpo-bad-switch-critic "grpo-bad-switch\.deck:$(( $(wc -l <inputs/grpo-tiny.deck) + 4 )): error: \[switch\] critic\.train: algorithm = grpo has no critic" \
+  bin/nereus "$LOG/grpo-bad-switch.deck"
+bad grpo-bad-group-divides '^--set ppo\.group_size=5: error: \[ppo\] group_size = 5 does not divide batch = 64' \
+  bin/nereus inputs/grpo-tiny.deck --set ppo.group_size=5
+bad grpo-bad-group-one '^--set ppo\.group_size=1: error: \[ppo\] algorithm = grpo needs group_size >= 2' \
+  bin/nereus inputs/grpo-tiny.deck --set ppo.group_size=1
+bad grpo-bad-group-ppo '^--set ppo\.group_size=4: error: \[ppo\] group_size = 4 needs algorithm = grpo' \
+  bin/nereus inputs/tiny.deck --set ppo.group_size=4
+
+section "GRPO in the simulator (MODELLED clusters): payback against every fixed plan"
+for n in 64 1024; do
+  feeds "sim-grpo-$n-run" "sim-grpo-$n"
+  t "sim-grpo-$n-run" 120 bin/nereus --simulate "inputs/sim/grpo-$n.deck"
+  if want "sim-grpo-$n"; then
+    f=$LOG/sim-grpo-$n-run.log
+    pb=$(simv "$f" payback.mean_step_s); st=$(simv "$f" static.mean_step_s)
+    if [ "$(verify "$f" status)" = pass ] && grep -q '^algorithm: grpo, .* no critic' "$f" && [ -n "$pb" ] && [ -n "$st" ] &&
+       awk -v p="$pb" -v s="$st" 'BEGIN{exit !(p < s)}'; then
+      result "sim-grpo-$n" 0 0 "$n GPUs: payback $pb s/step, static $st ($(simv "$f" payback.vs_static_pct | cut -c1-5)% ahead)"
+    else result "sim-grpo-$n" 1 0 "payback '$pb' static '$st' (log: $f)"; fi
+  fi
+done
