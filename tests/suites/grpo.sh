@@ -94,14 +94,18 @@ if want grpo-planner-pool; then
 fi
 
 section "GRPO decks refused at their line (one process: a deck error stops every rank before any work)"
-if want grpo-bad-critic-stage grpo-bad-switch-critic grpo-bad-group-divides grpo-bad-group-one grpo-bad-group-ppo; then
+if want grpo-bad-critic-stage grpo-bad-switch-critic grpo-bad-group-divides grpo-bad-group-one grpo-bad-group-ppo grpo-bad-plan-as-ppo; then
   { cat inputs/grpo-tiny.deck; printf '[plan]\nactor.gen = @0\nactor.inf = @0\nactor.train = @0\nref.inf = @0\ncritic.inf = @0\nreward.inf = @0\n'; } > "$LOG/grpo-bad-critic.deck"
   { cat inputs/grpo-tiny.deck; printf '[switch]\nstep = 2\ndefault = colocated\ncritic.train = dp2 @0-1\n'; } > "$LOG/grpo-bad-switch.deck"
+  { cat inputs/grpo-tiny.deck; printf '[plan]\ndefault = colocated\nactor.gen = pp2 @0-1\n'; } > "$LOG/grpo-bad-plan.deck"
 fi
 bad grpo-bad-critic-stage "grpo-bad-critic\.deck:$(( $(wc -l <inputs/grpo-tiny.deck) + 6 )): error: \[plan\] critic\.inf: algorithm = grpo has no critic" \
   bin/nereus "$LOG/grpo-bad-critic.deck"
 bad grpo-bad-switch-critic "grpo-bad-switch\.deck:$(( $(wc -l <inputs/grpo-tiny.deck) + 4 )): error: \[switch\] critic\.train: algorithm = grpo has no critic" \
   bin/nereus "$LOG/grpo-bad-switch.deck"
+# what a PPO plan is refused for, a GRPO plan is too, at its line (pipelined generation here)
+bad grpo-bad-plan-as-ppo "grpo-bad-plan\.deck:$(( $(wc -l <inputs/grpo-tiny.deck) + 3 )): error: \[plan\] actor\.gen = tp1 pp2 dp1: generation runs TP x DP" \
+  bin/nereus "$LOG/grpo-bad-plan.deck"
 bad grpo-bad-group-divides '^--set ppo\.group_size=5: error: \[ppo\] group_size = 5 does not divide batch = 64' \
   bin/nereus inputs/grpo-tiny.deck --set ppo.group_size=5
 bad grpo-bad-group-one '^--set ppo\.group_size=1: error: \[ppo\] algorithm = grpo needs group_size >= 2' \
