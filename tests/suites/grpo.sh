@@ -80,8 +80,9 @@ if want grpo-restart-r2; then
 fi
 
 section "GRPO with the live planner: an INJECTED pool change (tests/decks/pool.deck as grpo, 4 ranks)"
-feeds grpo-planner-pool-run grpo-planner-pool
-t grpo-planner-pool-run 300 $L -np 4 bin/nereus tests/decks/pool.deck --set ppo.algorithm=grpo --set ppo.group_size=4
+feeds grpo-planner-pool-run grpo-planner-pool grpo-planner-replay
+t grpo-planner-pool-run 300 $L -np 4 bin/nereus tests/decks/pool.deck --set ppo.algorithm=grpo --set ppo.group_size=4 \
+  --set trace.file=$LOG/grpo-pool.trace.h5
 if want grpo-planner-pool; then
   f=$LOG/grpo-planner-pool-run.log
   on3=$(sed -n '/^planner: before step 4: plan [0-9]* -> [0-9]*:/,/^transition:/p' "$f" | stage_ranks | awk '$2 == 3 {print $1}' | sort -u)
@@ -91,6 +92,17 @@ if want grpo-planner-pool; then
      grep -q 'per-tensor checks passed' "$f"; then
     result grpo-planner-pool 0 0 "replans at steps 4 and 8, $(verify "$f" transitions) checked transitions, no critic stage in any plan"
   else result grpo-planner-pool 1 0 "no replan, a model-stage left on rank 3 ('$on3'), or a critic stage placed ($crit rows)"; fi
+fi
+
+# the trace's replay rebuilds the GRPO job's cost model (no critic) and the critic-free plans from the trace,
+# and with the recorded parameters takes the recorded decisions
+if want grpo-planner-replay; then
+  bin/nereus-trace replay "$LOG/grpo-pool.trace.h5" >"$LOG/grpo-planner-replay.log" 2>&1; rc=$?
+  rec=$(awk '/^  recorded run \(as it ran\)/ {print $6, $7, $8}' "$LOG/grpo-planner-replay.log")
+  rep=$(awk '/^  replay, recorded params/ {print $4, $5, $6}' "$LOG/grpo-planner-replay.log")
+  if [ $rc = 0 ] && [ -n "$rec" ] && [ "$rec" = "$rep" ]; then
+    result grpo-planner-replay 0 0 "nereus-trace replay of the GRPO run: the recorded decisions, transitions and times ($rep)"
+  else result grpo-planner-replay 1 0 "exit $rc; recorded '$rec', replayed '$rep'"; fi
 fi
 
 section "GRPO decks refused at their line (one process: a deck error stops every rank before any work)"
