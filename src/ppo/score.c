@@ -1,7 +1,8 @@
 /* score.c — the inf stage: log-probs and values of one model over a slice
  * of the rollout's rows, and the pure step from those to advantages: rule
- * rewards (plus an optional frozen reward network's score), per-token
- * KL-penalised rewards, GAE advantages and returns. */
+ * rewards (plus an optional frozen reward network's score), then for PPO
+ * per-token KL-penalised rewards, GAE advantages and returns, for GRPO each
+ * response's group-relative advantage on its tokens (grpo.c). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,7 +1,9 @@
 /* step.c — one PPO step (and one SFT step) across the plan's EMUs: gen on
  * actor.gen's replicas, assembly of the rollout on every rank, inference on
- * the four scoring EMUs, advantages everywhere, training on actor.train and
- * critic.train, then the weight sync (the data flow is described in job.h).
+ * the scoring EMUs that hold a model, advantages everywhere, training on
+ * actor.train and critic.train, then the weight sync (the data flow is
+ * described in job.h). A critic-free job (GRPO) has no critic.inf and
+ * critic.train: those EMUs have no ranks, so no rank does their work.
  * Each rank does the work of the EMUs it belongs to in a fixed order (gen,
  * actor.inf, ref.inf, critic.inf, reward.inf, actor.train, critic.train), so
  * EMUs on disjoint ranks run side by side, colocated ones one after another,
