@@ -376,6 +376,7 @@ static void plan_short(const PlanConfig *p, char *buf, size_t len) {
     size_t n = 0;
     buf[0] = 0;
     for (int s = 0; s < PLAN_NSTAGES && n < len; s++) {
+        if (!plan_stage_present(p, s)) continue; /* not in the stage set (grpo: no critic) */
         char r[64];
         plan_ranks_format(p->stage[s].ranks, p->stage[s].nranks, r, sizeof r);
         n += (size_t)snprintf(buf + n, len - n, "%s%s t%dp%dd%d@%s", s ? " " : "", ab[s], p->stage[s].tp, p->stage[s].pp,
