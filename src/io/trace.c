@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -208,10 +209,32 @@ fail:
     return -1;
 }
 
-/* append rows to table which and flush; a failure ends the trace */
+/* Free space the trace keeps beyond a write's rows: HDF5's metadata flush (object headers, chunk index, the
+ * strings' heap) and the file's close. A write that fails for want of space can leave HDF5 unable to close the
+ * file (HDF5 1.10: H5Fclose fails and the library's own close at MPI_Finalize then crashes), so the trace ends
+ * cleanly, while it can still close the file, when less than this would be left. */
+#define TRACE_SPACE_MARGIN (64.0 * 1024)
+
+/* bytes free to this process on the trace's file system, or -1 when statvfs cannot tell */
+static double trace_free_bytes(const char *path) {
+    struct statvfs sv;
+    if (statvfs(path, &sv) != 0) return -1;
+    return (double)sv.f_bavail * (double)sv.f_frsize;
+}
+
+/* append rows to table which and flush; a failure ends the trace, and so does a file system too full to take
+ * the rows with TRACE_SPACE_MARGIN to spare */
 static void trace_append(Trace *t, int which, const void *rows, hsize_t k) {
     if (!t || !t->open || k == 0) return;
     char why[1024] = "";
+    double room = trace_free_bytes(t->path), need = (double)k * (double)trace_tables[which].row_size + TRACE_SPACE_MARGIN;
+    if (room >= 0 && room < need) {
+        snprintf(why, sizeof why, "%s: No space left on device for the trace: %.0f KiB free, %.0f KiB wanted for %llu "
+                 "row(s) of /%s and HDF5's metadata", t->path, room / 1024, need / 1024, (unsigned long long)k,
+                 trace_tables[which].name);
+        trace_broken(t, why);
+        return;
+    }
     H5Err e = {t->path, why, sizeof why};
     if (table_append(&e, &t->tb[which], rows, k) != 0 || H5Fflush(t->f, H5F_SCOPE_LOCAL) < 0) {
         if (!why[0]) h5_fail(&e, "H5Fflush", __FILE__, __LINE__);
