@@ -127,14 +127,21 @@ enum {
  * Its table holds only the tensors the config has, in this order, so a
  * table index is not a role there (TensorInfo.role). The value head keeps
  * GPT-2's roles GPT_VHW and GPT_VHB. Shapes, with Cq = NH·hd, Ckv = NKV·hd,
- * C3 = Cq + 2·Ckv, F = ffn:
- *   wte (V, C), ln1w (L, C), qkvw (L, C3, C) rows [q | k | v] heads,
- *   qkvb (L, C3) (qkv_bias), qnormw (L, hd), knormw (L, hd) (qk_norm),
- *   attprojw (L, C, Cq), ln2w (L, C), fcw (L, 2F, C) rows [gate | up],
- *   fcprojw (L, C, F), lnfw (C), lmhead (V, C) (untied). */
+ * F = ffn, and the TP cut (→ the axis cut tp ways):
+ *   wte (V, C), ln1w (L, C),
+ *   qw (L, Cq, C) → axis 1 (query heads), kvw (L, 2, Ckv, C) [k | v] → axis 2
+ *   (key/value heads), qb (L, Cq) → 1, kvb (L, 2, Ckv) → 2 (qkv_bias),
+ *   qnormw (L, hd), knormw (L, hd) (qk_norm),
+ *   attprojw (L, C, Cq) → 2, ln2w (L, C), fcw (L, 2, F, C) [gate | up] → 2,
+ *   fcprojw (L, C, F) → 2, lnfw (C), lmhead (V, C) (untied).
+ * Every rank's part is one block on one axis, and a TP rank's blocks are what
+ * its kernels read: kvw's block (2, Ckv/tp, C) is [k_l | v_l], fcw's (2, F/tp,
+ * C) is [gate_l | up_l]. The packed per-token row [q_l | k_l | v_l] attention
+ * reads comes from one matmul over qw's and kvw's blocks of a layer copied
+ * side by side (llama.c). */
 enum {
-    LLAMA_WTE, LLAMA_LN1W, LLAMA_QKVW, LLAMA_QKVB, LLAMA_QNORMW, LLAMA_KNORMW, LLAMA_ATTPROJW, LLAMA_LN2W,
-    LLAMA_FCW, LLAMA_FCPROJW, LLAMA_LNFW, LLAMA_LMHEAD, LLAMA_NUM_ROLES
+    LLAMA_WTE, LLAMA_LN1W, LLAMA_QW, LLAMA_QB, LLAMA_QNORMW, LLAMA_KNORMW, LLAMA_ATTPROJW, LLAMA_LN2W,
+    LLAMA_FCW, LLAMA_FCPROJW, LLAMA_LNFW, LLAMA_LMHEAD, LLAMA_KVW, LLAMA_KVB, LLAMA_NUM_ROLES
 };
 
 /* How a model is cut over its TP and PP groups. The model does not own the
@@ -212,6 +219,8 @@ typedef struct GPTActs {
     /* the Llama family only (NULL for GPT-2) */
     float *qkv_raw;   /* (L, B, T, C3) the qkv matmul's output before QK-norm (qk_norm only) */
     float *qk_rstd;   /* (L, B, T, NH + NKV) QK-norm rstd per head: q heads (B·T·NH) then k (qk_norm only) */
+    float *wqkv, *bqkv; /* (C3, C), (C3): one layer's blocks of qw and kvw (qb and kvb) side by side, the
+                           packed weight of the layer's q|k|v matmul (llama.c llama_pack_qkv) */
 } GPTActs;
 
 /* Backward scratch: one layer's worth, reused layer by layer. */
@@ -228,6 +237,8 @@ typedef struct GPTGradScratch {
     float *dlogits;   /* (B, T, V) (aliases acts.logits) */
     float *dvalues;   /* (B, T) */
     float *dqkv_raw;  /* (B, T, C3) d of the qkv matmul's output (Llama family with qk_norm only) */
+    float *dwqkv, *dbqkv; /* (C3, C), (C3): one layer's packed q|k|v weight and bias gradient (Llama family) */
+    float *dqknorm;   /* (2, hs): one layer's QK-norm weight gradients before their TP sum (qk_norm, tp > 1) */
 } GPTGradScratch;
 
 typedef struct GPT {
