@@ -17,9 +17,8 @@
  * set; causal grouped-query attention (NKV key/value heads); output
  * projection without bias; RMSNorm; SwiGLU MLP down(silu(gate)·up)), final
  * RMSNorm, LM head lm_head or tied to wte; the same value head. Its tensors
- * (below the GPT-2 enum) are layer-stacked the same way. It runs on one
- * rank: tp = pp = 1 (gpt_build refuses a cut); forward, backward, log-probs,
- * prefill and decode all work there. The layer code is in llama.c.
+ * (below the GPT-2 enum) are layer-stacked the same way, and it runs under
+ * the same TP and PP as GPT-2 (below). The layer code is in llama.c.
  *
  * Tensor parallelism (Megatron): a model built with gpt_build_shard and
  * tp > 1 holds, on each rank of its TP group, heads [r·NH/tp, (r+1)·NH/tp)
@@ -37,11 +36,24 @@
  * (gpt_export_logical) is what checkpoints, weight sync and transitions see.
  * A model built with tp = 1 is the whole model and makes no MPI call.
  *
+ * The Llama family under TP: a rank holds whole key/value heads, kv heads
+ * [r·NKV/tp, (r+1)·NKV/tp), with the query heads that read them (query head h
+ * reads kv head h / (NH/NKV), so they are query heads [r·NH/tp, ...)): blocks
+ * of qw (axis 1), kvw (axis 2), their biases, attprojw's input columns (axis
+ * 2); and MLP units [r·F/tp, ...) of fcw (axis 2: [gate_l | up_l]) and
+ * fcprojw (axis 2). tp must divide NKV (KV heads are never replicated) and F.
+ * RMSNorm weights, Qwen3's q/k norm weights, wte and lmhead are replicated.
+ * The sums are GPT-2's (o_proj and down outputs in forward and decode, d of
+ * the two norms' outputs in backward), plus the q/k norm weights' gradients,
+ * which each rank computes over its heads only. Under PP the first stage holds
+ * wte, the last lnfw, the value head and lmhead, or, with a tied head, its own
+ * copy of wte (gradients summed over embd_comm, as GPT-2's).
+ *
  * Pipeline parallelism: a model built with pp > 1 holds, on stage p of its
  * PP group, layers [p·L/pp, (p+1)·L/pp) of every layer-stacked tensor (cut
  * on axis 0, in addition to any TP cut on another axis); the first stage
  * also holds wte and wpe, the last stage lnf, the value head and its own
- * copy of wte (the tied LM head). The other tensors are not held there
+ * copy of wte (the tied LM head; the Llama family: above). The other tensors are not held there
  * (TensorInfo.held = 0, no storage). A forward runs the batch's rows as
  * microbatches through the stages (GPipe: every microbatch forward in
  * gpt_forward, every microbatch backward in gpt_backward — the callers
@@ -190,7 +202,7 @@ typedef struct TensorInfo {
 
 /* Activation shapes: C is the full width; Cl = C/tp and NHl = NH/tp are this
  * rank's attention width and heads (= C, NH when tp = 1). The Llama family
- * (tp = 1) uses the same arrays with its own widths: qkv rows of C3 = Cq +
+ * uses the same arrays with its own (local) widths: qkv rows of C3 = Cq +
  * 2·NKV·hs (after QK-norm and RoPE: what attention reads), atty of Cq =
  * NH·hs, fch of 2F ([gate | up]), fch_gelu of F (the SwiGLU output); the
  * RMSNorms keep their rstd in the *_rstd arrays and leave *_mean unused. */
@@ -297,7 +309,8 @@ void gpt_build(GPT *m, const GPTConfig *cfg, const Backend *be, int Bmax, int Tm
 /* Local (no communication): the same for this rank's shard. Element k of
  * tensor i (k its LOGICAL row-major index) is drawn from rng_normal(seed,
  * RNG_INIT, i, k) whatever the cut, so the shards of a (tp, pp) model are
- * bit for bit the slices of the unsharded model. Needs NH % tp == 0 and
+ * bit for bit the slices of the unsharded model. Needs NH % tp == 0 (the
+ * Llama family: NKV % tp == 0 and ffn % tp == 0 too) and
  * L % pp == 0; when tp > 1, tp_comm of size tp in which this rank is
  * tp_rank; when pp > 1, pp_comm of size pp in which this rank is pp_rank
  * and, on the first and last stage, embd_comm of size 2 (first stage rank
