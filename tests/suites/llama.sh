@@ -35,8 +35,13 @@ while IFS='|' read -r -u 3 name np plan; do
 done 3<<< "$LLAMA_PLANS"
 
 # tp must divide the key/value heads (2 here): TP cuts whole ones and does not replicate them
+runs llama-tp-kv-refused && { cat inputs/llama-tiny.deck; printf '[plan]\ndefault = colocated\nactor.train = tp4 @0-3\n'; } > "$LOG/llama-tp4.deck"
 bad llama-tp-kv-refused 'llama-tp4\.deck:[0-9]+: error: \[plan\] actor\.train: tp = 4 does not divide the key/value heads \(\[model\] n_kv_head = 2\)' \
-  bash -c "{ cat inputs/llama-tiny.deck; printf '[plan]\ndefault = colocated\nactor.train = tp4 @0-3\n'; } > $LOG/llama-tp4.deck && $L -np 4 bin/nereus $LOG/llama-tp4.deck"
+  $L -np 4 bin/nereus "$LOG/llama-tp4.deck"
+# ... and the MLP width (171 here, with tp2)
+runs llama-tp-ffn-refused && llama_deck "$LOG/llama-ffn.deck" "$(sed -n 's/^tp2  *| 2 | //p' <<< "$LLAMA_PLANS")"
+bad llama-tp-ffn-refused 'llama-ffn\.deck:[0-9]+: error: \[plan\] actor\.gen: tp = 2 does not divide the MLP width \(\[model\] ffn_dim = 171\)' \
+  $L -np 2 bin/nereus "$LOG/llama-ffn.deck" --set model.ffn_dim=171
 
 # random plan changes of Llama-family models (llama, qwen2, qwen3; tied and untied): bit-identical, minimal bytes
 t transition-property-llama-4 300 $L -np 4 build/tests/test_transition 60 llama
