@@ -1,4 +1,4 @@
-# tests/suites/llama.sh — the Llama family under tensor and pipeline parallelism: the TP and PP model checks (GQA, Qwen2 biases, Qwen3 QK-norm), 5 PPO steps of inputs/llama-tiny.deck under TP, PP, DP and mixed plans on 2, 4 and 8 ranks against 1 rank, random transitions of Llama tables, a restart under another plan, the live planner on a Llama deck, tp not dividing the MLP width refused
+# tests/suites/llama.sh — the Llama family under tensor and pipeline parallelism: the TP and PP model checks (GQA, Qwen2 biases, Qwen3 QK-norm), 5 PPO steps of inputs/llama-tiny.deck under TP, PP, DP and mixed plans on 2, 4 and 8 ranks against 1 rank, random transitions of Llama tables, a restart under another plan, the live planner moving a Llama deck through TP/PP/DP plans under an injected slowdown, tp not dividing the MLP width refused
 section "the Llama family: tensor and pipeline parallelism"
 # the sharded model against the unsharded one: logits, values, logp, gradients, an AdamW step, KV-cached decode
 # (tp 1, 2); stages alone and with tp 2 (pp 2 and 4; untied and tied heads)
@@ -70,22 +70,24 @@ if want llama-ckpt-restart-same-run; then
   else result llama-ckpt-restart-same-run 1 0 "$why"; fi
 fi
 
-# the live planner (policy static) on a Llama deck with an INJECTED pool change (rank 3 leaves before step 4,
-# joins before step 8): it places, replans twice and moves the Llama models between its TP/PP/DP plans, checked
+# the live planner (policy sweep: 3 sampled plans, the control, the search's choice and the best again) on a Llama
+# deck with an INJECTED 3x slowdown of rank 1 from step 6: it moves the models through TP, PP and DP plans (its
+# sampler and search propose only plans whose tp divides the key/value heads), every transition checked
 feeds llama-planner-run llama-planner-moves
 if runs llama-planner-run; then
-  sed -e 's/^n_layer = 2$/arch = llama\nn_layer = 2\nn_kv_head = 4\nffn_dim = 256/' -e 's/^n_embd = 32$/n_embd = 128/' \
-      -e 's/^n_head = 4$/n_head = 8/' -e 's/^batch = 16$/batch = 32/' -e 's/^name = pool$/name = llama-pool/' \
-      tests/decks/pool.deck > "$LOG/llama-pool.deck"
+  sed -e 's/^n_layer = 2$/arch = llama\nn_layer = 2\nn_kv_head = 2/' -e 's/^name = sweep$/name = llama-sweep/' \
+      -e 's/^steps = 30$/steps = 22/' -e 's/^sweep_plans = 6$/sweep_plans = 3/' -e 's/^sweep_calibrate = 2$/sweep_calibrate = 1/' \
+      tests/decks/sweep.deck > "$LOG/llama-sweep.deck"
+  printf '[inject]\nslow_ranks = 1\nslow_factor = 3\nslow_step = 6\n[transition]\nverify = true\n' >> "$LOG/llama-sweep.deck"
 fi
-t llama-planner-run 300 $L -np 4 bin/nereus "$LOG/llama-pool.deck"
+t llama-planner-run 300 $L -np 4 bin/nereus "$LOG/llama-sweep.deck"
 if want llama-planner-moves; then
   f=$LOG/llama-planner-run.log
   layouts=$(sed -n '/^planner: before step [0-9]*: plan [0-9]* -> [0-9]*:$/,/^transition:/p' "$f" |
             grep -oE '^(actor|ref|critic)\.[a-z]+ +tp[0-9]+ pp[0-9]+ dp[0-9]+' | awk '{print $2, $3, $4}' | sort -u | tr '\n' ',')
-  if grep -q '^planner: before step 4: replan — pool 3 rank(s)' "$f" && grep -q '^planner: before step 8: replan — pool 4 rank(s)' "$f" && \
-     [ "$(verify "$f" transitions)" -ge 2 ] && [ "$(verify "$f" status)" = pass ] && grep -q 'per-tensor checks passed' "$f" && \
-     ! grep -q 'per-tensor check.*failed' "$f" && echo "$layouts" | grep -qE 'tp[2-9]|pp[2-9]|dp[2-9]'; then
-    result llama-planner-moves 0 0 "$(verify "$f" transitions) transitions checked; layouts chosen: ${layouts%,}"
-  else result llama-planner-moves 1 0 "no replan on the pool change, a failed check, or only tp1 pp1 dp1 layouts ('${layouts%,}')"; fi
+  nt=$(verify "$f" transitions); nc=$(grep -c 'per-tensor checks passed' "$f")
+  if [ "$(verify "$f" status)" = pass ] && grep -q '^INJECTED slowdown' "$f" && [ "${nt:-0}" -ge 4 ] && [ "$nc" = "$nt" ] && \
+     echo "$layouts" | grep -qE 'tp[2-9]' && echo "$layouts" | grep -qE 'pp[2-9]'; then
+    result llama-planner-moves 0 0 "$nt transitions, each checked; layouts run: ${layouts%,}"
+  else result llama-planner-moves 1 0 "status '$(verify "$f" status)', $nt transitions ($nc checked), layouts '${layouts%,}' (want tp2 and pp2 among them)"; fi
 fi
