@@ -18,6 +18,7 @@
 #include "nereus/deck.h"
 #include "nereus/grid.h"
 #include "nereus/plan.h"
+#include "nereus/txprice.h"
 #include "check.h"
 
 /* ---- grid ------------------------------------------------------------------ */
@@ -186,7 +187,7 @@ static int resolve(const char *name, const char *text, int world, char *msg, siz
     Deck *d = NULL;
     int rc = deck_parse_string(name, text, strlen(text), &cfg, &d, 1);
     if (rc == 0) {
-        PlanLimits lim = {world, cfg.model.n_head, cfg.model.n_layer, cfg.ppo.batch, cfg.ppo.minibatch, 0};
+        PlanLimits lim = job_plan_limits(&cfg, world); /* as main.c resolves a deck's plan (Llama: n_kv_head, ffn) */
         PlanError pe;
         if (plan_resolve(&cfg.plan, &lim, &pe)) rc = deck_error_at(d, pe.key, "%s", pe.msg);
     }
@@ -232,7 +233,7 @@ static void plan_checks(void)
     for (int w = 1; w <= 64; w++) {
         PlanConfig *p = &cfg.plan;
         memset(p, 0, sizeof *p);
-        PlanLimits lim = {w, 4, 2, 32, 8, 0};
+        PlanLimits lim = {w, 4, 2, 32, 8, 0, 0, 0};
         PlanError pe;
         if (plan_default(p, "colocated", &lim, 0, &pe)) all_ok = 0;
         for (int i = 0; i < PLAN_NSTAGES; i++)

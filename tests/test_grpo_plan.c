@@ -9,7 +9,7 @@
 #include "nereus/planner.h"
 
 static void check_resolve(void) {
-    PlanLimits lim = {8, 4, 2, 32, 8, 1};
+    PlanLimits lim = {8, 4, 2, 32, 8, 0, 0, 1};
     PlanConfig p;
     PlanError e;
     memset(&p, 0, sizeof p);

@@ -75,5 +75,12 @@ refused noconfig 'config\.json: cannot open: No such file'
 "$CK" export-hf "$D/nothere.h5" "$D/x" >/dev/null 2>"$D/err"; rc=$?
 [ $rc = 1 ] && [ ! -e "$D/x" ]; ok $? "export-hf of a missing checkpoint: exit 1, nothing written: $(cat "$D/err")"
 
+# a Llama-family checkpoint of the earlier layout (a packed qkvw beside the model's tensors) is refused by name
+cp "$D/qwen2.h5" "$D/oldlayout.h5" && h5copy -i "$D/qwen2.h5" -o "$D/oldlayout.h5" -s /models/actor/params/qw \
+  -d /models/actor/params/qkvw && "$CK" loss "$D/oldlayout.h5" --tokens "$H/tokens.bin" --batch 4 --seq 16 >/dev/null 2>"$D/err"
+rc=$?
+[ $rc = 1 ] && grep -q 'oldlayout\.h5: /models/actor: a qwen2 model in the earlier Llama-family layout (a packed qkvw' "$D/err"
+ok $? "the earlier Llama-family layout refused: exit $rc: $(cat "$D/err")"
+
 echo "$n checks, $fails failed"
 [ $fails = 0 ]

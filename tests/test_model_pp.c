@@ -19,7 +19,13 @@
  * microbatches divide; one more actor run asks for more microbatches than
  * rows (capped: one row each). Errors are norm-wise per tensor (≤ 1e-5),
  * reduced over the world and printed once by rank 0, which exits non-zero
- * when any check failed on any rank. */
+ * when any check failed on any rank.
+ *
+ * With the argument `llama` it runs the same checks on the Llama family at
+ * the layouts with tp ≤ 2 (their 2 key/value heads): Llama with grouped-query
+ * attention and an untied head (wte on the first stage only, lmhead on the
+ * last; actor and critic), and Qwen3 with QK-norm and a tied head (its copy
+ * of wte on the last stage, the two gradients summed). */
 #include <math.h>
 #include <mpi.h>
 #include <stdlib.h>
@@ -34,17 +40,27 @@
 /* collective over e->all: mismatches of wte (buffer which) between the first
  * and last stage (over embd); 0 on middle stages */
 static double wte_copies_differ(const GPT *m, const Emu *e, const float *buf) {
-    if (e->embd == MPI_COMM_NULL) return 0;
+    if (e->embd == MPI_COMM_NULL || (gpt_is_llama(&m->cfg) && m->cfg.untied)) return 0; /* one copy */
     return diff_from_rank0(e->embd, buf + m->tensors[GPT_WTE].offset, m->tensors[GPT_WTE].lnumel);
 }
 
 /* collective over e->all: one model kind at one layout and microbatch count */
-static void test_one(Checks *k, const Emu *e, int value_head, int microbatches) {
+/* 1 when stage (first, last) holds table entry i of config c: layer-stacked tensors everywhere (their block),
+ * the embeddings on the first stage, a tied wte also on the last, the final norm and the heads on the last */
+static int expect_held(const GPTConfig *c, const TensorInfo *t, int i, int first, int last) {
+    int stacked = t->ndim >= 2 && t->shape[0] == c->L && i != GPT_WTE && (gpt_is_llama(c) || i != GPT_WPE);
+    if (stacked) return 1;
+    if (i == GPT_WTE) return first || (last && !(gpt_is_llama(c) && c->untied));
+    if (!gpt_is_llama(c) && i == GPT_WPE) return first;
+    return last; /* lnf, lmhead, the value head */
+}
+
+static void test_one(Checks *k, const Emu *e, GPTConfig c, const char *name, int value_head, int microbatches) {
     char kind[32];
-    snprintf(kind, sizeof kind, "%s mb=%d", value_head ? "critic" : "actor", microbatches);
+    snprintf(kind, sizeof kind, "%s%s mb=%d", name, value_head ? "critic" : "actor", microbatches);
     /* a row of activations is T·C floats = 12 KB: large enough for the
      * rendezvous path of the point-to-point transfers, not only eager */
-    GPTConfig c = {.V = 15, .maxT = 16, .L = 4, .C = 64, .NH = 4, .value_head = value_head};
+    c.value_head = value_head;
     int B = 5, T = 12, BT = B * T;
     const Backend *be = backend_cpu();
     uint64_t seed = 31 + (uint64_t)value_head;
@@ -68,12 +84,11 @@ static void test_one(Checks *k, const Emu *e, int value_head, int microbatches) 
                a->pp_axis != b->pp_axis || a->pp_start != b->pp_start || a->held != b->held ||
                a->owner != b->owner || a->offset != b->offset || a->loffset != b->loffset || a->lnumel != b->lnumel ||
                memcmp(a->lshape, b->lshape, sizeof a->lshape);
-        int stacked = b->ndim >= 2 && b->shape[0] == c.L && i != GPT_WTE && i != GPT_WPE;
-        int held = stacked || (i == GPT_WTE && (first || last)) || (i == GPT_WPE && first) ||
-                   (i >= GPT_LNFW && last);
+        int stacked = b->ndim >= 2 && b->shape[0] == c.L && i != GPT_WTE && (gpt_is_llama(&c) || i != GPT_WPE);
+        int held = expect_held(&c, b, i, first, last);
         bad += b->held != held || (b->held && b->pp_axis != (stacked ? 0 : -1)) ||
                (stacked && (b->lshape[0] != c.L / pp || b->pp_start != p * (c.L / pp))) ||
-               (!b->held && (b->lnumel != 0 || pm.p[i] != NULL));
+               (!b->held && (b->lnumel != 0 || pm.p[b->role] != NULL));
     }
     /* every logical element owned exactly once over the model's ranks */
     int64_t owned = 0;
@@ -153,7 +168,7 @@ static void test_one(Checks *k, const Emu *e, int value_head, int microbatches) 
     double rep_bad = 0;
     for (int i = 0; i < pm.ntensors; i++)
         if (pm.tensors[i].cut_axis < 0)
-            rep_bad += diff_from_rank0(sh.tp_comm, pm.g[i], pm.tensors[i].lnumel);
+            rep_bad += diff_from_rank0(sh.tp_comm, pm.grads + pm.tensors[i].offset, pm.tensors[i].lnumel);
     note(k, rep_bad, 0, "%s replicated gradients bitwise the same on every TP rank (mismatches)%s", kind, NULL);
 
     /* one AdamW step with clipping active, from the SAME logical gradients
@@ -170,7 +185,8 @@ static void test_one(Checks *k, const Emu *e, int value_head, int microbatches) 
          kind, NULL);
     rep_bad = 0;
     for (int i = 0; i < pm.ntensors; i++)
-        if (pm.tensors[i].cut_axis < 0) rep_bad += diff_from_rank0(sh.tp_comm, pm.p[i], pm.tensors[i].lnumel);
+        if (pm.tensors[i].cut_axis < 0)
+            rep_bad += diff_from_rank0(sh.tp_comm, pm.params + pm.tensors[i].offset, pm.tensors[i].lnumel);
     note(k, rep_bad, 0, "%s replicated params after gpt_update bitwise the same on every TP rank (mismatches)%s", kind,
          NULL);
     gather_logical(&pm, e->all, GPT_BUF_ADAM_V, ft, nl);
@@ -181,9 +197,9 @@ static void test_one(Checks *k, const Emu *e, int value_head, int microbatches) 
     ct = gpt_checksum(&pm);
     note(k, fabs(ct - cr) / cr, 1e-6, "%s checksum after gpt_update (rel)%s", kind, NULL);
     for (int i = 0; i < 2; i++) {
-        int ti = i ? GPT_WTE : GPT_QKVW;
+        int ti = i ? GPT_WTE : gpt_is_llama(&c) ? 2 : GPT_QKVW; /* wte; qkvw or the Llama family's qw */
         double a = gpt_checksum_tensor(&ref, GPT_BUF_PARAMS, ti), b = gpt_checksum_tensor(&pm, GPT_BUF_PARAMS, ti);
-        note(k, fabs(b - a) / a, 1e-6, "%s gpt_checksum_tensor(%s) (rel)", kind, i ? "wte (counted once)" : "qkvw");
+        note(k, fabs(b - a) / a, 1e-6, "%s gpt_checksum_tensor(%s) (rel)", kind, i ? "wte (counted once)" : pm.tensors[ti].name);
     }
 
     /* gpt_copy_params between two models of the same shard */
@@ -195,15 +211,38 @@ static void test_one(Checks *k, const Emu *e, int value_head, int microbatches) 
     gpt_free(&pm);
 }
 
+static const GPTConfig gpt2_cfg = {.V = 15, .maxT = 16, .L = 4, .C = 64, .NH = 4};
+static const GPTConfig llama_cfg = {.V = 15, .maxT = 16, .L = 4, .C = 64, .NH = 4, .arch = GPT_ARCH_LLAMA,
+                                    .NKV = 2, .ffn = 96, .untied = 1, .rope_theta = 500.0};
+static const GPTConfig qwen3_cfg = {.V = 15, .maxT = 16, .L = 4, .C = 64, .NH = 4, .arch = GPT_ARCH_QWEN3,
+                                    .NKV = 2, .ffn = 80, .head_dim = 8, .qk_norm = 1, .rope_theta = 100.0,
+                                    .norm_eps = 1e-6};
+
+/* collective over e->all: every model of the run on this EMU */
+static void test_emu(Checks *k, const Emu *e, int llama) {
+    if (!llama) {
+        test_one(k, e, gpt2_cfg, "", 0, 0);
+        test_one(k, e, gpt2_cfg, "", 1, 0);
+        test_one(k, e, gpt2_cfg, "", 0, 7); /* more microbatches than rows: one row each */
+        return;
+    }
+    test_one(k, e, llama_cfg, "llama ", 0, 0);
+    test_one(k, e, llama_cfg, "llama ", 1, 0);
+    test_one(k, e, qwen3_cfg, "qwen3 ", 0, 3);
+}
+
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     int rank = comm_rank(MPI_COMM_WORLD), W = comm_size(MPI_COMM_WORLD);
+    int llama = argc > 1 && strcmp(argv[1], "llama") == 0;
+    if (argc > 1 && !llama) nr_fatal("usage: test_model_pp [llama]");
     Checks *k = nr_xcalloc(1, sizeof *k);
     backend_cpu()->set_threads(1); /* 8 ranks on 2 cores: no OpenMP workers spinning against each other */
     int layouts[][2] = {{2, 1}, {4, 1}, {2, 2}, {4, 2}, {2, 4}}; /* (pp, tp) */
     int nlay = (int)(sizeof layouts / sizeof layouts[0]);
     for (int li = 0; li < nlay; li++) {
         int pp = layouts[li][0], tp = layouts[li][1], n = pp * tp;
+        if (llama && tp > 2) continue; /* the Llama configs have 2 key/value heads */
         if (W < n) {
             if (rank == 0) printf("SKIP pp=%d tp=%d: needs %d ranks, have %d\n", pp, tp, n, W);
             continue;
@@ -219,9 +258,7 @@ int main(int argc, char **argv) {
         }
         for (int g = 0; g < groups; g++) {
             if (emus[g].pos < 0) continue;
-            test_one(k, &emus[g], 0, 0);
-            test_one(k, &emus[g], 1, 0);
-            test_one(k, &emus[g], 0, 7); /* more microbatches than rows: one row each */
+            test_emu(k, &emus[g], llama);
         }
         char label[32];
         snprintf(label, sizeof label, "pp=%d tp=%d", pp, tp);

@@ -11,7 +11,13 @@
  * one gpt_update, KV-cached decode logits, and that replicated tensors and
  * outputs are bitwise the same on every TP rank. Each check is reduced over
  * the world (worst error, every group) and printed once by rank 0; rank 0
- * exits non-zero when any check failed anywhere. */
+ * exits non-zero when any check failed anywhere.
+ *
+ * With the argument `llama` it runs the same checks on the Llama family
+ * instead, at tp in {1, 2}: Llama with grouped-query attention (4 query heads,
+ * 2 key/value heads), Llama-3 RoPE scaling and an untied head (actor and
+ * critic), Qwen2 with q/k/v biases and a tied head, Qwen3 with QK-norm (the
+ * replicated norm weights' gradients summed over the TP group). */
 #include <math.h>
 #include <mpi.h>
 #include <stdlib.h>
@@ -23,9 +29,10 @@
 #include "nereus/util.h"
 
 /* collective over sh->tp_comm: one model kind (actor or critic) at one tp */
-static void test_one(Checks *k, const GPTShard *sh, int value_head) {
-    const char *kind = value_head ? "critic" : "actor";
-    GPTConfig c = {.V = 15, .maxT = 16, .L = 2, .C = 32, .NH = 4, .value_head = value_head};
+static void test_one(Checks *k, const GPTShard *sh, GPTConfig c, const char *name, int value_head) {
+    char kind[16];
+    snprintf(kind, sizeof kind, "%s%s", name, value_head ? "critic" : "actor");
+    c.value_head = value_head;
     int B = 3, T = 10, P = 4, BT = B * T;
     const Backend *be = backend_cpu();
     uint64_t seed = 21 + (uint64_t)value_head;
@@ -104,7 +111,7 @@ static void test_one(Checks *k, const GPTShard *sh, int value_head) {
     double rep_bad = 0;
     for (int i = 0; i < tp.ntensors; i++)
         if (tp.tensors[i].cut_axis < 0)
-            rep_bad += diff_from_rank0(sh->tp_comm, tp.g[i], tp.tensors[i].lnumel);
+            rep_bad += diff_from_rank0(sh->tp_comm, tp.grads + tp.tensors[i].offset, tp.tensors[i].lnumel);
     note(k, rep_bad, 0, "%s replicated gradients bitwise the same on every TP rank (mismatches)%s", kind, NULL);
 
     /* one AdamW step with clipping active, from the SAME logical gradients
@@ -122,7 +129,7 @@ static void test_one(Checks *k, const GPTShard *sh, int value_head) {
     rep_bad = 0;
     for (int i = 0; i < tp.ntensors; i++)
         if (tp.tensors[i].cut_axis < 0)
-            rep_bad += diff_from_rank0(sh->tp_comm, tp.p[i], tp.tensors[i].lnumel);
+            rep_bad += diff_from_rank0(sh->tp_comm, tp.params + tp.tensors[i].offset, tp.tensors[i].lnumel);
     note(k, rep_bad, 0, "%s replicated params after gpt_update bitwise the same on every TP rank (mismatches)%s", kind,
          NULL);
     gather_logical(&tp, tp.sh.tp_comm, GPT_BUF_ADAM_V, ft, nl);
@@ -132,8 +139,9 @@ static void test_one(Checks *k, const GPTShard *sh, int value_head) {
     cr = gpt_checksum(&ref);
     ct = gpt_checksum(&tp);
     note(k, fabs(ct - cr) / cr, 1e-6, "%s checksum after gpt_update (rel)%s", kind, NULL);
-    double ctr = gpt_checksum_tensor(&ref, GPT_BUF_PARAMS, GPT_QKVW), ctt = gpt_checksum_tensor(&tp, GPT_BUF_PARAMS, GPT_QKVW);
-    note(k, fabs(ctt - ctr) / ctr, 1e-6, "%s gpt_checksum_tensor(qkvw) (rel)%s", kind, NULL);
+    int qi = gpt_is_llama(&c) ? 2 : GPT_QKVW; /* qkvw, or the Llama family's qw */
+    double ctr = gpt_checksum_tensor(&ref, GPT_BUF_PARAMS, qi), ctt = gpt_checksum_tensor(&tp, GPT_BUF_PARAMS, qi);
+    note(k, fabs(ctt - ctr) / ctr, 1e-6, "%s gpt_checksum_tensor(%s) (rel)", kind, tp.tensors[qi].name);
 
     /* KV-cached decode against the unsharded model's decode and full forward */
     if (!value_head) {
@@ -163,9 +171,9 @@ static void test_one(Checks *k, const GPTShard *sh, int value_head) {
         note(k, worst_full, 1e-5, "%s KV-cached decode logits vs the unsharded full forward (rel)%s", kind, NULL);
         note(k, rank_bad, 0, "%s decode logits bitwise the same on every TP rank (mismatches)%s", kind, NULL);
         /* the cache holds this rank's heads only */
-        size_t hs = (size_t)(c.C / c.NH);
-        note(k, (double)(tp.NHl * sh->tp != c.NH || tp.Cl != (int)(tp.NHl * hs)), 0,
-             "%s KV cache sized for NH/tp heads%s", kind, NULL);
+        size_t hs = (size_t)gpt_head_dim(&c);
+        note(k, (double)(tp.NHl * sh->tp != c.NH || tp.NKVl * sh->tp != gpt_kv_heads(&c) || tp.Cl != (int)(tp.NHl * hs)),
+             0, "%s KV cache sized for NKV/tp heads, NH/tp query heads%s", kind, NULL);
     }
 
     /* gpt_copy_params between two models of the same shard */
@@ -177,12 +185,37 @@ static void test_one(Checks *k, const GPTShard *sh, int value_head) {
     gpt_free(&tp);
 }
 
+/* the configs of one run: GPT-2 (value head set per kind), or the Llama family's three (llama) */
+static const GPTConfig gpt2_cfg = {.V = 15, .maxT = 16, .L = 2, .C = 32, .NH = 4};
+static const GPTConfig llama_cfgs[3] = {
+    {.V = 15, .maxT = 16, .L = 2, .C = 32, .NH = 4, .arch = GPT_ARCH_LLAMA, .NKV = 2, .ffn = 48, .untied = 1,
+     .rope_llama3 = 1, .rope_orig_ctx = 8, .rope_theta = 500.0, .rope_factor = 8.0, .rope_low_freq = 1.0,
+     .rope_high_freq = 4.0},
+    {.V = 15, .maxT = 16, .L = 2, .C = 32, .NH = 4, .arch = GPT_ARCH_QWEN2, .NKV = 2, .ffn = 40, .qkv_bias = 1,
+     .rope_theta = 100.0, .norm_eps = 1e-6},
+    {.V = 15, .maxT = 16, .L = 2, .C = 32, .NH = 4, .arch = GPT_ARCH_QWEN3, .NKV = 2, .ffn = 40, .head_dim = 6,
+     .untied = 1, .qk_norm = 1, .rope_theta = 100.0, .norm_eps = 1e-6}};
+static const char *const llama_names[3] = {"llama gqa ", "qwen2 ", "qwen3 "};
+
+/* collective over sh->tp_comm: every model of the run at this shard */
+static void test_shard(Checks *k, const GPTShard *sh, int llama) {
+    if (!llama) {
+        test_one(k, sh, gpt2_cfg, "", 0);
+        test_one(k, sh, gpt2_cfg, "", 1);
+        return;
+    }
+    for (int v = 0; v < 3; v++) test_one(k, sh, llama_cfgs[v], llama_names[v], 0);
+    test_one(k, sh, llama_cfgs[0], llama_names[0], 1);
+}
+
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     int rank = comm_rank(MPI_COMM_WORLD), W = comm_size(MPI_COMM_WORLD);
+    int llama = argc > 1 && strcmp(argv[1], "llama") == 0;
+    if (argc > 1 && !llama) nr_fatal("usage: test_model_tp [llama]");
     Checks *k = nr_xcalloc(1, sizeof *k);
     int tps[3] = {1, 2, 4};
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < (llama ? 2 : 3); i++) { /* the Llama configs have 2 key/value heads: tp ≤ 2 */
         int t = tps[i];
         if (W < t) {
             if (rank == 0) printf("SKIP tp=%d: needs %d ranks, have %d\n", t, t, W);
@@ -193,8 +226,7 @@ int main(int argc, char **argv) {
         mpiCheck(MPI_Comm_split(MPI_COMM_WORLD, color, rank, &g));
         if (g != MPI_COMM_NULL) {
             GPTShard sh = {.tp = t, .tp_rank = comm_rank(g), .tp_comm = t > 1 ? g : MPI_COMM_NULL}; /* pp = 0: no pipeline */
-            test_one(k, &sh, 0);
-            test_one(k, &sh, 1);
+            test_shard(k, &sh, llama);
             mpiCheck(MPI_Comm_free(&g));
         }
         char label[16];

@@ -342,7 +342,7 @@ static void check_search(const CostModel *cm, const Workload *w) {
         ws.batch = 1024, ws.minibatch = 256;
         int rc = plan_search(cm, N, &ws, &pc, &sc, &st, why, sizeof why);
         int valid = rc == 0;
-        PlanLimits lim = {N, cm->actor.NH, cm->actor.L, ws.batch, ws.minibatch, 0};
+        PlanLimits lim = {N, cm->actor.NH, cm->actor.L, ws.batch, ws.minibatch, cm->actor.KVH, cm->actor.FFN, 0};
         PlanError pe;
         for (int s = 0; s < PLAN_NSTAGES && valid; s++)
             if (plan_validate_stage(&pc.stage[s], s, &lim, &pe) != 0) {

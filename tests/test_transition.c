@@ -21,7 +21,12 @@
  * the engine fills is not cleared first) with NEREUS_CPU_POISON=1, so an
  * element the engine did not write reads NaN, not a leftover that could
  * match; the backend's pool of freed pages is on, as in a run.
- *   test_transition [TRIALS]   (default 250) */
+ *   test_transition [TRIALS] [llama]   (default 250)
+ * With `llama` every model is a random Llama-family config instead of GPT-2
+ * (llama, qwen2 with q/k/v biases, qwen3 with QK-norm; tied or untied head;
+ * 8 query heads on 4 key/value heads, so that tp ∈ {1, 2, 4} cuts GQA
+ * groups): the tensor table's separate q and k|v tensors, the (2, F, C)
+ * SwiGLU weight and an untied head held by the last stage alone. */
 #include <math.h>
 #include <signal.h>
 #include <stdint.h>
@@ -88,6 +93,21 @@ static void fill_expected(const GPTConfig *cfg, int c, int b, float *full) {
         for (size_t k = 0; k < t[i].numel; k++) full[t[i].loffset + k] = value_of(c, b, i, k);
 }
 
+/* a small model of the trial: GPT-2, or (llama) one of the Llama family at random */
+static GPTConfig random_config(int llama) {
+    GPTConfig c = {.V = 13 + rnd(4), .maxT = 8, .L = 4, .C = 16, .NH = 4, .value_head = rnd(2)};
+    if (!llama) return c;
+    c.NH = 8;
+    c.NKV = 4;
+    c.ffn = 24;
+    c.arch = GPT_ARCH_LLAMA + rnd(3);
+    c.untied = rnd(2);
+    c.qkv_bias = c.arch == GPT_ARCH_QWEN2;
+    c.qk_norm = c.arch == GPT_ARCH_QWEN3;
+    if (c.qk_norm) c.head_dim = 4; /* Cq = 32: q's width need not be C */
+    return c;
+}
+
 static const int which_buf[3] = {GPT_BUF_PARAMS, GPT_BUF_ADAM_M, GPT_BUF_ADAM_V};
 
 typedef struct Trial {
@@ -149,6 +169,12 @@ int main(int argc, char **argv) {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     int trials = argc > 1 ? atoi(argv[1]) : 250;
+    int llama = argc > 2 && strcmp(argv[2], "llama") == 0;
+    if (argc > 3 || (argc > 2 && !llama) || trials < 1) {
+        if (rank == 0) fprintf(stderr, "usage: test_transition [TRIALS] [llama]\n");
+        MPI_Finalize();
+        return 2;
+    }
     test_rng ^= (uint64_t)size * 0x1234567ull; /* different pairs on 4 and on 8 ranks */
     const Backend *be = backend_cpu();
     signal(SIGALRM, on_alarm);
@@ -178,7 +204,7 @@ int main(int argc, char **argv) {
             x->id = id;
             x->tie = plan_stage_phase(id);
             x->kind = rnd(5) == 0 ? TX_COPY : TX_MOVE;
-            x->cfg = (GPTConfig){.V = 13 + rnd(4), .maxT = 8, .L = 4, .C = 16, .NH = 4, .value_head = rnd(2)};
+            x->cfg = random_config(llama);
             x->trainable = x->kind == TX_MOVE && rnd(2);
             x->nbufs = x->trainable ? 3 : 1;
             x->bmax_from = 1 + rnd(3);
@@ -406,10 +432,10 @@ int main(int argc, char **argv) {
     int fails = n_bad_value + n_bad_bytes + n_bad_mem + n_bad_pred + n_bad_part + n_bad_fwd + (n_fwd == 0) + bad_probe + n_bad_replay +
                 (n_replay == 0);
     if (rank == 0) {
-        printf("%s %d ranks: %d random transitions (%ld changes with AdamW state, %ld copies; %ld changes on shared "
+        printf("%s %d ranks: %d random transitions%s (%ld changes with AdamW state, %ld copies; %ld changes on shared "
                "ranks, %ld on disjoint ones): %ld complete and bit-identical (%ld (old, new) pairs executed), %ld with a tight budget (%ld of "
                "them in several waves), %ld refused for memory before anything moved; %.1f MiB moved in %.2f s\n",
-               fails ? "FAIL" : "ok  ", size, trials, n_adam, n_copy, n_shared, n_disjoint, n_ok, n_pairs, n_budget, n_waves,
+               fails ? "FAIL" : "ok  ", size, trials, llama ? " of Llama-family models" : "", n_adam, n_copy, n_shared, n_disjoint, n_ok, n_pairs, n_budget, n_waves,
                n_refused, bytes_total / 1048576.0, secs);
         printf("%s every element bit-identical after its transition (%ld trials bad)\n", n_bad_value ? "FAIL" : "ok  ", n_bad_value);
         printf("%s bytes that crossed between ranks = planned = the minimum (%ld bad)\n", n_bad_bytes ? "FAIL" : "ok  ", n_bad_bytes);

@@ -105,8 +105,7 @@ static int replay_inputs(const TraceFile *tf, Replay *r, char *why, size_t len) 
     r->px = (TxPricer){&r->cfg, r->ac, r->cc, r->have_rm, sh.Tgen, sh.Tsft, r->n, {{0}, 0, 0}, pa->tx_link,
                        pa->tx_copy, pa->hw_cores > 0 && pa->hw_rpn > pa->hw_cores, NULL};
     r->plan0 = cfg->plan;
-    PlanLimits lim = {r->n, cfg->model.n_head, cfg->model.n_layer, cfg->ppo.batch, cfg->ppo.minibatch,
-                      strcmp(cfg->ppo.algorithm, "grpo") == 0};
+    PlanLimits lim = job_plan_limits(cfg, r->n);
     PlanError perr;
     if (plan_resolve(&r->plan0, &lim, &perr) != 0)
         return snprintf(why, len, "the deck's plan does not resolve on %d ranks: %s", r->n, perr.msg), -1;
@@ -192,8 +191,7 @@ static int signal_rows(Replay *r, char *why, size_t len) {
 /* the recorded plans: /plans text parsed back, each stage within this job's ranks and the model's degrees */
 static void recorded_plans(Replay *r) {
     const Config *cfg = &r->cfg;
-    PlanLimits lim = {r->n, cfg->model.n_head, cfg->model.n_layer, cfg->ppo.batch, cfg->ppo.minibatch,
-                      strcmp(cfg->ppo.algorithm, "grpo") == 0};
+    PlanLimits lim = job_plan_limits(cfg, r->n);
     PlanError perr;
     const Table *pl = &r->tf->t[TRACE_PLANS];
     for (size_t k = 0; k < pl->n; k++) r->nrec = fmax(r->nrec, table_num(pl, PLANS(plan_id), k) + 1);

@@ -17,9 +17,8 @@
  * set; causal grouped-query attention (NKV key/value heads); output
  * projection without bias; RMSNorm; SwiGLU MLP down(silu(gate)·up)), final
  * RMSNorm, LM head lm_head or tied to wte; the same value head. Its tensors
- * (below the GPT-2 enum) are layer-stacked the same way. It runs on one
- * rank: tp = pp = 1 (gpt_build refuses a cut); forward, backward, log-probs,
- * prefill and decode all work there. The layer code is in llama.c.
+ * (below the GPT-2 enum) are layer-stacked the same way, and it runs under
+ * the same TP and PP as GPT-2 (below). The layer code is in llama.c.
  *
  * Tensor parallelism (Megatron): a model built with gpt_build_shard and
  * tp > 1 holds, on each rank of its TP group, heads [r·NH/tp, (r+1)·NH/tp)
@@ -37,11 +36,24 @@
  * (gpt_export_logical) is what checkpoints, weight sync and transitions see.
  * A model built with tp = 1 is the whole model and makes no MPI call.
  *
+ * The Llama family under TP: a rank holds whole key/value heads, kv heads
+ * [r·NKV/tp, (r+1)·NKV/tp), with the query heads that read them (query head h
+ * reads kv head h / (NH/NKV), so they are query heads [r·NH/tp, ...)): blocks
+ * of qw (axis 1), kvw (axis 2), their biases, attprojw's input columns (axis
+ * 2); and MLP units [r·F/tp, ...) of fcw (axis 2: [gate_l | up_l]) and
+ * fcprojw (axis 2). tp must divide NKV (KV heads are never replicated) and F.
+ * RMSNorm weights, Qwen3's q/k norm weights, wte and lmhead are replicated.
+ * The sums are GPT-2's (o_proj and down outputs in forward and decode, d of
+ * the two norms' outputs in backward), plus the q/k norm weights' gradients,
+ * which each rank computes over its heads only. Under PP the first stage holds
+ * wte, the last lnfw, the value head and lmhead, or, with a tied head, its own
+ * copy of wte (gradients summed over embd_comm, as GPT-2's).
+ *
  * Pipeline parallelism: a model built with pp > 1 holds, on stage p of its
  * PP group, layers [p·L/pp, (p+1)·L/pp) of every layer-stacked tensor (cut
  * on axis 0, in addition to any TP cut on another axis); the first stage
  * also holds wte and wpe, the last stage lnf, the value head and its own
- * copy of wte (the tied LM head). The other tensors are not held there
+ * copy of wte (the tied LM head; the Llama family: above). The other tensors are not held there
  * (TensorInfo.held = 0, no storage). A forward runs the batch's rows as
  * microbatches through the stages (GPipe: every microbatch forward in
  * gpt_forward, every microbatch backward in gpt_backward — the callers
@@ -127,14 +139,21 @@ enum {
  * Its table holds only the tensors the config has, in this order, so a
  * table index is not a role there (TensorInfo.role). The value head keeps
  * GPT-2's roles GPT_VHW and GPT_VHB. Shapes, with Cq = NH·hd, Ckv = NKV·hd,
- * C3 = Cq + 2·Ckv, F = ffn:
- *   wte (V, C), ln1w (L, C), qkvw (L, C3, C) rows [q | k | v] heads,
- *   qkvb (L, C3) (qkv_bias), qnormw (L, hd), knormw (L, hd) (qk_norm),
- *   attprojw (L, C, Cq), ln2w (L, C), fcw (L, 2F, C) rows [gate | up],
- *   fcprojw (L, C, F), lnfw (C), lmhead (V, C) (untied). */
+ * F = ffn, and the TP cut (→ the axis cut tp ways):
+ *   wte (V, C), ln1w (L, C),
+ *   qw (L, Cq, C) → axis 1 (query heads), kvw (L, 2, Ckv, C) [k | v] → axis 2
+ *   (key/value heads), qb (L, Cq) → 1, kvb (L, 2, Ckv) → 2 (qkv_bias),
+ *   qnormw (L, hd), knormw (L, hd) (qk_norm),
+ *   attprojw (L, C, Cq) → 2, ln2w (L, C), fcw (L, 2, F, C) [gate | up] → 2,
+ *   fcprojw (L, C, F) → 2, lnfw (C), lmhead (V, C) (untied).
+ * Every rank's part is one block on one axis, and a TP rank's blocks are what
+ * its kernels read: kvw's block (2, Ckv/tp, C) is [k_l | v_l], fcw's (2, F/tp,
+ * C) is [gate_l | up_l]. The packed per-token row [q_l | k_l | v_l] attention
+ * reads comes from one matmul over qw's and kvw's blocks of a layer copied
+ * side by side (llama.c). */
 enum {
-    LLAMA_WTE, LLAMA_LN1W, LLAMA_QKVW, LLAMA_QKVB, LLAMA_QNORMW, LLAMA_KNORMW, LLAMA_ATTPROJW, LLAMA_LN2W,
-    LLAMA_FCW, LLAMA_FCPROJW, LLAMA_LNFW, LLAMA_LMHEAD, LLAMA_NUM_ROLES
+    LLAMA_WTE, LLAMA_LN1W, LLAMA_QW, LLAMA_QB, LLAMA_QNORMW, LLAMA_KNORMW, LLAMA_ATTPROJW, LLAMA_LN2W,
+    LLAMA_FCW, LLAMA_FCPROJW, LLAMA_LNFW, LLAMA_LMHEAD, LLAMA_KVW, LLAMA_KVB, LLAMA_NUM_ROLES
 };
 
 /* How a model is cut over its TP and PP groups. The model does not own the
@@ -183,7 +202,7 @@ typedef struct TensorInfo {
 
 /* Activation shapes: C is the full width; Cl = C/tp and NHl = NH/tp are this
  * rank's attention width and heads (= C, NH when tp = 1). The Llama family
- * (tp = 1) uses the same arrays with its own widths: qkv rows of C3 = Cq +
+ * uses the same arrays with its own (local) widths: qkv rows of C3 = Cq +
  * 2·NKV·hs (after QK-norm and RoPE: what attention reads), atty of Cq =
  * NH·hs, fch of 2F ([gate | up]), fch_gelu of F (the SwiGLU output); the
  * RMSNorms keep their rstd in the *_rstd arrays and leave *_mean unused. */
@@ -212,6 +231,8 @@ typedef struct GPTActs {
     /* the Llama family only (NULL for GPT-2) */
     float *qkv_raw;   /* (L, B, T, C3) the qkv matmul's output before QK-norm (qk_norm only) */
     float *qk_rstd;   /* (L, B, T, NH + NKV) QK-norm rstd per head: q heads (B·T·NH) then k (qk_norm only) */
+    float *wqkv, *bqkv; /* (C3, C), (C3): one layer's blocks of qw and kvw (qb and kvb) side by side, the
+                           packed weight of the layer's q|k|v matmul (llama.c llama_pack_qkv) */
 } GPTActs;
 
 /* Backward scratch: one layer's worth, reused layer by layer. */
@@ -228,6 +249,8 @@ typedef struct GPTGradScratch {
     float *dlogits;   /* (B, T, V) (aliases acts.logits) */
     float *dvalues;   /* (B, T) */
     float *dqkv_raw;  /* (B, T, C3) d of the qkv matmul's output (Llama family with qk_norm only) */
+    float *dwqkv, *dbqkv; /* (C3, C), (C3): one layer's packed q|k|v weight and bias gradient (Llama family) */
+    float *dqknorm;   /* (2, hs): one layer's QK-norm weight gradients before their TP sum (qk_norm, tp > 1) */
 } GPTGradScratch;
 
 typedef struct GPT {
@@ -286,7 +309,8 @@ void gpt_build(GPT *m, const GPTConfig *cfg, const Backend *be, int Bmax, int Tm
 /* Local (no communication): the same for this rank's shard. Element k of
  * tensor i (k its LOGICAL row-major index) is drawn from rng_normal(seed,
  * RNG_INIT, i, k) whatever the cut, so the shards of a (tp, pp) model are
- * bit for bit the slices of the unsharded model. Needs NH % tp == 0 and
+ * bit for bit the slices of the unsharded model. Needs NH % tp == 0 (the
+ * Llama family: NKV % tp == 0 and ffn % tp == 0 too) and
  * L % pp == 0; when tp > 1, tp_comm of size tp in which this rank is
  * tp_rank; when pp > 1, pp_comm of size pp in which this rank is pp_rank
  * and, on the first and last stage, embd_comm of size 2 (first stage rank

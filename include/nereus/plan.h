@@ -124,6 +124,8 @@ typedef struct PlanLimits {
     int n_layer;    /* pp must divide it */
     int batch;      /* ppo.batch: every stage's dp must divide it */
     int minibatch;  /* ppo.minibatch: a *.train stage's dp must divide it too */
+    int n_kv_head;  /* the Llama family: tp must divide its key/value heads (TP cuts whole ones) ... */
+    int ffn;        /* ... and its MLP width; 0: no such limit (GPT-2: n_head is the only one) */
     int no_critic;  /* the algorithm has no critic ([ppo] algorithm = grpo): critic.inf and critic.train are
                        absent (PLAN_SRC_ABSENT), and a plan that lists one is refused */
 } PlanLimits;

@@ -32,8 +32,8 @@ void job_shape_of(const Config *cfg, const struct TaskSet *ts, JobShape *out);
 /* The [model] section as a GPTConfig (vocabulary V; no value head): GPT-2's five fields, or for the
  * Llama family also its own, the deck's auto values left 0 (model.h resolves them). */
 GPTConfig job_model_config(const Config *cfg, int V);
-/* What plan validation needs from the deck for a job of world ranks. The Llama family runs with
- * tp = pp = 1 (model.h), so it gives plan_default and plan_resolve one head and one layer to cut. */
+/* What plan validation needs from the deck for a job of world ranks: for the Llama family also its
+ * key/value heads and MLP width, which tp must divide (model.h). */
 PlanLimits job_plan_limits(const Config *cfg, int world);
 
 /* The engine's estimate against what transitions measured: the ratios of the last TX_CALIB_N

@@ -126,7 +126,12 @@ void *nr_xcalloc(size_t n, size_t size);
 
 /* a whole text file of at most max bytes, NUL-terminated, its length in *n; NULL with why (src/util/textfile.c) */
 char *nr_read_text(const char *path, size_t max, size_t *n, char *why, size_t len);
-/* text and a newline written to path through a temporary file renamed over it; 0, or -1 with why */
+/* A file written whole or not at all: write(f, ctx) fills PATH.tmp.PID (returns 0, or non-zero on a
+ * failed write), which is flushed, synced, closed and renamed over path, so a failure (a full disk, a
+ * file size limit) leaves no partial file under path and an earlier file of that name intact. 0, or -1
+ * with why (the temporary removed). */
+int nr_write_whole(const char *path, int (*write)(FILE *f, const void *ctx), const void *ctx, char *why, size_t len);
+/* text and a newline written to path by nr_write_whole; 0, or -1 with why */
 int nr_write_text(const char *path, const char *text, char *why, size_t len);
 #define NR_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define NR_MAX(a, b) ((a) > (b) ? (a) : (b))

@@ -658,28 +658,11 @@ static int deck_check_arch_keys(const Deck *d, const Config *c)
     return 0;
 }
 
-/* The Llama family runs on one rank per model replica: a plan section's stage with tp > 1 or pp > 1 is
- * refused at its line. */
-static int deck_check_arch_plan(const Deck *d, const char *sec, const PlanConfig *p, const char *arch)
-{
-    for (int i = 0; i < PLAN_NSTAGES; i++) {
-        const PlanStage *s = &p->stage[i];
-        if (s->src != PLAN_SRC_DECK || (s->tp <= 1 && s->pp <= 1)) continue;
-        const char *name = plan_stage_name(i);
-        return deck_report(d, d->key_line[deck_key_find(sec, strlen(sec), name, strlen(name))], NULL,
-                           "[%s] %s = tp%d pp%d: tensor and pipeline parallelism for arch = %s is not yet "
-                           "supported (use tp1 pp1; data parallelism replicates the model)",
-                           sec, name, s->tp > 0 ? s->tp : 1, s->pp > 0 ? s->pp : 1, arch);
-    }
-    return 0;
-}
-
+/* The Llama family's plans are checked with GPT-2's (plan.c: tp must also divide n_kv_head and the MLP
+ * width), at the plan's line. */
 static int deck_check_arch(const Deck *d, const Config *c)
 {
-    int rc = deck_check_arch_keys(d, c);
-    if (rc || strcmp(c->model.arch, "gpt2") == 0) return rc;
-    rc = deck_check_arch_plan(d, "plan", &c->plan, c->model.arch);
-    return rc ? rc : deck_check_arch_plan(d, "switch", &c->sw.plan, c->model.arch);
+    return deck_check_arch_keys(d, c);
 }
 
 /* [ppo] algorithm and group_size: grpo samples group_size >= 2 responses per prompt, and they divide the
@@ -1345,7 +1328,9 @@ static const char deck_reference_preamble[] =
     "- Model-stages whose ranks overlap are colocated and run one after another;\n"
     "  model-stages on disjoint ranks run side by side.\n"
     "- Checked before anything runs, each error at the key's line: tp divides\n"
-    "  `model.n_head`; pp divides `model.n_layer`; dp divides `ppo.batch`, and\n"
+    "  `model.n_head` (and, for the Llama family, `model.n_kv_head` and the MLP\n"
+    "  width `model.ffn_dim`: TP cuts whole key/value heads, it does not\n"
+    "  replicate them); pp divides `model.n_layer`; dp divides `ppo.batch`, and\n"
     "  for `actor.train` and `critic.train` also `ppo.minibatch`; tp·pp·dp is\n"
     "  the number of ranks listed; every rank is in `0..N−1` for a job of N\n"
     "  ranks, no rank appears twice in one EMU, no EMU has more ranks than the\n"

@@ -87,7 +87,7 @@ const DeckKey deck_keys[] = {
     {"model", "init_std", DECK_T_FLOAT, 0, "0.02", GT(0), LE(1), NULL, F_FLT(model.init_std),
      "standard deviation of the normal weight initialisation"},
     {"model", "arch", DECK_T_CHOICE, 0, "gpt2", NONE, NONE, "gpt2|llama|qwen2|qwen3", F_STR(model.arch),
-     "architecture: gpt2 (LayerNorm, GELU, learned positions), or the Llama family (RMSNorm, SwiGLU, RoPE, grouped-query attention; qwen2: qkv biases, qwen3: q/k norm); the Llama family runs with tp = pp = 1 (data parallelism only); the keys below apply to the Llama family only: with arch = gpt2 a deck may set them only to their defaults (anything else is refused)"},
+     "architecture: gpt2 (LayerNorm, GELU, learned positions), or the Llama family (RMSNorm, SwiGLU, RoPE, grouped-query attention; qwen2: qkv biases, qwen3: q/k norm); the Llama family runs under tensor parallelism (tp must divide n_kv_head and ffn_dim), pipeline and data parallelism like gpt2; the keys below apply to the Llama family only: with arch = gpt2 a deck may set them only to their defaults (anything else is refused)"},
     {"model", "n_kv_head", DECK_T_INT_AUTO, 0, "auto", GE(1), LE(1024), NULL, F_INT(model.n_kv_head),
      "key/value heads of grouped-query attention (must divide n_head); auto (stored as 0) = n_head"},
     {"model", "head_dim", DECK_T_INT_AUTO, 0, "auto", GE(1), LE(65536), NULL, F_INT(model.head_dim),

@@ -321,7 +321,8 @@ int plan_stage_format(const PlanStage *s, char *buf, size_t n)
 
 static int plan_layout_ok(int tp, int pp, int dp, int train, const PlanLimits *l)
 {
-    return l->n_head % tp == 0 && l->n_layer % pp == 0 && l->batch % dp == 0 && (!train || l->minibatch % dp == 0);
+    return l->n_head % tp == 0 && (!l->n_kv_head || l->n_kv_head % tp == 0) && (!l->ffn || l->ffn % tp == 0) &&
+           l->n_layer % pp == 0 && l->batch % dp == 0 && (!train || l->minibatch % dp == 0);
 }
 
 /* The colocated rule for m ranks: largest dp, then largest tp. 0 if none. */
@@ -449,6 +450,14 @@ int plan_validate_stage(const PlanStage *s, int id, const PlanLimits *l, PlanErr
     if (l->n_head % s->tp)
         return plan_fail(err, key, "[plan] %s: tp = %d does not divide the heads ([model] n_head = %d)", name, s->tp,
                          l->n_head);
+    if (l->n_kv_head && l->n_kv_head % s->tp)
+        return plan_fail(err, key,
+                         "[plan] %s: tp = %d does not divide the key/value heads ([model] n_kv_head = %d): tensor "
+                         "parallelism cuts whole key/value heads, it does not replicate them",
+                         name, s->tp, l->n_kv_head);
+    if (l->ffn && l->ffn % s->tp)
+        return plan_fail(err, key, "[plan] %s: tp = %d does not divide the MLP width ([model] ffn_dim = %d)", name,
+                         s->tp, l->ffn);
     if (l->n_layer % s->pp)
         return plan_fail(err, key, "[plan] %s: pp = %d does not divide the layers ([model] n_layer = %d)", name,
                          s->pp, l->n_layer);

@@ -478,6 +478,18 @@ static int read_arch(H5Err *e, hid_t g, const char *obj, GPTConfig *c) {
     return 0;
 }
 
+/* A Llama-family model written in the earlier layout (a packed qkvw (L, Cq + 2·Ckv, C) and fcw (L, 2F, C)) is
+ * refused by name: this build's tensors are qw, kvw and fcw (L, 2, F, C) (model.h), whose TP shards are single
+ * blocks; the same weights come back by importing the model's Hugging Face directory again. */
+static int refuse_old_llama_layout(H5Err *e, hid_t g, const char *obj, const GPTConfig *c) {
+    if (!gpt_is_llama(c) || !h5_exists(g, "params/qkvw")) return 0;
+    h5_err(e, "%s: %s: a %s model in the earlier Llama-family layout (a packed qkvw (L, Cq+2Ckv, C), fcw (L, 2F, C)), "
+           "which this build does not read: it stores qw (L, Cq, C), kvw (L, 2, Ckv, C) and fcw (L, 2, F, C) "
+           "(docs/CHECKPOINT.md); import the model's Hugging Face directory again (nereus-ckpt import-hf)",
+           e->path, obj, gpt_arch_name(c->arch));
+    return -1;
+}
+
 /* the stored config of /models/name (g open on it) */
 static int read_config(H5Err *e, hid_t g, const char *name, GPTConfig *c, int *has_adam,
                        int64_t *adam_t) {
@@ -489,7 +501,7 @@ static int read_config(H5Err *e, hid_t g, const char *name, GPTConfig *c, int *h
     int ha = 0, vr = c->V;
     if (h5_attr_get(e, g, obj, "has_adam", H5T_NATIVE_INT, 0, &ha)) return -1;
     if (H5Aexists(g, "vocab_real") > 0 && h5_attr_get(e, g, obj, "vocab_real", H5T_NATIVE_INT, 0, &vr)) return -1;
-    if (read_arch(e, g, obj, c)) return -1;
+    if (read_arch(e, g, obj, c) || refuse_old_llama_layout(e, g, obj, c)) return -1;
     if (c->V < 1 || c->maxT < 1 || c->L < 1 || c->C < 1 || c->NH < 1 || (!gpt_is_llama(c) && c->C % c->NH != 0) ||
         c->V > (1 << 28) ||
         c->C > (1 << 20) || c->L > (1 << 16) || c->maxT > (1 << 24)) {

@@ -7,8 +7,8 @@
  * Each Hugging Face tensor is one piece (HfPiece) of one layer's block of
  * one of our tensors: GPT-2's map one to one (tensor_map below; its Conv1D
  * weights are stored (in, out), ours (out, in), so those are transposed);
- * the Llama family's q, k, v projections are the row blocks of our packed
- * qkvw (and their biases of qkvb), gate and up those of fcw. Per-layer
+ * the Llama family's q projection is our qw, k and v are the two blocks of
+ * kvw (their biases: qb, kvb), gate and up the two blocks of fcw. Per-layer
  * tensors (%d: the layer) stack into our (L, ...) tensors. A tied output
  * head is wte (an lm_head.weight equal to it is accepted). Buffers that are
  * not weights (GPT-2's attn.bias and attn.masked_bias masks, older Llama
@@ -101,13 +101,13 @@ static int llama_pieces(const GPTConfig *c, HfPiece *p) {
 #define P(r, name, nd, rows, cols, off) (p[n++] = (HfPiece){r, name, nd, {rows, cols}, 0, (size_t)(off)})
     P(LLAMA_WTE, "model.embed_tokens.weight", 2, c->V, C, 0);
     P(LLAMA_LN1W, "model.layers.%d.input_layernorm.weight", 1, C, 0, 0);
-    P(LLAMA_QKVW, "model.layers.%d.self_attn.q_proj.weight", 2, Cq, C, 0);
-    P(LLAMA_QKVW, "model.layers.%d.self_attn.k_proj.weight", 2, Ckv, C, (size_t)Cq * C);
-    P(LLAMA_QKVW, "model.layers.%d.self_attn.v_proj.weight", 2, Ckv, C, (size_t)(Cq + Ckv) * C);
+    P(LLAMA_QW, "model.layers.%d.self_attn.q_proj.weight", 2, Cq, C, 0);
+    P(LLAMA_KVW, "model.layers.%d.self_attn.k_proj.weight", 2, Ckv, C, 0);
+    P(LLAMA_KVW, "model.layers.%d.self_attn.v_proj.weight", 2, Ckv, C, (size_t)Ckv * C);
     if (c->qkv_bias) {
-        P(LLAMA_QKVB, "model.layers.%d.self_attn.q_proj.bias", 1, Cq, 0, 0);
-        P(LLAMA_QKVB, "model.layers.%d.self_attn.k_proj.bias", 1, Ckv, 0, Cq);
-        P(LLAMA_QKVB, "model.layers.%d.self_attn.v_proj.bias", 1, Ckv, 0, Cq + Ckv);
+        P(LLAMA_QB, "model.layers.%d.self_attn.q_proj.bias", 1, Cq, 0, 0);
+        P(LLAMA_KVB, "model.layers.%d.self_attn.k_proj.bias", 1, Ckv, 0, 0);
+        P(LLAMA_KVB, "model.layers.%d.self_attn.v_proj.bias", 1, Ckv, 0, Ckv);
     }
     if (c->qk_norm) {
         P(LLAMA_QNORMW, "model.layers.%d.self_attn.q_norm.weight", 1, hd, 0, 0);

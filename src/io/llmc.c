@@ -131,6 +131,19 @@ int ckpt_load_model(const char *path, const char *name, GPT *m, GPTConfig *c, in
     return 0;
 }
 
+/* an llm.c file's bytes: the 256-int header, then the logical parameters */
+typedef struct LlmcWrite {
+    const int32_t *h;
+    const float *full;
+    size_t nl;
+} LlmcWrite;
+
+static int llmc_write_all(FILE *f, const void *ctx) {
+    const LlmcWrite *w = ctx;
+    return fwrite(w->h, sizeof(int32_t), 256, f) == 256 && fwrite(w->full, sizeof(float), w->nl, f) == w->nl ? 0 : -1;
+}
+
+/* written whole or not at all (nr_write_whole): a failed export leaves an earlier file of that name intact */
 int ckpt_export_llmc(const char *path, const char *out_path, char *why, size_t len) {
     GPTConfig c;
     GPT m;
@@ -154,35 +167,8 @@ int ckpt_export_llmc(const char *path, const char *out_path, char *why, size_t l
     h[5] = c.NH;
     h[6] = c.C;
     h[7] = c.V;
-    /* written beside out_path and renamed over it once whole, so that a failed export (a full disk, a file
-       size limit) leaves no partial file under the name asked for, and an earlier file of that name intact */
-    char tmp[4096];
-    int rc = 0;
-    if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", out_path, (long)getpid()) >= (int)sizeof tmp) {
-        snprintf(why, len, "%s: path too long", out_path);
-        free(full);
-        return -1;
-    }
-    FILE *f = fopen(tmp, "wb");
-    if (!f) {
-        snprintf(why, len, "%s: cannot create %s: %s", out_path, tmp, strerror(errno));
-        rc = -1;
-    } else {
-        if (fwrite(h, sizeof(int32_t), 256, f) != 256 || fwrite(full, sizeof(float), nl, f) != nl || fflush(f) != 0 ||
-            fsync(fileno(f)) != 0) {
-            snprintf(why, len, "%s: write failed: %s", out_path, strerror(errno));
-            rc = -1;
-        }
-        if (fclose(f) != 0 && rc == 0) {
-            snprintf(why, len, "%s: write failed: %s", out_path, strerror(errno));
-            rc = -1;
-        }
-        if (rc == 0 && rename(tmp, out_path) != 0) {
-            snprintf(why, len, "%s: cannot rename %s to it: %s", out_path, tmp, strerror(errno));
-            rc = -1;
-        }
-        if (rc != 0) unlink(tmp);
-    }
+    LlmcWrite w = {h, full, nl};
+    int rc = nr_write_whole(out_path, llmc_write_all, &w, why, len);
     free(full);
     return rc;
 }

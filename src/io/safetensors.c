@@ -393,44 +393,30 @@ static char *write_header(const StOut *t, int n, uint64_t *hl) {
     return h;
 }
 
-static int write_all(FILE *f, const StOut *t, int n, const char *hdr, uint64_t hl) {
-    if (fwrite(&hl, 8, 1, f) != 1 || fwrite(hdr, 1, hl, f) != hl) return -1;
-    for (int i = 0; i < n; i++) {
+/* the file's bytes: header length, header, every tensor's data in order */
+typedef struct StWrite {
+    const StOut *t;
+    int n;
+    const char *hdr;
+    uint64_t hl;
+} StWrite;
+
+static int write_all(FILE *f, const void *ctx) {
+    const StWrite *w = ctx;
+    if (fwrite(&w->hl, 8, 1, f) != 1 || fwrite(w->hdr, 1, w->hl, f) != w->hl) return -1;
+    for (int i = 0; i < w->n; i++) {
         size_t numel = 1;
-        for (int d = 0; d < t[i].ndim; d++) numel *= (size_t)t[i].shape[d];
-        if (fwrite(t[i].data, sizeof(float), numel, f) != numel) return -1;
+        for (int d = 0; d < w->t[i].ndim; d++) numel *= (size_t)w->t[i].shape[d];
+        if (fwrite(w->t[i].data, sizeof(float), numel, f) != numel) return -1;
     }
-    return fflush(f) == 0 && fsync(fileno(f)) == 0 ? 0 : -1;
+    return 0;
 }
 
 int st_write_f32(const char *path, const StOut *t, int n, char *why, size_t len) {
-    char tmp[4096];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp) {
-        snprintf(why, len, "%s: path too long", path);
-        return -1;
-    }
-    uint64_t hl = 0;
-    char *hdr = write_header(t, n, &hl);
-    FILE *f = fopen(tmp, "wb");
-    int rc = 0;
-    if (!f) {
-        snprintf(why, len, "%s: cannot create %s: %s", path, tmp, strerror(errno));
-        rc = -1;
-    } else {
-        if (write_all(f, t, n, hdr, hl)) {
-            snprintf(why, len, "%s: write failed: %s", path, strerror(errno));
-            rc = -1;
-        }
-        if (fclose(f) != 0 && !rc) {
-            snprintf(why, len, "%s: write failed: %s", path, strerror(errno));
-            rc = -1;
-        }
-        if (!rc && rename(tmp, path) != 0) {
-            snprintf(why, len, "%s: cannot rename %s to it: %s", path, tmp, strerror(errno));
-            rc = -1;
-        }
-        if (rc) unlink(tmp);
-    }
+    StWrite w = {t, n, NULL, 0};
+    char *hdr = write_header(t, n, &w.hl);
+    w.hdr = hdr;
+    int rc = nr_write_whole(path, write_all, &w, why, len);
     free(hdr);
     return rc;
 }

@@ -120,6 +120,10 @@ static void gpt_pp_bcast(GPT *m, float *buf, size_t n) {
     comm_bcast_f32(m->sh.pp_comm, buf, n, root); /* device memory: NCCL or through host memory (comm.h) */
 }
 
+/* 1 when the first and the last stage each hold a copy of wte (pp > 1 and the head tied to it: GPT-2, a
+ * tied Llama), whose gradients are summed over embd_comm */
+static int gpt_pp_tied(const GPT *m) { return m->sh.pp > 1 && !(gpt_is_llama(&m->cfg) && m->cfg.untied); }
+
 /* Bump allocator over one backend allocation: carve named arrays. */
 typedef struct Carve { float *base; size_t used; } Carve;
 static float *carve(Carve *cv, size_t n) {
@@ -174,6 +178,10 @@ static size_t gpt_carve_acts(GPT *m, Carve *cv) {
         a->qkv_raw = carve(cv, L * BT * (size_t)m->C3);
         a->qk_rstd = carve(cv, L * BT * (size_t)(m->NHl + m->NKVl));
     }
+    if (gpt_is_llama(c)) {
+        a->wqkv = carve(cv, (size_t)m->C3 * C);
+        a->bqkv = c->qkv_bias ? carve(cv, (size_t)m->C3) : NULL;
+    }
     return cv->used;
 }
 
@@ -193,6 +201,11 @@ static size_t gpt_carve_scratch(GPT *m, Carve *cv) {
     s->dtmp = carve(cv, BT * C);
     s->dvalues = carve(cv, BT);
     if (gpt_is_llama(c) && c->qk_norm) s->dqkv_raw = carve(cv, BT * (size_t)m->C3);
+    if (gpt_is_llama(c)) {
+        s->dwqkv = carve(cv, (size_t)m->C3 * C);
+        s->dbqkv = c->qkv_bias ? carve(cv, (size_t)m->C3) : NULL;
+        s->dqknorm = c->qk_norm && m->sh.tp > 1 ? carve(cv, 2 * (size_t)m->hs) : NULL;
+    }
     return cv->used;
 }
 
@@ -229,7 +242,7 @@ static size_t gpt_carve_decode(GPT *m, Carve *cv) {
  * unit gain, 0 zero (biases, the value head) */
 static int gpt_init_kind(const GPTConfig *c, int r) {
     if (gpt_is_llama(c)) {
-        if (r == LLAMA_WTE || r == LLAMA_QKVW || r == LLAMA_FCW || r == LLAMA_LMHEAD) return 1;
+        if (r == LLAMA_WTE || r == LLAMA_QW || r == LLAMA_KVW || r == LLAMA_FCW || r == LLAMA_LMHEAD) return 1;
         if (r == LLAMA_ATTPROJW || r == LLAMA_FCPROJW) return 2;
         if (r == LLAMA_LN1W || r == LLAMA_LN2W || r == LLAMA_LNFW || r == LLAMA_QNORMW || r == LLAMA_KNORMW) return 3;
         return 0;
@@ -343,11 +356,14 @@ static void gpt_alloc_work(GPT *m, int grads_uninit);
 static void gpt_check_llama(const GPTConfig *cfg, const GPTShard *sh) {
     const char *arch = gpt_arch_name(cfg->arch);
     if (!arch) nr_fatal("gpt_build: unknown architecture %d", cfg->arch);
-    if (sh->tp > 1 || sh->pp > 1)
-        nr_fatal("gpt_build: a %s model runs on one rank (tp = pp = 1), not tp %d pp %d: tensor and pipeline "
-                 "parallelism over its query and key/value heads is not supported yet", arch, sh->tp, sh->pp);
     if (cfg->NKV < 0 || cfg->NH % gpt_kv_heads(cfg) != 0)
         nr_fatal("gpt_build: %d key/value heads do not divide %d query heads", gpt_kv_heads(cfg), cfg->NH);
+    /* TP cuts whole key/value heads (each with its group of query heads): KV heads are not replicated */
+    if (sh->tp > 0 && gpt_kv_heads(cfg) % sh->tp != 0)
+        nr_fatal("gpt_build: tp %d does not divide the %s model's %d key/value heads", sh->tp, arch,
+                 gpt_kv_heads(cfg));
+    if (sh->tp > 0 && gpt_ffn(cfg) % sh->tp != 0)
+        nr_fatal("gpt_build: tp %d does not divide the %s model's MLP width %d", sh->tp, arch, gpt_ffn(cfg));
     if (cfg->head_dim < 0 || gpt_head_dim(cfg) < 2 || gpt_head_dim(cfg) % 2 != 0)
         nr_fatal("gpt_build: head width %d (C %d, NH %d, head_dim %d) is not a positive even number",
                  gpt_head_dim(cfg), cfg->C, cfg->NH, cfg->head_dim);
@@ -771,7 +787,7 @@ void gpt_backward(GPT *m, const float *dlogp, const float *dent, const float *dv
          * holds the gradient accumulated so far (the two are equal between
          * calls), so the sum over embd_comm below adds this call's LM-head
          * share to it exactly once. */
-        if (m->sh.pp > 1) be->zero(m->g[GPT_WTE], m->tensors[GPT_WTE].lnumel * sizeof(float));
+        if (gpt_pp_tied(m)) be->zero(m->g[GPT_WTE], m->tensors[GPT_WTE].lnumel * sizeof(float));
     } else {
         for (int k = 0; k < nmb; k++) {
             int r0, n;
@@ -815,7 +831,7 @@ void gpt_backward(GPT *m, const float *dlogp, const float *dent, const float *dv
         be->encoder_backward(m->g[GPT_WTE], llama ? NULL : m->g[GPT_WPE], s->dresidual, m->tokens, B, T, C, 0);
     /* tied embeddings: the embedding's and the LM head's shares of wte's
      * gradient, summed on both copies */
-    if (m->sh.pp > 1 && (m->first || m->last)) {
+    if (gpt_pp_tied(m) && (m->first || m->last)) {
         size_t n = m->tensors[GPT_WTE].lnumel;
         float *g = m->g[GPT_WTE];
         comm_allreduce_sum_f32(m->sh.embd_comm, g, n); /* device memory: NCCL or through host memory (comm.h) */
@@ -841,7 +857,7 @@ float gpt_update(GPT *m, float lr, float beta1, float beta2, float eps, float wd
         for (int i = 0; i < m->ntensors; i++) {
             const TensorInfo *t = &m->tensors[i];
             if (!t->held || (i == GPT_WTE && !m->first)) continue;
-            ss[t->cut_axis < 0] += be->sumsq(m->g[i], t->lnumel);
+            ss[t->cut_axis < 0] += be->sumsq(m->grads + t->offset, t->lnumel);
         }
         if (m->sh.tp > 1) comm_allreduce_sum_f64(m->sh.tp_comm, ss, 1);
         double st = ss[0] + ss[1];

@@ -4,14 +4,19 @@
  * q and k heads at their positions, grouped-query attention, the output
  * projection, RMSNorm, SwiGLU MLP. Each piece is a forward/backward pair;
  * gpt.c runs the batch, the embedding, the heads and the optimiser and
- * calls these where the architecture differs from GPT-2. One rank (tp =
- * pp = 1): no TP sums, no pipeline. Shapes are in model.h.
+ * calls these where the architecture differs from GPT-2. Under tensor
+ * parallelism a rank runs its query heads with their key/value heads and its
+ * MLP columns, and the partial outputs of the row-parallel o_proj and down
+ * projections are summed over the TP group (forward and decode), as are the
+ * partial gradients flowing into the two RMSNorms' outputs and the Qwen3
+ * QK-norm weight gradients (backward). Shapes and cuts are in model.h.
  */
 #include "llama.h"
 
 #include <math.h>
 #include <stdlib.h>
 
+#include "nereus/comm.h"
 #include "nereus/rope.h"
 #include "nereus/util.h"
 
@@ -24,6 +29,38 @@ void llama_rope_init(GPT *m) {
     rope_inv_freq(f, m->hs, c->rope_theta > 0 ? c->rope_theta : 10000.0, c->rope_llama3 ? &sc : NULL);
     m->be->upload(m->inv_freq, f, (size_t)m->hs / 2 * sizeof(float));
     free(f);
+}
+
+/* collective over m->sh.tp_comm (nothing when tp = 1): buf (n floats, backend memory) summed over the group */
+static void llama_tp_sum(GPT *m, float *buf, size_t n) {
+    if (m->sh.tp > 1) comm_allreduce_sum_f32(m->sh.tp_comm, buf, n);
+}
+
+/* g (n floats) += d: the backend's residual add, in place */
+static void llama_add(const GPT *m, float *g, const float *d, size_t n) { m->be->residual_forward(g, g, d, n); }
+
+/* layer l's packed q|k|v weight (C3, C) = [this rank's qw block | its kvw block ([k | v])], and bias, into
+ * m->a.wqkv and m->a.bqkv: two copies of the weights, which the matmul then reads as one */
+static void llama_pack_qkv(GPT *m, int l) {
+    const Backend *be = m->be;
+    size_t C = (size_t)m->cfg.C, Cq = (size_t)m->Cl, Ckv2 = (size_t)(m->C3 - m->Cl);
+    be->copy(m->a.wqkv, m->p[LLAMA_QW] + (size_t)l * Cq * C, Cq * C * sizeof(float));
+    be->copy(m->a.wqkv + Cq * C, m->p[LLAMA_KVW] + (size_t)l * Ckv2 * C, Ckv2 * C * sizeof(float));
+    if (m->cfg.qkv_bias) {
+        be->copy(m->a.bqkv, m->p[LLAMA_QB] + (size_t)l * Cq, Cq * sizeof(float));
+        be->copy(m->a.bqkv + Cq, m->p[LLAMA_KVB] + (size_t)l * Ckv2, Ckv2 * sizeof(float));
+    }
+}
+
+/* layer l's packed weight (and bias) gradient in m->s.dwqkv (dbqkv) added into qw's and kvw's (qb, kvb) */
+static void llama_unpack_qkv_grad(GPT *m, int l) {
+    size_t C = (size_t)m->cfg.C, Cq = (size_t)m->Cl, Ckv2 = (size_t)(m->C3 - m->Cl);
+    llama_add(m, m->g[LLAMA_QW] + (size_t)l * Cq * C, m->s.dwqkv, Cq * C);
+    llama_add(m, m->g[LLAMA_KVW] + (size_t)l * Ckv2 * C, m->s.dwqkv + Cq * C, Ckv2 * C);
+    if (m->cfg.qkv_bias) {
+        llama_add(m, m->g[LLAMA_QB] + (size_t)l * Cq, m->s.dbqkv, Cq);
+        llama_add(m, m->g[LLAMA_KVB] + (size_t)l * Ckv2, m->s.dbqkv + Cq, Ckv2);
+    }
 }
 
 /* one layer's activations at rows [r0, r0 + n) of the (B, T) batch (the arrays are (L, B, T, ·) blocks) */
@@ -82,11 +119,23 @@ static void llama_qk_norm_backward(GPT *m, float *draw, const float *dqkv, const
                                    const float *qk_rstd, int l, int nT) {
     const Backend *be = m->be;
     int hs = m->hs, C3 = m->C3, Cq = m->Cl, Ckv = m->NKVl * hs;
+    /* under TP the norm weights are replicated but each rank sees its heads only: their gradients go
+     * through scratch, are summed over the group, then added */
+    float *gq = at(m->g[LLAMA_QNORMW], l, hs), *gk = at(m->g[LLAMA_KNORMW], l, hs);
+    if (m->s.dqknorm) {
+        gq = m->s.dqknorm;
+        gk = m->s.dqknorm + hs;
+        be->zero(m->s.dqknorm, 2 * (size_t)hs * sizeof(float));
+    }
     be->zero(draw, (size_t)nT * C3 * sizeof(float));
-    be->rmsnorm_backward(draw, at(m->g[LLAMA_QNORMW], l, hs), dqkv, qkv_raw, at(m->p[LLAMA_QNORMW], l, hs), qk_rstd,
-                         nT, m->NHl, hs, C3);
-    be->rmsnorm_backward(draw + Cq, at(m->g[LLAMA_KNORMW], l, hs), dqkv + Cq, qkv_raw + Cq,
-                         at(m->p[LLAMA_KNORMW], l, hs), qk_rstd + (size_t)nT * m->NHl, nT, m->NKVl, hs, C3);
+    be->rmsnorm_backward(draw, gq, dqkv, qkv_raw, at(m->p[LLAMA_QNORMW], l, hs), qk_rstd, nT, m->NHl, hs, C3);
+    be->rmsnorm_backward(draw + Cq, gk, dqkv + Cq, qkv_raw + Cq, at(m->p[LLAMA_KNORMW], l, hs),
+                         qk_rstd + (size_t)nT * m->NHl, nT, m->NKVl, hs, C3);
+    if (m->s.dqknorm) {
+        llama_tp_sum(m, m->s.dqknorm, 2 * (size_t)hs);
+        llama_add(m, at(m->g[LLAMA_QNORMW], l, hs), gq, (size_t)hs);
+        llama_add(m, at(m->g[LLAMA_KNORMW], l, hs), gk, (size_t)hs);
+    }
     /* the v heads pass through: a row at a time (the backend has no strided copy) */
     for (int r = 0; r < nT; r++)
         be->copy(draw + (size_t)r * C3 + Cq + Ckv, dqkv + (size_t)r * C3 + Cq + Ckv, (size_t)Ckv * sizeof(float));
@@ -98,12 +147,14 @@ static void llama_attn_forward(GPT *m, const LlamaActs *x, int l, int n) {
     const GPTConfig *c = &m->cfg;
     int T = m->T, nT = n * T, C = c->C, C3 = m->C3, Cq = m->Cl;
     be->rmsnorm_forward(x->ln1, x->rstd1, x->res, at(m->p[LLAMA_LN1W], l, C), nT, 1, C, C, llama_eps(c));
-    be->matmul_forward(x->qkv, x->ln1, at(m->p[LLAMA_QKVW], l, (size_t)C3 * C), at(m->p[LLAMA_QKVB], l, C3), nT, C,
-                       C3);
+    llama_pack_qkv(m, l);
+    be->matmul_forward(x->qkv, x->ln1, m->a.wqkv, m->a.bqkv, nT, C, C3); /* column-parallel: this rank's heads */
     if (c->qk_norm) llama_qk_norm_forward(m, x->qkv, x->qkv_raw, x->qk_rstd, l, nT);
     be->rope_forward(x->qkv, m->inv_freq, n, T, m->NHl + m->NKVl, m->hs, C3, 0);
     be->attention_forward(x->atty, x->preatt, x->att, x->qkv, n, T, Cq, m->NHl, m->NKVl);
+    /* row-parallel: this rank's heads' share, summed over the TP group */
     be->matmul_forward(x->attproj, x->atty, at(m->p[LLAMA_ATTPROJW], l, (size_t)C * Cq), NULL, nT, Cq, C);
+    llama_tp_sum(m, x->attproj, (size_t)nT * C);
     be->residual_forward(x->res2, x->res, x->attproj, (size_t)nT * C);
 }
 
@@ -125,8 +176,12 @@ static void llama_attn_backward(GPT *m, const LlamaActs *x, float *dres, int l, 
         llama_qk_norm_backward(m, s->dqkv_raw, s->dqkv, x->qkv_raw, x->qk_rstd, l, nT);
         dmm = s->dqkv_raw;
     }
-    be->matmul_backward(s->dln, at(m->g[LLAMA_QKVW], l, (size_t)C3 * C), at(m->g[LLAMA_QKVB], l, C3), dmm, x->ln1,
-                        at(m->p[LLAMA_QKVW], l, (size_t)C3 * C), nT, C, C3);
+    llama_pack_qkv(m, l);
+    be->zero(s->dwqkv, (size_t)C3 * C * sizeof(float));
+    if (s->dbqkv) be->zero(s->dbqkv, (size_t)C3 * sizeof(float));
+    be->matmul_backward(s->dln, s->dwqkv, s->dbqkv, dmm, x->ln1, m->a.wqkv, nT, C, C3);
+    llama_unpack_qkv_grad(m, l);
+    llama_tp_sum(m, s->dln, (size_t)nT * C); /* this rank's heads' share of d ln1 */
     be->rmsnorm_backward(dres, at(m->g[LLAMA_LN1W], l, C), s->dln, x->res, at(m->p[LLAMA_LN1W], l, C), x->rstd1, nT,
                          1, C, C);
 }
@@ -142,6 +197,7 @@ static void llama_mlp_forward(GPT *m, const LlamaActs *x, int l, int n) {
     be->matmul_forward(x->fch, x->ln2, at(m->p[LLAMA_FCW], l, (size_t)2 * F * C), NULL, nT, C, 2 * F);
     be->swiglu_forward(x->fchg, x->fch, nT, F);
     be->matmul_forward(x->fcproj, x->fchg, at(m->p[LLAMA_FCPROJW], l, (size_t)C * F), NULL, nT, F, C);
+    llama_tp_sum(m, x->fcproj, (size_t)nT * C); /* row-parallel: this rank's MLP columns' share */
     be->residual_forward(x->res3, x->res2, x->fcproj, (size_t)nT * C);
 }
 
@@ -158,6 +214,7 @@ static void llama_mlp_backward(GPT *m, const LlamaActs *x, float *dres, int l, i
     be->swiglu_backward(s->dfch, s->dfch_gelu, x->fch, nT, F);
     be->matmul_backward(s->dln, at(m->g[LLAMA_FCW], l, (size_t)2 * F * C), NULL, s->dfch, x->ln2,
                         at(m->p[LLAMA_FCW], l, (size_t)2 * F * C), nT, C, 2 * F);
+    llama_tp_sum(m, s->dln, (size_t)nT * C); /* this rank's MLP columns' share of d ln2 */
     be->rmsnorm_backward(dres, at(m->g[LLAMA_LN2W], l, C), s->dln, x->res2, at(m->p[LLAMA_LN2W], l, C), x->rstd2, nT,
                          1, C, C);
 }
@@ -199,17 +256,19 @@ static void llama_decode_layer(GPT *m, int l, int B, int pos, float *kc, float *
     int C = c->C, C3 = m->C3, Cq = m->Cl, F = m->F;
     float eps = llama_eps(c);
     be->rmsnorm_forward(m->d_ln, m->d_rstd, m->d_x, at(m->p[LLAMA_LN1W], l, C), B, 1, C, C, eps);
-    be->matmul_forward(m->d_qkv, m->d_ln, at(m->p[LLAMA_QKVW], l, (size_t)C3 * C), at(m->p[LLAMA_QKVB], l, C3), B,
-                       C, C3);
+    llama_pack_qkv(m, l);
+    be->matmul_forward(m->d_qkv, m->d_ln, m->a.wqkv, m->a.bqkv, B, C, C3);
     if (c->qk_norm) llama_qk_norm_forward(m, m->d_qkv, m->d_qkv_raw, m->d_qk_rstd, l, B);
     be->rope_forward(m->d_qkv, m->inv_freq, B, 1, m->NHl + m->NKVl, m->hs, C3, pos);
     be->attention_decode(m->d_atty, kc, vc, m->d_qkv, B, pos, m->Tmax, Cq, m->NHl, m->NKVl);
     be->matmul_forward(m->d_tmp, m->d_atty, at(m->p[LLAMA_ATTPROJW], l, (size_t)C * Cq), NULL, B, Cq, C);
+    llama_tp_sum(m, m->d_tmp, (size_t)B * C);
     be->residual_forward(m->d_x, m->d_x, m->d_tmp, (size_t)B * C);
     be->rmsnorm_forward(m->d_ln, m->d_rstd, m->d_x, at(m->p[LLAMA_LN2W], l, C), B, 1, C, C, eps);
     be->matmul_forward(m->d_fch, m->d_ln, at(m->p[LLAMA_FCW], l, (size_t)2 * F * C), NULL, B, C, 2 * F);
     be->swiglu_forward(m->d_fchg, m->d_fch, B, F);
     be->matmul_forward(m->d_tmp, m->d_fchg, at(m->p[LLAMA_FCPROJW], l, (size_t)C * F), NULL, B, F, C);
+    llama_tp_sum(m, m->d_tmp, (size_t)B * C);
     be->residual_forward(m->d_x, m->d_x, m->d_tmp, (size_t)B * C);
 }
 

@@ -1,6 +1,6 @@
 /* llama.h — the Llama family's layers inside the model (gpt.c calls them
  * where an architecture differs from GPT-2; model.h has the architecture,
- * the shapes and the tensors). Private to src/model. One rank: tp = pp = 1.
+ * the shapes, the tensors and their TP and PP cuts). Private to src/model.
  */
 #ifndef NEREUS_MODEL_LLAMA_H
 #define NEREUS_MODEL_LLAMA_H

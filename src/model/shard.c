@@ -63,41 +63,48 @@ static void set_tensor(TensorInfo *t, const char *name, int ndim, int s0, int s1
     *loffset += t->numel;
 }
 
-/* The Llama family's table: the tensors the config has, in LLAMA_* order, then the value head; whole on one
- * rank (tp = pp = 1: a cut of the query and key/value heads is not laid out yet) */
-static size_t llama_tensor_table(const GPTConfig *c, int tp, int pp, TensorInfo t[GPT_NUM_TENSORS], int *ntensors) {
-    if (tp != 1 || pp != 1)
-        nr_fatal("gpt tensor table: a %s model runs on one rank (tp = pp = 1), not tp %d pp %d: tensor and pipeline "
-                 "parallelism over its query and key/value heads is not supported yet",
-                 gpt_arch_name(c->arch), tp, pp);
+/* The Llama family's table: the tensors the config has, in this order, then the value head. TP cuts the
+ * query heads (qw, qb, attprojw's input columns), the key/value heads (kvw, kvb) and the MLP's hidden units
+ * (fcw, fcprojw), each one block on one axis (model.h); PP cuts the layers on axis 0, the first stage holds
+ * wte, the last lnfw, the head (lmhead, or its copy of a tied wte) and the value head. */
+static size_t llama_tensor_table(const GPTConfig *c, int tp, int tp_rank, int pp, int pp_rank,
+                                 TensorInfo t[GPT_NUM_TENSORS], int *ntensors) {
     int V = c->V, L = c->L, C = c->C, hd = gpt_head_dim(c), F = gpt_ffn(c);
-    int Cq = c->NH * hd, C3 = Cq + 2 * gpt_kv_heads(c) * hd;
+    int Cq = c->NH * hd, Ckv = gpt_kv_heads(c) * hd;
+    int first = pp_rank == 0 ? 0 : -1, last = pp_rank == pp - 1 ? 0 : -1;
+    int emb = c->untied ? first : (first == 0 || last == 0) ? 0 : -1; /* a tied wte is the head too */
     size_t off = 0, loff = 0;
     int n = 0;
-#define S(r, name, nd, a, b, cc) \
+#define S(r, name, nd, a, b, cc, d, cut, stg) \
     do { \
-        set_tensor(&t[n], name, nd, a, b, cc, 0, -1, 0, 1, 0, 1, 0, &off, &loff); \
+        set_tensor(&t[n], name, nd, a, b, cc, d, cut, stg, tp, tp_rank, pp, pp_rank, &off, &loff); \
         t[n++].role = r; \
     } while (0)
-    S(LLAMA_WTE, "wte", 2, V, C, 0);                          /* (V, C) */
-    S(LLAMA_LN1W, "ln1w", 2, L, C, 0);                        /* (L, C) */
-    S(LLAMA_QKVW, "qkvw", 3, L, C3, C);                       /* (L, C3, C) rows [q | k | v] */
-    if (c->qkv_bias) S(LLAMA_QKVB, "qkvb", 2, L, C3, 0);      /* (L, C3) */
-    if (c->qk_norm) {
-        S(LLAMA_QNORMW, "qnormw", 2, L, hd, 0);               /* (L, hd) */
-        S(LLAMA_KNORMW, "knormw", 2, L, hd, 0);               /* (L, hd) */
+    S(LLAMA_WTE, "wte", 2, V, C, 0, 0, -1, emb);                       /* (V, C) */
+    S(LLAMA_LN1W, "ln1w", 2, L, C, 0, 0, -1, 1);                       /* (L, C) */
+    S(LLAMA_QW, "qw", 3, L, Cq, C, 0, 1, 1);                           /* (L, Cq, C) → (L, Cq/tp, C) */
+    S(LLAMA_KVW, "kvw", 4, L, 2, Ckv, C, 2, 1);                        /* (L, 2, Ckv, C) → (L, 2, Ckv/tp, C) */
+    if (c->qkv_bias) {
+        S(LLAMA_QB, "qb", 2, L, Cq, 0, 0, 1, 1);                       /* (L, Cq) → (L, Cq/tp) */
+        S(LLAMA_KVB, "kvb", 3, L, 2, Ckv, 0, 2, 1);                    /* (L, 2, Ckv) → (L, 2, Ckv/tp) */
     }
-    S(LLAMA_ATTPROJW, "attprojw", 3, L, C, Cq);               /* (L, C, Cq) */
-    S(LLAMA_LN2W, "ln2w", 2, L, C, 0);                        /* (L, C) */
-    S(LLAMA_FCW, "fcw", 3, L, 2 * F, C);                      /* (L, 2F, C) rows [gate | up] */
-    S(LLAMA_FCPROJW, "fcprojw", 3, L, C, F);                  /* (L, C, F) */
-    S(LLAMA_LNFW, "lnfw", 1, C, 0, 0);                        /* (C) */
-    if (c->untied) S(LLAMA_LMHEAD, "lmhead", 2, V, C, 0);    /* (V, C) */
+    if (c->qk_norm) {
+        S(LLAMA_QNORMW, "qnormw", 2, L, hd, 0, 0, -1, 1);              /* (L, hd) */
+        S(LLAMA_KNORMW, "knormw", 2, L, hd, 0, 0, -1, 1);              /* (L, hd) */
+    }
+    S(LLAMA_ATTPROJW, "attprojw", 3, L, C, Cq, 0, 2, 1);               /* (L, C, Cq) → (L, C, Cq/tp) */
+    S(LLAMA_LN2W, "ln2w", 2, L, C, 0, 0, -1, 1);                       /* (L, C) */
+    S(LLAMA_FCW, "fcw", 4, L, 2, F, C, 2, 1);                          /* (L, 2, F, C) → (L, 2, F/tp, C) */
+    S(LLAMA_FCPROJW, "fcprojw", 3, L, C, F, 0, 2, 1);                  /* (L, C, F) → (L, C, F/tp) */
+    S(LLAMA_LNFW, "lnfw", 1, C, 0, 0, 0, -1, last);                    /* (C) */
+    if (c->untied) S(LLAMA_LMHEAD, "lmhead", 2, V, C, 0, 0, -1, last); /* (V, C) */
     if (c->value_head) {
-        S(GPT_VHW, "vhw", 1, C, 0, 0);                        /* (C) */
-        S(GPT_VHB, "vhb", 1, 1, 0, 0);                        /* (1) */
+        S(GPT_VHW, "vhw", 1, C, 0, 0, 0, -1, last);                    /* (C) */
+        S(GPT_VHB, "vhb", 1, 1, 0, 0, 0, -1, last);                    /* (1) */
     }
 #undef S
+    /* a tied head's copy of wte on the last stage is not canonical */
+    if (pp > 1 && pp_rank != 0) t[0].owner = 0;
     *ntensors = n;
     return off;
 }
@@ -121,7 +128,7 @@ size_t gpt_tensor_table_pp(const GPTConfig *c, int tp, int tp_rank, int pp, int 
                            int *ntensors) {
     int V = c->V, T = c->maxT, L = c->L, C = c->C;
     if (pp < 1 || pp_rank < 0 || pp_rank >= pp) nr_fatal("gpt tensor table: stage %d of %d", pp_rank, pp);
-    if (gpt_is_llama(c)) return llama_tensor_table(c, tp, pp, t, ntensors);
+    if (gpt_is_llama(c)) return llama_tensor_table(c, tp, tp_rank, pp, pp_rank, t, ntensors);
     size_t off = 0, loff = 0;
     /* which stage holds what: layers cut (1); embeddings on the first stage,
      * the final LayerNorm and the heads on the last, wte on both (tied) */

@@ -130,7 +130,9 @@ static double stage_parts(const CostModel *cm, int stage, GridLayout l, const Wo
     }
     if (mem) *mem = INFINITY;
     int tp = l.tp, pp = l.pp, dp = l.dp, train = plan_stage_is_train(stage), gen = stage == PLAN_ACTOR_GEN;
-    if (tp < 1 || pp < 1 || dp < 1 || m->NH % tp || m->KVH % tp || m->L % pp || w->batch % dp) return INFINITY;
+    if (tp < 1 || pp < 1 || dp < 1 || m->NH % tp || m->KVH % tp || (m->FFN && m->FFN % tp) || m->L % pp ||
+        w->batch % dp)
+        return INFINITY;
     if (train && w->minibatch % dp) return INFINITY;
     if (gen && pp > 1) return INFINITY;
     if (stage == PLAN_REWARD_INF && !cm->have_rm) {

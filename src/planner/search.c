@@ -40,7 +40,7 @@ static void frontier_build(const CostModel *cm, int stage, int N, const Workload
     int rpn = cm->hw.ranks_per_node > 0 ? cm->hw.ranks_per_node : 1;
     int train = plan_stage_is_train(stage);
     for (int tp = 1; tp <= rpn && tp <= N; tp *= 2) {
-        if (m->NH % tp || m->KVH % tp) continue;
+        if (m->NH % tp || m->KVH % tp || (m->FFN && m->FFN % tp)) continue; /* what the model accepts */
         for (int pp = 1; pp <= m->L && tp * pp <= N; pp++) {
             if (m->L % pp) continue;
             if (stage == PLAN_ACTOR_GEN && pp > 1) break;

@@ -50,9 +50,14 @@ GPTConfig job_model_config(const Config *cfg, int V) {
 }
 
 PlanLimits job_plan_limits(const Config *cfg, int world) {
-    int gpt2 = strcmp(cfg->model.arch, "gpt2") == 0;
-    return (PlanLimits){world, gpt2 ? cfg->model.n_head : 1, gpt2 ? cfg->model.n_layer : 1, cfg->ppo.batch,
-                        cfg->ppo.minibatch, strcmp(cfg->ppo.algorithm, "grpo") == 0};
+    PlanLimits l = {world, cfg->model.n_head, cfg->model.n_layer, cfg->ppo.batch, cfg->ppo.minibatch, 0, 0,
+                    strcmp(cfg->ppo.algorithm, "grpo") == 0};
+    GPTConfig c = job_model_config(cfg, 1);
+    if (gpt_is_llama(&c)) {
+        l.n_kv_head = gpt_kv_heads(&c);
+        l.ffn = gpt_ffn(&c);
+    }
+    return l;
 }
 
 void tx_stage_capacity(const TxPricer *p, int id, int dp, int *Bmax, int *Tmax) {

@@ -267,11 +267,6 @@ static int run_check_job(RunCtx *r) {
                              cfg->model.max_seq, r->shape.Tsft);
     int rc = check_sft_split(cfg, deck);
     if (rc) return rc;
-    if (strcmp(cfg->model.arch, "gpt2") != 0 && strcmp(cfg->planner.policy, "off") != 0)
-        return deck_error_at(deck, "planner.policy",
-                             "[planner] policy = %s may choose tensor or pipeline parallelism, which for arch = %s "
-                             "is not yet supported; use policy = off",
-                             cfg->planner.policy, cfg->model.arch);
     if (strcmp(cfg->planner.policy, "off") != 0 && cfg->sw.step >= 0)
         return deck_error_at(deck, "planner.policy",
                              "[planner] policy = %s and [switch] step = %d both change the plan during the run; "

@@ -137,7 +137,8 @@ if want ckpt-restart-shape; then
 fi
 
 # SIGKILL during a checkpoint write leaves the previous one, and restart = latest finds it
-K=$CK/kill; mkdir -p "$K"
+# (K is absolute so that the pkill pattern names this checkout's run only)
+K=$PWD/$CK/kill; mkdir -p "$K"
 feeds ckpt-restart-latest ckpt-latest-found
 if want ckpt-sigkill-keeps-previous ckpt-restart-latest ckpt-latest-found; then
   { sed 's/^n_layer = 2$/n_layer = 8/; s/^n_embd = 64$/n_embd = 256/; s/^n_head = 4$/n_head = 8/; /^\[sft\]/,/^\[/ s/^steps = 40$/steps = 0/; /^\[ppo\]/,/^\[/ s/^steps = 10$/steps = 50/; s/^batch = 48$/batch = 4/; s/^minibatch = 12$/minibatch = 4/' tests/decks/restart.deck
