@@ -26,6 +26,8 @@
  *                            any faster plan (and what a pool change brings);
  *   every-k                  search every k steps and on a pool change; the
  *                            same;
+ *   every-gain               search at every step; take any plan predicted
+ *                            faster (the paper's admit-every-gain);
  *   payback                  search at every crossing and pool change;
  *                            admit(): ΔL > 0 and C/ΔL ≤ γ·H at a crossing;
  *                            a faster plan on a pool change; any plan when
@@ -47,11 +49,15 @@
 
 #include "nereus/planner.h"
 
-enum { ADAPT_STATIC, ADAPT_VERL, ADAPT_OPENRLHF, ADAPT_ADMIT_ALL, ADAPT_EVERY_K, ADAPT_PAYBACK, ADAPT_NPOLICIES };
+enum {
+    ADAPT_STATIC, ADAPT_VERL, ADAPT_OPENRLHF, ADAPT_ADMIT_ALL, ADAPT_EVERY_K, ADAPT_PAYBACK, ADAPT_EVERY_GAIN,
+    ADAPT_NPOLICIES
+};
 
-/* "static", "verl", "openrlhf", "admit-all", "every-k", "payback" */
+/* "static", "verl", "openrlhf", "admit-all", "every-k", "payback", "every-gain". admit-all searches only at
+   crossings and pool changes: the study (issue #34) names it `at-crossings`, which adapt_policy_named accepts */
 const char *adapt_policy_name(int policy);
-/* the policy of that name, or −1 */
+/* the policy of that name (at-crossings: admit-all), or −1 */
 int adapt_policy_named(const char *name);
 
 /* The predicted seconds of the transition a → b (the transition engine's
@@ -68,6 +74,12 @@ typedef struct AdaptConfig {
     AdaptTxCost tx_cost;
     void *tx_ctx;
 } AdaptConfig;
+
+/* payback's variants, to measure the rule's own effect (issue #34; zeroed, the rule as described above) */
+typedef struct AdaptVariant {
+    int no_keep;             /* without keep_stages */
+    int rule_on_pool;        /* a pool change the plan survives judged by C/ΔL ≤ γH as well (not ADMIT_POOL) */
+} AdaptVariant;
 
 typedef struct Observed {
     double resp_len;         /* mean response tokens of the last step */
@@ -94,6 +106,7 @@ typedef struct Adapt {
     /* payback's rent-or-buy (planner.h admit): since the rule last refused a faster plan, the gain it refused
        (s/step, 0: none standing), that move's price, and the gains foregone since (Σ per step run) */
     double refused_dL, refused_C, foregone;
+    AdaptVariant v;          /* zeroed by adapt_init; set after it for a variant */
 } Adapt;
 
 /* What adapt_step decided at one step. */

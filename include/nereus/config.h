@@ -178,6 +178,11 @@ typedef struct SimulateConfig {
     double gamma;              /* [simulate] gamma: payback γ */
     double threshold;          /* [simulate] threshold: drift threshold */
     double slow_factor;        /* [simulate] slow_factor: INJECTED slowdown of slow_rank */
+    double model_error;        /* [simulate] model_error: σ of the MODELLED per-plan error (the study, seeds ≥ 1) */
+    double step_noise;         /* [simulate] step_noise: σ of the MODELLED per-step noise */
+    double tx_factor_min, tx_factor_max; /* [simulate] tx_factor_min, _max: a move's realised cost over its price */
+    double warmup;             /* [simulate] warmup: extra fraction of the first step after a move */
+    double guard_margin;       /* [simulate] guard_margin: the measure-and-revert guard's margin (0: off) */
     int gpus;                  /* [simulate] gpus (required in a simulation deck) */
     int ranks_per_node;        /* [simulate] ranks_per_node: 4 | 8 */
     int steps;                 /* [simulate] steps */
@@ -188,6 +193,10 @@ typedef struct SimulateConfig {
     int slow_rank;             /* [simulate] slow_rank: −1 = none */
     int slow_from, slow_to;    /* [simulate] slow_from, slow_to: steps [from, to) */
     int keep_comms;            /* [simulate] keep_comms: communicator sets kept for reuse ([transition] keep_comms) */
+    int seeds;                 /* [simulate] seeds: 0 = the exact simulator's table; N = the study over N paired seeds */
+    int seed;                  /* [simulate] seed: the study's first seed */
+    int guard_steps;           /* [simulate] guard_steps: fresh steps the guard measures */
+    int study_pad;             /* (keeps the struct 8-byte sized) */
     char gpu[16];              /* [simulate] gpu: h100 | h200 | a100 */
     char network[12];          /* [simulate] network: infiniband | slingshot */
     char actor[32];            /* [simulate] actor: a modelled shape (planner.h) */

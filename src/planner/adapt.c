@@ -9,15 +9,15 @@
 
 #include "nereus/util.h"
 
-static const char *const policy_names[ADAPT_NPOLICIES] = {"static",    "verl",    "openrlhf",
-                                                          "admit-all", "every-k", "payback"};
+static const char *const policy_names[ADAPT_NPOLICIES] = {"static",  "verl",    "openrlhf",  "admit-all",
+                                                          "every-k", "payback", "every-gain"};
 
 const char *adapt_policy_name(int p) { return p >= 0 && p < ADAPT_NPOLICIES ? policy_names[p] : "?"; }
 
 int adapt_policy_named(const char *name) {
     for (int p = 0; p < ADAPT_NPOLICIES; p++)
         if (strcmp(name, policy_names[p]) == 0) return p;
-    return -1;
+    return strcmp(name, "at-crossings") == 0 ? ADAPT_ADMIT_ALL : -1;
 }
 
 double adapt_eff_signal(const Observed *o) {
@@ -195,6 +195,7 @@ int adapt_step(Adapt *a, int step, const CostModel *price, const Workload *w, co
         want = at_once || crossing || d->rent;
         break;
     case ADAPT_EVERY_K: want = at_once || (step > 0 && c->every_k > 0 && step % c->every_k == 0); break;
+    case ADAPT_EVERY_GAIN: want = 1; break;
     }
     if (!want) return 0;
     d->searched = 1;
@@ -223,20 +224,20 @@ int adapt_step(Adapt *a, int step, const CostModel *price, const Workload *w, co
     if (c->policy == ADAPT_PAYBACK) {
         d->H = drift_horizon(&a->dm, step, c->steps_total);
         double LB = d->L_new, CB = d->C; /* the search's plan */
-        if (!same) { /* over H, the steps the plan is expected to stay (γ is the rule's margin, not the horizon) */
+        if (!same && !a->v.no_keep) { /* over H, the steps the plan is expected to stay (γ: the rule's margin) */
             d->kept = keep_stages(a, price, w, search, sw, o, d->H, d);
             same = plan_same(&d->next, &a->cur);
         }
         int all_kept = d->kept && same && LB < d->L_now;
         d->foregone = a->foregone;
-        d->admitted = admit(d->L_now, d->L_new, d->C, c->gamma, d->H, a->foregone, d->urgent, d->reason,
-                            sizeof d->reason);
+        int path = a->v.rule_on_pool && d->urgent == ADMIT_POOL ? ADMIT_RULE : d->urgent;
+        d->admitted = admit(d->L_now, d->L_new, d->C, c->gamma, d->H, a->foregone, path, d->reason, sizeof d->reason);
         if (all_kept) /* the search's plan was faster, but not by enough to pay for its move over H */
             reason_add(d, "; the search's plan, %.4g s/step faster for a %.4g s move, costs more over H %.3g steps "
                        "than it gains: every model-stage kept", d->L_now - LB, CB, d->H);
     } else {
         /* the fixed baselines take what a pool change brings (static: "again when the pool is back");
-           admit-all and every-k any faster plan, and any plan when urgent */
+           admit-all, every-k and every-gain any faster plan, and any plan when urgent */
         int fixed = c->policy == ADAPT_STATIC || c->policy == ADAPT_VERL || c->policy == ADAPT_OPENRLHF;
         d->admitted = (fixed ? at_once : d->urgent == ADMIT_URGENT) || d->L_new < d->L_now;
         snprintf(d->reason, sizeof d->reason, "%s: %s (dL %.4g s/step, C %.4g s)", adapt_policy_name(c->policy),
