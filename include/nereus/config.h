@@ -183,6 +183,7 @@ typedef struct SimulateConfig {
     double tx_factor_min, tx_factor_max; /* [simulate] tx_factor_min, _max: a move's realised cost over its price */
     double warmup;             /* [simulate] warmup: extra fraction of the first step after a move */
     double guard_margin;       /* [simulate] guard_margin: the measure-and-revert guard's margin (0: off) */
+    double network_gbs;        /* [simulate] network_gbs: the network's bandwidth per GPU, GB/s (0: the network's own) */
     int gpus;                  /* [simulate] gpus (required in a simulation deck) */
     int ranks_per_node;        /* [simulate] ranks_per_node: 4 | 8 */
     int steps;                 /* [simulate] steps */

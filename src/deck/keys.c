@@ -335,6 +335,8 @@ const DeckKey deck_keys[] = {
      "study: the measure-and-revert guard's margin, as [planner] guard_margin; 0 = off"},
     {"simulate", "guard_steps", DECK_T_INT, 0, "2", GE(1), LE(16), NULL, F_INT(sim.guard_steps),
      "study: fresh steps the guard measures a new plan on, as [planner] guard_steps"},
+    {"simulate", "network_gbs", DECK_T_DOUBLE, 0, "0", GE(0), LE(1000), NULL, F_DBL(sim.network_gbs),
+     "between nodes: bandwidth per GPU in GB/s instead of the network's (a slower or faster fabric; its latency stays); 0 = the network's"},
     {"simulate", "availability", DECK_T_STRING, 0, "", NONE, NONE, NULL, F_STR(sim.availability),
      "GPU availability trace: lines 'STEP GPUS' (# comments), GPUs in the pool from STEP on, at most 4094 changes "
      "(tools/spot-trace draws a synthetic spot-like one); \"\" = all, always"},

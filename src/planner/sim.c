@@ -276,9 +276,8 @@ static int fit_steps(SimLoop *L, const PlanConfig *p, int step, int h) {
 }
 
 /* The oracle (MODELLED: it knows what no planner can). Every step it searches the true cluster (true
-   efficiencies and slowdowns) and, as the adaptive policies do, its calibrated model of it (the search is a
-   heuristic: a plan the calibrated model finds can be truly faster), each for the plan holding the coming
-   responses and for the step's own, and of those and the plan in force takes the one whose true seconds over its horizon (oracle_horizon: it knows
+   efficiencies and slowdowns) for the plan holding the coming responses and for the step's own, and of those,
+   the same with model-stages of the plan in force kept (as payback's keep_stages), and the plan in force takes the one whose true seconds over its horizon (oracle_horizon: it knows
    the future lengths and when the next event comes; cut to the steps the plan in force still holds in
    memory), plus the move's realised cost and warm-up, are least.
    Its search cannot see the per-plan error (only the plans it finds), and it looks no further than the
@@ -293,9 +292,9 @@ static void decide_oracle(SimLoop *L, int step, AdaptDecision *d) {
     d->H = h;
     d->L_now = hc > 0 ? true_run_s(L, &L->ad.cur, step, h) : INFINITY;
     double best = d->L_now;
-    for (int k = 0; k < 4; k++) { /* the true cluster's and the calibrated model's search, with and without margin */
-        if (adapt_search(k < 2 ? &L->truth : &L->model, k % 2 ? &L->w : &L->sw, SIM_STATIC, sc->gpus, &L->o, cand, &c,
-                         d->why, sizeof d->why) != 0 || plan_same(cand, &L->ad.cur))
+    for (int k = 0; k < 2; k++) { /* the true cluster's search, with and without the margin */
+        if (adapt_search(&L->truth, k ? &L->w : &L->sw, SIM_STATIC, sc->gpus, &L->o, cand, &c, d->why, sizeof d->why) != 0 ||
+            plan_same(cand, &L->ad.cur))
             continue;
         double run = true_run_s(L, cand, step, h);
         if (!isfinite(run)) continue;

@@ -90,6 +90,7 @@ static int scenario_of(const Config *cfg, const Deck *deck, SimScenario *sc) {
     int slingshot = strcmp(m->network, "slingshot") == 0;
     t->hw.bw[1] = slingshot ? 25e9 : 50e9;
     t->hw.lat[1] = slingshot ? 2e-6 : 10e-6;
+    if (m->network_gbs > 0) t->hw.bw[1] = m->network_gbs * 1e9;
     /* what the modelled cluster reaches; the planner does not see these, it calibrates toward them */
     t->eff = (Efficiency){{0.55, 0.35, 0.6, 0.7, 0.6, 0.7, 0.6, 0.5, 0.7}};
     if (shape_named(m->actor, &t->actor) != 0)
@@ -139,6 +140,7 @@ int run_simulation(const Config *cfg, const Deck *deck, int rank) {
     printf("SIMULATION (modelled cluster and models; nothing runs on hardware): %s\n", sc.name);
     printf("cluster: %d x %s, %d per node, %s between nodes; actor %s, critic %s\n", sc.gpus, sc.truth.hw.name,
            m->ranks_per_node, m->network, m->actor, m->critic);
+    if (m->network_gbs > 0) printf("network: %.3g GB/s per GPU between nodes ([simulate] network_gbs)\n", m->network_gbs);
     printf("workload: %d steps, batch %d, minibatch %d, prompt %.0f, responses %.0f -> %.0f tokens (geometric)\n",
            sc.steps, m->batch, m->minibatch, m->prompt_len, m->resp_len, m->resp_len_end);
     for (int e = 0; e < sc.nevents; e++) {
