@@ -193,7 +193,9 @@ typedef struct SimLoop {
     int fixed, family, ref_pool;
     PlanConfig *kept_at;         /* the plan run.kept was last brought up to */
     PlanConfig *prev;            /* the plan in force before this step's decision */
-    PlanConfig *guard_old;       /* on probation: the plan moved away from */
+    PlanConfig *guard_old;       /* on probation: the plan moved away from (the oracle's scratch) */
+    PlanConfig *oracle_fixed;    /* the oracle: the static baseline's plan for the pool (fixed_plan), for oracle_pool */
+    int oracle_pool;
     int warm;                    /* this step is the first after a move */
     double ratio[SIM_RATIOS];    /* the plan in force's measured / predicted steps, its last fresh ones */
     int nratio, rnext;
@@ -277,7 +279,9 @@ static int fit_steps(SimLoop *L, const PlanConfig *p, int step, int h) {
 
 /* The oracle (MODELLED: it knows what no planner can). Every step it searches the true cluster (true
    efficiencies and slowdowns) for the plan holding the coming responses and for the step's own, and of those,
-   the same with model-stages of the plan in force kept (as payback's keep_stages), and the plan in force takes the one whose true seconds over its horizon (oracle_horizon: it knows
+   the static baseline's plan for the pool (fixed_plan: the search, a heuristic, can miss a plan that a search
+   for longer responses finds), the best with model-stages of the plan in force kept (as payback's keep_stages)
+   and the plan in force takes the one whose true seconds over its horizon (oracle_horizon: it knows
    the future lengths and when the next event comes; cut to the steps the plan in force still holds in
    memory), plus the move's realised cost and warm-up, are least.
    Its search cannot see the per-plan error (only the plans it finds), and it looks no further than the
@@ -302,6 +306,17 @@ static void decide_oracle(SimLoop *L, int step, AdaptDecision *d) {
         double cost = C * sim_move_factor(&sc->noise, sim_plan_key(&L->ad.cur), sim_plan_key(cand), step) +
                       (sc->noise.on ? sc->noise.warmup * run / h : 0);
         if (run + cost < best) best = run + cost, d->next = *cand, d->C = C, d->L_new = run / h, d->changed = 1;
+    }
+    if (L->oracle_pool != L->o.npool) { /* and the static baseline's plan for this pool (it knows the trace too) */
+        L->oracle_pool = fixed_plan(L->cw, sc, &L->truth, SIM_STATIC, &L->o, step, L->oracle_fixed, d->why,
+                                    sizeof d->why) == 0 ? L->o.npool : -1;
+    }
+    if (L->oracle_pool == L->o.npool && !plan_same(L->oracle_fixed, &L->ad.cur)) {
+        double run = true_run_s(L, L->oracle_fixed, step, h), C = transition_s(&L->run, &L->ad.cur, L->oracle_fixed);
+        double cost = C * sim_move_factor(&sc->noise, sim_plan_key(&L->ad.cur), sim_plan_key(L->oracle_fixed), step) +
+                      (sc->noise.on ? sc->noise.warmup * run / h : 0);
+        if (isfinite(run) && run + cost < best)
+            best = run + cost, d->next = *L->oracle_fixed, d->C = C, d->L_new = run / h, d->changed = 1;
     }
     for (int s = 0; d->changed && s < PLAN_NSTAGES; s++) { /* and model-stages of the plan in force kept, as payback's */
         if (plan_stage_same(&d->next.stage[s], &L->ad.cur.stage[s])) continue;
@@ -488,8 +503,9 @@ int sim_run_as(const SimScenario *sc, const SimPolicy *sp, SimResult *res, char 
     int rc = 0;
     /* the starting plan: the fixed baselines' (fixed_plan), or the best plan for the initial conditions, on the
        true cluster */
-    PlanConfig *start = nr_xmalloc(4 * sizeof *start);
-    L->kept_at = start + 1, L->prev = start + 2, L->guard_old = start + 3;
+    PlanConfig *start = nr_xmalloc(5 * sizeof *start);
+    L->kept_at = start + 1, L->prev = start + 2, L->guard_old = start + 3, L->oracle_fixed = start + 4;
+    L->oracle_pool = -1;
     StepCost sc0;
     char what[384] = "";
     L->cw = cost_work_new();

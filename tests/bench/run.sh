@@ -57,5 +57,7 @@ for n in 64 1024; do
   bin/nereus --simulate inputs/sim/spot-$n.deck | tee build/sim-spot-$n.txt | grep -v '^sim\.\|^verify\.'
   sed -n "s/^sim\./simspot.$n./p" build/sim-spot-$n.txt >> "$out"
 done
+# the admission study (issue #34): every scenario deck of inputs/sim/study/ over its paired seeds
+tests/bench/sim_study.sh "$out"
 echo
 echo "bench: wrote $out"
