@@ -117,6 +117,17 @@ typedef struct SimResult {
     int reverts;            /* moves the measure-and-revert guard took back (counted in transitions too) */
 } SimResult;
 
+/* Published moves priced (issue #34). The engine's price of a → b as the simulator charges it (sim.c:
+ * transition_s, no communicator kept from earlier plans), and a checkpoint-and-restart of the same job onto
+ * `ranks` GPUs: the trained models' state (bf16 weights, fp32 master, m, v: 14 bytes a parameter) and the
+ * reference's weights written to and read back from a parallel file system at SIM_CKPT_FS_BPS in all, plus
+ * SIM_RESTART_S for the job's relaunch (processes, CUDA contexts, model construction) and one communicator
+ * set-up per model-stage. Both MODELLED; the two constants are assumptions, named where printed. */
+#define SIM_CKPT_FS_BPS 20e9
+#define SIM_RESTART_S 30.0
+double sim_move_price(const SimScenario *sc, const PlanConfig *a, const PlanConfig *b);
+double sim_ckpt_restart_s(const SimScenario *sc, int ranks, double *bytes);
+
 const char *sim_policy_name(int policy);
 /* Whether any plan fits the pool at step 0 for step 0's workload, as the adaptive policies start (the
  * modelled cluster's true efficiencies). Returns 0, or −1 with why: what does not fit and by how much. */

@@ -539,3 +539,18 @@ int sim_run(const SimScenario *sc, int policy, SimResult *res, char *why, size_t
     snprintf(sp.name, sizeof sp.name, "%s", sim_policy_name(policy));
     return sim_run_as(sc, &sp, res, why, len);
 }
+
+double sim_move_price(const SimScenario *sc, const PlanConfig *a, const PlanConfig *b) {
+    SimRun run = {sc, nr_xcalloc(1, sizeof(PlanKept)), {{0}, 0, 0}, 0};
+    double C = transition_s(&run, a, b);
+    free(run.kept);
+    return C;
+}
+
+double sim_ckpt_restart_s(const SimScenario *sc, int ranks, double *bytes) {
+    (void)ranks;
+    double wb = sc->truth.actor.wbytes > 0 ? sc->truth.actor.wbytes : 2;
+    double B = 14 * (shape_params(&sc->truth.actor) + shape_params(&sc->truth.critic)) + wb * shape_params(&sc->truth.actor);
+    if (bytes) *bytes = B;
+    return 2 * B / SIM_CKPT_FS_BPS + SIM_RESTART_S + PLAN_NSTAGES * SIM_COMM_SETUP_S;
+}
