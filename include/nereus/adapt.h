@@ -79,6 +79,8 @@ typedef struct AdaptConfig {
 typedef struct AdaptVariant {
     int no_keep;             /* without keep_stages */
     int rule_on_pool;        /* a pool change the plan survives judged by C/ΔL ≤ γH as well (not ADMIT_POOL) */
+    int wide;                /* every search also searches for 2, 4 and 8 times the responses' memory and keeps
+                                the plan fastest at the real lengths (adapt_search, ADAPT_WIDE) */
 } AdaptVariant;
 
 typedef struct Observed {
@@ -176,8 +178,13 @@ int adapt_guard(const AdaptGuard *g, double new_measured_s, double prev_pred_now
                 char *reason, size_t len);
 
 /* The best plan on the pool for a policy's placement family (ANY: the
- * whole pool and without the slow ranks, the faster). Returns 0, or −1
- * with why. */
+ * whole pool and without the slow ranks, the faster). With ADAPT_WIDE
+ * or'ed into policy, also the plans the search finds for 2, 4 and 8 times
+ * w's longest responses (more memory held, so other layouts), the one
+ * fastest at w's own lengths kept: the search is a heuristic and on a slow
+ * network misses plans a search for longer responses finds (docs/PLANNER.md,
+ * "The admission study"). Returns 0, or −1 with why. */
+#define ADAPT_WIDE 0x100
 int adapt_search(const CostModel *cm, const Workload *w, int policy, int nranks, const Observed *o, PlanConfig *out,
                  StepCost *sc, char *why, size_t len);
 

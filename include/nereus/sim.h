@@ -24,6 +24,15 @@
  *   payback     re-search at every crossing and pool change, admit by the
  *               payback rule with rent-or-buy (planner.h: admit), urgent
  *               when the plan cannot stay.
+ * And in the admission study ([simulate] seeds ≥ 1, simstudy.c; issue #34):
+ *   every-gain  re-search at every step, take any plan predicted faster;
+ *   oracle      MODELLED clairvoyance: every step, the true cluster's
+ *               plans (and the static baseline's) priced over the steps to
+ *               the next event with the true per-plan error and realised
+ *               move costs (sim.c, decide_oracle);
+ *   payback's variants: γ = ∞ (the rule's own effect), without
+ *               keep_stages, the rule on pool changes too, the γ sweep, and
+ *               the widened search (adapt.h, ADAPT_WIDE).
  * The adaptive policies search for plans that hold responses up to the
  * drift threshold above the present length (a crossing replans before
  * they grow past it); the monitor sees a predicted out-of-memory of the
@@ -31,7 +40,7 @@
  * that step's lengths, or the policy fails there (a result: a fixed
  * baseline may find no plan for a shrunken pool that holds the longest
  * responses). Each pays the predicted transition time of every switch it
- * makes. */
+ * makes; with the study's noise (SimNoise), the realised one. */
 #ifndef NEREUS_SIM_H
 #define NEREUS_SIM_H
 
@@ -103,6 +112,7 @@ typedef struct SimPolicy {
     double gamma;           /* payback's γ (INFINITY: any predicted gain pays) */
     int no_keep;            /* payback without keep_stages */
     int rule_on_pool;       /* payback judges a pool change the plan survives by the rule as well */
+    int wide;               /* the search also for 2, 4, 8 times the responses' memory (adapt.h, ADAPT_WIDE) */
 } SimPolicy;
 
 typedef struct SimResult {

@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "nereus/util.h"
@@ -67,9 +68,29 @@ static const int *pool_map(const Observed *o) {
     return NULL;
 }
 
+/* ADAPT_WIDE: the plans the search finds for 2, 4 and 8 times w's longest responses on the whole pool, each
+   priced at w; the fastest of them and *out kept */
+static void search_wider(const CostModel *cm, const Workload *w, int nranks, const Observed *o, PlanConfig *out,
+                         StepCost *sc) {
+    PlanConfig *p = nr_xmalloc(sizeof *p);
+    SearchStats st;
+    char why[512];
+    for (double f = 2; f <= 8; f *= 2) {
+        Workload ww = *w;
+        ww.resp_max = w->resp_max * f;
+        StepCost c;
+        if (plan_search_on(cm, o->npool, pool_map(o), nranks, &ww, p, &c, &st, why, sizeof why) != 0) break;
+        cost_plan(cm, p, nranks, w, &c);
+        if (c.fits && c.total < sc->total) *out = *p, *sc = c;
+    }
+    free(p);
+}
+
 int adapt_search(const CostModel *cm, const Workload *w, int policy, int nranks, const Observed *o, PlanConfig *out,
                  StepCost *sc, char *why, size_t len) {
     SearchStats st;
+    int wide = policy & ADAPT_WIDE;
+    policy &= ~ADAPT_WIDE;
     if (policy == ADAPT_VERL || policy == ADAPT_OPENRLHF)
         return plan_search_mode(cm, o->npool, pool_map(o), nranks, w,
                                 policy == ADAPT_VERL ? SEARCH_COLOCATED : SEARCH_DISAGGREGATED, out, sc, &st, why, len);
@@ -87,6 +108,7 @@ int adapt_search(const CostModel *cm, const Workload *w, int policy, int nranks,
         *out = p2;
         *sc = c2;
     }
+    if (wide) search_wider(cm, w, nranks, o, out, sc);
     return 0;
 }
 
@@ -137,7 +159,8 @@ static int margin_priced(const Adapt *a, int step, const CostModel *price, const
     PlanConfig p0;
     StepCost s0, t0, t1;
     char why[256];
-    if (adapt_search(search, w, c->policy, c->nranks, o, &p0, &s0, why, sizeof why) != 0 || plan_same(&p0, &d->next))
+    if (adapt_search(search, w, c->policy | (a->v.wide ? ADAPT_WIDE : 0), c->nranks, o, &p0, &s0, why, sizeof why) != 0 ||
+        plan_same(&p0, &d->next))
         return 0;
     double H = drift_horizon(&a->dm, step, c->steps_total);
     double L0 = cost_plan(price, &p0, c->nranks, w, &t0), L1 = cost_plan(price, &d->next, c->nranks, w, &t1);
@@ -205,9 +228,9 @@ int adapt_step(Adapt *a, int step, const CostModel *price, const Workload *w, co
        replans at once should they outgrow it). Without it a pool that shrinks under tight memory would stop
        the adaptive policies where the fixed baselines run on. */
     int margin = sw != w && sw->resp_max > w->resp_max, cut = 0;
-    if (adapt_search(search, sw, c->policy, c->nranks, o, &d->next, &d->next_cost, d->why, sizeof d->why) != 0) {
-        cut = margin &&
-              adapt_search(search, w, c->policy, c->nranks, o, &d->next, &d->next_cost, d->why, sizeof d->why) == 0;
+    int sp = c->policy | (a->v.wide ? ADAPT_WIDE : 0);
+    if (adapt_search(search, sw, sp, c->nranks, o, &d->next, &d->next_cost, d->why, sizeof d->why) != 0) {
+        cut = margin && adapt_search(search, w, sp, c->nranks, o, &d->next, &d->next_cost, d->why, sizeof d->why) == 0;
         if (!cut) {
             d->failed = 1;
             snprintf(d->reason, sizeof d->reason, "no plan fits the %d-rank pool", o->npool);

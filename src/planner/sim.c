@@ -278,7 +278,8 @@ static int fit_steps(SimLoop *L, const PlanConfig *p, int step, int h) {
 }
 
 /* The oracle (MODELLED: it knows what no planner can). Every step it searches the true cluster (true
-   efficiencies and slowdowns) for the plan holding the coming responses and for the step's own, and of those,
+   efficiencies and slowdowns) for the plan holding the coming responses (widened, ADAPT_WIDE) and for the
+   step's own, and of those,
    the static baseline's plan for the pool (fixed_plan: the search, a heuristic, can miss a plan that a search
    for longer responses finds), the best with model-stages of the plan in force kept (as payback's keep_stages)
    and the plan in force takes the one whose true seconds over its horizon (oracle_horizon: it knows
@@ -296,8 +297,9 @@ static void decide_oracle(SimLoop *L, int step, AdaptDecision *d) {
     d->H = h;
     d->L_now = hc > 0 ? true_run_s(L, &L->ad.cur, step, h) : INFINITY;
     double best = d->L_now;
-    for (int k = 0; k < 2; k++) { /* the true cluster's search, with and without the margin */
-        if (adapt_search(&L->truth, k ? &L->w : &L->sw, SIM_STATIC, sc->gpus, &L->o, cand, &c, d->why, sizeof d->why) != 0 ||
+    for (int k = 0; k < 2; k++) { /* the true cluster's search, with the margin (widened: ADAPT_WIDE) and without */
+        if (adapt_search(&L->truth, k ? &L->w : &L->sw, k ? SIM_STATIC : SIM_STATIC | ADAPT_WIDE, sc->gpus, &L->o, cand,
+                         &c, d->why, sizeof d->why) != 0 ||
             plan_same(cand, &L->ad.cur))
             continue;
         double run = true_run_s(L, cand, step, h);
@@ -518,7 +520,7 @@ int sim_run_as(const SimScenario *sc, const SimPolicy *sp, SimResult *res, char 
         AdaptConfig ac = {sp->policy == SIM_ORACLE ? SIM_STATIC : sp->policy, sp->gamma, sc->threshold, sc->every_k,
                           sc->steps, sc->gpus, tx_cost, &L->run};
         adapt_init(&L->ad, &ac, start, &L->o);
-        L->ad.v = (AdaptVariant){sp->no_keep, sp->rule_on_pool};
+        L->ad.v = (AdaptVariant){sp->no_keep, sp->rule_on_pool, sp->wide};
         *L->kept_at = L->ad.cur;
         L->ref_pool = L->o.npool; /* the fixed baselines': the pool they last chose for */
         for (int step = 0; step < sc->steps && rc == 0; step++) rc = sim_one_step(L, step, why, len);
@@ -535,7 +537,7 @@ int sim_run_as(const SimScenario *sc, const SimPolicy *sp, SimResult *res, char 
 }
 
 int sim_run(const SimScenario *sc, int policy, SimResult *res, char *why, size_t len) {
-    SimPolicy sp = {"", policy, sc->gamma, 0, 0};
+    SimPolicy sp = {"", policy, sc->gamma, 0, 0, 0};
     snprintf(sp.name, sizeof sp.name, "%s", sim_policy_name(policy));
     return sim_run_as(sc, &sp, res, why, len);
 }

@@ -16,19 +16,20 @@
 /* the study's policies: the baselines, payback, payback's variants (its own effect and the γ sweep), the oracle
    (γ 0: the deck's) */
 static const SimPolicy study_policies[] = {
-    {"static", SIM_STATIC, 0, 0, 0},
-    {"every-gain", SIM_EVERY_GAIN, 0, 0, 0},
-    {"at-crossings", SIM_ADMIT_ALL, 0, 0, 0},
-    {"every-k", SIM_EVERY_K, 0, 0, 0},
-    {"payback", SIM_PAYBACK, 0, 0, 0},
-    {"payback-inf", SIM_PAYBACK, INFINITY, 0, 0},
-    {"payback-nokeep", SIM_PAYBACK, 0, 1, 0},
-    {"payback-inf-nokeep", SIM_PAYBACK, INFINITY, 1, 0},
-    {"payback-pool", SIM_PAYBACK, 0, 0, 1},
-    {"payback-g0.25", SIM_PAYBACK, 0.25, 0, 0},
-    {"payback-g1", SIM_PAYBACK, 1, 0, 0},
-    {"payback-g2", SIM_PAYBACK, 2, 0, 0},
-    {"oracle", SIM_ORACLE, 0, 0, 0},
+    {"static", SIM_STATIC, 0, 0, 0, 0},
+    {"every-gain", SIM_EVERY_GAIN, 0, 0, 0, 0},
+    {"at-crossings", SIM_ADMIT_ALL, 0, 0, 0, 0},
+    {"every-k", SIM_EVERY_K, 0, 0, 0, 0},
+    {"payback", SIM_PAYBACK, 0, 0, 0, 0},
+    {"payback-inf", SIM_PAYBACK, INFINITY, 0, 0, 0},
+    {"payback-nokeep", SIM_PAYBACK, 0, 1, 0, 0},
+    {"payback-inf-nokeep", SIM_PAYBACK, INFINITY, 1, 0, 0},
+    {"payback-pool", SIM_PAYBACK, 0, 0, 1, 0},
+    {"payback-g0.25", SIM_PAYBACK, 0.25, 0, 0, 0},
+    {"payback-g1", SIM_PAYBACK, 1, 0, 0, 0},
+    {"payback-g2", SIM_PAYBACK, 2, 0, 0, 0},
+    {"payback-wide", SIM_PAYBACK, 0, 0, 0, 1},
+    {"oracle", SIM_ORACLE, 0, 0, 0, 0},
 };
 #define NSTUDY ((int)(sizeof study_policies / sizeof study_policies[0]))
 enum { ST_STATIC, ST_EVERY_GAIN, ST_AT_CROSSINGS, ST_EVERY_K, ST_PAYBACK, ST_PAYBACK_INF, ST_ORACLE = NSTUDY - 1 };
