@@ -196,6 +196,10 @@ typedef struct SimLoop {
     PlanConfig *guard_old;       /* on probation: the plan moved away from (the oracle's scratch) */
     PlanConfig *oracle_fixed;    /* the oracle: the static baseline's plan for the pool (fixed_plan), for oracle_pool */
     int oracle_pool;
+    PlanConfig *oracle_wide;     /* the oracle: its widened search's plan, found at oracle_wide_len after the first
+                                    oracle_wide_events scenario events (-1: none yet) */
+    double oracle_wide_len;
+    int oracle_wide_events;
     int warm;                    /* this step is the first after a move */
     double ratio[SIM_RATIOS];    /* the plan in force's measured / predicted steps, its last fresh ones */
     int nratio, rnext;
@@ -278,8 +282,8 @@ static int fit_steps(SimLoop *L, const PlanConfig *p, int step, int h) {
 }
 
 /* The oracle (MODELLED: it knows what no planner can). Every step it searches the true cluster (true
-   efficiencies and slowdowns) for the plan holding the coming responses (widened, ADAPT_WIDE) and for the
-   step's own, and of those,
+   efficiencies and slowdowns) for the plan holding the coming responses (widened, ADAPT_WIDE; redone after an
+   event of the scenario or 5% longer responses) and for the step's own, and of those,
    the static baseline's plan for the pool (fixed_plan: the search, a heuristic, can miss a plan that a search
    for longer responses finds), the best with model-stages of the plan in force kept (as payback's keep_stages)
    and the plan in force takes the one whose true seconds over its horizon (oracle_horizon: it knows
@@ -297,11 +301,18 @@ static void decide_oracle(SimLoop *L, int step, AdaptDecision *d) {
     d->H = h;
     d->L_now = hc > 0 ? true_run_s(L, &L->ad.cur, step, h) : INFINITY;
     double best = d->L_now;
+    int events = 0; /* the scenario's events so far: the widened search is redone after one, or 5% longer responses */
+    while (events < sc->nevents && sc->ev[events].step <= step) events++;
+    if (events != L->oracle_wide_events || fabs(L->w.resp_len / L->oracle_wide_len - 1) > 0.05) {
+        L->oracle_wide_events = adapt_search(&L->truth, &L->sw, SIM_STATIC | ADAPT_WIDE, sc->gpus, &L->o,
+                                             L->oracle_wide, &c, d->why, sizeof d->why) == 0 ? events : -1;
+        L->oracle_wide_len = L->w.resp_len;
+    }
     for (int k = 0; k < 2; k++) { /* the true cluster's search, with the margin (widened: ADAPT_WIDE) and without */
-        if (adapt_search(&L->truth, k ? &L->w : &L->sw, k ? SIM_STATIC : SIM_STATIC | ADAPT_WIDE, sc->gpus, &L->o, cand,
-                         &c, d->why, sizeof d->why) != 0 ||
-            plan_same(cand, &L->ad.cur))
+        if (k == 0 && L->oracle_wide_events >= 0) *cand = *L->oracle_wide;
+        else if (k == 0 || adapt_search(&L->truth, &L->w, SIM_STATIC, sc->gpus, &L->o, cand, &c, d->why, sizeof d->why) != 0)
             continue;
+        if (plan_same(cand, &L->ad.cur)) continue;
         double run = true_run_s(L, cand, step, h);
         if (!isfinite(run)) continue;
         double C = transition_s(&L->run, &L->ad.cur, cand);
@@ -505,9 +516,11 @@ int sim_run_as(const SimScenario *sc, const SimPolicy *sp, SimResult *res, char 
     int rc = 0;
     /* the starting plan: the fixed baselines' (fixed_plan), or the best plan for the initial conditions, on the
        true cluster */
-    PlanConfig *start = nr_xmalloc(5 * sizeof *start);
+    PlanConfig *start = nr_xmalloc(6 * sizeof *start);
     L->kept_at = start + 1, L->prev = start + 2, L->guard_old = start + 3, L->oracle_fixed = start + 4;
-    L->oracle_pool = -1;
+    L->oracle_wide = start + 5;
+    L->oracle_pool = L->oracle_wide_events = -1;
+    L->oracle_wide_len = 1;
     StepCost sc0;
     char what[384] = "";
     L->cw = cost_work_new();
