@@ -28,7 +28,8 @@
  *                            same;
  *   every-gain               search at every step; take any plan predicted
  *                            faster (the paper's admit-every-gain);
- *   payback                  search at every crossing and pool change;
+ *   payback                  search at every crossing and pool change,
+ *                            widened (ADAPT_WIDE, adapt_search);
  *                            admit(): ΔL > 0 and C/ΔL ≤ γ·H at a crossing;
  *                            a faster plan on a pool change; any plan when
  *                            urgent. Rent-or-buy besides: once the gains refused
@@ -75,7 +76,8 @@ typedef struct AdaptConfig {
     void *tx_ctx;
 } AdaptConfig;
 
-/* payback's variants, to measure the rule's own effect (issue #34; zeroed, the rule as described above) */
+/* payback's variants, to measure the rule's own effect (issue #34). adapt_init sets wide for payback and
+   nothing else: the rule as described above */
 typedef struct AdaptVariant {
     int no_keep;             /* without keep_stages */
     int rule_on_pool;        /* a pool change the plan survives judged by C/ΔL ≤ γH as well (not ADMIT_POOL) */
@@ -108,7 +110,7 @@ typedef struct Adapt {
     /* payback's rent-or-buy (planner.h admit): since the rule last refused a faster plan, the gain it refused
        (s/step, 0: none standing), that move's price, and the gains foregone since (Σ per step run) */
     double refused_dL, refused_C, foregone;
-    AdaptVariant v;          /* zeroed by adapt_init; set after it for a variant */
+    AdaptVariant v;          /* set by adapt_init (wide: payback); changed after it for a variant */
 } Adapt;
 
 /* What adapt_step decided at one step. */
@@ -181,10 +183,14 @@ int adapt_guard(const AdaptGuard *g, double new_measured_s, double prev_pred_now
  * whole pool and without the slow ranks, the faster). With ADAPT_WIDE
  * or'ed into policy, also the plans the search finds for 2, 4 and 8 times
  * w's longest responses (more memory held, so other layouts), the one
- * fastest at w's own lengths kept: the search is a heuristic and on a slow
+ * fastest at w's own lengths kept when faster by more than
+ * ADAPT_WIDE_MARGIN: the search is a heuristic and on a slow
  * network misses plans a search for longer responses finds (docs/PLANNER.md,
  * "The admission study"). Returns 0, or −1 with why. */
 #define ADAPT_WIDE 0x100
+/* a wider search's plan is taken when predicted faster by more than this fraction: about the cost model's own
+   error on held-out plans (live sweep8-wide: 5.94% RMS, results/bench-2026-12-06-951c5a5-amd-epyc.txt) */
+#define ADAPT_WIDE_MARGIN 0.05
 int adapt_search(const CostModel *cm, const Workload *w, int policy, int nranks, const Observed *o, PlanConfig *out,
                  StepCost *sc, char *why, size_t len);
 

@@ -112,7 +112,8 @@ typedef struct SimPolicy {
     double gamma;           /* payback's γ (INFINITY: any predicted gain pays) */
     int no_keep;            /* payback without keep_stages */
     int rule_on_pool;       /* payback judges a pool change the plan survives by the rule as well */
-    int wide;               /* the search also for 2, 4, 8 times the responses' memory (adapt.h, ADAPT_WIDE) */
+    int wide;               /* 1: the search also for 2, 4, 8 times the responses' memory (adapt.h, ADAPT_WIDE);
+                               −1: not; 0: the policy's own (payback's is wide) */
 } SimPolicy;
 
 typedef struct SimResult {

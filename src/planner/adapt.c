@@ -69,7 +69,8 @@ static const int *pool_map(const Observed *o) {
 }
 
 /* ADAPT_WIDE: the plans the search finds for 2, 4 and 8 times w's longest responses on the whole pool, each
-   priced at w; the fastest of them and *out kept */
+   priced at w; one of them replaces *out only when predicted faster by more than ADAPT_WIDE_MARGIN (a
+   difference within the model's own error is a coin toss that costs a different plan's moves) */
 static void search_wider(const CostModel *cm, const Workload *w, int nranks, const Observed *o, PlanConfig *out,
                          StepCost *sc) {
     PlanConfig *p = nr_xmalloc(sizeof *p);
@@ -81,7 +82,7 @@ static void search_wider(const CostModel *cm, const Workload *w, int nranks, con
         StepCost c;
         if (plan_search_on(cm, o->npool, pool_map(o), nranks, &ww, p, &c, &st, why, sizeof why) != 0) break;
         cost_plan(cm, p, nranks, w, &c);
-        if (c.fits && c.total < sc->total) *out = *p, *sc = c;
+        if (c.fits && c.total < sc->total * (1 - ADAPT_WIDE_MARGIN)) *out = *p, *sc = c;
     }
     free(p);
 }
@@ -186,6 +187,7 @@ void adapt_init(Adapt *a, const AdaptConfig *c, const PlanConfig *start, const O
     memset(a, 0, sizeof *a);
     a->c = *c;
     a->cur = *start;
+    a->v.wide = c->policy == ADAPT_PAYBACK; /* payback's searches look wider (ADAPT_WIDE) */
     drift_init(&a->dm, c->threshold, o->resp_len, adapt_eff_signal(o), o->npool);
     ref_slow_reset(a, o);
 }

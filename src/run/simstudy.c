@@ -13,8 +13,8 @@
 #include "nereus/sim.h"
 #include "nereus/util.h"
 
-/* the study's policies: the baselines, payback, payback's variants (its own effect and the γ sweep), the oracle
-   (γ 0: the deck's) */
+/* the study's policies: the baselines, payback, payback's variants (its own effect, the γ sweep, the search not
+   widened), every-gain with payback's widened search, the oracle (γ 0: the deck's; wide 0: the policy's own) */
 static const SimPolicy study_policies[] = {
     {"static", SIM_STATIC, 0, 0, 0, 0},
     {"every-gain", SIM_EVERY_GAIN, 0, 0, 0, 0},
@@ -28,11 +28,12 @@ static const SimPolicy study_policies[] = {
     {"payback-g0.25", SIM_PAYBACK, 0.25, 0, 0, 0},
     {"payback-g1", SIM_PAYBACK, 1, 0, 0, 0},
     {"payback-g2", SIM_PAYBACK, 2, 0, 0, 0},
-    {"payback-wide", SIM_PAYBACK, 0, 0, 0, 1},
+    {"payback-narrow", SIM_PAYBACK, 0, 0, 0, -1},
+    {"every-gain-wide", SIM_EVERY_GAIN, 0, 0, 0, 1},
     {"oracle", SIM_ORACLE, 0, 0, 0, 0},
 };
 #define NSTUDY ((int)(sizeof study_policies / sizeof study_policies[0]))
-enum { ST_STATIC, ST_EVERY_GAIN, ST_AT_CROSSINGS, ST_EVERY_K, ST_PAYBACK, ST_PAYBACK_INF, ST_ORACLE = NSTUDY - 1 };
+enum { ST_PAYBACK = 4, ST_ORACLE = NSTUDY - 1 };
 
 /* mean and sample standard deviation of the finite values of v[0..n) (count in *k) */
 static void stats(const double *v, int n, double *mean, double *sd, int *k) {
@@ -110,20 +111,28 @@ static void study_print(const StudyCells *c) {
     }
 }
 
+static int policy_index(const char *name) {
+    for (int p = 0; p < NSTUDY; p++)
+        if (strcmp(study_policies[p].name, name) == 0) return p;
+    return ST_PAYBACK;
+}
+
 /* payback against every-gain and against itself with γ = ∞ (the rule's own effect), and against the best
    non-oracle policy (by mean over the seeds) */
 static void study_compare(const StudyCells *c) {
     double *v = nr_xmalloc((size_t)c->n * sizeof *v), m, sd;
     int k;
-    static const struct { int other; const char *key, *what; } vs[] = {
-        {ST_EVERY_GAIN, "vs_every_gain_pct", "every-gain (search every step, take any predicted gain)"},
-        {ST_PAYBACK_INF, "rule_effect_pct", "payback-inf (the same searches, gamma = inf: the rule's own effect)"},
-        {ST_AT_CROSSINGS, "vs_at_crossings_pct", "at-crossings (admit-all: any gain at a crossing)"},
-        {ST_EVERY_K, "vs_every_k_pct", "every-k"},
+    static const struct { const char *other, *key, *what; } vs[] = {
+        {"every-gain", "vs_every_gain_pct", "every-gain (search every step, take any predicted gain)"},
+        {"payback-inf", "rule_effect_pct", "payback-inf (the same searches, gamma = inf: the rule's own effect)"},
+        {"payback-narrow", "wide_effect_pct", "payback-narrow (the search not widened: ADAPT_WIDE's effect)"},
+        {"every-gain-wide", "vs_every_gain_wide_pct", "every-gain-wide (every-gain with payback's widened search)"},
+        {"at-crossings", "vs_at_crossings_pct", "at-crossings (admit-all: any gain at a crossing)"},
+        {"every-k", "vs_every_k_pct", "every-k"},
     };
     printf("\n");
     for (size_t i = 0; i < sizeof vs / sizeof vs[0]; i++) {
-        paired(c, ST_PAYBACK, vs[i].other, v);
+        paired(c, ST_PAYBACK, policy_index(vs[i].other), v);
         stats(v, c->n, &m, &sd, &k);
         printf("payback against %s: %+.3f%% +- %.3f%% faster (%d paired seeds)\n", vs[i].what, m, sd, k);
         printf("sim.payback.%s: %.6f\nsim.payback.%s_sd: %.6f\n", vs[i].key, m, vs[i].key, sd);
