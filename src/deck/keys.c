@@ -205,8 +205,8 @@ const DeckKey deck_keys[] = {
     {"inject", "leave_ranks", DECK_T_STRING, 0, "", NONE, NONE, NULL, F_STR(inject.leave_ranks),
      "the ranks leave_step takes out of the pool: comma list of ranks and A-B ranges"},
 
-    {"planner", "policy", DECK_T_CHOICE, 0, "off", NONE, NONE, "off|static|payback|admit-all|every-k|sweep", F_STR(planner.policy),
-     "the live planner on rank 0: off = the deck's plan throughout (no planner); static = plan once for the first steps' measurements, replan only when the pool changes; payback = replan on drift and admit by the payback rule; admit-all = take every faster plan; every-k = replan every every_k steps; sweep = validate the cost model: run sweep_plans plans sampled uniformly, calibrate on the first sweep_calibrate, predict the others, then run the search's choice and the best sampled plan again (3 x sweep_steps each) and compare them"},
+    {"planner", "policy", DECK_T_CHOICE, 0, "off", NONE, NONE, "off|static|payback|admit-all|at-crossings|every-k|sweep", F_STR(planner.policy),
+     "the live planner on rank 0: off = the deck's plan throughout (no planner); static = plan once for the first steps' measurements, replan only when the pool changes; payback = replan on drift and admit by the payback rule; admit-all (also named at-crossings: it searches only at drift crossings and pool changes) = take every faster plan found there; every-k = replan every every_k steps; sweep = validate the cost model: run sweep_plans plans sampled uniformly, calibrate on the first sweep_calibrate, predict the others, then run the search's choice and the best sampled plan again (3 x sweep_steps each) and compare them"},
     {"planner", "gamma", DECK_T_FLOAT, 0, "0.5", GE(0), NONE, NULL, F_FLT(planner.gamma),
      "payback gamma: admit when the transition pays back within gamma x the expected steps before the next drift"},
     {"planner", "threshold", DECK_T_FLOAT, 0, "0.3", GT(0), NONE, NULL, F_FLT(planner.threshold),
