@@ -111,8 +111,8 @@ static int scenario_of(const Config *cfg, const Deck *deck, SimScenario *sc) {
         return deck_error_at(deck, "simulate.tx_factor_max", "tx_factor_max %g is below tx_factor_min %g",
                              m->tx_factor_max, m->tx_factor_min);
     if (m->seeds > 0) /* the study: the MODELLED noise (sim.h, SimNoise) */
-        sc->noise = (SimNoise){1, (unsigned long long)m->seed, m->model_error, m->step_noise, m->tx_factor_min,
-                               m->tx_factor_max, m->warmup, m->guard_margin, m->guard_steps};
+        sc->noise = (SimNoise){1, (unsigned long long)m->first_seed, m->model_error, m->step_noise, m->tx_factor_min,
+                               m->tx_factor_max, m->warmup, cfg->planner.guard_margin, cfg->planner.guard_steps};
     if (m->availability[0]) {
         int rc = read_availability(deck, m->availability, m->gpus, sc);
         if (rc) return rc;
@@ -147,7 +147,7 @@ int run_simulation(const Config *cfg, const Deck *deck, int rank) {
         if (sc.ev[e].pool > 0) printf("drift: from step %d the pool holds %d GPUs (availability trace)\n", sc.ev[e].step, sc.ev[e].pool);
         else printf("drift: INJECTED from step %d rank %d runs %.2gx slower\n", sc.ev[e].step, sc.ev[e].rank, sc.ev[e].slow);
     }
-    if (m->seeds > 0) return sim_study(&sc, m->seed, m->seeds);
+    if (m->seeds > 0) return sim_study(&sc, m->first_seed, m->seeds);
     printf("\n%-10s %12s %10s %12s %10s %8s %10s\n", "policy", "mean step s", "vs static", "transitions", "share %",
            "refused", "planner s");
     SimResult r[SIM_NPOLICIES];
