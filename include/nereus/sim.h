@@ -32,7 +32,8 @@
  *               move costs (sim.c, decide_oracle);
  *   payback's variants: γ = ∞ (the rule's own effect), without
  *               keep_stages, the rule on pool changes too, the γ sweep, and
- *               the widened search (adapt.h, ADAPT_WIDE).
+ *               the search not widened (payback's own is: adapt.h,
+ *               ADAPT_WIDE); every-gain with the widened search.
  * The adaptive policies search for plans that hold responses up to the
  * drift threshold above the present length (a crossing replans before
  * they grow past it); the monitor sees a predicted out-of-memory of the
