@@ -26,7 +26,10 @@
  *                            any faster plan (and what a pool change brings);
  *   every-k                  search every k steps and on a pool change; the
  *                            same;
- *   payback                  search at every crossing and pool change;
+ *   every-gain               search at every step; take any plan predicted
+ *                            faster (the paper's admit-every-gain);
+ *   payback                  search at every crossing and pool change,
+ *                            widened (ADAPT_WIDE, adapt_search);
  *                            admit(): ΔL > 0 and C/ΔL ≤ γ·H at a crossing;
  *                            a faster plan on a pool change; any plan when
  *                            urgent. Rent-or-buy besides: once the gains refused
@@ -47,11 +50,15 @@
 
 #include "nereus/planner.h"
 
-enum { ADAPT_STATIC, ADAPT_VERL, ADAPT_OPENRLHF, ADAPT_ADMIT_ALL, ADAPT_EVERY_K, ADAPT_PAYBACK, ADAPT_NPOLICIES };
+enum {
+    ADAPT_STATIC, ADAPT_VERL, ADAPT_OPENRLHF, ADAPT_ADMIT_ALL, ADAPT_EVERY_K, ADAPT_PAYBACK, ADAPT_EVERY_GAIN,
+    ADAPT_NPOLICIES
+};
 
-/* "static", "verl", "openrlhf", "admit-all", "every-k", "payback" */
+/* "static", "verl", "openrlhf", "admit-all", "every-k", "payback", "every-gain". admit-all searches only at
+   crossings and pool changes: the study (issue #34) names it `at-crossings`, which adapt_policy_named accepts */
 const char *adapt_policy_name(int policy);
-/* the policy of that name, or −1 */
+/* the policy of that name (at-crossings: admit-all), or −1 */
 int adapt_policy_named(const char *name);
 
 /* The predicted seconds of the transition a → b (the transition engine's
@@ -68,6 +75,15 @@ typedef struct AdaptConfig {
     AdaptTxCost tx_cost;
     void *tx_ctx;
 } AdaptConfig;
+
+/* payback's variants, to measure the rule's own effect (issue #34). adapt_init sets wide for payback and
+   nothing else: the rule as described above */
+typedef struct AdaptVariant {
+    int no_keep;             /* without keep_stages */
+    int rule_on_pool;        /* a pool change the plan survives judged by C/ΔL ≤ γH as well (not ADMIT_POOL) */
+    int wide;                /* every search also searches for 2, 4 and 8 times the responses' memory and keeps
+                                the plan fastest at the real lengths (adapt_search, ADAPT_WIDE) */
+} AdaptVariant;
 
 typedef struct Observed {
     double resp_len;         /* mean response tokens of the last step */
@@ -94,6 +110,7 @@ typedef struct Adapt {
     /* payback's rent-or-buy (planner.h admit): since the rule last refused a faster plan, the gain it refused
        (s/step, 0: none standing), that move's price, and the gains foregone since (Σ per step run) */
     double refused_dL, refused_C, foregone;
+    AdaptVariant v;          /* set by adapt_init (wide: payback); changed after it for a variant */
 } Adapt;
 
 /* What adapt_step decided at one step. */
@@ -163,8 +180,17 @@ int adapt_guard(const AdaptGuard *g, double new_measured_s, double prev_pred_now
                 char *reason, size_t len);
 
 /* The best plan on the pool for a policy's placement family (ANY: the
- * whole pool and without the slow ranks, the faster). Returns 0, or −1
- * with why. */
+ * whole pool and without the slow ranks, the faster). With ADAPT_WIDE
+ * or'ed into policy, also the plans the search finds for 2, 4 and 8 times
+ * w's longest responses (more memory held, so other layouts), the one
+ * fastest at w's own lengths kept when faster by more than
+ * ADAPT_WIDE_MARGIN: the search is a heuristic and on a slow
+ * network misses plans a search for longer responses finds (docs/PLANNER.md,
+ * "The admission study"). Returns 0, or −1 with why. */
+#define ADAPT_WIDE 0x100
+/* a wider search's plan is taken when predicted faster by more than this fraction: about the cost model's own
+   error on held-out plans (live sweep8-wide: 5.94% RMS, results/bench-2026-12-06-951c5a5-amd-epyc.txt) */
+#define ADAPT_WIDE_MARGIN 0.05
 int adapt_search(const CostModel *cm, const Workload *w, int policy, int nranks, const Observed *o, PlanConfig *out,
                  StepCost *sc, char *why, size_t len);
 

@@ -113,6 +113,8 @@ typedef struct InjectConfig {
     int slow_until;          /* [inject] slow_until: back to normal from this step (−1 = never) */
     int leave_step;          /* [inject] leave_step: leave_ranks leave the pool before this step (−1 = never) */
     int join_step;           /* [inject] join_step: they join again before this step (−1 = never) */
+    int slow_period;         /* [inject] slow_period: slow for this many steps, then not for slow_off, over and over (0: steady) */
+    int slow_off;            /* [inject] slow_off: the steps at full speed between (0: slow_period) */
     char slow_ranks[CFG_STR];  /* [inject] slow_ranks: comma list of ranks and A-B ranges ("" = none) */
     char leave_ranks[CFG_STR]; /* [inject] leave_ranks: the same */
 } InjectConfig;
@@ -185,6 +187,11 @@ typedef struct SimulateConfig {
     double gamma;              /* [simulate] gamma: payback γ */
     double threshold;          /* [simulate] threshold: drift threshold */
     double slow_factor;        /* [simulate] slow_factor: INJECTED slowdown of slow_rank */
+    double model_error;        /* [simulate] model_error: σ of the MODELLED per-plan error (the study, seeds ≥ 1) */
+    double step_noise;         /* [simulate] step_noise: σ of the MODELLED per-step noise */
+    double tx_factor_min, tx_factor_max; /* [simulate] tx_factor_min, _max: a move's realised cost over its price */
+    double warmup;             /* [simulate] warmup: extra fraction of the first step after a move */
+    double network_gbs;        /* [simulate] network_gbs: the network's bandwidth per GPU, GB/s (0: the network's own) */
     int gpus;                  /* [simulate] gpus (required in a simulation deck) */
     int ranks_per_node;        /* [simulate] ranks_per_node: 4 | 8 */
     int steps;                 /* [simulate] steps */
@@ -195,6 +202,8 @@ typedef struct SimulateConfig {
     int slow_rank;             /* [simulate] slow_rank: −1 = none */
     int slow_from, slow_to;    /* [simulate] slow_from, slow_to: steps [from, to) */
     int keep_comms;            /* [simulate] keep_comms: communicator sets kept for reuse ([transition] keep_comms) */
+    int seeds;                 /* [simulate] seeds: 0 = the exact simulator's table; N = the study over N paired seeds */
+    int first_seed;            /* [simulate] first_seed: the study's first seed */
     char gpu[16];              /* [simulate] gpu: h100 | h200 | a100 */
     char network[12];          /* [simulate] network: infiniband | slingshot */
     char actor[32];            /* [simulate] actor: a modelled shape (planner.h) */

@@ -24,6 +24,16 @@
  *   payback     re-search at every crossing and pool change, admit by the
  *               payback rule with rent-or-buy (planner.h: admit), urgent
  *               when the plan cannot stay.
+ * And in the admission study ([simulate] seeds ≥ 1, simstudy.c; issue #34):
+ *   every-gain  re-search at every step, take any plan predicted faster;
+ *   oracle      MODELLED clairvoyance: every step, the true cluster's
+ *               plans (and the static baseline's) priced over the steps to
+ *               the next event with the true per-plan error and realised
+ *               move costs (sim.c, decide_oracle);
+ *   payback's variants: γ = ∞ (the rule's own effect), without
+ *               keep_stages, the rule on pool changes too, the γ sweep, and
+ *               the search not widened (payback's own is: adapt.h,
+ *               ADAPT_WIDE); every-gain with the widened search.
  * The adaptive policies search for plans that hold responses up to the
  * drift threshold above the present length (a crossing replans before
  * they grow past it); the monitor sees a predicted out-of-memory of the
@@ -31,7 +41,7 @@
  * that step's lengths, or the policy fails there (a result: a fixed
  * baseline may find no plan for a shrunken pool that holds the longest
  * responses). Each pays the predicted transition time of every switch it
- * makes. */
+ * makes; with the study's noise (SimNoise), the realised one. */
 #ifndef NEREUS_SIM_H
 #define NEREUS_SIM_H
 
@@ -49,6 +59,28 @@ typedef struct SimEvent {
     double slow;            /* ... runs this many times slower (1: back to normal) */
 } SimEvent;
 
+/* What a cluster does that the cost model does not (issue #34), MODELLED and seeded: zeroed, the
+ * simulator realises exactly what the cost model predicts (the run of the deterministic table).
+ * Every draw is a function of (seed, plan and its node set, step, ...), never of call order, so every
+ * policy that runs a plan at a step sees the same time for it (common random numbers; simnoise.c). */
+typedef struct SimNoise {
+    int on;                 /* 0: none of the below (the exact simulator) */
+    unsigned long long seed;
+    double model_error;     /* σ of the per-plan error: realised = predicted × exp(σ·z), z fixed per plan and node set */
+    double step_noise;      /* σ of each step's noise (log-normal, per plan and step) */
+    double tx_min, tx_max;  /* a move's realised cost over its engine price: log-uniform in [min, max], per move */
+    double warmup;          /* the first step after a move takes 1 + warmup times its time */
+    double guard_margin;    /* the measure-and-revert guard's margin (adapt_guard; 0: off) */
+    int guard_steps;        /* fresh steps the guard measures a new plan on */
+} SimNoise;
+
+/* the draws (simnoise.c): a hash of a plan's layouts and ranks; the per-plan error factor; a step's noise factor
+   on plan p (stage −1: the step, 0..: a model-stage's timer); a move's realised / priced factor */
+unsigned long long sim_plan_key(const PlanConfig *p);
+double sim_plan_error(const SimNoise *n, unsigned long long plan);
+double sim_step_noise(const SimNoise *n, unsigned long long plan, int step, int stage);
+double sim_move_factor(const SimNoise *n, unsigned long long from, unsigned long long to, int step);
+
 typedef struct SimScenario {
     char name[64];
     CostModel truth;        /* the modelled cluster and models, with the TRUE efficiencies */
@@ -60,6 +92,7 @@ typedef struct SimScenario {
     double threshold;       /* drift threshold (0.3) */
     int every_k;            /* the every-k policy's period */
     int keep_comms;         /* communicator sets kept for reuse (the live job's [transition] keep_comms; 0: none) */
+    SimNoise noise;         /* zeroed: none */
     int nevents;
     SimEvent ev[SIM_MAX_EVENTS]; /* sorted by step */
 } SimScenario;
@@ -67,8 +100,22 @@ typedef struct SimScenario {
 /* the controller's policies (adapt.h) */
 enum {
     SIM_STATIC = ADAPT_STATIC, SIM_VERL = ADAPT_VERL, SIM_OPENRLHF = ADAPT_OPENRLHF, SIM_ADMIT_ALL = ADAPT_ADMIT_ALL,
-    SIM_EVERY_K = ADAPT_EVERY_K, SIM_PAYBACK = ADAPT_PAYBACK, SIM_NPOLICIES = ADAPT_NPOLICIES
+    SIM_EVERY_K = ADAPT_EVERY_K, SIM_PAYBACK = ADAPT_PAYBACK, SIM_EVERY_GAIN = ADAPT_EVERY_GAIN,
+    SIM_ORACLE = ADAPT_NPOLICIES, /* the simulator's own: knows the true times and move costs (sim.c) */
+    SIM_NPOLICIES = ADAPT_NPOLICIES + 1,
+    SIM_NTABLE = ADAPT_PAYBACK + 1 /* the deterministic table's policies: static .. payback */
 };
+
+/* A policy as the study runs it: the controller's policy and the rule's variants (payback's own effect) */
+typedef struct SimPolicy {
+    char name[32];
+    int policy;             /* SIM_* */
+    double gamma;           /* payback's γ (INFINITY: any predicted gain pays) */
+    int no_keep;            /* payback without keep_stages */
+    int rule_on_pool;       /* payback judges a pool change the plan survives by the rule as well */
+    int wide;               /* 1: the search also for 2, 4, 8 times the responses' memory (adapt.h, ADAPT_WIDE);
+                               −1: not; 0: the policy's own (payback's is wide) */
+} SimPolicy;
 
 typedef struct SimResult {
     double total_s;         /* steps + transitions */
@@ -79,7 +126,19 @@ typedef struct SimResult {
     int refused;            /* searches whose plan was not taken */
     double planner_s;       /* wall time in search + transition estimates (this process) */
     int failed;             /* the policy had no plan that fits at some step */
+    int reverts;            /* moves the measure-and-revert guard took back (counted in transitions too) */
 } SimResult;
+
+/* Published moves priced (issue #34). The engine's price of a → b as the simulator charges it (sim.c:
+ * transition_s, no communicator kept from earlier plans), and a checkpoint-and-restart of the same job onto
+ * `ranks` GPUs: the trained models' state (bf16 weights, fp32 master, m, v: 14 bytes a parameter) and the
+ * reference's weights written to and read back from a parallel file system at SIM_CKPT_FS_BPS in all, plus
+ * SIM_RESTART_S for the job's relaunch (processes, CUDA contexts, model construction) and one communicator
+ * set-up per model-stage. Both MODELLED; the two constants are assumptions, named where printed. */
+#define SIM_CKPT_FS_BPS 20e9
+#define SIM_RESTART_S 30.0
+double sim_move_price(const SimScenario *sc, const PlanConfig *a, const PlanConfig *b);
+double sim_ckpt_restart_s(const SimScenario *sc, int ranks, double *bytes);
 
 const char *sim_policy_name(int policy);
 /* Whether any plan fits the pool at step 0 for step 0's workload, as the adaptive policies start (the
@@ -87,5 +146,11 @@ const char *sim_policy_name(int policy);
 int sim_fits(const SimScenario *sc, char *why, size_t len);
 /* Runs one policy over the scenario. Returns 0, or −1 with why (no plan fits the pool at some step). */
 int sim_run(const SimScenario *sc, int policy, SimResult *res, char *why, size_t len);
+/* The admission study (src/run/simstudy.c): every study policy over seeds seed0 .. seed0 + nseeds − 1 of the
+ * scenario's noise (sc->noise.on), the table and sim.POLICY.METRIC lines on stdout. Returns 0, or 1 when payback
+ * could not run a seed to its end. */
+int sim_study(const SimScenario *sc, int seed0, int nseeds);
+/* The same for a policy variant (sim_run is this with the scenario's γ and no variant). */
+int sim_run_as(const SimScenario *sc, const SimPolicy *sp, SimResult *res, char *why, size_t len);
 
 #endif

@@ -5,19 +5,20 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "nereus/util.h"
 
-static const char *const policy_names[ADAPT_NPOLICIES] = {"static",    "verl",    "openrlhf",
-                                                          "admit-all", "every-k", "payback"};
+static const char *const policy_names[ADAPT_NPOLICIES] = {"static",  "verl",    "openrlhf",  "admit-all",
+                                                          "every-k", "payback", "every-gain"};
 
 const char *adapt_policy_name(int p) { return p >= 0 && p < ADAPT_NPOLICIES ? policy_names[p] : "?"; }
 
 int adapt_policy_named(const char *name) {
     for (int p = 0; p < ADAPT_NPOLICIES; p++)
         if (strcmp(name, policy_names[p]) == 0) return p;
-    return -1;
+    return strcmp(name, "at-crossings") == 0 ? ADAPT_ADMIT_ALL : -1;
 }
 
 double adapt_eff_signal(const Observed *o) {
@@ -67,9 +68,30 @@ static const int *pool_map(const Observed *o) {
     return NULL;
 }
 
+/* ADAPT_WIDE: the plans the search finds for 2, 4 and 8 times w's longest responses on the whole pool, each
+   priced at w; one of them replaces *out only when predicted faster by more than ADAPT_WIDE_MARGIN (a
+   difference within the model's own error is a coin toss that costs a different plan's moves) */
+static void search_wider(const CostModel *cm, const Workload *w, int nranks, const Observed *o, PlanConfig *out,
+                         StepCost *sc) {
+    PlanConfig *p = nr_xmalloc(sizeof *p);
+    SearchStats st;
+    char why[512];
+    for (double f = 2; f <= 8; f *= 2) {
+        Workload ww = *w;
+        ww.resp_max = w->resp_max * f;
+        StepCost c;
+        if (plan_search_on(cm, o->npool, pool_map(o), nranks, &ww, p, &c, &st, why, sizeof why) != 0) break;
+        cost_plan(cm, p, nranks, w, &c);
+        if (c.fits && c.total < sc->total * (1 - ADAPT_WIDE_MARGIN)) *out = *p, *sc = c;
+    }
+    free(p);
+}
+
 int adapt_search(const CostModel *cm, const Workload *w, int policy, int nranks, const Observed *o, PlanConfig *out,
                  StepCost *sc, char *why, size_t len) {
     SearchStats st;
+    int wide = policy & ADAPT_WIDE;
+    policy &= ~ADAPT_WIDE;
     if (policy == ADAPT_VERL || policy == ADAPT_OPENRLHF)
         return plan_search_mode(cm, o->npool, pool_map(o), nranks, w,
                                 policy == ADAPT_VERL ? SEARCH_COLOCATED : SEARCH_DISAGGREGATED, out, sc, &st, why, len);
@@ -87,6 +109,7 @@ int adapt_search(const CostModel *cm, const Workload *w, int policy, int nranks,
         *out = p2;
         *sc = c2;
     }
+    if (wide) search_wider(cm, w, nranks, o, out, sc);
     return 0;
 }
 
@@ -137,7 +160,8 @@ static int margin_priced(const Adapt *a, int step, const CostModel *price, const
     PlanConfig p0;
     StepCost s0, t0, t1;
     char why[256];
-    if (adapt_search(search, w, c->policy, c->nranks, o, &p0, &s0, why, sizeof why) != 0 || plan_same(&p0, &d->next))
+    if (adapt_search(search, w, c->policy | (a->v.wide ? ADAPT_WIDE : 0), c->nranks, o, &p0, &s0, why, sizeof why) != 0 ||
+        plan_same(&p0, &d->next))
         return 0;
     double H = drift_horizon(&a->dm, step, c->steps_total);
     double L0 = cost_plan(price, &p0, c->nranks, w, &t0), L1 = cost_plan(price, &d->next, c->nranks, w, &t1);
@@ -163,6 +187,7 @@ void adapt_init(Adapt *a, const AdaptConfig *c, const PlanConfig *start, const O
     memset(a, 0, sizeof *a);
     a->c = *c;
     a->cur = *start;
+    a->v.wide = c->policy == ADAPT_PAYBACK; /* payback's searches look wider (ADAPT_WIDE) */
     drift_init(&a->dm, c->threshold, o->resp_len, adapt_eff_signal(o), o->npool);
     ref_slow_reset(a, o);
 }
@@ -195,6 +220,7 @@ int adapt_step(Adapt *a, int step, const CostModel *price, const Workload *w, co
         want = at_once || crossing || d->rent;
         break;
     case ADAPT_EVERY_K: want = at_once || (step > 0 && c->every_k > 0 && step % c->every_k == 0); break;
+    case ADAPT_EVERY_GAIN: want = 1; break;
     }
     if (!want) return 0;
     d->searched = 1;
@@ -204,9 +230,9 @@ int adapt_step(Adapt *a, int step, const CostModel *price, const Workload *w, co
        replans at once should they outgrow it). Without it a pool that shrinks under tight memory would stop
        the adaptive policies where the fixed baselines run on. */
     int margin = sw != w && sw->resp_max > w->resp_max, cut = 0;
-    if (adapt_search(search, sw, c->policy, c->nranks, o, &d->next, &d->next_cost, d->why, sizeof d->why) != 0) {
-        cut = margin &&
-              adapt_search(search, w, c->policy, c->nranks, o, &d->next, &d->next_cost, d->why, sizeof d->why) == 0;
+    int sp = c->policy | (a->v.wide ? ADAPT_WIDE : 0);
+    if (adapt_search(search, sw, sp, c->nranks, o, &d->next, &d->next_cost, d->why, sizeof d->why) != 0) {
+        cut = margin && adapt_search(search, w, sp, c->nranks, o, &d->next, &d->next_cost, d->why, sizeof d->why) == 0;
         if (!cut) {
             d->failed = 1;
             snprintf(d->reason, sizeof d->reason, "no plan fits the %d-rank pool", o->npool);
@@ -223,20 +249,20 @@ int adapt_step(Adapt *a, int step, const CostModel *price, const Workload *w, co
     if (c->policy == ADAPT_PAYBACK) {
         d->H = drift_horizon(&a->dm, step, c->steps_total);
         double LB = d->L_new, CB = d->C; /* the search's plan */
-        if (!same) { /* over H, the steps the plan is expected to stay (γ is the rule's margin, not the horizon) */
+        if (!same && !a->v.no_keep) { /* over H, the steps the plan is expected to stay (γ: the rule's margin) */
             d->kept = keep_stages(a, price, w, search, sw, o, d->H, d);
             same = plan_same(&d->next, &a->cur);
         }
         int all_kept = d->kept && same && LB < d->L_now;
         d->foregone = a->foregone;
-        d->admitted = admit(d->L_now, d->L_new, d->C, c->gamma, d->H, a->foregone, d->urgent, d->reason,
-                            sizeof d->reason);
+        int path = a->v.rule_on_pool && d->urgent == ADMIT_POOL ? ADMIT_RULE : d->urgent;
+        d->admitted = admit(d->L_now, d->L_new, d->C, c->gamma, d->H, a->foregone, path, d->reason, sizeof d->reason);
         if (all_kept) /* the search's plan was faster, but not by enough to pay for its move over H */
             reason_add(d, "; the search's plan, %.4g s/step faster for a %.4g s move, costs more over H %.3g steps "
                        "than it gains: every model-stage kept", d->L_now - LB, CB, d->H);
     } else {
         /* the fixed baselines take what a pool change brings (static: "again when the pool is back");
-           admit-all and every-k any faster plan, and any plan when urgent */
+           admit-all, every-k and every-gain any faster plan, and any plan when urgent */
         int fixed = c->policy == ADAPT_STATIC || c->policy == ADAPT_VERL || c->policy == ADAPT_OPENRLHF;
         d->admitted = (fixed ? at_once : d->urgent == ADMIT_URGENT) || d->L_new < d->L_now;
         snprintf(d->reason, sizeof d->reason, "%s: %s (dL %.4g s/step, C %.4g s)", adapt_policy_name(c->policy),

@@ -26,7 +26,7 @@ int admit(double L_now, double L_new, double C, double gamma, double H, double f
         snprintf(reason, len, "refused: the new plan is not faster (dL %.4g s/step)", dL);
         return 0;
     }
-    double payback = C / dL, limit = gamma * H;
+    double payback = C / dL, limit = isinf(gamma) ? INFINITY : gamma * H; /* γ = ∞: any gain (even with H = 0) */
     if (payback <= limit) {
         snprintf(reason, len, "admitted: pays back in %.3g steps <= gamma %.3g x H %.3g = %.3g", payback, gamma, H, limit);
         return 1;

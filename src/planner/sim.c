@@ -12,7 +12,7 @@
 #include "nereus/txprice.h"
 #include "nereus/util.h"
 
-const char *sim_policy_name(int p) { return adapt_policy_name(p); }
+const char *sim_policy_name(int p) { return p == SIM_ORACLE ? "oracle" : adapt_policy_name(p); }
 
 /* geometric growth from the first step's length to len_end at the last */
 static double len_at(const SimScenario *sc, int step) {
@@ -63,14 +63,17 @@ static double tx_predict(const SimScenario *sc, const TxChange *ch, int n, doubl
     return tx_predicted_s(ch, n, sc->gpus, &o);
 }
 
-/* a policy's run: the scenario, the layouts its job keeps communicators of (plan.h, PlanKept), and whether
-   every decision, plan and transition price goes to stderr (NEREUS_SIM_DEBUG in the environment) */
+/* a policy's run: the scenario, the layouts its job keeps communicators of (plan.h, PlanKept), what its
+   moves measured against the engine's price (the planner's prices scale by their median, as the live job's
+   do: txprice.h) and whether every decision, plan and transition price goes to stderr (NEREUS_SIM_DEBUG) */
 typedef struct SimRun {
     const SimScenario *sc;
     PlanKept *kept;
+    TxCalib calib;
     int debug;
 } SimRun;
 
+/* the engine's price of a → b on the modelled links (the planner's before its calibration scale) */
 static double transition_s(const SimRun *run, const PlanConfig *a, const PlanConfig *b) {
     const SimScenario *sc = run->sc;
     TxChange inf[PLAN_NSTAGES], trn[PLAN_NSTAGES];
@@ -102,7 +105,11 @@ static double transition_s(const SimRun *run, const PlanConfig *a, const PlanCon
     return fmax(ti, tt) + nsetup * SIM_COMM_SETUP_S;
 }
 
-static double tx_cost(void *ctx, const PlanConfig *a, const PlanConfig *b) { return transition_s(ctx, a, b); }
+/* the planner's price: the engine's, scaled by what the run's moves measured against it (1 before any) */
+static double tx_cost(void *ctx, const PlanConfig *a, const PlanConfig *b) {
+    SimRun *run = ctx;
+    return transition_s(run, a, b) * tx_calib_scale(&run->calib);
+}
 
 /* The fixed baselines' plan (static, verl-like, openrlhf-like: `policy` names the family) for the pool of o
  * from step `from` on, chosen knowing the whole trace, as a user sizes a fixed job: it must hold the longest
@@ -167,119 +174,399 @@ int sim_fits(const SimScenario *sc, char *why, size_t len) {
                    "of %.0f (planned up to %.0f): %s", o.npool, w0.prompt_len, w0.resp_len, w0.resp_max, what);
 }
 
-int sim_run(const SimScenario *sc, int policy, SimResult *res, char *why, size_t len) {
-    memset(res, 0, sizeof *res);
+/* One policy's run in progress: the true cluster and the planner's model of it, the controller, and what the
+ * noise model needs (sim.h, SimNoise): whether the next step is the first after a move (its warm-up), the
+ * plan in force's last fresh measured / predicted ratios, and the measure-and-revert guard's probation. */
+#define SIM_RATIOS 4
+typedef struct SimLoop {
+    const SimScenario *sc;
+    const SimPolicy *sp;
+    SimResult *res;
+    SimRun run;
+    CostModel truth, model;
+    CostWork *cw;
     double slow[PLAN_MAX_RANKS]; /* each rank's slowdown at the step */
     int ranks[PLAN_MAX_RANKS];   /* the pool: ranks 0 .. o.npool - 1 */
-    CostModel truth = sc->truth, model = sc->truth;
-    truth.slow = slow;
-    model.eff = eff_default(); /* the planner starts conservative and calibrates */
-    model.slow = slow;         /* per-rank speed: measured every step (stage timings per rank) */
-    Workload w = sc->w;
-    int family = policy == SIM_VERL || policy == SIM_OPENRLHF, fixed = family || policy == SIM_STATIC;
-    Observed o = observed_start(sc, ranks, slow);
+    Observed o;
+    Workload w, sw;              /* the step's workload, and what the adaptive search plans for */
+    Adapt ad;
+    int fixed, family, ref_pool;
+    PlanConfig *kept_at;         /* the plan run.kept was last brought up to */
+    PlanConfig *prev;            /* the plan in force before this step's decision */
+    PlanConfig *guard_old;       /* on probation: the plan moved away from (the oracle's scratch) */
+    PlanConfig *oracle_fixed;    /* the oracle: the static baseline's plan for the pool (fixed_plan), for oracle_pool */
+    int oracle_pool;
+    PlanConfig *oracle_wide;     /* the oracle: its widened search's plan, found at oracle_wide_len after the first
+                                    oracle_wide_events scenario events (-1: none yet) */
+    double oracle_wide_len;
+    int oracle_wide_events;
+    int warm;                    /* this step is the first after a move */
+    double ratio[SIM_RATIOS];    /* the plan in force's measured / predicted steps, its last fresh ones */
+    int nratio, rnext;
+    int probation, guard_pool, nfresh; /* the guard: on probation, the pool then, fresh steps measured */
+    double guard_ratio, fresh[16];
+} SimLoop;
+
+static double median_of(const double *v, int n) {
+    double r[16];
+    memcpy(r, v, (size_t)n * sizeof *r);
+    return nr_median(r, n);
+}
+
+/* The fixed baselines' decision (static, verl-like, openrlhf-like): re-chosen when the pool changes, as
+   fixed_plan chooses, and taken */
+static void decide_fixed(SimLoop *L, int step, AdaptDecision *d) {
+    const SimScenario *sc = L->sc;
+    if (L->o.npool == L->ref_pool && adapt_plan_within(&L->ad.cur, L->o.pool, L->o.npool, sc->gpus)) return;
+    L->ref_pool = L->o.npool;
+    d->searched = 1;
+    d->failed = fixed_plan(L->cw, sc, &L->truth, L->sp->policy, &L->o, step, &d->next, d->why, sizeof d->why) != 0;
+    if (d->failed) return;
+    StepCost c;
+    d->L_now = cost_plan_in(L->cw, &L->truth, &L->ad.cur, sc->gpus, &L->w, &c);
+    d->L_new = cost_plan_in(L->cw, &L->truth, &d->next, sc->gpus, &L->w, &c);
+    d->admitted = 1;
+    d->changed = !plan_same(&d->next, &L->ad.cur);
+    d->C = d->changed ? transition_s(&L->run, &L->ad.cur, &d->next) : 0;
+    snprintf(d->reason, sizeof d->reason, "the pool changed: re-chosen for the steps left");
+    if (d->changed) adapt_revert(&L->ad, &d->next);
+}
+
+/* The oracle's horizon from `step`: the steps to the scenario's next event (a pool change, a slowdown's start or
+   end), to where the responses have grown by the drift threshold, or to the end, whichever comes first */
+static int oracle_horizon(const SimScenario *sc, int step) {
+    int h = sc->steps - step;
+    for (int e = 0; e < sc->nevents; e++)
+        if (sc->ev[e].step > step) {
+            h = sc->ev[e].step - step < h ? sc->ev[e].step - step : h;
+            break;
+        }
+    double l0 = len_at(sc, step);
+    for (int k = 1; k < h; k++)
+        if (len_at(sc, step + k) > l0 * (1 + sc->threshold)) return k;
+    return h > 0 ? h : 1;
+}
+
+/* a plan's true seconds over the h steps from `step` (the true cluster at the scenario's coming lengths, ×
+   the plan's error; sampled at four points): ∞ when it cannot run them (ranks out of the pool, out of memory) */
+#define ORACLE_POINTS 4
+static double true_run_s(SimLoop *L, const PlanConfig *p, int step, int h) {
+    if (!adapt_plan_within(p, L->o.pool, L->o.npool, L->sc->gpus)) return INFINITY;
+    double T = 0;
+    for (int k = 0; k < ORACLE_POINTS; k++) {
+        Workload ws = L->w;
+        ws.resp_len = ws.resp_max = len_at(L->sc, step + (h - 1) * k / (ORACLE_POINTS - 1));
+        StepCost c;
+        double t = cost_plan_in(L->cw, &L->truth, p, L->sc->gpus, &ws, &c);
+        if (!c.fits) return INFINITY;
+        T += t * h / ORACLE_POINTS;
+    }
+    return T * sim_plan_error(&L->sc->noise, sim_plan_key(p));
+}
+
+/* how many of the h steps from `step` plan p runs before it runs out of memory as the responses grow (0: it
+   cannot run this one, or holds ranks out of the pool); the scenario's lengths only grow or only shrink */
+static int fit_steps(SimLoop *L, const PlanConfig *p, int step, int h) {
+    if (!adapt_plan_within(p, L->o.pool, L->o.npool, L->sc->gpus)) return 0;
+    int lo = 0, hi = h; /* p runs the first lo steps; not the first hi + 1 */
+    while (lo < hi) {
+        int mid = (lo + hi + 1) / 2;
+        Workload ws = L->w;
+        ws.resp_len = ws.resp_max = fmax(len_at(L->sc, step), len_at(L->sc, step + mid - 1));
+        StepCost c;
+        cost_plan_in(L->cw, &L->truth, p, L->sc->gpus, &ws, &c);
+        if (c.fits) lo = mid;
+        else hi = mid - 1;
+    }
+    return lo;
+}
+
+/* The oracle (MODELLED: it knows what no planner can). Every step it searches the true cluster (true
+   efficiencies and slowdowns) for the plan holding the coming responses (widened, ADAPT_WIDE; redone after an
+   event of the scenario or 5% longer responses) and for the step's own, and of those,
+   the static baseline's plan for the pool (fixed_plan: the search, a heuristic, can miss a plan that a search
+   for longer responses finds), the best with model-stages of the plan in force kept (as payback's keep_stages)
+   and the plan in force takes the one whose true seconds over its horizon (oracle_horizon: it knows
+   the future lengths and when the next event comes; cut to the steps the plan in force still holds in
+   memory), plus the move's realised cost and warm-up, are least.
+   Its search cannot see the per-plan error (only the plans it finds), and it looks no further than the
+   horizon, so a policy can come out below it in a noisy run: regret is reported, not assumed. */
+static void decide_oracle(SimLoop *L, int step, AdaptDecision *d) {
+    const SimScenario *sc = L->sc;
+    int h = oracle_horizon(sc, step), hc = fit_steps(L, &L->ad.cur, step, h);
+    if (hc > 0) h = hc; /* compared over the steps the plan in force can still run (then it must move anyway) */
+    PlanConfig *cand = L->guard_old; /* scratch: the oracle has no guard */
+    StepCost c;
+    d->searched = 1;
+    d->H = h;
+    d->L_now = hc > 0 ? true_run_s(L, &L->ad.cur, step, h) : INFINITY;
+    double best = d->L_now;
+    int events = 0; /* the scenario's events so far: the widened search is redone after one, or 5% longer responses */
+    while (events < sc->nevents && sc->ev[events].step <= step) events++;
+    if (events != L->oracle_wide_events || fabs(L->w.resp_len / L->oracle_wide_len - 1) > 0.05) {
+        L->oracle_wide_events = adapt_search(&L->truth, &L->sw, SIM_STATIC | ADAPT_WIDE, sc->gpus, &L->o,
+                                             L->oracle_wide, &c, d->why, sizeof d->why) == 0 ? events : -1;
+        L->oracle_wide_len = L->w.resp_len;
+    }
+    for (int k = 0; k < 2; k++) { /* the true cluster's search, with the margin (widened: ADAPT_WIDE) and without */
+        if (k == 0 && L->oracle_wide_events >= 0) *cand = *L->oracle_wide;
+        else if (k == 0 || adapt_search(&L->truth, &L->w, SIM_STATIC, sc->gpus, &L->o, cand, &c, d->why, sizeof d->why) != 0)
+            continue;
+        if (plan_same(cand, &L->ad.cur)) continue;
+        double run = true_run_s(L, cand, step, h);
+        if (!isfinite(run)) continue;
+        double C = transition_s(&L->run, &L->ad.cur, cand);
+        double cost = C * sim_move_factor(&sc->noise, sim_plan_key(&L->ad.cur), sim_plan_key(cand), step) +
+                      (sc->noise.on ? sc->noise.warmup * run / h : 0);
+        if (run + cost < best) best = run + cost, d->next = *cand, d->C = C, d->L_new = run / h, d->changed = 1;
+    }
+    if (L->oracle_pool != L->o.npool) { /* and the static baseline's plan for this pool (it knows the trace too) */
+        L->oracle_pool = fixed_plan(L->cw, sc, &L->truth, SIM_STATIC, &L->o, step, L->oracle_fixed, d->why,
+                                    sizeof d->why) == 0 ? L->o.npool : -1;
+    }
+    if (L->oracle_pool == L->o.npool && !plan_same(L->oracle_fixed, &L->ad.cur)) {
+        double run = true_run_s(L, L->oracle_fixed, step, h), C = transition_s(&L->run, &L->ad.cur, L->oracle_fixed);
+        double cost = C * sim_move_factor(&sc->noise, sim_plan_key(&L->ad.cur), sim_plan_key(L->oracle_fixed), step) +
+                      (sc->noise.on ? sc->noise.warmup * run / h : 0);
+        if (isfinite(run) && run + cost < best)
+            best = run + cost, d->next = *L->oracle_fixed, d->C = C, d->L_new = run / h, d->changed = 1;
+    }
+    for (int s = 0; d->changed && s < PLAN_NSTAGES; s++) { /* and model-stages of the plan in force kept, as payback's */
+        if (plan_stage_same(&d->next.stage[s], &L->ad.cur.stage[s])) continue;
+        *cand = d->next;
+        cand->stage[s] = L->ad.cur.stage[s];
+        if (plan_same(cand, &L->ad.cur)) continue;
+        double run = true_run_s(L, cand, step, h), C = transition_s(&L->run, &L->ad.cur, cand);
+        double cost = C * sim_move_factor(&sc->noise, sim_plan_key(&L->ad.cur), sim_plan_key(cand), step) +
+                      (sc->noise.on ? sc->noise.warmup * run / h : 0);
+        if (isfinite(run) && run + cost < best) best = run + cost, d->next = *cand, d->C = C, d->L_new = run / h;
+    }
+    if (!d->changed && !isfinite(d->L_now)) { /* nothing runs the horizon: the plan in force, or any that runs this step */
+        StepCost now;
+        cost_plan_in(L->cw, &L->truth, &L->ad.cur, sc->gpus, &L->w, &now);
+        if (now.fits && adapt_plan_within(&L->ad.cur, L->o.pool, L->o.npool, sc->gpus)) {
+            d->L_now = d->L_new = INFINITY;
+            snprintf(d->reason, sizeof d->reason, "oracle: nothing runs the next %d steps; the plan in force runs this one", h);
+            return;
+        }
+        d->failed = 1;
+        if (adapt_search(&L->truth, &L->w, SIM_STATIC, sc->gpus, &L->o, &d->next, &c, d->why, sizeof d->why) != 0)
+            return;
+        d->failed = 0, d->changed = !plan_same(&d->next, &L->ad.cur), d->C = transition_s(&L->run, &L->ad.cur, &d->next);
+    }
+    d->admitted = d->changed;
+    d->L_now /= h;
+    snprintf(d->reason, sizeof d->reason, "oracle: over %d steps, true %.4g s/step now against %.4g", h, d->L_now,
+             d->changed ? d->L_new : d->L_now);
+    if (d->changed) adapt_revert(&L->ad, &d->next);
+}
+
+/* A move from L->prev to the plan in force: its realised cost (the price with no noise; the engine's price
+   × the move's factor with it, which the planner's later prices learn from), the warm-up it brings, and the
+   guard's probation for a move the rule chose (not urgent, not a pool change's, not a fixed baseline's) */
+static void account_move(SimLoop *L, int step, const AdaptDecision *d) {
+    const SimNoise *n = &L->sc->noise;
+    SimResult *res = L->res;
+    res->transitions++;
+    if (!n->on) {
+        res->transition_s += d->C;
+        return;
+    }
+    double raw = transition_s(&L->run, L->prev, &L->ad.cur);
+    double real = raw * sim_move_factor(n, sim_plan_key(L->prev), sim_plan_key(&L->ad.cur), step);
+    tx_calib_add(&L->run.calib, raw, real);
+    res->transition_s += real;
+    L->warm = 1;
+    int guarded = n->guard_margin > 0 && !L->fixed && L->sp->policy != SIM_ORACLE && d->urgent == ADMIT_RULE;
+    L->probation = guarded && L->nratio > 0;
+    if (L->probation) {
+        L->guard_ratio = median_of(L->ratio, L->nratio);
+        *L->guard_old = *L->prev;
+        L->guard_pool = L->o.npool;
+        L->nfresh = 0;
+    }
+    L->nratio = L->rnext = 0;
+}
+
+/* The guard's verdict once the new plan has its fresh steps (adapt_guard, as the live job's): back to the old
+   plan when the new one measured slower than the old would be by more than the margin. Off when the pool
+   changed during the probation or the old plan cannot run now. */
+static void guard_check(SimLoop *L, int step, double measured) {
+    const SimNoise *n = &L->sc->noise;
+    if (L->o.npool != L->guard_pool || !adapt_plan_within(L->guard_old, L->o.pool, L->o.npool, L->sc->gpus)) {
+        L->probation = 0;
+        return;
+    }
+    L->fresh[L->nfresh++] = measured;
+    if (L->nfresh < n->guard_steps && L->nfresh < 16) return;
+    L->probation = 0;
+    StepCost c;
+    double pred_old = cost_plan_in(L->cw, &L->model, L->guard_old, L->sc->gpus, &L->w, &c), expect;
+    char reason[512];
+    AdaptGuard g = {L->guard_ratio};
+    if (!c.fits || !adapt_guard(&g, median_of(L->fresh, L->nfresh), pred_old, n->guard_margin, &expect, reason,
+                                sizeof reason))
+        return;
+    if (L->run.debug) fprintf(stderr, "sim %-12s step %4d: %s\n", L->sp->name, step, reason);
+    *L->prev = L->ad.cur;
+    adapt_revert(&L->ad, L->guard_old);
+    AdaptDecision back = {.urgent = ADMIT_URGENT};
+    account_move(L, step + 1, &back);
+    L->res->reverts++;
+    plan_kept_follow(L->run.kept, L->sc->keep_comms, L->kept_at, &L->ad.cur);
+}
+
+/* The step on the true cluster: its realised seconds (the model of the true cluster × the plan's error × the
+   step's noise × the warm-up after a move), and the planner's calibration from what its timers measure (not on
+   a warm-up step). Returns the seconds, or −1 when the plan cannot hold the step's lengths (why says so). */
+static double realise_step(SimLoop *L, int step, char *why, size_t len) {
+    const SimScenario *sc = L->sc;
+    const SimNoise *n = &sc->noise;
+    const PlanConfig *cur = &L->ad.cur;
+    StepCost t;
+    double T = cost_plan_in(L->cw, &L->truth, cur, sc->gpus, &L->w, &t);
+    if (!t.fits)
+        return nr_fail(why, len, "%s: the plan in force runs out of memory at step %d (responses %.0f tokens): rank "
+                       "%d needs %.1f GiB of %.1f GiB less %.0f%% headroom", L->sp->name, step, L->w.resp_len,
+                       t.worst_rank, t.peak_mem / 1073741824.0, L->truth.hw.mem / 1073741824.0,
+                       100 * L->truth.headroom);
+    unsigned long long key = n->on ? sim_plan_key(cur) : 0;
+    double err = n->on ? sim_plan_error(n, key) : 1;
+    if (n->on) {
+        double pred = cost_plan_in(L->cw, &L->model, cur, sc->gpus, &L->w, &t);
+        T *= err * sim_step_noise(n, key, step, -1) * (L->warm ? 1 + n->warmup : 1);
+        if (!L->warm && pred > 0 && isfinite(pred)) {
+            L->ratio[L->rnext] = T / pred;
+            L->rnext = (L->rnext + 1) % SIM_RATIOS;
+            if (L->nratio < SIM_RATIOS) L->nratio++;
+        }
+    }
+    if (!L->family && !(n->on && L->warm && n->warmup > 0))
+        for (int s = 0; s < PLAN_NSTAGES; s++) {
+            GridLayout l = {cur->stage[s].tp, cur->stage[s].pp, cur->stage[s].dp};
+            double m = cost_stage(&sc->truth, s, l, &L->w, NULL); /* what the timers would measure (speed-normalised) */
+            if (n->on) m *= err * sim_step_noise(n, key, step, s);
+            if (isfinite(m) && m > 0) cost_calibrate(&L->model, s, l, &L->w, m, 0.5);
+        }
+    return T;
+}
+
+/* NEREUS_SIM_DEBUG: a decision with its numbers, and the new plan */
+static void debug_decision(const SimLoop *L, int step, const AdaptDecision *d) {
+    fprintf(stderr, "sim %-12s step %4d pool %4d len %7.1f: L %.4f -> %.4f s, C %.3f s, H %.1f: %s%s%s\n", L->sp->name,
+            step, L->o.npool, L->w.resp_len, d->L_now, d->L_new, d->C, d->H, d->reason,
+            d->kept ? " (model-stages of the plan in force kept)" : "", d->changed ? " [switch]" : "");
+    if (d->changed) {
+        char pb[8192];
+        plan_format(&d->next, pb, sizeof pb);
+        fprintf(stderr, "%s", pb);
+    }
+}
+
+/* one step: the decision, its move, the step realised; returns 0, or −1 with why */
+static int sim_one_step(SimLoop *L, int step, char *why, size_t len) {
+    const SimScenario *sc = L->sc;
+    L->sw = planned_for(sc, step);
+    L->w.resp_len = L->w.resp_max = L->sw.resp_len;
+    L->o.resp_len = L->w.resp_len;
+    L->o.npool = pool_at(sc, step, L->slow);
+    *L->prev = L->ad.cur;
+    AdaptDecision d;
+    memset(&d, 0, sizeof d);
+    if (L->fixed) decide_fixed(L, step, &d);
+    else if (L->sp->policy == SIM_ORACLE) decide_oracle(L, step, &d);
+    else {
+        StepCost now;
+        cost_plan_in(L->cw, &L->model, &L->ad.cur, sc->gpus, &L->w, &now);
+        L->o.oom = !now.fits; /* the monitor's predicted out-of-memory: the plan in force at this step's lengths */
+        adapt_step(&L->ad, step, &L->model, &L->w, &L->model, &L->sw, &L->o, &d);
+    }
+    if (d.searched) {
+        L->res->replans++;
+        if (d.failed)
+            return nr_fail(why, len, "%s: no plan fits the %d-rank pool at step %d: %s", L->sp->name, L->o.npool, step,
+                           d.why);
+        if (L->run.debug) debug_decision(L, step, &d);
+        if (d.changed) account_move(L, step, &d);
+        else if (!d.admitted) L->res->refused++;
+    }
+    plan_kept_follow(L->run.kept, sc->keep_comms, L->kept_at, &L->ad.cur); /* the communicators the job keeps now */
+    double T = realise_step(L, step, why, len);
+    if (T < 0) return -1;
+    L->res->total_s += T;
+    int fresh = !L->warm;
+    L->warm = 0;
+    if (L->probation && fresh) guard_check(L, step, T);
+    return 0;
+}
+
+int sim_run_as(const SimScenario *sc, const SimPolicy *sp, SimResult *res, char *why, size_t len) {
+    memset(res, 0, sizeof *res);
+    SimLoop *L = nr_xcalloc(1, sizeof *L);
+    L->sc = sc, L->sp = sp, L->res = res;
+    L->truth = L->model = sc->truth;
+    L->truth.slow = L->slow;
+    L->model.eff = eff_default(); /* the planner starts conservative and calibrates */
+    L->model.slow = L->slow;      /* per-rank speed: measured every step (stage timings per rank) */
+    L->w = sc->w;
+    L->family = sp->policy == SIM_VERL || sp->policy == SIM_OPENRLHF;
+    L->fixed = L->family || sp->policy == SIM_STATIC;
+    L->o = observed_start(sc, L->ranks, L->slow);
     double tp0 = nr_now();
     int rc = 0;
     /* the starting plan: the fixed baselines' (fixed_plan), or the best plan for the initial conditions, on the
        true cluster */
-    PlanConfig start;
+    PlanConfig *start = nr_xmalloc(6 * sizeof *start);
+    L->kept_at = start + 1, L->prev = start + 2, L->guard_old = start + 3, L->oracle_fixed = start + 4;
+    L->oracle_wide = start + 5;
+    L->oracle_pool = L->oracle_wide_events = -1;
+    L->oracle_wide_len = 1;
     StepCost sc0;
     char what[384] = "";
-    CostWork *cw = cost_work_new();
-    if (fixed ? fixed_plan(cw, sc, &truth, policy, &o, 0, &start, what, sizeof what) != 0
-              : adaptive_start(sc, &truth, &o, &start, &sc0, what, sizeof what) != 0) {
+    L->cw = cost_work_new();
+    if (L->fixed ? fixed_plan(L->cw, sc, &L->truth, sp->policy, &L->o, 0, start, what, sizeof what) != 0
+                 : adaptive_start(sc, &L->truth, &L->o, start, &sc0, what, sizeof what) != 0) {
         res->failed = 1;
-        cost_work_free(cw);
-        return nr_fail(why, len, "%s: no plan fits the %d-rank pool at step 0: %s", sim_policy_name(policy), o.npool,
-                       what);
+        rc = nr_fail(why, len, "%s: no plan fits the %d-rank pool at step 0: %s", sp->name, L->o.npool, what);
+    } else {
+        L->run = (SimRun){sc, nr_xcalloc(1, sizeof(PlanKept)), {{0}, 0, 0}, getenv("NEREUS_SIM_DEBUG") != NULL};
+        AdaptConfig ac = {sp->policy == SIM_ORACLE ? SIM_STATIC : sp->policy, sp->gamma, sc->threshold, sc->every_k,
+                          sc->steps, sc->gpus, tx_cost, &L->run};
+        adapt_init(&L->ad, &ac, start, &L->o);
+        L->ad.v.no_keep = sp->no_keep, L->ad.v.rule_on_pool = sp->rule_on_pool;
+        if (sp->wide) L->ad.v.wide = sp->wide > 0;
+        *L->kept_at = L->ad.cur;
+        L->ref_pool = L->o.npool; /* the fixed baselines': the pool they last chose for */
+        for (int step = 0; step < sc->steps && rc == 0; step++) rc = sim_one_step(L, step, why, len);
+        res->failed = rc != 0;
+        free(L->run.kept);
     }
-    SimRun run = {sc, nr_xcalloc(1, sizeof(PlanKept)), getenv("NEREUS_SIM_DEBUG") != NULL};
-    AdaptConfig ac = {policy, sc->gamma, sc->threshold, sc->every_k, sc->steps, sc->gpus, tx_cost, &run};
-    Adapt ad;
-    adapt_init(&ad, &ac, &start, &o);
-    PlanConfig *kept_at = nr_xmalloc(sizeof *kept_at); /* the plan run.kept was last brought up to */
-    *kept_at = ad.cur;
-    int ref_pool = o.npool; /* the fixed baselines': the pool they last chose for */
-    for (int step = 0; step < sc->steps; step++) {
-        Workload sw = planned_for(sc, step); /* what the adaptive search plans for */
-        w.resp_len = w.resp_max = sw.resp_len;
-        o.resp_len = w.resp_len;
-        o.npool = pool_at(sc, step, slow);
-        AdaptDecision d;
-        memset(&d, 0, sizeof d);
-        if (fixed) { /* re-chosen when the pool changes, as fixed_plan chooses, and taken */
-            if (o.npool != ref_pool || !adapt_plan_within(&ad.cur, o.pool, o.npool, sc->gpus)) {
-                ref_pool = o.npool;
-                d.searched = 1;
-                d.failed = fixed_plan(cw, sc, &truth, policy, &o, step, &d.next, d.why, sizeof d.why) != 0;
-                if (!d.failed) {
-                    StepCost c;
-                    d.L_now = cost_plan_in(cw, &truth, &ad.cur, sc->gpus, &w, &c);
-                    d.L_new = cost_plan_in(cw, &truth, &d.next, sc->gpus, &w, &c);
-                    d.admitted = 1;
-                    d.changed = !plan_same(&d.next, &ad.cur);
-                    d.C = d.changed ? transition_s(&run, &ad.cur, &d.next) : 0;
-                    snprintf(d.reason, sizeof d.reason, "the pool changed: re-chosen for the steps left");
-                    if (d.changed) adapt_revert(&ad, &d.next);
-                }
-            }
-        } else {
-            StepCost now;
-            cost_plan_in(cw, &model, &ad.cur, sc->gpus, &w, &now);
-            o.oom = !now.fits; /* the monitor's predicted out-of-memory: the plan in force at this step's lengths */
-            adapt_step(&ad, step, &model, &w, &model, &sw, &o, &d);
-        }
-        if (d.searched) {
-            res->replans++;
-            if (d.failed) {
-                res->failed = 1;
-                rc = nr_fail(why, len, "%s: no plan fits the %d-rank pool at step %d: %s", sim_policy_name(policy),
-                             o.npool, step, d.why);
-                break;
-            }
-            if (run.debug) { /* NEREUS_SIM_DEBUG: every decision with its numbers, and each new plan */
-                fprintf(stderr, "sim %-9s step %4d pool %4d len %7.1f: L %.4f -> %.4f s, C %.3f s, H %.1f: %s%s%s\n",
-                        sim_policy_name(policy), step, o.npool, w.resp_len, d.L_now, d.L_new, d.C, d.H, d.reason,
-                        d.kept ? " (model-stages of the plan in force kept)" : "", d.changed ? " [switch]" : "");
-                if (d.changed) {
-                    char pb[8192];
-                    plan_format(&d.next, pb, sizeof pb);
-                    fprintf(stderr, "%s", pb);
-                }
-            }
-            if (d.changed) {
-                res->transitions++;
-                res->transition_s += d.C;
-            } else if (!d.admitted) {
-                res->refused++;
-            }
-        }
-        plan_kept_follow(run.kept, sc->keep_comms, kept_at, &ad.cur); /* the communicators the job keeps now */
-        /* the step on the true cluster, and the planner's calibration from it */
-        const PlanConfig *cur = &ad.cur;
-        StepCost t;
-        double T = cost_plan_in(cw, &truth, cur, sc->gpus, &w, &t);
-        if (!t.fits) { /* the plan in force cannot hold this step's lengths on the true cluster */
-            res->failed = 1;
-            rc = nr_fail(why, len, "%s: the plan in force runs out of memory at step %d (responses %.0f tokens): rank "
-                         "%d needs %.1f GiB of %.1f GiB less %.0f%% headroom", sim_policy_name(policy), step,
-                         w.resp_len, t.worst_rank, t.peak_mem / 1073741824.0, truth.hw.mem / 1073741824.0,
-                         100 * truth.headroom);
-            break;
-        }
-        res->total_s += T;
-        if (!family)
-            for (int s = 0; s < PLAN_NSTAGES; s++) {
-                GridLayout l = {cur->stage[s].tp, cur->stage[s].pp, cur->stage[s].dp};
-                double m = cost_stage(&sc->truth, s, l, &w, NULL); /* what the timers would measure (speed-normalised) */
-                if (isfinite(m) && m > 0) cost_calibrate(&model, s, l, &w, m, 0.5);
-            }
-    }
-    free(run.kept);
-    free(kept_at);
-    cost_work_free(cw);
+    free(start);
+    cost_work_free(L->cw);
+    free(L);
     res->planner_s = nr_now() - tp0;
     res->total_s += res->transition_s;
     res->mean_step_s = res->total_s / sc->steps;
     return rc;
+}
+
+int sim_run(const SimScenario *sc, int policy, SimResult *res, char *why, size_t len) {
+    SimPolicy sp = {"", policy, sc->gamma, 0, 0, 0};
+    snprintf(sp.name, sizeof sp.name, "%s", sim_policy_name(policy));
+    return sim_run_as(sc, &sp, res, why, len);
+}
+
+double sim_move_price(const SimScenario *sc, const PlanConfig *a, const PlanConfig *b) {
+    SimRun run = {sc, nr_xcalloc(1, sizeof(PlanKept)), {{0}, 0, 0}, 0};
+    double C = transition_s(&run, a, b);
+    free(run.kept);
+    return C;
+}
+
+double sim_ckpt_restart_s(const SimScenario *sc, int ranks, double *bytes) {
+    (void)ranks;
+    double wb = sc->truth.actor.wbytes > 0 ? sc->truth.actor.wbytes : 2;
+    double B = 14 * (shape_params(&sc->truth.actor) + shape_params(&sc->truth.critic)) + wb * shape_params(&sc->truth.actor);
+    if (bytes) *bytes = B;
+    return 2 * B / SIM_CKPT_FS_BPS + SIM_RESTART_S + PLAN_NSTAGES * SIM_COMM_SETUP_S;
 }

@@ -48,6 +48,9 @@ int inject_init(Injector *in, const Config *cfg, int world, int rank, const char
         return -1;
     }
     if (c->slow_step >= 0 && in->nslow == 0) return nr_fail(why, len, "[inject] slow_step = %d needs slow_ranks", c->slow_step);
+    *key = "inject.slow_period";
+    if (c->slow_period > 0 && c->slow_step < 0)
+        return nr_fail(why, len, "[inject] slow_period = %d needs slow_step", c->slow_period);
     *key = "inject.slow_until";
     if (c->slow_until >= 0 && c->slow_until <= c->slow_step)
         return nr_fail(why, len, "[inject] slow_until = %d must come after slow_step = %d", c->slow_until, c->slow_step);
@@ -87,7 +90,9 @@ int inject_describe(const Injector *in, char *buf, size_t len) {
         n += (size_t)snprintf(buf + n, n < len ? len - n : 0, "INJECTED length drift: responses forced to at least %d -> %d tokens (reached at step %d); ",
                               c->resp_len_from, c->resp_len_to, c->resp_len_ramp > 0 ? c->resp_len_ramp : in->cfg->ppo.steps - 1);
     if (c->slow_step >= 0) {
-        const char *until = c->slow_until >= 0 ? " to the step before slow_until" : "";
+        char until[160];
+        snprintf(until, sizeof until, "%s%s", c->slow_until >= 0 ? " to the step before slow_until" : "",
+                 c->slow_period > 0 ? ", slow for slow_period steps and not for slow_off, over and over (it comes and goes)" : "");
         if (in->busiest)
             n += (size_t)snprintf(buf + n, n < len ? len - n : 0, "INJECTED slowdown: the busiest rank at step %d (the one "
                                   "holding the most model-stages) does %.3gx its work (extra real work) from then on%s; ",
@@ -106,6 +111,10 @@ int inject_describe(const Injector *in, char *buf, size_t len) {
 double inject_slow_at(const Injector *in, int rank, int step) {
     const InjectConfig *c = &in->cfg->inject;
     if (c->slow_step < 0 || step < c->slow_step || (c->slow_until >= 0 && step >= c->slow_until)) return 1;
+    if (c->slow_period > 0) { /* slow for slow_period steps, then at full speed for slow_off (0: as many), over and over */
+        int off = c->slow_off > 0 ? c->slow_off : c->slow_period;
+        if ((step - c->slow_step) % (c->slow_period + off) >= c->slow_period) return 1;
+    }
     return rank >= 0 && rank < in->world && in->slow[rank] ? c->slow_factor : 1;
 }
 

@@ -516,7 +516,8 @@ static int guard_judge(LivePlanner *lp, const Job *j, int step, AdaptDecision *d
    the rule chose (not urgent, not the initial placement, not a move back) starts one, measured against the
    old plan's last fresh steps */
 static void guard_after_move(LivePlanner *lp, const Config *cfg, const PlanConfig *left, int chosen) {
-    int adaptive = lp->policy == ADAPT_PAYBACK || lp->policy == ADAPT_ADMIT_ALL || lp->policy == ADAPT_EVERY_K;
+    int adaptive = lp->policy == ADAPT_PAYBACK || lp->policy == ADAPT_ADMIT_ALL || lp->policy == ADAPT_EVERY_K ||
+                   lp->policy == ADAPT_EVERY_GAIN;
     int nr = lp->nrecent < 4 ? lp->nrecent : 4;
     lp->guard_on = adaptive && chosen && cfg->planner.guard_margin > 0 && nr >= 2;
     if (lp->guard_on) {

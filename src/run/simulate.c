@@ -90,6 +90,7 @@ static int scenario_of(const Config *cfg, const Deck *deck, SimScenario *sc) {
     int slingshot = strcmp(m->network, "slingshot") == 0;
     t->hw.bw[1] = slingshot ? 25e9 : 50e9;
     t->hw.lat[1] = slingshot ? 2e-6 : 10e-6;
+    if (m->network_gbs > 0) t->hw.bw[1] = m->network_gbs * 1e9;
     /* what the modelled cluster reaches; the planner does not see these, it calibrates toward them */
     t->eff = (Efficiency){{0.55, 0.35, 0.6, 0.7, 0.6, 0.7, 0.6, 0.5, 0.7}};
     if (shape_named(m->actor, &t->actor) != 0)
@@ -113,6 +114,12 @@ static int scenario_of(const Config *cfg, const Deck *deck, SimScenario *sc) {
     sc->threshold = m->threshold;
     sc->every_k = m->every_k;
     sc->keep_comms = m->keep_comms;
+    if (m->tx_factor_max < m->tx_factor_min)
+        return deck_error_at(deck, "simulate.tx_factor_max", "tx_factor_max %g is below tx_factor_min %g",
+                             m->tx_factor_max, m->tx_factor_min);
+    if (m->seeds > 0) /* the study: the MODELLED noise (sim.h, SimNoise) */
+        sc->noise = (SimNoise){1, (unsigned long long)m->first_seed, m->model_error, m->step_noise, m->tx_factor_min,
+                               m->tx_factor_max, m->warmup, cfg->planner.guard_margin, cfg->planner.guard_steps};
     if (m->availability[0]) {
         int rc = read_availability(deck, m->availability, m->gpus, sc);
         if (rc) return rc;
@@ -146,18 +153,20 @@ int run_simulation(const Config *cfg, const Deck *deck, int rank) {
     if (grpo)
         printf("algorithm: grpo, %d prompts x %d responses = %d sequences per step (G-fold generation), no critic, "
                "no value loss\n", m->batch, cfg->ppo.group_size, sc.w.batch);
+    if (m->network_gbs > 0) printf("network: %.3g GB/s per GPU between nodes ([simulate] network_gbs)\n", m->network_gbs);
     printf("workload: %d steps, batch %d, minibatch %d, prompt %.0f, responses %.0f -> %.0f tokens (geometric)\n",
            sc.steps, m->batch, m->minibatch, m->prompt_len, m->resp_len, m->resp_len_end);
     for (int e = 0; e < sc.nevents; e++) {
         if (sc.ev[e].pool > 0) printf("drift: from step %d the pool holds %d GPUs (availability trace)\n", sc.ev[e].step, sc.ev[e].pool);
         else printf("drift: INJECTED from step %d rank %d runs %.2gx slower\n", sc.ev[e].step, sc.ev[e].rank, sc.ev[e].slow);
     }
+    if (m->seeds > 0) return sim_study(&sc, m->first_seed, m->seeds);
     printf("\n%-10s %12s %10s %12s %10s %8s %10s\n", "policy", "mean step s", "vs static", "transitions", "share %",
            "refused", "planner s");
     SimResult r[SIM_NPOLICIES];
     int nfailed = 0;
     char adaptive_why[512] = ""; /* the first adaptive policy's failure: the simulation's own */
-    for (int p = 0; p < SIM_NPOLICIES; p++) {
+    for (int p = 0; p < SIM_NTABLE; p++) {
         char why[512];
         if (sim_run(&sc, p, &r[p], why, sizeof why) != 0) { /* a result: this policy cannot run the trace */
             printf("%-10s failed: %s\n", sim_policy_name(p), why);
@@ -172,7 +181,7 @@ int run_simulation(const Config *cfg, const Deck *deck, int rank) {
                r[p].transitions, 100.0 * r[p].transition_s / r[p].total_s, r[p].refused, r[p].planner_s);
     }
     printf("\n");
-    for (int p = 0; p < SIM_NPOLICIES; p++) {
+    for (int p = 0; p < SIM_NTABLE; p++) {
         printf("sim.%s.failed: %d\n", sim_policy_name(p), r[p].failed);
         if (r[p].failed) continue;
         printf("sim.%s.mean_step_s: %.6f\n", sim_policy_name(p), r[p].mean_step_s);

@@ -15,6 +15,8 @@
 #           run (its sweep window), and to that plan run again as long as
 #           the choice (sweep.chosen_gap_again_pct); then the same with
 #           inputs/live/sweep8-wide.deck, a model where compute dominates.
+#   osc8    inputs/live/osc8.deck (INJECTED: rank 1 3x slower for 4 steps, then not for 4, over
+#           and over): every-gain against payback, 3 runs each, medians of mean step and moves.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 out=$1
@@ -54,6 +56,26 @@ red=$(awk -v s="$ms" -v p="$mp" 'BEGIN {printf "%.1f", 100 * (s - p) / s}')
 echo "  median mean step: static $ms s, payback $mp s: payback $red% lower (goal >= 27.7%, the paper's)"
 grep -h '^planner: before step\|^INJECTED slowdown: slow_ranks' build/bench-live/$dk-payback-2.log | cut -c1-160 | sed 's/^/  payback run 2: /'
 { echo "live.$dk.static_mean_step_s: $ms"; echo "live.$dk.payback_mean_step_s: $mp"; echo "live.$dk.payback_reduction_pct: $red"; } >> "$out"
+done
+# an INJECTED slowdown that comes and goes (inputs/live/osc8.deck, issue #34): every-gain (search every step, take
+# any plan predicted faster) against payback, 3 pairs, the medians of their mean step and moves
+echo
+echo "== live planner, 8 ranks: inputs/live/osc8.deck (INJECTED slowdown on and off every 4 steps): every-gain, payback"
+for pol in every-gain payback; do
+  ms=""; mv=""
+  for r in 1 2 3; do
+    d=build/bench-live/osc8-$pol.deck
+    sed "s/^name = osc8\$/name = osc8-$pol/; s/^policy = payback/policy = $pol/" inputs/live/osc8.deck > "$d"
+    printf '[trace]\nfile = none\n' >> "$d"
+    log=build/bench-live/osc8-$pol-$r.log
+    jobs/local.sh -np 8 bin/nereus "$d" > "$log" 2>&1
+    m=$(mean_step "$log"); nt=$(sed -n 's/^verify.transitions: //p' "$log")
+    printf '  run %d  %-10s mean step %.4f s, %s move(s)\n' "$r" "$pol" "$m" "${nt:-0}"
+    ms="$ms $m"; mv="$mv ${nt:-0}"
+  done
+  k=${pol//-/_}
+  { echo "live.osc8.${k}_mean_step_s: $(echo "$ms" | median)"; echo "live.osc8.${k}_moves: $(echo "$mv" | median)"; } >> "$out"
+  echo "  $pol: median mean step $(echo "$ms" | median) s, median moves $(echo "$mv" | median)"
 done
 for deck in sweep8 sweep8-wide; do
   echo

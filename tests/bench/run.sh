@@ -57,5 +57,9 @@ for n in 64 1024; do
   bin/nereus --simulate inputs/sim/spot-$n.deck | tee build/sim-spot-$n.txt | grep -v '^sim\.\|^verify\.'
   sed -n "s/^sim\./simspot.$n./p" build/sim-spot-$n.txt >> "$out"
 done
+# the simulator's transition price against the paper's measured 16 -> 32 GPU move, and a checkpoint-restart
+build/bench/bench_moves "$out"
+# the admission study (issue #34): every scenario deck of inputs/sim/study/ over its paired seeds
+tests/bench/sim_study.sh "$out"
 echo
 echo "bench: wrote $out"

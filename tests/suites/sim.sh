@@ -49,6 +49,23 @@ if want sim-shrink-tight-adaptive; then
     result sim-shrink-tight-adaptive 0 0 "24 GPUs, 12 left at step 47: every adaptive policy ran; payback $pb s/step, static $st"
   else result sim-shrink-tight-adaptive 1 0 "$nf of 3 adaptive policies ran; payback '$pb' static '$st' (want within 2%)"; fi
 fi
+# the admission study (issue #34) on its smallest deck: every study policy (every-gain and the oracle among
+# them) over two paired seeds of the MODELLED noise, each with its figures; no policy below the oracle by more
+# than the per-plan model error allows (the oracle's search cannot see that error: docs/PLANNER.md)
+feeds sim-study-small sim-study-policies
+t sim-study-small 60 bin/nereus --simulate tests/decks/sim_ok/study_small.deck
+if want sim-study-policies; then
+  f=$LOG/sim-study-small.log
+  n=0; for p in static every-gain at-crossings every-k payback payback-inf payback-nokeep payback-inf-nokeep \
+                payback-pool payback-g0.25 payback-g1 payback-g2 payback-narrow every-gain-wide oracle; do
+    [ "$(simv "$f" "$p.failed")" = 0 ] && [ -n "$(simv "$f" "$p.mean_step_s")" ] && [ -n "$(simv "$f" "$p.regret_pct")" ] && n=$((n + 1))
+  done
+  worst=$(sed -n 's/^sim\.[a-z0-9.-]*\.regret_pct: //p' "$f" | sort -g | head -1)
+  if [ "$(verify "$f" status)" = pass ] && [ "$n" = 15 ] && [ "$(simv "$f" seeds)" = 2 ] && \
+     awk -v w="$worst" 'BEGIN{exit !(w > -3 * 5.94)}'; then
+    result sim-study-policies 0 0 "15 study policies on 2 paired seeds; lowest regret to the oracle $worst%"
+  else result sim-study-policies 1 0 "$n of 15 policies with figures; lowest regret '$worst'"; fi
+fi
 for f in tests/decks/sim/*.deck; do
   bad "sim-$(basename "$f" .deck)" "$(header expect "$f")" bin/nereus --simulate "$f"
 done
