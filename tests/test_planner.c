@@ -144,7 +144,6 @@ static void check_shape_of_config(void) {
         ModelShape m = shape_of_config(&cs[i].c, "x");
         double p = shape_params(&m), n = (double)gpt_logical_numel(&cs[i].c);
         CHECK(p == n, "%s: shape_params %.0f = gpt_logical_numel %.0f", cs[i].n, p, n);
-        if (cs[i].c.value_head) continue; /* the value head's FLOPs: C, not the LM head's */
         for (int T = 1; T <= 1024; T *= 32) {
             double f = shape_fwd_flops(&m, T), g = gpt_flops_per_token_fwd(&cs[i].c, T);
             CHECK(fabs(f - g) <= 1e-9 * g, "%s, T %d: shape_fwd_flops %.6g = gpt_flops_per_token_fwd %.6g", cs[i].n,
@@ -161,6 +160,16 @@ static void check_shape_of_config(void) {
 static void check_cost_rules(const CostModel *cm, const Workload *w) {
     double p8 = shape_params(&cm->actor);
     CHECK(p8 > 7.9e9 && p8 < 8.2e9, "llama-3.1-8b: %.3g parameters (8.03e9 published)", p8);
+    /* every modelled shape against its model card's published count */
+    static const struct { const char *n; double published; } cards[] = {
+        {"llama-3.1-8b", 8.03e9}, {"qwen3-14b", 14.8e9}, {"qwen3-32b", 32.8e9}, {"llama-3.3-70b", 70.6e9}};
+    for (int i = 0; i < 4; i++) {
+        ModelShape s;
+        CHECK(shape_named(cards[i].n, &s) == 0, "%s is a modelled shape", cards[i].n);
+        double n = shape_params(&s);
+        CHECK(fabs(n - cards[i].published) <= 0.005 * cards[i].published, "%s: %.4g parameters (%.3g published)",
+              cards[i].n, n, cards[i].published);
+    }
     double mem = 0;
     CHECK(isinf(cost_stage(cm, PLAN_ACTOR_GEN, (GridLayout){1, 2, 4}, w, &mem)), "generation with pp > 1 is refused");
     CHECK(isinf(cost_stage(cm, PLAN_ACTOR_INF, (GridLayout){3, 1, 1}, w, &mem)), "tp 3 does not divide 8 KV heads");

@@ -481,7 +481,8 @@ double gpt_checksum_tensor(const GPT *m, int which, int i);
 void gpt_tensor_checks(const GPT *m, int which, double *abs, uint64_t *hash);
 
 /* Forward FLOPs per token for a sequence of length T (2·params in matmuls
- * plus attention), used for GFLOP/s figures. */
+ * plus attention; the head a model computes: the LM head, or a value head's
+ * C → 1), used for GFLOP/s figures. */
 double gpt_flops_per_token_fwd(const GPTConfig *c, int T);
 
 #endif

@@ -455,12 +455,6 @@ Trace *trace_open(MPI_Comm world, const TraceJob *job, int *rc, const char **key
 
 /* ---- model FLOPs and bytes of one model-stage in one step ------------------------ */
 
-static double fwd_flops(const GPTConfig *c, int T) {
-    double f = gpt_flops_per_token_fwd(c, T);
-    if (c->value_head) f += 2.0 * c->C - 2.0 * c->C * c->V; /* a value head (C → 1) instead of the LM head */
-    return f;
-}
-
 /* Whole EMU (every replica, every rank): FLOPs as if each of the step's
  * T positions of all B sequences were one forward token (training: 3×, per
  * epoch); bytes = the weights streamed once per pass per replica (decode:
@@ -470,7 +464,7 @@ static void stage_work(const Trace *t, int id, const PlanStage *ps, int T, int P
     const PpoConfig *ppo = &t->cfg->ppo;
     const GPTConfig *c = plan_stage_is_critic(id) ? &t->critic : &t->actor;
     double B = ppo->batch, npar = (double)gpt_logical_numel(c), w = 4.0 * npar, dp = ps->dp;
-    double f = B * T * fwd_flops(c, T);
+    double f = B * T * gpt_flops_per_token_fwd(c, T);
     if (id == PLAN_ACTOR_GEN) {
         double kv = 0; /* decode at position t reads t cached keys and values of every layer */
         for (int pos = P + 1; pos < T; pos++) kv += 8.0 * c->L * c->C * pos;

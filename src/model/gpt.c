@@ -947,7 +947,7 @@ double gpt_flops_per_token_fwd(const GPTConfig *c, int T) {
     if (gpt_is_llama(c)) return llama_flops_per_token_fwd(c, T);
 
     double C = c->C, L = c->L, V = c->V;
-    double dense = 2.0 * L * (3 * C * C + C * C + 4 * C * C + 4 * C * C) + 2.0 * C * V;
+    double dense = 2.0 * L * (3 * C * C + C * C + 4 * C * C + 4 * C * C) + 2.0 * C * (c->value_head ? 1 : V);
     /* causal attention: a token at position t attends over t+1 keys; mean (T+1)/2;
      * QK^T and AV each 2·C flops per key */
     double attn = L * 4.0 * C * (T + 1) / 2.0;

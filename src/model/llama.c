@@ -285,7 +285,7 @@ void llama_decode(GPT *m, int B, int pos) {
 double llama_flops_per_token_fwd(const GPTConfig *c, int T) {
     double C = c->C, L = c->L, V = c->V, hd = gpt_head_dim(c), F = gpt_ffn(c);
     double Cq = c->NH * hd, C3 = Cq + 2.0 * gpt_kv_heads(c) * hd;
-    double dense = 2.0 * L * (C3 * C + C * Cq + 3.0 * C * F) + 2.0 * C * V;
+    double dense = 2.0 * L * (C3 * C + C * Cq + 3.0 * C * F) + 2.0 * C * (c->value_head ? 1 : V);
     /* causal attention: mean (T+1)/2 keys a token; QK^T and AV 2·Cq flops a key each */
     return dense + L * 4.0 * Cq * (T + 1) / 2.0;
 }

@@ -31,22 +31,22 @@ ModelShape shape_of_config(const GPTConfig *cfg, const char *name) {
 }
 
 int shape_named(const char *name, ModelShape *out) {
-    /* published configurations (layers, hidden, heads, KV heads, MLP width, vocabulary); bf16 weights */
-    static const struct { const char *n; int L, C, NH, KVH, FFN, V; } t[] = {
-        {"llama-3.1-8b", 32, 4096, 32, 8, 14336, 128256},
-        {"qwen3-14b", 40, 5120, 40, 8, 17408, 151936},
-        {"qwen3-32b", 64, 5120, 64, 8, 25600, 151936},
-        {"llama-3.3-70b", 80, 8192, 64, 8, 28672, 128256},
+    /* published configurations (each model's config.json: layers, width, query and key/value heads, head
+       width, MLP width, vocabulary, context); untied output heads, Qwen3's QK-norm, no biases; built by
+       shape_of_config, the function that prices a live model, then counted in bf16 */
+    static const struct { const char *n; int arch, L, C, NH, KVH, HD, FFN, V, T; } t[] = {
+        {"llama-3.1-8b", GPT_ARCH_LLAMA, 32, 4096, 32, 8, 128, 14336, 128256, 131072},
+        {"qwen3-14b", GPT_ARCH_QWEN3, 40, 5120, 40, 8, 128, 17408, 151936, 40960},
+        {"qwen3-32b", GPT_ARCH_QWEN3, 64, 5120, 64, 8, 128, 25600, 151936, 40960},
+        {"llama-3.3-70b", GPT_ARCH_LLAMA, 80, 8192, 64, 8, 128, 28672, 128256, 131072},
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
         if (strcmp(name, t[i].n) == 0) {
-            memset(out, 0, sizeof *out);
-            snprintf(out->name, sizeof out->name, "%s", name);
-            out->L = t[i].L, out->C = t[i].C, out->NH = t[i].NH, out->KVH = t[i].KVH, out->FFN = t[i].FFN;
-            out->gated = 1, out->V = t[i].V, out->tied = 0, out->wbytes = 2;
-            /* heads of C / NH (HD 0) and norms counted as weight and bias: the simulator's figures
-               have always used these; the (2L+1)·C the RMSNorms lack is under 1e-4 of the model */
-            out->norm_vecs = 2;
+            GPTConfig c = {.V = t[i].V, .maxT = t[i].T, .L = t[i].L, .C = t[i].C, .NH = t[i].NH, .arch = t[i].arch,
+                           .NKV = t[i].KVH, .ffn = t[i].FFN, .head_dim = t[i].HD, .untied = 1,
+                           .qk_norm = t[i].arch == GPT_ARCH_QWEN3};
+            *out = shape_of_config(&c, name);
+            out->wbytes = 2, out->exact = 0; /* bf16; memory by the analytic rule, not this code's fp32 buffers */
             return 0;
         }
     return -1;

@@ -87,7 +87,8 @@ static double transition_s(const SimRun *run, const PlanConfig *a, const PlanCon
         x->id = s;
         x->kind = TX_MOVE;
         x->tie = plan_stage_phase(s);
-        x->cfg = (GPTConfig){.V = m->V, .maxT = 16, .L = m->L, .C = m->C, .NH = m->NH, .value_head = m->value_head};
+        x->cfg = m->cfg; /* the shape's own tensor table (shape_named: the published Llama/Qwen config) */
+        x->cfg.maxT = 16, x->cfg.value_head = m->value_head;
         x->from = a->stage[s];
         x->to = b->stage[s];
         x->trainable = plan_stage_is_train(s);
