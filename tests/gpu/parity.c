@@ -455,8 +455,8 @@ static void check_attention(int B, int T, int C, int NH, int NKV) {
     CPU->kv_fill(kc.c, vc.c, pref.c, B, pos, Tmax, C, NH, NKV);
     GPU->kv_fill(kc.g, vc.g, pref.g, B, pos, Tmax, C, NH, NKV);
     Pair dec = pair_nan((size_t)B * C);
-    CPU->attention_decode(dec.c, kc.c, vc.c, q.c, B, pos, Tmax, C, NH, NKV);
-    GPU->attention_decode(dec.g, kc.g, vc.g, q.g, B, pos, Tmax, C, NH, NKV);
+    CPU->attention_decode(dec.c, kc.c, vc.c, q.c, NULL, B, pos, Tmax, C, NH, NKV);
+    GPU->attention_decode(dec.g, kc.g, vc.g, q.g, NULL, B, pos, Tmax, C, NH, NKV);
     snprintf(nm, sizeof nm, "attention_decode out B%d pos%d Tmax%d", B, pos, Tmax);
     check(nm, dec, TOL);
     /* cache positions 0..pos of every (b, h) */
@@ -497,8 +497,8 @@ static void check_decode_long(int B, int C, int NH, int NKV, int pos) {
     const size_t ncache = (size_t)B * NKV * Tmax * hs;
     Pair kc = pair_rand(ncache, -1.5f, 1.5f), vc = pair_rand(ncache, -1.5f, 1.5f);
     Pair q = pair_rand((size_t)B * (C + 2 * NKV * hs), -1.5f, 1.5f), dec = pair_nan((size_t)B * C);
-    CPU->attention_decode(dec.c, kc.c, vc.c, q.c, B, pos, Tmax, C, NH, NKV);
-    GPU->attention_decode(dec.g, kc.g, vc.g, q.g, B, pos, Tmax, C, NH, NKV);
+    CPU->attention_decode(dec.c, kc.c, vc.c, q.c, NULL, B, pos, Tmax, C, NH, NKV);
+    GPU->attention_decode(dec.g, kc.g, vc.g, q.g, NULL, B, pos, Tmax, C, NH, NKV);
     /* out = Σ att·v over pos + 1 terms, summed serially in fp32 on both sides
      * (the GPU one thread per channel, the CPU per chunk, rescaled), so their
      * rounding grows like 2^-24·√(pos + 1) relative to out. TOL up to pos

@@ -1,0 +1,104 @@
+/* decode.c — the GEMM of a KV-cached decode step on the CPU backend: a few
+ * rows (one token per sequence still generating) through a weight that is
+ * far larger than the cache, so the step is bound by reading the weight.
+ *
+ * Up to DECODE_NARROW_MAX rows, each weight row is loaded once and dotted
+ * with every input row while it sits in registers and L1 (groups of 4 input
+ * rows, 16 partial sums each, the order of cpu_dot): the weight streams from
+ * memory once per step for the whole batch. OpenBLAS 0.3.21 reaches a third
+ * to a half of the read bandwidth at these shapes (sgemm packs the weight,
+ * sgemv reads it once per row); docs/PERFORMANCE.md has the figures. Above
+ * DECODE_NARROW_MAX rows the step is compute-bound and sgemm is the faster.
+ * An output row is a function of its own input row only, whatever N is and
+ * wherever the row sits, so a sequence's logits do not depend on which
+ * others are still generating.
+ */
+#include <cblas.h>
+#include <string.h>
+
+#include "cpu_internal.h"
+#include "nereus/util.h"
+
+/* rows up to which the register-blocked kernel runs; sgemm above (crossover measured by bench_gen) */
+#define DECODE_NARROW_MAX 4
+
+/* weight rows a thread takes at a time: a block of rows is read once from memory */
+#define DECODE_ROW_BLOCK 64
+
+/* eight floats in one vector register (GCC vector extension: AVX on x86-64-v3, two NEON registers on aarch64) */
+typedef float v8 __attribute__((vector_size(32)));
+
+static inline v8 load8(const float *p) {
+    v8 v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+/* Σ of the 16 lanes of (lo, hi) in lane order, then the tail: cpu_dot's order */
+static inline float sum16(v8 lo, v8 hi, const float *x, const float *w, int i, int IC) {
+    float s = 0.0f;
+    for (int j = 0; j < 8; j++) s += lo[j];
+    for (int j = 0; j < 8; j++) s += hi[j];
+    for (int t = i; t < IC; t++) s += x[t] * w[t];
+    return s;
+}
+
+/* out[k·ldo] = bias + Σ_i x[k·IC + i]·w[i] for the nn ≤ 4 rows k of x: the weight row is loaded once for
+   the four, 16 partial sums a row held in registers (the order of cpu_dot) */
+static void dot_rows4(float *out, size_t ldo, const float *x, const float *w, float bias, int nn, int IC) {
+    /* rows past nn repeat row 0 (their sums are dropped), so the loop has no branch */
+    const float *x0 = x, *x1 = nn > 1 ? x + IC : x, *x2 = nn > 2 ? x + 2 * (size_t)IC : x;
+    const float *x3 = nn > 3 ? x + 3 * (size_t)IC : x;
+    v8 l0 = {0}, h0 = {0}, l1 = {0}, h1 = {0}, l2 = {0}, h2 = {0}, l3 = {0}, h3 = {0};
+    int i = 0;
+    for (; i + 16 <= IC; i += 16) {
+        v8 wl = load8(w + i), wh = load8(w + i + 8);
+        l0 += wl * load8(x0 + i); h0 += wh * load8(x0 + i + 8);
+        l1 += wl * load8(x1 + i); h1 += wh * load8(x1 + i + 8);
+        l2 += wl * load8(x2 + i); h2 += wh * load8(x2 + i + 8);
+        l3 += wl * load8(x3 + i); h3 += wh * load8(x3 + i + 8);
+    }
+    out[0] = bias + sum16(l0, h0, x0, w, i, IC);
+    if (nn > 1) out[ldo] = bias + sum16(l1, h1, x1, w, i, IC);
+    if (nn > 2) out[2 * ldo] = bias + sum16(l2, h2, x2, w, i, IC);
+    if (nn > 3) out[3 * ldo] = bias + sum16(l3, h3, x3, w, i, IC);
+}
+
+static void matmul_narrow(float *out, const float *inp, const float *weight, const float *bias, int N, int IC, int OC,
+                          int ldo) {
+    int nblk = (OC + DECODE_ROW_BLOCK - 1) / DECODE_ROW_BLOCK;
+#pragma omp parallel for schedule(static) if ((size_t)OC * IC >= 64 * (size_t)CPU_OMP_MIN)
+    for (int bk = 0; bk < nblk; bk++) {
+        int o0 = bk * DECODE_ROW_BLOCK, o1 = NR_MIN(o0 + DECODE_ROW_BLOCK, OC);
+        for (int o = o0; o < o1; o++) {
+            const float *w = weight + (size_t)o * IC;
+            float b = bias ? bias[o] : 0.0f;
+            for (int n0 = 0; n0 < N; n0 += 4)
+                dot_rows4(out + (size_t)n0 * ldo + o, (size_t)ldo, inp + (size_t)n0 * IC, w, b,
+                          NR_MIN(4, N - n0), IC);
+        }
+    }
+}
+
+/* out (N, ldo), first OC columns = inp (N, IC) · weight (OC, IC)^T + bias (OC) */
+static void cpu_matmul_decode(float *out, const float *inp, const float *weight, const float *bias, int N, int IC,
+                              int OC, int ldo) {
+    if (N <= 0 || OC <= 0) return;
+    if (IC <= 0) {
+        for (int n = 0; n < N; n++)
+            for (int o = 0; o < OC; o++) out[(size_t)n * ldo + o] = bias ? bias[o] : 0.0f;
+        return;
+    }
+    if (N <= DECODE_NARROW_MAX) {
+        matmul_narrow(out, inp, weight, bias, N, IC, OC, ldo);
+        return;
+    }
+    float beta = 0.0f;
+    if (bias) {
+        for (int n = 0; n < N; n++) memcpy(out + (size_t)n * ldo, bias, (size_t)OC * sizeof(float));
+        beta = 1.0f;
+    }
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, OC, IC, 1.0f, inp, IC, weight, IC, beta, out, ldo);
+}
+
+void cpu_register_decode(Backend *be) { be->matmul_decode = cpu_matmul_decode; }
