@@ -6,17 +6,17 @@
  *    use, the LM head over the real vocabulary, the KV cache of the rows
  *    over the positions they attend) over the read bandwidth of one thread,
  *    measured in the same run by a streaming sum over a buffer far larger
- *    than the caches;
+ *    than the caches just before each run;
  *  - compute: the step's FLOPs (2 per weight per row, attention included)
  *    over the rate bare cblas_sgemm reaches on the step's own GEMM shapes
- *    with the same rows, measured in the same run.
+ *    with the same rows, also measured just before each run.
  *
  * A step here is what ppo_generate does per response token: gpt_decode_rows
  * of the rows, then sample_tokens over the real vocabulary (temperature 1).
  * Prints a table and appends `metric: value` lines to the file in argv[1]:
  * gen.MODEL.bB.tok_s, gen.MODEL.bB.bound_frac (time the memory bound allows
  * / time taken), gen.MODEL.bB.sgemm_frac (step FLOP/s / sgemm FLOP/s),
- * gen.read_gbs. Option after it: --quick (fewer steps).
+ * gen.MODEL.bB.read_gbs. Option after it: --quick (fewer steps).
  */
 #include <cblas.h>
 #include <mpi.h>
@@ -81,40 +81,59 @@ static double small_weights(const GPTConfig *c) {
     return (v + 4.0 * c->C) * c->L + 2.0 * c->C;
 }
 
-/* seconds of bare sgemm on one step's GEMMs with N rows (best of reps) */
-static double sgemm_step_s(const GPTConfig *c, int N, int reps) {
+/* operands of bare sgemm on one step's GEMMs: a weight buffer per layer and one for the head, so that the
+   weights come from memory as in the step */
+typedef struct SgemmStep { float **w, *x, *y; int L; } SgemmStep;
+
+static SgemmStep sgemm_step_new(const GPTConfig *c, int N) {
     int sh[4][2];
     layer_gemms(c, sh);
-    size_t maxw = (size_t)gpt_real_vocab(c) * c->C, maxio = (size_t)N * (size_t)gpt_real_vocab(c);
-    for (int s = 0; s < 4; s++) maxw = NR_MAX(maxw, (size_t)sh[s][0] * sh[s][1]);
-    /* a weight buffer per layer, so that the weights come from memory as in the step */
-    float **w = nr_xmalloc((size_t)(c->L + 1) * sizeof(float *));
+    size_t lw = 0, hw = (size_t)gpt_real_vocab(c) * c->C, io = (size_t)N * (size_t)gpt_real_vocab(c);
+    for (int s = 0; s < 4; s++) lw = NR_MAX(lw, (size_t)sh[s][0] * sh[s][1]);
+    SgemmStep g = {nr_xmalloc((size_t)(c->L + 1) * sizeof(float *)), nr_xcalloc(io, sizeof(float)),
+                   nr_xcalloc(io, sizeof(float)), c->L};
     for (int l = 0; l <= c->L; l++) {
-        w[l] = nr_xmalloc(maxw * sizeof(float));
-        for (size_t i = 0; i < maxw; i++) w[l][i] = 1e-3f * (float)(i % 13);
+        size_t n = l < c->L ? lw : hw;
+        g.w[l] = nr_xmalloc(n * sizeof(float));
+        for (size_t i = 0; i < n; i++) g.w[l][i] = 1e-3f * (float)(i % 13);
     }
-    float *x = nr_xcalloc(maxio, sizeof(float)), *y = nr_xcalloc(maxio, sizeof(float));
+    return g;
+}
+
+static void sgemm_step_free(SgemmStep *g) {
+    for (int l = 0; l <= g->L; l++) free(g->w[l]);
+    free(g->w);
+    free(g->x);
+    free(g->y);
+}
+
+/* seconds of bare sgemm on one step's GEMMs with N rows (best of reps) */
+static double sgemm_step_s(const GPTConfig *c, const SgemmStep *g, int N, int reps) {
+    int sh[4][2], V = gpt_real_vocab(c);
+    layer_gemms(c, sh);
     double best = 1e30;
     for (int r = 0; r < reps; r++) {
         double t0 = nr_now();
         for (int l = 0; l < c->L; l++)
             for (int s = 0; s < 4; s++)
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, sh[s][1], sh[s][0], 1.0f, x, sh[s][0], w[l],
-                            sh[s][0], 0.0f, y, sh[s][1]);
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, gpt_real_vocab(c), c->C, 1.0f, x, c->C, w[c->L], c->C,
-                    0.0f, y, gpt_real_vocab(c));
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, sh[s][1], sh[s][0], 1.0f, g->x, sh[s][0],
+                            g->w[l], sh[s][0], 0.0f, g->y, sh[s][1]);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, V, c->C, 1.0f, g->x, c->C, g->w[c->L], c->C, 0.0f,
+                    g->y, V);
         double t = nr_now() - t0;
         best = t < best ? t : best;
     }
-    for (int l = 0; l <= c->L; l++) free(w[l]);
-    free(w);
-    free(x);
-    free(y);
     return best;
 }
 
-/* one model at batch B: steps decode steps after a prompt of P tokens, median of reps runs */
-static void bench_decode(const char *name, GPTConfig c, int B, int steps, int reps, double gbs) {
+/* 512 MB, the size of GPT-2 124M's weights, far past every cache: the buffer read_gbs streams */
+static float *stream_buf;
+static const size_t stream_n = (size_t)1 << 27;
+
+/* one model at batch B: steps decode steps after a prompt of P tokens, reps runs; before each run the read
+ * bandwidth (best of 2 passes) and bare sgemm on the step's GEMMs, so that the machine's load changes all
+ * three alike (a shared machine); the medians of the per-run ratios are reported */
+static void bench_decode(const char *name, GPTConfig c, int B, int steps, int reps) {
     const Backend *be = backend_cpu();
     const int P = 16, T = P + steps + 1;
     c.maxT = NR_MAX(c.maxT, T);
@@ -122,11 +141,19 @@ static void bench_decode(const char *name, GPTConfig c, int B, int steps, int re
     gpt_build(&m, &c, be, B, T, 0, 3, 0.02f);
     int V = gpt_real_vocab(&c);
     int *tok = nr_xmalloc((size_t)B * P * sizeof(int)), *next = be->alloc((size_t)B * sizeof(int));
+    int *host_next = nr_xmalloc((size_t)B * sizeof(int));
     float *u = be->alloc((size_t)B * sizeof(float));
     for (int i = 0; i < B * P; i++) tok[i] = rng_below(1, RNG_TEST, 3, i, V);
-    double ts[8];
-    int *host_next = nr_xmalloc((size_t)B * sizeof(int));
+    /* what a step reads: weights, and each row's cache (k and v) over the positions it attends */
+    double ctx = P + (steps + 1) / 2.0;
+    double kv = 2.0 * c.L * B * gpt_kv_heads(&c) * gpt_head_dim(&c) * ctx;
+    double bytes = 4.0 * (gemm_weights(&c) + small_weights(&c) + kv);
+    double flops = B * (2.0 * gemm_weights(&c) + 4.0 * c.L * c.NH * gpt_head_dim(&c) * ctx);
+    double ts[8], fm[8], fs[8], gb[8], sg[8];
+    SgemmStep sgs = sgemm_step_new(&c, B);
     for (int r = 0; r < reps; r++) {
+        gb[r] = read_gbs(stream_buf, stream_n, 2);
+        sg[r] = 2.0 * B * gemm_weights(&c) / sgemm_step_s(&c, &sgs, B, 2);
         gpt_prefill(&m, tok, B, P, NULL);
         double t0 = nr_now();
         for (int j = 0; j < steps; j++) {
@@ -136,23 +163,20 @@ static void bench_decode(const char *name, GPTConfig c, int B, int steps, int re
             gpt_decode_rows(&m, host_next, NULL, B, P + j, NULL);
         }
         ts[r] = (nr_now() - t0) / steps;
+        fm[r] = bytes / (gb[r] * 1e9) / ts[r];
+        fs[r] = flops / ts[r] / sg[r];
     }
-    double t = nr_median(ts, reps);
-    /* what a step reads: weights, and each row's cache (k and v) over the positions it attends */
-    double ctx = P + (steps + 1) / 2.0;
-    double kv = 2.0 * c.L * B * gpt_kv_heads(&c) * gpt_head_dim(&c) * ctx;
-    double bytes = 4.0 * (gemm_weights(&c) + small_weights(&c) + kv);
-    double t_mem = bytes / (gbs * 1e9);
-    double flops = B * (2.0 * gemm_weights(&c) + 4.0 * c.L * c.NH * gpt_head_dim(&c) * ctx);
-    double t_gemm = sgemm_step_s(&c, B, 3);
-    double sgemm_rate = 2.0 * B * gemm_weights(&c) / t_gemm, step_rate = flops / t;
-    printf("%-12s %3d %9.2f %9.0f %9.1f %8.2f %9.1f %9.1f %8.2f\n", name, B, t * 1e3, B / t, bytes * 1e-6,
-           t_mem / t, step_rate * 1e-9, sgemm_rate * 1e-9, step_rate / sgemm_rate);
+    double t = nr_median(ts, reps), f_mem = nr_median(fm, reps), f_sg = nr_median(fs, reps);
+    double g = nr_median(gb, reps), s = nr_median(sg, reps);
+    printf("%-12s %3d %9.2f %9.0f %9.1f %8.1f %8.2f %9.1f %9.1f %8.2f\n", name, B, t * 1e3, B / t, bytes * 1e-6, g,
+           f_mem, flops / t * 1e-9, s * 1e-9, f_sg);
     char key[128];
     snprintf(key, sizeof key, "gen.%s.b%d.tok_s", name, B); metric(key, B / t);
-    snprintf(key, sizeof key, "gen.%s.b%d.bound_frac", name, B); metric(key, t_mem / t);
-    snprintf(key, sizeof key, "gen.%s.b%d.sgemm_frac", name, B); metric(key, step_rate / sgemm_rate);
+    snprintf(key, sizeof key, "gen.%s.b%d.bound_frac", name, B); metric(key, f_mem);
+    snprintf(key, sizeof key, "gen.%s.b%d.sgemm_frac", name, B); metric(key, f_sg);
     snprintf(key, sizeof key, "gen.%s.b%d.step_ms", name, B); metric(key, t * 1e3);
+    snprintf(key, sizeof key, "gen.%s.b%d.read_gbs", name, B); metric(key, g);
+    sgemm_step_free(&sgs);
     free(tok);
     free(host_next);
     be->free(next);
@@ -172,23 +196,20 @@ int main(int argc, char **argv) {
         return 2;
     }
     backend_cpu()->set_threads(1);
-    size_t n = (size_t)1 << 27; /* 512 MB: the size of GPT-2 124M's weights, far past every cache */
-    float *buf = nr_xmalloc(n * sizeof(float));
-    for (size_t i = 0; i < n; i++) buf[i] = (float)(i & 7);
-    double gbs = read_gbs(buf, n, 5);
-    free(buf);
-    metric("gen.read_gbs", gbs);
+    stream_buf = nr_xmalloc(stream_n * sizeof(float));
+    for (size_t i = 0; i < stream_n; i++) stream_buf[i] = (float)(i & 7);
     printf("\n== decode steps (one token per row, sampling included), one thread, CPU backend\n");
-    printf("  read bandwidth, one thread, streaming sum over 512 MB: %.1f GB/s\n", gbs);
-    printf("%-12s %3s %9s %9s %9s %8s %9s %9s %8s\n", "model", "B", "step ms", "tok/s", "MB/step", "of mem", "GF/s",
-           "sgemm GF/s", "of sgemm");
+    printf("%-12s %3s %9s %9s %9s %8s %8s %9s %9s %8s\n", "model", "B", "step ms", "tok/s", "MB/step", "read GB/s",
+           "of mem", "GF/s", "sgemm GF/s", "of sgemm");
     int steps = quick ? 6 : 24, reps = quick ? 1 : 3, Bs[4] = {1, 4, 16, 64};
     for (int i = 0; i < 4; i++)
         bench_decode("gpt2-124M", (GPTConfig){.V = 50257, .maxT = 64, .L = 12, .C = 768, .NH = 12}, Bs[i], steps,
-                     reps, gbs);
-    for (int i = 0; i < 4; i++) bench_decode("llama-124M", (GPTConfig)LLAMA_124M, Bs[i], steps, reps, gbs);
-    printf("  of mem: the time the bytes a step reads take at the read bandwidth / the step's time (goal >= 0.70 at\n"
-           "  B <= 4); of sgemm: the step's FLOP/s / bare sgemm's on the step's GEMMs with B rows (goal >= 0.60 at 64)\n");
+                     reps);
+    for (int i = 0; i < 4; i++) bench_decode("llama-124M", (GPTConfig)LLAMA_124M, Bs[i], steps, reps);
+    free(stream_buf);
+    printf("  read GB/s: one thread streaming 512 MB, before each run; of mem: the time the bytes a step reads take\n"
+           "  at that bandwidth / the step's time (goal >= 0.70 at B <= 4); of sgemm: the step's FLOP/s / bare\n"
+           "  sgemm's on the step's GEMMs with B rows, also before each run (goal >= 0.60 at 64); medians of the runs\n");
     if (out_txt) fclose(out_txt);
     MPI_Finalize();
     return 0;
