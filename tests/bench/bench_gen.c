@@ -16,7 +16,8 @@
  * Prints a table and appends `metric: value` lines to the file in argv[1]:
  * gen.MODEL.bB.tok_s, gen.MODEL.bB.bound_frac (time the memory bound allows
  * / time taken), gen.MODEL.bB.sgemm_frac (step FLOP/s / sgemm FLOP/s),
- * gen.MODEL.bB.read_gbs. Option after it: --quick (fewer steps).
+ * gen.MODEL.bB.read_gbs. Options after it: --quick (fewer steps); --weights CKPT (only the checkpoint's
+ * actor at batch 1, MODEL = weights: the llama.cpp comparison of tests/bench/llamacpp_peer.sh).
  */
 #include <cblas.h>
 #include <mpi.h>
@@ -24,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nereus/ckpt.h"
 #include "nereus/model.h"
 #include "nereus/util.h"
 
@@ -133,12 +135,14 @@ static const size_t stream_n = (size_t)1 << 27;
 /* one model at batch B: steps decode steps after a prompt of P tokens, reps runs; before each run the read
  * bandwidth (best of 2 passes) and bare sgemm on the step's GEMMs, so that the machine's load changes all
  * three alike (a shared machine); the medians of the per-run ratios are reported */
-static void bench_decode(const char *name, GPTConfig c, int B, int steps, int reps) {
+static void bench_decode(const char *name, GPTConfig c, int B, int steps, int reps, const char *weights) {
     const Backend *be = backend_cpu();
     const int P = 16, T = P + steps + 1;
     c.maxT = NR_MAX(c.maxT, T);
     GPT m;
-    gpt_build(&m, &c, be, B, T, 0, 3, 0.02f);
+    char why[512];
+    if (!weights) gpt_build(&m, &c, be, B, T, 0, 3, 0.02f);
+    else if (ckpt_load_model(weights, "actor", &m, &c, B, T, why, sizeof why) != 0) nr_fatal("bench_gen: %s", why);
     int V = gpt_real_vocab(&c);
     int *tok = nr_xmalloc((size_t)B * P * sizeof(int)), *next = be->alloc((size_t)B * sizeof(int));
     int *host_next = nr_xmalloc((size_t)B * sizeof(int));
@@ -190,10 +194,15 @@ static void bench_decode(const char *name, GPTConfig c, int B, int steps, int re
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     out_txt = argc > 1 ? fopen(argv[1], "a") : NULL;
-    int quick = argc > 2 && strcmp(argv[2], "--quick") == 0;
-    if (argc > 2 && !quick) {
-        fprintf(stderr, "bench_gen: unknown option '%s'\n", argv[2]);
-        return 2;
+    int quick = 0;
+    const char *weights = NULL;
+    for (int i = 2; i < argc; i++) {
+        if (strcmp(argv[i], "--quick") == 0) quick = 1;
+        else if (strcmp(argv[i], "--weights") == 0 && i + 1 < argc) weights = argv[++i];
+        else if (argv[i][0]) {
+            fprintf(stderr, "bench_gen: unknown option '%s'\n", argv[i]);
+            return 2;
+        }
     }
     backend_cpu()->set_threads(1);
     stream_buf = nr_xmalloc(stream_n * sizeof(float));
@@ -202,10 +211,14 @@ int main(int argc, char **argv) {
     printf("%-12s %3s %9s %9s %9s %8s %8s %9s %9s %8s\n", "model", "B", "step ms", "tok/s", "MB/step", "read GB/s",
            "of mem", "GF/s", "sgemm GF/s", "of sgemm");
     int steps = quick ? 6 : 24, reps = quick ? 1 : 3, Bs[4] = {1, 4, 16, 64};
-    for (int i = 0; i < 4; i++)
-        bench_decode("gpt2-124M", (GPTConfig){.V = 50257, .maxT = 64, .L = 12, .C = 768, .NH = 12}, Bs[i], steps,
-                     reps);
-    for (int i = 0; i < 4; i++) bench_decode("llama-124M", (GPTConfig)LLAMA_124M, Bs[i], steps, reps);
+    if (weights) { /* a checkpoint's actor at batch 1: the peer comparison (tests/bench/llamacpp_peer.sh) */
+        bench_decode("weights", (GPTConfig){0}, 1, 64, 5, weights);
+    } else {
+        for (int i = 0; i < 4; i++)
+            bench_decode("gpt2-124M", (GPTConfig){.V = 50257, .maxT = 64, .L = 12, .C = 768, .NH = 12}, Bs[i],
+                         steps, reps, NULL);
+        for (int i = 0; i < 4; i++) bench_decode("llama-124M", (GPTConfig)LLAMA_124M, Bs[i], steps, reps, NULL);
+    }
     free(stream_buf);
     printf("  read GB/s: one thread streaming 512 MB, before each run; of mem: the time the bytes a step reads take\n"
            "  at that bandwidth / the step's time (goal >= 0.70 at B <= 4); of sgemm: the step's FLOP/s / bare\n"
