@@ -4,7 +4,7 @@
  *
  * Up to DECODE_NARROW_MAX rows, each weight row is loaded once and dotted
  * with every input row while it sits in registers and L1 (groups of 4 input
- * rows, 16 partial sums each, the order of cpu_dot): the weight streams from
+ * rows, 16 partial sums each, added by a fixed tree): the weight streams from
  * memory once per step for the whole batch. OpenBLAS 0.3.21 reaches a third
  * to a half of the read bandwidth at these shapes (sgemm packs the weight,
  * sgemv reads it once per row); docs/PERFORMANCE.md has the figures. Above
@@ -26,7 +26,7 @@
 /* rows up to which the register-blocked kernel runs; sgemm above (crossover measured by bench_gen) */
 #define DECODE_NARROW_MAX 4
 
-/* weight rows a thread takes at a time: a block of rows is read once from memory */
+/* weight rows a thread takes at a time */
 #define DECODE_ROW_BLOCK 64
 
 /* eight floats in one vector register (GCC vector extension: AVX on x86-64-v3, two NEON registers on aarch64) */
@@ -38,17 +38,22 @@ static inline v8 load8(const float *p) {
     return v;
 }
 
-/* Σ of the 16 lanes of (lo, hi) in lane order, then the tail: cpu_dot's order */
+typedef float v4 __attribute__((vector_size(16)));
+
+/* Σ of the 16 lanes of (lo, hi) by a fixed tree (lo + hi, then halves), then the tail in order: a few
+   vector adds instead of 16 dependent scalar ones, and the same order for every row and every N */
 static inline float sum16(v8 lo, v8 hi, const float *x, const float *w, int i, int IC) {
-    float s = 0.0f;
-    for (int j = 0; j < 8; j++) s += lo[j];
-    for (int j = 0; j < 8; j++) s += hi[j];
-    for (int t = i; t < IC; t++) s += x[t] * w[t];
+    v8 t = lo + hi;
+    v4 h = __builtin_shufflevector(t, t, 0, 1, 2, 3) + __builtin_shufflevector(t, t, 4, 5, 6, 7);
+    float s = (h[0] + h[2]) + (h[1] + h[3]);
+    for (int k = i; k < IC; k++) s += x[k] * w[k];
     return s;
 }
 
 /* out[k·ldo] = bias + Σ_i x[k·IC + i]·w[i] for the nn ≤ 4 rows k of x: the weight row is loaded once for
-   the four, 16 partial sums a row held in registers (the order of cpu_dot) */
+   the four, 16 partial sums a row held in registers. The weight rows are read one after another, a stream
+   the prefetcher follows (blocking the columns so that four input rows of 3,072 stay in L1 made it strided
+   streams, no faster at 2-4 rows and slower at 1) */
 static void dot_rows4(float *out, size_t ldo, const float *x, const float *w, float bias, int nn, int IC) {
     /* rows past nn repeat row 0 (their sums are dropped), so the loop has no branch */
     const float *x0 = x, *x1 = nn > 1 ? x + IC : x, *x2 = nn > 2 ? x + 2 * (size_t)IC : x;
@@ -68,19 +73,17 @@ static void dot_rows4(float *out, size_t ldo, const float *x, const float *w, fl
     if (nn > 3) out[3 * ldo] = bias + sum16(l3, h3, x3, w, i, IC);
 }
 
+/* N ≤ DECODE_NARROW_MAX rows, blocks of weight rows split over the threads */
 static void matmul_narrow(float *out, const float *inp, const float *weight, const float *bias, int N, int IC, int OC,
                           int ldo) {
     int nblk = (OC + DECODE_ROW_BLOCK - 1) / DECODE_ROW_BLOCK;
 #pragma omp parallel for schedule(static) if ((size_t)OC * IC >= 64 * (size_t)CPU_OMP_MIN)
     for (int bk = 0; bk < nblk; bk++) {
         int o0 = bk * DECODE_ROW_BLOCK, o1 = NR_MIN(o0 + DECODE_ROW_BLOCK, OC);
-        for (int o = o0; o < o1; o++) {
-            const float *w = weight + (size_t)o * IC;
-            float b = bias ? bias[o] : 0.0f;
+        for (int o = o0; o < o1; o++)
             for (int n0 = 0; n0 < N; n0 += 4)
-                dot_rows4(out + (size_t)n0 * ldo + o, (size_t)ldo, inp + (size_t)n0 * IC, w, b,
-                          NR_MIN(4, N - n0), IC);
-        }
+                dot_rows4(out + (size_t)n0 * ldo + o, (size_t)ldo, inp + (size_t)n0 * IC, weight + (size_t)o * IC,
+                          bias ? bias[o] : 0.0f, NR_MIN(4, N - n0), IC);
     }
 }
 
