@@ -41,7 +41,6 @@ typedef struct StepStats {
     double kl;             /* mean per-token log(actor/ref) on sampled tokens */
     double pg_loss, vf_loss, entropy, clipfrac, approx_kl, grad_norm_actor, grad_norm_critic;
     double resp_len;       /* mean response length (tokens incl. EOS) */
-    double resp_longest;   /* the longest response (tokens incl. EOS): the decode steps gen ran */
     double t_gen, t_inf, t_train;  /* seconds */
     double tokens;         /* sequence tokens processed in the step (B × T) */
     int finite;            /* 0 when a loss or gradient norm was not finite */

@@ -38,7 +38,7 @@ void ppo_infer_values(GPT *m, const Rollout *r, int row0, int n, float *out) {
 
 void ppo_advantages(Rollout *r, const Config *cfg, int have_rm, StepStats *st) {
     int B = r->B, T = r->T;
-    double sum_rew = 0, sum_score = 0, sum_kl = 0, ntok = 0, sum_len = 0, longest = 0;
+    double sum_rew = 0, sum_score = 0, sum_kl = 0, ntok = 0, sum_len = 0;
     for (int b = 0; b < B; b++) {
         const int *seq = r->seq + (size_t)b * T;
         float tr = task_reward(r->answer + (size_t)b * r->amax, r->answer_len[b], seq + r->P, r->resp_len[b]);
@@ -50,7 +50,6 @@ void ppo_advantages(Rollout *r, const Config *cfg, int have_rm, StepStats *st) {
         sum_rew += tr;
         sum_score += sc;
         sum_len += r->resp_len[b];
-        longest = NR_MAX(longest, (double)r->resp_len[b]);
     }
     /* per-token rewards: −β·(log π − log π_ref), plus the score on the last token */
     for (int b = 0; b < B; b++) {
@@ -78,6 +77,5 @@ void ppo_advantages(Rollout *r, const Config *cfg, int have_rm, StepStats *st) {
     st->score = sum_score / B;
     st->kl = ntok > 0 ? sum_kl / ntok : 0.0;
     st->resp_len = sum_len / B;
-    st->resp_longest = longest;
     st->tokens = (double)B * T;
 }

@@ -307,7 +307,6 @@ void live_observe(LivePlanner *lp, Job *j, int step, const StepStats *st, double
         return;
     }
     lp->w.resp_len = st->resp_len > 0 ? st->resp_len : lp->w.resp_len;
-    lp->w.resp_longest = st->resp_longest; /* gen's decode steps: the rows still generating (cost.c) */
     if (lp->sweep) {
         sweep_observe(lp, j, step, m, wall_s, st->resp_len);
         free(m);
