@@ -170,11 +170,12 @@ static void cuda_kv_fill(float *kcache, float *vcache, const float *qkv,
 }
 
 /* one block per (b, h); scores of positions 0..pos in dynamic shared memory.
+ * Row b is the sequence in cache slot slots[b] (NULL: slot b).
  * The G query heads of a key/value head share its cache: the first of them
  * stores the new k, v at pos, and every block reads position pos from the
  * qkv row itself, so no block reads what another writes. */
 __global__ static void attention_decode_kernel(float *out, float *kcache, float *vcache, const float *qkv,
-                                               int pos, int Tmax, int C, int NH, int NKV) {
+                                               const int *slots, int pos, int Tmax, int C, int NH, int NKV) {
     extern __shared__ float s[];
     __shared__ float red[32];
     const int hs = C / NH, C3 = C + 2 * NKV * hs, G = NH / NKV;
@@ -182,8 +183,9 @@ __global__ static void attention_decode_kernel(float *out, float *kcache, float 
     const float scale = 1.0f / sqrtf((float)hs);
     const float *q = qkv + (size_t)b * C3 + h * hs;
     const float *knew = qkv + (size_t)b * C3 + C + h / G * hs, *vnew = knew + NKV * hs;
-    float *kc = kcache + ((size_t)b * NKV + h / G) * Tmax * hs;
-    float *vc = vcache + ((size_t)b * NKV + h / G) * Tmax * hs;
+    const size_t slot = slots ? (size_t)slots[b] : (size_t)b;
+    float *kc = kcache + (slot * NKV + h / G) * Tmax * hs;
+    float *vc = vcache + (slot * NKV + h / G) * Tmax * hs;
     if (h % G == 0)
         for (int i = threadIdx.x; i < hs; i += blockDim.x) {
             kc[(size_t)pos * hs + i] = knew[i];
@@ -219,7 +221,7 @@ __global__ static void attention_decode_kernel(float *out, float *kcache, float 
 
 #define DECODE_MAX_SMEM (200 * 1024) /* opt-in limit; H100/H200 allow 227 KiB per block */
 
-static void cuda_attention_decode(float *out, float *kcache, float *vcache, const float *qkv,
+static void cuda_attention_decode(float *out, float *kcache, float *vcache, const float *qkv, const int *slots,
                                   int B, int pos, int Tmax, int C, int NH, int NKV) {
     if (B <= 0) return;
     static int smem_set;
@@ -233,7 +235,7 @@ static void cuda_attention_decode(float *out, float *kcache, float *vcache, cons
                                        DECODE_MAX_SMEM));
         smem_set = 1;
     }
-    attention_decode_kernel<<<B * NH, ATT_THREADS, smem>>>(out, kcache, vcache, qkv, pos, Tmax, C, NH, NKV);
+    attention_decode_kernel<<<B * NH, ATT_THREADS, smem>>>(out, kcache, vcache, qkv, slots, pos, Tmax, C, NH, NKV);
     cudaCheckLaunch("attention_decode_kernel");
 }
 

@@ -20,6 +20,14 @@ __global__ static void bias_fill_kernel(float *out, const float *bias, size_t N,
         out[i] = bias[i % OC];
 }
 
+/* the first OC columns of out (N, ldo) = bias broadcast, or 0 where bias is NULL */
+__global__ static void bias_fill_ld_kernel(float *out, const float *bias, size_t N, int OC, int ldo) {
+    size_t total = N * (size_t)OC;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total;
+         i += (size_t)gridDim.x * blockDim.x)
+        out[i / OC * ldo + i % OC] = bias ? bias[i % OC] : 0.0f;
+}
+
 /* dst (C) += Σ_n src (N, C)[n]: block (32, 32), column tile of 32, 32 row groups */
 __global__ static void colsum_accum_kernel(float *dst, const float *src, int N, int C) {
     __shared__ float part[32][33];
@@ -59,6 +67,23 @@ static void cuda_matmul_forward(float *out, const float *inp, const float *weigh
     const float one = 1.0f;
     cublasCheck(cublasSgemm(cuda_cublas(), CUBLAS_OP_T, CUBLAS_OP_N, OC, N, IC, &one, weight, IC,
                             inp, IC, &beta, out, OC));
+}
+
+/* the decode GEMM: out (N, ldo), first OC columns = inp (N, IC) · W (OC, IC)^T + bias. cuBLAS picks its
+   own kernels for a few rows (the weight read once, as on the CPU); ldc = ldo leaves the padding columns */
+static void cuda_matmul_decode(float *out, const float *inp, const float *weight, const float *bias, int N,
+                               int IC, int OC, int ldo) {
+    if (N <= 0 || OC <= 0) return;
+    float beta = 0.0f;
+    if (bias || IC <= 0) {
+        bias_fill_ld_kernel<<<cuda_blocks((size_t)N * OC, 256), 256>>>(out, bias, (size_t)N, OC, ldo);
+        cudaCheckLaunch("bias_fill_ld_kernel");
+        beta = 1.0f;
+    }
+    if (IC <= 0) return;
+    const float one = 1.0f;
+    cublasCheck(cublasSgemm(cuda_cublas(), CUBLAS_OP_T, CUBLAS_OP_N, OC, N, IC, &one, weight, IC,
+                            inp, IC, &beta, out, ldo));
 }
 
 static void cuda_matmul_backward(float *dinp, float *dweight, float *dbias,
@@ -146,6 +171,7 @@ static void cuda_residual_backward(float *da, float *db, const float *dout, size
 
 void cuda_register_dense(Backend *be) {
     be->matmul_forward = cuda_matmul_forward;
+    be->matmul_decode = cuda_matmul_decode;
     be->matmul_backward = cuda_matmul_backward;
     be->gelu_forward = cuda_gelu_forward;
     be->gelu_backward = cuda_gelu_backward;

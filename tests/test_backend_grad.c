@@ -212,6 +212,38 @@ static void test_matmul(int N, int IC, int OC, int with_bias) {
     be->free(dinp); be->free(dw); be->free(db);
 }
 
+
+/* matmul_decode: the first OC columns of out (N, ldo) against the double reference, the padding columns
+   [OC, ldo) untouched; and each row the same bit for bit as that row decoded alone (a row's logits do not
+   depend on the others, so sequences can leave the batch) */
+static void test_matmul_decode(int N, int IC, int OC, int ldo, int with_bias) {
+    char shape[64];
+    snprintf(shape, sizeof shape, "N=%d,IC=%d,OC=%d,ldo=%d%s", N, IC, OC, ldo, with_bias ? "" : ",nobias");
+    size_t ni = (size_t)N * IC, nw = (size_t)OC * IC, no = (size_t)N * ldo;
+    float *inp = falloc(ni), *w = falloc(nw), *b = falloc(OC), *out = falloc(no), *one = falloc((size_t)ldo);
+    fill(inp, ni, -1, 1);
+    fill(w, nw, -1, 1);
+    fill(b, OC, -1, 1);
+    for (size_t i = 0; i < no; i++) out[i] = 7.0f;
+    be->matmul_decode(out, inp, w, with_bias ? b : NULL, N, IC, OC, ldo);
+    double *ref = dalloc((size_t)N * OC), *id = to_double(inp, ni), *wd = to_double(w, nw);
+    double *bd = with_bias ? to_double(b, OC) : NULL;
+    ref_matmul_forward(ref, id, wd, bd, N, IC, OC);
+    float *packed = malloc((size_t)N * OC * sizeof(float));
+    double pad = 0.0, alone = 0.0;
+    for (int n = 0; n < N; n++) {
+        memcpy(packed + (size_t)n * OC, out + (size_t)n * ldo, (size_t)OC * sizeof(float));
+        for (int o = OC; o < ldo; o++) pad += fabs(out[(size_t)n * ldo + o] - 7.0f);
+        be->matmul_decode(one, inp + (size_t)n * IC, w, with_bias ? b : NULL, 1, IC, OC, ldo);
+        for (int o = 0; o < OC; o++) alone += one[o] != out[(size_t)n * ldo + o];
+    }
+    check("matmul", "matmul_decode", shape, relerr(packed, ref, (size_t)N * OC), FWD_TOL);
+    check("matmul", "matmul_decode leaves columns [OC, ldo)", shape, pad, 0.0);
+    if (N <= 4) check("matmul", "matmul_decode row == the row alone (bits)", shape, alone, 0.0); /* the narrow path */
+    free(packed); free(ref); free(id); free(wd); free(bd);
+    be->free(inp); be->free(w); be->free(b); be->free(out); be->free(one);
+}
+
 /* ========================================================================== */
 /* layernorm                                                                   */
 
@@ -399,7 +431,7 @@ static void test_decode(int B, int T, int C, int NH, int NKV, int Tmax, int P) {
     for (int pos = P; pos < T; pos++) {
         for (int b = 0; b < B; b++)
             memcpy(qkv + (size_t)b * C3, inp + ((size_t)b * T + pos) * C3, (size_t)C3 * 4);
-        be->attention_decode(o1, kc, vc, qkv, B, pos, Tmax, C, NH, NKV);
+        be->attention_decode(o1, kc, vc, qkv, NULL, B, pos, Tmax, C, NH, NKV);
         for (int b = 0; b < B; b++) {
             memcpy(dec + nd * C, o1 + (size_t)b * C, (size_t)C * 4);
             memcpy(fwd + nd * C, out + ((size_t)b * T + pos) * C, (size_t)C * 4);
@@ -410,6 +442,38 @@ static void test_decode(int B, int T, int C, int NH, int NKV, int Tmax, int P) {
     be->kv_fill(kc2, vc2, inp, B, T, Tmax, C, NH, NKV);
     check("decode", "kv_fill+decode cache == kv_fill", shape,
           relerr_ff(kc, kc2, nc) + relerr_ff(vc, vc2, nc), 0.0);
+    /* rows leaving: from the middle of the decode on, only the sequences in odd slots go on, as compact
+       rows addressed by their slots; each equals the whole batch's row (bit for bit: a row's result does
+       not depend on the others) and the cache of the sequences that left stays as it was */
+    if (B >= 2 && T - P >= 2) {
+        memset(kc, 0, nc * 4);
+        memset(vc, 0, nc * 4);
+        int half = P + (T - P) / 2, n = 0, *slots = malloc((size_t)B * sizeof(int));
+        for (int b = 1; b < B; b += 2) slots[n++] = b;
+        double err = 0.0;
+        for (int pos = 0; pos < T; pos++) {
+            int rows = pos < half ? B : n;
+            for (int i = 0; i < rows; i++) {
+                int b = pos < half ? i : slots[i];
+                memcpy(qkv + (size_t)i * C3, inp + ((size_t)b * T + pos) * C3, (size_t)C3 * 4);
+            }
+            be->attention_decode(o1, kc, vc, qkv, pos < half ? NULL : slots, rows, pos, Tmax, C, NH, NKV);
+            if (pos >= half)
+                for (int i = 0; i < n; i++)
+                    err += relerr_ff(o1 + (size_t)i * C, dec + ((size_t)(pos - P) * B + slots[i]) * C, (size_t)C);
+        }
+        check("decode", "attention_decode on the rows still going (slots) == the whole batch's", shape, err, 0.0);
+        double left = 0.0; /* the even slots left at half: their cache holds positions [0, half), zeros after */
+        size_t hsz = (size_t)(C / NH);
+        for (int b = 0; b < B; b += 2)
+            for (int kh = 0; kh < NKV; kh++) {
+                size_t at = ((size_t)b * NKV + kh) * Tmax * hsz;
+                left += relerr_ff(kc + at, kc2 + at, (size_t)half * hsz) + relerr_ff(vc + at, vc2 + at, (size_t)half * hsz);
+                for (size_t i = (size_t)half * hsz; i < (size_t)Tmax * hsz; i++) left += fabs(kc[at + i]) + fabs(vc[at + i]);
+            }
+        check("decode", "the cache of rows that left: positions before they left, nothing after", shape, left, 0.0);
+        free(slots);
+    }
     be->free(inp); be->free(out); be->free(pre); be->free(att);
     be->free(kc); be->free(vc); be->free(kc2); be->free(vc2);
     be->free(qkv); be->free(o1); be->free(dec); be->free(fwd);
@@ -1039,6 +1103,11 @@ int main(void) {
     test_matmul(7, 13, 9, 1);
     test_matmul(33, 48, 20, 1);
     test_matmul(6, 11, 5, 0);
+    test_matmul_decode(1, 40, 9, 9, 1);
+    test_matmul_decode(3, 37, 21, 24, 1); /* IC past the 16-wide blocks; padding columns */
+    test_matmul_decode(4, 1040, 130, 130, 0); /* columns in chunks */
+    test_matmul_decode(5, 16, 7, 8, 0);
+    test_matmul_decode(13, 48, 20, 22, 1); /* above the narrow path: sgemm */
 
     test_layernorm(10, 12);
     test_layernorm(7, 33);

@@ -70,7 +70,7 @@ static void check_search(void) {
     cm.critic = cm.actor;
     cm.critic.value_head = 1;
     cm.headroom = 0.1;
-    Workload w = {512, 128, 1, 512, 500, 500};
+    Workload w = {512, 128, 1, 512, 500, 500, 0};
     PlanConfig ppo, grpo;
     StepCost sp, sg;
     SearchStats st;

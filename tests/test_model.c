@@ -119,13 +119,46 @@ static void kv_cache(const GPTConfig *cfg, const char *what, float std, float no
             for (int b = 0; b < B; b++) step[b] = tok[b * T + pos];
             gpt_decode(&m, step, B, pos, lg);
         }
-        for (int b = 0; b < B; b++)
+        for (int b = 0; b < B; b++) {
+            double scale = 0.0; /* the row's largest logit: what the softmax compares against */
+            for (int v = 0; v < c.V; v++) scale = fmax(scale, fabs(full[((size_t)b * T + pos) * c.V + v]));
             for (int v = 0; v < c.V; v++) {
                 double ref = full[((size_t)b * T + pos) * c.V + v];
-                worst = fmax(worst, fabs(lg[b * c.V + v] - ref) / fmax(fabs(ref), 1e-3));
+                worst = fmax(worst, fabs(lg[b * c.V + v] - ref) / fmax(scale, 1e-3));
             }
+        }
     }
     CHECK(worst < 1e-5, "%sKV-cached logits equal the full forward (worst rel %.2e)", what, worst);
+    /* rows leaving mid-way: from position mid on, row 1 has finished and rows 0 and 2 go on as two compact
+       rows at their cache slots; their logits are those of the whole batch's decode, bit for bit */
+    int mid = P + 2, slots[2] = {0, 2}, differ = 0;
+    float *all = nr_xmalloc((size_t)B * c.V * sizeof(float));
+    gpt_prefill(&m, ptok, B, P, lg);
+    for (int pos = P; pos < T; pos++) {
+        for (int b = 0; b < B; b++) step[b] = tok[b * T + pos];
+        if (pos < mid) {
+            gpt_decode(&m, step, B, pos, lg);
+            continue;
+        }
+        int two[2] = {step[0], step[2]};
+        gpt_decode_rows(&m, two, slots, 2, pos, lg);
+        /* the same position decoded for every row, on a second model holding the same cache */
+        GPT full_batch;
+        gpt_build(&full_batch, &c, backend_cpu(), B, T, 0, 11, std);
+        memcpy(full_batch.params, m.params, m.nparams * sizeof(float));
+        gpt_prefill(&full_batch, ptok, B, P, all);
+        for (int q = P; q <= pos; q++) {
+            int st[3];
+            for (int b = 0; b < B; b++) st[b] = tok[b * T + q];
+            gpt_decode(&full_batch, st, B, q, all);
+        }
+        gpt_free(&full_batch);
+        for (int i = 0; i < 2; i++)
+            differ += memcmp(lg + (size_t)i * c.V, all + (size_t)slots[i] * c.V, (size_t)c.V * sizeof(float)) != 0;
+    }
+    CHECK(differ == 0, "%srows leaving the batch: the rows going on get the whole batch's logits (%d rows differ)",
+          what, differ);
+    free(all);
     free(lg);
     free(full);
     gpt_free(&m);
@@ -216,8 +249,41 @@ static void test_generate(void) {
     ppo_generate(&a, &m, &cfg, &ts, 1);
     CHECK(memcmp(t0, a.tokens, (size_t)a.B * a.Tcap * sizeof(int)) == 0, "generation is a pure function of (seed, step)");
     free(t0);
+    /* EOS made likely (its embedding row scaled): rows finish at different positions and leave the decode
+       batch while others go on; the tokens are still those of the uncached path */
+    for (int i = 0; i < c.C; i++) m.p[GPT_WTE][(size_t)TOK_EOS * c.C + i] *= 4.0f;
+    int lo = 1 << 30, hi = 0;
+    same = 1;
+    for (int step = 0; step < 3; step++) {
+        ppo_generate(&a, &m, &cfg, &ts, step);
+        ppo_generate_nocache(&b, &m, &cfg, &ts, step);
+        for (int i = 0; i < a.B; i++) {
+            lo = NR_MIN(lo, a.resp_len[i]), hi = NR_MAX(hi, a.resp_len[i]);
+            same = same && a.resp_len[i] == b.resp_len[i];
+            for (int t = 0; t < a.P + a.resp_len[i]; t++) same = same && a.tokens[i * a.Tcap + t] == b.tokens[i * b.Tcap + t];
+        }
+    }
+    CHECK(same && lo < hi, "responses of %d to %d tokens, rows leaving the batch: cached = uncached tokens", lo, hi);
     rollout_free(&a);
     rollout_free(&b);
+    gpt_free(&m);
+    /* a padded embedding (3 padding rows, each 20 times a real row: their logits would be the largest):
+       generation samples the real vocabulary only */
+    GPTConfig cp = c;
+    cp.V = TASK_VOCAB + 3;
+    cp.V_real = TASK_VOCAB;
+    gpt_build(&m, &cp, backend_cpu(), 8, 12, 0, 3, 0.3f);
+    for (int k = 0; k < 3; k++)
+        for (int i = 0; i < cp.C; i++) m.p[GPT_WTE][(size_t)(TASK_VOCAB + k) * cp.C + i] = 20.0f * m.p[GPT_WTE][(size_t)k * cp.C + i];
+    rollout_alloc(&a, &cfg, &ts, m.be, 8, 8, 0);
+    int real = 1;
+    for (int step = 0; step < 3; step++) {
+        ppo_generate(&a, &m, &cfg, &ts, step);
+        for (int i = 0; i < a.B; i++)
+            for (int t = a.P; t < a.P + a.resp_len[i]; t++) real = real && a.tokens[i * a.Tcap + t] < TASK_VOCAB;
+    }
+    CHECK(real, "padded vocabulary: generation never samples a padding id (3 steps x 8)");
+    rollout_free(&a);
     gpt_free(&m);
 }
 

@@ -197,7 +197,7 @@ static void check_shared_cores(void) {
         sh.actor = shape_of_config(&g, "actor");
         g.value_head = 1;
         sh.critic = shape_of_config(&g, "critic");
-        Workload ww = {64, 16, 2, 10, 12, 12};
+        Workload ww = {64, 16, 2, 10, 12, 12, 0};
         double A = cost_stage_compute(&sh, PLAN_ACTOR_TRAIN, (GridLayout){1, 1, 1}, &ww);
         double K2 = cost_stage_compute(&sh, PLAN_CRITIC_TRAIN, (GridLayout){1, 1, 2}, &ww);
         PlanConfig pl = plan_on_rank0_but(PLAN_CRITIC_TRAIN, (PlanStage){PLAN_SRC_DECK, 1, 1, 2, 0, 2, {0, 1}});
@@ -289,7 +289,7 @@ static void check_fit_plans(void) {
         truth.actor = shape_of_config(&g, "actor");
         g.value_head = 1;
         truth.critic = shape_of_config(&g, "critic");
-        Workload ww = {64, 16, 2, 10, 12, 12};
+        Workload ww = {64, 16, 2, 10, 12, 12, 0};
         static const struct { int stage; PlanStage st; } lay[] = {
             {PLAN_CRITIC_TRAIN, {PLAN_SRC_DECK, 1, 2, 1, 0, 2, {0, 1}}},
             {PLAN_CRITIC_TRAIN, {PLAN_SRC_DECK, 1, 4, 1, 0, 4, {0, 1, 2, 3}}},
@@ -666,6 +666,29 @@ static void check_tx_calib(void) {
     }
 }
 
+/* gen's decode term follows the rows still generating: with every response as long as the mean it is the
+   mean's steps of all rows; with the longest twice the mean (lengths spread over [0, 2·mean]), a
+   memory-bound decode (the weights read once a step: one row) takes about twice the steps' time, while a
+   compute-bound one (FLOPs a row: many rows) keeps about its time, the row-steps being the same */
+static void check_decode_rows_leave(const CostModel *cm0) {
+    CostModel cm = *cm0;
+    GridLayout l = {1, 1, 1};
+    Workload w = {1, 1, 1, 64, 400, 800, 0};
+    double none = cost_stage_compute(&cm, PLAN_ACTOR_GEN, l, &w);
+    w.resp_longest = w.resp_len;
+    double same = cost_stage_compute(&cm, PLAN_ACTOR_GEN, l, &w);
+    CHECK(none == same, "decode: longest = mean prices as no spread (%.6g s, %.6g s)", none, same);
+    w.resp_longest = 2 * w.resp_len;
+    double spread = cost_stage_compute(&cm, PLAN_ACTOR_GEN, l, &w);
+    CHECK(spread / none > 1.8 && spread / none < 2.05, "decode, one row (memory-bound): longest 2x mean costs %.2fx",
+          spread / none);
+    Workload big = {1 << 16, 1, 1, 64, 400, 800, 0};
+    double nb = cost_stage_compute(&cm, PLAN_ACTOR_GEN, l, &big);
+    big.resp_longest = 2 * big.resp_len;
+    double sb = cost_stage_compute(&cm, PLAN_ACTOR_GEN, l, &big);
+    CHECK(sb / nb > 0.9 && sb / nb < 1.2, "decode, 65,536 rows (compute-bound): longest 2x mean costs %.2fx", sb / nb);
+}
+
 int main(void) {
     nr_heap_keep(); /* as bin/nereus: the timed searches reuse freed memory */
     check_admission();
@@ -680,8 +703,9 @@ int main(void) {
     cm.critic = cm.actor;
     cm.critic.value_head = 1;
     cm.headroom = 0.1;
-    Workload w = {512, 128, 1, 512, 500, 500};
+    Workload w = {512, 128, 1, 512, 500, 500, 0};
     check_cost_rules(&cm, &w);
+    check_decode_rows_leave(&cm);
     check_shared_cores();
     check_fit_plans();
     check_search(&cm, &w);

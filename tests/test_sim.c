@@ -37,7 +37,7 @@ static SimScenario growth(int gpus) {
     sc.truth.headroom = 0.1;
     sc.gpus = gpus;
     sc.steps = 1000;
-    sc.w = (Workload){gpus >= 256 ? 2048 : 512, gpus >= 256 ? 512 : 128, 1, 512, 500, 500};
+    sc.w = (Workload){gpus >= 256 ? 2048 : 512, gpus >= 256 ? 512 : 128, 1, 512, 500, 500, 0};
     sc.len_end = 8000;
     sc.gamma = 0.5;
     sc.threshold = 0.3;

@@ -237,7 +237,7 @@ void replay_model(const Replay *r, const SigRow *x, CostModel *cm, Workload *w) 
     cm->hw.rho_exp = x->rho_exp;
     memcpy(cm->phase_scale, x->phase_scale, sizeof cm->phase_scale);
     const Config *c = &r->cfg;
-    *w = (Workload){c->ppo.batch, c->ppo.minibatch, c->ppo.epochs, r->P, x->resp_len, c->ppo.max_response};
+    *w = (Workload){c->ppo.batch, c->ppo.minibatch, c->ppo.epochs, r->P, x->resp_len, c->ppo.max_response, 0};
 }
 
 /* hw.rho_exp, the exponent of the message stretch that cal_fit (cost.c) picks from a grid, when /signals does not

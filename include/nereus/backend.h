@@ -40,6 +40,16 @@ typedef struct Backend {
     /* out (N, OC) = inp (N, IC) · weight(OC, IC)^T + bias (OC); bias may be NULL */
     void (*matmul_forward)(float *out, const float *inp, const float *weight,
                            const float *bias, int N, int IC, int OC);
+    /* The GEMM of a decode step: out (N, ldo), its first OC columns = inp (N, IC) · weight (OC, IC)^T
+     * + bias (OC) (bias may be NULL); columns [OC, ldo) are not written (the LM head over the real
+     * vocabulary of a padded embedding leaves the padding ids out). N is a few rows, one token per
+     * sequence still generating: the weight is read from memory once for all N rows. The CPU backend
+     * streams it through a register-blocked kernel up to DECODE_NARROW_MAX rows (OpenBLAS's sgemm and
+     * sgemv reach a third to a half of the read bandwidth there) and calls sgemm above; each output
+     * row depends on its own input row only (not on N or on the other rows) within either path, and
+     * the two paths agree to rounding (the order of the IC-long sums differs). */
+    void (*matmul_decode)(float *out, const float *inp, const float *weight, const float *bias,
+                          int N, int IC, int OC, int ldo);
     /* dinp (N,IC) += dout·weight; dweight (OC,IC) += dout^T·inp; dbias (OC) += Σ_n dout */
     void (*matmul_backward)(float *dinp, float *dweight, float *dbias,
                             const float *dout, const float *inp, const float *weight,
@@ -75,11 +85,14 @@ typedef struct Backend {
                                const float *dout, const float *inp, const float *att,
                                int B, int T, int C, int NH, int NKV);
     /* KV-cache decode of one new token per sequence at position pos (0-based).
-     * qkv (B, C3) for the new tokens; kcache, vcache (B, NKV, Tmax, hs): the new
-     * k, v are written at [.., pos, ..] then attended over positions 0..pos.
-     * out (B, C). Must equal attention_forward's row `pos` on the same tokens. */
+     * qkv (B, C3) for the new tokens; kcache, vcache (Bmax, NKV, Tmax, hs): row b
+     * is the sequence in cache slot slots[b] (slots (B), backend memory; NULL:
+     * slot b), so finished sequences leave the batch without moving the cache.
+     * Each (slot, head) reads Tmax·hs contiguous floats. The new k, v are written
+     * at [slot, .., pos, ..] then attended over positions 0..pos. out (B, C).
+     * Must equal attention_forward's row `pos` on the same tokens. */
     void (*attention_decode)(float *out, float *kcache, float *vcache, const float *qkv,
-                             int B, int pos, int Tmax, int C, int NH, int NKV);
+                             const int *slots, int B, int pos, int Tmax, int C, int NH, int NKV);
     /* Fill the cache from a prefix already run through attention_forward:
      * qkv (B, T, C3) → kcache, vcache (B, NKV, Tmax, hs) positions 0..T-1. */
     void (*kv_fill)(float *kcache, float *vcache, const float *qkv,

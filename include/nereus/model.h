@@ -283,6 +283,8 @@ typedef struct GPT {
     float *kcache, *vcache;   /* (L, Bmax, NHl, Tmax, hs) each: this rank's heads only */
     float *d_x, *d_ln, *d_qkv, *d_atty, *d_tmp, *d_fch, *d_fchg, *d_logits; /* decode: (Bmax, ·), local widths */
     float *d_mean, *d_rstd;   /* (Bmax) decode LayerNorm statistics */
+    const int *dec_slots;     /* during gpt_decode_rows: the cache slot of each row (backend memory), NULL: row b
+                                 is slot b */
     float *d_qk_rstd, *d_qkv_raw; /* (Bmax, NH + NKV), (Bmax, C3): decode QK-norm statistics and input
                                  (Llama family with qk_norm) */
     float *inv_freq;          /* (hs/2) RoPE inverse frequencies (Llama family; rope.h) */
@@ -452,15 +454,23 @@ float gpt_update(GPT *m, float lr, float beta1, float beta2, float eps, float wd
 /* collective over m->sh.tp_comm; pp = 1 only (pipelined generation is not
  * supported: a pp > 1 model fails with that message).
  * KV-cached decoding (the cache holds this rank's heads). gpt_prefill runs the prompt tokens (B, P) through the
- * model, fills the cache, and leaves the last position's logits (B, V) in
+ * model in one batched forward, fills the cache, and leaves the last position's logits (B, V) in
  * m->d_logits (backend memory; also copied to the host array logits_out
  * unless it is NULL). gpt_decode then consumes one token per sequence at
- * position pos (= P, P+1, ...) and leaves the next logits the same way. */
+ * position pos (= P, P+1, ...) and leaves the next logits the same way.
+ * Logits are computed over the real vocabulary [0, gpt_real_vocab): the
+ * padding columns [V_real, V) of a padded embedding are not written. */
 /* After gpt_forward over (B, T): the logits of the last position only, into
  * m->d_logits (B, V), as gpt_prefill leaves them (single-stage models). */
 void gpt_logits_last(GPT *m, int B, int T);
 void gpt_prefill(GPT *m, const int *tokens, int B, int P, float *logits_out);
 void gpt_decode(GPT *m, const int *tok, int B, int pos, float *logits_out);
+/* gpt_decode over the sequences still generating: n rows, row i the sequence
+ * in cache slot slots[i] (host array, strictly increasing, each < Bmax; NULL:
+ * slot i), its token tok[i]; the logits (n, V) in row order. The weights are
+ * read once for the n rows, so a step costs what the rows still generating
+ * need, and a row's logits do not depend on which other rows are present. */
+void gpt_decode_rows(GPT *m, const int *tok, const int *slots, int n, int pos, float *logits_out);
 
 /* collective over m->sh.tp_comm and m->sh.pp_comm
  * Parameter checksum over the logical tensors: Σ|x| in double, each logical

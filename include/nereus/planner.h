@@ -15,11 +15,12 @@
  * are calibrated from measured stage times (cost_calibrate).
  *
  *   generation  prefill of the prompts (2·P_active FLOPs per token) plus
- *               one decode step per response token, each the larger of its
- *               FLOPs and its memory traffic (the shard's weights and its
- *               KV cache read once per step), plus two TP all-reduces of
- *               the step's activations per layer; pp = 1 (pipelined
- *               generation is refused, as by the model code).
+ *               one decode step per position of the longest response, over
+ *               the rows still generating (finished sequences leave the
+ *               batch), each the larger of its FLOPs and its memory traffic
+ *               (the shard's weights once and the rows' KV cache), plus two
+ *               TP all-reduces of the step's activations per layer; pp = 1
+ *               (pipelined generation is refused, as by the model code).
  *   inference   one forward over (prompt + response) tokens of the
  *               replica's rows: dense FLOPs + causal attention, the PP
  *               bubble (p−1)/(m+p−1) with m = p microbatches, two TP
@@ -127,6 +128,10 @@ typedef struct Workload {
     double prompt_len;      /* tokens */
     double resp_len;        /* mean generated tokens per sequence */
     double resp_max;        /* capacity the memory must hold (KV cache, activations) */
+    double resp_longest;    /* the longest response of a step's batch: the decode steps, over the rows still
+                               generating (cost.c decode_parts); 0: every response as long as the mean (the
+                               live planner and the simulator give 0: the trace does not record the longest,
+                               and the replay must price as the run did) */
 } Workload;
 
 typedef struct CostModel {

@@ -30,7 +30,8 @@ typedef struct Rollout {
     float *task_reward;    /* (B) rule reward in [0, 1] */
     float *score;          /* (B) task reward (+ weighted reward-network score) */
     float *logp_old, *logp_ref, *values, *rm_values, *rewards, *adv, *ret, *mask; /* (B, T) dense */
-    int *next;             /* (B) sampled tokens (host) */
+    int *next;             /* (B) during generation: the next token of each row still generating, in act order */
+    int *act, nact;        /* (B) during generation: the rows still generating, increasing; their count */
     const Backend *be;     /* the actor's backend, for the buffers below */
     float *d_u;            /* (B) backend: one uniform per sequence */
     int *d_next;           /* (B) backend: sampled tokens */
@@ -62,6 +63,10 @@ void rollout_finish(Rollout *r);
 /* gen: prompts of global samples step·B .. step·B+B−1, then sampling from
  * the actor with the KV cache. Random numbers depend on (seed, sample,
  * position) only. */
+/* gen: the prompts in one batched prefill, then one KV-cached decode step per response position over the
+ * rows still generating only: a row that samples EOS leaves the batch (its cache slot stays where it is),
+ * so a step costs what the sequences still generating need. The tokens are those of decoding every row to
+ * the end: a row's logits do not depend on the other rows. */
 void ppo_generate(Rollout *r, GPT *actor, const Config *cfg, const TaskSet *ts, int step);
 /* The INJECTED minimum response length at PPO step `step` ([inject]
  * resp_len_from → resp_len_to over resp_len_ramp steps; 0 = none): before

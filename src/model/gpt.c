@@ -892,53 +892,85 @@ void gpt_prefill(GPT *m, const int *tokens, int B, int P, float *logits_out) {
     if (logits_out) be->download(logits_out, m->d_logits, (size_t)B * c->V * sizeof(float));
 }
 
+/* d_logits (B, V), its real-vocabulary columns, from the final-norm rows d_ln (B, C): the LM head as a
+   decode GEMM (padding columns are not computed) */
+static void gpt_head_decode(GPT *m, int B) {
+    m->be->matmul_decode(m->d_logits, m->d_ln, gpt_head(m), NULL, B, m->cfg.C, gpt_real_vocab(&m->cfg), m->cfg.V);
+}
+
 void gpt_logits_last(GPT *m, int B, int T) {
     const Backend *be = m->be;
     int C = m->cfg.C;
-    /* (B, C) rows of lnf at position T−1 → (B, V) through the tied LM head */
+    /* (B, C) rows of lnf at position T−1 → (B, V) through the LM head */
     for (int b = 0; b < B; b++)
         be->copy(m->d_ln + (size_t)b * C, m->a.lnf + ((size_t)b * T + T - 1) * C, (size_t)C * sizeof(float));
-    be->matmul_forward(m->d_logits, m->d_ln, gpt_head(m), NULL, B, C, m->cfg.V);
+    gpt_head_decode(m, B);
+}
+
+/* GPT-2's layers and final LayerNorm for the n rows in d_x, the cache read and written at the rows' slots */
+static void gpt2_decode_layers(GPT *m, int n, int pos) {
+    const Backend *be = m->be;
+    const GPTConfig *c = &m->cfg;
+    int C = c->C, Cl = m->Cl, NH = m->NHl, F = 4 * m->Cl;
+    size_t nC = (size_t)n * C;
+    for (int l = 0; l < c->L; l++) {
+        be->layernorm_forward(m->d_ln, m->d_mean, m->d_rstd, m->d_x, m->p[GPT_LN1W] + l * C,
+                              m->p[GPT_LN1B] + l * C, n, C);
+        be->matmul_decode(m->d_qkv, m->d_ln, m->p[GPT_QKVW] + (size_t)l * 3 * Cl * C, m->p[GPT_QKVB] + l * 3 * Cl,
+                          n, C, 3 * Cl, 3 * Cl);
+        be->attention_decode(m->d_atty, m->kcache + l * gpt_kv_layer(m), m->vcache + l * gpt_kv_layer(m),
+                             m->d_qkv, m->dec_slots, n, pos, m->Tmax, Cl, NH, NH);
+        be->matmul_decode(m->d_tmp, m->d_atty, m->p[GPT_ATTPROJW] + (size_t)l * C * Cl,
+                          gpt_rowpar_bias(m, m->p[GPT_ATTPROJB] + l * C), n, Cl, C, C);
+        gpt_tp_sum(m, m->d_tmp, nC);
+        be->residual_forward(m->d_x, m->d_x, m->d_tmp, nC);
+        be->layernorm_forward(m->d_ln, m->d_mean, m->d_rstd, m->d_x, m->p[GPT_LN2W] + l * C,
+                              m->p[GPT_LN2B] + l * C, n, C);
+        be->matmul_decode(m->d_fch, m->d_ln, m->p[GPT_FCW] + (size_t)l * F * C, m->p[GPT_FCB] + l * F, n, C, F, F);
+        be->gelu_forward(m->d_fchg, m->d_fch, (size_t)n * F);
+        be->matmul_decode(m->d_tmp, m->d_fchg, m->p[GPT_FCPROJW] + (size_t)l * C * F,
+                          gpt_rowpar_bias(m, m->p[GPT_FCPROJB] + l * C), n, F, C, C);
+        gpt_tp_sum(m, m->d_tmp, nC);
+        be->residual_forward(m->d_x, m->d_x, m->d_tmp, nC);
+    }
+    be->layernorm_forward(m->d_ln, m->d_mean, m->d_rstd, m->d_x, m->p[GPT_LNFW], m->p[GPT_LNFB], n, C);
 }
 
 /* collective over m->sh.tp_comm */
 void gpt_decode(GPT *m, const int *tok, int B, int pos, float *logits_out) {
+    gpt_decode_rows(m, tok, NULL, B, pos, logits_out);
+}
+
+/* The slots of a decode's rows live in the token buffer past its first Bmax entries (decode uses the first
+   n for its tokens; rows with slots need Tmax ≥ 2): no allocation of its own. */
+static int *gpt_slot_buffer(GPT *m) { return m->tokens + m->Bmax; }
+
+/* collective over m->sh.tp_comm */
+void gpt_decode_rows(GPT *m, const int *tok, const int *slots, int n, int pos, float *logits_out) {
     const Backend *be = m->be;
     const GPTConfig *c = &m->cfg;
-    int C = c->C, Cl = m->Cl, NH = m->NHl, F = 4 * m->Cl;
     if (m->sh.pp > 1) nr_fatal("gpt_decode: pipelined generation is not supported; give actor.gen pp = 1");
-    if (pos >= m->Tmax || B > m->Bmax) nr_fatal("gpt_decode: position %d or batch %d beyond capacity", pos, B);
-    size_t BC = (size_t)B * C;
-    be->upload(m->tokens, tok, (size_t)B * sizeof(int));
+    if (pos >= m->Tmax || n > m->Bmax || n < 1 || (slots && m->Tmax < 2))
+        nr_fatal("gpt_decode: position %d or %d rows beyond capacity (%d, %d)", pos, n, m->Tmax, m->Bmax);
+    m->dec_slots = NULL;
+    if (slots) {
+        for (int i = 0; i < n; i++)
+            if (slots[i] < 0 || slots[i] >= m->Bmax || (i > 0 && slots[i] <= slots[i - 1]))
+                nr_fatal("gpt_decode: row %d's cache slot %d is outside [0, %d) or not increasing", i, slots[i],
+                         m->Bmax);
+        be->upload(gpt_slot_buffer(m), slots, (size_t)n * sizeof(int));
+        m->dec_slots = gpt_slot_buffer(m);
+    }
+    be->upload(m->tokens, tok, (size_t)n * sizeof(int));
     if (gpt_is_llama(c)) {
-        llama_decode(m, B, pos);
-        if (logits_out) be->download(logits_out, m->d_logits, (size_t)B * c->V * sizeof(float));
-        return;
+        llama_decode(m, n, pos);
+    } else {
+        be->encoder_forward(m->d_x, m->tokens, m->p[GPT_WTE], m->p[GPT_WPE], n, 1, c->C, pos);
+        gpt2_decode_layers(m, n, pos);
+        gpt_head_decode(m, n);
     }
-    be->encoder_forward(m->d_x, m->tokens, m->p[GPT_WTE], m->p[GPT_WPE], B, 1, C, pos);
-    for (int l = 0; l < c->L; l++) {
-        be->layernorm_forward(m->d_ln, m->d_mean, m->d_rstd, m->d_x, m->p[GPT_LN1W] + l * C,
-                              m->p[GPT_LN1B] + l * C, B, C);
-        be->matmul_forward(m->d_qkv, m->d_ln, m->p[GPT_QKVW] + (size_t)l * 3 * Cl * C, m->p[GPT_QKVB] + l * 3 * Cl,
-                           B, C, 3 * Cl);
-        be->attention_decode(m->d_atty, m->kcache + l * gpt_kv_layer(m), m->vcache + l * gpt_kv_layer(m),
-                             m->d_qkv, B, pos, m->Tmax, Cl, NH, NH);
-        be->matmul_forward(m->d_tmp, m->d_atty, m->p[GPT_ATTPROJW] + (size_t)l * C * Cl,
-                           gpt_rowpar_bias(m, m->p[GPT_ATTPROJB] + l * C), B, Cl, C);
-        gpt_tp_sum(m, m->d_tmp, BC);
-        be->residual_forward(m->d_x, m->d_x, m->d_tmp, BC);
-        be->layernorm_forward(m->d_ln, m->d_mean, m->d_rstd, m->d_x, m->p[GPT_LN2W] + l * C,
-                              m->p[GPT_LN2B] + l * C, B, C);
-        be->matmul_forward(m->d_fch, m->d_ln, m->p[GPT_FCW] + (size_t)l * F * C, m->p[GPT_FCB] + l * F, B, C, F);
-        be->gelu_forward(m->d_fchg, m->d_fch, (size_t)B * F);
-        be->matmul_forward(m->d_tmp, m->d_fchg, m->p[GPT_FCPROJW] + (size_t)l * C * F,
-                           gpt_rowpar_bias(m, m->p[GPT_FCPROJB] + l * C), B, F, C);
-        gpt_tp_sum(m, m->d_tmp, BC);
-        be->residual_forward(m->d_x, m->d_x, m->d_tmp, BC);
-    }
-    be->layernorm_forward(m->d_ln, m->d_mean, m->d_rstd, m->d_x, m->p[GPT_LNFW], m->p[GPT_LNFB], B, C);
-    be->matmul_forward(m->d_logits, m->d_ln, m->p[GPT_WTE], NULL, B, C, c->V);
-    if (logits_out) be->download(logits_out, m->d_logits, (size_t)B * c->V * sizeof(float));
+    m->dec_slots = NULL;
+    if (logits_out) be->download(logits_out, m->d_logits, (size_t)n * c->V * sizeof(float));
 }
 
 /* ---- accounting ---------------------------------------------------------- */

@@ -20,7 +20,8 @@ void llama_final_norm_backward(GPT *m, float *dinp, const float *dlnf, const flo
 /* the output head's weights (V, C) and their gradient: lm_head, or wte when tied */
 const float *llama_head(const GPT *m);
 float *llama_head_grad(GPT *m);
-/* one token per sequence at position pos (tokens already in m->tokens): the cache filled at pos, the next
+/* one token per sequence at position pos (tokens already in m->tokens, row b at cache slot m->dec_slots[b], NULL:
+ * slot b): the cache filled at pos, the next real-vocabulary
  * logits (B, V) in m->d_logits */
 void llama_decode(GPT *m, int B, int pos);
 double llama_flops_per_token_fwd(const GPTConfig *c, int T);

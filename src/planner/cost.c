@@ -120,6 +120,39 @@ static void add_p2p(const CostModel *cm, Parts *pt, double mult, double bytes, i
     pt->t[EFF_LAT] += mult * lat_s(cm, 1, k);
 }
 
+/* the longest response of a step's batch: the decode steps it runs (0 in the workload: every response as
+   long as the mean) */
+static double resp_longest(const Workload *w) { return w->resp_longest > w->resp_len ? w->resp_longest : w->resp_len; }
+
+/* Decode of one replica's B rows, tp-way: one step per position of the longest response, over the rows
+ * still generating (finished sequences leave the batch). A step costs the larger of its FLOPs (per row)
+ * and its memory traffic (the shard's weights once, plus each row's KV cache), and two TP sums a layer of
+ * its rows. The responses are taken as spread evenly over [2·mean − longest, longest] (clamped at 0): every
+ * row generates up to the shortest, then rows leave at an even rate; the steps are summed in 16 slices of
+ * that tail. With longest = mean this is mean steps of all B rows. */
+static void decode_parts(const CostModel *cm, const ModelShape *m, const Workload *w, double B, int tp, int ktp,
+                         Parts *pt) {
+    const HwModel *hw = &cm->hw;
+    double ab = m->exact ? 4.0 : 2.0, kvw = shape_ckv(m), Ploc = shape_params(m) / tp;
+    double hi = resp_longest(w), lo = fmax(0.0, 2.0 * w->resp_len - hi);
+    double F = hw->flops * cm->eff.f[EFF_GEMM], bw = hw->hbm * cm->eff.f[EFF_DECODE];
+    enum { SLICES = 16 };
+    for (int k = -1; k < SLICES; k++) {
+        /* k = -1: the lo steps every row runs; k >= 0: slice k of the tail (lo, hi], at its midpoint */
+        double steps = k < 0 ? lo : (hi - lo) / SLICES;
+        double j = k < 0 ? lo / 2.0 : lo + (k + 0.5) * steps; /* mean position of the slice's steps */
+        double rows = k < 0 ? B : B * (hi - j) / (hi - lo);
+        if (!(steps > 0) || !(rows > 0)) continue;
+        double ctx = w->prompt_len + j;
+        double fl = rows * (fwd_flops_dense(m) + fwd_flops_attn(m, ctx)) / tp;
+        double by = Ploc * m->wbytes + 2.0 * m->L * rows * ctx * kvw / tp * ab;
+        double tc = fl / F, tm = by / bw;
+        if (tc > tm) pt->t[EFF_GEMM] += steps * tc;
+        else pt->t[EFF_DECODE] += steps * tm;
+        add_allreduce(cm, pt, steps * 2.0 * m->L, rows * m->C * ab, tp, ktp);
+    }
+}
+
 static double stage_parts(const CostModel *cm, int stage, GridLayout l, const Workload *w, double *mem, Parts *pt) {
     const ModelShape *m = stage_shape(cm, stage);
     memset(pt, 0, sizeof *pt);
@@ -153,20 +186,13 @@ static double stage_parts(const CostModel *cm, int stage, GridLayout l, const Wo
     /* operations of one forward pass over a pipeline stage's layers: ~12 a layer, ~4 for the head */
     double ops_pass = 12.0 * Lloc + 4.0, op_t = hw->op_s > 0 ? hw->op_s / cm->eff.f[EFF_OPS] : 0;
     if (gen) {
-        pt->t[EFF_OPS] += (1.0 + w->resp_len) * ops_pass * op_t; /* the prefill and one pass per token */
+        pt->t[EFF_OPS] += (1.0 + resp_longest(w)) * ops_pass * op_t; /* the prefill and one pass a decode step */
         /* prefill: the prompts in one forward */
         double toks = B * w->prompt_len;
         pt->t[EFF_GEMM] += toks * fwd_flops_dense(m) / tp / (F * E_g);
         pt->t[EFF_ATTN] += toks * fwd_flops_attn(m, w->prompt_len) / tp / (F * E_a);
         add_allreduce(cm, pt, 2.0 * m->L, toks * C * ab, tp, ktp);
-        /* decode: per step the larger of its FLOPs and its memory traffic, plus the TP sums */
-        double ctx = w->prompt_len + w->resp_len / 2.0;
-        double fl = B * (fwd_flops_dense(m) + fwd_flops_attn(m, ctx)) / tp;
-        double by = Ploc * m->wbytes + 2.0 * m->L * B * ctx * kvw / tp * ab;
-        double tc = fl / (F * E_g), tm = by / (hw->hbm * cm->eff.f[EFF_DECODE]);
-        if (tc > tm) pt->t[EFF_GEMM] += w->resp_len * tc;
-        else pt->t[EFF_DECODE] += w->resp_len * tm;
-        add_allreduce(cm, pt, w->resp_len * 2.0 * m->L, B * C * ab, tp, ktp);
+        decode_parts(cm, m, w, B, tp, ktp, pt);
     } else {
         double passes = 1, rows = B, mult = 1; /* inference: one forward over the replica's rows */
         if (train) {

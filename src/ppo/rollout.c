@@ -31,6 +31,7 @@ void rollout_alloc(Rollout *r, const Config *cfg, const TaskSet *ts, const Backe
     float **f[] = {&r->logp_old, &r->logp_ref, &r->values, &r->rm_values, &r->rewards, &r->adv, &r->ret, &r->mask};
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) *f[i] = nr_xcalloc(BT, sizeof(float));
     r->next = nr_xcalloc(B, sizeof(int));
+    r->act = nr_xcalloc(B, sizeof(int));
     r->be = be;
     r->d_u = be->alloc((size_t)B * sizeof(float));
     r->d_next = be->alloc((size_t)B * sizeof(int));
@@ -39,7 +40,7 @@ void rollout_alloc(Rollout *r, const Config *cfg, const TaskSet *ts, const Backe
 void rollout_free(Rollout *r) {
     void *p[] = {r->tokens, r->seq, r->targets, r->resp_len, r->answer, r->answer_len, r->kind, r->task_reward,
                  r->score, r->logp_old, r->logp_ref, r->values, r->rm_values, r->rewards, r->adv, r->ret, r->mask,
-                 r->next};
+                 r->next, r->act};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) free(p[i]);
     if (r->be) {
         r->be->free(r->d_u);
@@ -77,35 +78,40 @@ int ppo_min_response(const Config *cfg, int step) {
     return in->resp_len_from + (int)lround((double)(in->resp_len_to - in->resp_len_from) * step / ramp);
 }
 
-/* Sample one token per sequence from the actor's logits (B, V) for response
- * position j; finished sequences get EOS padding; before position minlen an
- * EOS becomes '=' (the INJECTED length drift). Returns the number still running. */
+/* Sample one token for each of the nact rows still generating from the actor's logits (nact, V), row i
+ * of them sequence act[i], for response position j; the rows that finished earlier get EOS padding;
+ * before position minlen an EOS becomes '=' (the INJECTED length drift). Afterwards act, nact and next
+ * hold the rows still generating and their tokens. Returns nact. */
 static int rollout_sample(Rollout *r, const GPT *actor, const Config *cfg, int step, int j, int minlen) {
     const Backend *be = actor->be;
     float *u = (float *)r->rewards; /* host scratch (B) before scoring overwrites it */
-    for (int b = 0; b < r->B; b++) {
-        uint64_t g = rollout_sample_index(r, step, b);
-        u[b] = rng_uniform((uint64_t)cfg->run.seed, RNG_SAMPLE, g, (uint64_t)(r->P + j));
+    int n = r->nact;
+    for (int i = 0; i < n; i++) {
+        uint64_t g = rollout_sample_index(r, step, r->act[i]);
+        u[i] = rng_uniform((uint64_t)cfg->run.seed, RNG_SAMPLE, g, (uint64_t)(r->P + j));
     }
-    be->upload(r->d_u, u, (size_t)r->B * sizeof(float));
-    be->sample_tokens(r->d_next, actor->d_logits, r->d_u, r->B, gpt_real_vocab(&actor->cfg), actor->cfg.V,
+    be->upload(r->d_u, u, (size_t)n * sizeof(float));
+    be->sample_tokens(r->d_next, actor->d_logits, r->d_u, n, gpt_real_vocab(&actor->cfg), actor->cfg.V,
                       cfg->ppo.temperature, cfg->ppo.top_k);
-    be->download(r->next, r->d_next, (size_t)r->B * sizeof(int));
+    be->download(r->next, r->d_next, (size_t)n * sizeof(int));
+    for (int b = 0; b < r->B; b++) r->tokens[(size_t)b * r->Tcap + r->P + j] = TOK_EOS; /* padding unless sampled */
     int running = 0;
-    for (int b = 0; b < r->B; b++) {
-        int *seq = r->tokens + (size_t)b * r->Tcap;
-        int done = r->resp_len[b] > 0 && seq[r->P + r->resp_len[b] - 1] == TOK_EOS;
-        if (done) { /* finished earlier: pad */
-            r->next[b] = TOK_EOS;
-            seq[r->P + j] = TOK_EOS;
-            continue;
-        }
-        if (j + 1 < minlen && r->next[b] == TOK_EOS) r->next[b] = TOK_EQ;
-        seq[r->P + j] = r->next[b];
+    for (int i = 0; i < n; i++) {
+        int b = r->act[i], tok = r->next[i];
+        if (j + 1 < minlen && tok == TOK_EOS) tok = TOK_EQ;
+        r->tokens[(size_t)b * r->Tcap + r->P + j] = tok;
         r->resp_len[b] = j + 1;
-        if (r->next[b] != TOK_EOS) running++;
+        if (tok == TOK_EOS) continue;
+        r->act[running] = b; /* compacted in place: running <= i */
+        r->next[running++] = tok;
     }
-    return running;
+    return r->nact = running;
+}
+
+/* every row generating, each at its own cache slot */
+static void rollout_start(Rollout *r) {
+    for (int b = 0; b < r->B; b++) r->act[b] = b;
+    r->nact = r->B;
 }
 
 void ppo_generate(Rollout *r, GPT *actor, const Config *cfg, const TaskSet *ts, int step) {
@@ -116,10 +122,11 @@ void ppo_generate(Rollout *r, GPT *actor, const Config *cfg, const TaskSet *ts, 
     for (int b = 0; b < r->B; b++) memcpy(prompt + (size_t)b * r->P, r->tokens + (size_t)b * r->Tcap, r->P * sizeof(int));
     gpt_prefill(actor, prompt, r->B, r->P, NULL);
     free(prompt);
+    rollout_start(r);
     for (int j = 0; j < R; j++) {
         int running = rollout_sample(r, actor, cfg, step, j, minlen);
         if (running == 0 || j + 1 == R) break;
-        gpt_decode(actor, r->next, r->B, r->P + j, NULL);
+        gpt_decode_rows(actor, r->next, running == r->B ? NULL : r->act, running, r->P + j, NULL);
     }
 }
 
@@ -127,11 +134,13 @@ void ppo_generate_nocache(Rollout *r, GPT *actor, const Config *cfg, const TaskS
     rollout_prompts(r, ts, step);
     int R = cfg->ppo.max_response, minlen = ppo_min_response(cfg, step);
     int *dense = nr_xmalloc((size_t)r->B * r->Tcap * sizeof(int));
+    rollout_start(r);
     for (int j = 0; j < R; j++) {
-        int T = r->P + j;
-        for (int b = 0; b < r->B; b++) memcpy(dense + (size_t)b * T, r->tokens + (size_t)b * r->Tcap, T * sizeof(int));
-        gpt_forward(actor, dense, r->B, T, 0, 0);
-        gpt_logits_last(actor, r->B, T); /* as the cached path computes them */
+        int T = r->P + j, n = r->nact; /* the whole prefix of each row still generating */
+        for (int i = 0; i < n; i++)
+            memcpy(dense + (size_t)i * T, r->tokens + (size_t)r->act[i] * r->Tcap, T * sizeof(int));
+        gpt_forward(actor, dense, n, T, 0, 0);
+        gpt_logits_last(actor, n, T); /* as the cached path computes them */
         int running = rollout_sample(r, actor, cfg, step, j, minlen);
         if (running == 0 || j + 1 == R) break;
     }

@@ -108,7 +108,7 @@ void live_init(LivePlanner *lp, Job *j) {
     cm->headroom = 0.1;
     cm->slow = lp->slow;
     lp->w = (Workload){cfg->ppo.batch, cfg->ppo.minibatch, cfg->ppo.epochs, j->P, 0.5 * cfg->ppo.max_response,
-                       cfg->ppo.max_response};
+                       cfg->ppo.max_response, 0};
     snprintf(lp->hw_text, sizeof lp->hw_text,
              "GEMM %.1f GFLOP/s per rank alone, copy %.1f GB/s, %d rank(s) per node on %ld core(s)%s, %.1f GiB per rank",
              gflops, hbm * 1e-9, rpn, cores, hw->cores ? " (shared: compute by processor sharing, messages by busy ranks per core)" : "",

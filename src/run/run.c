@@ -511,8 +511,10 @@ static int run_ppo_step(RunCtx *r, int step) {
         return -1;
     }
     if (step % r->cfg->run.log_every == 0 || step + 1 == r->cfg->ppo.steps) {
-        char ex[96];
-        task_detok(j->G.seq, j->G.P + j->G.resp_len[0], ex);
+        char ex[96]; /* the first sequence, cut to the buffer with "..." (responses run to hundreds of tokens) */
+        int len = j->G.P + j->G.resp_len[0], shown = NR_MIN(len, (int)sizeof ex - 4);
+        task_detok(j->G.seq, shown, ex);
+        if (shown < len) memcpy(ex + shown, "...", 4);
         int grpo = ppo_is_grpo(r->cfg); /* no value loss: the k3 KL term of the actor loss in its column */
         nr_log("step %4d | reward %.3f | kl %+.4f | pg %+.4f | %s %.4f | ent %.3f | len %.2f | "
                "%.3fs: gen %.3fs inf %.3fs train %.3fs sync %.3fs | %.0f tok/s | %s (%.2f)\n",

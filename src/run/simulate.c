@@ -108,7 +108,7 @@ static int scenario_of(const Config *cfg, const Deck *deck, SimScenario *sc) {
                              "more than the simulator takes", m->batch, G);
     sc->gpus = m->gpus;
     sc->steps = m->steps;
-    sc->w = (Workload){m->batch * G, m->minibatch, m->epochs, m->prompt_len, m->resp_len, m->resp_len};
+    sc->w = (Workload){m->batch * G, m->minibatch, m->epochs, m->prompt_len, m->resp_len, m->resp_len, 0};
     sc->len_end = m->resp_len_end;
     sc->gamma = m->gamma;
     sc->threshold = m->threshold;

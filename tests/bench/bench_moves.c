@@ -33,7 +33,7 @@ int main(int argc, char **argv) {
         sc->truth.critic.value_head = 1;
         sc->truth.headroom = 0.1;
         sc->gpus = 32;
-        Workload w = {512, 128, 1, 512, 1000, 1000};
+        Workload w = {512, 128, 1, 512, 1000, 1000, 0};
         double slow[32];
         int ranks[32];
         for (int r = 0; r < 32; r++) slow[r] = 1, ranks[r] = r;

@@ -12,6 +12,7 @@ echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)" >> "$out"
 echo "cpu: $(lscpu | sed -n 's/^Model name: *//p' | head -1) x $(nproc)" >> "$out"
 if [ "$(id -u)" = 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
 build/bench/bench_step "$out" "${1:-}"
+build/bench/bench_gen "$out" "${1:-}"
 tests/bench/plans.sh "$out"
 mkdir -p build/bench-io
 jobs/local.sh -np 4 build/bench/bench_ckpt "$out" build/bench-io

@@ -2,7 +2,8 @@
  * llm.c train_gpt2.c (scale 1/sqrt(hs), causal mask, softmax with the row
  * maximum subtracted), plus the KV-cache pair used by rollouts: kv_fill copies
  * the k and v of a prefix into the cache and attention_decode attends one new
- * token per sequence over positions 0..pos. Every inner loop runs over hs
+ * token per sequence over positions 0..pos (the sequences still generating,
+ * each at its cache slot). Every inner loop runs over hs
  * contiguous floats (a q·k dot product or a v axpy), which gcc vectorises.
  *
  * Grouped-query attention: NKV key/value heads serve NH query heads, query
@@ -120,21 +121,26 @@ static void cpu_kv_fill(float *kcache, float *vcache, const float *qkv,
  * scores of a chunk of positions sit in a stack buffer; if a later chunk
  * raises the running maximum, the partial sum and output are rescaled. For
  * pos < DECODE_CHUNK this is the forward's computation in one pass. */
-static void cpu_attention_decode(float *out, float *kcache, float *vcache, const float *qkv,
+static void cpu_attention_decode(float *out, float *kcache, float *vcache, const float *qkv, const int *slots,
                                  int B, int pos, int Tmax, int C, int NH, int NKV) {
     const int hs = C / NH, C3 = C + 2 * NKV * hs, G = NH / NKV;
     const float scale = 1.0f / sqrtf((float)hs);
-    float s[DECODE_CHUNK];
+    /* the new k, v first: every query head of a group reads them */
+    for (int b = 0; b < B; b++)
+        for (int kh = 0; kh < NKV; kh++) {
+            size_t slot = slots ? (size_t)slots[b] : (size_t)b, at = ((slot * NKV + kh) * Tmax + pos) * hs;
+            const float *knew = qkv + (size_t)b * C3 + C + kh * hs;
+            memcpy(kcache + at, knew, (size_t)hs * sizeof(float));
+            memcpy(vcache + at, knew + NKV * hs, (size_t)hs * sizeof(float));
+        }
+#pragma omp parallel for collapse(2) schedule(static) if ((size_t)B * NH * (pos + 1) * hs >= CPU_OMP_MIN)
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++) {
+            float s[DECODE_CHUNK];
+            size_t slot = slots ? (size_t)slots[b] : (size_t)b;
             const float *q = qkv + (size_t)b * C3 + h * hs;
-            const float *knew = qkv + (size_t)b * C3 + C + h / G * hs;
-            float *kc = kcache + ((size_t)b * NKV + h / G) * Tmax * hs;
-            float *vc = vcache + ((size_t)b * NKV + h / G) * Tmax * hs;
-            if (h % G == 0) { /* the group's first query head stores its k, v */
-                memcpy(kc + (size_t)pos * hs, knew, (size_t)hs * sizeof(float));
-                memcpy(vc + (size_t)pos * hs, knew + NKV * hs, (size_t)hs * sizeof(float));
-            }
+            const float *kc = kcache + (slot * NKV + h / G) * Tmax * hs;
+            const float *vc = vcache + (slot * NKV + h / G) * Tmax * hs;
 
             float *o = out + (size_t)b * C + h * hs;
             memset(o, 0, (size_t)hs * sizeof(float));

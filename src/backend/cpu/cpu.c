@@ -1,5 +1,5 @@
 /* cpu.c — assembles the CPU backend: one Backend struct, filled once by the
- * cpu_register_* function of each file (memory, dense, norm, attention,
+ * cpu_register_* function of each file (memory, dense, decode, norm, attention,
  * llama, embed, heads, ppo_loss, adamw) and returned by backend_cpu(). The CPU
  * backend is the oracle every other backend is checked against
  * (tests/test_backend_grad.c checks it against double-precision references).
@@ -17,6 +17,7 @@ const Backend *backend_cpu(void) {
         be.name = "cpu";
         cpu_register_memory(&be);
         cpu_register_dense(&be);
+        cpu_register_decode(&be);
         cpu_register_norm(&be);
         cpu_register_attention(&be);
         cpu_register_llama(&be);

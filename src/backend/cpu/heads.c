@@ -11,17 +11,22 @@
  * sample_tokens is a pure function of (logits, u): the top_k set is found by
  * selection (a k-element min-heap for small k, a 4-pass radix select on the
  * float bits for large k), never a sort; ties at the threshold keep the lower
- * indices. The cumulative sum runs in index order in double.
+ * indices. Each kept logit's weight is computed once into a row of scratch
+ * and summed in index order in double, for the total and for the cumulative
+ * sum that picks the token.
  *
  * Rows are ld floats apart and every head works on the first V columns, the
  * real vocabulary: a model whose embedding carries padding rows (llm.c's Vp)
  * gives them no probability, no gradient and no chance of being sampled.
  */
 #include <math.h>
+#include <omp.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cpu_internal.h"
+#include "nereus/util.h"
 
 /* row maximum, 16 partial maxima */
 static float row_max(const float *restrict x, int n) {
@@ -184,7 +189,9 @@ typedef struct {
     int need_eq;
 } Kept;
 
-static void sample_row(int *out, const float *x, float u, int V, float temperature, int top_k) {
+/* e (V) scratch: the row's weights exp((x − max)/temperature) over its kept set, −1 elsewhere (a weight is
+   never negative), each computed once and summed in index order in both passes */
+static void sample_row(int *out, const float *x, float *e, float u, int V, float temperature, int top_k) {
     float m = row_max(x, V);
     if (temperature <= 0.0f || !(m > -INFINITY) || top_k == 1) {
         int best = 0; /* argmax, lowest index on ties */
@@ -202,21 +209,28 @@ static void sample_row(int *out, const float *x, float u, int V, float temperatu
         for (int i = 0; i < V; i++) gt += x[i] > kp.thr;
         kp.need_eq = top_k - gt;
     }
-    /* pass 1: total weight; pass 2: first index whose cumulative sum exceeds u·total */
+    /* pass 1: the weights and their total; pass 2: first index whose cumulative sum exceeds u·total */
     double total = 0.0;
     if (kp.all) {
-        for (int i = 0; i < V; i++) total += expf((x[i] - m) / temperature);
+        for (int i = 0; i < V; i++) {
+            e[i] = expf((x[i] - m) / temperature);
+            total += e[i];
+        }
     } else {
         int eq = 0;
-        for (int i = 0; i < V; i++)
-            if (x[i] > kp.thr || (x[i] == kp.thr && eq++ < kp.need_eq))
-                total += expf((x[i] - m) / temperature);
+        for (int i = 0; i < V; i++) {
+            e[i] = -1.0f;
+            if (x[i] > kp.thr || (x[i] == kp.thr && eq++ < kp.need_eq)) {
+                e[i] = expf((x[i] - m) / temperature);
+                total += e[i];
+            }
+        }
     }
     double target = (double)u * total, cum = 0.0;
-    int last = 0, eq = 0;
+    int last = 0;
     for (int i = 0; i < V; i++) {
-        if (!kp.all && !(x[i] > kp.thr || (x[i] == kp.thr && eq++ < kp.need_eq))) continue;
-        cum += expf((x[i] - m) / temperature);
+        if (e[i] < 0.0f) continue;
+        cum += e[i];
         last = i;
         if (cum > target) {
             *out = i;
@@ -226,11 +240,17 @@ static void sample_row(int *out, const float *x, float u, int V, float temperatu
     *out = last; /* only when u·total rounds up to total */
 }
 
-/* logits (B, ld), u (B) → out (B), ids in [0, V) */
+/* logits (B, ld), u (B) → out (B), ids in [0, V); rows in parallel, each with its own weight scratch */
 static void cpu_sample_tokens(int *out, const float *logits, const float *u,
                               int B, int V, int ld, float temperature, int top_k) {
+    int nth = B > 1 && (size_t)B * V >= CPU_OMP_MIN ? omp_get_max_threads() : 1;
+    nth = NR_MIN(nth, B);
+    float *e = nr_xmalloc((size_t)nth * V * sizeof(float));
+#pragma omp parallel for schedule(static) num_threads(nth) if (nth > 1)
     for (int b = 0; b < B; b++)
-        sample_row(out + b, logits + (size_t)b * ld, u[b], V, temperature, top_k);
+        sample_row(out + b, logits + (size_t)b * ld, e + (size_t)omp_get_thread_num() * V, u[b], V, temperature,
+                   top_k);
+    free(e);
 }
 
 void cpu_register_heads(Backend *be) {

@@ -1,0 +1,229 @@
+/* bench_gen.c — `make bench`, generation part: KV-cached decode steps of
+ * GPT-2 124M and the llama-124M shape (bench_step's) at batch 1, 4, 16 and
+ * 64 on one thread, each against the two bounds a decode step has:
+ *
+ *  - memory: the bytes a step must read (every weight its GEMMs and norms
+ *    use, the LM head over the real vocabulary, the KV cache of the rows
+ *    over the positions they attend) over the read bandwidth of one thread,
+ *    measured in the same run by a streaming sum over a buffer far larger
+ *    than the caches just before each run;
+ *  - compute: the step's FLOPs (2 per weight per row, attention included)
+ *    over the rate bare cblas_sgemm reaches on the step's own GEMM shapes
+ *    with the same rows, also measured just before each run.
+ *
+ * A step here is what ppo_generate does per response token: gpt_decode_rows
+ * of the rows, then sample_tokens over the real vocabulary (temperature 1).
+ * Prints a table and appends `metric: value` lines to the file in argv[1]:
+ * gen.MODEL.bB.tok_s, gen.MODEL.bB.bound_frac (time the memory bound allows
+ * / time taken), gen.MODEL.bB.sgemm_frac (step FLOP/s / sgemm FLOP/s),
+ * gen.MODEL.bB.read_gbs. Options after it: --quick (fewer steps); --weights CKPT (only the checkpoint's
+ * actor at batch 1, MODEL = weights: the llama.cpp comparison of tests/bench/llamacpp_peer.sh).
+ */
+#include <cblas.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nereus/ckpt.h"
+#include "nereus/model.h"
+#include "nereus/util.h"
+
+static FILE *out_txt;
+
+static void metric(const char *name, double v) {
+    if (out_txt) fprintf(out_txt, "%s: %.6g\n", name, v);
+}
+
+typedef float v8 __attribute__((vector_size(32)));
+
+/* GB/s of one thread reading n floats (8 vector sums, so the adds never wait on each other), best of reps */
+static double read_gbs(const float *x, size_t n, int reps) {
+    double best = 1e30;
+    float keep = 0.0f;
+    for (int r = 0; r < reps; r++) {
+        double t0 = nr_now();
+        v8 a[8] = {{0}};
+        for (size_t i = 0; i + 64 <= n; i += 64)
+            for (int k = 0; k < 8; k++) {
+                v8 v;
+                memcpy(&v, x + i + 8 * k, sizeof v);
+                a[k] += v;
+            }
+        double t = nr_now() - t0;
+        for (int k = 0; k < 8; k++) keep += a[k][0];
+        best = t < best ? t : best;
+    }
+    if (keep == 12345.0f) printf(" "); /* the sums are used */
+    return (double)n * sizeof(float) / best * 1e-9;
+}
+
+/* The decode GEMMs of one layer as (IC, OC): q|k|v, the output projection, the MLP up (2F for SwiGLU), down */
+static void layer_gemms(const GPTConfig *c, int sh[4][2]) {
+    int C = c->C, hd = gpt_head_dim(c), Cq = c->NH * hd, Ckv = gpt_kv_heads(c) * hd, F = gpt_ffn(c);
+    int s[4][2] = {{C, Cq + 2 * Ckv}, {Cq, C}, {C, gpt_is_llama(c) ? 2 * F : F}, {F, C}};
+    memcpy(sh, s, sizeof s);
+}
+
+/* weights a step's GEMMs read: L layers of layer_gemms and the LM head over the real vocabulary */
+static double gemm_weights(const GPTConfig *c) {
+    int sh[4][2];
+    layer_gemms(c, sh);
+    double w = 0.0;
+    for (int s = 0; s < 4; s++) w += (double)sh[s][0] * sh[s][1];
+    return w * c->L + (double)gpt_real_vocab(c) * c->C;
+}
+
+/* floats a step reads besides the GEMM weights and the cache: biases and norm weights (one vector each) */
+static double small_weights(const GPTConfig *c) {
+    int sh[4][2];
+    layer_gemms(c, sh);
+    double v = 0.0;
+    for (int s = 0; s < 4; s++) v += sh[s][1];
+    return (v + 4.0 * c->C) * c->L + 2.0 * c->C;
+}
+
+/* operands of bare sgemm on one step's GEMMs: a weight buffer per layer and one for the head, so that the
+   weights come from memory as in the step */
+typedef struct SgemmStep { float **w, *x, *y; int L; } SgemmStep;
+
+static SgemmStep sgemm_step_new(const GPTConfig *c, int N) {
+    int sh[4][2];
+    layer_gemms(c, sh);
+    size_t lw = 0, hw = (size_t)gpt_real_vocab(c) * c->C, io = (size_t)N * (size_t)gpt_real_vocab(c);
+    for (int s = 0; s < 4; s++) lw = NR_MAX(lw, (size_t)sh[s][0] * sh[s][1]);
+    SgemmStep g = {nr_xmalloc((size_t)(c->L + 1) * sizeof(float *)), nr_xcalloc(io, sizeof(float)),
+                   nr_xcalloc(io, sizeof(float)), c->L};
+    for (int l = 0; l <= c->L; l++) {
+        size_t n = l < c->L ? lw : hw;
+        g.w[l] = nr_xmalloc(n * sizeof(float));
+        for (size_t i = 0; i < n; i++) g.w[l][i] = 1e-3f * (float)(i % 13);
+    }
+    return g;
+}
+
+static void sgemm_step_free(SgemmStep *g) {
+    for (int l = 0; l <= g->L; l++) free(g->w[l]);
+    free(g->w);
+    free(g->x);
+    free(g->y);
+}
+
+/* seconds of bare sgemm on one step's GEMMs with N rows (best of reps) */
+static double sgemm_step_s(const GPTConfig *c, const SgemmStep *g, int N, int reps) {
+    int sh[4][2], V = gpt_real_vocab(c);
+    layer_gemms(c, sh);
+    double best = 1e30;
+    for (int r = 0; r < reps; r++) {
+        double t0 = nr_now();
+        for (int l = 0; l < c->L; l++)
+            for (int s = 0; s < 4; s++)
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, sh[s][1], sh[s][0], 1.0f, g->x, sh[s][0],
+                            g->w[l], sh[s][0], 0.0f, g->y, sh[s][1]);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, V, c->C, 1.0f, g->x, c->C, g->w[c->L], c->C, 0.0f,
+                    g->y, V);
+        double t = nr_now() - t0;
+        best = t < best ? t : best;
+    }
+    return best;
+}
+
+/* 512 MB, the size of GPT-2 124M's weights, far past every cache: the buffer read_gbs streams */
+static float *stream_buf;
+static const size_t stream_n = (size_t)1 << 27;
+
+/* one model at batch B: steps decode steps after a prompt of P tokens, reps runs; before each run the read
+ * bandwidth (best of 2 passes) and bare sgemm on the step's GEMMs, so that the machine's load changes all
+ * three alike (a shared machine); the medians of the per-run ratios are reported */
+static void bench_decode(const char *name, GPTConfig c, int B, int steps, int reps, const char *weights) {
+    const Backend *be = backend_cpu();
+    const int P = 16, T = P + steps + 1;
+    c.maxT = NR_MAX(c.maxT, T);
+    GPT m;
+    char why[512];
+    if (!weights) gpt_build(&m, &c, be, B, T, 0, 3, 0.02f);
+    else if (ckpt_load_model(weights, "actor", &m, &c, B, T, why, sizeof why) != 0) nr_fatal("bench_gen: %s", why);
+    int V = gpt_real_vocab(&c);
+    int *tok = nr_xmalloc((size_t)B * P * sizeof(int)), *next = be->alloc((size_t)B * sizeof(int));
+    int *host_next = nr_xmalloc((size_t)B * sizeof(int));
+    float *u = be->alloc((size_t)B * sizeof(float));
+    for (int i = 0; i < B * P; i++) tok[i] = rng_below(1, RNG_TEST, 3, i, V);
+    /* what a step reads: weights, and each row's cache (k and v) over the positions it attends */
+    double ctx = P + (steps + 1) / 2.0;
+    double kv = 2.0 * c.L * B * gpt_kv_heads(&c) * gpt_head_dim(&c) * ctx;
+    double bytes = 4.0 * (gemm_weights(&c) + small_weights(&c) + kv);
+    double flops = B * (2.0 * gemm_weights(&c) + 4.0 * c.L * c.NH * gpt_head_dim(&c) * ctx);
+    double ts[8], fm[8], fs[8], gb[8], sg[8];
+    SgemmStep sgs = sgemm_step_new(&c, B);
+    for (int r = 0; r < reps; r++) {
+        gb[r] = read_gbs(stream_buf, stream_n, 2);
+        sg[r] = 2.0 * B * gemm_weights(&c) / sgemm_step_s(&c, &sgs, B, 2);
+        gpt_prefill(&m, tok, B, P, NULL);
+        double t0 = nr_now();
+        for (int j = 0; j < steps; j++) {
+            for (int b = 0; b < B; b++) u[b] = rng_uniform(1, RNG_TEST, (uint64_t)b, (uint64_t)(r * steps + j));
+            be->sample_tokens(next, m.d_logits, u, B, V, c.V, 1.0f, 0);
+            memcpy(host_next, next, (size_t)B * sizeof(int));
+            gpt_decode_rows(&m, host_next, NULL, B, P + j, NULL);
+        }
+        ts[r] = (nr_now() - t0) / steps;
+        fm[r] = bytes / (gb[r] * 1e9) / ts[r];
+        fs[r] = flops / ts[r] / sg[r];
+    }
+    double t = nr_median(ts, reps), f_mem = nr_median(fm, reps), f_sg = nr_median(fs, reps);
+    double g = nr_median(gb, reps), s = nr_median(sg, reps);
+    printf("%-12s %3d %9.2f %9.0f %9.1f %8.1f %8.2f %9.1f %9.1f %8.2f\n", name, B, t * 1e3, B / t, bytes * 1e-6, g,
+           f_mem, flops / t * 1e-9, s * 1e-9, f_sg);
+    char key[128];
+    snprintf(key, sizeof key, "gen.%s.b%d.tok_s", name, B); metric(key, B / t);
+    snprintf(key, sizeof key, "gen.%s.b%d.bound_frac", name, B); metric(key, f_mem);
+    snprintf(key, sizeof key, "gen.%s.b%d.sgemm_frac", name, B); metric(key, f_sg);
+    snprintf(key, sizeof key, "gen.%s.b%d.step_ms", name, B); metric(key, t * 1e3);
+    snprintf(key, sizeof key, "gen.%s.b%d.read_gbs", name, B); metric(key, g);
+    sgemm_step_free(&sgs);
+    free(tok);
+    free(host_next);
+    be->free(next);
+    be->free(u);
+    gpt_free(&m);
+}
+
+/* the llama-124M shape of bench_step: GPT-2 124M's V, L, C, NH with 4 key/value heads, SwiGLU 2048, tied */
+#define LLAMA_124M {.V = 50257, .maxT = 64, .L = 12, .C = 768, .NH = 12, .arch = GPT_ARCH_LLAMA, .NKV = 4, .ffn = 2048}
+
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    out_txt = argc > 1 ? fopen(argv[1], "a") : NULL;
+    int quick = 0;
+    const char *weights = NULL;
+    for (int i = 2; i < argc; i++) {
+        if (strcmp(argv[i], "--quick") == 0) quick = 1;
+        else if (strcmp(argv[i], "--weights") == 0 && i + 1 < argc) weights = argv[++i];
+        else if (argv[i][0]) {
+            fprintf(stderr, "bench_gen: unknown option '%s'\n", argv[i]);
+            return 2;
+        }
+    }
+    backend_cpu()->set_threads(1);
+    stream_buf = nr_xmalloc(stream_n * sizeof(float));
+    for (size_t i = 0; i < stream_n; i++) stream_buf[i] = (float)(i & 7);
+    printf("\n== decode steps (one token per row, sampling included), one thread, CPU backend\n");
+    printf("%-12s %3s %9s %9s %9s %8s %8s %9s %9s %8s\n", "model", "B", "step ms", "tok/s", "MB/step", "read GB/s",
+           "of mem", "GF/s", "sgemm GF/s", "of sgemm");
+    int steps = quick ? 6 : 24, reps = quick ? 1 : 3, Bs[4] = {1, 4, 16, 64};
+    if (weights) { /* a checkpoint's actor at batch 1: the peer comparison (tests/bench/llamacpp_peer.sh) */
+        bench_decode("weights", (GPTConfig){0}, 1, 64, 5, weights);
+    } else {
+        for (int i = 0; i < 4; i++)
+            bench_decode("gpt2-124M", (GPTConfig){.V = 50257, .maxT = 64, .L = 12, .C = 768, .NH = 12}, Bs[i],
+                         steps, reps, NULL);
+        for (int i = 0; i < 4; i++) bench_decode("llama-124M", (GPTConfig)LLAMA_124M, Bs[i], steps, reps, NULL);
+    }
+    free(stream_buf);
+    printf("  read GB/s: one thread streaming 512 MB, before each run; of mem: the time the bytes a step reads take\n"
+           "  at that bandwidth / the step's time (goal >= 0.70 at B <= 4); of sgemm: the step's FLOP/s / bare\n"
+           "  sgemm's on the step's GEMMs with B rows, also before each run (goal >= 0.60 at 64); medians of the runs\n");
+    if (out_txt) fclose(out_txt);
+    MPI_Finalize();
+    return 0;
+}
