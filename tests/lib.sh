@@ -91,14 +91,15 @@ stage_ranks() {
          for (i = 1; i <= n; i++) { m = split(a[i], b, "-"); for (r = b[1]; r <= ((m > 1) ? b[2] : b[1]); r++) print $1, r } }'
 }
 
-# checksums_close REF OUT: the actor, ref and critic checksums of two runs
-# within relative 1e-5; appends what differs to $why, sets $worst
+# checksums_close REF OUT [KEY...]: the verify checksums KEY... of two runs (default: the actor's, the
+# ref's and the critic's) within relative 1e-5; appends what differs to $why, sets $worst
 checksums_close() {
   worst=0
-  local k a b d
-  for k in checksum.actor checksum.ref checksum.critic; do
-    a=$(verify "$1" $k); b=$(verify "$2" $k)
-    d=$(awk -v a="$a" -v b="$b" 'BEGIN{ if (a=="" || b=="") { print "nan"; exit } d=(a-b)/a; if (d<0) d=-d; printf "%.1e", d }')
+  local ref=$1 out=$2 k a b d; shift 2
+  [ $# -gt 0 ] || set -- checksum.actor checksum.ref checksum.critic
+  for k; do
+    a=$(verify "$ref" $k); b=$(verify "$out" $k)
+    d=$(awk -v a="$a" -v b="$b" 'BEGIN{ if (a=="" || b=="" || a+0 == 0) { print "nan"; exit } d=(a-b)/a; if (d<0) d=-d; printf "%.1e", d }')
     awk -v d="$d" 'BEGIN{exit !(d != "nan" && d+0 <= 1e-5)}' || why="$why $k $a vs $b;"
     worst=$(awk -v d="$d" -v w="$worst" 'BEGIN{ print (d=="nan" || d+0 > w+0) ? d : w }')
   done

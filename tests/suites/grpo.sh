@@ -27,17 +27,6 @@ section "GRPO equivalence: 5 steps of inputs/grpo-tiny.deck (group_size 8) under
 # 0.1469 against 0.1468, checksums then 3.6e-5 apart); the reproduction is to rounding, and exact tokens over 5
 # steps hold at 8, as they do for the PPO deck (tests/suites/runs.sh)
 EQ="--set ppo.group_size=8"
-# grpo_close REF OUT: the actor and ref checksums within relative 1e-5 (there is no critic); sets why, worst
-grpo_close() {
-  worst=0
-  local k a b d
-  for k in checksum.actor checksum.ref; do
-    a=$(verify "$1" $k); b=$(verify "$2" $k)
-    d=$(awk -v a="$a" -v b="$b" 'BEGIN{ if (a=="" || b=="" || a+0 == 0) { print "nan"; exit } d=(a-b)/a; if (d<0) d=-d; printf "%.1e", d }')
-    awk -v d="$d" 'BEGIN{exit !(d != "nan" && d+0 <= 1e-5)}' || why="$why $k $a vs $b;"
-    worst=$(awk -v d="$d" -v w="$worst" 'BEGIN{ print (d=="nan" || d+0 > w+0) ? d : w }')
-  done
-}
 GRPO_PLANS="dp2-split|2|actor.gen = @0; actor.inf = @1; ref.inf = @0; actor.train = dp2 @0-1; reward.inf = @1
 tp2-dp2|4|actor.gen = tp2 dp2 @0-3; actor.inf = tp2 dp2 @0-3; ref.inf = tp4 @0-3; actor.train = tp2 dp2 @0-3; reward.inf = @0
 pp2-tp2-dp2|8|actor.gen = tp2 dp4 @0-7; actor.inf = tp2 pp2 dp2 @0-7; ref.inf = pp2 dp2 @0-3; actor.train = tp2 pp2 dp2 @7,6,5,4,3,2,1,0; reward.inf = pp2 @0-1"
@@ -58,7 +47,7 @@ while IFS='|' read -r -u 3 name np plan; do
   want "grpo-equiv-$name" || continue
   why=""
   same_keys "$LOG/grpo-equiv-1rank.log" "$LOG/grpo-equiv-$name-run.log" tokens_hash reward_first10 reward_last10 ppo_steps status
-  grpo_close "$LOG/grpo-equiv-1rank.log" "$LOG/grpo-equiv-$name-run.log"
+  checksums_close "$LOG/grpo-equiv-1rank.log" "$LOG/grpo-equiv-$name-run.log" checksum.actor checksum.ref
   if [ -z "$why" ]; then result "grpo-equiv-$name" 0 0 "$np ranks: tokens, rewards identical; checksums within $worst (limit 1e-5)"
   else result "grpo-equiv-$name" 1 0 "$why"; fi
 done 3<<<"$GRPO_PLANS"
@@ -76,7 +65,7 @@ if want grpo-restart-r2; then
   f=$LOG/grpo-restart-r2-run.log; ck=$LOG/grpo-ckpt/grpo-equiv-tp2-dp2_step000003.h5
   bin/nereus-ckpt info "$ck" >"$LOG/grpo-restart-info.txt" 2>&1
   why=""
-  grpo_close "$LOG/grpo-equiv-1rank.log" "$f"
+  checksums_close "$LOG/grpo-equiv-1rank.log" "$f" checksum.actor checksum.ref
   [ "$(verify "$f" restart_step)" = 3 ] || why="$why restart_step '$(verify "$f" restart_step)';"
   grep -q '^model critic' "$LOG/grpo-restart-info.txt" && why="$why the checkpoint names a critic;"
   grep -q '^model actor:' "$LOG/grpo-restart-info.txt" || why="$why no actor in nereus-ckpt info;"
