@@ -533,7 +533,7 @@ int sim_run_as(const SimScenario *sc, const SimPolicy *sp, SimResult *res, char 
         AdaptConfig ac = {sp->policy == SIM_ORACLE ? SIM_STATIC : sp->policy, sp->gamma, sc->threshold, sc->every_k,
                           sc->steps, sc->gpus, tx_cost, &L->run};
         adapt_init(&L->ad, &ac, start, &L->o);
-        L->ad.v.no_keep = sp->no_keep, L->ad.v.rule_on_pool = sp->rule_on_pool;
+        L->ad.v.no_keep = sp->no_keep, L->ad.v.pool_free = sp->pool_free;
         if (sp->wide) L->ad.v.wide = sp->wide > 0;
         *L->kept_at = L->ad.cur;
         L->ref_pool = L->o.npool; /* the fixed baselines': the pool they last chose for */

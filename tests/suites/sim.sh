@@ -57,7 +57,7 @@ t sim-study-small 60 bin/nereus --simulate tests/decks/sim_ok/study_small.deck
 if want sim-study-policies; then
   f=$LOG/sim-study-small.log
   n=0; for p in static every-gain at-crossings every-k payback payback-inf payback-nokeep payback-inf-nokeep \
-                payback-pool payback-g0.25 payback-g1 payback-g2 payback-narrow every-gain-wide oracle; do
+                payback-poolfree payback-g0.25 payback-g1 payback-g2 payback-narrow every-gain-wide oracle; do
     [ "$(simv "$f" "$p.failed")" = 0 ] && [ -n "$(simv "$f" "$p.mean_step_s")" ] && [ -n "$(simv "$f" "$p.regret_pct")" ] && n=$((n + 1))
   done
   worst=$(sed -n 's/^sim\.[a-z0-9.-]*\.regret_pct: //p' "$f" | sort -g | head -1)
