@@ -49,8 +49,6 @@
 
 /* events of a scenario: its availability changes (at most SIM_MAX_EVENTS − 2) and the slowdown's start and end */
 #define SIM_MAX_EVENTS 4096
-/* modelled cost of building one model-stage's new communicators (NCCL at scale: hundreds of ms) */
-#define SIM_COMM_SETUP_S 0.5
 
 typedef struct SimEvent {
     int step;               /* from this step on */
