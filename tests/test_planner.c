@@ -68,8 +68,11 @@ static void check_admission(void) {
          "admit: dL 2, C 30 -> 15 > 10, but the gains refused since the last move add up to 30 s >= C"},
         {10, 8, 30, 0.5, 20, 29.9, ADMIT_RULE, 0, "less than C", "refuse: the same with 29.9 s foregone"},
         {10, 10.5, 1, 0.5, 20, 100, ADMIT_RULE, 0, "not faster", "refuse: a slower plan whatever was foregone"},
-        {10, 8, 1e9, 0.5, 1, 0, ADMIT_POOL, 1, "pool change: faster",
-         "pool change: a faster plan admitted without the payback test, even at C = 1e9 s"},
+        {10, 8, 1e9, 0.5, 1, 0, ADMIT_POOL, 0, "pool change, the plan can stay: refused: pays back",
+         "pool change the plan survives: the rule refuses a faster plan at C = 1e9 s"},
+        {10, 8, 10, 0.5, 20, 0, ADMIT_POOL, 1, "pool change, the plan can stay: admitted: pays back in 5",
+         "pool change the plan survives: the rule admits dL 2, C 10 (5 <= 0.5 x 20)"},
+        {10, 8, 30, 0.5, 20, 30, ADMIT_POOL, 1, "rent-or-buy", "pool change: rent-or-buy as at a crossing"},
         {10, 10, 0.1, 0.5, 20, 0, ADMIT_POOL, 0, "not faster", "pool change: a plan no faster refused, however cheap"},
     };
     for (size_t k = 0; k < sizeof adm / sizeof adm[0]; k++) {
@@ -441,28 +444,41 @@ static void check_controller_pool(ControllerJob *x, const Workload *w) {
         for (int i = 0; i < ad.cur.stage[s].nranks; i++) inside &= ad.cur.stage[s].ranks[i] < N / 2;
     CHECK(d.urgent && d.admitted && d.changed && inside, "controller: half the pool left: urgent, admitted, the new "
           "plan within the 32 ranks left (%s)", d.reason);
-    /* the ranks come back: the plan on 32 can stay, so this is no urgent move, but a pool change is not
-       put to the payback test either: any faster plan is taken, whatever the move costs */
+    /* the ranks come back: the plan on 32 can stay, so this is no urgent move, and staying is allowed: the
+       pool path judges the spread by the payback rule, which refuses it at C = 1e9 s */
     x->on32 = ad.cur;
     const PlanConfig *on32 = &x->on32;
     x->huge_C = 1e9;
     o->npool = N;
     adapt_step(&ad, 13, cm, &w1, cm, &w1, o, &d);
-    CHECK(d.searched && (d.mask & DRIFT_POOL) && d.urgent == ADMIT_POOL && d.L_new < d.L_now && d.admitted &&
-              d.changed && ad.dm.ref_pool == N && strstr(d.reason, "pool change: faster"),
+    CHECK(d.searched && (d.mask & DRIFT_POOL) && d.urgent == ADMIT_POOL && d.L_new < d.L_now && !d.admitted &&
+              !d.changed && plan_same(&ad.cur, on32) && ad.dm.ref_pool == N &&
+              strstr(d.reason, "pool change, the plan can stay: refused: pays back"),
           "controller: the pool back to 64: searched at once on the pool path, a faster plan (%.4g -> %.4g s) "
-          "admitted at C = 1e9 s without the payback test (%s), the pool reference reset", d.L_now, d.L_new,
-          d.reason);
+          "refused by the rule at C = 1e9 s (%s), the pool reference reset", d.L_now, d.L_new, d.reason);
     adapt_step(&ad, 14, cm, &w1, cm, &w1, o, &d);
     CHECK(!d.searched, "controller: the same pool one step later is no change (reference reset)");
-    /* back on 32 ranks (urgent), then the ranks the plan does not use leave: the pool path, nothing faster */
+    /* the ranks leave and come back, moves now cheap: the spread pays back at once and is taken */
+    x->huge_C = 0.1;
     o->npool = N / 2;
     adapt_step(&ad, 15, cm, &w1, cm, &w1, o, &d);
-    CHECK(d.urgent == ADMIT_URGENT && d.changed, "controller: the ranks leave again: urgent, moved (%s)", d.reason);
-    o->npool = N / 2 + 8;
+    CHECK(d.searched && d.urgent == ADMIT_POOL && !d.changed, "controller: ranks the plan does not use leave: the "
+          "pool path, nothing faster (%s)", d.reason);
+    o->npool = N;
     adapt_step(&ad, 16, cm, &w1, cm, &w1, o, &d);
+    CHECK(d.searched && d.urgent == ADMIT_POOL && d.admitted && d.changed &&
+              strstr(d.reason, "pool change, the plan can stay: admitted: pays back"),
+          "controller: the pool back at C = 0.1 s: the spread admitted by the rule (%s)", d.reason);
+    /* back on 32 ranks (urgent: the plan in force holds ranks that left, the move is forced) */
+    x->huge_C = 1e9;
     o->npool = N / 2;
     adapt_step(&ad, 17, cm, &w1, cm, &w1, o, &d);
+    CHECK(d.urgent == ADMIT_URGENT && d.changed, "controller: the ranks leave again: urgent, moved at C = 1e9 s (%s)",
+          d.reason);
+    o->npool = N / 2 + 8;
+    adapt_step(&ad, 18, cm, &w1, cm, &w1, o, &d);
+    o->npool = N / 2;
+    adapt_step(&ad, 19, cm, &w1, cm, &w1, o, &d);
     int kept32 = adapt_plan_within(&ad.cur, pool, N / 2, N);
     CHECK(d.searched && d.urgent == ADMIT_POOL && !d.changed && kept32,
           "controller: ranks the plan does not use leave: the pool path, nothing to move (%s)", d.reason);

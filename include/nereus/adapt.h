@@ -13,8 +13,9 @@
  * Urgent: the plan in force cannot stay (it holds ranks that left the
  * pool, or is predicted out of memory); any plan that fits is taken. A
  * pool change that leaves it runnable (ranks joined, or ranks it does not
- * use left) is searched at once as well, without waiting for a crossing,
- * and any faster plan is taken (planner.h: ADMIT_POOL).
+ * use left) is searched at once as well, without waiting for a crossing;
+ * payback judges it by its rule, the other policies take any faster plan
+ * (planner.h: ADMIT_POOL).
  *
  * Rules per policy:
  *   static, verl, openrlhf   search only on a pool change, with the
@@ -30,9 +31,9 @@
  *                            faster (the paper's admit-every-gain);
  *   payback                  search at every crossing and pool change,
  *                            widened (ADAPT_WIDE, adapt_search);
- *                            admit(): ΔL > 0 and C/ΔL ≤ γ·H at a crossing;
- *                            a faster plan on a pool change; any plan when
- *                            urgent. Rent-or-buy besides: once the gains refused
+ *                            admit(): ΔL > 0 and C/ΔL ≤ γ·H at a crossing
+ *                            and at a pool change the plan survives; any
+ *                            plan when urgent. Rent-or-buy besides: once the gains refused
  *                            since the last move add up to the refused
  *                            move's price, it searches again and admits a
  *                            still-faster plan (H guessed too short costs at
@@ -80,7 +81,7 @@ typedef struct AdaptConfig {
    nothing else: the rule as described above */
 typedef struct AdaptVariant {
     int no_keep;             /* without keep_stages */
-    int rule_on_pool;        /* a pool change the plan survives judged by C/ΔL ≤ γH as well (not ADMIT_POOL) */
+    int pool_free;           /* a pool change the plan survives takes any faster plan, without the rule */
     int wide;                /* every search also searches for 2, 4 and 8 times the responses' memory and keeps
                                 the plan fastest at the real lengths (adapt_search, ADAPT_WIDE) */
 } AdaptVariant;

@@ -327,7 +327,7 @@ typedef struct Admission {
 enum {
     ADMIT_RULE = 0,   /* the payback rule */
     ADMIT_URGENT = 1, /* the plan in force cannot stay (ranks out of the pool, predicted OOM): any feasible plan */
-    ADMIT_POOL = 2    /* the pool changed and the plan can stay: any faster plan, without the payback test */
+    ADMIT_POOL = 2    /* the pool changed and the plan can stay: the payback rule, as ADMIT_RULE (recorded apart) */
 };
 /* the path in a table's "urgent" column: "no" (the rule), "pool", "yes" (urgent, or a value of another version) */
 const char *admit_path_name(int path);
@@ -336,10 +336,12 @@ const char *admit_path_name(int path);
  * move (foregone: Σ over the steps run since of the refused plans' dL, s)
  * already add up to C — rent-or-buy: a horizon guessed too short can then
  * cost at most the move's price again, never an unbounded run of refused
- * gains. ADMIT_URGENT: admit whenever the new plan is feasible. ADMIT_POOL:
- * admit when dL > 0 (the paper's urgent path for pool changes, without
- * paying for a plan no faster). Writes a one-line reason. Returns 1 to
- * admit. */
+ * gains. ADMIT_URGENT: admit whenever the new plan is feasible (the plan in
+ * force cannot run: the move is forced, only its target is chosen).
+ * ADMIT_POOL: the rule as ADMIT_RULE (ranks joined, or ranks the plan does
+ * not use left: staying is allowed, so the move must pay for itself), the
+ * reason prefixed with the pool change. Writes a one-line reason. Returns
+ * 1 to admit. */
 int admit(double L_now, double L_new, double C, double gamma, double H, double foregone, int path, char *reason,
           size_t len);
 

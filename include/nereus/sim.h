@@ -31,7 +31,7 @@
  *               the next event with the true per-plan error and realised
  *               move costs (sim.c, decide_oracle);
  *   payback's variants: γ = ∞ (the rule's own effect), without
- *               keep_stages, the rule on pool changes too, the γ sweep, and
+ *               keep_stages, pool changes admitted without the rule, the γ sweep, and
  *               the search not widened (payback's own is: adapt.h,
  *               ADAPT_WIDE); every-gain with the widened search.
  * The adaptive policies search for plans that hold responses up to the
@@ -49,8 +49,6 @@
 
 /* events of a scenario: its availability changes (at most SIM_MAX_EVENTS − 2) and the slowdown's start and end */
 #define SIM_MAX_EVENTS 4096
-/* modelled cost of building one model-stage's new communicators (NCCL at scale: hundreds of ms) */
-#define SIM_COMM_SETUP_S 0.5
 
 typedef struct SimEvent {
     int step;               /* from this step on */
@@ -112,7 +110,7 @@ typedef struct SimPolicy {
     int policy;             /* SIM_* */
     double gamma;           /* payback's γ (INFINITY: any predicted gain pays) */
     int no_keep;            /* payback without keep_stages */
-    int rule_on_pool;       /* payback judges a pool change the plan survives by the rule as well */
+    int pool_free;          /* payback takes any faster plan at a pool change the plan survives, no rule */
     int wide;               /* 1: the search also for 2, 4, 8 times the responses' memory (adapt.h, ADAPT_WIDE);
                                −1: not; 0: the policy's own (payback's is wide) */
 } SimPolicy;

@@ -90,6 +90,18 @@ int tx_changes(const TxPricer *p, const PlanConfig *a, const PlanConfig *b, TxCh
  * the link, local copies free; bandwidth_gbs = 0 (the default) takes the pricer's measured link and copy
  * rates (TX_NOMINAL_BW and free copies while unmeasured) */
 TxOptions tx_options_of(const TxPricer *p);
+/* MODELLED: the seconds to build one set of communicators over `ranks` GPUs (NCCL; the simulator's moves, and
+ * its checkpoint-and-restart). A fixed part, what one node's init takes besides its bootstrap (topology,
+ * graphs, connections, kernels: 0.82 s of 2.46 on 8 H100s with NCCL 2.22, NVIDIA/nccl#534), here 0.3 s as for a
+ * set split from a live parent (ncclCommSplit: no process start-up, no kernel load); and a part linear in the
+ * ranks: NCCL's bootstrap all-gathers a ring of N − 1 sequential steps over TCP (NVIDIA/nccl#1791, which halves
+ * them; #251: several such all-gathers per init), assumed 3 ms a rank, so that 64 GPUs cost the 0.5 s the
+ * simulator charged before, 1,024 about 3.4 s and 4,096 about 12.6 s (an init of "2.5 minutes" above some
+ * thousands of GPUs, NVIDIA/nccl#1156, is a whole job's start-up with many sets: an upper bound). An assumption
+ * within the published range, not a measurement of ours. */
+#define TX_COMM_SETUP_BASE_S 0.3
+#define TX_COMM_SETUP_RANK_S 0.003
+double tx_comm_setup_s(int ranks);
 /* the engine's predicted seconds of n changes (0 for none; INFINITY when no schedule fits o's budget) */
 double tx_predicted_s(const TxChange *ch, int n, int nranks, const TxOptions *o);
 /* predicted seconds of a → b: the engine's estimate × tx_calib_scale(the pricer's calib) (0 when

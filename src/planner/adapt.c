@@ -205,10 +205,10 @@ int adapt_step(Adapt *a, int step, const CostModel *price, const Workload *w, co
     if (rank_moved(a, o, d)) d->mask |= DRIFT_EFFICIENCY;
     int crossing = (d->mask & (DRIFT_LENGTH | DRIFT_EFFICIENCY)) != 0;
     /* ADMIT_URGENT: the plan in force cannot stay (it holds ranks that left the pool, or is predicted out of
-       memory), so any plan that fits is taken. ADMIT_POOL: a pool change the plan survives (ranks joined,
-       or ranks it does not use left), searched at once and taken when faster, without the payback test
-       (the rule would refuse spreads onto returned capacity that pay: inputs/sim/spot-*.deck,
-       docs/PLANNER.md). */
+       memory): the move is forced, and only its target is chosen (the search's plan, keep_stages over H).
+       ADMIT_POOL: a pool change the plan survives (ranks joined, or ranks it does not use left), searched
+       at once; staying is allowed, so payback judges the move by the rule as at a crossing (docs/PLANNER.md,
+       "Pool changes and the rule"). */
     d->urgent = outside || o->oom ? ADMIT_URGENT : pool_changed ? ADMIT_POOL : ADMIT_RULE;
     int at_once = d->urgent != ADMIT_RULE; /* replan without waiting for a threshold crossing */
     int want = 0;
@@ -255,8 +255,14 @@ int adapt_step(Adapt *a, int step, const CostModel *price, const Workload *w, co
         }
         int all_kept = d->kept && same && LB < d->L_now;
         d->foregone = a->foregone;
-        int path = a->v.rule_on_pool && d->urgent == ADMIT_POOL ? ADMIT_RULE : d->urgent;
-        d->admitted = admit(d->L_now, d->L_new, d->C, c->gamma, d->H, a->foregone, path, d->reason, sizeof d->reason);
+        if (a->v.pool_free && d->urgent == ADMIT_POOL) { /* the study's variant: any faster plan, no rule */
+            d->admitted = d->L_new < d->L_now;
+            snprintf(d->reason, sizeof d->reason, "pool change: %s without the payback test (dL %.4g s/step, C %.4g s)",
+                     d->admitted ? "faster, admitted" : "not faster, refused", d->L_now - d->L_new, d->C);
+        } else {
+            d->admitted = admit(d->L_now, d->L_new, d->C, c->gamma, d->H, a->foregone, d->urgent, d->reason,
+                                sizeof d->reason);
+        }
         if (all_kept) /* the search's plan was faster, but not by enough to pay for its move over H */
             reason_add(d, "; the search's plan, %.4g s/step faster for a %.4g s move, costs more over H %.3g steps "
                        "than it gains: every model-stage kept", d->L_now - LB, CB, d->H);

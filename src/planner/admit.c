@@ -9,13 +9,10 @@ const char *admit_path_name(int path) { return path == ADMIT_RULE ? "no" : path 
 int admit(double L_now, double L_new, double C, double gamma, double H, double foregone, int path, char *reason,
           size_t len) {
     double dL = L_now - L_new;
-    if (path == ADMIT_POOL) {
-        if (dL > 0)
-            snprintf(reason, len, "pool change: faster, admitted without the payback test (dL %.4g s/step, C %.4g s)",
-                     dL, C);
-        else
-            snprintf(reason, len, "pool change: refused, the new plan is not faster (dL %.4g s/step)", dL);
-        return dL > 0;
+    if (path == ADMIT_POOL) { /* staying is an option: the rule as at a crossing, the reason says why it ran */
+        int k = snprintf(reason, len, "pool change, the plan can stay: ");
+        if (k < 0 || (size_t)k >= len) k = 0;
+        return admit(L_now, L_new, C, gamma, H, foregone, ADMIT_RULE, reason + k, len - (size_t)k);
     }
     if (path != ADMIT_RULE) { /* ADMIT_URGENT, and any other value a trace of another version holds */
         snprintf(reason, len, "urgent (the plan holds ranks out of the pool, or is predicted out of memory): admitted "

@@ -78,6 +78,7 @@ static double transition_s(const SimRun *run, const PlanConfig *a, const PlanCon
     const SimScenario *sc = run->sc;
     TxChange inf[PLAN_NSTAGES], trn[PLAN_NSTAGES];
     int ni = 0, nt = 0, nsetup = 0;
+    double setup_s = 0; /* the new sets of communicators, each priced by its ranks (txprice.h) */
     for (int s = 0; s < PLAN_NSTAGES; s++) {
         if (s == PLAN_REWARD_INF && !sc->truth.have_rm) continue;
         if (plan_stage_same(&a->stage[s], &b->stage[s])) continue;
@@ -97,13 +98,14 @@ static double transition_s(const SimRun *run, const PlanConfig *a, const PlanCon
         x->tmax = 1;
         x->comm_shared = !plan_stage_new_comms(a, b, s) || plan_kept_has(run->kept, &b->stage[s]);
         nsetup += !x->comm_shared;
+        if (!x->comm_shared) setup_s += tx_comm_setup_s(b->stage[s].tp * b->stage[s].pp * b->stage[s].dp);
     }
     double wb = sc->truth.actor.wbytes > 0 ? sc->truth.actor.wbytes : 4;
     double ti = tx_predict(sc, inf, ni, 4.0 / wb), tt = tx_predict(sc, trn, nt, 12.0 / 14.0);
     if (run->debug)
         fprintf(stderr, "    transition: data %.3f s (inference %.3f, training %.3f), %d of %d changed model-stages with "
-                "new communicators\n", fmax(ti, tt), ti, tt, nsetup, ni + nt);
-    return fmax(ti, tt) + nsetup * SIM_COMM_SETUP_S;
+                "new communicators (%.3f s)\n", fmax(ti, tt), ti, tt, nsetup, ni + nt, setup_s);
+    return fmax(ti, tt) + setup_s;
 }
 
 /* the planner's price: the engine's, scaled by what the run's moves measured against it (1 before any) */
@@ -534,7 +536,7 @@ int sim_run_as(const SimScenario *sc, const SimPolicy *sp, SimResult *res, char 
         AdaptConfig ac = {sp->policy == SIM_ORACLE ? SIM_STATIC : sp->policy, sp->gamma, sc->threshold, sc->every_k,
                           sc->steps, sc->gpus, tx_cost, &L->run};
         adapt_init(&L->ad, &ac, start, &L->o);
-        L->ad.v.no_keep = sp->no_keep, L->ad.v.rule_on_pool = sp->rule_on_pool;
+        L->ad.v.no_keep = sp->no_keep, L->ad.v.pool_free = sp->pool_free;
         if (sp->wide) L->ad.v.wide = sp->wide > 0;
         *L->kept_at = L->ad.cur;
         L->ref_pool = L->o.npool; /* the fixed baselines': the pool they last chose for */
@@ -565,9 +567,8 @@ double sim_move_price(const SimScenario *sc, const PlanConfig *a, const PlanConf
 }
 
 double sim_ckpt_restart_s(const SimScenario *sc, int ranks, double *bytes) {
-    (void)ranks;
     double wb = sc->truth.actor.wbytes > 0 ? sc->truth.actor.wbytes : 2;
     double B = 14 * (shape_params(&sc->truth.actor) + shape_params(&sc->truth.critic)) + wb * shape_params(&sc->truth.actor);
     if (bytes) *bytes = B;
-    return 2 * B / SIM_CKPT_FS_BPS + SIM_RESTART_S + PLAN_NSTAGES * SIM_COMM_SETUP_S;
+    return 2 * B / SIM_CKPT_FS_BPS + SIM_RESTART_S + PLAN_NSTAGES * tx_comm_setup_s(ranks);
 }

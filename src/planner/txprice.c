@@ -125,6 +125,8 @@ TxOptions tx_options_of(const TxPricer *p) {
     return o;
 }
 
+double tx_comm_setup_s(int ranks) { return TX_COMM_SETUP_BASE_S + TX_COMM_SETUP_RANK_S * (ranks > 0 ? ranks : 1); }
+
 double tx_predicted_s(const TxChange *ch, int n, int nranks, const TxOptions *o) {
     if (n == 0) return 0;
     TxPlan P;

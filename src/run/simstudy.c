@@ -24,7 +24,7 @@ static const SimPolicy study_policies[] = {
     {"payback-inf", SIM_PAYBACK, INFINITY, 0, 0, 0},
     {"payback-nokeep", SIM_PAYBACK, 0, 1, 0, 0},
     {"payback-inf-nokeep", SIM_PAYBACK, INFINITY, 1, 0, 0},
-    {"payback-pool", SIM_PAYBACK, 0, 0, 1, 0},
+    {"payback-poolfree", SIM_PAYBACK, 0, 0, 1, 0},
     {"payback-g0.25", SIM_PAYBACK, 0.25, 0, 0, 0},
     {"payback-g1", SIM_PAYBACK, 1, 0, 0, 0},
     {"payback-g2", SIM_PAYBACK, 2, 0, 0, 0},

@@ -1,8 +1,8 @@
 /* bench_moves.c — the simulator's transition prices against a published move (issue #34): the paper's
  * 16 -> 32 GPU move of an 8B actor and critic, measured there at 6.52 s, priced by the engine as the
  * simulator charges it (sim_move_price: the DAG on the modelled links, NVLink inside a node, GPUDirect
- * RDMA over InfiniBand NDR, 50 GB/s and 10 us per GPU between nodes, plus SIM_COMM_SETUP_S per changed
- * model-stage whose layout needs new communicators), beside a checkpoint-and-restart of the same job
+ * RDMA over InfiniBand NDR, 50 GB/s and 10 us per GPU between nodes, plus tx_comm_setup_s(its ranks) per
+ * changed model-stage whose layout needs new communicators: txprice.h), beside a checkpoint-and-restart of the same job
  * (sim_ckpt_restart_s, its assumptions printed). MODELLED H100 and H200 nodes of 8; the plans are the
  * search's best on 16 and on 32 GPUs for 512 prompts of 512 tokens and 1,000-token responses.
  *   build/bench/bench_moves [OUT]   (appends tx.paper_move.* lines to OUT) */
@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "nereus/sim.h"
+#include "nereus/txprice.h"
 #include "nereus/util.h"
 
 #define PAPER_MOVE_S 6.52
@@ -49,9 +50,9 @@ int main(int argc, char **argv) {
         }
         double C = sim_move_price(sc, &p[0], &p[1]), bytes, ck = sim_ckpt_restart_s(sc, 32, &bytes);
         printf("  %s: engine %.2f s (%.2fx the paper's %.2f s); checkpoint-and-restart %.1f s (%.0f GB written and read "
-               "at %.0f GB/s, %.0f s relaunch, %d x %.1f s communicators: assumptions), %.1fx the engine's\n",
+               "at %.0f GB/s, %.0f s relaunch, %d x %.2f s communicators over %d GPUs: assumptions), %.1fx the engine's\n",
                kinds[k], C, C / PAPER_MOVE_S, PAPER_MOVE_S, ck, bytes / 1e9, SIM_CKPT_FS_BPS / 1e9, SIM_RESTART_S,
-               PLAN_NSTAGES, SIM_COMM_SETUP_S, ck / C);
+               PLAN_NSTAGES, tx_comm_setup_s(32), 32, ck / C);
         if (out)
             fprintf(out, "tx.paper_move.%s.engine_s: %.4f\ntx.paper_move.%s.ckpt_restart_s: %.4f\n", kinds[k], C, kinds[k],
                     ck);

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/bench/live.sh OUT — the live planner on 8 ranks (issue #6), on this
+# tests/bench/live.sh OUT [PARTS] — the live planner on 8 ranks (issue #6), on this
 # machine (8 ranks share its cores: docs/PLANNER.md says what that does to
 # the numbers):
 #   drift   inputs/live/drift8.deck (INJECTED: responses 6 -> 24 tokens, rank 1
@@ -17,13 +17,17 @@
 #           inputs/live/sweep8-wide.deck, a model where compute dominates.
 #   osc8    inputs/live/osc8.deck (INJECTED: rank 1 3x slower for 4 steps, then not for 4, over
 #           and over): every-gain against payback, 3 runs each, medians of mean step and moves.
+#   PARTS: which of drift, osc8, sweep to run (default all three, in that order).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 out=$1
+parts=" ${2:-drift osc8 sweep} "
+want() { [[ $parts == *" $1 "* ]]; }
 mkdir -p build/bench-live
 mean_step() { sed -n 's/^ppo: \([0-9]*\) steps in \([0-9.]*\)s.*/\2 \1/p' "$1" | awk '{printf "%.4f", $1 / $2}'; }
 median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {print (NR % 2 ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2)}'; }
 for dk in drift8 drift8-busiest; do
+want drift || break
 echo
 echo "== live planner, 8 ranks: inputs/live/$dk.deck (INJECTED drift): payback, then its initial plan kept (static)"
 s_all=""; p_all=""
@@ -59,9 +63,10 @@ grep -h '^planner: before step\|^INJECTED slowdown: slow_ranks' build/bench-live
 done
 # an INJECTED slowdown that comes and goes (inputs/live/osc8.deck, issue #34): every-gain (search every step, take
 # any plan predicted faster) against payback, 3 pairs, the medians of their mean step and moves
-echo
-echo "== live planner, 8 ranks: inputs/live/osc8.deck (INJECTED slowdown on and off every 4 steps): every-gain, payback"
+want osc8 && echo
+want osc8 && echo "== live planner, 8 ranks: inputs/live/osc8.deck (INJECTED slowdown on and off every 4 steps): every-gain, payback"
 for pol in every-gain payback; do
+  want osc8 || break
   ms=""; mv=""
   for r in 1 2 3; do
     d=build/bench-live/osc8-$pol.deck
@@ -78,6 +83,7 @@ for pol in every-gain payback; do
   echo "  $pol: median mean step $(echo "$ms" | median) s, median moves $(echo "$mv" | median)"
 done
 for deck in sweep8 sweep8-wide; do
+  want sweep || break
   echo
   echo "== live planner, 8 ranks: inputs/live/$deck.deck (cost model on held-out plans, plan quality)"
   log=build/bench-live/$deck.log

@@ -24,8 +24,8 @@ if want sim-fixed-must-fit; then
     result sim-fixed-must-fit 0 0 "16 GPUs: verl-like cannot hold 8,000-token responses on the 14 left at step 300; static (disaggregated) and payback run, payback $(simv "$f" payback.mean_step_s) s < static $(simv "$f" static.mean_step_s) s"
   else result sim-fixed-must-fit 1 0 "see $f"; fi
 fi
-# SYNTHETIC spot-like capacity (tools/spot-trace): payback keeps up with admit-every-gain through 24 moves (a
-# pool change takes any faster plan; urgent ones any plan); a fixed baseline must hold the longest responses
+# SYNTHETIC spot-like capacity (tools/spot-trace): payback keeps up with admit-every-gain through 24 moves (the
+# rule judges a pool change the plan survives; urgent ones take any plan); a fixed baseline must hold the longest responses
 # (the static plan for the first step's lengths ran out of memory at step 698)
 feeds sim-spot-64 sim-spot-payback
 t sim-spot-64 120 bin/nereus --simulate inputs/sim/spot-64.deck
@@ -57,7 +57,7 @@ t sim-study-small 60 bin/nereus --simulate tests/decks/sim_ok/study_small.deck
 if want sim-study-policies; then
   f=$LOG/sim-study-small.log
   n=0; for p in static every-gain at-crossings every-k payback payback-inf payback-nokeep payback-inf-nokeep \
-                payback-pool payback-g0.25 payback-g1 payback-g2 payback-narrow every-gain-wide oracle; do
+                payback-poolfree payback-g0.25 payback-g1 payback-g2 payback-narrow every-gain-wide oracle; do
     [ "$(simv "$f" "$p.failed")" = 0 ] && [ -n "$(simv "$f" "$p.mean_step_s")" ] && [ -n "$(simv "$f" "$p.regret_pct")" ] && n=$((n + 1))
   done
   worst=$(sed -n 's/^sim\.[a-z0-9.-]*\.regret_pct: //p' "$f" | sort -g | head -1)
