@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "cost_fixture.h"
 #include "nereus/planner.h"
 
 static void check_resolve(void) {
@@ -59,17 +60,7 @@ static void check_resolve(void) {
 }
 
 static void check_search(void) {
-    CostModel cm;
-    memset(&cm, 0, sizeof cm);
-    HwModel *h = &cm.hw;
-    snprintf(h->name, sizeof h->name, "H200");
-    h->flops = 989e12, h->mem = 141e9, h->hbm = 4.8e12, h->ranks_per_node = 8;
-    h->bw[0] = 450e9, h->lat[0] = 3e-6, h->bw[1] = 50e9, h->lat[1] = 10e-6;
-    cm.eff = eff_default();
-    shape_named("llama-3.1-8b", &cm.actor);
-    cm.critic = cm.actor;
-    cm.critic.value_head = 1;
-    cm.headroom = 0.1;
+    CostModel cm = cost_model_8b_h200();
     Workload w = {512, 128, 1, 512, 500, 500, 0};
     PlanConfig ppo, grpo;
     StepCost sp, sg;

@@ -10,23 +10,11 @@
 #include <string.h>
 
 #include "check.h"
+#include "cost_fixture.h"
 #include "nereus/adapt.h"
 #include "nereus/planner.h"
 #include "nereus/txprice.h"
 #include "nereus/util.h"
-
-static HwModel h200(void) {
-    HwModel h;
-    memset(&h, 0, sizeof h);
-    snprintf(h.name, sizeof h.name, "H200");
-    h.flops = 989e12;        /* dense bf16 */
-    h.mem = 141e9;
-    h.hbm = 4.8e12;
-    h.ranks_per_node = 8;
-    h.bw[0] = 450e9, h.lat[0] = 3e-6;   /* NVLink */
-    h.bw[1] = 50e9, h.lat[1] = 10e-6;   /* InfiniBand NDR 400 */
-    return h;
-}
 
 /* a transition cost the test sets */
 static double fixed_cost(void *ctx, const PlanConfig *a, const PlanConfig *b) {
@@ -711,14 +699,7 @@ int main(void) {
     check_guard();
     check_drift();
     check_shape_of_config();
-    CostModel cm;
-    memset(&cm, 0, sizeof cm);
-    cm.hw = h200();
-    cm.eff = eff_default();
-    shape_named("llama-3.1-8b", &cm.actor);
-    cm.critic = cm.actor;
-    cm.critic.value_head = 1;
-    cm.headroom = 0.1;
+    CostModel cm = cost_model_8b_h200();
     Workload w = {512, 128, 1, 512, 500, 500, 0};
     check_cost_rules(&cm, &w);
     check_decode_rows_leave(&cm);

@@ -190,7 +190,7 @@ int adapt_guard(const AdaptGuard *g, double new_measured_s, double prev_pred_now
  * "The admission study"). Returns 0, or −1 with why. */
 #define ADAPT_WIDE 0x100
 /* a wider search's plan is taken when predicted faster by more than this fraction: about the cost model's own
-   error on held-out plans (live sweep8-wide: 5.94% RMS, results/bench-2026-12-06-951c5a5-amd-epyc.txt) */
+   error on held-out plans (the live sweep8-wide's RMS error, docs/PERFORMANCE.md) */
 #define ADAPT_WIDE_MARGIN 0.05
 int adapt_search(const CostModel *cm, const Workload *w, int policy, int nranks, const Observed *o, PlanConfig *out,
                  StepCost *sc, char *why, size_t len);
