@@ -1,9 +1,11 @@
-/* test_ppo_pure.c — GAE, masked whitening, and GRPO's group advantages and k3 KL term against hand-computed
- * values. */
+/* test_ppo_pure.c — GAE, masked whitening, GRPO's group advantages (outcome and process), its k3 KL term,
+ * the task reward's per-position credits and the clip-higher surrogate against hand-computed values. */
 #include <math.h>
 
 #include "check.h"
 #include "nereus/ppo.h"
+#include "nereus/ppo_token.h"
+#include "nereus/task.h"
 
 #define NEAR(a, b) (fabs((double)(a) - (double)(b)) < 1e-5)
 
@@ -51,9 +53,93 @@ static void test_k3(void) {
     CHECK(fabs(g[0] - fd) < 1e-4, "k3 gradient %.6f, finite differences %.6f", g[0], fd);
 }
 
+/* the task reward position by position: hand values, the step count, and the credits summing to task_reward */
+static void test_reward_steps(void) {
+    const int E = TOK_EOS;
+    int ans[4] = {4, 3, 2, 1};
+    int ok[5] = {4, 3, 2, 1, E}, half[3] = {4, 9, E}, lng[8] = {4, 3, 0, 0, 0, 0, 0, 0}, empty[1] = {E},
+        late[6] = {4, 3, 2, 1, 7, E};
+    const int *resp[5] = {ok, half, lng, empty, late};
+    int len[5] = {5, 3, 8, 1, 6}, want_steps[5] = {4, 4, 8, 4, 5};
+    float c[8];
+    /* half: 2 digits then EOS, 4 steps (the answer's), credit 0.25 at step 0 only (digit 1 is wrong) */
+    int n = task_reward_steps(ans, 4, half, 3, c);
+    CHECK(n == 4 && c[0] == 0.25f && c[1] == 0.0f && c[2] == 0.0f && c[3] == 0.0f, "credits of 4 9 $: %d steps, %g %g",
+          n, c[0], c[1]);
+    /* too long: 8 digits without EOS, 8 steps of 1/8, two of them right */
+    n = task_reward_steps(ans, 4, lng, 8, c);
+    CHECK(n == 8 && c[0] == 0.125f && c[1] == 0.125f && c[2] == 0.0f && c[7] == 0.0f, "credits of 43000000: %d, %g",
+          n, c[0]);
+    for (int k = 0; k < 5; k++) {
+        n = task_reward_steps(ans, 4, resp[k], len[k], c);
+        double sum = 0;
+        for (int j = 0; j < n; j++) sum += c[j];
+        float tr = task_reward(ans, 4, resp[k], len[k]);
+        CHECK(n == want_steps[k] && fabs(sum - tr) < 1e-6, "response %d: %d steps, credits sum %.7f, task_reward %.7f",
+              k, n, sum, tr);
+    }
+}
+
+/* process advantages, DeepSeekMath 4.1.3, by hand: one group of two, credits [0.5, 0] and [0.5, 0.5] */
+static void test_process_advantages(void) {
+    enum { S = 4 };
+    float c[2 * S] = {0.5f, 0, 0, 0, 0.5f, 0.5f, 0, 0}, a[2 * S];
+    int ns[2] = {2, 2}, rl[2] = {3, 3};
+    /* step rewards 0.5, 0, 0.5, 0.5: mean 0.375, sample std sqrt(0.1875 / 3) = 0.25; normalised 0.5, −1.5 and
+       0.5, 0.5; token 0 sums both steps, token 1 its own, the EOS (token 2) none: −1, −1.5, 0 and 1, 0.5, 0 */
+    grpo_process_advantages(c, ns, rl, S, 2, 2, 1, 1e-6f, a);
+    CHECK(NEAR(a[0], -1.0) && NEAR(a[1], -1.5) && a[2] == 0.0f && a[3] == 0.0f && NEAR(a[4], 1.0) &&
+              NEAR(a[5], 0.5) && a[6] == 0.0f, "process G=2: %.6f %.6f %.6f | %.6f %.6f %.6f", a[0], a[1], a[2], a[4],
+          a[5], a[6]);
+    /* without the std: the differences from the mean, 0.125, −0.375 and 0.125, 0.125 */
+    grpo_process_advantages(c, ns, rl, S, 2, 2, 0, 1e-6f, a);
+    CHECK(NEAR(a[0], -0.25) && NEAR(a[1], -0.375) && NEAR(a[4], 0.25) && NEAR(a[5], 0.125),
+          "process without std: %.6f %.6f %.6f %.6f", a[0], a[1], a[4], a[5]);
+    /* the first response is its EOS alone (resp_len 1): both its steps are taken at token 0, 0.5 − 1.5 = −1 */
+    int rl_early[2] = {1, 3};
+    grpo_process_advantages(c, ns, rl_early, S, 2, 2, 1, 1e-6f, a);
+    CHECK(NEAR(a[0], -1.0) && a[1] == 0.0f && NEAR(a[4], 1.0) && NEAR(a[5], 0.5), "process, early EOS: %.6f %.6f %.6f",
+          a[0], a[1], a[4]);
+    /* equal step rewards, and a group with one step in all: zero, never NaN */
+    float e[2 * S] = {0.25f, 0.25f, 0.25f, 0, 0.25f, 0, 0, 0};
+    int ns_e[2] = {3, 1}, rl_e[2] = {4, 2}, ns_1[2] = {1, 0}, rl_1[2] = {2, 1};
+    int zero = 1;
+    grpo_process_advantages(e, ns_e, rl_e, S, 2, 2, 1, 1e-6f, a);
+    for (int i = 0; i < 2 * S; i++) zero = zero && isfinite(a[i]) && fabs(a[i]) < 1e-6;
+    grpo_process_advantages(e, ns_1, rl_1, S, 2, 2, 1, 1e-6f, a);
+    for (int i = 0; i < 2 * S; i++) zero = zero && isfinite(a[i]) && fabs(a[i]) < 1e-6;
+    CHECK(zero, "process: equal step rewards, or one step in the group, give zero advantage, finite");
+}
+
+/* the host surrogate: the backend's token rule when symmetric; clip-higher lets a ratio of 1.25 with A > 0
+   through at eps_high 0.28 that 0.2 clips; A < 0 still clips at 1 − eps_low */
+static void test_clip_higher(void) {
+    float lp[3] = {logf(1.25f), logf(0.7f), logf(1.1f)}, old[3] = {0, 0, 0}, adv[3] = {1, -1, 2}, w[3] = {0.5f, 0.25f, 0.25f};
+    float d[3], loss, cf, akl;
+    ppo_policy_loss_host(lp, old, adv, w, 3, 0.2f, 0.2f, &loss, d, &cf, &akl);
+    double want = 0;
+    int same = 1;
+    for (int n = 0; n < 3; n++) {
+        float dl;
+        int c;
+        want += w[n] * ppo_policy_token(lp[n] - old[n], adv[n], 0.2f, &dl, &c);
+        same = same && d[n] == w[n] * dl;
+    }
+    /* symmetric: 0.5·(−1.2) + 0.25·0.8 + 0.25·(−2.2) = −0.95, the first two clipped (half the weight) */
+    CHECK(same && NEAR(loss, want) && NEAR(loss, -0.95) && NEAR(cf, 0.75), "host surrogate = kernel's: %.6f %.6f cf %.3f",
+          loss, want, cf);
+    ppo_policy_loss_host(lp, old, adv, w, 3, 0.2f, 0.28f, &loss, d, &cf, &akl);
+    /* clip-higher: 0.5·(−1.25) + 0.25·0.8 + 0.25·(−2.2) = −0.975; token 0 unclipped, dlogp = w·(−A·r) = −0.625 */
+    CHECK(NEAR(loss, -0.975) && NEAR(d[0], -0.625) && d[1] == 0.0f && NEAR(cf, 0.25), "clip-higher: %.6f d0 %.6f cf %.3f",
+          loss, d[0], cf);
+}
+
 int main(void) {
     test_group_advantages();
     test_k3();
+    test_reward_steps();
+    test_process_advantages();
+    test_clip_higher();
     float adv[3], ret[3];
     /* γ = 1, λ = 0.95; r = [0, 0, 1], v = [0.5, 0.6, 0.7]:
      * δ2 = 1 − 0.7 = 0.3, A2 = 0.3; δ1 = 0.7 − 0.6 = 0.1, A1 = 0.1 + 0.95·0.3 = 0.385;

@@ -91,7 +91,9 @@ typedef struct PpoConfig {
     int group_std;           /* [ppo] group_std: bool, divide a group's advantages by its standard deviation */
     float group_eps;         /* [ppo] group_eps: added to the group's standard deviation */
     float kl_loss_coef;      /* [ppo] kl_loss_coef: beta of GRPO's k3 KL(actor||ref) term in the actor loss */
+    float clip_high;         /* [ppo] clip_high: upper ratio clip for A > 0 (DAPO's clip-higher); 0 = clip */
     char algorithm[8];       /* [ppo] algorithm: ppo | grpo */
+    char credit[8];          /* [ppo] credit: outcome | process: the task reward per response or per position */
 } PpoConfig;
 
 typedef struct RewardConfig {

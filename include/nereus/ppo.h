@@ -120,6 +120,20 @@ int ppo_is_grpo(const Config *cfg);
  * (reward[i] − the group's mean) / (its sample standard deviation + eps), or without use_std the difference
  * alone. A group whose rewards are all equal gets 0. */
 void grpo_group_advantages(const float *reward, int B, int G, int use_std, float eps, float *adv);
+/* Group-relative advantages of process rewards (DeepSeekMath 4.1.3): credit (B, S) holds row b's step
+ * rewards in [0, nsteps[b]); each is normalised by the mean and standard deviation (sample, + eps; or the
+ * mean alone without use_std) of all the step rewards of its group of G rows. adv (B, S): token t < resp_len[b]
+ * of row b gets the sum of the normalised rewards of the steps taken at or after it, step j being taken at
+ * token min(j, resp_len[b] − 1); tokens from resp_len[b] on get 0. A group whose step rewards are all equal
+ * gets 0. S ≥ every nsteps and resp_len. */
+void grpo_process_advantages(const float *credit, const int *nsteps, const int *resp_len, int S, int B, int G,
+                             int use_std, float eps, float *adv);
+/* The clipped surrogate over n tokens with the ratio clipped to [1 − eps_low, 1 + eps_high] (DAPO's
+ * clip-higher when eps_high > eps_low), on the host: what the backend's ppo_policy_loss computes with
+ * eps_low = eps_high (its loss, dlogp OVERWRITTEN, clipfrac and approx_kl). */
+void ppo_policy_loss_host(const float *logp, const float *logp_old, const float *adv, const float *w, int N,
+                          float eps_low, float eps_high, float *loss, float *dlogp, float *clipfrac,
+                          float *approx_kl);
 /* The k3 term of GRPO's actor loss over n tokens with weights w: returns Σ w·k3, k3 = exp(x) − x − 1 with
  * x = logp_ref − logp (clamped to ±GRPO_K3_CLAMP), and adds β·w·(1 − exp(x)), the gradient of β·w·k3 with
  * respect to logp, to dlogp (when not NULL). */

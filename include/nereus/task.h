@@ -34,6 +34,13 @@ int task_max_answer(const TaskSet *ts);   /* longest answer, without EOS */
 int task_make(const TaskSet *ts, uint64_t g, int *prompt, int *answer, int *answer_len);
 /* Rule reward of a response (len tokens, may contain EOS: scored up to it). */
 float task_reward(const int *answer, int answer_len, const int *response, int len);
+/* task_reward position by position (process rewards): the steps are the answer positions the rule scores,
+ * max(response digits before EOS, answer_len) of them; credit[j] (room for max(len, answer_len)) is step
+ * j's share of the reward, 1 / steps where response[j] is the answer's digit j, else 0, so the credits sum
+ * to task_reward. Returns the step count. Step j is taken at response token min(j, len − 1): a missing
+ * digit's step at the EOS that ended the response early. An empty answer has no steps (task_make never
+ * makes one). */
+int task_reward_steps(const int *answer, int answer_len, const int *response, int len, float *credit);
 /* Printable form of tokens, e.g. "R1234=" (buf at least n+1). */
 void task_detok(const int *tok, int n, char *buf);
 const char *task_kind_name(int kind);

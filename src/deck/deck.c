@@ -686,6 +686,12 @@ static int deck_check_algorithm(const Deck *d, const Config *c)
         return deck_report(d, line, NULL, "[ppo] group_size = %d does not divide batch = %d (batch counts "
                            "responses: prompts x group_size)", p->group_size, p->batch);
     }
+    if (strcmp(p->credit, "process") == 0 && c->reward.network && c->reward.network_weight != 0.0f) {
+        int line = d->key_line[deck_key_find_dotted("ppo.credit")];
+        return deck_report(d, line, NULL, "[ppo] credit = process cannot take the reward network's score "
+                           "([reward] network = true, network_weight = %g): the network scores whole responses, "
+                           "so its score has no per-position credits", c->reward.network_weight);
+    }
     if (!grpo) return 0;
     const char *secs[2] = {"plan", "switch"};
     const PlanConfig *plans[2] = {&c->plan, &c->sw.plan};

@@ -1,10 +1,13 @@
-/* grpo.c — the pure pieces of GRPO (Shao et al., DeepSeekMath, 2024): group-relative advantages and the k3
- * estimator of KL(actor‖ref) that its actor loss adds to the clipped surrogate. Host arrays, no model, no MPI;
- * tested against hand-computed values (tests/test_ppo_pure.c). */
+/* grpo.c — the pure pieces of GRPO (Shao et al., DeepSeekMath, 2024): group-relative advantages of outcome
+ * and of process rewards, the k3 estimator of KL(actor‖ref) that its actor loss adds to the clipped
+ * surrogate, and the surrogate with an upper clip of its own (DAPO's clip-higher). Host arrays, no model, no
+ * MPI; tested against hand-computed values (tests/test_ppo_pure.c). */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "nereus/ppo.h"
+#include "nereus/util.h"
 
 void grpo_group_advantages(const float *reward, int B, int G, int use_std, float eps, float *adv) {
     /* rows g·G .. g·G+G−1 are one prompt's responses; A_i = (r_i − mean) / (std + eps), std the sample standard
@@ -20,6 +23,69 @@ void grpo_group_advantages(const float *reward, int B, int G, int use_std, float
             adv[g0 + i] = (float)(use_std ? a / (sd + (double)eps) : a);
         }
     }
+}
+
+/* The mean and the divisor (sample standard deviation + eps, or 1 without use_std) of the n values
+ * x[rows[r]·S + j], j < len[rows[r]], over the G rows from row g0. */
+static void group_moments(const float *x, const int *len, int S, int g0, int G, int use_std, float eps,
+                          double *mean, double *div) {
+    double sum = 0, ss = 0, n = 0;
+    for (int b = g0; b < g0 + G; b++)
+        for (int j = 0; j < len[b]; j++) { sum += x[(size_t)b * S + j]; n += 1; }
+    double m = n > 0 ? sum / n : 0.0;
+    for (int b = g0; b < g0 + G; b++)
+        for (int j = 0; j < len[b]; j++) ss += ((double)x[(size_t)b * S + j] - m) * ((double)x[(size_t)b * S + j] - m);
+    double sd = n > 1 ? sqrt(ss / (n - 1)) : 0.0;
+    *mean = m;
+    *div = use_std ? sd + (double)eps : 1.0;
+}
+
+void grpo_process_advantages(const float *credit, const int *nsteps, const int *resp_len, int S, int B, int G,
+                             int use_std, float eps, float *adv) {
+    /* DeepSeekMath 4.1.3: each step reward normalised by the mean and standard deviation of all the step
+       rewards of the group; a token's advantage is the sum of the normalised rewards of the steps taken at
+       or after it. Step j of row b is taken at token min(j, resp_len[b] − 1). */
+    double *at = nr_xmalloc((size_t)S * sizeof(double)); /* a row's normalised step rewards, by token taken at */
+    for (int g0 = 0; g0 + G <= B; g0 += G) {
+        double mean, div;
+        group_moments(credit, nsteps, S, g0, G, use_std, eps, &mean, &div);
+        for (int b = g0; b < g0 + G; b++) {
+            float *a = adv + (size_t)b * S;
+            const float *c = credit + (size_t)b * S;
+            int L = resp_len[b];
+            memset(at, 0, (size_t)S * sizeof(double));
+            for (int j = 0; j < nsteps[b] && L > 0; j++) at[j < L - 1 ? j : L - 1] += ((double)c[j] - mean) / div;
+            double acc = 0;
+            for (int t = S - 1; t >= 0; t--) {
+                acc += t < L ? at[t] : 0.0;
+                a[t] = t < L ? (float)acc : 0.0f;
+            }
+        }
+    }
+    free(at);
+}
+
+void ppo_policy_loss_host(const float *logp, const float *logp_old, const float *adv, const float *w, int N,
+                          float eps_low, float eps_high, float *loss, float *dlogp, float *clipfrac,
+                          float *approx_kl) {
+    /* the backend kernel's surrogate (ppo_token.h) with the ratio clipped to [1 − eps_low, 1 + eps_high]:
+       l = max(−A·r, −A·clip(r)), ties to the unclipped branch, the clipped branch's derivative 0 */
+    double L = 0.0, W = 0.0, clipped = 0.0, kl = 0.0;
+    float lo = 1.0f - eps_low, hi = 1.0f + eps_high;
+    for (int n = 0; n < N; n++) {
+        float lr = logp[n] - logp_old[n], r = expf(lr);
+        float rc = r < lo ? lo : (r > hi ? hi : r);
+        float un = -adv[n] * r, cl = -adv[n] * rc;
+        int c = cl > un;
+        L += (double)w[n] * (c ? cl : un);
+        dlogp[n] = c ? 0.0f : w[n] * un;
+        W += w[n];
+        clipped += c ? (double)w[n] : 0.0;
+        kl += (double)w[n] * ((double)expf(lr) - 1.0 - (double)lr);
+    }
+    *loss = (float)L;
+    *clipfrac = W != 0.0 ? (float)(clipped / W) : 0.0f;
+    *approx_kl = W != 0.0 ? (float)(kl / W) : 0.0f;
 }
 
 double grpo_kl_k3(const float *logp, const float *logp_ref, const float *w, int n, float beta, float *dlogp) {

@@ -38,27 +38,58 @@ void ppo_infer_values(GPT *m, const Rollout *r, int row0, int n, float *out) {
     m->be->download(out, m->a.values, (size_t)n * r->T * sizeof(float));
 }
 
-/* GRPO: each response's group-relative advantage (of its score) on every one of its tokens; no KL in the
- * reward (the actor loss carries it), no values, no returns. st->kl still reports the rollout's mean
- * log(actor/ref). */
-static void grpo_advantages(Rollout *r, const Config *cfg, StepStats *st) {
-    int B = r->B, T = r->T;
+/* [ppo] credit = process: the task reward's per-position credits of every row, credit (B, S) and the step
+ * counts (returned, B); step j of row b is taken at its response token min(j, resp_len[b] − 1). */
+static int *rollout_credits(const Rollout *r, int S, float *credit) {
+    int *nsteps = nr_xmalloc((size_t)r->B * sizeof(int));
+    for (int b = 0; b < r->B; b++)
+        nsteps[b] = task_reward_steps(r->answer + (size_t)b * r->amax, r->answer_len[b],
+                                      r->seq + (size_t)b * r->T + r->P, r->resp_len[b], credit + (size_t)b * S);
+    return nsteps;
+}
+
+/* The advantage of every token of every row, (B, S) from token 0 of the response: the outcome's one
+ * group-relative advantage, or under credit = process the sums of the group-normalised step credits. */
+static float *grpo_token_advantages(const Rollout *r, const Config *cfg, int S) {
+    int B = r->B;
+    float *adv = nr_xcalloc((size_t)B * S, sizeof(float));
+    if (strcmp(cfg->ppo.credit, "process") == 0) {
+        float *credit = nr_xcalloc((size_t)B * S, sizeof(float));
+        int *nsteps = rollout_credits(r, S, credit);
+        grpo_process_advantages(credit, nsteps, r->resp_len, S, B, r->group, cfg->ppo.group_std,
+                                cfg->ppo.group_eps, adv);
+        free(nsteps);
+        free(credit);
+        return adv;
+    }
     float *gadv = nr_xmalloc((size_t)B * sizeof(float));
     grpo_group_advantages(r->score, B, r->group, cfg->ppo.group_std, cfg->ppo.group_eps, gadv);
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < r->resp_len[b]; t++) adv[(size_t)b * S + t] = gadv[b];
+    free(gadv);
+    return adv;
+}
+
+/* GRPO: each response token's group-relative advantage (grpo_token_advantages); no KL in the reward (the
+ * actor loss carries it), no values, no returns. st->kl still reports the rollout's mean log(actor/ref). */
+static void grpo_advantages(Rollout *r, const Config *cfg, StepStats *st) {
+    int B = r->B, T = r->T, S = NR_MAX(T, r->amax);
+    float *tadv = grpo_token_advantages(r, cfg, S);
     memset(r->ret, 0, (size_t)B * T * sizeof(float));
     memset(r->rewards, 0, (size_t)B * T * sizeof(float));
     double sum_kl = 0, ntok = 0;
     for (int b = 0; b < B; b++) {
         for (int t = 0; t < T; t++) {
             size_t i = (size_t)b * T + t;
-            r->adv[i] = r->mask[i] != 0.0f ? gadv[b] : 0.0f;
+            int j = t - (r->P - 1); /* the response token predicted at t */
+            r->adv[i] = r->mask[i] != 0.0f ? tadv[(size_t)b * S + j] : 0.0f;
             if (r->mask[i] == 0.0f) continue;
             sum_kl += (double)r->logp_old[i] - (double)r->logp_ref[i];
             ntok += 1;
         }
         r->rewards[(size_t)b * T + r->P - 1 + r->resp_len[b] - 1] = r->score[b]; /* the outcome reward, for reports */
     }
-    free(gadv);
+    free(tadv);
     st->kl = ntok > 0 ? sum_kl / ntok : 0.0;
 }
 
@@ -85,7 +116,14 @@ void ppo_advantages(Rollout *r, const Config *cfg, int have_rm, StepStats *st) {
         grpo_advantages(r, cfg, st);
         return;
     }
-    /* per-token rewards: −β·(log π − log π_ref), plus the score on the last token */
+    /* per-token rewards: −β·(log π − log π_ref), plus the score on the last token, or with credit = process
+       each position's credit on its token (the score is the task reward then: no reward network) */
+    int S = NR_MAX(T, r->amax), *nsteps = NULL;
+    float *credit = NULL;
+    if (strcmp(cfg->ppo.credit, "process") == 0) {
+        credit = nr_xcalloc((size_t)B * S, sizeof(float));
+        nsteps = rollout_credits(r, S, credit);
+    }
     for (int b = 0; b < B; b++) {
         float *rw = r->rewards + (size_t)b * T;
         for (int t = 0; t < T; t++) {
@@ -96,8 +134,12 @@ void ppo_advantages(Rollout *r, const Config *cfg, int have_rm, StepStats *st) {
             ntok += 1;
             rw[t] = (float)(-cfg->ppo.kl_beta * kl);
         }
-        rw[r->P - 1 + r->resp_len[b] - 1] += r->score[b];
+        if (!credit) rw[r->P - 1 + r->resp_len[b] - 1] += r->score[b];
+        for (int j = 0; credit && j < nsteps[b]; j++) /* credit = process: each step's credit at its token */
+            rw[r->P - 1 + NR_MIN(j, r->resp_len[b] - 1)] += credit[(size_t)b * S + j];
     }
+    free(nsteps);
+    free(credit);
     /* GAE over each sequence's response positions; zero elsewhere */
     memset(r->adv, 0, (size_t)B * T * sizeof(float));
     memset(r->ret, 0, (size_t)B * T * sizeof(float));

@@ -103,6 +103,17 @@ float task_reward(const int *answer, int answer_len, const int *response, int le
     return (float)hit / (float)denom;
 }
 
+int task_reward_steps(const int *answer, int answer_len, const int *response, int len, float *credit) {
+    /* task_reward's hit / denom, one 1 / denom per position that scores: denom = max(response digits before
+       EOS, answer digits) positions, each a step; the credits sum to task_reward (up to float rounding) */
+    int rl = 0;
+    while (rl < len && response[rl] != TOK_EOS) rl++;
+    int denom = rl > answer_len ? rl : answer_len;
+    for (int j = 0; j < denom; j++)
+        credit[j] = j < rl && j < answer_len && response[j] == answer[j] ? 1.0f / (float)denom : 0.0f;
+    return denom;
+}
+
 void task_detok(const int *tok, int n, char *buf) {
     static const char sym[TASK_VOCAB] = {'0', '1', '2', '3', '4', '5', '6', '7', '8', '9', '+', '=', 'R', 'S', '$'};
     for (int i = 0; i < n; i++) buf[i] = tok[i] >= 0 && tok[i] < TASK_VOCAB ? sym[tok[i]] : '?';
