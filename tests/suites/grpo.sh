@@ -1,4 +1,4 @@
-# tests/suites/grpo.sh — GRPO ([ppo] algorithm = grpo, no critic): inputs/grpo-tiny.deck learns; its first 5 steps reproduced under TP, PP, DP and mixed plans on 2, 4 and 8 ranks; a checkpoint without a critic restarted under another plan; the live planner with an injected pool change; bad GRPO decks refused at their line; the GRPO simulator decks
+# tests/suites/grpo.sh — GRPO ([ppo] algorithm = grpo, no critic): inputs/grpo-tiny.deck learns; its first 5 steps reproduced under TP, PP, DP and mixed plans on 2, 4 and 8 ranks, inputs/grpo-process-tiny.deck's first 3 (process rewards) under tp2 dp2 on 4; a checkpoint without a critic restarted under another plan; the live planner with an injected pool change; bad GRPO decks refused at their line; the GRPO simulator decks
 section "GRPO: inputs/grpo-tiny.deck (16 prompts x 4 responses a step, five model-stages)"
 # the deck's first 100 of 150 steps learn on 1 rank (gain +0.393 measured; +0.400 over all 150, the PPO
 # deck's +0.414), and hold no critic: none in the plan, the run or the trace
@@ -52,6 +52,30 @@ while IFS='|' read -r -u 3 name np plan; do
   else result "grpo-equiv-$name" 1 0 "$why"; fi
 done 3<<<"$GRPO_PLANS"
 
+section "GRPO with process rewards: 3 steps of inputs/grpo-process-tiny.deck (group_size 8), tp2 dp2 on 4 ranks against 1 rank"
+# the per-position credits and their group normalisation are computed from the whole rollout on every rank, so
+# a plan changes them no more than the outcome advantages (the 2- and 8-rank plans checked by hand:
+# results/grpo-process-2026-12-06-*.txt)
+feeds grpo-process-equiv-1rank grpo-process-equiv-tp2-dp2
+feeds grpo-process-equiv-tp2-dp2-run grpo-process-equiv-tp2-dp2
+t grpo-process-equiv-1rank 300 $L -np 1 bin/nereus inputs/grpo-process-tiny.deck $EQ --set ppo.steps=3 \
+  --set run.log_every=5 --set trace.file=none
+if runs grpo-process-equiv-tp2-dp2-run; then
+  { cat inputs/grpo-process-tiny.deck; echo "[plan]"; sed -n 's/^tp2-dp2|4|//p' <<<"$GRPO_PLANS" | tr ';' '\n' | sed 's/^ *//'; } \
+    > "$LOG/grpo-process-tp2-dp2.deck"
+fi
+t grpo-process-equiv-tp2-dp2-run 300 $L -np 4 bin/nereus "$LOG/grpo-process-tp2-dp2.deck" $EQ --set ppo.steps=3 \
+  --set run.log_every=5 --set trace.file=none
+if want grpo-process-equiv-tp2-dp2; then
+  why=""
+  a=$LOG/grpo-process-equiv-1rank.log b=$LOG/grpo-process-equiv-tp2-dp2-run.log
+  same_keys "$a" "$b" tokens_hash reward_first10 reward_last10 ppo_steps status
+  checksums_close "$a" "$b" checksum.actor checksum.ref
+  grep -q '^credit = process' "$b" || why="$why the run does not show credit = process;"
+  if [ -z "$why" ]; then result grpo-process-equiv-tp2-dp2 0 0 "4 ranks: tokens, rewards identical; checksums within $worst (limit 1e-5)"
+  else result grpo-process-equiv-tp2-dp2 1 0 "$why"; fi
+fi
+
 section "GRPO checkpoints: no critic in the file; restarted under another plan"
 # the 4-rank tp2-dp2 run's step-3 checkpoint restarted on 2 ranks (dp2-split's plan): steps 3-4 as the
 # uninterrupted 1-rank run (checksums within 1e-5), and the file holds the actor and the ref, no critic
@@ -73,10 +97,20 @@ if want grpo-restart-r2; then
   else result grpo-restart-r2 1 0 "$why"; fi
 fi
 
-section "GRPO with the live planner: an INJECTED pool change (tests/decks/pool.deck as grpo, 4 ranks)"
-feeds grpo-planner-pool-run grpo-planner-pool grpo-planner-replay
+section "GRPO with the live planner: an INJECTED pool change (tests/decks/pool.deck as grpo, 4 ranks, a reward network)"
+# with a frozen reward network (weight 0.5): its score joins the rule reward in the group advantages, and
+# reward.inf holds a model that the planner places and the transitions move
+feeds grpo-planner-pool-run grpo-planner-pool grpo-planner-replay grpo-reward-network
 t grpo-planner-pool-run 300 $L -np 4 bin/nereus tests/decks/pool.deck --set ppo.algorithm=grpo --set ppo.group_size=4 \
-  --set trace.file=$LOG/grpo-pool.trace.h5
+  --set reward.network=true --set reward.network_weight=0.5 --set trace.file=$LOG/grpo-pool.trace.h5
+if want grpo-reward-network; then
+  f=$LOG/grpo-planner-pool-run.log
+  ck=$(verify "$f" checksum.reward)
+  if grep -q '^reward: rule reward + 0.5 x frozen reward network' "$f" && [ -n "$ck" ] && [ "${ck#none}" = "$ck" ] &&
+     [ "$(verify "$f" status)" = pass ] && stage_ranks <"$f" | grep -q '^reward\.inf'; then
+    result grpo-reward-network 0 0 "rule reward + 0.5 x the network's score; reward.inf placed, checksum $ck"
+  else result grpo-reward-network 1 0 "no reward network in the run, or no reward.inf stage (log: $f)"; fi
+fi
 if want grpo-planner-pool; then
   f=$LOG/grpo-planner-pool-run.log
   on3=$(sed -n '/^planner: before step 4: plan [0-9]* -> [0-9]*:/,/^transition:/p' "$f" | stage_ranks | awk '$2 == 3 {print $1}' | sort -u)
@@ -100,7 +134,7 @@ if want grpo-planner-replay; then
 fi
 
 section "GRPO decks refused at their line (one process: a deck error stops every rank before any work)"
-if want grpo-bad-critic-stage grpo-bad-switch-critic grpo-bad-group-divides grpo-bad-group-one grpo-bad-group-ppo grpo-bad-plan-as-ppo; then
+if want grpo-bad-critic-stage grpo-bad-switch-critic grpo-bad-group-divides grpo-bad-group-one grpo-bad-group-ppo grpo-bad-plan-as-ppo grpo-bad-process-rm; then
   { cat inputs/grpo-tiny.deck; printf '[plan]\nactor.gen = @0\nactor.inf = @0\nactor.train = @0\nref.inf = @0\ncritic.inf = @0\nreward.inf = @0\n'; } > "$LOG/grpo-bad-critic.deck"
   { cat inputs/grpo-tiny.deck; printf '[switch]\nstep = 2\ndefault = colocated\ncritic.train = dp2 @0-1\n'; } > "$LOG/grpo-bad-switch.deck"
   { cat inputs/grpo-tiny.deck; printf '[plan]\ndefault = colocated\nactor.gen = pp2 @0-1\n'; } > "$LOG/grpo-bad-plan.deck"
@@ -112,6 +146,12 @@ bad grpo-bad-switch-critic "grpo-bad-switch\.deck:$(( $(wc -l <inputs/grpo-tiny.
 # what a PPO plan is refused for, a GRPO plan is too, at its line (pipelined generation here)
 bad grpo-bad-plan-as-ppo "grpo-bad-plan\.deck:$(( $(wc -l <inputs/grpo-tiny.deck) + 3 )): error: \[plan\] actor\.gen = tp1 pp2 dp1: generation runs TP x DP" \
   bin/nereus "$LOG/grpo-bad-plan.deck"
+# process rewards are per position; a reward network scores whole responses
+if want grpo-bad-process-rm; then
+  { cat inputs/grpo-process-tiny.deck; printf '[reward]\nnetwork = true\nnetwork_weight = 0.5\n'; } > "$LOG/grpo-bad-process-rm.deck"
+fi
+bad grpo-bad-process-rm "grpo-bad-process-rm\.deck:$(grep -n '^credit = process' inputs/grpo-process-tiny.deck | cut -d: -f1): error: \[ppo\] credit = process cannot take the reward network's score" \
+  bin/nereus "$LOG/grpo-bad-process-rm.deck"
 bad grpo-bad-group-divides '^--set ppo\.group_size=5: error: \[ppo\] group_size = 5 does not divide batch = 64' \
   bin/nereus inputs/grpo-tiny.deck --set ppo.group_size=5
 bad grpo-bad-group-one '^--set ppo\.group_size=1: error: \[ppo\] algorithm = grpo needs group_size >= 2' \
