@@ -70,6 +70,7 @@ typedef struct TraceStep {
     int T, P;                    /* the step's sequence and prompt lengths */
     const PlanConfig *plan;      /* the plan the step ran under */
     int plan_id;
+    double kl_k3;                /* grpo: the mean k3 KL(actor‖ref) of the updates (StepStats.kl_k3); ppo: 0 */
 } TraceStep;
 
 /* collective over world: reduces the step's stage records (counters.h) and

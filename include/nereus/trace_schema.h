@@ -108,6 +108,7 @@ typedef struct TraceStepsRow {
     int64_t tokens;
     double tokens_per_s, reward, kl, pg_loss, vf_loss, entropy, resp_len, clipfrac, approx_kl, grad_norm_actor,
         grad_norm_critic, sync_bytes;
+    double kl_k3; /* grpo's k3 KL term (ppo: 0) */
 } TraceStepsRow;
 
 typedef struct TraceStagesRow {

@@ -510,6 +510,7 @@ void trace_step(Trace *t, MPI_Comm world, const TraceStep *s) {
     r.grad_norm_actor = s->grad_norm_actor;
     r.grad_norm_critic = s->grad_norm_critic;
     r.sync_bytes = s->sync_bytes;
+    r.kl_k3 = s->kl_k3;
     TraceStagesRow rows[PLAN_NSTAGES];
     int n = 0;
     for (int id = 0; id < PLAN_NSTAGES; id++) {

@@ -55,6 +55,8 @@ static const TraceColumn steps_cols[] = {
     {F64(R, grad_norm_actor), NEW, "", "the actor's gradient norm"},
     {F64(R, grad_norm_critic), NEW, "", "the critic's gradient norm"},
     {F64(R, sync_bytes), NEW, "bytes", "bytes the step's weight sync moved between ranks"},
+    {F64(R, kl_k3), NEW, "", "grpo: mean k3 estimate of KL(actor‖ref) over the updates' response tokens, the term "
+                             "the actor loss adds (the progress line's k3); ppo: 0"},
 };
 #undef R
 
