@@ -54,8 +54,8 @@ done 3<<<"$GRPO_PLANS"
 
 section "GRPO with process rewards: 3 steps of inputs/grpo-process-tiny.deck (group_size 8), tp2 dp2 on 4 ranks against 1 rank"
 # the per-position credits and their group normalisation are computed from the whole rollout on every rank, so
-# a plan changes them no more than the outcome advantages (the 2- and 8-rank plans checked by hand:
-# results/grpo-process-2026-12-06-*.txt)
+# a plan changes them no more than the outcome advantages (all three plans above checked by hand:
+# results/grpo-process-equiv-2026-12-06-1d89966-amd-epyc.txt)
 feeds grpo-process-equiv-1rank grpo-process-equiv-tp2-dp2
 feeds grpo-process-equiv-tp2-dp2-run grpo-process-equiv-tp2-dp2
 t grpo-process-equiv-1rank 300 $L -np 1 bin/nereus inputs/grpo-process-tiny.deck $EQ --set ppo.steps=3 \
