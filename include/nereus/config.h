@@ -93,7 +93,8 @@ typedef struct PpoConfig {
     float kl_loss_coef;      /* [ppo] kl_loss_coef: beta of GRPO's k3 KL(actor||ref) term in the actor loss */
     float clip_high;         /* [ppo] clip_high: upper ratio clip for A > 0 (DAPO's clip-higher); 0 = clip */
     char algorithm[8];       /* [ppo] algorithm: ppo | grpo */
-    char credit[8];          /* [ppo] credit: outcome | process: the task reward per response or per position */
+    char credit[12];         /* [ppo] credit: outcome | process: the task reward per response or per position (12 bytes:
+                                PpoConfig stays a multiple of 8, so Config has no hole the key table leaves uncovered) */
 } PpoConfig;
 
 typedef struct RewardConfig {
