@@ -202,6 +202,11 @@ build/tests/%: build/obj/tests/%.o build/libnereus.a
 build/bench/%: build/obj/tests/bench/%.o build/libnereus.a
 	$(LINK)
 
+# reads traces through nereus-trace's reader and replay (tools/)
+build/bench/gen_longest: build/obj/tests/bench/gen_longest.o build/obj/tools/trace_read.o \
+                         build/obj/tools/trace_storage.o build/obj/tools/trace_replay.o build/libnereus.a
+	$(LINK)
+
 # Installs what is missing when run as root; otherwise prints the command and stops.
 deps:
 	@missing=""; for p in $(DEB_PACKAGES); do \

@@ -693,6 +693,39 @@ static void check_decode_rows_leave(const CostModel *cm0) {
     CHECK(sb / nb > 0.9 && sb / nb < 1.2, "decode, 65,536 rows (compute-bound): longest 2x mean costs %.2fx", sb / nb);
 }
 
+/* the live planner's calibration (cal_add, cal_fit at each step's lengths) on gen times made by a "true" model
+   whose decode term sees each step's longest response, the ratio longest / mean moving from step to step (a
+   memory-bound decode: 16 rows of the 8B actor): fed the longest, the fit predicts a held-out step's gen as
+   the truth does; priced at the mean (0), it cannot, whatever factors it fits */
+static void check_decode_calibrated(const CostModel *cm0) {
+    CostModel truth = *cm0, fed = *cm0, mean = *cm0;
+    truth.eff.f[EFF_DECODE] = 0.62, truth.eff.f[EFF_OPS] = 0.8, truth.eff.f[EFF_GEMM] = 0.55;
+    PlanConfig p = plan_on_rank0_but(PLAN_ACTOR_GEN, (PlanStage){PLAN_SRC_DECK, 1, 1, 1, 0, 1, {0}});
+    static const double lens[][2] = {{300, 330}, {310, 620}, {320, 400}, {330, 900}, {340, 510}, {350, 360}};
+    Calibration *cf = nr_xcalloc(2, sizeof *cf), *cz = cf + 1;
+    for (int k = 0; k < 6; k++) {
+        Workload w = {16, 16, 1, 256, lens[k][0], 1000, lens[k][1]}, w0 = w;
+        w0.resp_longest = 0;
+        StepCost t;
+        cost_plan(&truth, &p, 1, &w, &t);
+        cal_add(cf, &fed, &p, 1, &w, PLAN_ACTOR_GEN, t.stage[PLAN_ACTOR_GEN]);
+        cal_add(cz, &mean, &p, 1, &w0, PLAN_ACTOR_GEN, t.stage[PLAN_ACTOR_GEN]);
+        cal_fit(cf, &fed);
+        cal_fit(cz, &mean);
+    }
+    Workload h = {16, 16, 1, 256, 325, 1000, 750}, h0 = h; /* held out */
+    h0.resp_longest = 0;
+    StepCost t, f, z;
+    cost_plan(&truth, &p, 1, &h, &t);
+    cost_plan(&fed, &p, 1, &h, &f);
+    cost_plan(&mean, &p, 1, &h0, &z);
+    double ef = fabs(f.stage[PLAN_ACTOR_GEN] / t.stage[PLAN_ACTOR_GEN] - 1);
+    double ez = fabs(z.stage[PLAN_ACTOR_GEN] / t.stage[PLAN_ACTOR_GEN] - 1);
+    CHECK(ef < 0.01 && ez > 0.2, "decode calibrated on 6 steps, held-out step (longest 2.3x the mean): gen error "
+          "%.2f%% fed the longest, %.1f%% priced at the mean", 100 * ef, 100 * ez);
+    free(cf);
+}
+
 int main(void) {
     nr_heap_keep(); /* as bin/nereus: the timed searches reuse freed memory */
     check_admission();
@@ -703,6 +736,7 @@ int main(void) {
     Workload w = {512, 128, 1, 512, 500, 500, 0};
     check_cost_rules(&cm, &w);
     check_decode_rows_leave(&cm);
+    check_decode_calibrated(&cm);
     check_shared_cores();
     check_fit_plans();
     check_search(&cm, &w);

@@ -129,9 +129,10 @@ typedef struct Workload {
     double resp_len;        /* mean generated tokens per sequence */
     double resp_max;        /* capacity the memory must hold (KV cache, activations) */
     double resp_longest;    /* the longest response of a step's batch: the decode steps, over the rows still
-                               generating (cost.c decode_parts); 0: every response as long as the mean (the
-                               live planner and the simulator give 0: the trace does not record the longest,
-                               and the replay must price as the run did) */
+                               generating (cost.c decode_parts); 0: every response as long as the mean. The live
+                               planner gives the last step's measured longest (as the mean: docs/PLANNER.md),
+                               the trace records it (/steps, /signals resp_longest) and the replay reads it back;
+                               the simulator gives [simulate] resp_longest_ratio × the mean (default 0) */
 } Workload;
 
 typedef struct CostModel {
