@@ -183,6 +183,7 @@ typedef struct TraceConfig {
 typedef struct SimulateConfig {
     double resp_len;           /* [simulate] resp_len: response tokens at the first step */
     double resp_len_end;       /* [simulate] resp_len_end: at the last step (geometric growth) */
+    double resp_longest_ratio; /* [simulate] resp_longest_ratio: each step's longest response over its mean (0 = none) */
     double prompt_len;         /* [simulate] prompt_len */
     double gamma;              /* [simulate] gamma: payback γ */
     double threshold;          /* [simulate] threshold: drift threshold */

@@ -86,6 +86,7 @@ typedef struct SimScenario {
     int steps;
     Workload w;             /* at step 0 */
     double len_end;         /* response length at the last step (geometric growth from w.resp_len) */
+    double longest_ratio;   /* each step's longest response over its mean, for the decode term (0: the mean) */
     double gamma;           /* payback γ */
     double threshold;       /* drift threshold (0.3) */
     int every_k;            /* the every-k policy's period */

@@ -299,6 +299,10 @@ const DeckKey deck_keys[] = {
      "response tokens at the first step"},
     {"simulate", "resp_len_end", DECK_T_DOUBLE, 0, "8000", GT(0), NONE, NULL, F_DBL(sim.resp_len_end),
      "response tokens at the last step (geometric growth between)"},
+    {"simulate", "resp_longest_ratio", DECK_T_DOUBLE, 0, "0", GE(0), LE(64), NULL, F_DBL(sim.resp_longest_ratio),
+     "MODELLED tail of each step's responses: its longest over its mean, priced by the decode term (the rows "
+     "still generating leave the batch; the live planner measures it); 0 = every response as long as the mean; "
+     "else at least 1. Memory is planned for the mean's lengths either way"},
     {"simulate", "prompt_len", DECK_T_DOUBLE, 0, "512", GT(0), NONE, NULL, F_DBL(sim.prompt_len), "prompt tokens"},
     {"simulate", "gamma", DECK_T_DOUBLE, 0, "0.5", GE(0), NONE, NULL, F_DBL(sim.gamma),
      "payback gamma: admit when C / dL <= gamma x H"},
