@@ -673,7 +673,8 @@ static void check_tx_calib(void) {
 /* gen's decode term follows the rows still generating: with every response as long as the mean it is the
    mean's steps of all rows; with the longest twice the mean (lengths spread over [0, 2·mean]), a
    memory-bound decode (the weights read once a step: one row) takes about twice the steps' time, while a
-   compute-bound one (FLOPs a row: many rows) keeps about its time, the row-steps being the same */
+   compute-bound one (FLOPs a row: many rows) keeps about its time, the row-steps being the same; so with the
+   longest 6x the mean (most rows leaving early), the row-steps still the mean's */
 static void check_decode_rows_leave(const CostModel *cm0) {
     CostModel cm = *cm0;
     GridLayout l = {1, 1, 1};
@@ -691,6 +692,15 @@ static void check_decode_rows_leave(const CostModel *cm0) {
     big.resp_longest = 2 * big.resp_len;
     double sb = cost_stage_compute(&cm, PLAN_ACTOR_GEN, l, &big);
     CHECK(sb / nb > 0.9 && sb / nb < 1.2, "decode, 65,536 rows (compute-bound): longest 2x mean costs %.2fx", sb / nb);
+    big.resp_longest = 6 * big.resp_len; /* most rows stop early, a few run long: the row-steps stay the mean's */
+    double s6 = cost_stage_compute(&cm, PLAN_ACTOR_GEN, l, &big);
+    /* not 3x (rows spread evenly over [0, 6x mean] would hold 3x the mean's row-steps); above 1 by the longer
+       contexts of the late rows and the tail's few-row steps, bound by the weights' reads */
+    CHECK(s6 / nb > 0.9 && s6 / nb < 1.4, "decode, 65,536 rows (compute-bound): longest 6x mean costs %.2fx", s6 / nb);
+    w.resp_longest = 6 * w.resp_len;
+    double one6 = cost_stage_compute(&cm, PLAN_ACTOR_GEN, l, &w);
+    CHECK(one6 / none > 5.4 && one6 / none < 6.1, "decode, one row (memory-bound): longest 6x mean costs %.2fx",
+          one6 / none);
 }
 
 /* the live planner's calibration (cal_add, cal_fit at each step's lengths) on gen times made by a "true" model

@@ -3,8 +3,11 @@
  * phase the trace measured.
  *
  *   jobs/local.sh -np 1 bin/nereus tests/bench/gen-long.deck --set planner.policy=static
- *   build/bench/gen_longest gen-long.trace.h5
+ *   build/bench/gen_longest gen-long.trace.h5 [MORE.trace.h5 ...]
  *
+ * Several traces of the same deck (the same sampled tokens, so the same lengths: checked) are taken as one
+ * run whose every measured second is the median over them, step by step: on a machine shared with other
+ * jobs a step's phase can take twice its time, and that noise would hide the tail's share.
  * The trace must come from a run with the live planner (its /planner machine model and /signals) on a build
  * whose /steps has resp_longest. For each pricing the program calibrates a fresh model as the live planner
  * does (planner_live.c live_observe: from eff_default, after every step but the first, each model-stage's
@@ -14,7 +17,7 @@
  *   - final:  the model calibrated on every step;
  * then the mean absolute error of each. The fed calibration is checked against the one the run recorded
  * (/signals eff, row k + 1 after step k's calibration): the largest relative difference of a factor is
- * printed (0 when this program calibrates as the live planner did).
+ * printed (0 when this program calibrates as the live planner did), over each trace alone.
  * Phases per rank are the sums of its model-stages' /stages seconds (the maximum over the stage's ranks): on
  * one rank exactly what the live planner measured, on more an approximation (said in the output).
  * Exit 0, 1 when the trace cannot be used (with why). */
@@ -138,31 +141,74 @@ static void mean_err(const Step *s, int n, const double *pred, double *mean, int
     if (*cnt) *mean /= *cnt;
 }
 
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* m (nt traces' steps, n each) into out: every measured second the median over the traces; 0, or −1 when their
+   steps or lengths differ */
+static int median_steps(Step *const *m, int nt, int n, Step *out) {
+    double v[64];
+    for (int k = 0; k < n; k++) {
+        out[k] = m[0][k];
+        for (int t = 1; t < nt; t++)
+            if (m[t][k].step != out[k].step || m[t][k].len != out[k].len || m[t][k].longest != out[k].longest)
+                return -1;
+        for (int x = -1; x < PLAN_NSTAGES; x++) {
+            for (int t = 0; t < nt; t++) v[t] = x < 0 ? m[t][k].gen_s : m[t][k].stage[x];
+            qsort(v, (size_t)nt, sizeof *v, cmp_double);
+            double med = nt % 2 ? v[nt / 2] : 0.5 * (v[nt / 2 - 1] + v[nt / 2]);
+            if (x < 0) out[k].gen_s = med;
+            else out[k].stage[x] = med;
+        }
+    }
+    return 0;
+}
+
 int main(int argc, char **argv) {
-    if (argc != 2) {
-        fprintf(stderr, "usage: gen_longest TRACE.h5 (a run with the live planner: [planner] policy = static)\n");
+    if (argc < 2 || argc > 65) {
+        fprintf(stderr, "usage: gen_longest TRACE.h5 [MORE.h5 ...] (at most 64; runs of one deck with the live "
+                "planner: [planner] policy = static)\n");
         return 2;
     }
-    TraceFile tf;
-    if (trace_load(argv[1], &tf) != 0) return fail("%s", trace_read_error());
+    int nt = argc - 1, n = 0;
+    static TraceFile tf[64];
+    static Replay r[64];
+    Step *each[64];
+    double dfed = 0;
     char why[1024];
-    Replay r;
-    if (!tf.has_signals || !tf.has_planner || !tf.t[TRACE_SIGNALS].n)
-        return fail("%s: no /signals or /planner: run the deck with the live planner ([planner] policy = static)",
-                    argv[1]);
-    if (replay_build(&tf, &r, why, sizeof why) != 0) return fail("%s", why);
+    for (int t = 0; t < nt; t++) {
+        const char *path = argv[1 + t];
+        if (trace_load(path, &tf[t]) != 0) return fail("%s", trace_read_error());
+        if (!tf[t].has_signals || !tf[t].has_planner || !tf[t].t[TRACE_SIGNALS].n)
+            return fail("%s: no /signals or /planner: run the deck with the live planner ([planner] policy = static)",
+                        path);
+        if (replay_build(&tf[t], &r[t], why, sizeof why) != 0) return fail("%s", why);
+        each[t] = calloc(MAXSTEPS, sizeof *each[t]);
+        int nk;
+        if (read_steps(&tf[t], each[t], &nk) != 0) return fail("%s: /steps has no resp_longest (a trace from before it)", path);
+        if (t > 0 && nk != n) return fail("%s: another number of steps than the first trace's", path);
+        n = nk;
+        for (int k = 0; k < n; k++)
+            if (each[t][k].plan_id < 0 || each[t][k].plan_id >= r[t].nrec || !r[t].rec_ok[each[t][k].plan_id])
+                return fail("%s: a step's plan is not in /plans", path);
+        static double bx[MAXSTEPS], fx[MAXSTEPS];
+        double d;
+        evaluate(&r[t], each[t], n, 1, bx, fx, &d); /* the self-check: this trace alone */
+        dfed = fmax(dfed, d);
+    }
     static Step s[MAXSTEPS];
-    int n;
-    if (read_steps(&tf, s, &n) != 0) return fail("%s: /steps has no resp_longest (a trace from before it)", argv[1]);
-    for (int k = 0; k < n; k++)
-        if (s[k].plan_id < 0 || s[k].plan_id >= r.nrec || !r.rec_ok[s[k].plan_id])
-            return fail("%s: a step's plan is not in /plans", argv[1]);
+    if (median_steps(each, nt, n, s) != 0)
+        return fail("%s: the traces' steps or lengths differ (not runs of one deck)", argv[2]);
     static double bf[MAXSTEPS], ff[MAXSTEPS], b0[MAXSTEPS], f0[MAXSTEPS];
-    double dfed, d0;
-    evaluate(&r, s, n, 1, bf, ff, &dfed);
-    evaluate(&r, s, n, 0, b0, f0, &d0);
-    printf("# gen_longest %s: %d step(s) on %d rank(s)%s; gen phase, seconds\n", argv[1], n, r.n,
-           r.n > 1 ? " (phases from the stages' maxima over ranks: approximate)" : "");
+    double d0;
+    evaluate(&r[0], s, n, 1, bf, ff, &d0);
+    evaluate(&r[0], s, n, 0, b0, f0, &d0);
+    printf("# gen_longest %s%s: %d step(s) on %d rank(s)%s; gen phase, seconds%s\n", argv[1], nt > 1 ? " ..." : "", n,
+           r[0].n, r[0].n > 1 ? " (phases from the stages' maxima over ranks: approximate)" : "",
+           nt > 1 ? "; every measurement the median of the traces'" : "");
+    printf("# traces: %d\n", nt);
     printf("# step resp_len resp_longest measured before_fed before_0 final_fed final_0\n");
     for (int k = 0; k < n; k++)
         printf("%lld %.2f %.0f %.4f %.4f %.4f %.4f %.4f\n", (long long)s[k].step, s[k].len, s[k].longest, s[k].gen_s,
@@ -177,7 +223,11 @@ int main(int argc, char **argv) {
     printf("gen_longest.before.zero_mape: %.4f (%d steps)\n", e[1], c[1]);
     printf("gen_longest.final.fed_mape: %.4f (%d steps)\n", e[2], c[2]);
     printf("gen_longest.final.zero_mape: %.4f (%d steps)\n", e[3], c[3]);
-    printf("gen_longest.fed_calibration_vs_recorded: %.3g (largest relative difference of a factor)\n", dfed);
-    free_replay(&r);
+    printf("gen_longest.fed_calibration_vs_recorded: %.3g (largest relative difference of a factor, each trace alone)\n",
+           dfed);
+    for (int t = 0; t < nt; t++) {
+        free_replay(&r[t]);
+        free(each[t]);
+    }
     return 0;
 }
