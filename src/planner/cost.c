@@ -152,9 +152,10 @@ static void decode_parts(const CostModel *cm, const ModelShape *m, const Workloa
     for (int k = -1; k < SLICES; k++) {
         /* k = -1: the lo steps every row runs; k >= 0: slice k of the tail (lo, hi] */
         double steps = k < 0 ? lo : (hi - lo) / SLICES;
+        if (!(steps > 0)) continue;
         double j = k < 0 ? lo / 2.0 : lo + (k + 0.5) * steps; /* mean position of the slice's steps */
         double rows = k < 0 ? B : B * rows_left(lo, hi, a, lo + k * steps, lo + (k + 1) * steps);
-        if (!(steps > 0) || !(rows > 0)) continue;
+        if (!(rows > 0)) continue;
         double ctx = w->prompt_len + j;
         double fl = rows * (fwd_flops_dense(m) + fwd_flops_attn(m, ctx)) / tp;
         double by = Ploc * m->wbytes + 2.0 * m->L * rows * ctx * kvw / tp * ab;
