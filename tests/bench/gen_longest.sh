@@ -4,8 +4,8 @@
 # calibrates, against the gen phase measured (build/bench/gen_longest; docs/PERFORMANCE.md "The longest
 # response"). Without traces it runs tests/bench/gen-long.deck RUNS times (default 3) on one rank with the
 # live planner on (policy static: it calibrates, one rank has one plan) over 10 steps, the INJECTED minimum
-# length ramping FROM (default 200, the deck's) -> 300 over 9, and evaluates each trace; then the median of each
-# error over the traces. FROM=0: the first steps end at the untrained actor's first EOS (responses of tens of
+# length ramping FROM (default 200, the deck's) -> 300 over 9, and evaluates each trace, then all together (each
+# measured second the median over the traces), then the median of each trace's own error. FROM=0: the first steps end at the untrained actor's first EOS (responses of tens of
 # tokens, the longest several times the mean), so the tail's share of the decode moves over the run.
 # Not run in CI (about 2-3 minutes a run on 2 cores).
 set -euo pipefail
@@ -28,7 +28,9 @@ for t in "${traces[@]}"; do
   "$here/build/bench/gen_longest" "$t" | tee "$work/eval.txt"
   grep '^gen_longest\.' "$work/eval.txt" | awk '{ print $1, $2 }' >> "$work/all.txt"
 done
-# the median over the traces of each metric
+# every measured second the median over the traces, step by step (gen_longest given them all), then the median
+# over the traces of each trace's own errors
+if [ ${#traces[@]} -gt 1 ]; then "$here/build/bench/gen_longest" "${traces[@]}" | sed 's/^gen_longest\./gen_longest.pooled./'; fi
 for m in before.fed_mape before.zero_mape final.fed_mape final.zero_mape; do
   grep "^gen_longest.$m:" "$work/all.txt" | awk '{ print $2 }' | sort -g |
     awk -v m="$m" '{ a[NR] = $1 } END { printf "gen_longest.median.%s: %.4f (%d traces)\n", m, a[int((NR + 1) / 2)], NR }'
