@@ -52,6 +52,13 @@ timed() {
   return 0
 }
 
+# fuzz_n N: a fuzzer's case count: N in make test, N x FUZZ_SCALE under make fuzz (tests/fuzz.sh)
+fuzz_n() { echo $(( $1 * ${FUZZ_SCALE:-1} )); }
+# fuzz_seed SEED: a fuzzer's seed: SEED (fixed, so make test's cases repeat), or FUZZ_SEED where make fuzz sets one
+fuzz_seed() { echo "${FUZZ_SEED:-$1}"; }
+# fuzz_to SECONDS: a fuzzer's timeout, scaled with its case count
+fuzz_to() { echo $(( $1 * ${FUZZ_SCALE:-1} )); }
+
 # t NAME TIMEOUT CMD...: passes when CMD exits 0 (runs only where selected or needed)
 t() {
   local name=$1 to=$2 secs; shift 2
