@@ -118,6 +118,18 @@ same_keys() {
   for k; do [ "$(verify "$a" $k)" = "$(verify "$b" $k)" ] || why="$why $k differs;"; done
 }
 
+# equiv_result NAME REF OUT WHAT [KEY...]: reports NAME: passed when the run logged in OUT sampled REF's tokens
+# and rewards, ran its steps to the same status and ends with checksums (KEY..., default actor, ref and critic)
+# within 1e-5 of REF's; WHAT ("4 ranks") opens the note
+equiv_result() {
+  local name=$1 ref=$2 out=$3 what=$4; shift 4
+  why=""
+  same_keys "$ref" "$out" tokens_hash reward_first10 reward_last10 ppo_steps status
+  checksums_close "$ref" "$out" "$@"
+  if [ -z "$why" ]; then result "$name" 0 0 "$what: tokens, rewards identical; checksums within $worst (limit 1e-5)"
+  else result "$name" 1 0 "$why"; fi
+}
+
 # hashes_match LOG INFO: verify.hash.{actor,ref,critic} of a run LOG against the params hashes that
 # `nereus-ckpt info` printed to INFO; appends what differs to $why
 hashes_match() {
