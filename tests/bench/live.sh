@@ -66,7 +66,7 @@ done
 # an INJECTED slowdown that comes and goes (inputs/live/osc8.deck, issue #34): every-gain (search every step, take
 # any plan predicted faster) against payback, 3 pairs, the medians of their mean step and moves
 want osc8 && echo
-want osc8 && echo "== live planner, 8 ranks: inputs/live/osc8.deck (INJECTED slowdown of the busiest rank on and off every 4 steps): every-gain, payback, alternating"
+want osc8 && echo "== live planner, 8 ranks: inputs/live/osc8.deck (INJECTED slowdown of the busiest rank for 2 steps in every 8): every-gain, payback, alternating"
 declare -A osc_ms osc_mv osc_mc
 for r in 1 2 3; do
   want osc8 || break
