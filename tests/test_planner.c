@@ -115,6 +115,19 @@ static void check_drift(void) {
     drift_reset(&d, 70, 250, 1.0, 8);
     CHECK(fabs(drift_horizon(&d, 70, 1000) - 30) < 1e-9, "H = mean gap (20 + 40) / 2 = 30 (%.3g)", drift_horizon(&d, 70, 1000));
     CHECK(fabs(drift_horizon(&d, 990, 1000) - 10) < 1e-9, "H capped by the steps remaining (10)");
+    { /* a slowdown in spells of 2 steps every 8: its own horizon from the slowed crossings' gaps */
+        DriftMonitor o;
+        drift_init(&o, 0.3, 100, 1.0, 8);
+        CHECK(drift_horizon_kind(&o, 10, 40, DRIFT_SLOWED) == 30, "H at a first slowdown: the steps remaining (30)");
+        for (int k = 0; k < 3; k++) {
+            drift_reset_kind(&o, 10 + 8 * k, 100, 1.0, 8, DRIFT_SLOWED); /* a rank slowed */
+            drift_reset_kind(&o, 12 + 8 * k, 100, 1.0, 8, DRIFT_OTHER);  /* and back 2 steps on */
+        }
+        CHECK(fabs(drift_horizon_kind(&o, 34, 100, DRIFT_SLOWED) - 2) < 1e-9 &&
+              fabs(drift_horizon_kind(&o, 34, 100, DRIFT_OTHER) - 3.6) < 1e-9,
+              "spells of 2 every 8: H 2 at a slowdown (%.3g), the mean gap (2 + 6 + 2 + 6 + 2) / 5 = 3.6 otherwise (%.3g)",
+              drift_horizon_kind(&o, 34, 100, DRIFT_SLOWED), drift_horizon_kind(&o, 34, 100, DRIFT_OTHER));
+    }
 }
 
 /* shape_of_config against the model's own accounting: the parameter count is gpt_logical_numel and the

@@ -207,6 +207,8 @@ typedef struct SimulateConfig {
     int first_seed;            /* [simulate] first_seed: the study's first seed */
     char gpu[16];              /* [simulate] gpu: h100 | h200 | a100 */
     char network[12];          /* [simulate] network: infiniband | slingshot */
+    char study[8];             /* [simulate] study: full | core (the study's policies: every variant, or the baselines,
+                                  payback, payback-inf and the oracle) */
     char actor[32];            /* [simulate] actor: a modelled shape (planner.h) */
     char critic[32];           /* [simulate] critic */
     char availability[CFG_STR]; /* [simulate] availability: trace file of "STEP GPUS" lines ("" = none) */

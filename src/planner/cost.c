@@ -10,6 +10,7 @@
 #include "nereus/util.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -304,7 +305,9 @@ static void plan_phases(CostWork *cw, const CostModel *cm, const PlanConfig *pla
     double cs[PLAN_NSTAGES], ms[PLAN_NSTAGES], sk[PLAN_NSTAGES]; /* per stage: compute (slowed), communication,
                                                                     the compute's stretch as its ranks time it */
     int sched[3] = {0, 0, 0};                                   /* the phase was scheduled on shared cores */
-    memset(pp, 0, sizeof *pp);
+    memset(pp, 0, offsetof(PlanPhases, rm)); /* the per-rank arrays only as far as the job's ranks: a plan on 16
+                                                 ranks is priced thousands of times a simulated step */
+    memset(pp->rm, 0, (size_t)nranks * sizeof pp->rm[0]);
     pp->cores = cm->hw.cores;
     for (int ph = 0; ph < 3; ph++) {
         memset(cw->rank_compute[ph], 0, (size_t)nranks * sizeof(double));

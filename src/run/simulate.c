@@ -167,7 +167,7 @@ int run_simulation(const Config *cfg, const Deck *deck, int rank) {
         if (sc.ev[e].pool > 0) printf("drift: from step %d the pool holds %d GPUs (availability trace)\n", sc.ev[e].step, sc.ev[e].pool);
         else printf("drift: INJECTED from step %d rank %d runs %.2gx slower\n", sc.ev[e].step, sc.ev[e].rank, sc.ev[e].slow);
     }
-    if (m->seeds > 0) return sim_study(&sc, m->first_seed, m->seeds);
+    if (m->seeds > 0) return sim_study(&sc, m->first_seed, m->seeds, strcmp(m->study, "core") == 0);
     printf("\n%-10s %12s %10s %12s %10s %8s %10s\n", "policy", "mean step s", "vs static", "transitions", "share %",
            "refused", "planner s");
     SimResult r[SIM_NPOLICIES];

@@ -82,10 +82,10 @@ fi
 for f in tests/decks/sim/*.deck; do
   bad "sim-$(basename "$f" .deck)" "$(header expect "$f")" bin/nereus --simulate "$f"
 done
-# 40 random valid simulator decks (tests/test_sim_fuzz.py, a fixed seed): each runs, runs until the cluster is
+# 20 random valid simulator decks (tests/test_sim_fuzz.py, a fixed seed): each runs, runs until the cluster is
 # outgrown (exit 1, the reason on stderr) or is refused up front (exit 2); the adaptive policies never fail where
 # a fixed plan ran
-t sim-fuzz 300 /usr/bin/python3 tests/test_sim_fuzz.py 40 "$LOG/simfuzz"
+t sim-fuzz "$(fuzz_to 200)" /usr/bin/python3 tests/test_sim_fuzz.py "$(fuzz_n 20)" "$LOG/simfuzz" "$(fuzz_seed 20261205)"
 ! runs sim-fuzz || grep -E '^(FAIL|sim fuzz:)' "$LOG/sim-fuzz.log" | sed 's/^/      /'
 # an availability trace of 4,095 changes (one more than fits beside the slowdown's two events)
 if want sim-avail-too-many; then
