@@ -145,7 +145,7 @@ BENCH_BIN := $(patsubst tests/bench/%.c,build/bench/%,$(wildcard tests/bench/*.c
 # the CPU emulation of the CUDA kernels: build/tests/gpu/emu/parity-emulated (CUEMU_BIN)
 include tests/gpu/emu/emu.mk
 
-.PHONY: all build tests benches emulator deps run test test-slurm bench clean found
+.PHONY: all build tests benches emulator deps run test test-slurm fuzz bench clean found
 .SECONDARY:
 all: found bin/nereus $(TOOLS)
 tests: found $(TEST_BIN)
@@ -202,6 +202,11 @@ build/tests/%: build/obj/tests/%.o build/libnereus.a
 build/bench/%: build/obj/tests/bench/%.o build/libnereus.a
 	$(LINK)
 
+# reads traces through nereus-trace's reader and replay (tools/)
+build/bench/gen_longest: build/obj/tests/bench/gen_longest.o build/obj/tools/trace_read.o \
+                         build/obj/tools/trace_storage.o build/obj/tools/trace_replay.o build/libnereus.a
+	$(LINK)
+
 # Installs what is missing when run as root; otherwise prints the command and stops.
 deps:
 	@missing=""; for p in $(DEB_PACKAGES); do \
@@ -231,6 +236,14 @@ test: deps
 test-slurm: deps
 	@$(MAKE) --no-print-directory build
 	bash tests/slurm/run.sh
+
+# the fuzzers of make test with FUZZ_SCALE times their cases (a 4x run takes about 12 minutes on 2 cores);
+# SEED=N draws other cases than make test's fixed seeds (a failure keeps its deck under build/test-logs)
+FUZZ_SCALE ?= 4
+SEED ?=
+fuzz: deps
+	@$(MAKE) --no-print-directory build
+	FUZZ_SCALE=$(FUZZ_SCALE) FUZZ_SEED=$(SEED) tests/run.sh -k '^(deck|file|sim|plan)-fuzz'
 
 bench: deps
 	@$(MAKE) --no-print-directory build

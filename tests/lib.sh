@@ -52,6 +52,13 @@ timed() {
   return 0
 }
 
+# fuzz_n N: a fuzzer's case count: N in make test, N x FUZZ_SCALE under make fuzz (tests/fuzz.sh)
+fuzz_n() { echo $(( $1 * ${FUZZ_SCALE:-1} )); }
+# fuzz_seed SEED: a fuzzer's seed: SEED (fixed, so make test's cases repeat), or FUZZ_SEED where make fuzz sets one
+fuzz_seed() { echo "${FUZZ_SEED:-$1}"; }
+# fuzz_to SECONDS: a fuzzer's timeout, scaled with its case count
+fuzz_to() { echo $(( $1 * ${FUZZ_SCALE:-1} )); }
+
 # t NAME TIMEOUT CMD...: passes when CMD exits 0 (runs only where selected or needed)
 t() {
   local name=$1 to=$2 secs; shift 2
@@ -109,6 +116,18 @@ checksums_close() {
 same_keys() {
   local a=$1 b=$2 k; shift 2
   for k; do [ "$(verify "$a" $k)" = "$(verify "$b" $k)" ] || why="$why $k differs;"; done
+}
+
+# equiv_result NAME REF OUT WHAT [KEY...]: reports NAME: passed when the run logged in OUT sampled REF's tokens
+# and rewards, ran its steps to the same status and ends with checksums (KEY..., default actor, ref and critic)
+# within 1e-5 of REF's; WHAT ("4 ranks") opens the note
+equiv_result() {
+  local name=$1 ref=$2 out=$3 what=$4; shift 4
+  why=""
+  same_keys "$ref" "$out" tokens_hash reward_first10 reward_last10 ppo_steps status
+  checksums_close "$ref" "$out" "$@"
+  if [ -z "$why" ]; then result "$name" 0 0 "$what: tokens, rewards identical; checksums within $worst (limit 1e-5)"
+  else result "$name" 1 0 "$why"; fi
 }
 
 # hashes_match LOG INFO: verify.hash.{actor,ref,critic} of a run LOG against the params hashes that

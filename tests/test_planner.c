@@ -115,6 +115,19 @@ static void check_drift(void) {
     drift_reset(&d, 70, 250, 1.0, 8);
     CHECK(fabs(drift_horizon(&d, 70, 1000) - 30) < 1e-9, "H = mean gap (20 + 40) / 2 = 30 (%.3g)", drift_horizon(&d, 70, 1000));
     CHECK(fabs(drift_horizon(&d, 990, 1000) - 10) < 1e-9, "H capped by the steps remaining (10)");
+    { /* a slowdown in spells of 2 steps every 8: its own horizon from the slowed crossings' gaps */
+        DriftMonitor o;
+        drift_init(&o, 0.3, 100, 1.0, 8);
+        CHECK(drift_horizon_kind(&o, 10, 40, DRIFT_SLOWED) == 30, "H at a first slowdown: the steps remaining (30)");
+        for (int k = 0; k < 3; k++) {
+            drift_reset_kind(&o, 10 + 8 * k, 100, 1.0, 8, DRIFT_SLOWED); /* a rank slowed */
+            drift_reset_kind(&o, 12 + 8 * k, 100, 1.0, 8, DRIFT_OTHER);  /* and back 2 steps on */
+        }
+        CHECK(fabs(drift_horizon_kind(&o, 34, 100, DRIFT_SLOWED) - 2) < 1e-9 &&
+              fabs(drift_horizon_kind(&o, 34, 100, DRIFT_OTHER) - 3.6) < 1e-9,
+              "spells of 2 every 8: H 2 at a slowdown (%.3g), the mean gap (2 + 6 + 2 + 6 + 2) / 5 = 3.6 otherwise (%.3g)",
+              drift_horizon_kind(&o, 34, 100, DRIFT_SLOWED), drift_horizon_kind(&o, 34, 100, DRIFT_OTHER));
+    }
 }
 
 /* shape_of_config against the model's own accounting: the parameter count is gpt_logical_numel and the
@@ -673,7 +686,8 @@ static void check_tx_calib(void) {
 /* gen's decode term follows the rows still generating: with every response as long as the mean it is the
    mean's steps of all rows; with the longest twice the mean (lengths spread over [0, 2·mean]), a
    memory-bound decode (the weights read once a step: one row) takes about twice the steps' time, while a
-   compute-bound one (FLOPs a row: many rows) keeps about its time, the row-steps being the same */
+   compute-bound one (FLOPs a row: many rows) keeps about its time, the row-steps being the same; so with the
+   longest 6x the mean (most rows leaving early), the row-steps still the mean's */
 static void check_decode_rows_leave(const CostModel *cm0) {
     CostModel cm = *cm0;
     GridLayout l = {1, 1, 1};
@@ -691,6 +705,48 @@ static void check_decode_rows_leave(const CostModel *cm0) {
     big.resp_longest = 2 * big.resp_len;
     double sb = cost_stage_compute(&cm, PLAN_ACTOR_GEN, l, &big);
     CHECK(sb / nb > 0.9 && sb / nb < 1.2, "decode, 65,536 rows (compute-bound): longest 2x mean costs %.2fx", sb / nb);
+    big.resp_longest = 6 * big.resp_len; /* most rows stop early, a few run long: the row-steps stay the mean's */
+    double s6 = cost_stage_compute(&cm, PLAN_ACTOR_GEN, l, &big);
+    /* not 3x (rows spread evenly over [0, 6x mean] would hold 3x the mean's row-steps); above 1 by the longer
+       contexts of the late rows and the tail's few-row steps, bound by the weights' reads */
+    CHECK(s6 / nb > 0.9 && s6 / nb < 1.4, "decode, 65,536 rows (compute-bound): longest 6x mean costs %.2fx", s6 / nb);
+    w.resp_longest = 6 * w.resp_len;
+    double one6 = cost_stage_compute(&cm, PLAN_ACTOR_GEN, l, &w);
+    CHECK(one6 / none > 5.4 && one6 / none < 6.1, "decode, one row (memory-bound): longest 6x mean costs %.2fx",
+          one6 / none);
+}
+
+/* the live planner's calibration (cal_add, cal_fit at each step's lengths) on gen times made by a "true" model
+   whose decode term sees each step's longest response, the ratio longest / mean moving from step to step (a
+   memory-bound decode: 16 rows of the 8B actor): fed the longest, the fit predicts a held-out step's gen as
+   the truth does; priced at the mean (0), it cannot, whatever factors it fits */
+static void check_decode_calibrated(const CostModel *cm0) {
+    CostModel truth = *cm0, fed = *cm0, mean = *cm0;
+    truth.eff.f[EFF_DECODE] = 0.62, truth.eff.f[EFF_OPS] = 0.8, truth.eff.f[EFF_GEMM] = 0.55;
+    PlanConfig p = plan_on_rank0_but(PLAN_ACTOR_GEN, (PlanStage){PLAN_SRC_DECK, 1, 1, 1, 0, 1, {0}});
+    static const double lens[][2] = {{300, 330}, {310, 620}, {320, 400}, {330, 900}, {340, 510}, {350, 360}};
+    Calibration *cf = nr_xcalloc(2, sizeof *cf), *cz = cf + 1;
+    for (int k = 0; k < 6; k++) {
+        Workload w = {16, 16, 1, 256, lens[k][0], 1000, lens[k][1]}, w0 = w;
+        w0.resp_longest = 0;
+        StepCost t;
+        cost_plan(&truth, &p, 1, &w, &t);
+        cal_add(cf, &fed, &p, 1, &w, PLAN_ACTOR_GEN, t.stage[PLAN_ACTOR_GEN]);
+        cal_add(cz, &mean, &p, 1, &w0, PLAN_ACTOR_GEN, t.stage[PLAN_ACTOR_GEN]);
+        cal_fit(cf, &fed);
+        cal_fit(cz, &mean);
+    }
+    Workload h = {16, 16, 1, 256, 325, 1000, 750}, h0 = h; /* held out */
+    h0.resp_longest = 0;
+    StepCost t, f, z;
+    cost_plan(&truth, &p, 1, &h, &t);
+    cost_plan(&fed, &p, 1, &h, &f);
+    cost_plan(&mean, &p, 1, &h0, &z);
+    double ef = fabs(f.stage[PLAN_ACTOR_GEN] / t.stage[PLAN_ACTOR_GEN] - 1);
+    double ez = fabs(z.stage[PLAN_ACTOR_GEN] / t.stage[PLAN_ACTOR_GEN] - 1);
+    CHECK(ef < 0.01 && ez > 0.2, "decode calibrated on 6 steps, held-out step (longest 2.3x the mean): gen error "
+          "%.2f%% fed the longest, %.1f%% priced at the mean", 100 * ef, 100 * ez);
+    free(cf);
 }
 
 int main(void) {
@@ -703,6 +759,7 @@ int main(void) {
     Workload w = {512, 128, 1, 512, 500, 500, 0};
     check_cost_rules(&cm, &w);
     check_decode_rows_leave(&cm);
+    check_decode_calibrated(&cm);
     check_shared_cores();
     check_fit_plans();
     check_search(&cm, &w);

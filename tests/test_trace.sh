@@ -49,7 +49,7 @@ if h5dump -H "$T" >"$D/h5dump.txt" 2>&1; then
   for ds in steps stages plans drift decisions transitions deck complete; do
     grep -q "DATASET \"$ds\"" "$D/h5dump.txt" || why="$why no /$ds;"
   done
-  for col in wall_s gen_s inf_s train_s sync_s tokens_per_s reward kl pg_loss vf_loss entropy resp_len plan_id \
+  for col in wall_s gen_s inf_s train_s sync_s tokens_per_s reward kl pg_loss vf_loss entropy resp_len resp_longest plan_id \
              nranks seconds flops bytes gflops peak_gflops mfu first_step text predicted_step_s predicted_mem_bytes \
              kind magnitude dL_s C_s H_steps gamma admitted reason from_plan to_plan predicted_s measured_s \
              bytes_moved bytes_min; do
@@ -74,6 +74,9 @@ assert not missing, "missing /steps columns %s" % missing
 assert list(s["step"]) == list(range(10)), s["step"]
 assert list(s["plan_id"]) == [0] * 5 + [1] * 5, s["plan_id"]
 assert np.all(s["wall_s"] > 0) and np.all(s["tokens"] > 0)
+# the longest response: at least the mean, at most max_response (6), T = the prompt (the same every step) + it
+assert np.all(s["resp_longest"] >= s["resp_len"]) and np.all(s["resp_longest"] <= 6), s["resp_longest"]
+assert len(set(s["T"] - s["resp_longest"])) == 1, (s["T"], s["resp_longest"])
 g = f["stages"][:]
 assert len(g) == 60, len(g)                     # 6 model-stages with a model (rule reward) x 10 steps
 assert np.all(g["mfu"] <= 1) and np.all(g["mfu"] > 0) and np.all(g["flops"] > 0)
@@ -243,6 +246,11 @@ assert list(s["step"]) == list(range(12)), s["step"]
 assert s["eff"].shape[0] == 12 and s["eff"].shape[1] >= 8 and int(s["initial"].sum()) == 1 and s["initial"][2] == 1
 assert all(x == b"0-3" for x in s["pool"]) and s["slow"][0] == b""
 assert any(x.startswith(b"0:") for x in s["slow"]), "rank 0's slowdown not in /signals"
+# the decode term priced the last step's measured longest response (0 before step 0's), longer than the mean
+st = f["steps"][:]
+assert s["resp_longest"][0] == 0 and np.all(s["resp_longest"][1:] == st["resp_longest"][:-1]), \
+    (s["resp_longest"], st["resp_longest"])
+assert np.any(st["resp_longest"] > st["resp_len"] + 1), (st["resp_longest"], st["resp_len"])
 d = f["decisions"][:]
 late = [r for r in d if r["admitted"] and not r["reason"].startswith(b"initial")]
 assert late, "no admitted decision after the initial placement: %s" % d
@@ -289,6 +297,31 @@ PY
   [ $rc = 0 ] && grep -q 'DIFFERS' "$D/replay-tampered.txt" &&
     grep -q '^  the recorded parameters do NOT reproduce the recorded run' "$D/replay-tampered.txt"
   ok $? "replay of a copy with one /signals row changed says what differs: $(grep -m1 DIFFERS "$D/replay-tampered.txt" | cut -c1-100)..."
+fi
+if have_py; then
+  # a trace from before resp_longest (the column dropped from /steps and /signals): it still reads, and the
+  # replay prices every response as long as the mean (0), so it no longer reproduces the predictions of the run
+  # that fed the longest (pricing it at 0 as a cost model before the column did)
+  cp "$LT" "$D/nolongest.h5"
+  $PY - "$D/nolongest.h5" <<'PY'
+import sys, h5py, numpy as np
+with h5py.File(sys.argv[1], "r+") as f:
+    for name in ["steps", "signals"]:
+        old = f[name]
+        a, attrs = old[:], dict(old.attrs)
+        keep = [n for n in a.dtype.names if n != "resp_longest"]
+        b = np.empty(len(a), dtype=np.dtype([(n, a.dtype.fields[n][0]) for n in keep]))
+        for n in keep: b[n] = a[n]
+        del f[name]
+        d = f.create_dataset(name, data=b, maxshape=(None,), chunks=(64,), fletcher32=True)
+        for k, v in attrs.items(): d.attrs[k] = v
+PY
+  $NT csv "$D/nolongest.h5" steps >"$D/nolongest.csv" 2>&1; rc1=$?
+  $NT replay "$D/nolongest.h5" >"$D/replay-nolongest.txt" 2>&1; rc2=$?
+  [ $rc1 = 0 ] && [ $rc2 = 0 ] && ! head -1 "$D/nolongest.csv" | grep -q resp_longest &&
+    grep -qE '^model: the rebuilt cost model gives the recorded prediction for the plan in force on [0-9]+ of 12 step' \
+      "$D/replay-nolongest.txt" && grep -q '^model DIFFERS' "$D/replay-nolongest.txt"
+  ok $? "a trace without resp_longest reads (csv, replay) and is priced at the mean: $(grep -m1 '^model: ' "$D/replay-nolongest.txt" | cut -c1-110)"
 fi
 if have_py; then
   # /deck's checksum attribute no longer matching its text: damage, so the trace is refused (exit 1) and why said

@@ -133,6 +133,8 @@ static int signal_row(const Replay *r, size_t k, const Col *eff, const Col *rho,
     x->npool = (int)table_num(sg, SIGNALS(npool), k);
     x->oom = table_num(sg, SIGNALS(oom), k) != 0;
     x->resp_len = table_num(sg, SIGNALS(resp_len), k);
+    double longest = table_num(sg, SIGNALS(resp_longest), k); /* NaN when absent: priced as the mean, as then */
+    x->resp_longest = isfinite(longest) ? longest : 0;
     x->eff_signal = table_num(sg, SIGNALS(eff_signal), k);
     x->pred = table_num(sg, SIGNALS(pred_step_s), k);
     x->overhead = table_num(sg, SIGNALS(overhead_s), k);
@@ -237,7 +239,8 @@ void replay_model(const Replay *r, const SigRow *x, CostModel *cm, Workload *w) 
     cm->hw.rho_exp = x->rho_exp;
     memcpy(cm->phase_scale, x->phase_scale, sizeof cm->phase_scale);
     const Config *c = &r->cfg;
-    *w = (Workload){c->ppo.batch, c->ppo.minibatch, c->ppo.epochs, r->P, x->resp_len, c->ppo.max_response, 0};
+    *w = (Workload){c->ppo.batch, c->ppo.minibatch, c->ppo.epochs, r->P, x->resp_len, c->ppo.max_response,
+                    x->resp_longest};
 }
 
 /* hw.rho_exp, the exponent of the message stretch that cal_fit (cost.c) picks from a grid, when /signals does not

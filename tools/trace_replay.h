@@ -26,6 +26,7 @@ typedef struct SigRow {
     int64_t step;
     int plan_id, initial, npool, oom;
     double resp_len, eff_signal, pred, overhead, eff[EFF_N];
+    double resp_longest;          /* the longest response the decode term priced: /signals resp_longest, 0 when absent */
     double rho_exp;               /* the cost model's hw.rho_exp (fitted by the calibration): /signals rho_exp, or inferred */
     double phase_scale[TRACE_PHASES]; /* the cost model's per-phase scales: /signals phase_scale, or 1 (a model
                                          without them) */

@@ -111,6 +111,8 @@ typedef struct Adapt {
     /* payback's rent-or-buy (planner.h admit): since the rule last refused a faster plan, the gain it refused
        (s/step, 0: none standing), that move's price, and the gains foregone since (Σ per step run) */
     double refused_dL, refused_C, foregone;
+    int kind;                /* this step's crossing for H: DRIFT_SLOWED (a rank's speed fell past the threshold)
+                                or DRIFT_OTHER (planner.h, drift_horizon_kind) */
     AdaptVariant v;          /* set by adapt_init (wide: payback); changed after it for a variant */
 } Adapt;
 

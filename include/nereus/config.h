@@ -186,6 +186,7 @@ typedef struct TraceConfig {
 typedef struct SimulateConfig {
     double resp_len;           /* [simulate] resp_len: response tokens at the first step */
     double resp_len_end;       /* [simulate] resp_len_end: at the last step (geometric growth) */
+    double resp_longest_ratio; /* [simulate] resp_longest_ratio: each step's longest response over its mean (0 = none) */
     double prompt_len;         /* [simulate] prompt_len */
     double gamma;              /* [simulate] gamma: payback γ */
     double threshold;          /* [simulate] threshold: drift threshold */
@@ -209,6 +210,8 @@ typedef struct SimulateConfig {
     int first_seed;            /* [simulate] first_seed: the study's first seed */
     char gpu[16];              /* [simulate] gpu: h100 | h200 | a100 */
     char network[12];          /* [simulate] network: infiniband | slingshot */
+    char study[8];             /* [simulate] study: full | core (the study's policies: every variant, or the baselines,
+                                  payback, payback-inf and the oracle) */
     char actor[32];            /* [simulate] actor: a modelled shape (planner.h) */
     char critic[32];           /* [simulate] critic */
     char availability[CFG_STR]; /* [simulate] availability: trace file of "STEP GPUS" lines ("" = none) */

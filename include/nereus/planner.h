@@ -129,9 +129,10 @@ typedef struct Workload {
     double resp_len;        /* mean generated tokens per sequence */
     double resp_max;        /* capacity the memory must hold (KV cache, activations) */
     double resp_longest;    /* the longest response of a step's batch: the decode steps, over the rows still
-                               generating (cost.c decode_parts); 0: every response as long as the mean (the
-                               live planner and the simulator give 0: the trace does not record the longest,
-                               and the replay must price as the run did) */
+                               generating (cost.c decode_parts); 0: every response as long as the mean. The live
+                               planner gives the last step's measured longest (as the mean: docs/PLANNER.md),
+                               the trace records it (/steps, /signals resp_longest) and the replay reads it back;
+                               the simulator gives [simulate] resp_longest_ratio × the mean (default 0) */
 } Workload;
 
 typedef struct CostModel {
@@ -355,7 +356,13 @@ typedef struct DriftMonitor {
     int last_cross;          /* step of the last crossing, −1 before any */
     double gap_sum;          /* Σ steps between crossings */
     int gaps;
+    int last_slowed;         /* the last crossing was a rank slowing down (DRIFT_SLOWED) */
+    double slowed_gap_sum;   /* Σ steps from a crossing where a rank slowed down to the next crossing */
+    int slowed_gaps;
 } DriftMonitor;
+
+/* the kind of a crossing, for H: a rank slowed down (its speed fell past the threshold), or anything else */
+enum { DRIFT_OTHER = 0, DRIFT_SLOWED = 1 };
 
 void drift_init(DriftMonitor *d, double threshold, double len, double eff, int pool);
 /* The signals at this step: returns a DRIFT_* mask (POOL and OOM are acted on at once, without a crossing). */
@@ -363,8 +370,15 @@ int drift_check(const DriftMonitor *d, double len, double eff, int pool, int oom
 /* After a replan (admitted or not): the references reset, and the crossing
  * counts toward H. */
 void drift_reset(DriftMonitor *d, int step, double len, double eff, int pool);
+/* drift_reset for a crossing of a kind (DRIFT_SLOWED or DRIFT_OTHER; drift_reset is DRIFT_OTHER) */
+void drift_reset_kind(DriftMonitor *d, int step, double len, double eff, int pool, int kind);
 /* H: the mean steps between crossings (the steps remaining before any
  * second crossing), capped by the steps remaining. */
 double drift_horizon(const DriftMonitor *d, int step, int steps_total);
+/* H at a crossing of a kind: at DRIFT_SLOWED, once a slowdown has been seen to end, the mean steps from a
+ * slowed crossing to the next crossing (how long slowdowns have lasted, seen as the monitor sees them);
+ * otherwise drift_horizon. A slowdown that comes and goes in short spells between long ones has a short H
+ * of its own, which the mean over every gap (spells and the time between them) overstates. */
+double drift_horizon_kind(const DriftMonitor *d, int step, int steps_total, int kind);
 
 #endif

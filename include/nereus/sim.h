@@ -86,6 +86,7 @@ typedef struct SimScenario {
     int steps;
     Workload w;             /* at step 0 */
     double len_end;         /* response length at the last step (geometric growth from w.resp_len) */
+    double longest_ratio;   /* each step's longest response over its mean, for the decode term (0: the mean) */
     double gamma;           /* payback γ */
     double threshold;       /* drift threshold (0.3) */
     int every_k;            /* the every-k policy's period */
@@ -144,10 +145,11 @@ const char *sim_policy_name(int policy);
 int sim_fits(const SimScenario *sc, char *why, size_t len);
 /* Runs one policy over the scenario. Returns 0, or −1 with why (no plan fits the pool at some step). */
 int sim_run(const SimScenario *sc, int policy, SimResult *res, char *why, size_t len);
-/* The admission study (src/run/simstudy.c): every study policy over seeds seed0 .. seed0 + nseeds − 1 of the
- * scenario's noise (sc->noise.on), the table and sim.POLICY.METRIC lines on stdout. Returns 0, or 1 when payback
+/* The admission study (src/run/simstudy.c): every study policy (core: the baselines, payback, payback-inf and
+ * the oracle only) over seeds seed0 .. seed0 + nseeds − 1 of the scenario's noise (sc->noise.on), the runs
+ * spread over the OpenMP threads; the table and sim.POLICY.METRIC lines on stdout. Returns 0, or 1 when payback
  * could not run a seed to its end. */
-int sim_study(const SimScenario *sc, int seed0, int nseeds);
+int sim_study(const SimScenario *sc, int seed0, int nseeds, int core);
 /* The same for a policy variant (sim_run is this with the scenario's γ and no variant). */
 int sim_run_as(const SimScenario *sc, const SimPolicy *sp, SimResult *res, char *why, size_t len);
 

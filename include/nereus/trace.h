@@ -125,6 +125,7 @@ typedef struct TraceSignals {
     int initial;                 /* 1: the initial placement is decided at this step */
     int npool, oom;
     double resp_len;             /* the observed mean response length */
+    double resp_longest;         /* the longest response the decode term priced (Workload.resp_longest; 0: the mean) */
     double eff_signal;           /* 1 / the slowest pool rank's slowdown */
     double pred_step_s;          /* the model's prediction for the plan in force */
     double overhead_s;           /* the model's step overhead */

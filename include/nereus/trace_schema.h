@@ -106,8 +106,8 @@ typedef struct TraceStepsRow {
     int32_t plan_id, T;
     double t_start_s, wall_s, gen_s, inf_s, train_s, sync_s;
     int64_t tokens;
-    double tokens_per_s, reward, kl, pg_loss, vf_loss, entropy, resp_len, clipfrac, approx_kl, grad_norm_actor,
-        grad_norm_critic, sync_bytes;
+    double tokens_per_s, reward, kl, pg_loss, vf_loss, entropy, resp_len, resp_longest, clipfrac, approx_kl,
+        grad_norm_actor, grad_norm_critic, sync_bytes;
     double kl_k3; /* grpo's k3 KL term (ppo: 0) */
 } TraceStepsRow;
 
@@ -153,7 +153,7 @@ typedef struct TraceDecisionsRow {
 typedef struct TraceSignalsRow {
     int64_t step;
     int32_t plan_id, initial, npool, oom;
-    double resp_len, eff_signal, pred_step_s, overhead_s, rho_exp;
+    double resp_len, resp_longest, eff_signal, pred_step_s, overhead_s, rho_exp;
     double phase_scale[TRACE_PHASES];
     double eff[TRACE_EFF_N];
     const char *pool, *slow;

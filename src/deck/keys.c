@@ -225,7 +225,7 @@ const DeckKey deck_keys[] = {
     {"inject", "join_step", DECK_T_INT, 0, "-1", GE(-1), NONE, NULL, F_INT(inject.join_step),
      "INJECTED pool change: leave_ranks join the pool again before this PPO step; -1 = never"},
     {"inject", "slow_ranks", DECK_T_STRING, 0, "", NONE, NONE, NULL, F_STR(inject.slow_ranks),
-     "the ranks slow_step slows: comma list of ranks and A-B ranges, or busiest: the rank holding the most model-stages of the plan in force at slow_step (named in the output; on fewer cores than ranks the best plans leave ranks idle)"},
+     "the ranks slow_step slows: comma list of ranks and A-B ranges, or busiest: the rank holding the most model-stages of the plan in force at slow_step, and with slow_period again at the start of every slow spell (named in the output; on fewer cores than ranks the best plans leave ranks idle)"},
     {"inject", "leave_ranks", DECK_T_STRING, 0, "", NONE, NONE, NULL, F_STR(inject.leave_ranks),
      "the ranks leave_step takes out of the pool: comma list of ranks and A-B ranges"},
 
@@ -307,6 +307,10 @@ const DeckKey deck_keys[] = {
      "response tokens at the first step"},
     {"simulate", "resp_len_end", DECK_T_DOUBLE, 0, "8000", GT(0), NONE, NULL, F_DBL(sim.resp_len_end),
      "response tokens at the last step (geometric growth between)"},
+    {"simulate", "resp_longest_ratio", DECK_T_DOUBLE, 0, "0", GE(0), LE(64), NULL, F_DBL(sim.resp_longest_ratio),
+     "MODELLED tail of each step's responses: its longest over its mean, priced by the decode term (the rows "
+     "still generating leave the batch; the live planner measures it); 0 = every response as long as the mean; "
+     "else at least 1. Memory is planned for the mean's lengths either way"},
     {"simulate", "prompt_len", DECK_T_DOUBLE, 0, "512", GT(0), NONE, NULL, F_DBL(sim.prompt_len), "prompt tokens"},
     {"simulate", "gamma", DECK_T_DOUBLE, 0, "0.5", GE(0), NONE, NULL, F_DBL(sim.gamma),
      "payback gamma: admit when C / dL <= gamma x H"},
@@ -343,6 +347,8 @@ const DeckKey deck_keys[] = {
        (docs/PLANNER.md, "The admission study") */
     {"simulate", "seeds", DECK_T_INT, 0, "0", GE(0), LE(1000), NULL, F_INT(sim.seeds),
      "0 = one exact run (every time is the cost model's), the policy table; N >= 1 = the admission study: every study policy over N paired seeds of the noise below (each seed's draws the same for every policy), mean +- spread"},
+    {"simulate", "study", DECK_T_CHOICE, 0, "full", NONE, NONE, "full|core", F_STR(sim.study),
+     "the study's policies (seeds >= 1): full = every policy and payback's variants (its gamma sweep, without keep_stages, the rule off at pool changes, the search not widened, every-gain with the widened search); core = static, every-gain, at-crossings, every-k, payback, payback-inf (the rule's own effect) and the oracle"},
     {"simulate", "first_seed", DECK_T_INT, 0, "1", GE(0), NONE, NULL, F_INT(sim.first_seed),
      "the study's first seed (seeds first_seed .. first_seed + seeds - 1); the study's measure-and-revert guard is [planner] guard_margin and guard_steps, as live"},
     {"simulate", "model_error", DECK_T_DOUBLE, 0, "0.0594", GE(0), LE(1), NULL, F_DBL(sim.model_error),

@@ -505,6 +505,7 @@ void trace_step(Trace *t, MPI_Comm world, const TraceStep *s) {
     r.vf_loss = s->vf_loss;
     r.entropy = s->entropy;
     r.resp_len = s->resp_len;
+    r.resp_longest = s->T - s->P; /* rollout_finish: T is the prompt plus the batch's longest response */
     r.clipfrac = s->clipfrac;
     r.approx_kl = s->approx_kl;
     r.grad_norm_actor = s->grad_norm_actor;
@@ -587,9 +588,9 @@ void trace_refused(Trace *t, int64_t step, int plan_id, const char *reason) {
 
 void trace_signals(Trace *t, const TraceSignals *g) {
     if (!t || t->rank != 0 || !t->open) return;
-    TraceSignalsRow r = {g->step,        g->plan_id,    g->initial, g->npool, g->oom, g->resp_len, g->eff_signal,
-                   g->pred_step_s, g->overhead_s, g->rho_exp, {0},      {0},        g->pool ? g->pool : "",
-                   g->slow ? g->slow : "", 0};
+    TraceSignalsRow r = {g->step,        g->plan_id,    g->initial,     g->npool, g->oom, g->resp_len,
+                         g->resp_longest, g->eff_signal, g->pred_step_s, g->overhead_s, g->rho_exp, {0}, {0},
+                         g->pool ? g->pool : "", g->slow ? g->slow : "", 0};
     r.strings_fnv = row_fnv(2, r.pool, r.slow);
     memcpy(r.phase_scale, g->phase_scale, sizeof r.phase_scale);
     memcpy(r.eff, g->eff, sizeof r.eff);

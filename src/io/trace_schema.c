@@ -50,6 +50,8 @@ static const TraceColumn steps_cols[] = {
     {F64(R, vf_loss), REQ, "", "value loss"},
     {F64(R, entropy), REQ, "", "policy entropy"},
     {F64(R, resp_len), REQ, "tokens", "mean response length (the end token included)"},
+    {F64(R, resp_longest), NEW, "tokens", "the longest response of the step's batch (the end token included): the "
+                                          "decode steps generation ran, T minus the prompt; read as 0 when absent"},
     {F64(R, clipfrac), NEW, "", "fraction of PPO ratios clipped"},
     {F64(R, approx_kl), NEW, "", "approximate KL between the old and the new policy"},
     {F64(R, grad_norm_actor), NEW, "", "the actor's gradient norm"},
@@ -167,6 +169,10 @@ static const TraceColumn signals_cols[] = {
     {I32(R, oom), REQ, "", "1: the cost model predicts the plan in force does not fit in memory (urgent)"},
     {F64(R, resp_len), REQ, "tokens", "the mean response length the controller used: the last step's measured "
                                       "one; before step 0's measurement 0.5 × [ppo] max_response"},
+    {F64(R, resp_longest), NEW, "tokens", "the longest response the cost model's decode term priced (Workload."
+                                          "resp_longest): the last step's measured longest (/steps resp_longest); 0 "
+                                          "before the first measurement, and when absent: every response priced as "
+                                          "long as the mean"},
     {F64(R, eff_signal), REQ, "", "the efficiency signal the drift monitor follows: 1 / the largest slowdown over "
                                   "the pool's ranks"},
     {F64(R, pred_step_s), REQ, "s", "the cost model's predicted step under the plan in force (before the decision)"},

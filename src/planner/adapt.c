@@ -163,7 +163,7 @@ static int margin_priced(const Adapt *a, int step, const CostModel *price, const
     if (adapt_search(search, w, c->policy | (a->v.wide ? ADAPT_WIDE : 0), c->nranks, o, &p0, &s0, why, sizeof why) != 0 ||
         plan_same(&p0, &d->next))
         return 0;
-    double H = drift_horizon(&a->dm, step, c->steps_total);
+    double H = drift_horizon_kind(&a->dm, step, c->steps_total, a->kind);
     double L0 = cost_plan(price, &p0, c->nranks, w, &t0), L1 = cost_plan(price, &d->next, c->nranks, w, &t1);
     double C0 = plan_same(&p0, &a->cur) ? 0 : c->tx_cost(c->tx_ctx, &a->cur, &p0);
     double C1 = plan_same(&d->next, &a->cur) ? 0 : c->tx_cost(c->tx_ctx, &a->cur, &d->next);
@@ -202,8 +202,11 @@ int adapt_step(Adapt *a, int step, const CostModel *price, const Workload *w, co
     int pool_changed = o->npool != a->dm.ref_pool, outside = !adapt_plan_within(&a->cur, o->pool, o->npool, c->nranks);
     if (a->refused_dL > 0) a->foregone += a->refused_dL; /* one more step run on the plan the rule kept */
     d->mask = drift_check(&a->dm, d->len, d->eff, o->npool, o->oom);
-    if (rank_moved(a, o, d)) d->mask |= DRIFT_EFFICIENCY;
+    int rank_cross = rank_moved(a, o, d);
+    if (rank_cross) d->mask |= DRIFT_EFFICIENCY;
     int crossing = (d->mask & (DRIFT_LENGTH | DRIFT_EFFICIENCY)) != 0;
+    /* a crossing where a rank's speed fell: its own horizon (how long slowdowns have lasted) */
+    a->kind = rank_cross && d->eff_rank_now < d->eff_rank_ref ? DRIFT_SLOWED : DRIFT_OTHER;
     /* ADMIT_URGENT: the plan in force cannot stay (it holds ranks that left the pool, or is predicted out of
        memory): the move is forced, and only its target is chosen (the search's plan, keep_stages over H).
        ADMIT_POOL: a pool change the plan survives (ranks joined, or ranks it does not use left), searched
@@ -247,7 +250,7 @@ int adapt_step(Adapt *a, int step, const CostModel *price, const Workload *w, co
     int same = plan_same(&d->next, &a->cur);
     d->C = same ? 0 : c->tx_cost(c->tx_ctx, &a->cur, &d->next);
     if (c->policy == ADAPT_PAYBACK) {
-        d->H = drift_horizon(&a->dm, step, c->steps_total);
+        d->H = drift_horizon_kind(&a->dm, step, c->steps_total, a->kind);
         double LB = d->L_new, CB = d->C; /* the search's plan */
         if (!same && !a->v.no_keep) { /* over H, the steps the plan is expected to stay (γ: the rule's margin) */
             d->kept = keep_stages(a, price, w, search, sw, o, d->H, d);
@@ -294,7 +297,7 @@ int adapt_step(Adapt *a, int step, const CostModel *price, const Workload *w, co
         a->refused_C = d->C;
     }
     if (crossing || at_once) {
-        drift_reset(&a->dm, step, d->len, d->eff, o->npool);
+        drift_reset_kind(&a->dm, step, d->len, d->eff, o->npool, a->kind);
         ref_slow_reset(a, o);
     }
     return d->changed;

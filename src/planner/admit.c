@@ -47,6 +47,9 @@ void drift_init(DriftMonitor *d, double threshold, double len, double eff, int p
     d->last_cross = -1;
     d->gap_sum = 0;
     d->gaps = 0;
+    d->last_slowed = 0;
+    d->slowed_gap_sum = 0;
+    d->slowed_gaps = 0;
 }
 
 static int moved(double now, double ref, double thr) {
@@ -73,10 +76,19 @@ int drift_check(const DriftMonitor *d, double len, double eff, int pool, int oom
 }
 
 void drift_reset(DriftMonitor *d, int step, double len, double eff, int pool) {
+    drift_reset_kind(d, step, len, eff, pool, DRIFT_OTHER);
+}
+
+void drift_reset_kind(DriftMonitor *d, int step, double len, double eff, int pool, int kind) {
     if (d->last_cross >= 0) {
         d->gap_sum += step - d->last_cross;
         d->gaps++;
+        if (d->last_slowed) {
+            d->slowed_gap_sum += step - d->last_cross;
+            d->slowed_gaps++;
+        }
     }
+    d->last_slowed = kind == DRIFT_SLOWED;
     d->last_cross = step;
     d->ref_len = len;
     d->ref_eff = eff;
@@ -87,5 +99,12 @@ double drift_horizon(const DriftMonitor *d, int step, int steps_total) {
     double left = steps_total - step;
     if (left < 0) left = 0;
     double H = d->gaps > 0 ? d->gap_sum / d->gaps : left;
+    return H < left ? H : left;
+}
+
+double drift_horizon_kind(const DriftMonitor *d, int step, int steps_total, int kind) {
+    if (kind != DRIFT_SLOWED || d->slowed_gaps == 0) return drift_horizon(d, step, steps_total);
+    double left = steps_total - step, H = d->slowed_gap_sum / d->slowed_gaps;
+    if (left < 0) left = 0;
     return H < left ? H : left;
 }

@@ -10,6 +10,7 @@
 #include "nereus/util.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -124,25 +125,38 @@ static void add_p2p(const CostModel *cm, Parts *pt, double mult, double bytes, i
    long as the mean) */
 static double resp_longest(const Workload *w) { return w->resp_longest > w->resp_len ? w->resp_longest : w->resp_len; }
 
+/* The fraction of a batch's rows still generating at position j of the tail [lo, hi], averaged over
+ * [j0, j1]: the survival S(j) = (1 − (j − lo)/(hi − lo))^a, whose row-steps, lo + (hi − lo)/(a + 1), are the
+ * mean's (decode_parts sets lo and a so) */
+static double rows_left(double lo, double hi, double a, double j0, double j1) {
+    double u0 = 1 - (j0 - lo) / (hi - lo), u1 = 1 - (j1 - lo) / (hi - lo);
+    return (pow(u0, a + 1) - pow(u1, a + 1)) / (a + 1) * (hi - lo) / (j1 - j0);
+}
+
 /* Decode of one replica's B rows, tp-way: one step per position of the longest response, over the rows
  * still generating (finished sequences leave the batch). A step costs the larger of its FLOPs (per row)
  * and its memory traffic (the shard's weights once, plus each row's KV cache), and two TP sums a layer of
- * its rows. The responses are taken as spread evenly over [2·mean − longest, longest] (clamped at 0): every
- * row generates up to the shortest, then rows leave at an even rate; the steps are summed in 16 slices of
- * that tail. With longest = mean this is mean steps of all B rows. */
+ * its rows. The lengths keep the mean: where the longest is at most twice the mean they are spread evenly
+ * over [2·mean − longest, longest] (every row generates up to the shortest, then rows leave at an even
+ * rate); where it is more, as when most rows stop at an early end token and a few run long, every row starts
+ * the tail at 0 and leaves faster early: rows still generating at j are B·(1 − j/longest)^a with
+ * a = longest/mean − 1 (a = 1, the even spread, at twice the mean). Either way the row-steps are B × the
+ * mean. The steps are summed in 16 slices of the tail. With longest = mean this is mean steps of all B rows. */
 static void decode_parts(const CostModel *cm, const ModelShape *m, const Workload *w, double B, int tp, int ktp,
                          Parts *pt) {
     const HwModel *hw = &cm->hw;
     double ab = m->exact ? 4.0 : 2.0, kvw = shape_ckv(m), Ploc = shape_params(m) / tp;
     double hi = resp_longest(w), lo = fmax(0.0, 2.0 * w->resp_len - hi);
+    double a = lo > 0 || !(w->resp_len > 0) ? 1.0 : hi / w->resp_len - 1.0; /* the tail's survival exponent */
     double F = hw->flops * cm->eff.f[EFF_GEMM], bw = hw->hbm * cm->eff.f[EFF_DECODE];
     enum { SLICES = 16 };
     for (int k = -1; k < SLICES; k++) {
-        /* k = -1: the lo steps every row runs; k >= 0: slice k of the tail (lo, hi], at its midpoint */
+        /* k = -1: the lo steps every row runs; k >= 0: slice k of the tail (lo, hi] */
         double steps = k < 0 ? lo : (hi - lo) / SLICES;
+        if (!(steps > 0)) continue;
         double j = k < 0 ? lo / 2.0 : lo + (k + 0.5) * steps; /* mean position of the slice's steps */
-        double rows = k < 0 ? B : B * (hi - j) / (hi - lo);
-        if (!(steps > 0) || !(rows > 0)) continue;
+        double rows = k < 0 ? B : B * rows_left(lo, hi, a, lo + k * steps, lo + (k + 1) * steps);
+        if (!(rows > 0)) continue;
         double ctx = w->prompt_len + j;
         double fl = rows * (fwd_flops_dense(m) + fwd_flops_attn(m, ctx)) / tp;
         double by = Ploc * m->wbytes + 2.0 * m->L * rows * ctx * kvw / tp * ab;
@@ -291,7 +305,9 @@ static void plan_phases(CostWork *cw, const CostModel *cm, const PlanConfig *pla
     double cs[PLAN_NSTAGES], ms[PLAN_NSTAGES], sk[PLAN_NSTAGES]; /* per stage: compute (slowed), communication,
                                                                     the compute's stretch as its ranks time it */
     int sched[3] = {0, 0, 0};                                   /* the phase was scheduled on shared cores */
-    memset(pp, 0, sizeof *pp);
+    memset(pp, 0, offsetof(PlanPhases, rm)); /* the per-rank arrays only as far as the job's ranks: a plan on 16
+                                                 ranks is priced thousands of times a simulated step */
+    memset(pp->rm, 0, (size_t)nranks * sizeof pp->rm[0]);
     pp->cores = cm->hw.cores;
     for (int ph = 0; ph < 3; ph++) {
         memset(cw->rank_compute[ph], 0, (size_t)nranks * sizeof(double));

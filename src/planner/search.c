@@ -360,6 +360,7 @@ int plan_search_mode(const CostModel *cm, int N, const int *map, int Njob, const
     for (int a = 0; a <= SEARCH_ALT_LENS; a++) {
         Workload wf = *w;
         wf.resp_len = w->resp_len * alt_len[a];
+        wf.resp_longest = w->resp_longest * alt_len[a]; /* the same tail, scaled with the mean */
         double found = INFINITY;
         for (int fam = 0; fam < 2 && !isfinite(found); fam++) {
             int m = fam == 0 ? mode : SEARCH_DISAGGREGATED;

@@ -20,12 +20,18 @@ static double len_at(const SimScenario *sc, int step) {
     return sc->w.resp_len * pow(sc->len_end / sc->w.resp_len, (double)step / (sc->steps - 1));
 }
 
+/* w at mean response length len, its longest the scenario's tail ratio of it (0: none) */
+static void set_len(const SimScenario *sc, Workload *w, double len) {
+    w->resp_len = len;
+    w->resp_longest = sc->longest_ratio * len;
+}
+
 /* What the adaptive search plans for at `step`: the step's lengths, and memory for the lengths it may see
    before its next replan, up to the threshold above them (a crossing replans), never past the job's longest
    (a job's responses are capped: the trace's largest length) */
 static Workload planned_for(const SimScenario *sc, int step) {
     Workload w = sc->w;
-    w.resp_len = len_at(sc, step);
+    set_len(sc, &w, len_at(sc, step));
     w.resp_max = fmin(w.resp_len * (1 + (sc->threshold > 0 ? sc->threshold : 0)),
                       fmax(sc->w.resp_len, len_at(sc, sc->steps - 1)));
     return w;
@@ -129,14 +135,14 @@ static int fixed_plan(CostWork *cw, const SimScenario *sc, const CostModel *trut
     Workload w = sc->w;
     w.resp_max = fmax(l0, l1);
     for (int k = 0; k < SIM_FIXED_LENS; k++) {
-        w.resp_len = l0 * pow(l1 / l0, (double)k / (SIM_FIXED_LENS - 1));
+        set_len(sc, &w, l0 * pow(l1 / l0, (double)k / (SIM_FIXED_LENS - 1)));
         PlanConfig p;
         StepCost c;
         if (adapt_search(truth, &w, policy, sc->gpus, o, &p, &c, why, len) != 0) continue;
         double T = 0;
         for (int s = from; s < sc->steps; s += SIM_FIXED_STRIDE) {
             Workload ws = w;
-            ws.resp_len = len_at(sc, s);
+            set_len(sc, &ws, len_at(sc, s));
             T += cost_plan_in(cw, truth, &p, sc->gpus, &ws, &c);
         }
         if (T < best) {
@@ -258,7 +264,8 @@ static double true_run_s(SimLoop *L, const PlanConfig *p, int step, int h) {
     double T = 0;
     for (int k = 0; k < ORACLE_POINTS; k++) {
         Workload ws = L->w;
-        ws.resp_len = ws.resp_max = len_at(L->sc, step + (h - 1) * k / (ORACLE_POINTS - 1));
+        ws.resp_max = len_at(L->sc, step + (h - 1) * k / (ORACLE_POINTS - 1));
+        set_len(L->sc, &ws, ws.resp_max);
         StepCost c;
         double t = cost_plan_in(L->cw, &L->truth, p, L->sc->gpus, &ws, &c);
         if (!c.fits) return INFINITY;
@@ -275,7 +282,8 @@ static int fit_steps(SimLoop *L, const PlanConfig *p, int step, int h) {
     while (lo < hi) {
         int mid = (lo + hi + 1) / 2;
         Workload ws = L->w;
-        ws.resp_len = ws.resp_max = fmax(len_at(L->sc, step), len_at(L->sc, step + mid - 1));
+        ws.resp_max = fmax(len_at(L->sc, step), len_at(L->sc, step + mid - 1));
+        set_len(L->sc, &ws, ws.resp_max);
         StepCost c;
         cost_plan_in(L->cw, &L->truth, p, L->sc->gpus, &ws, &c);
         if (c.fits) lo = mid;
@@ -470,7 +478,8 @@ static void debug_decision(const SimLoop *L, int step, const AdaptDecision *d) {
 static int sim_one_step(SimLoop *L, int step, char *why, size_t len) {
     const SimScenario *sc = L->sc;
     L->sw = planned_for(sc, step);
-    L->w.resp_len = L->w.resp_max = L->sw.resp_len;
+    L->w.resp_max = L->sw.resp_len;
+    set_len(sc, &L->w, L->sw.resp_len);
     L->o.resp_len = L->w.resp_len;
     L->o.npool = pool_at(sc, step, L->slow);
     *L->prev = L->ad.cur;

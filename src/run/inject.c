@@ -95,8 +95,9 @@ int inject_describe(const Injector *in, char *buf, size_t len) {
                  c->slow_period > 0 ? ", slow for slow_period steps and not for slow_off, over and over (it comes and goes)" : "");
         if (in->busiest)
             n += (size_t)snprintf(buf + n, n < len ? len - n : 0, "INJECTED slowdown: the busiest rank at step %d (the one "
-                                  "holding the most model-stages) does %.3gx its work (extra real work) from then on%s; ",
-                                  c->slow_step, c->slow_factor, until);
+                                  "holding the most model-stages) does %.3gx its work (extra real work) from then on%s%s; ",
+                                  c->slow_step, c->slow_factor, until,
+                                  c->slow_period > 0 ? " (the busiest rank of the plan in force at each spell's start)" : "");
         else
             n += (size_t)snprintf(buf + n, n < len ? len - n : 0, "INJECTED slowdown: ranks %s do %.3gx their work (extra "
                                   "real work) from step %d%s; ", c->slow_ranks, c->slow_factor, c->slow_step, until);
@@ -173,9 +174,19 @@ static int busiest_rank(const Injector *in, const PlanConfig *plan) {
     return best;
 }
 
+/* 1 at the first step of a slow spell of a slowdown that comes and goes (slow_period) */
+static int spell_starts(const InjectConfig *c, int step) {
+    int off = c->slow_off > 0 ? c->slow_off : c->slow_period;
+    return c->slow_period > 0 && step >= c->slow_step && (step - c->slow_step) % (c->slow_period + off) == 0;
+}
+
 void inject_begin_step(Injector *in, int step, const PlanConfig *plan) {
     const InjectConfig *c = &in->cfg->inject;
-    if (in->busiest && in->busiest_rank < 0 && c->slow_step >= 0 && step >= c->slow_step && plan) {
+    /* busiest: chosen at slow_step; where the slowdown comes and goes, again at the start of every slow spell
+       (the slowdown follows the work: a plan that moved off the last spell's rank meets the next one) */
+    if (in->busiest && c->slow_step >= 0 && step >= c->slow_step && plan &&
+        (in->busiest_rank < 0 || spell_starts(c, step))) {
+        if (in->busiest_rank >= 0) in->slow[in->busiest_rank] = 0;
         in->busiest_rank = busiest_rank(in, plan);
         in->slow[in->busiest_rank] = 1;
         if (in->rank == 0) {

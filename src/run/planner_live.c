@@ -316,6 +316,9 @@ void live_observe(LivePlanner *lp, Job *j, int step, const StepStats *st, double
     const PlanConfig *plan = &j->plan;
     CostModel *cm = &lp->cm;
     lp->last_len = st->resp_len;
+    /* the longest response, by the same estimator as the mean: the last step's measured one (the decode steps
+       generation ran: rollout_finish makes T the prompt plus the batch's longest response) */
+    if (st->resp_len > 0 && j->G.T > j->G.P) lp->w.resp_longest = j->G.T - j->G.P;
     int warm = step - lp->first_step >= j->cfg->planner.warmup, fresh = !lp->skip_calib && step > lp->first_step;
     /* the prediction made before the step against what it took */
     if (warm && fresh && isfinite(lp->pred_s) && wall_s > 0) {
@@ -400,8 +403,8 @@ static void trace_seen(const LivePlanner *lp, Trace *tr, int step, int plan_id, 
     for (int r = 0; r < n && k < sizeof slow; r++)
         if (lp->slow[r] != 1)
             k += (size_t)snprintf(slow + k, sizeof slow - k, "%s%d:%.17g", k ? "," : "", r, lp->slow[r]);
-    TraceSignals g = {step, plan_id, initial, o->npool, o->oom, o->resp_len, adapt_eff_signal(o), pred,
-                      lp->cm.overhead_s, lp->cm.hw.rho_exp, {0}, {0}, pool, slow};
+    TraceSignals g = {step, plan_id, initial, o->npool, o->oom, o->resp_len, lp->w.resp_longest,
+                      adapt_eff_signal(o), pred, lp->cm.overhead_s, lp->cm.hw.rho_exp, {0}, {0}, pool, slow};
     memcpy(g.phase_scale, lp->cm.phase_scale, sizeof g.phase_scale);
     memcpy(g.eff, lp->cm.eff.f, sizeof g.eff);
     trace_signals(tr, &g);

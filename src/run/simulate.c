@@ -110,6 +110,10 @@ static int scenario_of(const Config *cfg, const Deck *deck, SimScenario *sc) {
     sc->steps = m->steps;
     sc->w = (Workload){m->batch * G, m->minibatch, m->epochs, m->prompt_len, m->resp_len, m->resp_len, 0};
     sc->len_end = m->resp_len_end;
+    sc->longest_ratio = m->resp_longest_ratio;
+    if (sc->longest_ratio > 0 && sc->longest_ratio < 1)
+        return deck_error_at(deck, "simulate.resp_longest_ratio", "resp_longest_ratio %g: the longest response is "
+                             "at least the mean (1 or more), or 0 for none", sc->longest_ratio);
     sc->gamma = m->gamma;
     sc->threshold = m->threshold;
     sc->every_k = m->every_k;
@@ -156,11 +160,14 @@ int run_simulation(const Config *cfg, const Deck *deck, int rank) {
     if (m->network_gbs > 0) printf("network: %.3g GB/s per GPU between nodes ([simulate] network_gbs)\n", m->network_gbs);
     printf("workload: %d steps, batch %d, minibatch %d, prompt %.0f, responses %.0f -> %.0f tokens (geometric)\n",
            sc.steps, m->batch, m->minibatch, m->prompt_len, m->resp_len, m->resp_len_end);
+    if (sc.longest_ratio > 0)
+        printf("workload: MODELLED tail: each step's longest response %.3g x its mean (the decode term's rows still "
+               "generating)\n", sc.longest_ratio);
     for (int e = 0; e < sc.nevents; e++) {
         if (sc.ev[e].pool > 0) printf("drift: from step %d the pool holds %d GPUs (availability trace)\n", sc.ev[e].step, sc.ev[e].pool);
         else printf("drift: INJECTED from step %d rank %d runs %.2gx slower\n", sc.ev[e].step, sc.ev[e].rank, sc.ev[e].slow);
     }
-    if (m->seeds > 0) return sim_study(&sc, m->first_seed, m->seeds);
+    if (m->seeds > 0) return sim_study(&sc, m->first_seed, m->seeds, strcmp(m->study, "core") == 0);
     printf("\n%-10s %12s %10s %12s %10s %8s %10s\n", "policy", "mean step s", "vs static", "transitions", "share %",
            "refused", "planner s");
     SimResult r[SIM_NPOLICIES];

@@ -26,7 +26,8 @@ done
 # per build: gen seconds per step (mean over the steps, median over the runs), mean response length
 summary() {
   for r in $(seq 1 "$runs"); do
-    awk -F, 'NR > 1 { g += $6; l += $17; n++ } END { printf "%.4f %.2f\n", g / n, l / n }' "$work/$1-$r.csv"
+    awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+             { g += $c["gen_s"]; l += $c["resp_len"]; n++ } END { printf "%.4f %.2f\n", g / n, l / n }' "$work/$1-$r.csv"
   done | sort -n | awk '{ a[NR] = $1; l = $2 } END { printf "%.4f %.2f\n", a[int((NR + 1) / 2)], l }'
 }
 read -r go lo < <(summary old)

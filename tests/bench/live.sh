@@ -15,8 +15,10 @@
 #           run (its sweep window), and to that plan run again as long as
 #           the choice (sweep.chosen_gap_again_pct); then the same with
 #           inputs/live/sweep8-wide.deck, a model where compute dominates.
-#   osc8    inputs/live/osc8.deck (INJECTED: rank 1 3x slower for 4 steps, then not for 4, over
-#           and over): every-gain against payback, 3 runs each, medians of mean step and moves.
+#   osc8    inputs/live/osc8.deck (INJECTED: the busiest rank of the plan in force 3x slower for 4
+#           steps, then no rank for 4, over and over; the slowdown follows the work): every-gain
+#           against payback, 3 runs each, medians of mean step and moves, and the moves' measured
+#           seconds (every move's median, for the spell length against what a move costs).
 #   PARTS: which of drift, osc8, sweep to run (default all three, in that order).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -64,24 +66,30 @@ done
 # an INJECTED slowdown that comes and goes (inputs/live/osc8.deck, issue #34): every-gain (search every step, take
 # any plan predicted faster) against payback, 3 pairs, the medians of their mean step and moves
 want osc8 && echo
-want osc8 && echo "== live planner, 8 ranks: inputs/live/osc8.deck (INJECTED slowdown on and off every 4 steps): every-gain, payback"
-for pol in every-gain payback; do
+want osc8 && echo "== live planner, 8 ranks: inputs/live/osc8.deck (INJECTED slowdown of the busiest rank for 2 steps in every 8): every-gain, payback, alternating"
+declare -A osc_ms osc_mv osc_mc
+for r in 1 2 3; do
   want osc8 || break
-  ms=""; mv=""
-  for r in 1 2 3; do
+  for pol in every-gain payback; do
     d=build/bench-live/osc8-$pol.deck
     sed "s/^name = osc8\$/name = osc8-$pol/; s/^policy = payback/policy = $pol/" inputs/live/osc8.deck > "$d"
     printf '[trace]\nfile = none\n' >> "$d"
     log=build/bench-live/osc8-$pol-$r.log
     jobs/local.sh -np 8 bin/nereus "$d" > "$log" 2>&1
     m=$(mean_step "$log"); nt=$(sed -n 's/^verify.transitions: //p' "$log")
-    printf '  run %d  %-10s mean step %.4f s, %s move(s)\n' "$r" "$pol" "$m" "${nt:-0}"
-    ms="$ms $m"; mv="$mv ${nt:-0}"
+    mc=$(sed -n 's/^transition: .*, measured \([0-9.]*\) s .*/\1/p' "$log" | median)
+    printf '  run %d  %-10s mean step %.4f s, %s move(s), a move %s s (median measured)\n' "$r" "$pol" "$m" "${nt:-0}" "$mc"
+    osc_ms[$pol]="${osc_ms[$pol]:-} $m"; osc_mv[$pol]="${osc_mv[$pol]:-} ${nt:-0}"; osc_mc[$pol]="${osc_mc[$pol]:-} $mc"
   done
-  k=${pol//-/_}
-  { echo "live.osc8.${k}_mean_step_s: $(echo "$ms" | median)"; echo "live.osc8.${k}_moves: $(echo "$mv" | median)"; } >> "$out"
-  echo "  $pol: median mean step $(echo "$ms" | median) s, median moves $(echo "$mv" | median)"
 done
+for pol in every-gain payback; do
+  want osc8 || break
+  k=${pol//-/_}
+  { echo "live.osc8.${k}_mean_step_s: $(echo "${osc_ms[$pol]}" | median)"; echo "live.osc8.${k}_moves: $(echo "${osc_mv[$pol]}" | median)"
+    echo "live.osc8.${k}_move_s: $(echo "${osc_mc[$pol]}" | median)"; } >> "$out"
+  echo "  $pol: median mean step $(echo "${osc_ms[$pol]}" | median) s, median moves $(echo "${osc_mv[$pol]}" | median), a move $(echo "${osc_mc[$pol]}" | median) s"
+done
+want osc8 && grep -h '^planner: before step\|^INJECTED slowdown: slow_ranks' build/bench-live/osc8-payback-2.log | cut -c1-200 | sed 's/^/  payback run 2: /'
 for deck in sweep8 sweep8-wide; do
   want sweep || break
   echo

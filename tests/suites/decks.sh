@@ -24,13 +24,13 @@ bad cli-no-deck 'no input deck' bin/nereus
 bad cli-unknown-option "unknown option '--bogus'" bin/nereus --bogus inputs/tiny.deck
 bad deck-max-seq 'max_seq_short\.deck:[0-9]+: error: .*max_seq' bin/nereus tests/decks/max_seq_short.deck
 bad deck-missing-token-file 'tokens_file.*/nonexistent/tokens\.bin' bin/nereus tests/decks/missing_tokens.deck
-# 100 decks mutated at random (a fixed seed) from tests/decks/fuzz/, on 1 and 4 ranks and simulated: each runs
-# or is refused with a message
-t deck-fuzz 400 /usr/bin/python3 tests/test_deck_fuzz.py 100 "$LOG/fuzz"
+# 50 decks mutated at random (a fixed seed) from tests/decks/fuzz/, on 1 and 4 ranks and simulated: each runs
+# or is refused with a message (make fuzz: more, other seeds)
+t deck-fuzz "$(fuzz_to 300)" /usr/bin/python3 tests/test_deck_fuzz.py "$(fuzz_n 50)" "$LOG/fuzz" "$(fuzz_seed 20261204)"
 ! runs deck-fuzz || grep -E '^(FAIL|fuzz:)' "$LOG/deck-fuzz.log" | sed 's/^/      /'
-# 40 damaged checkpoints and traces (tests/test_file_fuzz.py, a fixed seed): every tool that reads them ends
+# 24 damaged checkpoints and traces (tests/test_file_fuzz.py, a fixed seed): every tool that reads them ends
 # with a refusal naming the file, or with the results of the undamaged file; none crashes or hangs
-t file-fuzz 300 /usr/bin/python3 tests/test_file_fuzz.py 40 "$LOG/filefuzz"
+t file-fuzz "$(fuzz_to 240)" /usr/bin/python3 tests/test_file_fuzz.py "$(fuzz_n 24)" "$LOG/filefuzz" "$(fuzz_seed 20261205)"
 ! runs file-fuzz || grep -E '^(FAIL|file fuzz:)' "$LOG/file-fuzz.log" | sed 's/^/      /'
 
 # the committed deck reference is the one the key table generates

@@ -27,11 +27,7 @@ while IFS='|' read -r -u 3 name np plan; do
   llama_deck "$LOG/llama-tp-$name.deck" "$plan"
   t "llama-tp-$name-run" 300 $L -np "$np" bin/nereus "$LOG/llama-tp-$name.deck" --set ppo.steps=5
   want "llama-tp-$name" || continue
-  why=""
-  same_keys "$LOG/llama-tp-1rank.log" "$LOG/llama-tp-$name-run.log" tokens_hash reward_first10 reward_last10 ppo_steps status
-  checksums_close "$LOG/llama-tp-1rank.log" "$LOG/llama-tp-$name-run.log"
-  if [ -z "$why" ]; then result "llama-tp-$name" 0 0 "$np ranks: tokens, rewards identical; checksums within $worst (limit 1e-5)"
-  else result "llama-tp-$name" 1 0 "$why"; fi
+  equiv_result "llama-tp-$name" "$LOG/llama-tp-1rank.log" "$LOG/llama-tp-$name-run.log" "$np ranks"
 done 3<<< "$LLAMA_PLANS"
 
 # tp must divide the MLP width (171 here, with tp2; the key/value heads: tests/decks/bad_plans/llama_kv_heads.deck)

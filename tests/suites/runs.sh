@@ -62,12 +62,7 @@ while IFS='|' read -r -u 3 name np plan; do
   { cat tests/decks/equiv.deck; echo "[plan]"; echo "$plan" | tr ';' '\n' | sed 's/^ *//'; } > "$deck"
   t "equiv-$name-run" 300 $L -np "$np" bin/nereus "$deck"
   want "equiv-$name" || continue
-  out=$LOG/equiv-$name-run.log
-  why=""
-  same_keys "$ref" "$out" tokens_hash reward_first10 reward_last10 ppo_steps status
-  checksums_close "$ref" "$out"
-  if [ -z "$why" ]; then result "equiv-$name" 0 0 "$np ranks: tokens, rewards identical; checksums within $worst (limit 1e-5)"
-  else result "equiv-$name" 1 0 "$why"; fi
+  equiv_result "equiv-$name" "$ref" "$LOG/equiv-$name-run.log" "$np ranks"
 done 3< tests/equiv_plans.txt
 
 section "the Llama family (inputs/llama-tiny.deck: RMSNorm, SwiGLU, RoPE, 4 query heads on 2 key/value heads)"
@@ -89,13 +84,7 @@ if runs llama-equiv-dp2-run; then
   } > "$LOG/llama-dp2.deck"
 fi
 t llama-equiv-dp2-run 300 $L -np 2 bin/nereus "$LOG/llama-dp2.deck" --set ppo.steps=5
-if want llama-equiv-dp2; then
-  why=""
-  same_keys "$LOG/llama-equiv-1rank.log" "$LOG/llama-equiv-dp2-run.log" tokens_hash reward_first10 reward_last10 ppo_steps status
-  checksums_close "$LOG/llama-equiv-1rank.log" "$LOG/llama-equiv-dp2-run.log"
-  if [ -z "$why" ]; then result llama-equiv-dp2 0 0 "2 ranks dp2: tokens, rewards identical; checksums within $worst (limit 1e-5)"
-  else result llama-equiv-dp2 1 0 "$why"; fi
-fi
+want llama-equiv-dp2 && equiv_result llama-equiv-dp2 "$LOG/llama-equiv-1rank.log" "$LOG/llama-equiv-dp2-run.log" "2 ranks dp2"
 
 section "command-line overrides: bin/nereus DECK --set section.key=value"
 # an override replaces the deck's value: the resolved deck says it came from the command line, the run

@@ -47,9 +47,9 @@ if want switch-windows-broadcast; then
   else result switch-windows-broadcast 1 0 "$why"; fi
 fi
 # random valid decks (tests/test_plan_fuzz.py, a fixed seed): a random plan, a switch to another, random
-# [transition] settings and assembly windows; 24 on 4 ranks and 8 on 8, each must pass with its transition checked
-t plan-fuzz-4 300 /usr/bin/python3 tests/test_plan_fuzz.py 24 "$LOG/planfuzz4" 20261205 4
-t plan-fuzz-8 300 /usr/bin/python3 tests/test_plan_fuzz.py 8 "$LOG/planfuzz8" 20261206 8
+# [transition] settings and assembly windows; 12 on 4 ranks and 4 on 8, each must pass with its transition checked
+t plan-fuzz-4 "$(fuzz_to 200)" /usr/bin/python3 tests/test_plan_fuzz.py "$(fuzz_n 12)" "$LOG/planfuzz4" "$(fuzz_seed 20261205)" 4
+t plan-fuzz-8 "$(fuzz_to 200)" /usr/bin/python3 tests/test_plan_fuzz.py "$(fuzz_n 4)" "$LOG/planfuzz8" "$(fuzz_seed 20261206)" 8
 for n in 4 8; do ! runs "plan-fuzz-$n" || grep -E '^(FAIL|plan fuzz:)' "$LOG/plan-fuzz-$n.log" | sed 's/^/      /'; done
 # a scale-out (actor.train and critic.train from one rank each to dp4): with forwarding (the default) some
 # replicas get their shard from another new replica; without, all from the one holder; the same run either way
