@@ -45,11 +45,8 @@ while IFS='|' read -r -u 3 name np plan; do
   t "grpo-equiv-$name-run" 300 $L -np "$np" bin/nereus "$deck" $EQ --set ppo.steps=5 --set run.log_every=5 \
     --set trace.file=none
   want "grpo-equiv-$name" || continue
-  why=""
-  same_keys "$LOG/grpo-equiv-1rank.log" "$LOG/grpo-equiv-$name-run.log" tokens_hash reward_first10 reward_last10 ppo_steps status
-  checksums_close "$LOG/grpo-equiv-1rank.log" "$LOG/grpo-equiv-$name-run.log" checksum.actor checksum.ref
-  if [ -z "$why" ]; then result "grpo-equiv-$name" 0 0 "$np ranks: tokens, rewards identical; checksums within $worst (limit 1e-5)"
-  else result "grpo-equiv-$name" 1 0 "$why"; fi
+  equiv_result "grpo-equiv-$name" "$LOG/grpo-equiv-1rank.log" "$LOG/grpo-equiv-$name-run.log" "$np ranks" \
+    checksum.actor checksum.ref
 done 3<<<"$GRPO_PLANS"
 
 section "GRPO with process rewards: 3 steps of inputs/grpo-process-tiny.deck (group_size 8), tp2 dp2 on 4 ranks against 1 rank"
