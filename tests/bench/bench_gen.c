@@ -8,13 +8,17 @@
  *    measured in the same run just before each run by streaming sums over a
  *    512 MB buffer, far larger than the caches: the best of several ways of
  *    reading it (1, 2, 4 and 8 streams side by side, one stream with software
- *    prefetch 1 KB and 4 KB ahead, one stream of AVX-512 loads), each the
+ *    prefetch into L2 8 KB and 32 KB ahead, one stream multiplied by a row in
+ *    L1 as a decode row reads, one stream of AVX-512 loads), each the
  *    best of 2 passes. A bound must be at least what the decode kernels read;
  *    which way is fastest differs between machines, so it takes the best
  *    (--probe prints each way's rate);
  *  - compute: the step's FLOPs (2 per weight per row, attention included)
  *    over the rate bare cblas_sgemm reaches on the step's own GEMM shapes
  *    with the same rows, also measured just before each run.
+ *
+ * Times are the thread's CPU time (the wall time on a quiet machine; on a
+ * shared one without the time other processes hold the core).
  *
  * A step here is what ppo_generate does per response token: gpt_decode_rows
  * of the rows, then sample_tokens over the real vocabulary (temperature 1).
@@ -30,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "nereus/ckpt.h"
 #include "nereus/model.h"
@@ -41,11 +46,24 @@ static void metric(const char *name, double v) {
     if (out_txt) fprintf(out_txt, "%s: %.6g\n", name, v);
 }
 
+/* Seconds of this thread's CPU time. Everything here runs on one thread, so on a quiet machine this is the
+   wall time; on a shared one it leaves out the time another process holds the core (a thread stalled on
+   memory is still running, so the read rates and the steps are timed alike) */
+static double thread_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
 typedef float v8 __attribute__((vector_size(32)));
 
 /* One way of streaming a buffer: how many equal parts are read side by side, and how far ahead (bytes, 0:
-   none) each part is prefetched into L2 by software, a line for each line read */
-typedef struct ReadWay { int streams, prefetch; } ReadWay;
+   none) each part is prefetched into L2 by software, a line for each line read, and whether each vector read
+   is multiplied by one of a 3 KB vector in L1 before it is summed (as a decode row reads a weight row) */
+typedef struct ReadWay { int streams, prefetch, dot; } ReadWay;
+
+/* the L1 vector of the dot ways (a 768-float input row) */
+static float dot_row[768];
 
 /* GB/s of one thread reading n floats the given way (8 vector sums, so the adds never wait on each other; one
    vector of each part in turn), best of reps */
@@ -55,7 +73,7 @@ static double read_gbs(const float *x, size_t n, ReadWay way, int reps) {
     int streams = way.streams;
     size_t part = n / (size_t)streams / 64 * 64, ahead = (size_t)way.prefetch / sizeof(float);
     for (int r = 0; r < reps; r++) {
-        double t0 = nr_now();
+        double t0 = thread_s();
         v8 a[8] = {{0}};
         for (size_t i = 0; i < part; i += 64) {
             if (ahead)
@@ -65,10 +83,15 @@ static double read_gbs(const float *x, size_t n, ReadWay way, int reps) {
                 for (int s = 0; s < streams; s++) {
                     v8 v;
                     memcpy(&v, x + (size_t)s * part + i + 8 * k, sizeof v);
+                    if (way.dot) {
+                        v8 d;
+                        memcpy(&d, dot_row + (i + 8 * k) % 768, sizeof d);
+                        v *= d;
+                    }
                     a[(k + s) & 7] += v;
                 }
         }
-        double t = nr_now() - t0;
+        double t = thread_s() - t0;
         for (int k = 0; k < 8; k++) keep += a[k][0];
         best = t < best ? t : best;
     }
@@ -86,7 +109,7 @@ __attribute__((target("avx512f"))) static double read_gbs_wide(const float *x, s
     float keep = 0.0f;
     size_t m = n / 128 * 128;
     for (int r = 0; r < reps; r++) {
-        double t0 = nr_now();
+        double t0 = thread_s();
         v16 a[8] = {{0}};
         for (size_t i = 0; i < m; i += 128)
             for (int k = 0; k < 8; k++) {
@@ -94,7 +117,7 @@ __attribute__((target("avx512f"))) static double read_gbs_wide(const float *x, s
                 memcpy(&v, x + i + 16 * k, sizeof v);
                 a[k] += v;
             }
-        double t = nr_now() - t0;
+        double t = thread_s() - t0;
         for (int k = 0; k < 8; k++) keep += a[k][0];
         best = t < best ? t : best;
     }
@@ -107,8 +130,9 @@ static double read_gbs_wide(const float *x, size_t n, int reps) { return 0.0; }
 
 /* the ways the bound tries: 1, 2, 4 and 8 streams without software prefetch (the hardware prefetchers follow
    each stream), one stream prefetched 8 KB and 32 KB ahead (as the decode kernels prefetch; into L1 instead,
-   1-4 KB ahead, read a third slower on an AMD EPYC) */
-static const ReadWay read_ways[] = {{1, 0}, {2, 0}, {4, 0}, {8, 0}, {1, 8192}, {1, 32768}};
+   1-4 KB ahead, read a third slower on an AMD EPYC), one stream of products with an L1 row (a decode row's
+   reading, which measured a few % faster than the plain sum there) */
+static const ReadWay read_ways[] = {{1, 0, 0}, {2, 0, 0}, {4, 0, 0}, {8, 0, 0}, {1, 8192, 0}, {1, 32768, 0}, {1, 0, 1}};
 #define N_READ_WAYS ((int)(sizeof read_ways / sizeof read_ways[0]))
 
 /* The read bound of one thread: the best of the ways above and of one stream of AVX-512 loads, each the best of
@@ -128,7 +152,8 @@ static double read_bound_gbs(const float *x, size_t n, int reps, double *each) {
 /* --probe: each way's rate, best of 3 passes, in rounds (to see which way sets the bound on this machine) */
 static void print_read_ways(const float *x, size_t n, int rounds) {
     printf("\n== one-thread read rate of a 512 MB buffer, GB/s, each way best of 3 passes (streams/prefetch bytes)\n");
-    for (int w = 0; w < N_READ_WAYS; w++) printf(" %5d/%-5d", read_ways[w].streams, read_ways[w].prefetch);
+    for (int w = 0; w < N_READ_WAYS; w++)
+        printf(" %4d/%-5d%s", read_ways[w].streams, read_ways[w].prefetch, read_ways[w].dot ? "x" : " ");
     printf(" %11s %8s\n", "1 (512-bit)", "bound");
     for (int r = 0; r < rounds; r++) {
         double each[N_READ_WAYS + 1], bound = read_bound_gbs(x, n, 3, each);
@@ -194,14 +219,14 @@ static double sgemm_step_s(const GPTConfig *c, const SgemmStep *g, int N, int re
     layer_gemms(c, sh);
     double best = 1e30;
     for (int r = 0; r < reps; r++) {
-        double t0 = nr_now();
+        double t0 = thread_s();
         for (int l = 0; l < c->L; l++)
             for (int s = 0; s < 4; s++)
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, sh[s][1], sh[s][0], 1.0f, g->x, sh[s][0],
                             g->w[l], sh[s][0], 0.0f, g->y, sh[s][1]);
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, V, c->C, 1.0f, g->x, c->C, g->w[c->L], c->C, 0.0f,
                     g->y, V);
-        double t = nr_now() - t0;
+        double t = thread_s() - t0;
         best = t < best ? t : best;
     }
     return best;
@@ -238,14 +263,14 @@ static void bench_decode(const char *name, GPTConfig c, int B, int steps, int re
         gb[r] = read_bound_gbs(stream_buf, stream_n, 2, NULL);
         sg[r] = 2.0 * B * gemm_weights(&c) / sgemm_step_s(&c, &sgs, B, 2);
         gpt_prefill(&m, tok, B, P, NULL);
-        double t0 = nr_now();
+        double t0 = thread_s();
         for (int j = 0; j < steps; j++) {
             for (int b = 0; b < B; b++) u[b] = rng_uniform(1, RNG_TEST, (uint64_t)b, (uint64_t)(r * steps + j));
             be->sample_tokens(next, m.d_logits, u, B, V, c.V, 1.0f, 0);
             memcpy(host_next, next, (size_t)B * sizeof(int));
             gpt_decode_rows(&m, host_next, NULL, B, P + j, NULL);
         }
-        ts[r] = (nr_now() - t0) / steps;
+        ts[r] = (thread_s() - t0) / steps;
         fm[r] = bytes / (gb[r] * 1e9) / ts[r];
         fs[r] = flops / ts[r] / sg[r];
     }
@@ -294,6 +319,7 @@ int main(int argc, char **argv) {
     stream_buf = aligned_alloc(64, stream_n * sizeof(float)); /* whole lines, as the model's weights */
     if (!stream_buf) nr_fatal("bench_gen: out of memory for the 512 MB read buffer");
     for (size_t i = 0; i < stream_n; i++) stream_buf[i] = (float)(i & 7);
+    for (int i = 0; i < 768; i++) dot_row[i] = 1.0f + (float)(i & 3);
     if (probe) {
         print_read_ways(stream_buf, stream_n, quick ? 2 : 5);
         free(stream_buf);
