@@ -9,7 +9,8 @@
  *    512 MB buffer, far larger than the caches: the best of several ways of
  *    reading it (1, 2, 4 and 8 streams side by side, one stream with software
  *    prefetch into L2 8 KB and 32 KB ahead, one stream multiplied by a row in
- *    L1 as a decode row reads, one stream of AVX-512 loads), each the
+ *    L1 as a decode row reads, one stream of AVX-512 loads, and the decode
+ *    GEMM itself at one row of 768 columns over the buffer), each the
  *    best of 2 passes. A bound must be at least what the decode kernels read;
  *    which way is fastest differs between machines, so it takes the best
  *    (--probe prints each way's rate);
@@ -128,6 +129,23 @@ __attribute__((target("avx512f"))) static double read_gbs_wide(const float *x, s
 static double read_gbs_wide(const float *x, size_t n, int reps) { return 0.0; }
 #endif
 
+/* GB/s of backend_cpu's matmul_decode reading the buffer as the weight of one 768-float row (rows of 768
+   columns, as GPT-2's), best of reps: the rate the decode kernel itself streams at */
+static double read_gbs_decode(const float *x, size_t n, int reps) {
+    const Backend *be = backend_cpu();
+    int OC = (int)(n / 768);
+    float *out = nr_xmalloc((size_t)OC * sizeof(float));
+    double best = 1e30;
+    for (int r = 0; r < reps; r++) {
+        double t0 = thread_s();
+        be->matmul_decode(out, dot_row, x, NULL, 1, 768, OC, OC);
+        double t = thread_s() - t0;
+        best = t < best ? t : best;
+    }
+    free(out);
+    return (double)OC * 768 * sizeof(float) / best * 1e-9;
+}
+
 /* the ways the bound tries: 1, 2, 4 and 8 streams without software prefetch (the hardware prefetchers follow
    each stream), one stream prefetched 8 KB and 32 KB ahead (as the decode kernels prefetch; into L1 instead,
    1-4 KB ahead, read a third slower on an AMD EPYC), one stream of products with an L1 row (a decode row's
@@ -137,12 +155,14 @@ static const ReadWay read_ways[] = {{1, 0, 0}, {2, 0, 0}, {4, 0, 0}, {8, 0, 0}, 
 
 /* The read bound of one thread: the best of the ways above and of one stream of AVX-512 loads, each the best of
    reps passes. The fastest way differs between machines (and a decode kernel may read faster than any single
-   way); the bound is to be at least what our own kernels read, so it takes the maximum. If `each` is given it
-   gets the rate of every way, N_READ_WAYS + 1 of them (the AVX-512 one last) */
+   way); the bound is to be at least what our own kernels read, so it takes the maximum, and the decode GEMM
+   itself at one row is one of the ways. If `each` is given it gets the rate of every way, N_READ_WAYS + 2 of
+   them (the AVX-512 one, then the decode GEMM's, last) */
 static double read_bound_gbs(const float *x, size_t n, int reps, double *each) {
     double best = 0.0;
-    for (int w = 0; w <= N_READ_WAYS; w++) {
-        double g = w < N_READ_WAYS ? read_gbs(x, n, read_ways[w], reps) : read_gbs_wide(x, n, reps);
+    for (int w = 0; w <= N_READ_WAYS + 1; w++) {
+        double g = w < N_READ_WAYS ? read_gbs(x, n, read_ways[w], reps)
+                   : w == N_READ_WAYS ? read_gbs_wide(x, n, reps) : read_gbs_decode(x, n, reps);
         if (each) each[w] = g;
         best = g > best ? g : best;
     }
@@ -154,10 +174,10 @@ static void print_read_ways(const float *x, size_t n, int rounds) {
     printf("\n== one-thread read rate of a 512 MB buffer, GB/s, each way best of 3 passes (streams/prefetch bytes)\n");
     for (int w = 0; w < N_READ_WAYS; w++)
         printf(" %4d/%-5d%s", read_ways[w].streams, read_ways[w].prefetch, read_ways[w].dot ? "x" : " ");
-    printf(" %11s %8s\n", "1 (512-bit)", "bound");
+    printf(" %11s %11s %8s\n", "1 (512-bit)", "decode N=1", "bound");
     for (int r = 0; r < rounds; r++) {
-        double each[N_READ_WAYS + 1], bound = read_bound_gbs(x, n, 3, each);
-        for (int w = 0; w <= N_READ_WAYS; w++) printf(" %11.1f", each[w]);
+        double each[N_READ_WAYS + 2], bound = read_bound_gbs(x, n, 3, each);
+        for (int w = 0; w <= N_READ_WAYS + 1; w++) printf(" %11.1f", each[w]);
         printf(" %8.1f\n", bound);
     }
 }
