@@ -364,9 +364,10 @@ int main(int argc, char **argv) {
             if (!only_b || Bs[i] == only_b) bench_decode("llama-124M", (GPTConfig)LLAMA_124M, Bs[i], steps, reps, NULL);
     }
     free(stream_buf);
-    printf("  read GB/s: one thread streaming 512 MB (the best of several ways, --probe), before each run; of mem: the time the bytes a step reads take\n"
-           "  at that bandwidth / the step's time (goal >= 0.70 at B <= 4); of sgemm: the step's FLOP/s / bare\n"
-           "  sgemm's on the step's GEMMs with B rows, also before each run (goal >= 0.60 at 64); medians of the runs\n");
+    printf("  read GB/s: one thread streaming 512 MB (the best of several ways, --probe), before and after each run;\n"
+           "  of mem: the time the bytes a step reads take at that bandwidth / the step's time (goal >= 0.70 at\n"
+           "  B <= 4); of sgemm: the step's FLOP/s / bare sgemm's on the step's GEMMs with B rows, before each run\n"
+           "  (goal >= 0.60 at 64); medians of the runs; times are the thread's CPU time\n");
     if (out_txt) fclose(out_txt);
     MPI_Finalize();
     return 0;

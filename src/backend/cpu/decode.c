@@ -97,9 +97,9 @@ static void rows_narrow(float *out, const float *inp, const float *weight, const
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
-/* The AVX-512 kernel for 2-4 input rows. With 32 vector registers of 16 floats, an output's 16 partial sums
-   fit in one register, and a tile of 2 weight rows × up to 4 input rows keeps its 8 sums, the 2 weight vectors
-   and an input vector in registers: each input vector serves two weight rows, half the loads of the one-row
+/* The AVX-512 kernel for 4 input rows. With 32 vector registers of 16 floats, an output's 16 partial sums
+   fit in one register, and a tile of 2 weight rows × 4 input rows keeps its 8 sums, the 2 weight vectors and
+   an input vector in registers: each input vector serves two weight rows, half the loads of the one-row
    kernel for every weight line and half its L2 → L1 traffic where the input rows are past L1 (4 rows of
    3,072: 48 KB). Its lanes hold the same partial sums in the same order as the AVX2 kernel's two registers
    (lane j: columns ≡ j mod 16, in order, fused multiply-adds), summed by the same sum16: every output is bit
@@ -162,7 +162,8 @@ static void rows_wide(float *out, const float *inp, const float *weight, const f
                       int o1, int ldo) {
     int o = o0;
     if (N == 4)
-        for (; o + 2 <= o1; o += 2) wide_2x4(out + o, (size_t)ldo, inp, weight + (size_t)o * IC, bias ? bias + o : NULL, IC);
+        for (; o + 2 <= o1; o += 2)
+            wide_2x4(out + o, (size_t)ldo, inp, weight + (size_t)o * IC, bias ? bias + o : NULL, IC);
     rows_narrow(out, inp, weight, bias, N, IC, o, o1, ldo);
 }
 #else
