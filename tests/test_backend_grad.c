@@ -215,7 +215,8 @@ static void test_matmul(int N, int IC, int OC, int with_bias) {
 
 /* matmul_decode: the first OC columns of out (N, ldo) against the double reference, the padding columns
    [OC, ldo) untouched; and each row the same bit for bit as that row decoded alone (a row's logits do not
-   depend on the others, so sequences can leave the batch) */
+   depend on the others, so sequences can leave the batch). Up to 4 rows also the same bits with the CPU's
+   AVX2 kernel forced (NEREUS_CPU_DECODE_AVX2=1): on a CPU with AVX-512, 4 rows take the AVX-512 tile */
 static void test_matmul_decode(int N, int IC, int OC, int ldo, int with_bias) {
     char shape[64];
     snprintf(shape, sizeof shape, "N=%d,IC=%d,OC=%d,ldo=%d%s", N, IC, OC, ldo, with_bias ? "" : ",nobias");
@@ -237,9 +238,20 @@ static void test_matmul_decode(int N, int IC, int OC, int ldo, int with_bias) {
         be->matmul_decode(one, inp + (size_t)n * IC, w, with_bias ? b : NULL, 1, IC, OC, ldo);
         for (int o = 0; o < OC; o++) alone += one[o] != out[(size_t)n * ldo + o];
     }
+    double avx2 = 0.0;
+    if (N <= 4 && be == backend_cpu()) {
+        float *forced = falloc(no);
+        setenv("NEREUS_CPU_DECODE_AVX2", "1", 1);
+        be->matmul_decode(forced, inp, w, with_bias ? b : NULL, N, IC, OC, ldo);
+        unsetenv("NEREUS_CPU_DECODE_AVX2");
+        for (int n = 0; n < N; n++)
+            for (int o = 0; o < OC; o++) avx2 += forced[(size_t)n * ldo + o] != out[(size_t)n * ldo + o];
+        be->free(forced);
+    }
     check("matmul", "matmul_decode", shape, relerr(packed, ref, (size_t)N * OC), FWD_TOL);
     check("matmul", "matmul_decode leaves columns [OC, ldo)", shape, pad, 0.0);
     if (N <= 4) check("matmul", "matmul_decode row == the row alone (bits)", shape, alone, 0.0); /* the narrow path */
+    if (N <= 4) check("matmul", "matmul_decode == the AVX2 kernel's (bits)", shape, avx2, 0.0);
     free(packed); free(ref); free(id); free(wd); free(bd);
     be->free(inp); be->free(w); be->free(b); be->free(out); be->free(one);
 }
@@ -1106,6 +1118,8 @@ int main(void) {
     test_matmul_decode(1, 40, 9, 9, 1);
     test_matmul_decode(3, 37, 21, 24, 1); /* IC past the 16-wide blocks; padding columns */
     test_matmul_decode(4, 1040, 130, 130, 0); /* columns in chunks */
+    test_matmul_decode(4, 37, 21, 24, 1);     /* 4 rows: pairs of weight rows and an odd last one, a tail, padding */
+    test_matmul_decode(2, 50, 33, 40, 1);     /* 2 rows, prefetched */
     test_matmul_decode(5, 16, 7, 8, 0);
     test_matmul_decode(13, 48, 20, 22, 1); /* above the narrow path: sgemm */
 
