@@ -15,8 +15,8 @@
 #           run (its sweep window), and to that plan run again as long as
 #           the choice (sweep.chosen_gap_again_pct); then the same with
 #           inputs/live/sweep8-wide.deck, a model where compute dominates.
-#   osc8    inputs/live/osc8.deck (INJECTED: the busiest rank of the plan in force 3x slower for 4
-#           steps, then no rank for 4, over and over; the slowdown follows the work): every-gain
+#   osc8    inputs/live/osc8.deck (INJECTED: the busiest rank of the plan in force 3x slower for 2
+#           steps, then no rank for 6, over and over; the slowdown follows the work): every-gain
 #           against payback, 3 runs each, medians of mean step and moves, and the moves' measured
 #           seconds (every move's median, for the spell length against what a move costs).
 #   PARTS: which of drift, osc8, sweep to run (default all three, in that order).
