@@ -25,7 +25,7 @@ __global__ static void ppo_policy_kernel(float *loss, float *dlogp, float *clipf
     for (int n = threadIdx.x; n < N; n += blockDim.x) {
         float lr = logp[n] - logp_old[n], dl;
         int c;
-        float l = ppo_policy_token(lr, adv[n], eps, &dl, &c);
+        float l = ppo_policy_token(lr, adv[n], eps, eps, &dl, &c);
         float wn = w[n];
         L += (double)wn * l;
         if (dlogp) dlogp[n] = wn * dl;

@@ -122,7 +122,7 @@ static void test_clip_higher(void) {
     for (int n = 0; n < 3; n++) {
         float dl;
         int c;
-        want += w[n] * ppo_policy_token(lp[n] - old[n], adv[n], 0.2f, &dl, &c);
+        want += w[n] * ppo_policy_token(lp[n] - old[n], adv[n], 0.2f, 0.2f, &dl, &c);
         same = same && d[n] == w[n] * dl;
     }
     /* symmetric: 0.5·(−1.2) + 0.25·0.8 + 0.25·(−2.2) = −0.95, the first two clipped (half the weight) */

@@ -21,11 +21,12 @@
 #endif
 
 /* Clipped surrogate of one token: lr = log π − log π_old, A its advantage.
- * Returns l = max(−A·r, −A·clip(r, 1±eps)) with r = e^lr; *dl = ∂l/∂lr;
- * *clipped = 1 when the clipped term is the larger (the token gets no gradient). */
-NR_HD static inline float ppo_policy_token(float lr, float A, float eps, float *dl, int *clipped) {
+ * Returns l = max(−A·r, −A·clip(r, 1 − eps_lo, 1 + eps_hi)) with r = e^lr
+ * (eps_hi > eps_lo: DAPO's clip-higher); *dl = ∂l/∂lr; *clipped = 1 when
+ * the clipped term is the larger (the token gets no gradient). */
+NR_HD static inline float ppo_policy_token(float lr, float A, float eps_lo, float eps_hi, float *dl, int *clipped) {
     float r = expf(lr);
-    float lo = 1.0f - eps, hi = 1.0f + eps;
+    float lo = 1.0f - eps_lo, hi = 1.0f + eps_hi;
     float rc = r < lo ? lo : (r > hi ? hi : r);
     float un = -A * r, cl = -A * rc;
     *clipped = cl > un;

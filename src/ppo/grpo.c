@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "nereus/ppo.h"
+#include "nereus/ppo_token.h"
 #include "nereus/util.h"
 
 void grpo_group_advantages(const float *reward, int B, int G, int use_std, float eps, float *adv) {
@@ -68,17 +69,14 @@ void grpo_process_advantages(const float *credit, const int *nsteps, const int *
 void ppo_policy_loss_host(const float *logp, const float *logp_old, const float *adv, const float *w, int N,
                           float eps_low, float eps_high, float *loss, float *dlogp, float *clipfrac,
                           float *approx_kl) {
-    /* the backend kernel's surrogate (ppo_token.h) with the ratio clipped to [1 − eps_low, 1 + eps_high]:
-       l = max(−A·r, −A·clip(r)), ties to the unclipped branch, the clipped branch's derivative 0 */
+    /* the backend kernel's per-token surrogate (ppo_token.h) with the ratio clipped to
+       [1 − eps_low, 1 + eps_high], reduced on the host */
     double L = 0.0, W = 0.0, clipped = 0.0, kl = 0.0;
-    float lo = 1.0f - eps_low, hi = 1.0f + eps_high;
     for (int n = 0; n < N; n++) {
-        float lr = logp[n] - logp_old[n], r = expf(lr);
-        float rc = r < lo ? lo : (r > hi ? hi : r);
-        float un = -adv[n] * r, cl = -adv[n] * rc;
-        int c = cl > un;
-        L += (double)w[n] * (c ? cl : un);
-        dlogp[n] = c ? 0.0f : w[n] * un;
+        float lr = logp[n] - logp_old[n], dl;
+        int c;
+        L += (double)w[n] * ppo_policy_token(lr, adv[n], eps_low, eps_high, &dl, &c);
+        dlogp[n] = w[n] * dl;
         W += w[n];
         clipped += c ? (double)w[n] : 0.0;
         kl += (double)w[n] * ((double)expf(lr) - 1.0 - (double)lr);

@@ -20,7 +20,7 @@ static void cpu_ppo_policy_loss(float *loss, float *dlogp, float *clipfrac, floa
     for (int n = 0; n < N; n++) {
         float lr = logp[n] - logp_old[n], dl;
         int c;
-        float l = ppo_policy_token(lr, adv[n], eps, &dl, &c);
+        float l = ppo_policy_token(lr, adv[n], eps, eps, &dl, &c);
         float wn = w[n];
         L += (double)wn * l;
         if (dlogp) dlogp[n] = wn * dl;
