@@ -19,20 +19,12 @@
 
 __global__ static void ppo_policy_kernel(float *loss, float *dlogp, float *clipfrac, float *approx_kl,
                                          const float *logp, const float *logp_old, const float *adv,
-                                         const float *w, int N, float eps) {
+                                         const float *w, int N, float eps_lo, float eps_hi) {
     __shared__ double red[32];
-    double L = 0.0, W = 0.0, clipped = 0.0, kl = 0.0;
-    for (int n = threadIdx.x; n < N; n += blockDim.x) {
-        float lr = logp[n] - logp_old[n], dl;
-        int c;
-        float l = ppo_policy_token(lr, adv[n], eps, eps, &dl, &c);
-        float wn = w[n];
-        L += (double)wn * l;
-        if (dlogp) dlogp[n] = wn * dl;
-        W += wn;
-        clipped += c ? (double)wn : 0.0;
-        kl += (double)wn * ((double)expf(lr) - 1.0 - (double)lr);
-    }
+    PpoPolicySums s = {0.0, 0.0, 0.0, 0.0};
+    for (int n = threadIdx.x; n < N; n += blockDim.x)
+        ppo_policy_add(&s, logp[n] - logp_old[n], adv[n], w[n], eps_lo, eps_hi, dlogp ? dlogp + n : NULL);
+    double L = s.loss, W = s.w, clipped = s.clipped, kl = s.kl;
     L = block_reduce(L, OpSum<double>(), 0.0, red);
     W = block_reduce(W, OpSum<double>(), 0.0, red);
     clipped = block_reduce(clipped, OpSum<double>(), 0.0, red);
@@ -59,9 +51,9 @@ __global__ static void ppo_value_kernel(float *loss, float *dv, const float *v, 
 
 static void cuda_ppo_policy_loss(float *loss, float *dlogp, float *clipfrac, float *approx_kl,
                                  const float *logp, const float *logp_old, const float *adv,
-                                 const float *w, int N, float eps) {
+                                 const float *w, int N, float eps_lo, float eps_hi) {
     ppo_policy_kernel<<<1, PPO_THREADS>>>(loss, dlogp, clipfrac, approx_kl, logp, logp_old, adv, w,
-                                          N < 0 ? 0 : N, eps);
+                                          N < 0 ? 0 : N, eps_lo, eps_hi);
     cudaCheckLaunch("ppo_policy_kernel");
 }
 

@@ -186,11 +186,11 @@ int ref_sample_row(const float *logits, double u, int V, double temperature, int
 
 void ref_ppo_policy_loss(double *loss, double *clipfrac, double *approx_kl,
                          const double *logp, const double *logp_old, const double *adv,
-                         const double *w, int N, double eps) {
+                         const double *w, int N, double eps_lo, double eps_hi) {
     double L = 0.0, W = 0.0, cf = 0.0, kl = 0.0;
     for (int n = 0; n < N; n++) {
         double r = exp(logp[n] - logp_old[n]);
-        double rc = fmin(fmax(r, 1.0 - eps), 1.0 + eps);
+        double rc = fmin(fmax(r, 1.0 - eps_lo), 1.0 + eps_hi);
         double un = -adv[n] * r, cl = -adv[n] * rc;
         L += w[n] * fmax(un, cl);
         W += w[n];

@@ -38,7 +38,7 @@ void ref_logprob_forward(double *probs, double *logp, double *ent, const double 
 int ref_sample_row(const float *logits, double u, int V, double temperature, int top_k);
 void ref_ppo_policy_loss(double *loss, double *clipfrac, double *approx_kl,
                          const double *logp, const double *logp_old, const double *adv,
-                         const double *w, int N, double eps);
+                         const double *w, int N, double eps_lo, double eps_hi);
 void ref_ppo_value_loss(double *loss, const double *v, const double *v_old,
                         const double *ret, const double *w, int N, double eps);
 void ref_adamw_update(double *params, const double *grads, double *m, double *v, size_t n,

@@ -823,13 +823,13 @@ static void test_padded_vocab(int N, int V, int ld) {
 typedef struct {
     double *x, *x_old, *a, *w; /* policy: logp, logp_old, adv, w; value: v, v_old, ret, w */
     int N;
-    double eps;
+    double eps, eps_hi; /* value: eps alone; policy: the ratio clipped to [1 − eps, 1 + eps_hi] */
 } PpoCtx;
 
 static double policy_loss(void *p) {
     PpoCtx *c = p;
     double L;
-    ref_ppo_policy_loss(&L, NULL, NULL, c->x, c->x_old, c->a, c->w, c->N, c->eps);
+    ref_ppo_policy_loss(&L, NULL, NULL, c->x, c->x_old, c->a, c->w, c->N, c->eps, c->eps_hi);
     return L;
 }
 
@@ -840,9 +840,9 @@ static double value_loss(void *p) {
     return L;
 }
 
-static void test_policy(int N, float eps) {
+static void test_policy(int N, float eps, float eps_hi) {
     char shape[64];
-    snprintf(shape, sizeof shape, "N=%d,eps=%g", N, eps);
+    snprintf(shape, sizeof shape, "N=%d,eps=%g,%g", N, eps, eps_hi);
     float *lp = falloc(N), *lpo = falloc(N), *adv = falloc(N), *w = falloc(N), *dlp = falloc(N);
     int n_clip = 0, n_unclip = 0;
     for (int i = 0; i < N; i++) {
@@ -851,18 +851,18 @@ static void test_policy(int N, float eps) {
             lpo[i] = rng_range(-4, -0.1f);
             lp[i] = lpo[i] + rng_range(-0.7f, 0.47f);
             r = expf(lp[i] - lpo[i]);
-        } while (fabsf(r - (1 - eps)) < 0.01f || fabsf(r - (1 + eps)) < 0.01f);
+        } while (fabsf(r - (1 - eps)) < 0.01f || fabsf(r - (1 + eps_hi)) < 0.01f);
         do adv[i] = rng_range(-2, 2); while (fabsf(adv[i]) < 0.05f);
         w[i] = rng_range(0.1f, 1.0f);
-        float rc = fminf(fmaxf(r, 1 - eps), 1 + eps);
+        float rc = fminf(fmaxf(r, 1 - eps), 1 + eps_hi);
         if (-adv[i] * rc > -adv[i] * r) n_clip++; else n_unclip++;
     }
     float loss, cf, kl;
     fill(dlp, N, -9, 9); /* dlogp overwrites */
-    be->ppo_policy_loss(&loss, dlp, &cf, &kl, lp, lpo, adv, w, N, eps);
-    PpoCtx c = {to_double(lp, N), to_double(lpo, N), to_double(adv, N), to_double(w, N), N, eps};
+    be->ppo_policy_loss(&loss, dlp, &cf, &kl, lp, lpo, adv, w, N, eps, eps_hi);
+    PpoCtx c = {to_double(lp, N), to_double(lpo, N), to_double(adv, N), to_double(w, N), N, eps, eps_hi};
     double L, CF, KL;
-    ref_ppo_policy_loss(&L, &CF, &KL, c.x, c.x_old, c.a, c.w, N, eps);
+    ref_ppo_policy_loss(&L, &CF, &KL, c.x, c.x_old, c.a, c.w, N, eps, eps_hi);
     check("ppo_policy", "ppo_policy_loss loss", shape, fabs(loss - L) / fabs(L), FWD_TOL);
     check("ppo_policy", "ppo_policy_loss clipfrac", shape, fabs(cf - CF) / fmax(CF, 1e-30), FWD_TOL);
     check("ppo_policy", "ppo_policy_loss approx_kl", shape, fabs(kl - KL) / KL, FWD_TOL);
@@ -870,6 +870,25 @@ static void test_policy(int N, float eps) {
     grad_check("ppo_policy", "ppo_policy_loss dlogp", shape, dlp, c.x, N, policy_loss, &c);
     free(c.x); free(c.x_old); free(c.a); free(c.w);
     be->free(lp); be->free(lpo); be->free(adv); be->free(w); be->free(dlp);
+}
+
+/* hand-computed: clip-higher lets a ratio of 1.25 with A > 0 through at eps_hi 0.28 that 0.2 clips; A < 0
+   still clips at 1 − eps_lo */
+static void test_clip_higher(void) {
+    float *lp = falloc(3), *lpo = falloc(3), *adv = falloc(3), *w = falloc(3), *d = falloc(3), loss, cf, kl;
+    const float lr[3] = {logf(1.25f), logf(0.7f), logf(1.1f)}, A[3] = {1, -1, 2}, wt[3] = {0.5f, 0.25f, 0.25f};
+    for (int n = 0; n < 3; n++) lp[n] = lr[n], lpo[n] = 0, adv[n] = A[n], w[n] = wt[n];
+    /* symmetric: 0.5·(−1.2) + 0.25·0.8 + 0.25·(−2.2) = −0.95, the first two clipped (0.75 of the weight) */
+    be->ppo_policy_loss(&loss, d, &cf, &kl, lp, lpo, adv, w, 3, 0.2f, 0.2f);
+    check("ppo_policy", "clip 0.2 loss = -0.95", "N=3", fabs(loss + 0.95), FWD_TOL);
+    check("ppo_policy", "clip 0.2 clipfrac = 0.75", "N=3", fabs(cf - 0.75), FWD_TOL);
+    /* clip-higher: 0.5·(−1.25) + 0.25·0.8 + 0.25·(−2.2) = −0.975; token 0 unclipped, dlogp = w·(−A·r) = −0.625 */
+    be->ppo_policy_loss(&loss, d, &cf, &kl, lp, lpo, adv, w, 3, 0.2f, 0.28f);
+    check("ppo_policy", "clip-higher loss = -0.975", "N=3", fabs(loss + 0.975), FWD_TOL);
+    check("ppo_policy", "clip-higher dlogp[0] = -0.625", "N=3", fabs(d[0] + 0.625), FWD_TOL);
+    check_bool("ppo_policy", "clip-higher dlogp[1] = 0 (clipped below)", "N=3", d[1] == 0.0f);
+    check("ppo_policy", "clip-higher clipfrac = 0.25", "N=3", fabs(cf - 0.25), FWD_TOL);
+    be->free(lp); be->free(lpo); be->free(adv); be->free(w); be->free(d);
 }
 
 static void test_value(int N, float eps) {
@@ -894,7 +913,7 @@ static void test_value(int N, float eps) {
     float loss;
     fill(dv, N, -9, 9);
     be->ppo_value_loss(&loss, dv, v, vo, ret, w, N, eps);
-    PpoCtx c = {to_double(v, N), to_double(vo, N), to_double(ret, N), to_double(w, N), N, eps};
+    PpoCtx c = {to_double(v, N), to_double(vo, N), to_double(ret, N), to_double(w, N), N, eps, eps};
     double L;
     ref_ppo_value_loss(&L, c.x, c.x_old, c.a, c.w, N, eps);
     check("ppo_value", "ppo_value_loss loss", shape, fabs(loss - L) / fabs(L), FWD_TOL);
@@ -1182,9 +1201,11 @@ int main(void) {
     test_padded_vocab(8, 15, 16);
     test_padded_vocab(6, 250, 320);
 
-    test_policy(40, 0.2f);
-    test_policy(101, 0.2f);
-    test_policy(17, 0.1f);
+    test_policy(40, 0.2f, 0.2f);
+    test_policy(101, 0.2f, 0.2f);
+    test_policy(17, 0.1f, 0.1f);
+    test_policy(64, 0.2f, 0.28f); /* DAPO's clip-higher */
+    test_clip_higher();
 
     test_value(40, 0.2f);
     test_value(101, 0.2f);

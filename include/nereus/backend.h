@@ -165,12 +165,13 @@ typedef struct Backend {
 
     /* --- PPO per-token losses ----------------------------------------- */
     /* Clipped surrogate over N tokens, weight w (N) (mask / normaliser):
-     *   ratio = exp(logp − logp_old); l = max(−A·ratio, −A·clip(ratio, 1±eps))
+     *   ratio = exp(logp − logp_old); l = max(−A·ratio, −A·clip(ratio, 1 − eps_lo, 1 + eps_hi))
+     * (eps_hi > eps_lo: DAPO's clip-higher)
      * loss (1) = Σ w·l; dlogp (N) OVERWRITES = w·∂l/∂logp; clipfrac (1) = Σ w·[clipped]
      * / Σ w; approx_kl (1) = Σ w·(ratio−1−log ratio) / Σ w. */
     void (*ppo_policy_loss)(float *loss, float *dlogp, float *clipfrac, float *approx_kl,
                             const float *logp, const float *logp_old, const float *adv,
-                            const float *w, int N, float eps);
+                            const float *w, int N, float eps_lo, float eps_hi);
     /* Clipped value loss: vc = v_old + clip(v − v_old, ±eps);
      *   l = 0.5·max((v − R)², (vc − R)²); loss (1) = Σ w·l; dv (N) OVERWRITES. */
     void (*ppo_value_loss)(float *loss, float *dv, const float *v, const float *v_old,

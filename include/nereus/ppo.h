@@ -128,12 +128,6 @@ void grpo_group_advantages(const float *reward, int B, int G, int use_std, float
  * gets 0. S ≥ every nsteps and resp_len. */
 void grpo_process_advantages(const float *credit, const int *nsteps, const int *resp_len, int S, int B, int G,
                              int use_std, float eps, float *adv);
-/* The clipped surrogate over n tokens with the ratio clipped to [1 − eps_low, 1 + eps_high] (DAPO's
- * clip-higher when eps_high > eps_low), on the host: what the backend's ppo_policy_loss computes with
- * eps_low = eps_high (its loss, dlogp OVERWRITTEN, clipfrac and approx_kl). */
-void ppo_policy_loss_host(const float *logp, const float *logp_old, const float *adv, const float *w, int N,
-                          float eps_low, float eps_high, float *loss, float *dlogp, float *clipfrac,
-                          float *approx_kl);
 /* The k3 term of GRPO's actor loss over n tokens with weights w: returns Σ w·k3, k3 = exp(x) − x − 1 with
  * x = logp_ref − logp (clamped to ±GRPO_K3_CLAMP), and adds β·w·(1 − exp(x)), the gradient of β·w·k3 with
  * respect to logp, to dlogp (when not NULL). */

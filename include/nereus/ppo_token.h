@@ -34,6 +34,26 @@ NR_HD static inline float ppo_policy_token(float lr, float A, float eps_lo, floa
     return *clipped ? cl : un;
 }
 
+/* The sums a backend's policy loss reduces: Σ w·l, Σ w, Σ w over clipped
+ * tokens, Σ w·(r − 1 − lr) (the approx KL's numerator). */
+typedef struct {
+    double loss, w, clipped, kl;
+} PpoPolicySums;
+
+/* Adds one token of weight w to s; *dlogp (when dlogp is not NULL) gets
+ * w·∂l/∂lr. Every backend's loop over tokens is this call. */
+NR_HD static inline void ppo_policy_add(PpoPolicySums *s, float lr, float A, float w, float eps_lo, float eps_hi,
+                                        float *dlogp) {
+    float dl;
+    int c;
+    float l = ppo_policy_token(lr, A, eps_lo, eps_hi, &dl, &c);
+    s->loss += (double)w * l;
+    if (dlogp) *dlogp = w * dl;
+    s->w += w;
+    s->clipped += c ? (double)w : 0.0;
+    s->kl += (double)w * ((double)expf(lr) - 1.0 - (double)lr);
+}
+
 /* Clipped value loss of one token: vc = v_old + clip(v − v_old, ±eps),
  * l = 0.5·max((v − R)², (vc − R)²). Returns l; *dl = ∂l/∂v. */
 NR_HD static inline float ppo_value_token(float v, float v_old, float ret, float eps, float *dl) {

@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "nereus/ppo.h"
-#include "nereus/ppo_token.h"
 #include "nereus/util.h"
 
 void grpo_group_advantages(const float *reward, int B, int G, int use_std, float eps, float *adv) {
@@ -64,26 +63,6 @@ void grpo_process_advantages(const float *credit, const int *nsteps, const int *
         }
     }
     free(at);
-}
-
-void ppo_policy_loss_host(const float *logp, const float *logp_old, const float *adv, const float *w, int N,
-                          float eps_low, float eps_high, float *loss, float *dlogp, float *clipfrac,
-                          float *approx_kl) {
-    /* the backend kernel's per-token surrogate (ppo_token.h) with the ratio clipped to
-       [1 − eps_low, 1 + eps_high], reduced on the host */
-    double L = 0.0, W = 0.0, clipped = 0.0, kl = 0.0;
-    for (int n = 0; n < N; n++) {
-        float lr = logp[n] - logp_old[n], dl;
-        int c;
-        L += (double)w[n] * ppo_policy_token(lr, adv[n], eps_low, eps_high, &dl, &c);
-        dlogp[n] = w[n] * dl;
-        W += w[n];
-        clipped += c ? (double)w[n] : 0.0;
-        kl += (double)w[n] * ((double)expf(lr) - 1.0 - (double)lr);
-    }
-    *loss = (float)L;
-    *clipfrac = W != 0.0 ? (float)(clipped / W) : 0.0f;
-    *approx_kl = W != 0.0 ? (float)(kl / W) : 0.0f;
 }
 
 double grpo_kl_k3(const float *logp, const float *logp_ref, const float *w, int n, float beta, float *dlogp) {

@@ -96,18 +96,13 @@ static float actor_minibatch(GPT *m, Minibatch *mb, const Config *cfg, int step,
     gpt_forward(m, mb->tokens, mb->n, mb->T, 1, 0);
     gpt_logprob(m, mb->targets, NULL, mb->ent); /* log-probs stay in m->logp */
     float sc[3];
-    if (pc->clip_high > 0) { /* clip-higher: the surrogate with its own upper clip, on the host */
-        be->download(mb->logp, m->logp, (size_t)N * sizeof(float));
-        ppo_policy_loss_host(mb->logp, mb->logp_old, mb->adv, mb->w, N, pc->clip, pc->clip_high, &sc[0], mb->dlogp,
-                             &sc[1], &sc[2]);
-    } else {
-        be->ppo_policy_loss(mb->d_scalars + 0, mb->d_dlogp, mb->d_scalars + 1, mb->d_scalars + 2, m->logp,
-                            mb->d_logp_old, mb->d_adv, mb->d_w, N, pc->clip);
-        be->download(sc, mb->d_scalars, 3 * sizeof(float));
-        be->download(mb->dlogp, mb->d_dlogp, (size_t)N * sizeof(float));
-    }
+    /* the ratio clipped to [1 − clip, 1 + clip_high]; clip_high 0 means clip on both sides */
+    be->ppo_policy_loss(mb->d_scalars + 0, mb->d_dlogp, mb->d_scalars + 1, mb->d_scalars + 2, m->logp,
+                        mb->d_logp_old, mb->d_adv, mb->d_w, N, pc->clip, pc->clip_high > 0 ? pc->clip_high : pc->clip);
+    be->download(sc, mb->d_scalars, 3 * sizeof(float));
+    be->download(mb->dlogp, mb->d_dlogp, (size_t)N * sizeof(float));
     if (ppo_is_grpo(cfg)) { /* + β·k3 KL(actor‖ref) per token, with the same weights as the surrogate */
-        if (pc->clip_high <= 0) be->download(mb->logp, m->logp, (size_t)N * sizeof(float));
+        be->download(mb->logp, m->logp, (size_t)N * sizeof(float));
         *k3 += grpo_kl_k3(mb->logp, mb->logp_ref, mb->w, N, pc->kl_loss_coef, mb->dlogp);
     }
     /* clipfrac and approx_kl come normalised by this slice's weight: scale

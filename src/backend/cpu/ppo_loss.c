@@ -15,22 +15,13 @@
 /* logp, logp_old, adv, w (N) → loss (1), dlogp (N) OVERWRITES, clipfrac (1), approx_kl (1) */
 static void cpu_ppo_policy_loss(float *loss, float *dlogp, float *clipfrac, float *approx_kl,
                                 const float *logp, const float *logp_old, const float *adv,
-                                const float *w, int N, float eps) {
-    double L = 0.0, W = 0.0, clipped = 0.0, kl = 0.0;
-    for (int n = 0; n < N; n++) {
-        float lr = logp[n] - logp_old[n], dl;
-        int c;
-        float l = ppo_policy_token(lr, adv[n], eps, eps, &dl, &c);
-        float wn = w[n];
-        L += (double)wn * l;
-        if (dlogp) dlogp[n] = wn * dl;
-        W += wn;
-        clipped += c ? (double)wn : 0.0;
-        kl += (double)wn * ((double)expf(lr) - 1.0 - (double)lr);
-    }
-    if (loss) *loss = (float)L;
-    if (clipfrac) *clipfrac = W != 0.0 ? (float)(clipped / W) : 0.0f;
-    if (approx_kl) *approx_kl = W != 0.0 ? (float)(kl / W) : 0.0f;
+                                const float *w, int N, float eps_lo, float eps_hi) {
+    PpoPolicySums s = {0};
+    for (int n = 0; n < N; n++)
+        ppo_policy_add(&s, logp[n] - logp_old[n], adv[n], w[n], eps_lo, eps_hi, dlogp ? dlogp + n : NULL);
+    if (loss) *loss = (float)s.loss;
+    if (clipfrac) *clipfrac = s.w != 0.0 ? (float)(s.clipped / s.w) : 0.0f;
+    if (approx_kl) *approx_kl = s.w != 0.0 ? (float)(s.kl / s.w) : 0.0f;
 }
 
 /* v, v_old, ret, w (N) → loss (1), dv (N) OVERWRITES;
