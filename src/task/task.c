@@ -93,10 +93,17 @@ int task_make(const TaskSet *ts, uint64_t g, int *prompt, int *answer, int *answ
     return kind;
 }
 
+/* The positions a response is scored over: max(its digits before EOS, the answer's digits); *rl gets the
+   digits before EOS. */
+static int reward_positions(int answer_len, const int *response, int len, int *rl) {
+    int n = 0;
+    while (n < len && response[n] != TOK_EOS) n++;
+    *rl = n;
+    return n > answer_len ? n : answer_len;
+}
+
 float task_reward(const int *answer, int answer_len, const int *response, int len) {
-    int rl = 0;
-    while (rl < len && response[rl] != TOK_EOS) rl++;
-    int denom = rl > answer_len ? rl : answer_len;
+    int rl, denom = reward_positions(answer_len, response, len, &rl);
     if (denom == 0) return 1.0f;
     int hit = 0;
     for (int i = 0; i < rl && i < answer_len; i++) hit += response[i] == answer[i];
@@ -104,11 +111,9 @@ float task_reward(const int *answer, int answer_len, const int *response, int le
 }
 
 int task_reward_steps(const int *answer, int answer_len, const int *response, int len, float *credit) {
-    /* task_reward's hit / denom, one 1 / denom per position that scores: denom = max(response digits before
-       EOS, answer digits) positions, each a step; the credits sum to task_reward (up to float rounding) */
-    int rl = 0;
-    while (rl < len && response[rl] != TOK_EOS) rl++;
-    int denom = rl > answer_len ? rl : answer_len;
+    /* task_reward's hit / denom, one 1 / denom per position that scores, each position a step; the credits
+       sum to task_reward (up to float rounding) */
+    int rl, denom = reward_positions(answer_len, response, len, &rl);
     for (int j = 0; j < denom; j++)
         credit[j] = j < rl && j < answer_len && response[j] == answer[j] ? 1.0f / (float)denom : 0.0f;
     return denom;
