@@ -108,6 +108,7 @@ typedef struct RewardConfig {
  * then strings: no hole. */
 typedef struct InjectConfig {
     float slow_factor;       /* [inject] slow_factor: the slowed ranks do this many times their work (extra real work) */
+    float comm_setup_s;      /* [inject] comm_setup_s: every communicator set the job builds takes at least this (0 = off) */
     int nan_loss_step;       /* [inject] nan_loss_step: INJECTED fault, −1 = off */
     int resp_len_from;       /* [inject] resp_len_from: forced minimum response tokens at PPO step 0 (0 = off) */
     int resp_len_to;         /* [inject] resp_len_to: ... at step resp_len_ramp (linear in between, held after) */
