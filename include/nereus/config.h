@@ -218,9 +218,14 @@ typedef struct SimulateConfig {
     char availability[CFG_STR]; /* [simulate] availability: trace file of "STEP GPUS" lines ("" = none) */
 } SimulateConfig;
 
+/* The sections whose structs hold 8-byte fields come first, then those of 4-byte fields, then [trace]'s strings
+ * (align 1) last: so no section leaves a hole before the next, whatever 4-byte fields a section gains (the key
+ * table covers every byte but the trailing padding: test_deck). */
 typedef struct Config {
     RunConfig run;
     ModelConfig model;
+    SimulateConfig sim;      /* [simulate] (8-byte sized: [transition] stays aligned after it) */
+    TransitionConfig transition; /* [transition] */
     TaskConfig task;
     OptimConfig optim;
     SftConfig sft;
@@ -231,9 +236,7 @@ typedef struct Config {
     CkptConfig ckpt;
     PlanConfig plan;         /* [plan] default and one key per model-stage (plan.h) */
     SwitchConfig sw;         /* [switch] (`switch` is a C keyword) */
-    TraceConfig trace;       /* [trace] (before [transition]: its doubles align it, and its tail padding must stay last) */
-    SimulateConfig sim;      /* [simulate] (8-byte sized: [transition] stays aligned after it) */
-    TransitionConfig transition; /* [transition] */
+    TraceConfig trace;       /* [trace] (strings only) */
 } Config;
 
 #endif
