@@ -80,6 +80,16 @@ void comm_waiter_progress(CommWaiter *w);
  * injected slowdown ([inject] slow_ranks, src/run/inject.c) does its extra
  * work there, so that the ranks waiting on it really wait. */
 void comm_set_wait_hook(void (*hook)(void));
+/* Local: the INJECTED communicator set-up ([inject] comm_setup_s, src/run/inject.c): from now on every
+ * communicator set the job builds (emu.c) takes at least `seconds` on each rank of it, as a slow NCCL
+ * initialisation would (0: off). comm_setup_inject_s: the value in force. */
+void comm_set_setup_inject(double seconds);
+double comm_setup_inject_s(void);
+/* collective over job: the INJECTED set-up of one communicator set whose build began at t_begin (nr_now):
+ * a rank of the set (member != MPI_COMM_NULL) sleeps until t_begin + comm_setup_inject_s(), then every rank
+ * of job meets the others in a barrier that sleeps while it waits (no rank spins a core). Nothing when the
+ * injection is off. */
+void comm_setup_inject_wait(MPI_Comm job, MPI_Comm member, double t_begin);
 
 /* collective over c: buf[0..n) becomes the sum over the ranks of c, in
  * place (MPI_Iallreduce + comm_wait). n may be 0. */

@@ -108,6 +108,7 @@ typedef struct RewardConfig {
  * then strings: no hole. */
 typedef struct InjectConfig {
     float slow_factor;       /* [inject] slow_factor: the slowed ranks do this many times their work (extra real work) */
+    float comm_setup_s;      /* [inject] comm_setup_s: every communicator set the job builds takes at least this (0 = off) */
     int nan_loss_step;       /* [inject] nan_loss_step: INJECTED fault, −1 = off */
     int resp_len_from;       /* [inject] resp_len_from: forced minimum response tokens at PPO step 0 (0 = off) */
     int resp_len_to;         /* [inject] resp_len_to: ... at step resp_len_ramp (linear in between, held after) */
@@ -217,9 +218,14 @@ typedef struct SimulateConfig {
     char availability[CFG_STR]; /* [simulate] availability: trace file of "STEP GPUS" lines ("" = none) */
 } SimulateConfig;
 
+/* The sections whose structs hold 8-byte fields come first, then those of 4-byte fields, then [trace]'s strings
+ * (align 1) last: so no section leaves a hole before the next, whatever 4-byte fields a section gains (the key
+ * table covers every byte but the trailing padding: test_deck). */
 typedef struct Config {
     RunConfig run;
     ModelConfig model;
+    SimulateConfig sim;      /* [simulate] (8-byte sized: [transition] stays aligned after it) */
+    TransitionConfig transition; /* [transition] */
     TaskConfig task;
     OptimConfig optim;
     SftConfig sft;
@@ -230,9 +236,7 @@ typedef struct Config {
     CkptConfig ckpt;
     PlanConfig plan;         /* [plan] default and one key per model-stage (plan.h) */
     SwitchConfig sw;         /* [switch] (`switch` is a C keyword) */
-    TraceConfig trace;       /* [trace] (before [transition]: its doubles align it, and its tail padding must stay last) */
-    SimulateConfig sim;      /* [simulate] (8-byte sized: [transition] stays aligned after it) */
-    TransitionConfig transition; /* [transition] */
+    TraceConfig trace;       /* [trace] (strings only) */
 } Config;
 
 #endif

@@ -27,6 +27,24 @@ static void comm_sleep(long ns)
 static void (*wait_hook)(void);
 void comm_set_wait_hook(void (*hook)(void)) { wait_hook = hook; }
 
+static double setup_inject_s;
+void comm_set_setup_inject(double seconds) { setup_inject_s = seconds > 0 ? seconds : 0; }
+double comm_setup_inject_s(void) { return setup_inject_s; }
+
+/* The INJECTED set-up stands for a communicator initialisation that is slow by nature (NCCL across nodes), so
+   it is a sleep (the rank holds no core) inside whatever the caller times, and the ranks outside the set wait
+   for it in the next collective, as they would in a collective ncclCommSplit of their parent */
+void comm_setup_inject_wait(MPI_Comm job, MPI_Comm member, double t_begin)
+{
+    if (setup_inject_s <= 0) return;
+    if (member != MPI_COMM_NULL)
+        for (double left = t_begin + setup_inject_s - nr_now(); left > 0; left = t_begin + setup_inject_s - nr_now()) {
+            struct timespec ts = {(time_t)left, (long)((left - (double)(time_t)left) * 1e9)};
+            nanosleep(&ts, NULL); /* an early wake (signal) sleeps again for what is left */
+        }
+    comm_barrier_idle(job);
+}
+
 /* Why these numbers (8 ranks on 2 cores, README performance): a group larger
  * than the cores passes every message through ranks that are not running;
  * yielding lets them run at once, where a sleeping poller that had backed

@@ -58,6 +58,7 @@ static void set_take(Emu *e, CommSet *s) {
    new set (in cache's list when there is a cache) that e takes */
 static void set_build(Emu *e, EmuCache *cache, MPI_Comm job) {
     static const GridGroup kinds[EMU_NKINDS] = {GRID_ALL, GRID_TP, GRID_DP, GRID_PP, GRID_EMBD};
+    double t0 = nr_now();
     CommSet *set = nr_xcalloc(1, sizeof *set);
     for (size_t k = 0; k < EMU_NKINDS; k++) {
         int color = e->pos >= 0 ? grid_group_color(e->layout, kinds[k], e->pos) : -1;
@@ -66,6 +67,7 @@ static void set_build(Emu *e, EmuCache *cache, MPI_Comm job) {
         mpiCheck(MPI_Comm_split(job, color >= 0 ? color : MPI_UNDEFINED, key, &set->c[k]));
         comm_group_split(job, color, key, set->c[k]); /* its NCCL group, when device buffers have groups */
     }
+    comm_setup_inject_wait(job, set->c[0], t0); /* [inject] comm_setup_s: INJECTED, nothing when off */
     set->job = job;
     set->l = e->layout;
     set->n = e->n;

@@ -155,7 +155,8 @@ static const TraceColumn transitions_cols[] = {
     {F64(R, bytes_forwarded), NEW, "bytes", "of bytes_moved, what new replicas forwarded to later ones "
                                             "([transition] forward; 0: none)"},
     {STR(R, text), REQ, "", "one line per moved model-stage: old → new layout, its primitives (Split, Destroy, "
-                            "Extend, Merge) and bytes, the lines the run prints"},
+                            "Extend, Merge) and bytes, the lines the run prints; under [inject] comm_setup_s a last "
+                            "line, INJECTED communicator set-up, with the sets the move built"},
     {I64(R, strings_fnv), NEW, "", STRINGS_FNV_MEANING},
 };
 #undef R

@@ -71,11 +71,13 @@ int inject_init(Injector *in, const Config *cfg, int world, int rank, const char
         return nr_fail(why, len, "[inject] resp_len_from = %d / resp_len_to = %d: at most [ppo] max_response = %d",
                        c->resp_len_from, c->resp_len_to, cfg->ppo.max_response);
     *key = "";
+    comm_set_setup_inject(c->comm_setup_s);
     return 0;
 }
 
 void inject_free(Injector *in) {
     comm_set_wait_hook(NULL);
+    comm_set_setup_inject(0);
     counters_set_stage_end_hook(NULL);
     free(in->slow);
     free(in->leave);
@@ -105,6 +107,11 @@ int inject_describe(const Injector *in, char *buf, size_t len) {
     if (c->leave_step >= 0)
         n += (size_t)snprintf(buf + n, n < len ? len - n : 0, "INJECTED pool change: ranks %s leave the pool before step %d%s; ",
                               c->leave_ranks, c->leave_step, c->join_step >= 0 ? " and join again later" : "");
+    if (c->comm_setup_s > 0)
+        n += (size_t)snprintf(buf + n, n < len ? len - n : 0, "INJECTED communicator set-up: every communicator set "
+                              "the job builds (at start-up and in each transition) takes at least %.3g s on each of "
+                              "its ranks ([inject] comm_setup_s: a sleep after MPI_Comm_split, as a slow NCCL "
+                              "initialisation would take); ", c->comm_setup_s);
     if (n >= 2 && n < len) buf[n - 2] = 0;
     return n > 0;
 }

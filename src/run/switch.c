@@ -237,6 +237,11 @@ int job_transition(Job *j, const PlanConfig *np, int verify, JobTxReport *rep, c
         for (int c = 0; c < nch; c++) stage_checks(j, ch[c].id, ch[c].nbufs, before + (size_t)c * 3 * GPT_NUM_TENSORS);
     TxStats st;
     transition_move(j, np, ch, nch, &part, rep, &st);
+    if (comm_setup_inject_s() > 0 && rep->sets_built > 0) { /* in the printed move and the trace's /transitions text */
+        size_t n = strlen(rep->text);
+        snprintf(rep->text + n, sizeof rep->text - n, "  INJECTED communicator set-up ([inject] comm_setup_s): "
+                 "%d new set(s), each at least %.3g s\n", rep->sets_built, comm_setup_inject_s());
+    }
     int rc = 0;
     if (verify) {
         for (int c = 0; c < nch; c++) stage_checks(j, ch[c].id, ch[c].nbufs, after + (size_t)c * 3 * GPT_NUM_TENSORS);

@@ -16,9 +16,11 @@
 #           the choice (sweep.chosen_gap_again_pct); then the same with
 #           inputs/live/sweep8-wide.deck, a model where compute dominates.
 #   osc8    inputs/live/osc8.deck (INJECTED: the busiest rank of the plan in force 3x slower for 2
-#           steps, then no rank for 6, over and over; the slowdown follows the work): every-gain
+#           steps, then no rank for 6, over and over; the slowdown follows the work; every
+#           communicator set a move builds takes at least 0.492 s, [inject] comm_setup_s): every-gain
 #           against payback, 3 runs each, medians of mean step and moves, and the moves' measured
-#           seconds (every move's median, for the spell length against what a move costs).
+#           seconds (every move's median, for the spell length against what a move costs); per run,
+#           the spells moved at, the rule's refusals (C/dL > gamma H) and the guard's reverts.
 #   PARTS: which of drift, osc8, sweep to run (default all three, in that order).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -66,8 +68,9 @@ done
 # an INJECTED slowdown that comes and goes (inputs/live/osc8.deck, issue #34): every-gain (search every step, take
 # any plan predicted faster) against payback, 3 pairs, the medians of their mean step and moves
 want osc8 && echo
-want osc8 && echo "== live planner, 8 ranks: inputs/live/osc8.deck (INJECTED slowdown of the busiest rank for 2 steps in every 8): every-gain, payback, alternating"
-declare -A osc_ms osc_mv osc_mc
+want osc8 && echo "== live planner, 8 ranks: inputs/live/osc8.deck (INJECTED slowdown of the busiest rank for 2 steps in every 8, INJECTED communicator set-up $(sed -n 's/^comm_setup_s = //p' inputs/live/osc8.deck) s a set): every-gain, payback, alternating"
+want osc8 && echo "  load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+declare -A osc_ms osc_mv osc_mc osc_rf
 for r in 1 2 3; do
   want osc8 || break
   for pol in every-gain payback; do
@@ -78,18 +81,25 @@ for r in 1 2 3; do
     jobs/local.sh -np 8 bin/nereus "$d" > "$log" 2>&1
     m=$(mean_step "$log"); nt=$(sed -n 's/^verify.transitions: //p' "$log")
     mc=$(sed -n 's/^transition: .*, measured \([0-9.]*\) s .*/\1/p' "$log" | median)
-    printf '  run %d  %-10s mean step %.4f s, %s move(s), a move %s s (median measured)\n' "$r" "$pol" "$m" "${nt:-0}" "$mc"
+    # the decisions: moves taken at a confirmed slowdown, the payback rule's refusals, the guard's reverts
+    sp=$(grep -cE '^planner: before step [0-9]+: replan — rank [0-9]+ at 0\.[0-4][0-9] of its speed.*(: admitted|faster, admitted)' "$log" || true)
+    rf=$(grep -cE '^planner: before step [0-9]+: replan.*: refused: pays back in [0-9.]+ steps > gamma' "$log" || true)
+    rv=$(grep -c '^planner: before step [0-9]*: measure-and-revert guard: measured revert' "$log" || true)
+    printf '  run %d  %-10s mean step %.4f s, %s move(s), a move %s s (median measured); moved at %s slowdown(s), %s refusal(s) by C/dL > gamma H, %s revert(s)  (load %s)\n' \
+      "$r" "$pol" "$m" "${nt:-0}" "$mc" "$sp" "$rf" "$rv" "$(cut -d' ' -f1 /proc/loadavg)"
     osc_ms[$pol]="${osc_ms[$pol]:-} $m"; osc_mv[$pol]="${osc_mv[$pol]:-} ${nt:-0}"; osc_mc[$pol]="${osc_mc[$pol]:-} $mc"
+    osc_rf[$pol]="${osc_rf[$pol]:-} $rf"
   done
 done
 for pol in every-gain payback; do
   want osc8 || break
   k=${pol//-/_}
   { echo "live.osc8.${k}_mean_step_s: $(echo "${osc_ms[$pol]}" | median)"; echo "live.osc8.${k}_moves: $(echo "${osc_mv[$pol]}" | median)"
-    echo "live.osc8.${k}_move_s: $(echo "${osc_mc[$pol]}" | median)"; } >> "$out"
-  echo "  $pol: median mean step $(echo "${osc_ms[$pol]}" | median) s, median moves $(echo "${osc_mv[$pol]}" | median), a move $(echo "${osc_mc[$pol]}" | median) s"
+    echo "live.osc8.${k}_move_s: $(echo "${osc_mc[$pol]}" | median)"; echo "live.osc8.${k}_rule_refusals: $(echo "${osc_rf[$pol]}" | median)"; } >> "$out"
+  echo "  $pol: median mean step $(echo "${osc_ms[$pol]}" | median) s, median moves $(echo "${osc_mv[$pol]}" | median), a move $(echo "${osc_mc[$pol]}" | median) s, rule refusals $(echo "${osc_rf[$pol]}" | median)"
 done
-want osc8 && grep -h '^planner: before step\|^INJECTED slowdown: slow_ranks' build/bench-live/osc8-payback-2.log | cut -c1-200 | sed 's/^/  payback run 2: /'
+want osc8 && grep -h '^planner: before step\|^INJECTED slowdown: slow_ranks' build/bench-live/osc8-payback-2.log |
+  sed 's/ (ref [0-9.]*; slowest pool rank at [0-9.]*, ref [0-9.]*)//' | cut -c1-250 | sed 's/^/  payback run 2: /'
 for deck in sweep8 sweep8-wide; do
   want sweep || break
   echo

@@ -1,4 +1,4 @@
-# tests/suites/transitions.sh — the transition engine over MPI: random transitions bit-identical with minimal bytes, a mid-run plan switch equal to a restart under the new plan, windows and broadcast sync, random plan switches, scale-out forwarding, refused switches
+# tests/suites/transitions.sh — the transition engine over MPI: random transitions bit-identical with minimal bytes, a mid-run plan switch equal to a restart under the new plan, windows and broadcast sync, random plan switches, scale-out forwarding, refused switches, the INJECTED communicator set-up
 section "transitions: the engine over MPI, a mid-run switch, refusals"
 # 250 random transitions on 4 ranks and 250 on 8 (AdamW state, copies, tight budgets): bit-identical, minimal bytes
 for n in 4 8; do
@@ -92,3 +92,18 @@ for k in infeasible budget; do
     result "switch-$k-refused" 0 0 "$(grep -m1 -o 'refused: .*' "$f" | cut -c1-110)"
   else result "switch-$k-refused" 1 0 "no refusal line, or the run did not continue"; fi
 done
+# the INJECTED communicator set-up ([inject] comm_setup_s = 0.3, tests/decks/comm_setup.deck): a switch on 2
+# ranks builds new communicator sets, and its measured time must hold at least 0.3 s for each (a sleep after
+# MPI_Comm_split, inside the transition's time); the run names the injection; a negative value is refused at its
+# line (tests/decks/bad/inject_comm_setup_negative.deck, the decks suite)
+feeds comm-setup-inject-run comm-setup-inject
+t comm-setup-inject-run 60 $L -np 2 bin/nereus tests/decks/comm_setup.deck
+if want comm-setup-inject; then
+  f=$LOG/comm-setup-inject-run.log
+  m=$(sed -n 's/^transition: .*, measured \([0-9.]*\) s .* communicators: \([0-9]*\) new set(s).*/\1 \2/p' "$f")
+  if [ "$(verify "$f" status)" = pass ] && grep -q '^INJECTED communicator set-up: .* at least 0\.3 s on each of its ranks' "$f" && \
+     grep -qE '^  INJECTED communicator set-up \(\[inject\] comm_setup_s\): [1-9][0-9]* new set\(s\), each at least 0\.3 s' "$f" && \
+     [ -n "$m" ] && awk -v m="${m% *}" -v n="${m#* }" 'BEGIN{exit !(n >= 1 && m >= 0.3 * n)}'; then
+    result comm-setup-inject 0 0 "a transition building ${m#* } set(s) measured ${m% *} s (>= ${m#* } x 0.3 s)"
+  else result comm-setup-inject 1 0 "measured s and sets '$m': less than 0.3 s a set, or the INJECTED lines missing (log: $f)"; fi
+fi
