@@ -462,11 +462,39 @@ static double realise_step(SimLoop *L, int step, char *why, size_t len) {
     return T;
 }
 
-/* NEREUS_SIM_DEBUG: a decision with its numbers, and the new plan */
-static void debug_decision(const SimLoop *L, int step, const AdaptDecision *d) {
+/* NEREUS_SIM_DEBUG: what an adaptive decision's move (d->next against L->prev, the plan in force before it;
+   taken or not) is worth on the true cluster, MODELLED: the gain a step exact (the true cluster's cost model) and
+   with each plan's per-plan error, and the same over the decision's H steps (cut to those both plans hold in
+   memory and the pool), beside the move's realised cost. The per-plan error is what no planner sees before it
+   runs a plan; the exact gain is what its model can learn (docs/PLANNER.md, "The admission study"). */
+static void debug_worth(SimLoop *L, int step, const AdaptDecision *d) {
+    const SimNoise *n = &L->sc->noise;
+    const PlanConfig *old = L->prev, *nw = &d->next;
+    StepCost c;
+    double e_old = sim_plan_error(n, sim_plan_key(old)), e_new = sim_plan_error(n, sim_plan_key(nw));
+    double t_old = cost_plan_in(L->cw, &L->truth, old, L->sc->gpus, &L->w, &c);
+    double t_new = cost_plan_in(L->cw, &L->truth, nw, L->sc->gpus, &L->w, &c);
+    double H = d->H > 0 ? d->H : drift_horizon(&L->ad.dm, step, L->sc->steps); /* payback's H; the monitor's */
+    int h = fit_steps(L, old, step, (int)fmax(1, H)), hn = fit_steps(L, nw, step, h);
+    h = hn < h ? hn : h;
+    double run_old = h > 0 ? true_run_s(L, old, step, h) : NAN, run_new = h > 0 ? true_run_s(L, nw, step, h) : NAN;
+    L->run.debug = 0; /* its price is printed with the decision */
+    double raw = transition_s(&L->run, old, nw), real = raw * sim_move_factor(n, sim_plan_key(old), sim_plan_key(nw), step);
+    fprintf(stderr, "    worth on the true cluster (MODELLED): dL exact %.4f s/step, with the plans' errors (x%.4f in "
+            "force, x%.4f new) %.4f; over %d steps exact %.2f s, with the errors %.2f s; the move realised %.3f s "
+            "(engine price %.3f)\n", t_old - t_new, e_old, e_new, t_old * e_old - t_new * e_new, h,
+            run_old / e_old - run_new / e_new, run_old - run_new, real, raw);
+    L->run.debug = 1;
+}
+
+/* NEREUS_SIM_DEBUG: a decision with its numbers, what its move is worth on the true cluster, and the new plan */
+static void debug_decision(SimLoop *L, int step, const AdaptDecision *d) {
     fprintf(stderr, "sim %-12s step %4d pool %4d len %7.1f: L %.4f -> %.4f s, C %.3f s, H %.1f: %s%s%s\n", L->sp->name,
             step, L->o.npool, L->w.resp_len, d->L_now, d->L_new, d->C, d->H, d->reason,
             d->kept ? " (model-stages of the plan in force kept)" : "", d->changed ? " [switch]" : "");
+    if (!L->fixed && L->sp->policy != SIM_ORACLE && !d->failed && d->L_new < d->L_now && isfinite(d->L_now) &&
+        !plan_same(&d->next, L->prev))
+        debug_worth(L, step, d);
     if (d->changed) {
         char pb[8192];
         plan_format(&d->next, pb, sizeof pb);

@@ -65,7 +65,7 @@ fi
 # the admission study (issue #34) on its smallest deck: every study policy (every-gain and the oracle among
 # them) over two paired seeds of the MODELLED noise, each with its figures; no policy below the oracle by more
 # than the per-plan model error allows (the oracle's search cannot see that error: docs/PLANNER.md)
-feeds sim-study-small sim-study-policies
+feeds sim-study-small sim-study-policies sim-decision-worth
 t sim-study-small 60 bin/nereus --simulate tests/decks/sim_ok/study_small.deck
 if want sim-study-policies; then
   f=$LOG/sim-study-small.log
@@ -78,6 +78,29 @@ if want sim-study-policies; then
      awk -v w="$worst" 'BEGIN{exit !(w > -3 * 5.94)}'; then
     result sim-study-policies 0 0 "15 study policies on 2 paired seeds; lowest regret to the oracle $worst%"
   else result sim-study-policies 1 0 "$n of 15 policies with figures; lowest regret '$worst'"; fi
+fi
+# NEREUS_SIM_DEBUG's worth of each adaptive decision on the MODELLED true cluster (sim.c, debug_worth): the gain
+# exact and with the two plans' per-plan errors. With no per-plan error the two agree on every line; with the
+# default they differ; printing them changes no policy's figures (the core policies as sim-study-small has them)
+feeds sim-worth-exact sim-decision-worth
+feeds sim-worth-noisy sim-decision-worth
+t sim-worth-exact 60 env NEREUS_SIM_DEBUG=1 bin/nereus --simulate tests/decks/sim_ok/study_small.deck \
+  --set simulate.study=core --set simulate.seeds=1 --set simulate.model_error=0
+t sim-worth-noisy 60 env NEREUS_SIM_DEBUG=1 bin/nereus --simulate tests/decks/sim_ok/study_small.deck --set simulate.study=core
+if want sim-decision-worth; then
+  fe=$LOG/sim-worth-exact.log fn=$LOG/sim-worth-noisy.log f=$LOG/sim-study-small.log
+  worth='s/.*dL exact \([-0-9.]*\) s\/step, with the plans.*) \([-0-9.]*\); over [0-9]* steps exact \([-0-9.]*\) s, with the errors \([-0-9.]*\) s.*/\1 \2 \3 \4/p'
+  ne=$(grep -c 'worth on the true cluster' "$fe"); nn=$(grep -c 'worth on the true cluster' "$fn")
+  unequal_e=$(sed -n "$worth" "$fe" | awk '$1 != $2 || $3 != $4' | wc -l)
+  unequal_n=$(sed -n "$worth" "$fn" | awk '$1 != $2 || $3 != $4' | wc -l)
+  same=1
+  for p in static every-gain at-crossings every-k payback payback-inf oracle; do
+    k="^sim\.$p\.\(mean_step_s\|moves\|transition_share_pct\|regret_pct\|reverts\)"
+    cmp -s <(grep "$k" "$fn") <(grep "$k" "$f") && [ -n "$(grep "$k" "$fn")" ] || same=0
+  done
+  if [ "$ne" -gt 0 ] && [ "$unequal_e" = 0 ] && [ "$nn" -gt 0 ] && [ "$unequal_n" -gt 0 ] && [ "$same" = 1 ]; then
+    result sim-decision-worth 0 0 "no per-plan error: $ne decisions, exact = with errors; default: $unequal_n of $nn differ; figures unchanged"
+  else result sim-decision-worth 1 0 "exact: $unequal_e of $ne differ; default: $unequal_n of $nn differ; core figures as sim-study-small: $same"; fi
 fi
 for f in tests/decks/sim/*.deck; do
   bad "sim-$(basename "$f" .deck)" "$(header expect "$f")" bin/nereus --simulate "$f"
