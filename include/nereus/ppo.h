@@ -136,8 +136,8 @@ void grpo_process_advantages(const float *credit, const int *nsteps, const int *
 void grpo_position_advantages(const float *credit, const int *nsteps, const int *resp_len, int S, int B, int G,
                               int use_std, float eps, float *adv);
 /* [ppo] group_std_scope = batch (REINFORCE++-baseline; TRL's scale_rewards = batch): adv (B, S), already
- * centred on each group's baseline, divided in place by their standard deviation (population, about their mean)
- * + eps over every response token of the batch (t < resp_len[b]); the rest untouched. */
+ * centred on each group's baseline, divided in place by their root mean square (their spread about 0) + eps over
+ * every response token of the batch (t < resp_len[b]); the rest untouched. All zero stays zero. */
 void grpo_batch_scale(float *adv, const int *resp_len, int S, int B, float eps);
 /* A diagnostic of process advantages adv (B, S) against the credits they came from, over the tokens that take
  * exactly one step: out[0] the mean squared advantage, out[1] the squared correlation of a token's advantage with

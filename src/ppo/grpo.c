@@ -98,14 +98,12 @@ void grpo_position_advantages(const float *credit, const int *nsteps, const int 
 }
 
 void grpo_batch_scale(float *adv, const int *resp_len, int S, int B, float eps) {
-    /* REINFORCE++-baseline's global normalisation: the group-centred advantages over the standard deviation
-       (population, about their mean) of all of them, every response token of the batch counted once */
-    double n = 0, sum = 0, ss = 0;
+    /* REINFORCE++-baseline's global normalisation: the group-centred advantages over their spread across every
+       response token of the batch, taken about 0 (the root mean square: each group's advantages are centred
+       already), so that equal advantages, all 0 or not, stay bounded */
+    double n = 0, ss = 0;
     for (int b = 0; b < B; b++)
-        for (int t = 0; t < resp_len[b]; t++) { sum += adv[(size_t)b * S + t]; n += 1; }
-    double m = n > 0 ? sum / n : 0.0;
-    for (int b = 0; b < B; b++)
-        for (int t = 0; t < resp_len[b]; t++) ss += (adv[(size_t)b * S + t] - m) * (adv[(size_t)b * S + t] - m);
+        for (int t = 0; t < resp_len[b]; t++) { ss += (double)adv[(size_t)b * S + t] * adv[(size_t)b * S + t]; n += 1; }
     double div = (n > 0 ? sqrt(ss / n) : 0.0) + (double)eps;
     for (int b = 0; b < B; b++)
         for (int t = 0; t < resp_len[b]; t++) adv[(size_t)b * S + t] = (float)(adv[(size_t)b * S + t] / div);
