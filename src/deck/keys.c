@@ -203,7 +203,7 @@ const DeckKey deck_keys[] = {
      "(over their std with group_std)"},
     {"ppo", "group_std_scope", DECK_T_CHOICE, 0, "group", NONE, NONE, "group|batch", F_STR(ppo.group_std_scope),
      "grpo with group_std = true: group = divide by each group's own standard deviation (GRPO); batch = subtract "
-     "each group's baseline, then divide every token's advantage by their standard deviation over the whole "
+     "each group's baseline, then divide every token's advantage by their root mean square over the whole "
      "batch (REINFORCE++-baseline's global normalisation, TRL's scale_rewards = batch)"},
 
     {"reward", "network", DECK_T_BOOL, 0, "false", NONE, NONE, NULL, F_INT(reward.network),
