@@ -1,7 +1,8 @@
 /* grpo.c — the pure pieces of GRPO (Shao et al., DeepSeekMath, 2024): group-relative advantages of outcome
- * and of process rewards, the k3 estimator of KL(actor‖ref) that its actor loss adds to the clipped
- * surrogate, and the surrogate with an upper clip of its own (DAPO's clip-higher). Host arrays, no model, no
- * MPI; tested against hand-computed values (tests/test_ppo_pure.c). */
+ * and of process rewards (pooled, or with a per-position baseline), their batch-wide scale (REINFORCE++-baseline),
+ * a diagnostic of how much of a token's advantage its own step explains, the k3 estimator of KL(actor‖ref) that
+ * its actor loss adds to the clipped surrogate, and the surrogate with an upper clip of its own (DAPO's
+ * clip-higher). Host arrays, no model, no MPI; tested against hand-computed values (tests/test_ppo_pure.c). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

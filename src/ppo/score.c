@@ -72,7 +72,9 @@ static void advantage_signal_report(const Rollout *r, const Config *cfg, int S, 
 }
 
 /* The advantage of every token of every row, (B, S) from token 0 of the response: the outcome's one
- * group-relative advantage, or under credit = process the sums of the group-normalised step credits. */
+ * group-relative advantage, or under credit = process the sums of the group-normalised step credits (or with
+ * process_baseline = position the per-position baseline's); with group_std_scope = batch the group-centred
+ * advantages are divided by their spread over the batch instead of each group's std. */
 static float *grpo_token_advantages(const Rollout *r, const Config *cfg, int S) {
     int B = r->B;
     int batch_std = cfg->ppo.group_std && strcmp(cfg->ppo.group_std_scope, "batch") == 0;
