@@ -1,5 +1,6 @@
 /* test_ppo_pure.c — GAE, masked whitening, GRPO's group advantages (outcome and process), its k3 KL term,
- * the task reward's per-position credits and the clip-higher surrogate against hand-computed values. */
+ * its per-position baseline and batch-wide std, the advantage-signal diagnostic, the task reward's per-position
+ * credits and the clip-higher surrogate against hand-computed values. */
 #include <math.h>
 
 #include "check.h"
@@ -111,11 +112,63 @@ static void test_process_advantages(void) {
     CHECK(zero, "process: equal step rewards, or one step in the group, give zero advantage, finite");
 }
 
+/* the per-position group baseline, by hand: the same group of two, credits [0.5, 0] and [0.5, 0.5] */
+static void test_position_advantages(void) {
+    enum { S = 4 };
+    float c[2 * S] = {0.5f, 0, 0, 0, 0.5f, 0.5f, 0, 0}, a[2 * S];
+    int ns[2] = {2, 2}, rl[2] = {3, 3};
+    /* returns-to-go 0.5, 0, 0 and 1, 0.5, 0; token 0: mean 0.75, token 1: mean 0.25, each a sample std of
+       sqrt(2 · 0.25² / 1) = 0.35355: ∓0.70711 at both; the EOS (token 2): equal, 0 */
+    grpo_position_advantages(c, ns, rl, S, 2, 2, 1, 1e-6f, a);
+    CHECK(NEAR(a[0], -0.707107) && NEAR(a[1], -0.707107) && a[2] == 0.0f && a[3] == 0.0f && NEAR(a[4], 0.707107) &&
+              NEAR(a[5], 0.707107) && a[6] == 0.0f, "position G=2: %.6f %.6f %.6f | %.6f %.6f %.6f", a[0], a[1], a[2],
+          a[4], a[5], a[6]);
+    grpo_position_advantages(c, ns, rl, S, 2, 2, 0, 1e-6f, a);
+    CHECK(NEAR(a[0], -0.25) && NEAR(a[1], -0.25) && NEAR(a[4], 0.25) && NEAR(a[5], 0.25),
+          "position without std: %.6f %.6f %.6f %.6f", a[0], a[1], a[4], a[5]);
+    /* the first response is its EOS alone: its return-to-go 0.5 at token 0 against 1; token 1 is the second
+       row's alone, so 0 */
+    int rl_early[2] = {1, 3};
+    grpo_position_advantages(c, ns, rl_early, S, 2, 2, 1, 1e-6f, a);
+    CHECK(NEAR(a[0], -0.707107) && a[1] == 0.0f && NEAR(a[4], 0.707107) && a[5] == 0.0f,
+          "position, early EOS: %.6f %.6f %.6f %.6f", a[0], a[1], a[4], a[5]);
+}
+
+/* the batch-wide spread (group_std_scope = batch): response tokens 3, −1 | 1 (padding 9 untouched); root mean
+   square sqrt(11 / 3) = 1.91485: 1.56670, −0.52223 | 0.52223; equal advantages 0.5, 0.5 become 1, 1; zeros stay 0 */
+static void test_batch_scale(void) {
+    enum { S = 3 };
+    float a[2 * S] = {3, -1, 9, 1, 9, 9};
+    int rl[2] = {2, 1};
+    grpo_batch_scale(a, rl, S, 2, 1e-6f);
+    CHECK(NEAR(a[0], 1.566699) && NEAR(a[1], -0.522233) && a[2] == 9.0f && NEAR(a[3], 0.522233) && a[4] == 9.0f,
+          "batch scale: %.6f %.6f %.6f | %.6f", a[0], a[1], a[2], a[3]);
+    float e[S] = {0.5f, 0.5f, 0}, z[S] = {0, 0, 0};
+    int rl1[1] = {2};
+    grpo_batch_scale(e, rl1, S, 1, 1e-6f);
+    grpo_batch_scale(z, rl1, S, 1, 1e-6f);
+    CHECK(NEAR(e[0], 1.0) && NEAR(e[1], 1.0) && e[2] == 0.0f && z[0] == 0.0f && z[1] == 0.0f,
+          "batch scale of equal advantages: %g %g, of zeros: %g %g", e[0], e[1], z[0], z[1]);
+}
+
+/* the advantage-signal diagnostic: advantages twice the credits are all own-credit signal (r² 1) */
+static void test_advantage_signal(void) {
+    float c[5] = {0.25f, 0, 0.25f, 0.25f, 0}, a[5] = {0.5f, 0, 0.5f, 0.5f, 0};
+    int ns[1] = {4}, rl[1] = {5};
+    double out[3];
+    grpo_advantage_signal(a, c, ns, rl, 5, 1, out);
+    CHECK(NEAR(out[0], 0.1875) && NEAR(out[1], 1.0) && out[2] == 4.0, "advantage signal: %.4f %.4f %.0f", out[0], out[1],
+          out[2]);
+}
+
 int main(void) {
     test_group_advantages();
     test_k3();
     test_reward_steps();
     test_process_advantages();
+    test_position_advantages();
+    test_batch_scale();
+    test_advantage_signal();
     float adv[3], ret[3];
     /* γ = 1, λ = 0.95; r = [0, 0, 1], v = [0.5, 0.6, 0.7]:
      * δ2 = 1 − 0.7 = 0.3, A2 = 0.3; δ1 = 0.7 − 0.6 = 0.1, A1 = 0.1 + 0.95·0.3 = 0.385;

@@ -95,6 +95,9 @@ typedef struct PpoConfig {
     char algorithm[8];       /* [ppo] algorithm: ppo | grpo */
     char credit[12];         /* [ppo] credit: outcome | process: the task reward per response or per position (12 bytes:
                                 PpoConfig stays a multiple of 8, so Config has no hole the key table leaves uncovered) */
+    char process_baseline[16]; /* [ppo] process_baseline: pooled | position: grpo's baseline of process credits */
+    char group_std_scope[8];   /* [ppo] group_std_scope: group | batch: the std grpo divides by (the four strings, 44
+                                  bytes, keep PpoConfig a multiple of 8) */
 } PpoConfig;
 
 typedef struct RewardConfig {

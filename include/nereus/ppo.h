@@ -128,6 +128,22 @@ void grpo_group_advantages(const float *reward, int B, int G, int use_std, float
  * gets 0. S ≥ every nsteps and resp_len. */
 void grpo_process_advantages(const float *credit, const int *nsteps, const int *resp_len, int S, int B, int G,
                              int use_std, float eps, float *adv);
+/* Process advantages with a per-position group baseline ([ppo] process_baseline = position): token t of row b
+ * gets its return-to-go R_t (the sum of its row's credits of the steps taken at or after t, steps taken as in
+ * grpo_process_advantages) minus the mean of R_t over the group's rows with a token t, divided by their sample
+ * standard deviation + eps with use_std. A position that one row alone reaches, or where the group's R_t are
+ * equal, gets 0; tokens from resp_len[b] on get 0. */
+void grpo_position_advantages(const float *credit, const int *nsteps, const int *resp_len, int S, int B, int G,
+                              int use_std, float eps, float *adv);
+/* [ppo] group_std_scope = batch (REINFORCE++-baseline; TRL's scale_rewards = batch): adv (B, S), already
+ * centred on each group's baseline, divided in place by their root mean square (their spread about 0) + eps over
+ * every response token of the batch (t < resp_len[b]); the rest untouched. All zero stays zero. */
+void grpo_batch_scale(float *adv, const int *resp_len, int S, int B, float eps);
+/* A diagnostic of process advantages adv (B, S) against the credits they came from, over the tokens that take
+ * exactly one step: out[0] the mean squared advantage, out[1] the squared correlation of a token's advantage with
+ * its own step credit (the share of the advantage's variance its own action explains), out[2] the token count. */
+void grpo_advantage_signal(const float *adv, const float *credit, const int *nsteps, const int *resp_len, int S,
+                           int B, double out[3]);
 /* The k3 term of GRPO's actor loss over n tokens with weights w: returns Σ w·k3, k3 = exp(x) − x − 1 with
  * x = logp_ref − logp (clamped to ±GRPO_K3_CLAMP), and adds β·w·(1 − exp(x)), the gradient of β·w·k3 with
  * respect to logp, to dlogp (when not NULL). */

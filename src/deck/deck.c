@@ -665,6 +665,25 @@ static int deck_check_arch(const Deck *d, const Config *c)
     return deck_check_arch_keys(d, c);
 }
 
+/* [ppo] process_baseline = position and group_std_scope = batch change GRPO's advantages only: refused at their
+ * line where nothing would read them (ppo, outcome credit, or no std to scope). */
+static int deck_check_grpo_advantage_keys(const Deck *d, const Config *c)
+{
+    const PpoConfig *p = &c->ppo;
+    int grpo = strcmp(p->algorithm, "grpo") == 0, process = strcmp(p->credit, "process") == 0;
+    if (strcmp(p->process_baseline, "position") == 0 && !(grpo && process))
+        return deck_report(d, d->key_line[deck_key_find_dotted("ppo.process_baseline")], NULL,
+                           "[ppo] process_baseline = position needs algorithm = grpo and credit = process (it is "
+                           "GRPO's baseline of per-position credits); algorithm = %s, credit = %s", p->algorithm,
+                           p->credit);
+    if (strcmp(p->group_std_scope, "batch") == 0 && !(grpo && p->group_std))
+        return deck_report(d, d->key_line[deck_key_find_dotted("ppo.group_std_scope")], NULL,
+                           "[ppo] group_std_scope = batch needs algorithm = grpo and group_std = true (it says "
+                           "which standard deviation GRPO divides by); algorithm = %s, group_std = %s", p->algorithm,
+                           p->group_std ? "true" : "false");
+    return 0;
+}
+
 /* [ppo] algorithm and group_size: grpo samples group_size >= 2 responses per prompt, and they divide the
  * batch; ppo takes one response per prompt. A critic model-stage in a GRPO deck's [plan] or [switch] is refused
  * at its line (GRPO has no critic). */
@@ -686,6 +705,8 @@ static int deck_check_algorithm(const Deck *d, const Config *c)
         return deck_report(d, line, NULL, "[ppo] group_size = %d does not divide batch = %d (batch counts "
                            "responses: prompts x group_size)", p->group_size, p->batch);
     }
+    int rc = deck_check_grpo_advantage_keys(d, c);
+    if (rc) return rc;
     if (strcmp(p->credit, "process") == 0 && c->reward.network && c->reward.network_weight != 0.0f) {
         int line = d->key_line[deck_key_find_dotted("ppo.credit")];
         return deck_report(d, line, NULL, "[ppo] credit = process cannot take the reward network's score "

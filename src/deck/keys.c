@@ -196,6 +196,15 @@ const DeckKey deck_keys[] = {
      "advantage on every token); process = the reward's per-position credits (ppo: each on its position's token; "
      "grpo: DeepSeekMath's process supervision, each token the sum of the group-normalised credits from its "
      "position on); process refuses a reward network with a nonzero network_weight (it scores whole responses)"},
+    {"ppo", "process_baseline", DECK_T_CHOICE, 0, "pooled", NONE, NONE, "pooled|position", F_STR(ppo.process_baseline),
+     "grpo with credit = process: pooled = DeepSeekMath's, each step credit normalised by the mean and std of all "
+     "the group's step credits, a token's advantage the sum of those from its position on; position = a "
+     "per-position group baseline, a token's return-to-go minus the group's mean return-to-go at its position "
+     "(over their std with group_std)"},
+    {"ppo", "group_std_scope", DECK_T_CHOICE, 0, "group", NONE, NONE, "group|batch", F_STR(ppo.group_std_scope),
+     "grpo with group_std = true: group = divide by each group's own standard deviation (GRPO); batch = subtract "
+     "each group's baseline, then divide every token's advantage by their root mean square over the whole "
+     "batch (REINFORCE++-baseline's global normalisation, TRL's scale_rewards = batch)"},
 
     {"reward", "network", DECK_T_BOOL, 0, "false", NONE, NONE, NULL, F_INT(reward.network),
      "add a frozen reward network's score to the rule reward"},

@@ -1,7 +1,8 @@
 /* grpo.c — the pure pieces of GRPO (Shao et al., DeepSeekMath, 2024): group-relative advantages of outcome
- * and of process rewards, the k3 estimator of KL(actor‖ref) that its actor loss adds to the clipped
- * surrogate, and the surrogate with an upper clip of its own (DAPO's clip-higher). Host arrays, no model, no
- * MPI; tested against hand-computed values (tests/test_ppo_pure.c). */
+ * and of process rewards (pooled, or with a per-position baseline), their batch-wide scale (REINFORCE++-baseline),
+ * a diagnostic of how much of a token's advantage its own step explains, the k3 estimator of KL(actor‖ref) that
+ * its actor loss adds to the clipped surrogate, and the surrogate with an upper clip of its own (DAPO's
+ * clip-higher). Host arrays, no model, no MPI; tested against hand-computed values (tests/test_ppo_pure.c). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,6 +64,69 @@ void grpo_process_advantages(const float *credit, const int *nsteps, const int *
         }
     }
     free(at);
+}
+
+/* Row b's return-to-go at each of its tokens t < resp_len[b]: the sum of the credits of the steps taken at or
+ * after t (step j taken at token min(j, resp_len[b] − 1)), into rtg (S); 0 from resp_len[b] on. */
+static void row_return_to_go(const float *c, int nsteps, int L, int S, double *rtg) {
+    memset(rtg, 0, (size_t)S * sizeof(double));
+    for (int j = 0; j < nsteps && L > 0; j++) rtg[j < L - 1 ? j : L - 1] += (double)c[j];
+    for (int t = L - 2; t >= 0; t--) rtg[t] += rtg[t + 1];
+}
+
+void grpo_position_advantages(const float *credit, const int *nsteps, const int *resp_len, int S, int B, int G,
+                              int use_std, float eps, float *adv) {
+    /* a per-position group baseline: token t of row b gets its return-to-go minus the mean return-to-go at
+       token t of the group's rows that reach t (over their sample standard deviation + eps with use_std) */
+    double *rtg = nr_xmalloc((size_t)G * S * sizeof(double));
+    for (int g0 = 0; g0 + G <= B; g0 += G) {
+        for (int i = 0; i < G; i++)
+            row_return_to_go(credit + (size_t)(g0 + i) * S, nsteps[g0 + i], resp_len[g0 + i], S, rtg + (size_t)i * S);
+        for (int t = 0; t < S; t++) {
+            double sum = 0, ss = 0, n = 0;
+            for (int i = 0; i < G; i++)
+                if (t < resp_len[g0 + i]) { sum += rtg[(size_t)i * S + t]; n += 1; }
+            double m = n > 0 ? sum / n : 0.0;
+            for (int i = 0; i < G; i++)
+                if (t < resp_len[g0 + i]) ss += (rtg[(size_t)i * S + t] - m) * (rtg[(size_t)i * S + t] - m);
+            double div = use_std ? (n > 1 ? sqrt(ss / (n - 1)) : 0.0) + (double)eps : 1.0;
+            for (int i = 0; i < G; i++)
+                adv[(size_t)(g0 + i) * S + t] = t < resp_len[g0 + i] ? (float)((rtg[(size_t)i * S + t] - m) / div) : 0.0f;
+        }
+    }
+    free(rtg);
+}
+
+void grpo_batch_scale(float *adv, const int *resp_len, int S, int B, float eps) {
+    /* REINFORCE++-baseline's global normalisation: the group-centred advantages over their spread across every
+       response token of the batch, taken about 0 (the root mean square: each group's advantages are centred
+       already), so that equal advantages, all 0 or not, stay bounded */
+    double n = 0, ss = 0;
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < resp_len[b]; t++) { ss += (double)adv[(size_t)b * S + t] * adv[(size_t)b * S + t]; n += 1; }
+    double div = (n > 0 ? sqrt(ss / n) : 0.0) + (double)eps;
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < resp_len[b]; t++) adv[(size_t)b * S + t] = (float)(adv[(size_t)b * S + t] / div);
+}
+
+void grpo_advantage_signal(const float *adv, const float *credit, const int *nsteps, const int *resp_len, int S,
+                           int B, double out[3]) {
+    /* over the tokens that take exactly one step (t < min(nsteps, resp_len − 1)): the mean squared advantage,
+       the correlation of the advantage with the token's own step credit, squared (the share of the advantage's
+       variance that the token's own action explains), and the token count */
+    double n = 0, sa = 0, sc = 0, saa = 0, scc = 0, sac = 0;
+    for (int b = 0; b < B; b++) {
+        int single = NR_MIN(nsteps[b], resp_len[b] - 1);
+        for (int t = 0; t < single; t++) {
+            double a = adv[(size_t)b * S + t], c = credit[(size_t)b * S + t];
+            n += 1; sa += a; sc += c; saa += a * a; scc += c * c; sac += a * c;
+        }
+    }
+    double va = n > 0 ? saa / n - (sa / n) * (sa / n) : 0, vc = n > 0 ? scc / n - (sc / n) * (sc / n) : 0;
+    double cov = n > 0 ? sac / n - (sa / n) * (sc / n) : 0;
+    out[0] = n > 0 ? saa / n : 0;
+    out[1] = va > 0 && vc > 0 ? cov * cov / (va * vc) : 0;
+    out[2] = n;
 }
 
 double grpo_kl_k3(const float *logp, const float *logp_ref, const float *w, int n, float beta, float *dlogp) {

@@ -4,6 +4,7 @@
  * per-token KL-penalised rewards, GAE advantages and returns, for GRPO each
  * response's group-relative advantage on its tokens (grpo.c). */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -48,25 +49,55 @@ static int *rollout_credits(const Rollout *r, int S, float *credit) {
     return nsteps;
 }
 
+/* NEREUS_GRPO_ADV_SIGNAL set (a measurement for docs/GRPO.md; training unchanged): one stderr line per step with
+ * grpo_advantage_signal of the process advantages in use and of the other process baseline computed with the same
+ * normalisation, on this step's rollout, and the share of response tokens whose advantage is 0. */
+static void advantage_signal_report(const Rollout *r, const Config *cfg, int S, const float *credit, const int *nsteps,
+                                    const float *adv, int position) {
+    int batch_std = cfg->ppo.group_std && strcmp(cfg->ppo.group_std_scope, "batch") == 0;
+    float *other = nr_xcalloc((size_t)r->B * S, sizeof(float));
+    (position ? grpo_process_advantages : grpo_position_advantages)(credit, nsteps, r->resp_len, S, r->B, r->group,
+                                                                   cfg->ppo.group_std && !batch_std,
+                                                                   cfg->ppo.group_eps, other);
+    if (batch_std) grpo_batch_scale(other, r->resp_len, S, r->B, cfg->ppo.group_eps);
+    double a[3], o[3], zero = 0, ntok = 0;
+    grpo_advantage_signal(adv, credit, nsteps, r->resp_len, S, r->B, a);
+    grpo_advantage_signal(other, credit, nsteps, r->resp_len, S, r->B, o);
+    for (int b = 0; b < r->B; b++)
+        for (int t = 0; t < r->resp_len[b]; t++) { zero += fabsf(adv[(size_t)b * S + t]) < 1e-6f; ntok += 1; }
+    fprintf(stderr, "adv-signal: %s mean_sq %.4f own_r2 %.4f | %s mean_sq %.4f own_r2 %.4f | tokens %.0f zero %.4f\n",
+            position ? "position" : "pooled", a[0], a[1], position ? "pooled" : "position", o[0], o[1], a[2],
+            ntok > 0 ? zero / ntok : 0.0);
+    free(other);
+}
+
 /* The advantage of every token of every row, (B, S) from token 0 of the response: the outcome's one
- * group-relative advantage, or under credit = process the sums of the group-normalised step credits. */
+ * group-relative advantage, or under credit = process the sums of the group-normalised step credits (or with
+ * process_baseline = position the per-position baseline's); with group_std_scope = batch the group-centred
+ * advantages are divided by their spread over the batch instead of each group's std. */
 static float *grpo_token_advantages(const Rollout *r, const Config *cfg, int S) {
     int B = r->B;
+    int batch_std = cfg->ppo.group_std && strcmp(cfg->ppo.group_std_scope, "batch") == 0;
+    int group_std = cfg->ppo.group_std && !batch_std;
     float *adv = nr_xcalloc((size_t)B * S, sizeof(float));
     if (strcmp(cfg->ppo.credit, "process") == 0) {
         float *credit = nr_xcalloc((size_t)B * S, sizeof(float));
         int *nsteps = rollout_credits(r, S, credit);
-        grpo_process_advantages(credit, nsteps, r->resp_len, S, B, r->group, cfg->ppo.group_std,
-                                cfg->ppo.group_eps, adv);
+        int position = strcmp(cfg->ppo.process_baseline, "position") == 0;
+        (position ? grpo_position_advantages : grpo_process_advantages)(credit, nsteps, r->resp_len, S, B, r->group,
+                                                                       group_std, cfg->ppo.group_eps, adv);
+        if (batch_std) grpo_batch_scale(adv, r->resp_len, S, B, cfg->ppo.group_eps);
+        if (getenv("NEREUS_GRPO_ADV_SIGNAL")) advantage_signal_report(r, cfg, S, credit, nsteps, adv, position);
         free(nsteps);
         free(credit);
         return adv;
     }
     float *gadv = nr_xmalloc((size_t)B * sizeof(float));
-    grpo_group_advantages(r->score, B, r->group, cfg->ppo.group_std, cfg->ppo.group_eps, gadv);
+    grpo_group_advantages(r->score, B, r->group, group_std, cfg->ppo.group_eps, gadv);
     for (int b = 0; b < B; b++)
         for (int t = 0; t < r->resp_len[b]; t++) adv[(size_t)b * S + t] = gadv[b];
     free(gadv);
+    if (batch_std) grpo_batch_scale(adv, r->resp_len, S, B, cfg->ppo.group_eps);
     return adv;
 }
 

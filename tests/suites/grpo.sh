@@ -155,6 +155,11 @@ bad grpo-bad-group-one '^--set ppo\.group_size=1: error: \[ppo\] algorithm = grp
   bin/nereus inputs/grpo-tiny.deck --set ppo.group_size=1
 bad grpo-bad-group-ppo '^--set ppo\.group_size=4: error: \[ppo\] group_size = 4 needs algorithm = grpo' \
   bin/nereus inputs/tiny.deck --set ppo.group_size=4
+# the options of GRPO's advantages are refused where nothing would read them
+bad grpo-bad-position-outcome '^--set ppo\.process_baseline=position: error: \[ppo\] process_baseline = position needs algorithm = grpo and credit = process' \
+  bin/nereus inputs/grpo-tiny.deck --set ppo.process_baseline=position
+bad grpo-bad-scope-nostd '^--set ppo\.group_std_scope=batch: error: \[ppo\] group_std_scope = batch needs algorithm = grpo and group_std = true' \
+  bin/nereus inputs/grpo-tiny.deck --set ppo.group_std=false --set ppo.group_std_scope=batch
 
 section "GRPO in the simulator (MODELLED clusters): payback against every fixed plan"
 for n in 64 1024; do
