@@ -189,8 +189,8 @@ const DeckKey deck_keys[] = {
     {"ppo", "kl_loss_coef", DECK_T_FLOAT, 0, "0.04", GE(0), NONE, NULL, F_FLT(ppo.kl_loss_coef),
      "grpo: beta of the k3 estimator of the actor's KL divergence from the ref, added to the actor loss (kl_beta is not used)"},
     {"ppo", "clip_high", DECK_T_FLOAT, 0, "0", GE(0), LE(10), NULL, F_FLT(ppo.clip_high),
-     "upper ratio clip epsilon (DAPO's clip-higher): the surrogate clips the ratio to [1 - clip, 1 + clip_high], "
-     "computed on the host; 0 = clip (symmetric, the backend's kernel)"},
+     "upper ratio clip epsilon (DAPO's clip-higher): the surrogate clips the ratio to [1 - clip, 1 + clip_high]; "
+     "0 = clip (symmetric)"},
     {"ppo", "credit", DECK_T_CHOICE, 0, "outcome", NONE, NONE, "outcome|process", F_STR(ppo.credit),
      "outcome = the task reward as one number per response (ppo: on its last token; grpo: one group-relative "
      "advantage on every token); process = the reward's per-position credits (ppo: each on its position's token; "

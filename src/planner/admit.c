@@ -95,16 +95,19 @@ void drift_reset_kind(DriftMonitor *d, int step, double len, double eff, int poo
     d->ref_pool = pool;
 }
 
-double drift_horizon(const DriftMonitor *d, int step, int steps_total) {
+/* the mean of n gaps summing to sum (the steps left when none), capped by the steps left */
+static double mean_gap_capped(double sum, int n, int step, int steps_total) {
     double left = steps_total - step;
     if (left < 0) left = 0;
-    double H = d->gaps > 0 ? d->gap_sum / d->gaps : left;
+    double H = n > 0 ? sum / n : left;
     return H < left ? H : left;
+}
+
+double drift_horizon(const DriftMonitor *d, int step, int steps_total) {
+    return mean_gap_capped(d->gap_sum, d->gaps, step, steps_total);
 }
 
 double drift_horizon_kind(const DriftMonitor *d, int step, int steps_total, int kind) {
     if (kind != DRIFT_SLOWED || d->slowed_gaps == 0) return drift_horizon(d, step, steps_total);
-    double left = steps_total - step, H = d->slowed_gap_sum / d->slowed_gaps;
-    if (left < 0) left = 0;
-    return H < left ? H : left;
+    return mean_gap_capped(d->slowed_gap_sum, d->slowed_gaps, step, steps_total);
 }

@@ -1,8 +1,8 @@
 /* grpo.c — the pure pieces of GRPO (Shao et al., DeepSeekMath, 2024): group-relative advantages of outcome
  * and of process rewards (pooled, or with a per-position baseline), their batch-wide scale (REINFORCE++-baseline),
- * a diagnostic of how much of a token's advantage its own step explains, the k3 estimator of KL(actor‖ref) that
- * its actor loss adds to the clipped surrogate, and the surrogate with an upper clip of its own (DAPO's
- * clip-higher). Host arrays, no model, no MPI; tested against hand-computed values (tests/test_ppo_pure.c). */
+ * a diagnostic of how much of a token's advantage its own step explains, and the k3 estimator of KL(actor‖ref)
+ * that its actor loss adds to the clipped surrogate. Host arrays, no model, no MPI; tested against hand-computed
+ * values (tests/test_ppo_pure.c). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,37 +41,29 @@ static void group_moments(const float *x, const int *len, int S, int g0, int G, 
     *div = use_std ? sd + (double)eps : 1.0;
 }
 
+/* A row's return-to-go at each of its L tokens: the sum of its step credits c[j], each as (c[j] − mean) / div,
+ * of the steps taken at or after the token (step j taken at token min(j, L − 1)), into rtg (S); 0 from L on. */
+static void row_return_to_go(const float *c, int nsteps, int L, int S, double mean, double div, double *rtg) {
+    memset(rtg, 0, (size_t)S * sizeof(double));
+    for (int j = 0; j < nsteps && L > 0; j++) rtg[j < L - 1 ? j : L - 1] += ((double)c[j] - mean) / div;
+    for (int t = L - 2; t >= 0; t--) rtg[t] += rtg[t + 1];
+}
+
 void grpo_process_advantages(const float *credit, const int *nsteps, const int *resp_len, int S, int B, int G,
                              int use_std, float eps, float *adv) {
     /* DeepSeekMath 4.1.3: each step reward normalised by the mean and standard deviation of all the step
        rewards of the group; a token's advantage is the sum of the normalised rewards of the steps taken at
        or after it. Step j of row b is taken at token min(j, resp_len[b] − 1). */
-    double *at = nr_xmalloc((size_t)S * sizeof(double)); /* a row's normalised step rewards, by token taken at */
+    double *rtg = nr_xmalloc((size_t)S * sizeof(double));
     for (int g0 = 0; g0 + G <= B; g0 += G) {
         double mean, div;
         group_moments(credit, nsteps, S, g0, G, use_std, eps, &mean, &div);
         for (int b = g0; b < g0 + G; b++) {
-            float *a = adv + (size_t)b * S;
-            const float *c = credit + (size_t)b * S;
-            int L = resp_len[b];
-            memset(at, 0, (size_t)S * sizeof(double));
-            for (int j = 0; j < nsteps[b] && L > 0; j++) at[j < L - 1 ? j : L - 1] += ((double)c[j] - mean) / div;
-            double acc = 0;
-            for (int t = S - 1; t >= 0; t--) {
-                acc += t < L ? at[t] : 0.0;
-                a[t] = t < L ? (float)acc : 0.0f;
-            }
+            row_return_to_go(credit + (size_t)b * S, nsteps[b], resp_len[b], S, mean, div, rtg);
+            for (int t = 0; t < S; t++) adv[(size_t)b * S + t] = (float)rtg[t];
         }
     }
-    free(at);
-}
-
-/* Row b's return-to-go at each of its tokens t < resp_len[b]: the sum of the credits of the steps taken at or
- * after t (step j taken at token min(j, resp_len[b] − 1)), into rtg (S); 0 from resp_len[b] on. */
-static void row_return_to_go(const float *c, int nsteps, int L, int S, double *rtg) {
-    memset(rtg, 0, (size_t)S * sizeof(double));
-    for (int j = 0; j < nsteps && L > 0; j++) rtg[j < L - 1 ? j : L - 1] += (double)c[j];
-    for (int t = L - 2; t >= 0; t--) rtg[t] += rtg[t + 1];
+    free(rtg);
 }
 
 void grpo_position_advantages(const float *credit, const int *nsteps, const int *resp_len, int S, int B, int G,
@@ -81,7 +73,8 @@ void grpo_position_advantages(const float *credit, const int *nsteps, const int 
     double *rtg = nr_xmalloc((size_t)G * S * sizeof(double));
     for (int g0 = 0; g0 + G <= B; g0 += G) {
         for (int i = 0; i < G; i++)
-            row_return_to_go(credit + (size_t)(g0 + i) * S, nsteps[g0 + i], resp_len[g0 + i], S, rtg + (size_t)i * S);
+            row_return_to_go(credit + (size_t)(g0 + i) * S, nsteps[g0 + i], resp_len[g0 + i], S, 0.0, 1.0,
+                             rtg + (size_t)i * S);
         for (int t = 0; t < S; t++) {
             double sum = 0, ss = 0, n = 0;
             for (int i = 0; i < G; i++)

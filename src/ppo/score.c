@@ -53,12 +53,10 @@ static int *rollout_credits(const Rollout *r, int S, float *credit) {
  * grpo_advantage_signal of the process advantages in use and of the other process baseline computed with the same
  * normalisation, on this step's rollout, and the share of response tokens whose advantage is 0. */
 static void advantage_signal_report(const Rollout *r, const Config *cfg, int S, const float *credit, const int *nsteps,
-                                    const float *adv, int position) {
-    int batch_std = cfg->ppo.group_std && strcmp(cfg->ppo.group_std_scope, "batch") == 0;
+                                    const float *adv, int position, int group_std, int batch_std) {
     float *other = nr_xcalloc((size_t)r->B * S, sizeof(float));
     (position ? grpo_process_advantages : grpo_position_advantages)(credit, nsteps, r->resp_len, S, r->B, r->group,
-                                                                   cfg->ppo.group_std && !batch_std,
-                                                                   cfg->ppo.group_eps, other);
+                                                                   group_std, cfg->ppo.group_eps, other);
     if (batch_std) grpo_batch_scale(other, r->resp_len, S, r->B, cfg->ppo.group_eps);
     double a[3], o[3], zero = 0, ntok = 0;
     grpo_advantage_signal(adv, credit, nsteps, r->resp_len, S, r->B, a);
@@ -87,7 +85,7 @@ static float *grpo_token_advantages(const Rollout *r, const Config *cfg, int S) 
         (position ? grpo_position_advantages : grpo_process_advantages)(credit, nsteps, r->resp_len, S, B, r->group,
                                                                        group_std, cfg->ppo.group_eps, adv);
         if (batch_std) grpo_batch_scale(adv, r->resp_len, S, B, cfg->ppo.group_eps);
-        if (getenv("NEREUS_GRPO_ADV_SIGNAL")) advantage_signal_report(r, cfg, S, credit, nsteps, adv, position);
+        if (getenv("NEREUS_GRPO_ADV_SIGNAL")) advantage_signal_report(r, cfg, S, credit, nsteps, adv, position, group_std, batch_std);
         free(nsteps);
         free(credit);
         return adv;
