@@ -192,7 +192,9 @@ static double stage_parts(const CostModel *cm, int stage, GridLayout l, const Wo
     int ktp = tp > rpn, kdp = tp * dp > rpn, kpp = tp * dp * pp > rpn;
     double ab = m->exact ? 4.0 : 2.0; /* activation bytes */
     double P = shape_params(m), Ploc = P / (tp * pp);
-    double T = w->prompt_len + w->resp_len, Tmax = w->prompt_len + w->resp_max;
+    /* scoring and training run over T positions a row: this code base pads every row to the batch's longest
+       response (rollout_finish); a modelled framework packs rows, the mean */
+    double T = w->prompt_len + (m->exact ? resp_longest(w) : w->resp_len), Tmax = w->prompt_len + w->resp_max;
     double B = (double)w->batch / dp; /* rows per replica */
     double C = m->C, Lloc = (double)m->L / pp, kvw = shape_ckv(m);
     double F = hw->flops, E_g = cm->eff.f[EFF_GEMM], E_a = cm->eff.f[EFF_ATTN];

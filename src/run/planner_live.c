@@ -308,6 +308,10 @@ void live_observe(LivePlanner *lp, Job *j, int step, const StepStats *st, double
         return;
     }
     lp->w.resp_len = st->resp_len > 0 ? st->resp_len : lp->w.resp_len;
+    /* the longest response, by the same estimator as the mean: the last step's measured one (the decode steps
+       generation ran, and the positions scoring and training run over: rollout_finish makes T the prompt plus
+       the batch's longest response) */
+    if (st->resp_len > 0 && j->G.T > j->G.P) lp->w.resp_longest = j->G.T - j->G.P;
     if (lp->sweep) {
         sweep_observe(lp, j, step, m, wall_s, st->resp_len);
         free(m);
@@ -316,9 +320,6 @@ void live_observe(LivePlanner *lp, Job *j, int step, const StepStats *st, double
     const PlanConfig *plan = &j->plan;
     CostModel *cm = &lp->cm;
     lp->last_len = st->resp_len;
-    /* the longest response, by the same estimator as the mean: the last step's measured one (the decode steps
-       generation ran: rollout_finish makes T the prompt plus the batch's longest response) */
-    if (st->resp_len > 0 && j->G.T > j->G.P) lp->w.resp_longest = j->G.T - j->G.P;
     int warm = step - lp->first_step >= j->cfg->planner.warmup, fresh = !lp->skip_calib && step > lp->first_step;
     /* the prediction made before the step against what it took */
     if (warm && fresh && isfinite(lp->pred_s) && wall_s > 0) {
