@@ -74,10 +74,17 @@ if want sim-study-policies; then
     [ "$(simv "$f" "$p.failed")" = 0 ] && [ -n "$(simv "$f" "$p.mean_step_s")" ] && [ -n "$(simv "$f" "$p.regret_pct")" ] && n=$((n + 1))
   done
   worst=$(sed -n 's/^sim\.[a-z0-9.-]*\.regret_pct: //p' "$f" | sort -g | head -1)
+  # the bar's verdict, recomputed: the standard error is the spread over sqrt(2 seeds), and the verdict says
+  # which side of -0.5% the mean lies and whether two standard errors separate them
+  bm=$(simv "$f" payback.vs_best_other_pct) bsd=$(simv "$f" payback.vs_best_other_pct_sd)
+  bse=$(simv "$f" payback.vs_best_other_pct_se) bv=$(simv "$f" payback.bar_verdict)
+  want_v=$(awk -v m="$bm" -v se="$bse" 'BEGIN{w = m >= -0.5; d = m + 0.5; if (d < 0) d = -d; r = d >= 2 * se
+    print (w ? "within" : "beyond") (r ? "" : "-unresolved")}')
   if [ "$(verify "$f" status)" = pass ] && [ "$n" = 15 ] && [ "$(simv "$f" seeds)" = 2 ] && \
-     awk -v w="$worst" 'BEGIN{exit !(w > -3 * 5.94)}'; then
-    result sim-study-policies 0 0 "15 study policies on 2 paired seeds; lowest regret to the oracle $worst%"
-  else result sim-study-policies 1 0 "$n of 15 policies with figures; lowest regret '$worst'"; fi
+     awk -v w="$worst" 'BEGIN{exit !(w > -3 * 5.94)}' && [ -n "$bv" ] && [ "$bv" = "$want_v" ] && \
+     awk -v sd="$bsd" -v se="$bse" 'BEGIN{d = se - sd / sqrt(2); exit !(d < 1e-5 && d > -1e-5)}'; then
+    result sim-study-policies 0 0 "15 study policies on 2 paired seeds; lowest regret to the oracle $worst%; bar: $bv"
+  else result sim-study-policies 1 0 "$n of 15 policies with figures; lowest regret '$worst'; bar '$bv' (want '$want_v', se '$bse' sd '$bsd')"; fi
 fi
 # NEREUS_SIM_DEBUG's worth of each adaptive decision on the MODELLED true cluster (sim.c, debug_worth): the gain
 # exact and with the two plans' per-plan errors. With no per-plan error the two agree on every line; with the
