@@ -749,6 +749,31 @@ static void check_decode_calibrated(const CostModel *cm0) {
     free(cf);
 }
 
+/* scoring and training run over the rollout's padded length (rollout_finish: every row padded to the batch's
+   longest response) in this code base's own models (exact): a batch with mean m and longest L prices them as a
+   batch of L-token responses, and above the mean's price; a modelled framework's shape (the 8B actor, exact 0)
+   packs its rows, and the longest leaves them at the mean's */
+static void check_padded_length(const CostModel *cm0) {
+    GPTConfig tiny = {.V = 64, .maxT = 32, .L = 2, .C = 64, .NH = 4};
+    CostModel own = *cm0;
+    own.actor = own.critic = shape_of_config(&tiny, "tiny");
+    own.critic.value_head = 1;
+    GridLayout l = {1, 1, 1};
+    Workload mean = {64, 16, 2, 6, 5, 24, 0}, tail = mean, flat = mean;
+    tail.resp_longest = 24;
+    flat.resp_len = flat.resp_longest = 24;
+    static const int stages[] = {PLAN_ACTOR_INF, PLAN_ACTOR_TRAIN, PLAN_CRITIC_INF, PLAN_CRITIC_TRAIN};
+    for (int i = 0; i < 4; i++) {
+        int s = stages[i];
+        double m = cost_stage_compute(&own, s, l, &mean), t = cost_stage_compute(&own, s, l, &tail);
+        double f = cost_stage_compute(&own, s, l, &flat);
+        double bm = cost_stage_compute(cm0, s, l, &mean), bt = cost_stage_compute(cm0, s, l, &tail);
+        CHECK(t == f && t > 1.1 * m && bt == bm, "padded length, stage %d: this code's model with mean 5 and "
+              "longest 24 priced as 24-token responses (%.6g s = %.6g s, %.2fx the mean's); the modelled 8B at the "
+              "mean's (%.6g s = %.6g s)", s, t, f, t / m, bt, bm);
+    }
+}
+
 int main(void) {
     nr_heap_keep(); /* as bin/nereus: the timed searches reuse freed memory */
     check_admission();
@@ -760,6 +785,7 @@ int main(void) {
     check_cost_rules(&cm, &w);
     check_decode_rows_leave(&cm);
     check_decode_calibrated(&cm);
+    check_padded_length(&cm);
     check_shared_cores();
     check_fit_plans();
     check_search(&cm, &w);

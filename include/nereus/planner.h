@@ -129,7 +129,9 @@ typedef struct Workload {
     double resp_len;        /* mean generated tokens per sequence */
     double resp_max;        /* capacity the memory must hold (KV cache, activations) */
     double resp_longest;    /* the longest response of a step's batch: the decode steps, over the rows still
-                               generating (cost.c decode_parts); 0: every response as long as the mean. The live
+                               generating (cost.c decode_parts), and for this code base's own models (exact) the
+                               positions scoring and training run over, every row padded to it (rollout_finish);
+                               0: every response as long as the mean. The live
                                planner gives the last step's measured longest (as the mean: docs/PLANNER.md),
                                the trace records it (/steps, /signals resp_longest) and the replay reads it back;
                                the simulator gives [simulate] resp_longest_ratio × the mean (default 0) */
