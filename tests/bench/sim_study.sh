@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # tests/bench/sim_study.sh OUT [RECORD] — the admission study (issue #34, docs/PLANNER.md "The admission study"):
 # every scenario deck of inputs/sim/study/ with every study policy, then the scenario decks of inputs/sim/
-# (growth-16 .. growth-1024, spot-64, spot-1024, grpo-64, grpo-1024) with the core policies, each over the paired
-# seeds `seeds_of` gives it (at least 10), and the core policies ([simulate] study = core: the baselines, payback, payback-inf beside it, the oracle); the
+# (growth-16 .. growth-1024, spot-64, spot-1024, grpo-64, grpo-1024) with the core policies ([simulate] study =
+# core: the baselines, payback, payback-inf beside it, the oracle), each deck over the paired seeds `seeds_of`
+# gives it (at least 10); the
 # table on stdout, sim.DECK.POLICY.METRIC lines (sim.scenario-DECK.* for inputs/sim/) appended to OUT, and with
 # RECORD every deck's whole output into that file. MODELLED clusters and noise; one process per deck, run one
 # after another, each spreading its runs over the OpenMP threads (OMP_NUM_THREADS; default: the cores).
