@@ -133,7 +133,8 @@ FLAGS_STAMP := build/.flags
 include cuda/cuda.mk
 
 LIB_SRC := $(wildcard src/util/*.c src/deck/*.c src/backend/cpu/*.c src/backend/*.c src/model/*.c src/emu/*.c \
-                      src/ppo/*.c src/task/*.c src/run/*.c src/io/*.c src/transition/*.c src/planner/*.c)
+                      src/ppo/*.c src/task/*.c src/run/*.c src/io/*.c src/transition/*.c src/planner/*.c \
+                      src/text/*.c)
 LIB_OBJ := $(LIB_SRC:%.c=build/obj/%.o) $(CUDA_OBJ)
 LDLIBS += $(CUDA_LDLIBS)
 # the tools: bin/nereus-NAME from tools/NAME.c and any tools/NAME_*.c beside it
