@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "nereus/comm.h"
+#include "nereus/cpu_kernels.h"
 #include "nereus/deck.h"
 #include "nereus/plan.h"
 #include "nereus/run.h"
@@ -95,6 +96,13 @@ int main(int argc, char **argv) {
         free(ov);
         MPI_Finalize();
         return rc;
+    }
+    char why[200];
+    if (cpu_kernels_from_env(why, sizeof why) != 0) { /* every rank reads the same environment */
+        if (rank == 0) fprintf(stderr, "nereus: error: %s\n", why);
+        free(ov);
+        MPI_Finalize();
+        return 2;
     }
     Config cfg;
     Deck *deck = NULL;

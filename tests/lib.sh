@@ -16,9 +16,13 @@
 LOG=build/test-logs
 L=jobs/local.sh
 NEEDED=" "
+# ONLY (a regular expression) narrows a suite to the tests it matches; SUFFIX ("@avx2") is added to every name
+# reported and matched against PAT: tests/suites/kernels.sh runs other suites' tests again that way
+ONLY=""
+SUFFIX=""
 
 # sel NAME: true when NAME is selected
-sel() { [ -z "$PAT" ] || [[ $1 =~ $PAT ]]; }
+sel() { [[ $1 =~ $ONLY ]] && { [ -z "$PAT" ] || [[ $1$SUFFIX =~ $PAT ]]; }; }
 # want NAME...: true when any NAME is selected (guards a block that makes what they check)
 want() { local n; for n; do sel "$n" && return 0; done; return 1; }
 # feeds FIXTURE NAME...: FIXTURE (a t or bad test) runs, unreported where unselected, when any NAME is selected
@@ -37,9 +41,10 @@ result() { # name status(0 ok, 1 fail, 77 skip) seconds [note]
     [ "$st" = 0 ] || [ "$st" = 77 ] || printf '      (fixture %s failed: %s; log: %s/%s.log)\n' "$name" "$note" "$LOG" "$name"
     return 0
   fi
+  local logname=$name; name=$name$SUFFIX
   if [ "$st" = 0 ]; then echo "pass $name" >>"$COUNTS"; printf 'PASS  %-44s %6.1fs %s\n' "$name" "$secs" "$note"
   elif [ "$st" = 77 ]; then echo "skip $name" >>"$COUNTS"; printf 'SKIP  %-44s %6.1fs %s\n' "$name" "$secs" "$note"
-  else echo "fail $name" >>"$COUNTS"; printf 'FAIL  %-44s %6.1fs %s (log: %s/%s.log)\n' "$name" "$secs" "$note" "$LOG" "$name"
+  else echo "fail $name" >>"$COUNTS"; printf 'FAIL  %-44s %6.1fs %s (log: %s/%s.log)\n' "$name" "$secs" "$note" "$LOG" "$logname"
   fi
 }
 

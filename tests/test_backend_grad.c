@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "nereus/backend.h"
+#include "nereus/cpu_kernels.h"
 #include "nereus/rope.h"
 #include "ref_ops.h"
 
@@ -215,8 +216,8 @@ static void test_matmul(int N, int IC, int OC, int with_bias) {
 
 /* matmul_decode: the first OC columns of out (N, ldo) against the double reference, the padding columns
    [OC, ldo) untouched; and each row the same bit for bit as that row decoded alone (a row's logits do not
-   depend on the others, so sequences can leave the batch). Up to 4 rows also the same bits with the CPU's
-   AVX2 kernel forced (NEREUS_CPU_DECODE_AVX2=1): on a CPU with AVX-512, 4 rows take the AVX-512 tile */
+   depend on the others, so sequences can leave the batch). Also the same bits with the CPU's AVX2 and portable
+   kernels forced (cpu_kernels.h): on a CPU with AVX-512, 4 rows take the AVX-512 tile */
 static void test_matmul_decode(int N, int IC, int OC, int ldo, int with_bias) {
     char shape[64];
     snprintf(shape, sizeof shape, "N=%d,IC=%d,OC=%d,ldo=%d%s", N, IC, OC, ldo, with_bias ? "" : ",nobias");
@@ -239,19 +240,22 @@ static void test_matmul_decode(int N, int IC, int OC, int ldo, int with_bias) {
         for (int o = 0; o < OC; o++) alone += one[o] != out[(size_t)n * ldo + o];
     }
     double avx2 = 0.0;
-    if (N <= 4 && be == backend_cpu()) {
+    if (be == backend_cpu()) {
         float *forced = falloc(no);
-        setenv("NEREUS_CPU_DECODE_AVX2", "1", 1);
-        be->matmul_decode(forced, inp, w, with_bias ? b : NULL, N, IC, OC, ldo);
-        unsetenv("NEREUS_CPU_DECODE_AVX2");
-        for (int n = 0; n < N; n++)
-            for (int o = 0; o < OC; o++) avx2 += forced[(size_t)n * ldo + o] != out[(size_t)n * ldo + o];
+        char why[200];
+        for (const char *path = "avx2"; path; path = strcmp(path, "avx2") ? NULL : "portable") {
+            cpu_kernels_set(path, why, sizeof why);
+            be->matmul_decode(forced, inp, w, with_bias ? b : NULL, N, IC, OC, ldo);
+            for (int n = 0; n < N; n++)
+                for (int o = 0; o < OC; o++) avx2 += forced[(size_t)n * ldo + o] != out[(size_t)n * ldo + o];
+        }
+        cpu_kernels_set("auto", why, sizeof why);
         be->free(forced);
     }
     check("matmul", "matmul_decode", shape, relerr(packed, ref, (size_t)N * OC), FWD_TOL);
     check("matmul", "matmul_decode leaves columns [OC, ldo)", shape, pad, 0.0);
-    if (N <= 4) check("matmul", "matmul_decode row == the row alone (bits)", shape, alone, 0.0); /* the narrow path */
-    if (N <= 4) check("matmul", "matmul_decode == the AVX2 kernel's (bits)", shape, avx2, 0.0);
+    check("matmul", "matmul_decode row == the row alone (bits)", shape, alone, 0.0);
+    check("matmul", "matmul_decode == the AVX2 and portable kernels' (bits)", shape, avx2, 0.0);
     free(packed); free(ref); free(id); free(wd); free(bd);
     be->free(inp); be->free(w); be->free(b); be->free(out); be->free(one);
 }

@@ -37,7 +37,10 @@ typedef struct Backend {
     void (*set_threads)(int nthreads);          /* BLAS / kernel threads per rank */
 
     /* --- dense layers ------------------------------------------------- */
-    /* out (N, OC) = inp (N, IC) · weight(OC, IC)^T + bias (OC); bias may be NULL */
+    /* out (N, OC) = inp (N, IC) · weight(OC, IC)^T + bias (OC); bias may be NULL. The CPU backend is
+     * batch-invariant: a row's outputs are a function of its own input row (the row-dot order of
+     * rowdot.c), the same bits whatever N, whatever the other rows, on every kernel path; cuBLAS is
+     * not (docs/NUMERICS.md). */
     void (*matmul_forward)(float *out, const float *inp, const float *weight,
                            const float *bias, int N, int IC, int OC);
     /* The GEMM of a decode step: out (N, ldo), its first OC columns = inp (N, IC) · weight (OC, IC)^T
@@ -45,9 +48,9 @@ typedef struct Backend {
      * vocabulary of a padded embedding leaves the padding ids out). N is a few rows, one token per
      * sequence still generating: the weight is read from memory once for all N rows. The CPU backend
      * streams it through a register-blocked kernel up to DECODE_NARROW_MAX rows (OpenBLAS's sgemm and
-     * sgemv reach a third to a half of the read bandwidth there) and calls sgemm above; each output
-     * row depends on its own input row only (not on N or on the other rows) within either path, and
-     * the two paths agree to rounding (the order of the IC-long sums differs). */
+     * sgemv reach a third to a half of the read bandwidth there) and runs matmul_forward's GEMM above;
+     * both sum in the row-dot order, so each output row is the bits matmul_forward gives that row,
+     * whatever N and the other rows. */
     void (*matmul_decode)(float *out, const float *inp, const float *weight, const float *bias,
                           int N, int IC, int OC, int ldo);
     /* dinp (N,IC) += dout·weight; dweight (OC,IC) += dout^T·inp; dbias (OC) += Σ_n dout */

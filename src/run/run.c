@@ -20,6 +20,7 @@
 #include "nereus/backend_cuda.h"
 #endif
 #include "nereus/comm.h"
+#include "nereus/cpu_kernels.h"
 #include "nereus/emu.h"
 #include "nereus/inject.h"
 #include "nereus/job.h"
@@ -217,6 +218,9 @@ static int run_select_backend(RunCtx *r) {
     r->be = backend_select(cfg->run.backend, r->why, sizeof r->why);
     if (!r->be) return deck_error_at(r->deck, "run.backend", "%s", r->why);
     if (r->why[0]) nr_log("nereus: %s\n", r->why); /* e.g. why "auto" did not pick CUDA */
+    if (strcmp(r->be->name, "cpu") == 0)
+        nr_log("nereus: CPU kernels: %s (NEREUS_CPU_KERNELS=avx512|avx2|portable forces one; the same bits on each)\n",
+               cpu_kernels_name(cpu_kernels_path()));
     r->be->set_threads(cfg->run.blas_threads);
     warn_threads(cfg, r->be);
     if (strcmp(cfg->run.precision, "tf32") == 0) {
@@ -667,6 +671,7 @@ static int run_verify(RunCtx *r) {
     }
     if (ppo_is_grpo(cfg)) nr_log("verify.algorithm: grpo (group_size %d)\n", cfg->ppo.group_size);
     nr_log("verify.ppo_steps: %d\n", n);
+    if (strcmp(r->be->name, "cpu") == 0) nr_log("verify.cpu_kernels: %s\n", cpu_kernels_name(cpu_kernels_path()));
     if (cfg->sw.step >= 0 || r->lp.on) {
         nr_log("verify.transitions: %d\n", r->transitions);
         nr_log("verify.transition_bytes: %.0f\n", r->transition_bytes);

@@ -29,6 +29,12 @@ void cpu_register_heads(Backend *be);
 void cpu_register_ppo(Backend *be);
 void cpu_register_adamw(Backend *be);
 
+/* out (N, ldo), first OC columns = x (N, IC) · w (OC, IC)^T + bias (OC) (bias may be NULL), each output in the
+   row-dot order (rowdot.c): its bits depend on its own rows of x and w only, on every kernel path */
+void cpu_rowdot(float *out, size_t ldo, const float *x, const float *w, const float *bias, int N, int IC, int OC);
+/* the end of the row-dot order: the 16 lanes acc by the fixed tree, then columns [i, IC) of x·w in order */
+float cpu_rowdot_finish(const float acc[16], const float *x, const float *w, int i, int IC);
+
 /* Σ a[i]·b[i] over n floats, 16 partial sums (two AVX2 / one AVX-512 register) */
 static inline float cpu_dot(const float *restrict a, const float *restrict b, int n) {
     float acc[16] = {0};

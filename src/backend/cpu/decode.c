@@ -8,16 +8,16 @@
  * memory once per step for the whole batch. With 2-4 rows the kernels
  * prefetch the weight ahead in memory order, and with 4 rows on a CPU with
  * AVX-512 a tile of two weight rows serves each input vector twice; both give
- * the same bits as the one-row AVX2 kernel (the same partial sums, summed in
- * the same order). OpenBLAS 0.3.21 reaches a third
+ * the same bits as the one-row AVX2 kernel. OpenBLAS 0.3.21 reaches a third
  * to a half of the read bandwidth at these shapes (sgemm packs the weight,
  * sgemv reads it once per row); docs/PERFORMANCE.md has the figures. Above
- * DECODE_NARROW_MAX rows the step is compute-bound and sgemm is the faster.
- * An output row is a function of its own input row only, whatever N is and
- * wherever the row sits, so a sequence's logits do not depend on which
- * others are still generating.
+ * DECODE_NARROW_MAX rows, and on the portable path, the step is the GEMM of
+ * rowdot.c. Every kernel here sums in the row-dot order of rowdot.c (the same
+ * lanes, the same tree, fused multiply-adds), so an output row is a function
+ * of its own input row only, whatever N is, wherever the row sits and
+ * whichever path runs: a sequence's logits do not depend on which others are
+ * still generating, and equal those the forward computes for the same row.
  */
-#include <cblas.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,6 +26,8 @@
 #pragma GCC optimize("fp-contract=fast")
 
 #include "cpu_internal.h"
+#include "rowdot.h"
+#include "nereus/cpu_kernels.h"
 #include "nereus/util.h"
 
 /* rows up to which the register-blocked kernel runs; sgemm above (crossover measured by bench_gen) */
@@ -41,29 +43,6 @@
    input row keeps the hardware prefetcher up to speed and gets none (it measured slower with it). */
 #define DECODE_PREFETCH_ROWS 16
 
-/* eight floats in one vector register (GCC vector extension: AVX on x86-64-v3, two NEON registers on aarch64) */
-typedef float v8 __attribute__((vector_size(32)));
-
-static inline v8 load8(const float *p) {
-    v8 v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
-typedef float v4 __attribute__((vector_size(16)));
-
-/* Σ of the 16 lanes of (lo, hi) by a fixed tree (lo + hi, then halves), then the tail in order: a few
-   vector adds instead of 16 dependent scalar ones, and the same order for every row and every N. Not inlined,
-   so the AVX2 and the AVX-512 kernels run the same instructions for it (the tail's vectorisation is the
-   compiler's choice per target) */
-__attribute__((noinline)) static float sum16(v8 lo, v8 hi, const float *x, const float *w, int i, int IC) {
-    v8 t = lo + hi;
-    v4 h = __builtin_shufflevector(t, t, 0, 1, 2, 3) + __builtin_shufflevector(t, t, 4, 5, 6, 7);
-    float s = (h[0] + h[2]) + (h[1] + h[3]);
-    for (int k = i; k < IC; k++) s += x[k] * w[k];
-    return s;
-}
-
 /* out[k·ldo] = bias + Σ_i x[k·IC + i]·w[i] for the nn ≤ 4 rows k of x: the weight row is loaded once for
    the four, 16 partial sums a row held in registers (two AVX2 registers: 8 accumulators of 16). The weight
    rows are read one after another; with more than one input row the next rows are prefetched. This is the
@@ -77,16 +56,16 @@ static void dot_rows4(float *out, size_t ldo, const float *x, const float *w, fl
     int i = 0;
     for (; i + 16 <= IC; i += 16) {
         if (nn > 1) __builtin_prefetch(ahead + i, 0, 2);
-        v8 wl = load8(w + i), wh = load8(w + i + 8);
-        l0 += wl * load8(x0 + i); h0 += wh * load8(x0 + i + 8);
-        l1 += wl * load8(x1 + i); h1 += wh * load8(x1 + i + 8);
-        l2 += wl * load8(x2 + i); h2 += wh * load8(x2 + i + 8);
-        l3 += wl * load8(x3 + i); h3 += wh * load8(x3 + i + 8);
+        v8 wl = ld8(w + i), wh = ld8(w + i + 8);
+        l0 += wl * ld8(x0 + i); h0 += wh * ld8(x0 + i + 8);
+        l1 += wl * ld8(x1 + i); h1 += wh * ld8(x1 + i + 8);
+        l2 += wl * ld8(x2 + i); h2 += wh * ld8(x2 + i + 8);
+        l3 += wl * ld8(x3 + i); h3 += wh * ld8(x3 + i + 8);
     }
-    out[0] = bias + sum16(l0, h0, x0, w, i, IC);
-    if (nn > 1) out[ldo] = bias + sum16(l1, h1, x1, w, i, IC);
-    if (nn > 2) out[2 * ldo] = bias + sum16(l2, h2, x2, w, i, IC);
-    if (nn > 3) out[3 * ldo] = bias + sum16(l3, h3, x3, w, i, IC);
+    out[0] = bias + rowdot_end(l0, h0, x0, w, i, IC);
+    if (nn > 1) out[ldo] = bias + rowdot_end(l1, h1, x1, w, i, IC);
+    if (nn > 2) out[2 * ldo] = bias + rowdot_end(l2, h2, x2, w, i, IC);
+    if (nn > 3) out[3 * ldo] = bias + rowdot_end(l3, h3, x3, w, i, IC);
 }
 
 /* weight rows [o0, o1) against the N ≤ 4 rows of inp, one weight row at a time */
@@ -102,7 +81,7 @@ static void rows_narrow(float *out, const float *inp, const float *weight, const
    an input vector in registers: each input vector serves two weight rows, half the loads of the one-row
    kernel for every weight line and half its L2 → L1 traffic where the input rows are past L1 (4 rows of
    3,072: 48 KB). Its lanes hold the same partial sums in the same order as the AVX2 kernel's two registers
-   (lane j: columns ≡ j mod 16, in order, fused multiply-adds), summed by the same sum16: every output is bit
+   (lane j: columns ≡ j mod 16, in order, fused multiply-adds), summed by the same rowdot_end: every output is bit
    for bit the AVX2 kernel's. Built for AVX-512F by a function attribute and chosen at run time, so the
    build's target stays x86-64-v3. */
 #define DECODE_WIDE __attribute__((target("avx512f")))
@@ -141,18 +120,11 @@ DECODE_WIDE static void wide_2x4(float *out, size_t ldo, const float *x, const f
             v8 lo = __builtin_shufflevector(acc[r][n], acc[r][n], 0, 1, 2, 3, 4, 5, 6, 7);
             v8 hi = __builtin_shufflevector(acc[r][n], acc[r][n], 8, 9, 10, 11, 12, 13, 14, 15);
             out[(size_t)n * ldo + r] =
-                (bias ? bias[r] : 0.0f) + sum16(lo, hi, x + (size_t)n * IC, w + (size_t)r * IC, i, IC);
+                (bias ? bias[r] : 0.0f) + rowdot_end(lo, hi, x + (size_t)n * IC, w + (size_t)r * IC, i, IC);
         }
 }
 
-/* the CPU runs AVX-512 and NEREUS_CPU_DECODE_AVX2 is not set to 1 (the AVX2 kernel on any CPU, for tests and
-   comparisons) */
-static int decode_wide_usable(void) {
-    static int cpu = -1;
-    if (cpu < 0) cpu = __builtin_cpu_supports("avx512f") != 0;
-    const char *avx2 = getenv("NEREUS_CPU_DECODE_AVX2");
-    return cpu && !(avx2 && strcmp(avx2, "1") == 0);
-}
+static int decode_wide_usable(void) { return cpu_kernels_path() == CPU_PATH_AVX512; }
 
 /* weight rows [o0, o1) against the N ≤ 4 rows of inp: pairs of weight rows for 4 input rows (an odd last row
    by the AVX2 kernel). Fewer input rows take the AVX2 kernel: with one, the weight is one stream with little
@@ -195,16 +167,11 @@ static void cpu_matmul_decode(float *out, const float *inp, const float *weight,
             for (int o = 0; o < OC; o++) out[(size_t)n * ldo + o] = bias ? bias[o] : 0.0f;
         return;
     }
-    if (N <= DECODE_NARROW_MAX) {
+    if (N <= DECODE_NARROW_MAX && cpu_kernels_path() != CPU_PATH_PORTABLE) {
         matmul_narrow(out, inp, weight, bias, N, IC, OC, ldo);
         return;
     }
-    float beta = 0.0f;
-    if (bias) {
-        for (int n = 0; n < N; n++) memcpy(out + (size_t)n * ldo, bias, (size_t)OC * sizeof(float));
-        beta = 1.0f;
-    }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, OC, IC, 1.0f, inp, IC, weight, IC, beta, out, ldo);
+    cpu_rowdot(out, (size_t)ldo, inp, weight, bias, N, IC, OC);
 }
 
 void cpu_register_decode(Backend *be) { be->matmul_decode = cpu_matmul_decode; }

@@ -1,6 +1,7 @@
-/* dense.c — the pointwise and dense layers of the CPU backend: matmul (every
- * GEMM goes through OpenBLAS cblas_sgemm, row-major), GELU (tanh form, as
- * GPT-2) and the residual add. Backwards accumulate (+=) as backend.h says:
+/* dense.c — the pointwise and dense layers of the CPU backend: matmul (the
+ * forward GEMM in the batch-invariant row-dot order of rowdot.c, the
+ * backward GEMMs through OpenBLAS cblas_sgemm, row-major), GELU (tanh form,
+ * as GPT-2) and the residual add. Backwards accumulate (+=) as backend.h says:
  * sgemm with beta = 1 into the gradient buffers, so no temporaries.
  */
 #include <cblas.h>
@@ -9,21 +10,11 @@
 
 #include "cpu_internal.h"
 
-/* out (N, OC) = inp (N, IC) · weight (OC, IC)^T + bias (OC) */
+/* out (N, OC) = inp (N, IC) · weight (OC, IC)^T + bias (OC), batch-invariant (rowdot.c) */
 static void cpu_matmul_forward(float *out, const float *inp, const float *weight,
                                const float *bias, int N, int IC, int OC) {
     if (N <= 0 || OC <= 0) return;
-    float beta = 0.0f;
-    if (bias) {
-        for (int n = 0; n < N; n++) memcpy(out + (size_t)n * OC, bias, (size_t)OC * sizeof(float));
-        beta = 1.0f;
-    }
-    if (IC <= 0) {
-        if (!bias) memset(out, 0, (size_t)N * OC * sizeof(float));
-        return;
-    }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, OC, IC,
-                1.0f, inp, IC, weight, IC, beta, out, OC);
+    cpu_rowdot(out, (size_t)OC, inp, weight, bias, N, IC, OC);
 }
 
 /* dinp (N,IC) += dout (N,OC) · weight (OC,IC); dweight (OC,IC) += dout^T · inp;

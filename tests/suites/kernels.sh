@@ -1,0 +1,34 @@
+# tests/suites/kernels.sh — every kernel path this CPU runs besides its default (NEREUS_CPU_KERNELS: avx2 and portable, avx512 only where the CPU has it): the equivalence tests of the runs, llama and grpo suites again under that path (names NAME@PATH: the same tokens on 1 rank and under every plan), and each path's 1-rank runs bit for bit the default path's (tokens, checksums, hashes)
+section "kernel paths: the equivalence tests under each path this CPU runs besides its default"
+default=avx2; others="portable"
+if grep -qw avx512f /proc/cpuinfo 2>/dev/null; then default=avx512; others="avx2 portable"; fi
+EQUIV='^(equiv-|llama-equiv-|llama-tp-(1rank|tp2|pp2|tp2-dp2|tp2-pp2-dp2)(-run)?$|grpo-equiv-|grpo-process-equiv-)'
+# the 1-rank decks whose verification blocks must not depend on the path (NAME | ARGS)
+SAME_BITS='
+gpt2  | tests/decks/equiv.deck
+llama | inputs/llama-tiny.deck --set ppo.steps=5
+grpo  | inputs/grpo-tiny.deck --set ppo.steps=5 --set ppo.group_size=8 --set trace.file=none
+'
+base=$LOG
+for p in $others; do
+  (
+    export NEREUS_CPU_KERNELS=$p
+    SUFFIX="@$p"; LOG=$base/kernels-$p; mkdir -p "$LOG"
+    for s in runs llama grpo; do ( ONLY=$EQUIV; . "tests/suites/$s.sh" ); done
+    section "kernel paths: $p against $default, bit for bit"
+    while IFS='|' read -r -u 3 name args; do
+      name=$(echo $name); [ -n "$name" ] || continue
+      feeds "same-bits-$name-$default" "same-bits-$name"
+      feeds "same-bits-$name-run" "same-bits-$name"
+      NEREUS_CPU_KERNELS=$default t "same-bits-$name-$default" 300 $L -np 1 bin/nereus $args
+      t "same-bits-$name-run" 300 $L -np 1 bin/nereus $args
+      want "same-bits-$name" || continue
+      a=$LOG/same-bits-$name-$default.log; b=$LOG/same-bits-$name-run.log
+      why=""
+      [ "$(verify "$a" cpu_kernels)" = "$default" ] && [ "$(verify "$b" cpu_kernels)" = "$p" ] || why="paths run: '$(verify "$a" cpu_kernels)' and '$(verify "$b" cpu_kernels)';"
+      same_keys "$a" "$b" status tokens_hash reward_last10 checksum.actor checksum.ref checksum.critic hash.actor hash.ref hash.critic
+      if [ -z "$why" ]; then result "same-bits-$name" 0 0 "$p and $default: tokens, rewards, checksums and hashes identical"
+      else result "same-bits-$name" 1 0 "$why"; fi
+    done 3<<< "$SAME_BITS"
+  )
+done
