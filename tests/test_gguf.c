@@ -1,0 +1,140 @@
+/* test_gguf.c — the GGUF reader and dequantization (gguf.h):
+ *   every tensor of tests/gguf/data/quants.gguf (F32, F16, BF16, Q8_0, Q4_0,
+ *   Q4_1, Q4_K, Q6_K) dequantizes bit for bit to the F32 tensor of the same
+ *   name in quants_ref.gguf, which the PyPI gguf package's dequantize wrote
+ *   (tests/gguf/make_reference.py);
+ *   damaged copies of quants.gguf are refused with a message naming the file:
+ *   every truncation, a bad magic, version 1, huge counts and lengths, a
+ *   tensor past the end, a bad alignment, an unsupported tensor type.
+ * Run from the repository root (or a directory linking its tests/). */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "nereus/gguf.h"
+
+#define QUANTS "tests/gguf/data/quants.gguf"
+#define REF "tests/gguf/data/quants_ref.gguf"
+
+static void check_dequant(void) {
+    GGUFFile q, r;
+    char why[512] = "";
+    int ok = gguf_open(&q, QUANTS, why, sizeof why) == 0;
+    CHECK(ok, "open %s %s", QUANTS, why);
+    if (!ok) return;
+    ok = gguf_open(&r, REF, why, sizeof why) == 0;
+    CHECK(ok, "open %s %s", REF, why);
+    if (!ok) { gguf_close(&q); return; }
+    CHECK(q.n_tensors == 10 && r.n_tensors == q.n_tensors, "%d tensors, %d references", q.n_tensors, r.n_tensors);
+    for (int i = 0; i < q.n_tensors; i++) {
+        const GGUFTensor *t = &q.t[i], *rt = gguf_tensor(&r, t->name);
+        char b[32];
+        if (!rt || rt->type != GGML_F32 || rt->numel != t->numel) {
+            CHECK(0, "%s: no F32 reference of %zu values", t->name, t->numel);
+            continue;
+        }
+        float *y = malloc(t->numel * sizeof(float));
+        int rc = gguf_read_f32(&q, t, y, why, sizeof why);
+        const unsigned char *want = r.map + r.data_off + rt->offset;
+        size_t diff = 0;
+        for (size_t k = 0; k < t->numel; k++) diff += memcmp(&y[k], want + 4 * k, 4) != 0;
+        CHECK(rc == 0 && diff == 0, "%-9s %-4s %zu values bit-identical to gguf.quants.dequantize (%zu differ)",
+              t->name, gguf_type_name(t->type, b, sizeof b), t->numel, diff);
+        free(y);
+    }
+    gguf_close(&q);
+    gguf_close(&r);
+}
+
+static unsigned char *slurp(const char *path, size_t *n) {
+    FILE *f = fopen(path, "rb");
+    unsigned char *b = malloc(1 << 20);
+    *n = f ? fread(b, 1, 1 << 20, f) : 0;
+    if (f) fclose(f);
+    return b;
+}
+
+/* bytes b (n) as a file: 1 when gguf_open refuses it with a message naming it and holding `want` */
+static int refused(const unsigned char *b, size_t n, const char *want, char *why, size_t len) {
+    char path[] = "/tmp/nereus-gguf-XXXXXX";
+    int fd = mkstemp(path);
+    if (fd < 0 || write(fd, b, n) != (ssize_t)n) return 0;
+    close(fd);
+    GGUFFile g;
+    why[0] = 0;
+    int rc = gguf_open(&g, path, why, len);
+    if (rc == 0) gguf_close(&g);
+    unlink(path);
+    return rc == -1 && strstr(why, path) && (!want || strstr(why, want));
+}
+
+static void put64(unsigned char *p, uint64_t v) { memcpy(p, &v, 8); }
+
+/* b with the last tensor's type set to type: opens, and reading that tensor is refused with `want` */
+static void read_refused(const unsigned char *b, size_t n, size_t info_end, uint32_t type, const char *want) {
+    unsigned char *c = malloc(n);
+    char why[512] = "", path[] = "/tmp/nereus-gguf-XXXXXX";
+    memcpy(c, b, n);
+    memcpy(c + info_end - 12, &type, 4);
+    int fd = mkstemp(path), ok = fd >= 0 && write(fd, c, n) == (ssize_t)n;
+    if (fd >= 0) close(fd);
+    GGUFFile g;
+    ok = ok && gguf_open(&g, path, why, sizeof why) == 0;
+    if (ok) {
+        const GGUFTensor *t = &g.t[g.n_tensors - 1];
+        float *y = malloc(t->numel * sizeof(float));
+        ok = gguf_read_f32(&g, t, y, why, sizeof why) == -1 && strstr(why, want) && strstr(why, path);
+        free(y);
+        gguf_close(&g);
+    }
+    CHECK(ok, "a tensor of type %u refused when read: %s", type, why);
+    unlink(path);
+    free(c);
+}
+
+static void check_damage(void) {
+    size_t n;
+    unsigned char *b = slurp(QUANTS, &n), *c = malloc(n);
+    char why[512];
+    GGUFFile g;
+    int ok = gguf_open(&g, QUANTS, why, sizeof why) == 0;
+    CHECK(ok && n > 1000, "%s read (%zu bytes)", QUANTS, n);
+    if (!ok) { free(b); free(c); return; }
+    size_t bad = 0, last = g.t[g.n_tensors - 1].offset + g.data_off;
+    for (size_t cut = 0; cut < n; cut += cut < g.data_off + 64 ? 1 : 97)
+        if (cut <= last && !refused(b, cut, NULL, why, sizeof why)) bad++;
+    CHECK(bad == 0, "every truncation before the last tensor's data refused (%zu not); e.g. %s", bad, why);
+#define DAMAGED(what, want, ...)                                                                                \
+    do {                                                                                                        \
+        memcpy(c, b, n);                                                                                        \
+        __VA_ARGS__;                                                                                            \
+        CHECK(refused(c, n, want, why, sizeof why), "%s refused: %s", what, why);                               \
+    } while (0)
+    DAMAGED("a bad magic", "bad magic", c[0] = 'X');
+    DAMAGED("version 1", "version 1 is not supported", c[4] = 1);
+    DAMAGED("a KV count past the end", "cannot fit", put64(c + 16, (uint64_t)1 << 60));
+    DAMAGED("a tensor count past the end", "cannot fit", put64(c + 8, 1000000));
+    DAMAGED("a key length past the end", "past the end", put64(c + 24, (uint64_t)1 << 40));
+    /* the last tensor's info ends with its uint32 type and uint64 offset, then zero padding to the data */
+    uint64_t last_off = g.t[g.n_tensors - 1].offset;
+    size_t info_end = g.data_off;
+    while (info_end >= 8 && memcmp(b + info_end - 8, &last_off, 8)) info_end--;
+    DAMAGED("a tensor outside the file", "outside the file", put64(c + info_end - 8, 1u << 20));
+    DAMAGED("a misaligned tensor", "not a multiple of the alignment", put64(c + info_end - 8, last_off + 4));
+    DAMAGED("a tensor of 5 dimensions", "5 dimensions", memcpy(c + info_end - 12 - 8 * 2 - 4, &(uint32_t){5}, 4));
+    gguf_close(&g);
+    /* a type not dequantized here (Q5_0, and a number ggml does not name) opens, and is refused when read */
+    read_refused(b, n, info_end, 6, "q6_k is Q5_0");
+    read_refused(b, n, info_end, 77, "q6_k is type 77");
+    free(b);
+    free(c);
+}
+
+int main(void) {
+    check_dequant();
+    check_damage();
+    return CHECK_DONE();
+}
