@@ -1348,6 +1348,8 @@ int ckpt_info(const char *path, FILE *out, char *why, size_t len) {
         if (pok) fprintf(out, "  params hash %016llx (as verify.hash.%s of a run whose weights these are)\n",
                          (unsigned long long)nr_cksum_combine(pck, nt), names[k]);
     }
+    char tok[256];
+    if (ckpt_tok_summary(f, tok, sizeof tok) == 0) fprintf(out, "%s\n", tok);
     H5Fclose(f);
     if (why && len) snprintf(why, len, "%s", first);
     return first[0] ? -1 : 0;
