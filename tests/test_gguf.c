@@ -7,7 +7,8 @@
  *   every truncation, a bad magic, version 1, huge counts and lengths, a
  *   tensor past the end, a bad alignment, an unsupported tensor type.
  *   test_gguf tokspec FILE.gguf CKPT.h5: the TokSpec of the GGUF file
- *   (gguf_read_tokspec) equals the one its import stored (ckpt_read_tokspec).
+ *   (gguf_read_tokspec) equals the one its import stored (ckpt_read_tokspec);
+ *   test_gguf notokenizer CKPT.h5: ckpt_read_tokspec says 1 (no tokenizer).
  * Run from the repository root (or a directory linking its tests/). */
 #include <stdint.h>
 #include <stdio.h>
@@ -168,6 +169,13 @@ static void check_tokspec(const char *gguf, const char *ckpt) {
 int main(int argc, char **argv) {
     if (argc == 4 && !strcmp(argv[1], "tokspec")) {
         check_tokspec(argv[2], argv[3]);
+        return CHECK_DONE();
+    }
+    if (argc == 3 && !strcmp(argv[1], "notokenizer")) {
+        TokSpec s;
+        char why[512] = "";
+        int rc = ckpt_read_tokspec(argv[2], &s, why, sizeof why);
+        CHECK(rc == 1 && strstr(why, "no tokenizer") && !s.tokens, "%s: ckpt_read_tokspec %d: %s", argv[2], rc, why);
         return CHECK_DONE();
     }
     check_dequant();

