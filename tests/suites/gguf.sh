@@ -67,6 +67,18 @@ for m in llama-tied qwen2 qwen3; do t gguf-hf-$m 120 bash -c "hf_loss_close $m";
 runs gguf-hf-no-tokenizer && bin/nereus-ckpt import-hf tests/hf/data/llama-tied "$LOG/gguf-hf-import.h5" >/dev/null 2>&1
 t gguf-hf-no-tokenizer 60 build/tests/test_gguf notokenizer "$LOG/gguf-hf-import.h5"
 
+# a flipped bit in the stored vocabulary: verify and ckpt_read_tokspec refuse the checkpoint (h5py: Debian's
+# python3-h5py, which make deps installs)
+tok_corrupt() {
+  local ck=$LOG/gguf-tok-corrupt.h5
+  cp "$LOG/gguf-hf-qwen2.h5" "$ck" &&
+    /usr/bin/python3 -c "import h5py,sys; f=h5py.File(sys.argv[1],'r+'); d=f['/tokenizer/tokens']; x=d[:]; x[5]^=1; d[...]=x; f.close()" "$ck" || return 1
+  bin/nereus-ckpt verify "$ck" 2>&1 | tee /dev/stderr | grep -q 'gguf-tok-corrupt\.h5: /tokenizer/tokens: checksum mismatch'
+}
+export -f tok_corrupt
+feeds gguf-hf-qwen2 gguf-tokenizer-corrupt
+t gguf-tokenizer-corrupt 60 bash -c tok_corrupt
+
 # bad files: exit 2, one line naming the file and what is wrong, no OUT.h5 (nor OUT.h5.part) left behind
 GB=$LOG/gguf-bad; mkdir -p "$GB"
 import_nothing='bin/nereus-ckpt import-gguf "$1" "$2"; rc=$?; if [ -e "$2" ] || [ -e "$2.part" ]; then echo "$2 written" >&2; exit 1; fi; exit $rc'
