@@ -107,10 +107,15 @@ static void check_damage(void) {
     int ok = gguf_open(&g, QUANTS, why, sizeof why) == 0;
     CHECK(ok && n > 1000, "%s read (%zu bytes)", QUANTS, n);
     if (!ok) { free(b); free(c); return; }
-    size_t bad = 0, last = g.t[g.n_tensors - 1].offset + g.data_off;
-    for (size_t cut = 0; cut < n; cut += cut < g.data_off + 64 ? 1 : 97)
-        if (cut <= last && !refused(b, cut, NULL, why, sizeof why)) bad++;
-    CHECK(bad == 0, "every truncation before the last tensor's data refused (%zu not); e.g. %s", bad, why);
+    /* the end of the data: no tensor's bytes reach past it */
+    size_t bad = 0, end = 0;
+    for (int i = 0; i < g.n_tensors; i++)
+        if (g.data_off + g.t[i].offset + g.t[i].nbytes > end) end = g.data_off + g.t[i].offset + g.t[i].nbytes;
+    for (size_t cut = 0; cut < end; cut += cut < g.data_off + 64 ? 1 : 97)
+        if (!refused(b, cut, NULL, why, sizeof why)) bad++;
+    if (!refused(b, end - 1, "truncated", why, sizeof why)) bad++;
+    CHECK(bad == 0 && end <= n, "every truncation before the end of the data (%zu of %zu bytes) refused (%zu not); "
+          "e.g. %s", end, n, bad, why);
 #define DAMAGED(what, want, ...)                                                                                \
     do {                                                                                                        \
         memcpy(c, b, n);                                                                                        \

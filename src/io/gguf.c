@@ -227,7 +227,7 @@ static int read_tensor_info(Cur *c, GGUFTensor *t, size_t *used, int i) {
     }
     uint64_t off;
     if (get_u32(c, &type, t->name) || get_u64(c, &off, t->name)) return -1;
-    t->type = type > 1000 ? -1 : (int)type;
+    t->type = type > INT32_MAX ? INT32_MAX : (int)type; /* a number ggml does not name is refused when read */
     t->offset = off > SIZE_MAX / 2 ? SIZE_MAX / 2 : (size_t)off;
     return tensor_size(c, t);
 }

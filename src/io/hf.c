@@ -8,7 +8,8 @@
  * one of our tensors: GPT-2's map one to one (tensor_map below; its Conv1D
  * weights are stored (in, out), ours (out, in), so those are transposed);
  * the Llama family's q projection is our qw, k and v are the two blocks of
- * kvw (their biases: qb, kvb), gate and up the two blocks of fcw. Per-layer
+ * kvw (their biases: qb, kvb), gate and up the two blocks of fcw (that map
+ * is import_map.c's, shared with the GGUF import, gguf_import.c). Per-layer
  * tensors (%d: the layer) stack into our (L, ...) tensors. A tied output
  * head is wte (an lm_head.weight equal to it is accepted). Buffers that are
  * not weights (GPT-2's attn.bias and attn.masked_bias masks, older Llama
