@@ -8,7 +8,10 @@
  *   tensor past the end, a bad alignment, an unsupported tensor type.
  *   test_gguf tokspec FILE.gguf CKPT.h5: the TokSpec of the GGUF file
  *   (gguf_read_tokspec) equals the one its import stored (ckpt_read_tokspec);
- *   test_gguf notokenizer CKPT.h5: ckpt_read_tokspec says 1 (no tokenizer).
+ *   test_gguf notokenizer CKPT.h5: ckpt_read_tokspec says 1 (no tokenizer);
+ *   test_gguf sums FILE.gguf SUMS.txt: every tensor of the file dequantizes to
+ *   the nr_cksum_f32 (util.h) that SUMS.txt holds for gguf.quants.dequantize's
+ *   output (tests/gguf/data/smollm2_dequant.txt: every block of SmolLM2).
  * Run from the repository root (or a directory linking its tests/). */
 #include <stdint.h>
 #include <stdio.h>
@@ -19,6 +22,7 @@
 #include "check.h"
 #include "nereus/ckpt.h"
 #include "nereus/gguf.h"
+#include "nereus/util.h"
 
 #define QUANTS "tests/gguf/data/quants.gguf"
 #define REF "tests/gguf/data/quants_ref.gguf"
@@ -171,7 +175,43 @@ static void check_tokspec(const char *gguf, const char *ckpt) {
     tokspec_free(&b);
 }
 
+/* "NAME TYPE NUMEL SUM" lines of sums (# comments) against the file's tensors, one check per type */
+static void check_sums(const char *path, const char *sums) {
+    GGUFFile g;
+    char why[512] = "", line[512], name[256], type[32];
+    FILE *f = fopen(sums, "r");
+    int ok = f && gguf_open(&g, path, why, sizeof why) == 0;
+    CHECK(ok, "open %s and %s %s", path, sums, why);
+    if (!ok) { if (f) fclose(f); return; }
+    int seen[64] = {0}, bad[64] = {0}, lines = 0;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long long want;
+        size_t numel;
+        if (line[0] == '#' || sscanf(line, "%255s %31s %zu %llx", name, type, &numel, &want) != 4) continue;
+        const GGUFTensor *t = gguf_tensor(&g, name);
+        int k = t && t->type >= 0 && t->type < 64 ? t->type : 63;
+        lines++;
+        seen[k]++;
+        float *y = t && t->numel == numel ? malloc(numel * sizeof(float)) : NULL;
+        if (!y || gguf_read_f32(&g, t, y, why, sizeof why) || nr_cksum_f32(y, numel, 0) != want) bad[k]++;
+        free(y);
+    }
+    fclose(f);
+    CHECK(lines == g.n_tensors, "%d tensors in %s, %d in %s", g.n_tensors, path, lines, sums);
+    for (int k = 0; k < 64; k++)
+        if (seen[k]) {
+            char b[32];
+            CHECK(bad[k] == 0, "%-4s %d tensors dequantize bit for bit as gguf.quants.dequantize (%d differ)",
+                  gguf_type_name(k, b, sizeof b), seen[k], bad[k]);
+        }
+    gguf_close(&g);
+}
+
 int main(int argc, char **argv) {
+    if (argc == 4 && !strcmp(argv[1], "sums")) {
+        check_sums(argv[2], argv[3]);
+        return CHECK_DONE();
+    }
     if (argc == 4 && !strcmp(argv[1], "tokspec")) {
         check_tokspec(argv[2], argv[3]);
         return CHECK_DONE();

@@ -32,7 +32,10 @@ ids: the chat template applied to one user message by transformers' GGUF
 tokenizer; the message has no digits, which that tokenizer splits otherwise
 than SmolLM2's own), and smollm2_reference.txt: transformers' mean next-token
 cross-entropy on the 4 x 32 tokens and the 32 tokens its greedy `generate`
-gives for the prompt (no stop at the end-of-sequence id, so all 32 count).
+gives for the prompt (no end-of-sequence id among them, so all 32 count);
+and smollm2_dequant.txt, each tensor of the file as gguf.quants.dequantize
+gives it, reduced to its nr_cksum_f32 (util.h), for a bit-for-bit check of
+every block of the file.
 """
 import os
 import struct
@@ -181,6 +184,34 @@ def write_from_hf(name):
     print("wrote hf-%s.gguf" % name)
 
 
+def cksum_f32(x):
+    """util.h's nr_cksum_f32(x, n, 0): sum over k of mix64(k * 2^32 + bits(x[k])) mod 2^64 (SplitMix64's
+    finaliser), in numpy's wrapping uint64 arithmetic"""
+    b = np.ascontiguousarray(x, dtype=np.float32).reshape(-1).view(np.uint32).astype(np.uint64)
+    z = (np.arange(b.size, dtype=np.uint64) << np.uint64(32)) + b
+    with np.errstate(over="ignore"):
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xbf58476d1ce4e5b9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94d049bb133111eb)
+        z = z ^ (z >> np.uint64(31))
+    return int(z.sum(dtype=np.uint64))
+
+
+def write_smollm2_sums(gguf_path):
+    """smollm2_dequant.txt: each tensor of the SmolLM2 GGUF (Q4_1, Q8_0, F32) as gguf.quants.dequantize gives
+    it, as its name, type, element count and nr_cksum_f32, so that the C dequantization of every real block of
+    the file is checked bit for bit without committing 0.5 GB of floats"""
+    import gguf
+    r = gguf.GGUFReader(gguf_path)
+    with open(os.path.join(DATA, "smollm2_dequant.txt"), "w") as f:
+        from importlib.metadata import version
+        f.write("# gguf %s, %s: tensor type numel nr_cksum_f32 of gguf.quants.dequantize\n"
+                % (version("gguf"), os.path.basename(gguf_path)))
+        for t in r.tensors:
+            y = gguf.quants.dequantize(t.data, t.tensor_type)
+            f.write("%s %s %d %016x\n" % (t.name, t.tensor_type.name, y.size, cksum_f32(y)))
+    print("wrote smollm2_dequant.txt:", len(r.tensors), "tensors")
+
+
 if __name__ == "__main__":
     what = sys.argv[1] if len(sys.argv) > 1 else ""
     os.makedirs(DATA, exist_ok=True)
@@ -190,6 +221,7 @@ if __name__ == "__main__":
         for name in ("llama-tied", "qwen2", "qwen3"):
             write_from_hf(name)
     elif what == "model" and len(sys.argv) == 3:
+        write_smollm2_sums(sys.argv[2])
         import model_reference
         model_reference.main(sys.argv[2], DATA)
     else:

@@ -9,7 +9,7 @@ t gguf-dequant 120 build/tests/test_gguf
 
 # make smollm2 (a download the first time, nothing after): under CI=true a failed download fails the test,
 # elsewhere (no network) the SmolLM2 tests are skipped
-feeds gguf-smollm2 gguf-smollm2-loss gguf-smollm2-greedy gguf-smollm2-tokenizer
+feeds gguf-smollm2 gguf-smollm2-dequant gguf-smollm2-loss gguf-smollm2-greedy gguf-smollm2-tokenizer
 smollm2_ok=0
 if runs gguf-smollm2; then
   timed secs make -s -C "$(dirname "$(readlink -f tools)")" smollm2 >"$LOG/gguf-smollm2.log" 2>&1
@@ -46,6 +46,8 @@ tokenizer_carried() {
   build/tests/test_gguf tokspec $SM/SmolLM2-135M-Instruct.Q4_1.gguf "$SMCK" &&
     bin/nereus-ckpt info "$SMCK" | grep -x 'tokenizer: 49152 tokens, pre smollm'
 }
+# every tensor of the SmolLM2 file (61 F32, 210 Q4_1, 1 Q8_0) against gguf.quants.dequantize's checksums
+smollm2_check gguf-smollm2-dequant 120 build/tests/test_gguf sums $SM/SmolLM2-135M-Instruct.Q4_1.gguf $G/smollm2_dequant.txt
 export -f loss_close greedy_same tokenizer_carried; export G SM SMCK # t runs them under timeout, in a bash of its own
 smollm2_check gguf-smollm2-loss 300 bash -c loss_close
 smollm2_check gguf-smollm2-greedy 300 bash -c greedy_same
