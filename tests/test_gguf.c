@@ -138,6 +138,9 @@ static void check_damage(void) {
     DAMAGED("a tensor outside the file", "outside the file", put64(c + info_end - 8, 1u << 20));
     DAMAGED("a misaligned tensor", "not a multiple of the alignment", put64(c + info_end - 8, last_off + 4));
     DAMAGED("a tensor of 5 dimensions", "5 dimensions", memcpy(c + info_end - 12 - 8 * 2 - 4, &(uint32_t){5}, 4));
+    size_t q6 = 0; /* the tensor name q6_k in the header: renamed q4_k, two tensors have one name */
+    while (q6 + 4 < g.data_off && memcmp(b + q6, "q6_k", 4)) q6++;
+    DAMAGED("two tensors of one name", "tensor q4_k appears twice", memcpy(c + q6, "q4_k", 4));
     gguf_close(&g);
     /* a type not dequantized here (Q5_0, and a number ggml does not name) opens, and is refused when read */
     read_refused(b, n, info_end, 6, "q6_k is Q5_0");

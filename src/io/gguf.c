@@ -175,13 +175,30 @@ static int read_kvs(Cur *c, GGUFFile *g, size_t *used) {
         if (!(kv->key = copy_name(c, used, what)) || get_u32(c, &type, kv->key)) return -1;
         kv->type = (int)type;
         if (read_value(c, kv)) return -1;
-        for (int j = 0; j < i; j++)
-            if (!strcmp(g->kv[j].key, kv->key)) {
-                snprintf(c->why, c->len, "%s: key %s appears twice", g->path, kv->key);
-                return -1;
-            }
     }
     return 0;
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
+
+/* a name that appears twice among the n names at base + k·stride (each a const char *), or NULL: sorted
+ * copies compared side by side, so a file of many names costs n log n, not n² */
+static const char *duplicate(const void *base, size_t stride, int n) {
+    const char **v = nr_xmalloc(((size_t)n + 1) * sizeof *v), *dup = NULL;
+    for (int i = 0; i < n; i++) memcpy(&v[i], (const char *)base + (size_t)i * stride, sizeof *v);
+    qsort(v, (size_t)n, sizeof *v, cmp_str);
+    for (int i = 1; i < n && !dup; i++)
+        if (!strcmp(v[i - 1], v[i])) dup = v[i];
+    free(v);
+    return dup;
+}
+
+static int check_unique(GGUFFile *g, char *why, size_t len) {
+    const char *k = duplicate(&g->kv[0].key, sizeof g->kv[0], g->n_kv);
+    const char *t = k ? NULL : duplicate(&g->t[0].name, sizeof g->t[0], g->n_tensors);
+    if (k) snprintf(why, len, "%s: key %s appears twice", g->path, k);
+    if (t) snprintf(why, len, "%s: tensor %s appears twice", g->path, t);
+    return k || t ? -1 : 0;
 }
 
 /* ---- tensor infos ------------------------------------------------------------------ */
@@ -247,13 +264,8 @@ static int check_tensors(GGUFFile *g, char *why, size_t len) {
                      "(truncated?)", g->path, t->name, t->offset, t->offset + t->nbytes, data);
             return -1;
         }
-        for (int j = 0; j < i; j++)
-            if (!strcmp(g->t[j].name, t->name)) {
-                snprintf(why, len, "%s: tensor %s appears twice", g->path, t->name);
-                return -1;
-            }
     }
-    return 0;
+    return check_unique(g, why, len);
 }
 
 /* general.alignment: a power of two (uint32 as the specification says; any integer type accepted) */
