@@ -13,9 +13,10 @@ feeds gguf-smollm2 gguf-smollm2-dequant gguf-smollm2-loss gguf-smollm2-greedy gg
 smollm2_ok=0
 if runs gguf-smollm2; then
   timed secs make -s -C "$(dirname "$(readlink -f tools)")" smollm2 >"$LOG/gguf-smollm2.log" 2>&1
+  why=$(grep -m1 '^get-smollm2:' "$LOG/gguf-smollm2.log" || tail -1 "$LOG/gguf-smollm2.log")
   if [ $rc = 0 ] && [ -f "$SMCK" ]; then smollm2_ok=1; result gguf-smollm2 0 "$secs" "$SMCK"
-  elif [ "${CI:-}" = true ]; then result gguf-smollm2 1 "$secs" "make smollm2 failed: $(tail -1 "$LOG/gguf-smollm2.log")"
-  else result gguf-smollm2 77 "$secs" "make smollm2 failed (no network?): $(tail -1 "$LOG/gguf-smollm2.log")"; fi
+  elif [ "${CI:-}" = true ]; then result gguf-smollm2 1 "$secs" "make smollm2 failed: $why"
+  else result gguf-smollm2 77 "$secs" "make smollm2 failed (no network?): $why"; fi
 fi
 # smollm2_check NAME SECONDS CMD...: a test that needs the imported SmolLM2 (skipped or failed as gguf-smollm2 was)
 smollm2_check() {
