@@ -60,7 +60,6 @@ typedef struct GGUFFile {
     GGUFTensor *t;
     size_t alignment;  /* general.alignment, or 32 */
     size_t data_off;   /* the data section's file offset */
-    char *names;       /* storage of every key and tensor name */
 } GGUFFile;
 
 /* opens and checks path (above); 0, or -1 with why ("PATH: what is wrong") and nothing to close */

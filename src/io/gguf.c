@@ -149,8 +149,8 @@ static int read_value(Cur *c, GGUFKV *kv) {
     return take(c, (size_t)vsize[kv->type], kv->key) ? 0 : -1;
 }
 
-/* a name (key or tensor) copied into g->names at *used (the buffer is sized by the bytes of the file) */
-static const char *copy_name(Cur *c, size_t *used, const char *what) {
+/* a name (key or tensor) copied out NUL-terminated (malloc'd: gguf_close frees it) */
+static const char *copy_name(Cur *c, const char *what) {
     size_t off;
     uint64_t n;
     if (get_str(c, &off, &n, what)) return NULL;
@@ -159,20 +159,19 @@ static const char *copy_name(Cur *c, size_t *used, const char *what) {
                  n == 0 ? "empty name" : n > MAX_NAME ? "name longer than 65536 bytes" : "name holds a NUL byte");
         return NULL;
     }
-    char *s = c->g->names + *used;
+    char *s = nr_xmalloc(n + 1);
     memcpy(s, c->g->map + off, n);
     s[n] = 0;
-    *used += n + 1;
     return s;
 }
 
-static int read_kvs(Cur *c, GGUFFile *g, size_t *used) {
+static int read_kvs(Cur *c, GGUFFile *g) {
     for (int i = 0; i < g->n_kv; i++) {
         GGUFKV *kv = &g->kv[i];
         uint32_t type;
         char what[48];
         snprintf(what, sizeof what, "the key of KV pair %d", i);
-        if (!(kv->key = copy_name(c, used, what)) || get_u32(c, &type, kv->key)) return -1;
+        if (!(kv->key = copy_name(c, what)) || get_u32(c, &type, kv->key)) return -1;
         kv->type = (int)type;
         if (read_value(c, kv)) return -1;
     }
@@ -227,11 +226,11 @@ static int tensor_size(Cur *c, GGUFTensor *t) {
     return 0;
 }
 
-static int read_tensor_info(Cur *c, GGUFTensor *t, size_t *used, int i) {
+static int read_tensor_info(Cur *c, GGUFTensor *t, int i) {
     char what[48];
     uint32_t nd, type;
     snprintf(what, sizeof what, "the name of tensor %d", i);
-    if (!(t->name = copy_name(c, used, what)) || get_u32(c, &nd, t->name)) return -1;
+    if (!(t->name = copy_name(c, what)) || get_u32(c, &nd, t->name)) return -1;
     if (nd < 1 || nd > 4) {
         snprintf(c->why, c->len, "%s: tensor %s: %u dimensions (1 to 4 are allowed)", c->g->path, t->name, nd);
         return -1;
@@ -337,14 +336,12 @@ int gguf_open(GGUFFile *g, const char *path, char *why, size_t len) {
     g->path = path;
     if (map_file(g, path, why, len)) return -1;
     Cur c = {g, 0, why, len};
-    size_t used = 0;
     if (read_header(&c, g)) goto fail;
     g->kv = nr_xcalloc((size_t)g->n_kv + 1, sizeof *g->kv);
     g->t = nr_xcalloc((size_t)g->n_tensors + 1, sizeof *g->t);
-    g->names = nr_xmalloc(g->size); /* every name is a string of the file: they fit in its size */
-    if (read_kvs(&c, g, &used) || read_alignment(g, why, len)) goto fail;
+    if (read_kvs(&c, g) || read_alignment(g, why, len)) goto fail;
     for (int i = 0; i < g->n_tensors; i++)
-        if (read_tensor_info(&c, &g->t[i], &used, i)) goto fail;
+        if (read_tensor_info(&c, &g->t[i], i)) goto fail;
     size_t pad = (g->alignment - c.pos % g->alignment) % g->alignment;
     if (pad > left(&c)) {
         snprintf(why, len, "%s: truncated: the data section would start at byte %zu, past the end (%zu bytes)", path,
@@ -361,9 +358,10 @@ fail:
 
 void gguf_close(GGUFFile *g) {
     if (g->map) munmap((void *)g->map, g->size);
+    for (int i = 0; g->kv && i < g->n_kv; i++) free((char *)g->kv[i].key);
+    for (int i = 0; g->t && i < g->n_tensors; i++) free((char *)g->t[i].name);
     free(g->kv);
     free(g->t);
-    free(g->names);
     memset(g, 0, sizeof *g);
 }
 
