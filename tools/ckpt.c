@@ -6,10 +6,13 @@
  *   nereus-ckpt export-llmc FILE OUT.bin    the actor as an llm.c fp32 checkpoint
  *   nereus-ckpt import-hf DIR OUT.h5        a Hugging Face GPT2LMHeadModel directory as actor and ref
  *   nereus-ckpt export-hf FILE DIR          the actor as a Hugging Face directory (fp32)
+ *   nereus-ckpt import-gguf FILE.gguf OUT.h5  a llama/qwen2/qwen3 GGUF file as actor and ref, with its tokenizer
  *   nereus-ckpt loss FILE --tokens TOKENS.bin --batch B --seq T
+ *   nereus-ckpt generate FILE --prompt IDS.txt --n N  the actor's N greedy tokens after the prompt ids
  * Exit: 0 ok, 1 the file or the operation failed (one line on stderr naming
  * the file and the dataset), 2 bad command line (usage on stderr) or, for
- * import-hf, a model directory refused (naming the file and the tensor or key). */
+ * import-hf and import-gguf, a model directory or file refused (naming the file and the tensor or key;
+ * nothing written). */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,7 +28,9 @@ static int usage(void) {
             "       nereus-ckpt export-llmc FILE OUT.bin\n"
             "       nereus-ckpt import-hf DIR OUT.h5\n"
             "       nereus-ckpt export-hf FILE DIR\n"
-            "       nereus-ckpt loss FILE --tokens TOKENS.bin --batch B --seq T\n");
+            "       nereus-ckpt import-gguf FILE.gguf OUT.h5\n"
+            "       nereus-ckpt loss FILE --tokens TOKENS.bin --batch B --seq T\n"
+            "       nereus-ckpt generate FILE --prompt IDS.txt --n N\n");
     return 2;
 }
 
@@ -35,6 +40,50 @@ static int parse_int(const char *s, int *out) {
     if (!*s || *end || v < 1 || v > 1000000) return -1;
     *out = (int)v;
     return 0;
+}
+
+/* whitespace-separated ids of path (at most max) into ids; their count, or -1 with why */
+static int read_ids(const char *path, int *ids, int max, char *why, size_t len) {
+    FILE *f = fopen(path, "r");
+    int n = 0;
+    long v;
+    if (!f) {
+        snprintf(why, len, "%s: cannot open", path);
+        return -1;
+    }
+    while (n < max && fscanf(f, "%ld", &v) == 1) ids[n++] = v < 0 || v > 1 << 30 ? -1 : (int)v;
+    int junk = !feof(f) && fscanf(f, " %*s") != EOF;
+    fclose(f);
+    if (junk || n == 0) {
+        snprintf(why, len, "%s: %s", path, n ? "more than 65536 ids, or not only integers" : "no ids");
+        return -1;
+    }
+    return n;
+}
+
+/* nereus-ckpt generate FILE --prompt IDS.txt --n N: the N greedy ids, space-separated, on one line */
+static int generate(int argc, char **argv) {
+    const char *prompt = NULL;
+    int n = 0, max = 65536;
+    char why[1024];
+    for (int i = 3; i < argc; i++) {
+        if (i + 1 >= argc) return usage();
+        if (strcmp(argv[i], "--prompt") == 0) prompt = argv[++i];
+        else if (strcmp(argv[i], "--n") == 0) { if (parse_int(argv[++i], &n)) return usage(); }
+        else { fprintf(stderr, "nereus-ckpt: unknown option '%s'\n", argv[i]); return usage(); }
+    }
+    if (!prompt || !n) return usage();
+    int *ids = malloc((size_t)max * sizeof(int)), *out = malloc((size_t)n * sizeof(int));
+    int P = read_ids(prompt, ids, max, why, sizeof why), rc = 1;
+    if (P < 0 || ckpt_generate_greedy(argv[2], ids, P, n, out, why, sizeof why)) fprintf(stderr, "nereus-ckpt: %s\n", why);
+    else {
+        for (int j = 0; j < n; j++) printf("%s%d", j ? " " : "", out[j]);
+        printf("\n");
+        rc = 0;
+    }
+    free(ids);
+    free(out);
+    return rc;
 }
 
 static int run(int argc, char **argv) {
@@ -60,14 +109,16 @@ static int run(int argc, char **argv) {
         printf("exported the actor of %s to %s\n", argv[2], argv[3]);
         return 0;
     }
-    if (strcmp(cmd, "import-hf") == 0 && argc == 4) {
+    if ((strcmp(cmd, "import-hf") == 0 || strcmp(cmd, "import-gguf") == 0) && argc == 4) {
         char note[128];
-        int rc = ckpt_import_hf(argv[2], argv[3], note, sizeof note, why, sizeof why);
+        int rc = cmd[7] == 'h' ? ckpt_import_hf(argv[2], argv[3], note, sizeof note, why, sizeof why)
+                               : ckpt_import_gguf(argv[2], argv[3], note, sizeof note, why, sizeof why);
         if (rc) {
             fprintf(stderr, "nereus-ckpt: %s\n", why);
             return rc == -2 ? 2 : 1; /* 2: the directory is refused (bad input) */
         }
-        printf("imported %s into %s (actor and ref)%s\n", argv[2], argv[3], note);
+        printf("imported %s into %s (actor and ref%s)%s\n", argv[2], argv[3], cmd[7] == 'g' ? ", tokenizer" : "",
+               note);
         return 0;
     }
     if (strcmp(cmd, "export-hf") == 0 && argc == 4) {
@@ -91,6 +142,7 @@ static int run(int argc, char **argv) {
         printf("loss: %.6f\n", (float)loss); /* the SFT step's float */
         return 0;
     }
+    if (strcmp(cmd, "generate") == 0) return generate(argc, argv);
     return usage();
 }
 

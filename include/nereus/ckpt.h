@@ -109,6 +109,27 @@ int ckpt_load_model(const char *path, const char *name, GPT *m, GPTConfig *c, in
 int ckpt_import_hf(const char *dir, const char *out_path, char *note, size_t note_len, char *why, size_t len);
 int ckpt_export_hf(const char *path, const char *dir, char *why, size_t len);
 
+/* GGUF files (src/io/gguf_import.c), 1 process: a llama-, qwen2- or qwen3-architecture GGUF's tensors
+ * (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q6_K, dequantized to fp32 as the gguf package does; llama.cpp's
+ * q/k row permutation of llama models undone) as the actor and ref of a new checkpoint, its config from the
+ * ARCH.* keys, its tokenizer as the /tokenizer group. note gets what was converted (" (Q4_1, Q8_0
+ * dequantized to fp32)"). 0; -2 when the file is refused (bad input: why names the file and the key or
+ * tensor), nothing written; -1 when the checkpoint cannot be written. */
+int ckpt_import_gguf(const char *gguf_path, const char *out_path, char *note, size_t note_len, char *why,
+                     size_t len);
+
+/* a checkpoint's /tokenizer group (src/io/ckpt_tok.c; docs/CHECKPOINT.md), 1 process. write: into the
+ * existing file path (replacing any earlier one). read: 0 with out filled (tokspec_free it), 1 with why when
+ * the checkpoint has no tokenizer, -1 with why when the file or the group cannot be read. */
+struct TokSpec;
+int ckpt_write_tokspec(const char *path, const struct TokSpec *s, char *why, size_t len);
+int ckpt_read_tokspec(const char *path, struct TokSpec *out, char *why, size_t len);
+
+/* 1 process: greedy decoding by the checkpoint's actor: the prompt ids (P of them) through one prefill, then
+ * n tokens, each the argmax of the last logits (the lowest id on a tie), fed back through the KV-cached
+ * decode; no stop token. out gets the n ids. 0, or -1 with why. */
+int ckpt_generate_greedy(const char *path, const int *prompt, int P, int n, int *out, char *why, size_t len);
+
 /* tests: the largest bytes one rank moves in one H5Dread/H5Dwrite (default 1 GiB; 0 restores it) */
 void ckpt_set_io_limit(size_t bytes);
 

@@ -31,6 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "nereus/tokspec.h"
 #include "nereus/util.h"
 
 #ifdef NEREUS_HAVE_HDF5
@@ -1180,6 +1181,16 @@ fail:
     return -1;
 }
 
+/* the /tokenizer group, where there is one, read whole: its counts and checksums (ckpt_tok.c) */
+static int verify_tokenizer(const char *path, char *why, size_t len) {
+    TokSpec spec;
+    char msg[MSG];
+    int rc = ckpt_read_tokspec(path, &spec, msg, sizeof msg);
+    if (rc == 0) tokspec_free(&spec);
+    if (rc < 0 && why && len) snprintf(why, len, "%s", msg);
+    return rc < 0 ? -1 : 0;
+}
+
 int ckpt_verify(const char *path, char *why, size_t len) {
     char msg[MSG] = {0};
     H5Err e = {path, msg, sizeof msg};
@@ -1226,7 +1237,7 @@ out:
     if (g >= 0) H5Gclose(g);
     if (f >= 0) H5Fclose(f);
     if (why && len) snprintf(why, len, "%s", rc ? msg : "");
-    return rc;
+    return rc ? rc : verify_tokenizer(path, why, len);
 }
 
 /* info's first failure, kept for its return (msg is cleared before each read) */
@@ -1348,6 +1359,8 @@ int ckpt_info(const char *path, FILE *out, char *why, size_t len) {
         if (pok) fprintf(out, "  params hash %016llx (as verify.hash.%s of a run whose weights these are)\n",
                          (unsigned long long)nr_cksum_combine(pck, nt), names[k]);
     }
+    char tok[256];
+    if (ckpt_tok_summary(f, tok, sizeof tok) == 0) fprintf(out, "%s\n", tok);
     H5Fclose(f);
     if (why && len) snprintf(why, len, "%s", first);
     return first[0] ? -1 : 0;

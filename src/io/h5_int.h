@@ -51,4 +51,7 @@ int h5_attr_get_str(H5Err *e, hid_t loc, const char *objname, const char *name, 
 int h5_dset_put_str(H5Err *e, hid_t loc, const char *name, const char *s);
 int h5_dset_get_str(H5Err *e, hid_t loc, const char *name, char **out);
 
+/* ckpt_tok.c: "tokenizer: N tokens, pre NAME" of the file's /tokenizer group into buf; -1 when it has none */
+int ckpt_tok_summary(hid_t f, char *buf, size_t n);
+
 #endif

@@ -8,7 +8,8 @@
  * one of our tensors: GPT-2's map one to one (tensor_map below; its Conv1D
  * weights are stored (in, out), ours (out, in), so those are transposed);
  * the Llama family's q projection is our qw, k and v are the two blocks of
- * kvw (their biases: qb, kvb), gate and up the two blocks of fcw. Per-layer
+ * kvw (their biases: qb, kvb), gate and up the two blocks of fcw (that map
+ * is import_map.c's, shared with the GGUF import, gguf_import.c). Per-layer
  * tensors (%d: the layer) stack into our (L, ...) tensors. A tied output
  * head is wte (an lm_head.weight equal to it is accepted). Buffers that are
  * not weights (GPT-2's attn.bias and attn.masked_bias masks, older Llama
@@ -32,6 +33,7 @@
 #include "nereus/backend.h"
 #include "nereus/safetensors.h"
 #include "nereus/util.h"
+#include "import_int.h"
 
 /* one of our tensors and its Hugging Face name (%d: the layer) */
 typedef struct TensorMap {
@@ -70,64 +72,19 @@ static const TensorMap tensor_map[] = {
 };
 #define NMAP ((int)(sizeof tensor_map / sizeof tensor_map[0]))
 
-/* One Hugging Face tensor: the piece of one layer's block (of the whole tensor when not per layer) of our
- * tensor `role` that starts `off` floats in, of our shape (rows, cols) (nd 1: rows alone) */
-typedef struct HfPiece {
-    int role;
-    const char *hf; /* its name (%d: the layer), without the model prefix */
-    int nd, shape[2], transpose;
-    size_t off;
-} HfPiece;
-#define MAX_PIECES 24
-
-static const TensorInfo *tensor_of_role(const TensorInfo *t, int nt, int role) {
-    for (int i = 0; i < nt; i++)
-        if (t[i].role == role) return &t[i];
-    return NULL;
-}
-
 static int gpt2_pieces(const TensorInfo *t, HfPiece *p) {
     for (int k = 0; k < NMAP; k++) {
         const TensorMap *e = &tensor_map[k];
-        p[k] = (HfPiece){e->id, e->hf, 0, {0, 0}, e->transpose, 0};
+        p[k] = (HfPiece){e->id, e->hf, 0, {0, 0}, e->transpose, 0, NULL};
         p[k].nd = block_shape(&t[e->id], e, strchr(e->hf, '%') != NULL, p[k].shape);
     }
     return NMAP;
 }
 
-/* the Llama family's tensors in the order transformers writes a model's modules */
-static int llama_pieces(const GPTConfig *c, HfPiece *p) {
-    int C = c->C, hd = gpt_head_dim(c), Cq = c->NH * hd, Ckv = gpt_kv_heads(c) * hd, F = gpt_ffn(c), n = 0;
-#define P(r, name, nd, rows, cols, off) (p[n++] = (HfPiece){r, name, nd, {rows, cols}, 0, (size_t)(off)})
-    P(LLAMA_WTE, "model.embed_tokens.weight", 2, c->V, C, 0);
-    P(LLAMA_LN1W, "model.layers.%d.input_layernorm.weight", 1, C, 0, 0);
-    P(LLAMA_QW, "model.layers.%d.self_attn.q_proj.weight", 2, Cq, C, 0);
-    P(LLAMA_KVW, "model.layers.%d.self_attn.k_proj.weight", 2, Ckv, C, 0);
-    P(LLAMA_KVW, "model.layers.%d.self_attn.v_proj.weight", 2, Ckv, C, (size_t)Ckv * C);
-    if (c->qkv_bias) {
-        P(LLAMA_QB, "model.layers.%d.self_attn.q_proj.bias", 1, Cq, 0, 0);
-        P(LLAMA_KVB, "model.layers.%d.self_attn.k_proj.bias", 1, Ckv, 0, 0);
-        P(LLAMA_KVB, "model.layers.%d.self_attn.v_proj.bias", 1, Ckv, 0, Ckv);
-    }
-    if (c->qk_norm) {
-        P(LLAMA_QNORMW, "model.layers.%d.self_attn.q_norm.weight", 1, hd, 0, 0);
-        P(LLAMA_KNORMW, "model.layers.%d.self_attn.k_norm.weight", 1, hd, 0, 0);
-    }
-    P(LLAMA_ATTPROJW, "model.layers.%d.self_attn.o_proj.weight", 2, C, Cq, 0);
-    P(LLAMA_LN2W, "model.layers.%d.post_attention_layernorm.weight", 1, C, 0, 0);
-    P(LLAMA_FCW, "model.layers.%d.mlp.gate_proj.weight", 2, F, C, 0);
-    P(LLAMA_FCW, "model.layers.%d.mlp.up_proj.weight", 2, F, C, (size_t)F * C);
-    P(LLAMA_FCPROJW, "model.layers.%d.mlp.down_proj.weight", 2, C, F, 0);
-    P(LLAMA_LNFW, "model.norm.weight", 1, C, 0, 0);
-    if (c->untied) P(LLAMA_LMHEAD, "lm_head.weight", 2, c->V, C, 0);
-#undef P
-    return n;
-}
-
 /* the pieces of cfg's architecture into p (MAX_PIECES), with the logical table t (nt) they index */
 static int hf_pieces(const GPTConfig *c, TensorInfo *t, int *nt, HfPiece *p) {
     gpt_tensor_table(c, 1, 0, t, nt);
-    return gpt_is_llama(c) ? llama_pieces(c, p) : gpt2_pieces(t, p);
+    return gpt_is_llama(c) ? import_llama_pieces(c, p) : gpt2_pieces(t, p);
 }
 
 /* the class transformers names an architecture by, and its model_type */
@@ -406,7 +363,7 @@ static int read_tensors(const StModel *st, const GPTConfig *c, float *full, char
     const char *prefix = name_prefix(st, c);
     for (int k = 0; k < np; k++) {
         const HfPiece *e = &pc[k];
-        const TensorInfo *ti = tensor_of_role(t, nt, e->role);
+        const TensorInfo *ti = import_tensor_of_role(t, nt, e->role);
         int nl = strchr(e->hf, '%') ? c->L : 1;
         size_t per = ti->numel / (size_t)nl;
         for (int l = 0; l < nl; l++) {
@@ -471,15 +428,9 @@ int ckpt_import_hf(const char *dir, const char *out_path, char *note, size_t not
     int rc = read_tensors(&st, &c, full, used, why, len) || check_leftovers(&st, &c, full, used, why, len) ? -2 : 0;
     if (!rc) {
         dtype_note(&st, note, note_len);
-        GPT m;
-        gpt_build(&m, &c, backend_cpu(), 1, 1, 0, 0, 0.02f);
-        gpt_import_logical(&m, GPT_BUF_PARAMS, full);
-        char plan[4096 + 64];
-        snprintf(plan, sizeof plan, "imported from Hugging Face directory %s (1 process)\n", dir);
-        CkptMeta meta = {0, 0, 0, "", plan};
-        CkptModel ms[2] = {{"actor", &c, &m, 1, 0}, {"ref", &c, &m, 1, 0}};
-        rc = ckpt_write(out_path, MPI_COMM_SELF, &meta, ms, 2, why, len);
-        gpt_free(&m);
+        char source[4096 + 32];
+        snprintf(source, sizeof source, "Hugging Face directory %s", dir);
+        rc = import_write_ckpt(out_path, &c, full, source, NULL, why, len);
     }
     free(used);
     free(full);
@@ -554,7 +505,7 @@ static int export_tensors(const GPTConfig *c, int V, const float *full, StOut *o
     const char *prefix = gpt_is_llama(c) ? "" : "transformer.";
     for (int k = 0; k < np; k++) {
         const HfPiece *e = &pc[k];
-        const TensorInfo *ti = tensor_of_role(t, nt, e->role);
+        const TensorInfo *ti = import_tensor_of_role(t, nt, e->role);
         int nl = strchr(e->hf, '%') ? c->L : 1, nd = e->nd;
         const int *shape = e->shape;
         size_t per = ti->numel / (size_t)nl, numel = (size_t)shape[0] * (size_t)(nd == 2 ? shape[1] : 1);
