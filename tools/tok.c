@@ -120,13 +120,18 @@ int main(int argc, char **argv) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { usage(stdout); return 0; }
         else if (!strcmp(argv[i], "--chat")) e.use_chat = 1;
         else if (!strcmp(argv[i], "--system") && i + 1 < argc) e.system = argv[++i];
-        else if (argv[i][0] == '-' && argv[i][1]) { fprintf(stderr, "nereus-tok: error: unknown option '%s'\n", argv[i]); usage(stderr); return 2; }
+        else if (argv[i][0] == '-' && argv[i][1]) {
+            fprintf(stderr, "nereus-tok: error: unknown option '%s'\n", argv[i]);
+            usage(stderr);
+            return 2;
+        }
         else if (!cmd) cmd = argv[i];
         else if (!model) model = argv[i];
         else { fprintf(stderr, "nereus-tok: error: one MODEL only ('%s')\n", argv[i]); return 2; }
     }
     int decode = cmd && !strcmp(cmd, "decode");
-    if (!cmd || !model || (!decode && strcmp(cmd, "encode")) || ((e.use_chat || e.system) && decode) || (e.system && !e.use_chat)) {
+    int chat_ok = e.use_chat ? !decode : !e.system; /* --chat with encode only, --system with --chat only */
+    if (!cmd || !model || (!decode && strcmp(cmd, "encode")) || !chat_ok) {
         fprintf(stderr, "nereus-tok: error: bad command line\n");
         usage(stderr);
         return 2;
@@ -136,9 +141,10 @@ int main(int argc, char **argv) {
     Tokenizer *tk = NULL;
     int rc = 2;
     if (load_tokspec(model, &spec, why, sizeof why)) { fprintf(stderr, "nereus-tok: error: %s\n", why); return 2; }
-    if (tok_build(&tk, &spec, why, sizeof why)) fprintf(stderr, "nereus-tok: error: %s: %s\n", model, why);
-    else if (e.use_chat && !spec.chat_template) fprintf(stderr, "nereus-tok: error: %s: --chat: the tokenizer has no chat template\n", model);
-    else if (e.use_chat && chat_build(&e.chat, spec.chat_template, tk, why, sizeof why)) fprintf(stderr, "nereus-tok: error: %s: %s\n", model, why);
+    if (e.use_chat && !spec.chat_template) snprintf(why, sizeof why, "--chat: the tokenizer has no chat template");
+    if ((e.use_chat && !spec.chat_template) || tok_build(&tk, &spec, why, sizeof why) ||
+        (e.use_chat && chat_build(&e.chat, spec.chat_template, tk, why, sizeof why)))
+        fprintf(stderr, "nereus-tok: error: %s: %s\n", model, why);
     else { e.tk = tk; rc = run(decode, &e); }
     chat_free(&e.chat);
     tok_free(tk);

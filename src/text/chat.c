@@ -31,16 +31,16 @@ static char *default_system(const char *tmpl) {
         const char *e = strstr(s, "<|im_end|>");
         if (!e || e == s) continue;
         size_t n = (size_t)(e - s);
-        if (memchr(s, '\'', n) || memchr(s, '"', n) || memchr(s, '{', n) || memchr(s, '+', n) || memchr(s, '\\', n))
-            continue; /* not a literal: the template writes the messages' own system turn */
-        return strndup(s, n);
+        int literal = 1;
+        for (const char *c = "'\"{+\\"; *c; c++) literal &= !memchr(s, *c, n);
+        if (literal) return strndup(s, n); /* else the template writes the messages' own system turn */
     }
     return NULL;
 }
 
 static int eot_of(Chat *chat, const Tokenizer *tk, const char *eot, char *why, size_t len) {
-    if ((chat->eot_id = tok_find(tk, eot)) < 0) { snprintf(why, len, "chat template: the vocabulary has no %s token", eot); return -1; }
-    return 0;
+    chat->eot_id = tok_find(tk, eot);
+    return chat->eot_id < 0 ? tok_fail(why, len, "chat template: the vocabulary has no %s token", eot) : 0;
 }
 
 int chat_build(Chat *chat, const char *tmpl, const Tokenizer *tk, char *why, size_t len) {
@@ -58,8 +58,8 @@ int chat_build(Chat *chat, const char *tmpl, const Tokenizer *tk, char *why, siz
         return eot_of(chat, tk, "<|eot_id|>", why, len);
     }
     size_t first = strcspn(tmpl, "\n"); /* the first line, at most 200 bytes of it */
-    snprintf(why, len, "chat template not recognised (ChatML or Llama-3): %.*s", (int)(first > 200 ? 200 : first), tmpl);
-    return -1;
+    return tok_fail(why, len, "chat template not recognised (ChatML or Llama-3): %.*s", (int)(first > 200 ? 200 : first),
+                    tmpl);
 }
 
 void chat_free(Chat *chat) {
@@ -94,7 +94,9 @@ static char *format_llama3(const Chat *chat, const char *system, const char *use
     char *s = malloc(n);
     if (!s) return NULL;
     int k = snprintf(s, n, "%s", chat->bos ? chat->bos : "");
-    if (system) k += snprintf(s + k, n - (size_t)k, "<|start_header_id|>system<|end_header_id|>\n\n%.*s<|eot_id|>", (int)ns, system);
+    if (system)
+        k += snprintf(s + k, n - (size_t)k, "<|start_header_id|>system<|end_header_id|>\n\n%.*s<|eot_id|>", (int)ns,
+                      system);
     snprintf(s + k, n - (size_t)k, "<|start_header_id|>user<|end_header_id|>\n\n%.*s<|eot_id|>"
              "<|start_header_id|>assistant<|end_header_id|>\n\n", (int)nu, user);
     return s;

@@ -5,9 +5,18 @@
  * decodes ids back to the bytes they stand for. */
 #include "tok_int.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+int tok_fail(char *why, size_t len, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, len, fmt, ap);
+    va_end(ap);
+    return -1;
+}
 
 int tokids_push(TokIds *v, int id) {
     if (v->n == v->cap) {
@@ -27,11 +36,21 @@ void tokids_free(TokIds *v) {
 
 static int is_added(int type) { return type == TOK_TYPE_CONTROL || type == TOK_TYPE_USER_DEFINED; }
 
-/* sorts the added ids longest text first, so that the first that matches is the longest */
-static const Tokenizer *sort_tk;
+/* the added ids, longest text first, so that the first that matches at a place is the longest */
+typedef struct { size_t len; int id; } Added;
 static int by_length_desc(const void *a, const void *b) {
-    size_t la = strlen(sort_tk->tokens[*(const int *)a]), lb = strlen(sort_tk->tokens[*(const int *)b]);
-    return la < lb ? 1 : la > lb ? -1 : *(const int *)a - *(const int *)b;
+    const Added *x = a, *y = b;
+    return x->len < y->len ? 1 : x->len > y->len ? -1 : x->id - y->id;
+}
+
+static int sort_added(Tokenizer *tk) {
+    Added *a = malloc((size_t)(tk->n_added ? tk->n_added : 1) * sizeof *a);
+    if (!a) return -1;
+    for (int i = 0; i < tk->n_added; i++) a[i] = (Added){tk->n_bytes[tk->added[i]], tk->added[i]};
+    qsort(a, (size_t)tk->n_added, sizeof *a, by_length_desc);
+    for (int i = 0; i < tk->n_added; i++) tk->added[i] = a[i].id;
+    free(a);
+    return 0;
 }
 
 /* the vocabulary: own copies, the map, what each id decodes to, the added tokens */
@@ -42,22 +61,22 @@ static int build_vocab(Tokenizer *tk, const TokSpec *spec, char *why, size_t len
     tk->n_bytes = calloc((size_t)n, sizeof *tk->n_bytes);
     tk->token_type = calloc((size_t)n, sizeof *tk->token_type);
     tk->added = calloc((size_t)n, sizeof *tk->added);
-    if (!tk->tokens || !tk->bytes || !tk->n_bytes || !tk->token_type || !tk->added || strmap_init(&tk->vocab, (size_t)n))
-        { snprintf(why, len, "out of memory for %d tokens", n); return -1; }
+    if (!tk->tokens || !tk->bytes || !tk->n_bytes || !tk->token_type || !tk->added ||
+        strmap_init(&tk->vocab, (size_t)n))
+        return tok_fail(why, len, "out of memory for %d tokens", n);
     for (int i = 0; i < n; i++) {
         const char *s = spec->tokens[i] ? spec->tokens[i] : "";
         size_t k = strlen(s);
         tk->tokens[i] = strdup(s);
         tk->bytes[i] = malloc(k + 1);
-        if (!tk->tokens[i] || !tk->bytes[i]) { snprintf(why, len, "out of memory"); return -1; }
+        if (!tk->tokens[i] || !tk->bytes[i]) return tok_fail(why, len, "out of memory");
         tk->token_type[i] = spec->token_type ? spec->token_type[i] : TOK_TYPE_NORMAL;
         if (is_added(tk->token_type[i])) { memcpy(tk->bytes[i], s, k); tk->n_bytes[i] = k; }
         else tok_bytes_of(s, tk->bytes[i], &tk->n_bytes[i]);
         strmap_put(&tk->vocab, tk->tokens[i], k, i);
         if (is_added(tk->token_type[i]) && k > 0) tk->added[tk->n_added++] = i;
     }
-    sort_tk = tk;
-    qsort(tk->added, (size_t)tk->n_added, sizeof *tk->added, by_length_desc);
+    if (sort_added(tk)) return tok_fail(why, len, "out of memory");
     /* a byte without a token (SmolLM2 has none for some control bytes) is left out of
      * the ids, as HF's BPE without an unk token leaves it out */
     for (int b = 0; b < 256; b++) {
@@ -68,19 +87,30 @@ static int build_vocab(Tokenizer *tk, const TokSpec *spec, char *why, size_t len
     return 0;
 }
 
+/* the id of a string's concatenation a + b, or -1 */
+static int id_of_both(const Tokenizer *tk, const char *a, size_t na, const char *b, size_t nb) {
+    char stack[256], *both = na + nb <= sizeof stack ? stack : malloc(na + nb);
+    if (!both) return -1;
+    memcpy(both, a, na);
+    memcpy(both + na, b, nb);
+    int id = strmap_get(&tk->vocab, both, na + nb);
+    if (both != stack) free(both);
+    return id;
+}
+
 /* merge "left right" of rank r: both parts and their concatenation must be tokens */
 static int build_merges(Tokenizer *tk, const TokSpec *spec, char *why, size_t len) {
-    if (pairmap_init(&tk->merges, (size_t)spec->n_merges)) { snprintf(why, len, "out of memory"); return -1; }
+    if (pairmap_init(&tk->merges, (size_t)spec->n_merges)) return tok_fail(why, len, "out of memory");
     for (int r = 0; r < spec->n_merges; r++) {
         const char *m = spec->merges[r], *sp = m ? strchr(m, ' ') : NULL;
-        if (!sp || sp == m || !sp[1] || strchr(sp + 1, ' ')) { snprintf(why, len, "merge %d '%s' is not 'left right'", r, m ? m : ""); return -1; }
+        if (!sp || sp == m || !sp[1] || strchr(sp + 1, ' '))
+            return tok_fail(why, len, "merge %d '%s' is not 'left right'", r, m ? m : "");
         size_t nl = (size_t)(sp - m), nr = strlen(sp + 1);
-        char *both = malloc(nl + nr + 1);
-        if (!both) { snprintf(why, len, "out of memory"); return -1; }
-        memcpy(both, m, nl); memcpy(both + nl, sp + 1, nr + 1);
-        int l = strmap_get(&tk->vocab, m, nl), rt = strmap_get(&tk->vocab, sp + 1, nr), id = strmap_get(&tk->vocab, both, nl + nr);
-        free(both);
-        if (l < 0 || rt < 0 || id < 0) { snprintf(why, len, "merge %d '%s': '%s' is not in the vocabulary", r, m, l < 0 ? "left part" : rt < 0 ? "right part" : "the merged token"); return -1; }
+        int l = strmap_get(&tk->vocab, m, nl), rt = strmap_get(&tk->vocab, sp + 1, nr);
+        int id = id_of_both(tk, m, nl, sp + 1, nr);
+        if (l < 0 || rt < 0 || id < 0)
+            return tok_fail(why, len, "merge %d '%s': '%s' is not in the vocabulary", r, m,
+                            l < 0 ? "left part" : rt < 0 ? "right part" : "the merged token");
         pairmap_put(&tk->merges, l, rt, r, id);
     }
     return 0;
@@ -88,17 +118,17 @@ static int build_merges(Tokenizer *tk, const TokSpec *spec, char *why, size_t le
 
 int tok_build(Tokenizer **out, const TokSpec *spec, char *why, size_t len) {
     *out = NULL;
-    if (!spec->model || strcmp(spec->model, "gpt2")) {
-        snprintf(why, len, "tokenizer model '%s' is not byte-level BPE ('gpt2')", spec->model ? spec->model : "(none)");
-        return -1;
-    }
-    if (spec->n_vocab <= 0 || !spec->tokens) { snprintf(why, len, "the tokenizer has no vocabulary"); return -1; }
+    if (!spec->model || strcmp(spec->model, "gpt2"))
+        return tok_fail(why, len, "tokenizer model '%s' is not byte-level BPE ('gpt2')",
+                        spec->model ? spec->model : "(none)");
+    if (spec->n_vocab <= 0 || !spec->tokens) return tok_fail(why, len, "the tokenizer has no vocabulary");
     Tokenizer *tk = calloc(1, sizeof *tk);
-    if (!tk) { snprintf(why, len, "out of memory"); return -1; }
+    if (!tk) return tok_fail(why, len, "out of memory");
     tk->bos_id = spec->bos_id; tk->eos_id = spec->eos_id; tk->add_bos = spec->add_bos;
     /* Llama-3's tokenizer.json says ignore_merges, and llama.cpp's llama-bpe does the same */
     tk->ignore_merges = spec->pre && !strcmp(spec->pre, "llama-bpe");
-    if (pretok_build(&tk->pre, spec->pre, why, len) || build_vocab(tk, spec, why, len) || build_merges(tk, spec, why, len)) {
+    if (pretok_build(&tk->pre, spec->pre, why, len) || build_vocab(tk, spec, why, len) ||
+        build_merges(tk, spec, why, len)) {
         tok_free(tk);
         return -1;
     }
@@ -130,7 +160,8 @@ static size_t utf8_invalid_at(const unsigned char *s, size_t n) {
     size_t i = 0;
     while (i < n) {
         unsigned c = s[i];
-        int k = c < 0x80 ? 1 : (c >> 5) == 6 && c >= 0xc2 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 && c <= 0xf4 ? 4 : 0;
+        int k = c < 0x80 ? 1 : (c >> 5) == 6 && c >= 0xc2 ? 2 : (c >> 4) == 14 ? 3
+              : (c >> 3) == 30 && c <= 0xf4 ? 4 : 0;
         if (k == 0 || i + (size_t)k > n) return i;
         for (int j = 1; j < k; j++) if ((s[i + j] & 0xc0) != 0x80) return i;
         if (k == 3) {
@@ -156,24 +187,24 @@ static int added_at(const Tokenizer *tk, const char *s, size_t left) {
     return -1;
 }
 
-typedef struct { const Tokenizer *tk; TokIds *out; } EncodeCtx;
+typedef struct { const Tokenizer *tk; TokIds *out; char *why; size_t len; } EncodeCtx;
 
 static int encode_piece(void *c, const char *s, size_t n) {
     EncodeCtx *e = c;
-    return tok_bpe_piece(e->tk, s, n, e->out);
+    return tok_bpe_piece(e->tk, s, n, e->out) ? tok_fail(e->why, e->len, "out of memory") : 0;
 }
 
 int tok_encode(const Tokenizer *tk, const char *text, size_t n, TokIds *out, char *why, size_t len) {
     size_t bad = utf8_invalid_at((const unsigned char *)text, n);
-    if (bad < n) { snprintf(why, len, "the text is not valid UTF-8 at byte %zu", bad); return -1; }
-    EncodeCtx e = {tk, out};
+    if (bad < n) return tok_fail(why, len, "the text is not valid UTF-8 at byte %zu", bad);
+    EncodeCtx e = {tk, out, why, len};
     size_t start = 0;
     for (size_t i = 0; i <= n; i++) {
         int id = i < n ? added_at(tk, text + i, n - i) : -1;
         if (id < 0 && i < n) continue;
         if (i > start && pretok_split(tk->pre, text + start, i - start, encode_piece, &e, why, len)) return -1;
         if (id >= 0) {
-            if (tokids_push(out, id)) { snprintf(why, len, "out of memory"); return -1; }
+            if (tokids_push(out, id)) return tok_fail(why, len, "out of memory");
             i += tk->n_bytes[id] - 1;
         }
         start = i + 1;
@@ -184,13 +215,18 @@ int tok_encode(const Tokenizer *tk, const char *text, size_t n, TokIds *out, cha
 int tok_decode(const Tokenizer *tk, const int *ids, size_t n, char **text, size_t *n_text, char *why, size_t len) {
     size_t total = 0;
     for (size_t i = 0; i < n; i++) {
-        if (ids[i] < 0 || ids[i] >= tk->n_vocab) { snprintf(why, len, "id %d at position %zu is outside the vocabulary (0..%d)", ids[i], i, tk->n_vocab - 1); return -1; }
+        if (ids[i] < 0 || ids[i] >= tk->n_vocab)
+            return tok_fail(why, len, "id %d at position %zu is outside the vocabulary (0..%d)", ids[i], i,
+                            tk->n_vocab - 1);
         total += tk->n_bytes[ids[i]];
     }
     char *s = malloc(total + 1);
-    if (!s) { snprintf(why, len, "out of memory"); return -1; }
+    if (!s) return tok_fail(why, len, "out of memory");
     size_t k = 0;
-    for (size_t i = 0; i < n; i++) { memcpy(s + k, tk->bytes[ids[i]], tk->n_bytes[ids[i]]); k += tk->n_bytes[ids[i]]; }
+    for (size_t i = 0; i < n; i++) {
+        memcpy(s + k, tk->bytes[ids[i]], tk->n_bytes[ids[i]]);
+        k += tk->n_bytes[ids[i]];
+    }
     s[k] = 0;
     *text = s; *n_text = k;
     return 0;

@@ -86,7 +86,10 @@ static int merge_all(const Tokenizer *tk, Sym *sym, int n, Heap *h) {
 
 int tok_bpe_piece(const Tokenizer *tk, const char *s, size_t n, TokIds *out) {
     if (n == 0) return 0;
-    if (n == 1) return tk->byte_id[(unsigned char)s[0]] < 0 ? 0 : tokids_push(out, tk->byte_id[(unsigned char)s[0]]);
+    if (n == 1) {
+        int id = tk->byte_id[(unsigned char)s[0]];
+        return id < 0 ? 0 : tokids_push(out, id);
+    }
     if (tk->ignore_merges) {
         int id = whole_piece(tk, s, n);
         if (id >= 0) return tokids_push(out, id);
@@ -94,8 +97,10 @@ int tok_bpe_piece(const Tokenizer *tk, const char *s, size_t n, TokIds *out) {
     Sym stack[64], *sym = n <= 64 ? stack : malloc(n * sizeof *sym);
     if (!sym) return -1;
     int m = 0; /* the symbols: the bytes that have a token (tok.c: build_vocab) */
-    for (size_t i = 0; i < n; i++)
-        if (tk->byte_id[(unsigned char)s[i]] >= 0) { sym[m] = (Sym){tk->byte_id[(unsigned char)s[i]], m - 1, m + 1}; m++; }
+    for (size_t i = 0; i < n; i++) {
+        int id = tk->byte_id[(unsigned char)s[i]];
+        if (id >= 0) { sym[m] = (Sym){id, m - 1, m + 1}; m++; }
+    }
     if (m > 0) sym[m - 1].next = -1;
     Heap h = {0};
     int rc = merge_all(tk, sym, m, &h);

@@ -45,9 +45,8 @@ void tok_bytes_of(const char *token, unsigned char *out, size_t *n) {
         int k = utf8_len(*s);
         for (int i = 1; i < k; i++)
             if ((s[i] & 0xc0) != 0x80) { k = 1; break; }
-        uint32_t cp = k == 1 ? *s : k == 2 ? (uint32_t)(s[0] & 0x1f) << 6 | (s[1] & 0x3f)
-                    : k == 3 ? (uint32_t)(s[0] & 0x0f) << 12 | (uint32_t)(s[1] & 0x3f) << 6 | (s[2] & 0x3f)
-                    : (uint32_t)(s[0] & 0x07) << 18 | (uint32_t)(s[1] & 0x3f) << 12 | (uint32_t)(s[2] & 0x3f) << 6 | (s[3] & 0x3f);
+        uint32_t cp = k == 1 ? *s : (uint32_t)(*s & (0x7f >> k)); /* the lead byte's bits, then 6 per byte */
+        for (int i = 1; i < k; i++) cp = cp << 6 | (s[i] & 0x3f);
         int b = cp_byte(cp);
         if (b >= 0) out[(*n)++] = (unsigned char)b;
         else for (int i = 0; i < k; i++) out[(*n)++] = s[i]; /* outside the alphabet: as it is */

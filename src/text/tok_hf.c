@@ -32,31 +32,36 @@ char *tok_read_text(const char *path, size_t *n) {
 static int read_vocab(const cJSON *vocab, const cJSON *added, TokSpec *spec, const char *path, char *why, size_t len) {
     int n = 0;
     for (const cJSON *t = vocab->child; t; t = t->next) {
-        if (!cJSON_IsNumber(t) || t->valueint < 0) { snprintf(why, len, "%s: model.vocab['%s'] is not an id", path, t->string); return -1; }
+        if (!cJSON_IsNumber(t) || t->valueint < 0)
+            return tok_fail(why, len, "%s: model.vocab['%s'] is not an id", path, t->string);
         if (t->valueint >= n) n = t->valueint + 1;
     }
     for (const cJSON *a = added ? added->child : NULL; a; a = a->next) {
-        const cJSON *id = cJSON_GetObjectItemCaseSensitive(a, "id"), *c = cJSON_GetObjectItemCaseSensitive(a, "content");
-        if (!cJSON_IsNumber(id) || id->valueint < 0 || !cJSON_IsString(c)) { snprintf(why, len, "%s: added_tokens: an entry without 'id' or 'content'", path); return -1; }
+        const cJSON *id = cJSON_GetObjectItemCaseSensitive(a, "id");
+        const cJSON *c = cJSON_GetObjectItemCaseSensitive(a, "content");
+        if (!cJSON_IsNumber(id) || id->valueint < 0 || !cJSON_IsString(c))
+            return tok_fail(why, len, "%s: added_tokens: an entry without 'id' or 'content'", path);
         if (id->valueint >= n) n = id->valueint + 1;
     }
     spec->n_vocab = n;
     spec->tokens = calloc((size_t)n, sizeof *spec->tokens);
     spec->token_type = calloc((size_t)n, sizeof *spec->token_type);
-    if (!spec->tokens || !spec->token_type) { snprintf(why, len, "%s: out of memory for %d tokens", path, n); return -1; }
+    if (!spec->tokens || !spec->token_type) return tok_fail(why, len, "%s: out of memory for %d tokens", path, n);
     for (const cJSON *t = vocab->child; t; t = t->next) {
         free(spec->tokens[t->valueint]); /* two strings with one id: the last one, as a JSON map would */
-        if (!(spec->tokens[t->valueint] = strdup(t->string))) { snprintf(why, len, "out of memory"); return -1; }
+        if (!(spec->tokens[t->valueint] = strdup(t->string))) return tok_fail(why, len, "out of memory");
         spec->token_type[t->valueint] = TOK_TYPE_NORMAL;
     }
     for (const cJSON *a = added ? added->child : NULL; a; a = a->next) {
         int id = cJSON_GetObjectItemCaseSensitive(a, "id")->valueint;
         free(spec->tokens[id]);
-        if (!(spec->tokens[id] = strdup(cJSON_GetObjectItemCaseSensitive(a, "content")->valuestring))) { snprintf(why, len, "out of memory"); return -1; }
-        spec->token_type[id] = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(a, "special")) ? TOK_TYPE_CONTROL : TOK_TYPE_USER_DEFINED;
+        if (!(spec->tokens[id] = strdup(cJSON_GetObjectItemCaseSensitive(a, "content")->valuestring)))
+            return tok_fail(why, len, "out of memory");
+        int special = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(a, "special"));
+        spec->token_type[id] = special ? TOK_TYPE_CONTROL : TOK_TYPE_USER_DEFINED;
     }
     for (int i = 0; i < n; i++)
-        if (!spec->tokens[i]) { snprintf(why, len, "%s: model.vocab: no token has id %d (ids 0..%d)", path, i, n - 1); return -1; }
+        if (!spec->tokens[i]) return tok_fail(why, len, "%s: model.vocab: no token has id %d (ids 0..%d)", path, i, n - 1);
     return 0;
 }
 
@@ -64,15 +69,18 @@ static int read_vocab(const cJSON *vocab, const cJSON *added, TokSpec *spec, con
 static int read_merges(const cJSON *merges, TokSpec *spec, const char *path, char *why, size_t len) {
     int n = cJSON_GetArraySize(merges), r = 0;
     spec->merges = calloc((size_t)n + 1, sizeof *spec->merges);
-    if (!spec->merges) { snprintf(why, len, "out of memory"); return -1; }
+    if (!spec->merges) return tok_fail(why, len, "out of memory");
     for (const cJSON *m = merges->child; m; m = m->next, r++) {
+        spec->n_merges = r; /* what tokspec_free frees if this one fails */
+        int pair = cJSON_IsArray(m) && cJSON_GetArraySize(m) == 2 && cJSON_IsString(m->child) &&
+                   cJSON_IsString(m->child->next);
         if (cJSON_IsString(m)) spec->merges[r] = strdup(m->valuestring);
-        else if (cJSON_IsArray(m) && cJSON_GetArraySize(m) == 2 && cJSON_IsString(m->child) && cJSON_IsString(m->child->next)) {
-            size_t a = strlen(m->child->valuestring), b = strlen(m->child->next->valuestring);
-            if ((spec->merges[r] = malloc(a + b + 2)))
-                snprintf(spec->merges[r], a + b + 2, "%s %s", m->child->valuestring, m->child->next->valuestring);
-        } else { spec->n_merges = r; snprintf(why, len, "%s: model.merges[%d] is neither \"a b\" nor [\"a\", \"b\"]", path, r); return -1; }
-        if (!spec->merges[r]) { spec->n_merges = r; snprintf(why, len, "out of memory"); return -1; }
+        else if (pair) {
+            const char *a = m->child->valuestring, *b = m->child->next->valuestring;
+            size_t k = strlen(a) + strlen(b) + 2;
+            if ((spec->merges[r] = malloc(k))) snprintf(spec->merges[r], k, "%s %s", a, b);
+        } else return tok_fail(why, len, "%s: model.merges[%d] is neither \"a b\" nor [\"a\", \"b\"]", path, r);
+        if (!spec->merges[r]) return tok_fail(why, len, "out of memory");
     }
     spec->n_merges = n;
     return 0;
@@ -80,7 +88,7 @@ static int read_merges(const cJSON *merges, TokSpec *spec, const char *path, cha
 
 static const cJSON *need(const cJSON *obj, const char *key, const char *name, const char *path, char *why, size_t len) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
-    if (!v) snprintf(why, len, "%s: missing key '%s'", path, name);
+    if (!v) tok_fail(why, len, "%s: missing key '%s'", path, name);
     return v;
 }
 
@@ -88,22 +96,25 @@ static int read_json(const cJSON *root, TokSpec *spec, const char *path, char *w
     const cJSON *model = need(root, "model", "model", path, why, len), *vocab, *merges, *type;
     if (!model) return -1;
     if (!(type = need(model, "type", "model.type", path, why, len))) return -1;
-    if (!cJSON_IsString(type) || strcmp(type->valuestring, "BPE")) { snprintf(why, len, "%s: model.type is not \"BPE\"", path); return -1; }
-    if (!(vocab = need(model, "vocab", "model.vocab", path, why, len)) || !(merges = need(model, "merges", "model.merges", path, why, len))) return -1;
-    if (!cJSON_IsObject(vocab)) { snprintf(why, len, "%s: model.vocab is not an object", path); return -1; }
-    if (!cJSON_IsArray(merges)) { snprintf(why, len, "%s: model.merges is not an array", path); return -1; }
+    if (!cJSON_IsString(type) || strcmp(type->valuestring, "BPE"))
+        return tok_fail(why, len, "%s: model.type is not \"BPE\"", path);
+    if (!(vocab = need(model, "vocab", "model.vocab", path, why, len)) ||
+        !(merges = need(model, "merges", "model.merges", path, why, len)))
+        return -1;
+    if (!cJSON_IsObject(vocab)) return tok_fail(why, len, "%s: model.vocab is not an object", path);
+    if (!cJSON_IsArray(merges)) return tok_fail(why, len, "%s: model.merges is not an array", path);
     const cJSON *added = cJSON_GetObjectItemCaseSensitive(root, "added_tokens");
-    if (added && !cJSON_IsArray(added) && !cJSON_IsNull(added)) { snprintf(why, len, "%s: added_tokens is not an array", path); return -1; }
+    if (added && !cJSON_IsArray(added) && !cJSON_IsNull(added))
+        return tok_fail(why, len, "%s: added_tokens is not an array", path);
     const char *pre;
     if (tok_hf_pre(root, &pre, path, why, len)) return -1;
     const cJSON *im = cJSON_GetObjectItemCaseSensitive(model, "ignore_merges");
-    if (cJSON_IsTrue(im) != !strcmp(pre, "llama-bpe")) {
-        snprintf(why, len, "%s: model.ignore_merges is %s, where the '%s' pre-tokenizer has it %s", path,
-                 cJSON_IsTrue(im) ? "true" : "false", pre, strcmp(pre, "llama-bpe") ? "false" : "true");
-        return -1;
-    }
-    if (!(spec->model = strdup("gpt2")) || !(spec->pre = strdup(pre))) { snprintf(why, len, "out of memory"); return -1; }
-    return read_vocab(vocab, cJSON_IsArray(added) ? added : NULL, spec, path, why, len) || read_merges(merges, spec, path, why, len) ? -1 : 0;
+    if (cJSON_IsTrue(im) != !strcmp(pre, "llama-bpe")) /* the family decides it (tok.c), so it must agree */
+        return tok_fail(why, len, "%s: model.ignore_merges is %s, where the '%s' pre-tokenizer has it %s", path,
+                        cJSON_IsTrue(im) ? "true" : "false", pre, strcmp(pre, "llama-bpe") ? "false" : "true");
+    if (!(spec->model = strdup("gpt2")) || !(spec->pre = strdup(pre))) return tok_fail(why, len, "out of memory");
+    if (read_vocab(vocab, cJSON_IsArray(added) ? added : NULL, spec, path, why, len)) return -1;
+    return read_merges(merges, spec, path, why, len);
 }
 
 int tok_read_hf_json(const char *path, TokSpec *spec, char *why, size_t len) {
@@ -111,7 +122,7 @@ int tok_read_hf_json(const char *path, TokSpec *spec, char *why, size_t len) {
     spec->bos_id = spec->eos_id = spec->eot_id = spec->pad_id = -1;
     size_t n;
     char *text = tok_read_text(path, &n);
-    if (!text) { snprintf(why, len, "%s: cannot read", path); return -1; }
+    if (!text) return tok_fail(why, len, "%s: cannot read", path);
     cJSON *root = cJSON_ParseWithLength(text, n);
     int rc;
     if (!root || !cJSON_IsObject(root)) {
@@ -128,7 +139,7 @@ int tok_read_hf_json(const char *path, TokSpec *spec, char *why, size_t len) {
 int tok_read_hf(const char *dir, TokSpec *spec, char *why, size_t len) {
     size_t n = strlen(dir) + 32;
     char *path = malloc(n);
-    if (!path) { snprintf(why, len, "out of memory"); return -1; }
+    if (!path) return tok_fail(why, len, "out of memory");
     snprintf(path, n, "%s/tokenizer.json", dir);
     int rc = tok_read_hf_json(path, spec, why, len);
     if (rc == 0) {

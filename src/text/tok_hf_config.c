@@ -5,6 +5,7 @@
  * id (ChatML's <|im_end|> or Llama-3's <|eot_id|> where the vocabulary has
  * one, else eos). The file is optional: without it these stay unset. */
 #include "tok_hf.h"
+#include "tok_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,15 +31,16 @@ static int special_id(const cJSON *root, const char *key, int *id, const TokSpec
     *id = -1;
     if (!v || cJSON_IsNull(v)) return 0;
     const char *s = token_text(v);
-    if (!s) { snprintf(why, len, "%s: %s is neither a string nor {\"content\": ...}", path, key); return -1; }
-    if ((*id = find_token(spec, s)) < 0) { snprintf(why, len, "%s: %s '%s' is not in the vocabulary", path, key, s); return -1; }
+    if (!s) return tok_fail(why, len, "%s: %s is neither a string nor {\"content\": ...}", path, key);
+    if ((*id = find_token(spec, s)) < 0) return tok_fail(why, len, "%s: %s '%s' is not in the vocabulary", path, key, s);
     return 0;
 }
 
 static const char *template_text(const cJSON *t) {
     if (cJSON_IsString(t)) return t->valuestring;
     for (const cJSON *e = cJSON_IsArray(t) ? t->child : NULL; e; e = e->next) {
-        const cJSON *name = cJSON_GetObjectItemCaseSensitive(e, "name"), *tt = cJSON_GetObjectItemCaseSensitive(e, "template");
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(e, "name");
+        const cJSON *tt = cJSON_GetObjectItemCaseSensitive(e, "template");
         if (cJSON_IsString(name) && !strcmp(name->valuestring, "default") && cJSON_IsString(tt)) return tt->valuestring;
     }
     return NULL;
@@ -53,8 +55,8 @@ static int read_config(const cJSON *root, TokSpec *spec, const char *path, char 
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(root, "chat_template");
     if (t && !cJSON_IsNull(t)) {
         const char *text = template_text(t);
-        if (!text) { snprintf(why, len, "%s: chat_template is neither a string nor a list with a \"default\"", path); return -1; }
-        if (!(spec->chat_template = strdup(text))) { snprintf(why, len, "out of memory"); return -1; }
+        if (!text) return tok_fail(why, len, "%s: chat_template is neither a string nor a list with a \"default\"", path);
+        if (!(spec->chat_template = strdup(text))) return tok_fail(why, len, "out of memory");
     }
     spec->eot_id = find_token(spec, "<|im_end|>");
     if (spec->eot_id < 0) spec->eot_id = find_token(spec, "<|eot_id|>");

@@ -28,15 +28,16 @@ static int is_type(const cJSON *obj, const char *type) {
 static int byte_level(const cJSON *p, int use_regex) {
     const cJSON *ur = cJSON_GetObjectItemCaseSensitive(p, "use_regex");
     int regex = ur ? cJSON_IsTrue(ur) : 1;
-    return is_type(p, "ByteLevel") && !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(p, "add_prefix_space")) && regex == use_regex;
+    int prefix = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(p, "add_prefix_space"));
+    return is_type(p, "ByteLevel") && !prefix && regex == use_regex;
 }
 
 /* a Split step of a known family's regex, isolating its matches: the family's name, or NULL */
 static const char *split_family(const cJSON *p) {
     const cJSON *pat = cJSON_GetObjectItemCaseSensitive(p, "pattern");
     const char *re = str_of(pat, "Regex"), *behavior = str_of(p, "behavior");
-    if (!is_type(p, "Split") || !re || !behavior || strcmp(behavior, "Isolated") || cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(p, "invert")))
-        return NULL;
+    int invert = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(p, "invert"));
+    if (!is_type(p, "Split") || !re || !behavior || strcmp(behavior, "Isolated") || invert) return NULL;
     if (!strcmp(re, pretok_pattern("llama-bpe"))) return "llama-bpe";
     if (!strcmp(re, pretok_pattern("qwen2"))) return "qwen2";
     return NULL;
@@ -47,24 +48,21 @@ static const char *family_of(const cJSON *pt) {
     const cJSON *seq = cJSON_GetObjectItemCaseSensitive(pt, "pretokenizers");
     if (!is_type(pt, "Sequence") || !cJSON_IsArray(seq) || cJSON_GetArraySize(seq) != 2) return NULL;
     const cJSON *a = seq->child, *b = a->next;
-    if (is_type(a, "Digits") && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(a, "individual_digits")) && byte_level(b, 1))
-        return "smollm";
+    int digits = is_type(a, "Digits") && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(a, "individual_digits"));
+    if (digits && byte_level(b, 1)) return "smollm";
     const char *f = split_family(a);
     return f && byte_level(b, 0) ? f : NULL;
 }
 
 int tok_hf_pre(const cJSON *root, const char **pre, const char *path, char *why, size_t len) {
     const cJSON *norm = cJSON_GetObjectItemCaseSensitive(root, "normalizer");
-    if (norm && !cJSON_IsNull(norm) && !is_type(norm, "NFC")) {
-        snprintf(why, len, "%s: normalizer: type '%s' is not supported (none, or NFC)", path, str_of(norm, "type") ? str_of(norm, "type") : "?");
-        return -1;
-    }
+    if (norm && !cJSON_IsNull(norm) && !is_type(norm, "NFC"))
+        return tok_fail(why, len, "%s: normalizer: type '%s' is not supported (none, or NFC)", path,
+                        str_of(norm, "type") ? str_of(norm, "type") : "?");
     const cJSON *pt = cJSON_GetObjectItemCaseSensitive(root, "pre_tokenizer");
-    if (!pt) { snprintf(why, len, "%s: missing key 'pre_tokenizer'", path); return -1; }
-    if (!(*pre = family_of(pt))) {
-        snprintf(why, len, "%s: pre_tokenizer: not one Nereus knows (GPT-2's ByteLevel; Llama-3's or Qwen2's "
-                 "Split + ByteLevel; SmolLM2's Digits + ByteLevel)", path);
-        return -1;
-    }
+    if (!pt) return tok_fail(why, len, "%s: missing key 'pre_tokenizer'", path);
+    if (!(*pre = family_of(pt)))
+        return tok_fail(why, len, "%s: pre_tokenizer: not one Nereus knows (GPT-2's ByteLevel; Llama-3's or "
+                        "Qwen2's Split + ByteLevel; SmolLM2's Digits + ByteLevel)", path);
     return 0;
 }

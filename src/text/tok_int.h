@@ -68,6 +68,9 @@ struct Tokenizer {
     int bos_id, eos_id, add_bos;
 };
 
+/* writes the message to why and returns -1: `return tok_fail(why, len, "...", ...);` */
+int tok_fail(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 /* the merge loop: appends the ids of one piece's bytes to out */
 int tok_bpe_piece(const Tokenizer *tk, const char *s, size_t n, TokIds *out);
 

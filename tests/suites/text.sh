@@ -53,6 +53,7 @@ mk_tok no-merges "$BL" ''
 mk_tok bad-merge "$BL" ', "merges": ["a c"]'
 mk_tok split-other '{"type": "Sequence", "pretokenizers": [{"type": "Split", "pattern": {"Regex": "\\\\w+"}, "behavior": "Isolated", "invert": false}, {"type": "ByteLevel", "add_prefix_space": false, "use_regex": false}]}' ', "merges": ["a b"]'
 mkdir -p "$W/no-pre"; sed 's/"pre_tokenizer": .*/"pre_tokenizer_x": null,/' "$W/ok/tokenizer.json" >"$W/no-pre/tokenizer.json"
+mkdir -p "$W/not-json"; head -c 100 "$W/ok/tokenizer.json" >"$W/not-json/tokenizer.json"
 mkdir -p "$W/bad-template"; cp "$W/ok/tokenizer.json" "$W/bad-template/"
 printf '{"chat_template": "{%%- for m in messages %%}[INST] {{ m.content }}\\n{%%- endfor %%}"}\n' >"$W/bad-template/tokenizer_config.json"
 printf 'GGUF\003\000\000\000' >"$W/model.gguf"
@@ -66,6 +67,7 @@ t tok-small-merges-array 10 bash -c "small array-merges"
 bad tok-bad-missing-merges "no-merges/tokenizer.json: missing key 'model.merges'" $TOK encode "$W/no-merges" </dev/null
 bad tok-bad-missing-pre "no-pre/tokenizer.json: missing key 'pre_tokenizer'" $TOK encode "$W/no-pre" </dev/null
 bad tok-bad-unknown-pre "split-other/tokenizer.json: pre_tokenizer: not one Nereus knows" $TOK encode "$W/split-other" </dev/null
+bad tok-bad-not-json "not-json/tokenizer.json: not a JSON object \(near byte [0-9]+\)" $TOK encode "$W/not-json" </dev/null
 bad tok-bad-merge "merge 0 'a c': 'right part' is not in the vocabulary" $TOK encode "$W/bad-merge" </dev/null
 bad tok-bad-json-line "<stdin>:2: not a JSON string" $TOK encode "$W/ok" < <(printf '"a"\n{"a": 1\n')
 bad tok-bad-number-line "<stdin>:1: not a JSON string" $TOK encode "$W/ok" < <(printf '42\n')
