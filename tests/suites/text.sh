@@ -1,6 +1,8 @@
 # tests/suites/text.sh — the tokenizer and bin/nereus-tok: ids equal to HF tokenizers' on the committed corpus (GPT-2, Llama-3, Qwen2-style, SmolLM2), decode(encode(x)) = x, chat ids equal to transformers' apply_chat_template, bad tokenizers and input refused
 # The reference files are tests/text/data/ (tests/text/make_reference.py says how they are made); no Python runs here.
 section "tokenizer"
+# the C API on hand-made tokenizers: merge order, ignore_merges, added tokens, refusals, chat formats
+t test_text 30 build/tests/test_text
 # the checks are shell functions, exported, since t runs its command under timeout: t NAME S bash -c 'FN ARGS'
 export TOK=bin/nereus-tok D=tests/text/data W=$LOG/text
 mkdir -p "$W"
