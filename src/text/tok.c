@@ -1,8 +1,11 @@
 /* tok.c — the Tokenizer (text.h): built from a TokSpec, it encodes text as
  * added tokens matched whole (leftmost, longest first, as HF's added-token
- * matcher does), the stretches between them split by the family's
- * pre-tokenizer (tok_pre.c) and each piece merged by rank (tok_bpe.c); it
- * decodes ids back to the bytes they stand for. */
+ * matcher does), the stretches between them put in NFC where the family's
+ * tokenizer.json normalizes so (Qwen2's, through utf8proc), split by the
+ * family's pre-tokenizer (tok_pre.c) and each piece merged by rank
+ * (tok_bpe.c); it decodes ids back to the bytes they stand for. */
+#include <utf8proc.h>
+
 #include "tok_int.h"
 
 #include <stdarg.h>
@@ -127,6 +130,8 @@ int tok_build(Tokenizer **out, const TokSpec *spec, char *why, size_t len) {
     tk->bos_id = spec->bos_id; tk->eos_id = spec->eos_id; tk->add_bos = spec->add_bos;
     /* Llama-3's tokenizer.json says ignore_merges, and llama.cpp's llama-bpe does the same */
     tk->ignore_merges = spec->pre && !strcmp(spec->pre, "llama-bpe");
+    /* Qwen2's tokenizer.json normalizes to NFC (llama.cpp's qwen2 does not: HF is the reference here) */
+    tk->nfc = spec->pre && !strcmp(spec->pre, "qwen2");
     if (pretok_build(&tk->pre, spec->pre, why, len) || build_vocab(tk, spec, why, len) ||
         build_merges(tk, spec, why, len)) {
         tok_free(tk);
@@ -194,6 +199,20 @@ static int encode_piece(void *c, const char *s, size_t n) {
     return tok_bpe_piece(e->tk, s, n, e->out) ? tok_fail(e->why, e->len, "out of memory") : 0;
 }
 
+/* one stretch between added tokens: NFC first where the family says so (ASCII is in NFC already) */
+static int encode_stretch(const Tokenizer *tk, const char *s, size_t n, EncodeCtx *e) {
+    size_t i = 0;
+    while (tk->nfc && i < n && (unsigned char)s[i] < 0x80) i++;
+    if (!tk->nfc || i == n) return pretok_split(tk->pre, s, n, encode_piece, e, e->why, e->len);
+    utf8proc_uint8_t *nfc = NULL;
+    utf8proc_ssize_t k = utf8proc_map((const utf8proc_uint8_t *)s, (utf8proc_ssize_t)n, &nfc,
+                                      UTF8PROC_STABLE | UTF8PROC_COMPOSE);
+    int rc = k < 0 ? tok_fail(e->why, e->len, "NFC: %s", utf8proc_errmsg(k))
+                   : pretok_split(tk->pre, (const char *)nfc, (size_t)k, encode_piece, e, e->why, e->len);
+    free(nfc);
+    return rc;
+}
+
 int tok_encode(const Tokenizer *tk, const char *text, size_t n, TokIds *out, char *why, size_t len) {
     size_t bad = utf8_invalid_at((const unsigned char *)text, n);
     if (bad < n) return tok_fail(why, len, "the text is not valid UTF-8 at byte %zu", bad);
@@ -202,7 +221,7 @@ int tok_encode(const Tokenizer *tk, const char *text, size_t n, TokIds *out, cha
     for (size_t i = 0; i <= n; i++) {
         int id = i < n ? added_at(tk, text + i, n - i) : -1;
         if (id < 0 && i < n) continue;
-        if (i > start && pretok_split(tk->pre, text + start, i - start, encode_piece, &e, why, len)) return -1;
+        if (i > start && encode_stretch(tk, text + start, i - start, &e)) return -1;
         if (id >= 0) {
             if (tokids_push(out, id)) return tok_fail(why, len, "out of memory");
             i += tk->n_bytes[id] - 1;

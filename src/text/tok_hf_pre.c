@@ -5,9 +5,9 @@
  *   smollm     Sequence [Digits (individual_digits true), ByteLevel (use_regex true)]
  *   llama-bpe  Sequence [Split (Llama-3's regex, Isolated), ByteLevel (use_regex false)]
  *   qwen2      Sequence [Split (Qwen2's regex, Isolated), ByteLevel (use_regex false)]
- * with add_prefix_space false throughout, and no normalizer, or NFC (Qwen2's:
- * Nereus does not apply it, so text not in NFC may tokenize differently
- * from HF; docs/TEXT.md). Anything else is refused, naming the JSON key. */
+ * with add_prefix_space false throughout, and the normalizer NFC for qwen2
+ * and none for the others, as their published files have it. Anything else
+ * is refused, naming the JSON key. */
 #include "tok_hf.h"
 #include "tok_int.h"
 
@@ -64,5 +64,10 @@ int tok_hf_pre(const cJSON *root, const char **pre, const char *path, char *why,
     if (!(*pre = family_of(pt)))
         return tok_fail(why, len, "%s: pre_tokenizer: not one Nereus knows (GPT-2's ByteLevel; Llama-3's or "
                         "Qwen2's Split + ByteLevel; SmolLM2's Digits + ByteLevel)", path);
+    /* the family decides NFC (tok.c: Qwen2's files have it, the others none), so the file must agree */
+    int nfc = is_type(norm, "NFC"), want = !strcmp(*pre, "qwen2");
+    if (nfc != want)
+        return tok_fail(why, len, "%s: normalizer is %s, where the '%s' pre-tokenizer has %s", path,
+                        nfc ? "NFC" : "none", *pre, want ? "NFC" : "none");
     return 0;
 }

@@ -62,6 +62,7 @@ struct Tokenizer {
     PairMap merges;
     int byte_id[256];       /* the id of each single byte's token */
     int ignore_merges;      /* Llama-3: a piece that is whole in the vocabulary is one token */
+    int nfc;                /* Qwen2: text between added tokens is put in Unicode NFC first */
     PreTok *pre;
     int *added;             /* (n_added) the added tokens' ids, longest text first */
     int n_added;

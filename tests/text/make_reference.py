@@ -11,7 +11,8 @@ How to remake them (PyPI only; `make test` itself needs none of this):
 
 What it writes (tests/text/data/):
     corpus.jsonl          the corpus: one JSON string a line (reasoning-gym questions, prose, code,
-                          whitespace runs, digits, emoji, CJK, accents, special tokens), all in NFC
+                          whitespace runs, digits, emoji, CJK, accents, special tokens, text not in NFC)
+    corpus.nfc.jsonl      the same in NFC: HF's decode(encode(x)) for Qwen2, whose normalizer is NFC
     NAME/tokenizer.json   NAME = gpt2, llama3, qwen2: a vocabulary trained here with HF tokenizers'
                           BpeTrainer on the corpus, with that family's own pre-tokenizer (GPT-2's
                           ByteLevel regex; Llama-3's and Qwen2's Split regex + ByteLevel, as their
@@ -191,8 +192,15 @@ def make_corpus():
     # control bytes (the byte-level alphabet below 0x21), and whitespace that only some definitions of \s have
     out += ["\x1b[31mred\x1b[0m", "tab\x0bvt\x0cff\x7f", "\x01\x02\x03 \x1f", "a\u0085 b", "x\u0085\u0085y",
             "a\u2028b\u2029c", "zero\u200bwidth", "\ufeffbom", "\u180e mongolian", "\x1c\x1e sep"]
-    # NFC throughout: Qwen2's normalizer is NFC, which Nereus does not apply (docs/TEXT.md)
-    return [unicodedata.normalize("NFC", s).replace("\x00", "") for s in out]
+    # text not in NFC, which Qwen2's normalizer changes: decomposed accents and Hangul, combining marks
+    # out of canonical order, singletons (U+212B ANGSTROM SIGN, U+2126 OHM SIGN)
+    nfd = [unicodedata.normalize("NFD", x) for x in ACCENTS + CJK]
+    marks = ["\u0301", "\u0323", "\u0308", "\u030a", "\u0327", "\u0303"]
+    for _ in range(60):
+        w = rng.choice(WORDS)
+        nfd.append("".join(c + ("".join(rng.choice(marks) for _ in range(rng.randint(0, 2))) if rng.random() < 0.4 else "")
+                           for c in w) + rng.choice(["", " \u212b", " 5 \u2126", " \u1100\u1161\u11a8"]))
+    return [x.replace("\x00", "") for x in out + nfd]
 
 
 def train_family(name, corpus):
@@ -282,6 +290,8 @@ def main():
     os.makedirs(OUT, exist_ok=True)
     corpus = make_corpus()
     write_lines(os.path.join(OUT, "corpus.jsonl"), [json.dumps(s, ensure_ascii=False) for s in corpus])
+    nfc = [unicodedata.normalize("NFC", s) for s in corpus]
+    write_lines(os.path.join(OUT, "corpus.nfc.jsonl"), [json.dumps(s, ensure_ascii=False) for s in nfc])
     prompts = chat_prompts()
     write_lines(os.path.join(OUT, "chat.jsonl"), [json.dumps(p, ensure_ascii=False) for p in prompts])
     fams = {n: train_family(n, corpus) for n in ("gpt2", "llama3", "qwen2")}
@@ -297,8 +307,12 @@ def main():
         with open(os.path.join(d, "tokenizer.json"), "w", encoding="utf-8") as f:
             json.dump(j, f, ensure_ascii=False)
         tok = Tokenizer.from_str(json.dumps(j))
-        write_lines(os.path.join(OUT, name + ".ids"),
-                    [" ".join(map(str, tok.encode(s, add_special_tokens=False).ids)) for s in corpus])
+        ids = [tok.encode(s, add_special_tokens=False).ids for s in corpus]
+        write_lines(os.path.join(OUT, name + ".ids"), [" ".join(map(str, x)) for x in ids])
+        # what the suite's round trip compares with: HF's own decode gives x back (NFC(x) for Qwen2)
+        want = nfc if name == "qwen2" else corpus
+        bad = [i for i, x in enumerate(ids) if tok.decode(x, skip_special_tokens=False) != want[i]]
+        assert not bad, f"{name}: HF's decode(encode(x)) differs on lines {bad[:10]}"
         if name in templates:
             with open(os.path.join(d, "tokenizer_config.json"), "w", encoding="utf-8") as f:
                 json.dump(dict(chat_specials[name], chat_template=templates[name]), f, ensure_ascii=False,
