@@ -107,6 +107,16 @@ static const char LLAMA3_TMPL[] =
     "{% set content = '<|start_header_id|>' + message['role'] + '<|end_header_id|>\\n\\n'+ message['content'] | trim"
     " + '<|eot_id|>' %}{% if loop.index0 == 0 %}{% set content = bos_token + content %}{% endif %}";
 
+static const char LLAMA31_TMPL[] =
+    "{{- \"<|start_header_id|>system<|end_header_id|>\\n\\n\" }}{{- \"Cutting Knowledge Date: December 2023\\n\" }}";
+static const char QWEN25_TMPL[] =
+    "{%- if tools %}{{- '<|im_start|>system\\n' }}{%- if messages[0]['role'] == 'system' %}{{- messages[0]['content'] }}"
+    "{%- else %}{{- 'You are Qwen, created by Alibaba Cloud. You are a helpful assistant.' }}{%- endif %}"
+    "{{- \"\\n\\n# Tools\" }}{{- \"<|im_end|>\\n\" }}{%- else %}{%- if messages[0]['role'] == 'system' %}"
+    "{{- '<|im_start|>system\\n' + messages[0]['content'] + '<|im_end|>\\n' }}{%- else %}"
+    "{{- '<|im_start|>system\\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\\n' }}"
+    "{%- endif %}{%- endif %}";
+
 static void check_chat(void) {
     static const char *const toks[] = {"a", "<|im_start|>", "<|im_end|>", "<|start_header_id|>", "<|end_header_id|>",
                                        "<|eot_id|>", "<|begin_of_text|>", NULL};
@@ -137,6 +147,17 @@ static void check_chat(void) {
                      "<|start_header_id|>user<|end_header_id|>\n\nhi<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n"),
           "Llama-3: bos, trimmed turns, the assistant header");
     free(p);
+    p = chat_format(&chat, NULL, "\xe3\x80\x80hi\xc2\xa0\xe2\x80\xa6\xc2\xa0\n");
+    CHECK(!strcmp(p, "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nhi\xc2\xa0\xe2\x80\xa6<|eot_id|>"
+                     "<|start_header_id|>assistant<|end_header_id|>\n\n"),
+          "Llama-3: trims Unicode spaces (U+3000, U+00A0) as Python's strip does, not U+2026");
+    free(p);
+    chat_free(&chat);
+    CHECK(chat_build(&chat, LLAMA31_TMPL, tk, why, sizeof why) && strstr(why, "Llama-3.1's, with its dated system turn"),
+          "Llama-3.1's template refused: %s", why);
+    CHECK(chat_build(&chat, QWEN25_TMPL, tk, why, sizeof why) == 0 && chat.default_system &&
+          !strcmp(chat.default_system, "You are Qwen, created by Alibaba Cloud. You are a helpful assistant."),
+          "Qwen2.5's default system prompt found after two turns that are not literal");
     chat_free(&chat);
     CHECK(chat_build(&chat, "{% for m in messages %}[INST] {{ m.content }}\nmore", tk, why, sizeof why) &&
           !strcmp(why, "chat template not recognised (ChatML or Llama-3): {% for m in messages %}[INST] {{ m.content }}"),

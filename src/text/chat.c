@@ -13,6 +13,7 @@
  * apply_chat_template does. */
 #include "tok_int.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,20 +22,21 @@ const char *chat_format_name(ChatFormat f) {
     return f == CHAT_CHATML ? "chatml" : f == CHAT_LLAMA3 ? "llama3" : "none";
 }
 
-/* the literal system text a ChatML template writes when there is none, or NULL */
+/* the literal system text a ChatML template writes when there is none, or NULL: the first
+ * "<|im_start|>system\n...<|im_end|>" whose text is a literal (Qwen2.5's comes after two that
+ * write the messages' own system turn) */
 static char *default_system(const char *tmpl) {
     static const char *const heads[] = {"<|im_start|>system\n", "<|im_start|>system\\n"};
-    for (int h = 0; h < 2; h++) {
-        const char *s = strstr(tmpl, heads[h]);
-        if (!s) continue;
-        s += strlen(heads[h]);
-        const char *e = strstr(s, "<|im_end|>");
-        if (!e || e == s) continue;
-        size_t n = (size_t)(e - s);
-        int literal = 1;
-        for (const char *c = "'\"{+\\"; *c; c++) literal &= !memchr(s, *c, n);
-        if (literal) return strndup(s, n); /* else the template writes the messages' own system turn */
-    }
+    for (int h = 0; h < 2; h++)
+        for (const char *s = strstr(tmpl, heads[h]); s; s = strstr(s, heads[h])) {
+            s += strlen(heads[h]);
+            const char *e = strstr(s, "<|im_end|>");
+            if (!e || e == s) continue;
+            size_t n = (size_t)(e - s);
+            int literal = 1;
+            for (const char *c = "'\"{+\\"; *c; c++) literal &= !memchr(s, *c, n);
+            if (literal) return strndup(s, n);
+        }
     return NULL;
 }
 
@@ -52,6 +54,9 @@ int chat_build(Chat *chat, const char *tmpl, const Tokenizer *tk, char *why, siz
         chat->default_system = default_system(tmpl);
         return eot_of(chat, tk, "<|im_end|>", why, len);
     }
+    if (strstr(tmpl, "<|start_header_id|>") && strstr(tmpl, "Cutting Knowledge Date"))
+        return tok_fail(why, len, "chat template: Llama-3.1's, with its dated system turn, is not one of the built-in "
+                        "formats (Llama-3's is)");
     if (strstr(tmpl, "<|start_header_id|>")) {
         chat->format = CHAT_LLAMA3;
         if (strstr(tmpl, "bos_token") && tok_bos(tk) >= 0) chat->bos = strdup(tk->tokens[tok_bos(tk)]);
@@ -68,11 +73,31 @@ void chat_free(Chat *chat) {
     memset(chat, 0, sizeof *chat);
 }
 
-/* s without leading and trailing ASCII whitespace (Jinja's trim), as a length-bounded view */
+/* the length of the whitespace character at s, as Python's str.isspace() has it, or 0 */
+static size_t space_at(const unsigned char *s, size_t n) {
+    if (strchr(" \t\n\r\f\v\x1c\x1d\x1e\x1f", s[0]) && s[0]) return 1;
+    uint32_t cp = 0;
+    size_t k = s[0] >= 0xe0 && s[0] < 0xf0 ? 3 : s[0] >= 0xc0 && s[0] < 0xe0 ? 2 : 0;
+    if (k == 0 || k > n) return 0;
+    cp = s[0] & (k == 2 ? 0x1f : 0x0f);
+    for (size_t i = 1; i < k; i++) cp = cp << 6 | (s[i] & 0x3f);
+    int space = cp == 0x85 || cp == 0xa0 || cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200a) || cp == 0x2028 ||
+                cp == 0x2029 || cp == 0x202f || cp == 0x205f || cp == 0x3000;
+    return space ? k : 0;
+}
+
+/* s without leading and trailing whitespace (Jinja's trim: Python's str.strip()), as a bounded view */
 static void trim(const char **s, size_t *n) {
-    *n = strlen(*s);
-    while (*n && strchr(" \t\n\r\f\v", (*s)[0])) { (*s)++; (*n)--; }
-    while (*n && strchr(" \t\n\r\f\v", (*s)[*n - 1])) (*n)--;
+    const unsigned char *u = (const unsigned char *)*s;
+    size_t a = 0, b = strlen(*s), k;
+    while (a < b && (k = space_at(u + a, b - a))) a += k;
+    for (int moved = 1; moved && b > a;) { /* from the end: the character that starts 1, 2 or 3 bytes back */
+        moved = 0;
+        for (size_t back = 1; back <= 3 && back <= b - a && !moved; back++)
+            if (space_at(u + b - back, back) == back) { b -= back; moved = 1; }
+    }
+    *s += a;
+    *n = b - a;
 }
 
 static char *format_chatml(const Chat *chat, const char *system, const char *user) {

@@ -41,6 +41,10 @@ static int read_vocab(const cJSON *vocab, const cJSON *added, TokSpec *spec, con
         const cJSON *c = cJSON_GetObjectItemCaseSensitive(a, "content");
         if (!cJSON_IsNumber(id) || id->valueint < 0 || !cJSON_IsString(c))
             return tok_fail(why, len, "%s: added_tokens: an entry without 'id' or 'content'", path);
+        for (const char *const *f = (const char *const[]){"lstrip", "rstrip", "single_word", NULL}; *f; f++)
+            if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(a, *f))) /* none of the four families sets them */
+                return tok_fail(why, len, "%s: added_tokens: '%s' has %s true, which Nereus does not support", path,
+                                c->valuestring, *f);
         if (id->valueint >= n) n = id->valueint + 1;
     }
     spec->n_vocab = n;

@@ -61,6 +61,7 @@ mk_tok bad-merge "$BL" ', "merges": ["a c"]'
 mk_tok split-other '{"type": "Sequence", "pretokenizers": [{"type": "Split", "pattern": {"Regex": "\\\\w+"}, "behavior": "Isolated", "invert": false}, {"type": "ByteLevel", "add_prefix_space": false, "use_regex": false}]}' ', "merges": ["a b"]'
 mkdir -p "$W/no-pre"; sed 's/"pre_tokenizer": .*/"pre_tokenizer_x": null,/' "$W/ok/tokenizer.json" >"$W/no-pre/tokenizer.json"
 mkdir -p "$W/nfc-gpt2"; sed 's/"normalizer": null/"normalizer": {"type": "NFC"}/' "$W/ok/tokenizer.json" >"$W/nfc-gpt2/tokenizer.json"
+mkdir -p "$W/lstrip"; sed 's/"special": true}/"special": true, "lstrip": true}/' "$W/ok/tokenizer.json" >"$W/lstrip/tokenizer.json"
 mkdir -p "$W/not-json"; head -c 100 "$W/ok/tokenizer.json" >"$W/not-json/tokenizer.json"
 mkdir -p "$W/bad-template"; cp "$W/ok/tokenizer.json" "$W/bad-template/"
 printf '{"chat_template": "{%%- for m in messages %%}[INST] {{ m.content }}\\n{%%- endfor %%}"}\n' >"$W/bad-template/tokenizer_config.json"
@@ -77,6 +78,7 @@ bad tok-bad-missing-pre "no-pre/tokenizer.json: missing key 'pre_tokenizer'" $TO
 bad tok-bad-unknown-pre "split-other/tokenizer.json: pre_tokenizer: not one Nereus knows" $TOK encode "$W/split-other" </dev/null
 bad tok-bad-not-json "not-json/tokenizer.json: not a JSON object \(near byte [0-9]+\)" $TOK encode "$W/not-json" </dev/null
 bad tok-bad-normalizer "nfc-gpt2/tokenizer.json: normalizer is NFC, where the 'gpt2' pre-tokenizer has none" $TOK encode "$W/nfc-gpt2" </dev/null
+bad tok-bad-lstrip "lstrip/tokenizer.json: added_tokens: '<\|x\|>' has lstrip true" $TOK encode "$W/lstrip" </dev/null
 bad tok-bad-merge "merge 0 'a c': 'right part' is not in the vocabulary" $TOK encode "$W/bad-merge" </dev/null
 bad tok-bad-json-line "<stdin>:2: not a JSON string" $TOK encode "$W/ok" < <(printf '"a"\n{"a": 1\n')
 bad tok-bad-number-line "<stdin>:1: not a JSON string" $TOK encode "$W/ok" < <(printf '42\n')

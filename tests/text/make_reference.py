@@ -261,6 +261,7 @@ def chat_prompts():
                                                     "Réponds en français.", prose(rng)])
         user = unicodedata.normalize("NFC", user.strip())
         if i % 3 == 0: user = "  " + user + " \n"  # Llama-3's template trims, ChatML's do not
+        if i % 6 == 1: user = "\u3000" + user + "\u00a0\t"  # Jinja's trim is Python's strip: Unicode spaces too
         out.append({"system": system, "user": user})
     return out
 
