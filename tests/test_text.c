@@ -3,7 +3,9 @@
  * ties and long pieces, Llama-3's ignore_merges, added tokens longest first,
  * bytes missing from a vocabulary, refusals with their messages, and the chat
  * formats' recognition (default system prompts taken from the template or
- * not) and layout. */
+ * not) and layout, and one tokenizer shared by threads. Run from the
+ * repository root (or a directory with its tests/ beside it). */
+#include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -167,9 +169,46 @@ static void check_chat(void) {
     tokspec_free(&s);
 }
 
+/* one tokenizer, 4 threads encoding at once: the same ids as one thread (the corpus, SmolLM2's vocabulary) */
+static void check_threads(void) {
+    TokSpec spec; Tokenizer *tk; char why[256];
+    if (tok_read_hf("tests/text/data/smollm2", &spec, why, sizeof why) || tok_build(&tk, &spec, why, sizeof why)) {
+        CHECK(0, "SmolLM2's tokenizer loads: %s", why);
+        return;
+    }
+    FILE *f = fopen("tests/text/data/corpus.jsonl", "r");
+    char *line = NULL, **text = NULL; size_t cap = 0; int n = 0;
+    while (f && getline(&line, &cap, f) > 0) {
+        cJSON *v = cJSON_Parse(line);
+        text = realloc(text, (size_t)(n + 1) * sizeof *text);
+        text[n++] = strdup(cJSON_IsString(v) ? v->valuestring : "");
+        cJSON_Delete(v);
+    }
+    if (f) fclose(f);
+    free(line);
+    TokIds *serial = calloc((size_t)n, sizeof *serial), *par = calloc((size_t)n, sizeof *par);
+    int fails = 0;
+    for (int i = 0; i < n; i++) fails += tok_encode(tk, text[i], strlen(text[i]), &serial[i], why, sizeof why) != 0;
+    #pragma omp parallel for num_threads(4) schedule(dynamic, 7) reduction(+ : fails)
+    for (int i = 0; i < n; i++) {
+        char w[256];
+        fails += tok_encode(tk, text[i], strlen(text[i]), &par[i], w, sizeof w) != 0;
+    }
+    int same = 0;
+    for (int i = 0; i < n; i++) {
+        same += serial[i].n == par[i].n && !memcmp(serial[i].ids, par[i].ids, serial[i].n * sizeof(int));
+        tokids_free(&serial[i]); tokids_free(&par[i]); free(text[i]);
+    }
+    CHECK(n >= 2000 && fails == 0 && same == n, "4 threads on one tokenizer: %d of %d strings as one thread gives", same, n);
+    free(serial); free(par); free(text);
+    tok_free(tk);
+    tokspec_free(&spec);
+}
+
 int main(void) {
     check_merges();
     check_families();
     check_chat();
+    check_threads();
     return CHECK_DONE();
 }

@@ -39,19 +39,28 @@ void tokids_free(TokIds *v) {
 
 static int is_added(int type) { return type == TOK_TYPE_CONTROL || type == TOK_TYPE_USER_DEFINED; }
 
-/* the added ids, longest text first, so that the first that matches at a place is the longest */
-typedef struct { size_t len; int id; } Added;
-static int by_length_desc(const void *a, const void *b) {
+/* the added ids by first byte, and within one first byte longest text first, so that the first
+ * that matches at a place is the longest; added_from[b] is where first byte b's run starts */
+typedef struct { unsigned char first; size_t len; int id; } Added;
+static int by_first_then_length(const void *a, const void *b) {
     const Added *x = a, *y = b;
+    if (x->first != y->first) return x->first - y->first;
     return x->len < y->len ? 1 : x->len > y->len ? -1 : x->id - y->id;
 }
 
 static int sort_added(Tokenizer *tk) {
     Added *a = malloc((size_t)(tk->n_added ? tk->n_added : 1) * sizeof *a);
     if (!a) return -1;
-    for (int i = 0; i < tk->n_added; i++) a[i] = (Added){tk->n_bytes[tk->added[i]], tk->added[i]};
-    qsort(a, (size_t)tk->n_added, sizeof *a, by_length_desc);
+    for (int i = 0; i < tk->n_added; i++) {
+        int id = tk->added[i];
+        a[i] = (Added){tk->bytes[id][0], tk->n_bytes[id], id};
+    }
+    qsort(a, (size_t)tk->n_added, sizeof *a, by_first_then_length);
     for (int i = 0; i < tk->n_added; i++) tk->added[i] = a[i].id;
+    for (int b = 0, i = 0; b <= 256; b++) {
+        while (i < tk->n_added && a[i].first < b) i++;
+        tk->added_from[b] = i;
+    }
     free(a);
     return 0;
 }
@@ -184,10 +193,10 @@ static size_t utf8_invalid_at(const unsigned char *s, size_t n) {
 
 /* the added token that starts at s (longest first), or -1 */
 static int added_at(const Tokenizer *tk, const char *s, size_t left) {
-    for (int j = 0; j < tk->n_added; j++) {
+    unsigned char b = (unsigned char)s[0];
+    for (int j = tk->added_from[b]; j < tk->added_from[b + 1]; j++) {
         int id = tk->added[j];
-        size_t k = tk->n_bytes[id];
-        if (k <= left && (unsigned char)s[0] == tk->bytes[id][0] && memcmp(s, tk->bytes[id], k) == 0) return id;
+        if (tk->n_bytes[id] <= left && memcmp(s, tk->bytes[id], tk->n_bytes[id]) == 0) return id;
     }
     return -1;
 }

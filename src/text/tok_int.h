@@ -64,8 +64,9 @@ struct Tokenizer {
     int ignore_merges;      /* Llama-3: a piece that is whole in the vocabulary is one token */
     int nfc;                /* Qwen2: text between added tokens is put in Unicode NFC first */
     PreTok *pre;
-    int *added;             /* (n_added) the added tokens' ids, longest text first */
+    int *added;             /* (n_added) the added tokens' ids by first byte, then longest text first */
     int n_added;
+    int added_from[257];    /* added[added_from[b] .. added_from[b + 1]) start with byte b */
     int bos_id, eos_id, add_bos;
 };
 

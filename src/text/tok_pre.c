@@ -76,11 +76,10 @@ void pretok_free(PreTok *p) {
     free(p);
 }
 
-/* the pieces of text[0..n) by re: each match to on_match, each stretch between matches to on_gap */
-static int split_by(const pcre2_code *re, const char *text, size_t n, PieceFn on_match, PieceFn on_gap,
-                    void *ctx, char *why, size_t len) {
-    pcre2_match_data *md = pcre2_match_data_create_from_pattern(re, NULL);
-    if (!md) { snprintf(why, len, "out of memory"); return -1; }
+/* the pieces of text[0..n) by re: each match to on_match, each stretch between matches to on_gap;
+ * md: match data for re */
+static int split_by(const pcre2_code *re, pcre2_match_data *md, const char *text, size_t n, PieceFn on_match,
+                    PieceFn on_gap, void *ctx, char *why, size_t len) {
     size_t at = 0, done = 0;
     int rc = 0;
     while (at < n && rc == 0) {
@@ -100,16 +99,16 @@ static int split_by(const pcre2_code *re, const char *text, size_t n, PieceFn on
         while (at < n && ((unsigned char)text[at] & 0xc0) == 0x80) at++;
     }
     if (rc == 0 && done < n) rc = on_gap(ctx, text + done, n - done);
-    pcre2_match_data_free(md);
     return rc;
 }
 
 /* smollm: a stretch between digits, split by the family's pattern */
-typedef struct { const PreTok *p; PieceFn piece; void *ctx; char *why; size_t len; } Outer;
+typedef struct { const PreTok *p; pcre2_match_data *md; PieceFn piece; void *ctx; char *why; size_t len; } Outer;
+/* (md is the inner split's own: the digit split's ovector must outlive it) */
 
 static int between_digits(void *c, const char *s, size_t n) {
     Outer *o = c;
-    return split_by(o->p->re, s, n, o->piece, o->piece, o->ctx, o->why, o->len);
+    return split_by(o->p->re, o->md, s, n, o->piece, o->piece, o->ctx, o->why, o->len);
 }
 
 static int one_digit(void *c, const char *s, size_t n) {
@@ -118,7 +117,17 @@ static int one_digit(void *c, const char *s, size_t n) {
 }
 
 int pretok_split(const PreTok *p, const char *text, size_t n, PieceFn piece, void *ctx, char *why, size_t len) {
-    if (!p->digits) return split_by(p->re, text, n, piece, piece, ctx, why, len);
-    Outer o = {p, piece, ctx, why, len};
-    return split_by(p->digits, text, n, one_digit, between_digits, &o, why, len);
+    /* match data per call, not per tokenizer (threads may split at once): one for the family's
+     * pattern, and for smollm another for the digit split around it */
+    pcre2_match_data *md = pcre2_match_data_create(4, NULL), *outer = p->digits ? pcre2_match_data_create(4, NULL) : NULL;
+    int rc = -1;
+    if (!md || (p->digits && !outer)) snprintf(why, len, "out of memory");
+    else if (!p->digits) rc = split_by(p->re, md, text, n, piece, piece, ctx, why, len);
+    else {
+        Outer o = {p, md, piece, ctx, why, len};
+        rc = split_by(p->digits, outer, text, n, one_digit, between_digits, &o, why, len);
+    }
+    pcre2_match_data_free(md);
+    pcre2_match_data_free(outer);
+    return rc;
 }
