@@ -17,7 +17,6 @@
 
 #include "tok_int.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,7 +41,7 @@ static pcre2_code *compile(const char *pat, char *why, size_t len) {
     if (!re) {
         PCRE2_UCHAR msg[256];
         pcre2_get_error_message(err, msg, sizeof msg);
-        snprintf(why, len, "pre-tokenizer pattern at offset %zu: %s", (size_t)off, (char *)msg);
+        tok_fail(why, len, "pre-tokenizer pattern at offset %zu: %s", (size_t)off, (char *)msg);
         return NULL;
     }
     pcre2_jit_compile(re, PCRE2_JIT_COMPLETE); /* where JIT is missing, the interpreter matches the same */
@@ -56,12 +55,11 @@ const char *pretok_pattern(const char *pre) {
 
 int pretok_build(PreTok **out, const char *pre, char *why, size_t len) {
     const char *pat = pretok_pattern(pre);
-    if (!pat) {
-        snprintf(why, len, "unknown pre-tokenizer '%s' (known: gpt2, llama-bpe, qwen2, smollm)", pre ? pre : "(none)");
-        return -1;
-    }
+    if (!pat)
+        return tok_fail(why, len, "unknown pre-tokenizer '%s' (known: gpt2, llama-bpe, qwen2, smollm)",
+                        pre ? pre : "(none)");
     PreTok *p = calloc(1, sizeof *p);
-    if (!p) { snprintf(why, len, "out of memory"); return -1; }
+    if (!p) return tok_fail(why, len, "out of memory");
     p->re = compile(pat, why, len);
     if (p->re && !strcmp(pre, "smollm")) p->digits = compile(DIGIT_PAT, why, len);
     if (!p->re || (!strcmp(pre, "smollm") && !p->digits)) { pretok_free(p); return -1; }
@@ -88,8 +86,8 @@ static int split_by(const pcre2_code *re, pcre2_match_data *md, const char *text
         if (m < 0) {
             PCRE2_UCHAR msg[256];
             pcre2_get_error_message(m, msg, sizeof msg);
-            snprintf(why, len, "pre-tokenizer match at byte %zu: %s", at, (char *)msg);
-            rc = -1; break;
+            rc = tok_fail(why, len, "pre-tokenizer match at byte %zu: %s", at, (char *)msg);
+            break;
         }
         PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
         if (ov[0] > done) rc = on_gap(ctx, text + done, ov[0] - done);
@@ -121,7 +119,7 @@ int pretok_split(const PreTok *p, const char *text, size_t n, PieceFn piece, voi
      * pattern, and for smollm another for the digit split around it */
     pcre2_match_data *md = pcre2_match_data_create(4, NULL), *outer = p->digits ? pcre2_match_data_create(4, NULL) : NULL;
     int rc = -1;
-    if (!md || (p->digits && !outer)) snprintf(why, len, "out of memory");
+    if (!md || (p->digits && !outer)) tok_fail(why, len, "out of memory");
     else if (!p->digits) rc = split_by(p->re, md, text, n, piece, piece, ctx, why, len);
     else {
         Outer o = {p, md, piece, ctx, why, len};
