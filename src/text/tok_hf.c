@@ -2,7 +2,7 @@
  * model.vocab, model.merges (the "a b" string form and the [a, b] array
  * form), added_tokens (special → CONTROL, else USER_DEFINED), and the
  * pre-tokenizer's family recognised from the file's pre_tokenizer and
- * normalizer (tok_hf_pre.c); tokenizer_config.json beside it, where there is
+ * normalizer (tok_hf_pre.c), bos from its post_processor; tokenizer_config.json beside it, where there is
  * one, gives bos/eos, add_bos_token and the chat template. Every error names
  * the file and the key. */
 #include <cjson/cJSON.h>
@@ -96,6 +96,22 @@ static const cJSON *need(const cJSON *obj, const char *key, const char *name, co
     return v;
 }
 
+/* bos from the post-processor: a TemplateProcessing (alone, or in a Sequence as Llama-3.1 has it)
+ * whose "single" template starts with a special token prepends that token, as Llama-3's does */
+static void read_post_bos(const cJSON *root, TokSpec *spec) {
+    const cJSON *pp = cJSON_GetObjectItemCaseSensitive(root, "post_processor");
+    const cJSON *seq = cJSON_GetObjectItemCaseSensitive(pp, "processors");
+    for (const cJSON *p = cJSON_IsArray(seq) ? seq->child : pp; p; p = cJSON_IsArray(seq) ? p->next : NULL) {
+        const cJSON *type = cJSON_GetObjectItemCaseSensitive(p, "type");
+        const cJSON *single = cJSON_GetObjectItemCaseSensitive(p, "single");
+        if (!cJSON_IsString(type) || strcmp(type->valuestring, "TemplateProcessing") || !cJSON_IsArray(single)) continue;
+        const cJSON *st = cJSON_GetObjectItemCaseSensitive(single->child, "SpecialToken");
+        const cJSON *id = cJSON_GetObjectItemCaseSensitive(st, "id");
+        int bos = cJSON_IsString(id) ? tok_spec_find(spec, id->valuestring) : -1;
+        if (bos >= 0) { spec->bos_id = bos; spec->add_bos = 1; }
+    }
+}
+
 static int read_json(const cJSON *root, TokSpec *spec, const char *path, char *why, size_t len) {
     const cJSON *model = need(root, "model", "model", path, why, len), *vocab, *merges, *type;
     if (!model) return -1;
@@ -118,6 +134,7 @@ static int read_json(const cJSON *root, TokSpec *spec, const char *path, char *w
                         cJSON_IsTrue(im) ? "true" : "false", pre, strcmp(pre, "llama-bpe") ? "false" : "true");
     if (!(spec->model = strdup("gpt2")) || !(spec->pre = strdup(pre))) return tok_fail(why, len, "out of memory");
     if (read_vocab(vocab, cJSON_IsArray(added) ? added : NULL, spec, path, why, len)) return -1;
+    read_post_bos(root, spec);
     return read_merges(merges, spec, path, why, len);
 }
 

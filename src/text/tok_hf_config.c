@@ -3,7 +3,8 @@
  * object with "content"), add_bos_token, the chat template (a string, or
  * the list of named templates, whose "default" is taken), and the end-of-turn
  * id (ChatML's <|im_end|> or Llama-3's <|eot_id|> where the vocabulary has
- * one, else eos). The file is optional: without it these stay unset. */
+ * one, else eos). The file is optional: without it these stay as
+ * tokenizer.json left them (bos and add_bos from its post-processor). */
 #include "tok_hf.h"
 #include "tok_int.h"
 
@@ -11,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int find_token(const TokSpec *spec, const char *s) {
+int tok_spec_find(const TokSpec *spec, const char *s) {
     for (int i = 0; s && i < spec->n_vocab; i++)
         if (!strcmp(spec->tokens[i], s)) return i;
     return -1;
@@ -24,15 +25,17 @@ static const char *token_text(const cJSON *v) {
     return cJSON_IsString(c) ? c->valuestring : NULL;
 }
 
-/* the id of the special token under key, -1 where the key is absent or null; an unknown token fails */
+/* the id of the special token under key; *id as it was where the key is absent, -1 where it is null;
+ * a token not in the vocabulary fails */
 static int special_id(const cJSON *root, const char *key, int *id, const TokSpec *spec, const char *path,
                       char *why, size_t len) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
+    if (!v) return 0;
     *id = -1;
-    if (!v || cJSON_IsNull(v)) return 0;
+    if (cJSON_IsNull(v)) return 0;
     const char *s = token_text(v);
     if (!s) return tok_fail(why, len, "%s: %s is neither a string nor {\"content\": ...}", path, key);
-    if ((*id = find_token(spec, s)) < 0) return tok_fail(why, len, "%s: %s '%s' is not in the vocabulary", path, key, s);
+    if ((*id = tok_spec_find(spec, s)) < 0) return tok_fail(why, len, "%s: %s '%s' is not in the vocabulary", path, key, s);
     return 0;
 }
 
@@ -51,15 +54,17 @@ static int read_config(const cJSON *root, TokSpec *spec, const char *path, char 
         special_id(root, "eos_token", &spec->eos_id, spec, path, why, len) ||
         special_id(root, "pad_token", &spec->pad_id, spec, path, why, len))
         return -1;
-    spec->add_bos = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "add_bos_token")) && spec->bos_id >= 0;
+    const cJSON *add_bos = cJSON_GetObjectItemCaseSensitive(root, "add_bos_token"); /* else the post-processor's */
+    if (add_bos) spec->add_bos = cJSON_IsTrue(add_bos);
+    spec->add_bos = spec->add_bos && spec->bos_id >= 0;
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(root, "chat_template");
     if (t && !cJSON_IsNull(t)) {
         const char *text = template_text(t);
         if (!text) return tok_fail(why, len, "%s: chat_template is neither a string nor a list with a \"default\"", path);
         if (!(spec->chat_template = strdup(text))) return tok_fail(why, len, "out of memory");
     }
-    spec->eot_id = find_token(spec, "<|im_end|>");
-    if (spec->eot_id < 0) spec->eot_id = find_token(spec, "<|eot_id|>");
+    spec->eot_id = tok_spec_find(spec, "<|im_end|>");
+    if (spec->eot_id < 0) spec->eot_id = tok_spec_find(spec, "<|eot_id|>");
     if (spec->eot_id < 0) spec->eot_id = spec->eos_id;
     return 0;
 }

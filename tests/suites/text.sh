@@ -62,6 +62,8 @@ mk_tok split-other '{"type": "Sequence", "pretokenizers": [{"type": "Split", "pa
 mkdir -p "$W/no-pre"; sed 's/"pre_tokenizer": .*/"pre_tokenizer_x": null,/' "$W/ok/tokenizer.json" >"$W/no-pre/tokenizer.json"
 mkdir -p "$W/nfc-gpt2"; sed 's/"normalizer": null/"normalizer": {"type": "NFC"}/' "$W/ok/tokenizer.json" >"$W/nfc-gpt2/tokenizer.json"
 mkdir -p "$W/lstrip"; sed 's/"special": true}/"special": true, "lstrip": true}/' "$W/ok/tokenizer.json" >"$W/lstrip/tokenizer.json"
+mkdir -p "$W/post-bos"
+sed 's/"normalizer": null,/"normalizer": null, "post_processor": {"type": "TemplateProcessing", "single": [{"SpecialToken": {"id": "<|x|>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}]},/' "$W/ok/tokenizer.json" >"$W/post-bos/tokenizer.json"
 mkdir -p "$W/not-json"; head -c 100 "$W/ok/tokenizer.json" >"$W/not-json/tokenizer.json"
 mkdir -p "$W/bad-template"; cp "$W/ok/tokenizer.json" "$W/bad-template/"
 printf '{"chat_template": "{%%- for m in messages %%}[INST] {{ m.content }}\\n{%%- endfor %%}"}\n' >"$W/bad-template/tokenizer_config.json"
@@ -72,6 +74,10 @@ small() { [ "$(echo '"ab<|x|>ba"' | $TOK encode "$W/$1")" = "2 3 1 0" ]; }
 export -f small
 t tok-small-merges-string 10 bash -c "small ok"
 t tok-small-merges-array 10 bash -c "small array-merges"
+# a post-processor that starts with a special token: encode prepends it (HF's add_special_tokens=True)
+post_bos() { [ "$(echo '"ab"' | $TOK encode "$W/post-bos")" = "3 2" ]; }
+export -f post_bos
+t tok-post-processor-bos 10 bash -c post_bos
 
 bad tok-bad-missing-merges "no-merges/tokenizer.json: missing key 'model.merges'" $TOK encode "$W/no-merges" </dev/null
 bad tok-bad-missing-pre "no-pre/tokenizer.json: missing key 'pre_tokenizer'" $TOK encode "$W/no-pre" </dev/null
