@@ -44,6 +44,11 @@ t tok-chat-system-flag 30 bash -c chat_system_flag
 unknown_byte() { [ "$(echo '"a\u001db\u0004"' | $TOK encode "$D/smollm2")" = "81 82" ]; }
 export -f unknown_byte
 t tok-smollm2-unknown-byte 30 bash -c unknown_byte
+# ids that end inside a UTF-8 character decode to U+FFFD for each stray byte (SmolLM2's 175 is byte 0xe4,
+# the lead of a 3-byte character; 81 is "a")
+partial_utf8() { [ "$(echo '81 175 81' | $TOK decode "$D/smollm2")" = $'"a\xef\xbf\xbda"' ]; }
+export -f partial_utf8
+t tok-decode-partial-utf8 10 bash -c partial_utf8
 tok_help() { $TOK --help >"$W/help.out" && grep -q '^usage: nereus-tok encode' "$W/help.out"; }
 export -f tok_help
 t tok-help 10 bash -c tok_help
