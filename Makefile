@@ -44,7 +44,7 @@ USE_HDF5 ?= auto
 
 # Debian packages a fresh Debian 12 machine needs (build, run, test, plots).
 DEB_PACKAGES := openmpi-bin libopenmpi-dev libopenblas-dev libopenblas-openmp-dev pkg-config libhdf5-openmpi-dev hdf5-tools \
-                libpapi-dev papi-tools libcjson-dev python3-h5py python3-matplotlib bc procps g++
+                libpapi-dev papi-tools libcjson-dev libpcre2-dev libutf8proc-dev python3-h5py python3-matplotlib bc procps g++
 
 MULTIARCH := $(shell gcc -print-multiarch 2>/dev/null)
 have_pc = $(shell pkg-config --exists $(1) 2>/dev/null && echo 1)
@@ -86,6 +86,24 @@ ifeq ($(call have_pc,libcjson),1)
   FOUND += "✓ cJSON $(shell pkg-config --modversion libcjson)"
 else
   FOUND += "✗ cJSON not found (required: make deps)"
+  MISSING_REQUIRED := 1
+endif
+# PCRE2 with Unicode properties: the tokenizers' pre-tokenizer patterns (src/text/tok_pre.c)
+ifeq ($(call have_pc,libpcre2-8),1)
+  NEREUS_CFLAGS += $(shell pkg-config --cflags libpcre2-8)
+  LDLIBS += $(shell pkg-config --libs libpcre2-8)
+  FOUND += "✓ PCRE2 $(shell pkg-config --modversion libpcre2-8)"
+else
+  FOUND += "✗ PCRE2 not found (required: make deps)"
+  MISSING_REQUIRED := 1
+endif
+# utf8proc: Unicode NFC, the normalizer of Qwen2's tokenizer (src/text/tok.c)
+ifeq ($(call have_pc,libutf8proc),1)
+  NEREUS_CFLAGS += $(shell pkg-config --cflags libutf8proc)
+  LDLIBS += $(shell pkg-config --libs libutf8proc)
+  FOUND += "✓ utf8proc $(shell pkg-config --modversion libutf8proc)"
+else
+  FOUND += "✗ utf8proc not found (required: make deps)"
   MISSING_REQUIRED := 1
 endif
 # parallel HDF5: HDF5_DIR (a module's prefix: include/ and lib/ or lib64/ under it) or pkg-config's hdf5-openmpi
@@ -138,7 +156,7 @@ LIB_SRC := $(wildcard src/util/*.c src/deck/*.c src/backend/cpu/*.c src/backend/
 LIB_OBJ := $(LIB_SRC:%.c=build/obj/%.o) $(CUDA_OBJ)
 LDLIBS += $(CUDA_LDLIBS)
 # the tools: bin/nereus-NAME from tools/NAME.c and any tools/NAME_*.c beside it
-TOOLS := bin/nereus-task-tokens bin/nereus-ckpt bin/nereus-trace
+TOOLS := bin/nereus-task-tokens bin/nereus-ckpt bin/nereus-trace bin/nereus-tok
 # every tests/test_*.c is a test program (tests/suites/unit.sh runs those that need no ranks); the rest by name
 TEST_PROGS := $(basename $(notdir $(wildcard tests/test_*.c))) make_llmc gpu/parity
 TEST_BIN := $(TEST_PROGS:%=build/tests/%) build/tests/libstall_rename.so

@@ -9,7 +9,8 @@ t gguf-dequant 120 build/tests/test_gguf
 
 # make smollm2 (a download the first time, nothing after): under CI=true a failed download fails the test,
 # elsewhere (no network) the SmolLM2 tests are skipped
-feeds gguf-smollm2 gguf-smollm2-dequant gguf-smollm2-loss gguf-smollm2-greedy gguf-smollm2-tokenizer
+feeds gguf-smollm2 gguf-smollm2-dequant gguf-smollm2-loss gguf-smollm2-greedy gguf-smollm2-tokenizer gguf-smollm2-tok-gguf \
+  gguf-smollm2-tok-ckpt
 smollm2_ok=0
 if runs gguf-smollm2; then
   timed secs make -s -C "$(dirname "$(readlink -f tools)")" smollm2 >"$LOG/gguf-smollm2.log" 2>&1
@@ -49,7 +50,16 @@ tokenizer_carried() {
 }
 # every tensor of the SmolLM2 file (61 F32, 210 Q4_1, 1 Q8_0) against gguf.quants.dequantize's checksums
 smollm2_check gguf-smollm2-dequant 120 build/tests/test_gguf sums $SM/SmolLM2-135M-Instruct.Q4_1.gguf $G/smollm2_dequant.txt
-export -f loss_close greedy_same tokenizer_carried; export G SM SMCK # t runs them under timeout, in a bash of its own
+# nereus-tok on the GGUF file and on the imported checkpoint: the ids of SmolLM2's own tokenizer.json for every
+# corpus string and chat prompt of tests/text/data (made by HF tokenizers and transformers, tests/text)
+tok_from() {
+  local src=$1 D=tests/text/data out=$LOG/gguf-tok-$2
+  bin/nereus-tok encode "$src" <$D/corpus.jsonl >"$out.ids" && cmp "$out.ids" $D/smollm2.ids &&
+    bin/nereus-tok encode --chat "$src" <$D/chat.jsonl >"$out.chat" && cmp "$out.chat" $D/smollm2.chat.ids
+}
+export -f loss_close greedy_same tokenizer_carried tok_from; export G SM SMCK LOG # t runs them under timeout, in a bash of its own
+smollm2_check gguf-smollm2-tok-gguf 120 bash -c "tok_from $SM/SmolLM2-135M-Instruct.Q4_1.gguf gguf"
+smollm2_check gguf-smollm2-tok-ckpt 120 bash -c "tok_from $SMCK ckpt"
 smollm2_check gguf-smollm2-loss 300 bash -c loss_close
 smollm2_check gguf-smollm2-greedy 300 bash -c greedy_same
 smollm2_check gguf-smollm2-tokenizer 120 bash -c tokenizer_carried
