@@ -8,7 +8,9 @@ must reproduce (tests/suites/reward.sh), made by code nobody here wrote:
       line of the .want file reasoning-gym's score:
       dataset.score_answer(reasoning_gym.utils.extract_answer(response), entry).
       The responses are made from each entry's answer to cover right and wrong
-      answers and wrong formats ("kind" names the case).
+      answers and wrong formats ("kind" names the case); number_sorting adds 400
+      entries made here ("synthetic-nan") whose score is the sortedness check
+      alone with NaNs in the list.
   mathverify.jsonl / mathverify.want   numeric answers: {"response": "<answer>PRED</answer>",
       "answer": GOLD, "kind"} and Hugging Face math-verify's
       verify(parse(GOLD), parse(PRED)) as 1 or 0.
@@ -166,6 +168,32 @@ def list_responses(entry, rng):
     return r
 
 
+def nan_sort_cases(rng, count):
+    """number_sorting entries made here rather than by the dataset: every value in [0, 1], so each is
+    within the scorer's tolerance of any other and the score is its sortedness check alone, which CPython's
+    sort decides where a NaN is in the list (comparisons with it are all false); lists of 2 to 9 values,
+    nearly sorted or not, with 1 to 3 NaNs at random places"""
+    rows = []
+    for _ in range(count):
+        n = rng.randint(2, 9)
+        vals = sorted(round(rng.random(), 2) for _ in range(n))
+        direction = rng.choice(["ascending", "descending"])
+        if direction == "descending":
+            vals.reverse()
+        entry = {"answer": str([str(v) for v in vals]), "metadata": {"direction": direction}}
+        user = [str(v) for v in vals]
+        shape = rng.choice(["sorted", "swap", "shuffle", "reverse"])
+        if shape == "swap" and n > 1:
+            user = swap_one(user, rng)
+        elif shape == "shuffle":
+            rng.shuffle(user)
+        elif shape == "reverse":
+            user.reverse()
+        user = with_nan(user, rng, rng.randint(1, min(3, n)))
+        rows.append((entry, f"<answer>{user}</answer>"))
+    return rows
+
+
 def make_tasks(out):
     for task in TASKS:
         ds = reasoning_gym.create_dataset(task, seed=4242, size=ENTRIES)
@@ -185,6 +213,11 @@ def make_tasks(out):
                     row["metadata"] = meta
                 rows.append(row)
                 want.append(repr(float(score)))
+        if task == "number_sorting":
+            for entry, resp in nan_sort_cases(rng, 400):
+                rows.append({"response": resp, "answer": entry["answer"], "kind": "synthetic-nan",
+                             "metadata": entry["metadata"]})
+                want.append(repr(float(ds.score_answer(extract_answer(resp), entry))))
         write(out, f"rg_{task}", rows, want)
 
 
