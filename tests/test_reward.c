@@ -29,9 +29,20 @@ static double score(RewardRule rule, RewardTask task, double fmt, const char *re
     return res.score;
 }
 
+/* text with its newlines shown as \n, for one line of output */
+static const char *oneline(const char *text) {
+    static char buf[256];
+    size_t o = 0;
+    for (; *text && o + 3 < sizeof buf; text++) {
+        if (*text == '\n') { buf[o++] = '\\'; buf[o++] = 'n'; }
+        else buf[o++] = *text;
+    }
+    buf[o] = 0;
+    return buf;
+}
+
 #define EXTRACTS(rule, text, want) \
-    CHECK(strcmp(extract(rule, text), want) == 0, "%s of %-40s -> %s (want %s)", reward_rule_name(rule), \
-          "'" text "'", extract(rule, text), want)
+    CHECK(strcmp(extract(rule, text), want) == 0, "%s of '%s' -> '%s'", reward_rule_name(rule), oneline(text), want)
 
 static void test_answer_tag(void) {
     EXTRACTS(REWARD_ANSWER_TAG, "so <answer>42</answer>", "42");
@@ -130,6 +141,9 @@ static void test_gym(void) {
         {REWARD_TASK_CHAIN_SUM, "NaN", "NaN", NULL, 1.0}, /* unequal Decimals, then the substring */
         {REWARD_TASK_CHAIN_SUM, "Inf", "Infinity", NULL, 1.0},
         {REWARD_TASK_CHAIN_SUM, " 12\xc2\xa0", "12", NULL, 1.0},
+        {REWARD_TASK_CHAIN_SUM, "\xef\xbc\x91\xef\xbc\x92", "12", NULL, 1.0},   /* fullwidth digits */
+        {REWARD_TASK_LEG_COUNTING, "\xef\xbc\x91\xef\xbc\x92", "12", NULL, 0.0}, /* compared as text */
+        {REWARD_TASK_NUMBER_SORTING, "['\xd9\xa1', '\xd9\xa2']", "['1', '2']", "ascending", 1.0}, /* Arabic-Indic */
         {REWARD_TASK_NUMBER_SORTING, "['nan', '1', '2']", "['0.5', '1', '2']", "ascending", 1.0},
         {REWARD_TASK_NUMBER_SORTING, "[3, NaN, 1]", "['1', '2', '3']", "ascending", 0.0},
         {REWARD_TASK_NUMBER_SORTING, "[2, 1, NaN]", "['2', '1', '0']", "descending", 1.0},

@@ -1,9 +1,8 @@
 /* reward_py.c — the few Python string semantics that reasoning-gym's
  * scorers depend on, on UTF-8 bytes: str.isspace() and str.strip(), len()
  * in code points, float(str) and Decimal(str) equality (CPython 3.11, the
- * version that made the reference files). Digits are ASCII only: Python
- * also reads other Unicode decimal digits ("١٢" is 12), which these refuse
- * (docs/TEXT.md lists it). */
+ * version that made the reference files, with its Unicode 14.0 tables:
+ * both read any decimal digit, "١٢" and "１２" as 12). */
 #include "reward_int.h"
 
 #include <errno.h>
@@ -37,6 +36,33 @@ static int is_py_space(uint32_t c) {
     return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20) || c == 0x85 || c == 0xA0 || c == 0x1680 ||
            (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F ||
            c == 0x3000;
+}
+
+/* the first code point of each run of ten Unicode decimal digits (Unicode 14.0, CPython 3.11's
+   unicodedata: 66 runs, every character with a decimal value in one of them) */
+static const uint32_t digit_zeros[] = {
+    0x30, 0x660, 0x6F0, 0x7C0, 0x966, 0x9E6, 0xA66, 0xAE6, 0xB66, 0xBE6, 0xC66, 0xCE6, 0xD66, 0xDE6, 0xE50,
+    0xED0, 0xF20, 0x1040, 0x1090, 0x17E0, 0x1810, 0x1946, 0x19D0, 0x1A80, 0x1A90, 0x1B50, 0x1BB0, 0x1C40,
+    0x1C50, 0xA620, 0xA8D0, 0xA900, 0xA9D0, 0xA9F0, 0xAA50, 0xABF0, 0xFF10, 0x104A0, 0x10D30, 0x11066,
+    0x110F0, 0x11136, 0x111D0, 0x112F0, 0x11450, 0x114D0, 0x11650, 0x116C0, 0x11730, 0x118E0, 0x11950,
+    0x11C50, 0x11D50, 0x11DA0, 0x16A60, 0x16AC0, 0x16B50, 0x1D7CE, 0x1D7D8, 0x1D7E2, 0x1D7EC, 0x1D7F6,
+    0x1E140, 0x1E2F0, 0x1E950, 0x1FBF0};
+
+/* Py_UNICODE_TODECIMAL: the digit's value, or -1 */
+static int decimal_value(uint32_t c) {
+    for (size_t i = 0; i < sizeof digit_zeros / sizeof *digit_zeros; i++)
+        if (c >= digit_zeros[i] && c < digit_zeros[i] + 10) return (int)(c - digit_zeros[i]);
+    return -1;
+}
+
+/* how float() and Decimal() see a non-ASCII code point: ' ' for whitespace, '0'..'9' for a decimal
+   digit, 0 for anything else (the conversion fails) */
+static char non_ascii_as(const char *s, size_t n) {
+    uint32_t cp;
+    cp_decode(s, n, &cp);
+    if (is_py_space(cp)) return ' ';
+    int d = decimal_value(cp);
+    return d < 0 ? 0 : (char)('0' + d);
 }
 
 size_t py_space_at(const char *s, size_t n) {
@@ -116,7 +142,8 @@ static int float_grammar(const char *s) {
     return s[i] == 0 ? 0 : -1;
 }
 
-/* float(s): non-ASCII whitespace becomes a space (any other non-ASCII code point fails), ASCII
+/* float(s): non-ASCII whitespace becomes a space and a decimal digit its ASCII digit (any other
+   non-ASCII code point fails), ASCII
    whitespace is stripped, underscores checked and dropped, then the literal or a special name */
 int py_float(const char *s, size_t n, double *out) {
     char *buf = malloc(n + 1), *clean = malloc(n + 1);
@@ -124,10 +151,9 @@ int py_float(const char *s, size_t n, double *out) {
     int rc = -1;
     for (size_t i = 0, k; i < n; i += k) {
         k = py_cp_len(s + i, n - i);
-        if ((unsigned char)s[i] < 0x80) buf[o++] = s[i];
-        else if (py_space_at(s + i, n - i)) buf[o++] = ' ';
-        else goto done;
         if (s[i] == 0) goto done;
+        if ((unsigned char)s[i] < 0x80) buf[o++] = s[i];
+        else if ((buf[o++] = non_ascii_as(s + i, n - i)) == 0) goto done;
     }
     size_t a = 0, b = o;
     while (a < b && strchr(" \t\n\v\f\r", buf[a])) a++;
@@ -153,8 +179,8 @@ typedef struct PyDec {
     long long exp;
 } PyDec;
 
-/* Decimal()'s input: underscores dropped, non-ASCII whitespace a space (any other non-ASCII code
-   point fails), str.isspace() stripped at both ends; buf (n + 1 bytes) receives it */
+/* Decimal()'s input: underscores dropped, non-ASCII whitespace a space and decimal digits ASCII ones
+   (any other non-ASCII code point fails), str.isspace() stripped at both ends; buf (n + 1 bytes) receives it */
 static int decimal_ascii(const char *s, size_t n, char *buf, size_t *len) {
     size_t o = 0;
     for (size_t i = 0, k; i < n; i += k) {
@@ -162,8 +188,7 @@ static int decimal_ascii(const char *s, size_t n, char *buf, size_t *len) {
         if (s[i] == '_') continue;
         if (s[i] == 0) return -1;
         if ((unsigned char)s[i] < 0x80) buf[o++] = s[i];
-        else if (py_space_at(s + i, n - i)) buf[o++] = ' ';
-        else return -1;
+        else if ((buf[o++] = non_ascii_as(s + i, n - i)) == 0) return -1;
     }
     size_t a = 0, b = o;
     while (a < b && py_space_at(buf + a, 1)) a++;

@@ -36,7 +36,7 @@ import reasoning_gym
 from reasoning_gym.utils import extract_answer
 
 TASKS = ["basic_arithmetic", "chain_sum", "leg_counting", "number_sorting"]
-ENTRIES = 32  # entries per task; each gets every response kind below (36 kinds, 40 for number_sorting: at least 1,152 cases)
+ENTRIES = 32  # entries per task; each gets every response kind below (38 kinds, 42 for number_sorting: at least 1,216 cases)
 
 
 def with_commas(a):
@@ -93,8 +93,15 @@ def scalar_responses(a, rng):
         ("snan", "<answer>sNaN</answer>"),
         ("inf", "<answer>Infinity</answer>"),
         ("repeat", f"<answer>{a}{a}</answer>"),
+        ("fullwidth", f"<answer>{digits_as(a, 0xFF10)}</answer>"),
+        ("arabic-indic", f"<answer>{digits_as(a, 0x660)}</answer>"),
         ("empty-response", ""),
     ]
+
+
+def digits_as(text, zero):
+    """text with its ASCII digits written in another script's decimal digits (zero: that script's 0)"""
+    return "".join(chr(zero + ord(c) - 48) if "0" <= c <= "9" else c for c in text)
 
 
 def with_nan(nums, rng, k):
@@ -159,6 +166,8 @@ def list_responses(entry, rng):
         ("exponent", "<answer>[" + ", ".join(f"'{float(x):e}'" for x in nums) + "]</answer>"),
         ("huge-int", "<answer>[" + ", ".join(["1" + "0" * 400] + [f"'{x}'" for x in nums[1:]]) + "]</answer>"),
         ("garbage", "<answer>[1, 2, three]</answer>"),
+        ("fullwidth", f"<answer>{digits_as(a, 0xFF10)}</answer>"),
+        ("devanagari-strings", "<answer>[" + ", ".join("'" + digits_as(x, 0x966) + "'" for x in nums) + "]</answer>"),
         ("nan-shuffled", f"<answer>{with_nan(shuffled, rng, 1)}</answer>"),
         ("nan-two", f"<answer>{with_nan(nums, rng, 2)}</answer>"),
         ("nan-reversed", f"<answer>{with_nan(rev, rng, 1)}</answer>"),
