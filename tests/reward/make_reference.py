@@ -180,11 +180,12 @@ def list_responses(entry, rng):
 def nan_sort_cases(rng, count):
     """number_sorting entries made here rather than by the dataset: every value in [0, 1], so each is
     within the scorer's tolerance of any other and the score is its sortedness check alone, which CPython's
-    sort decides where a NaN is in the list (comparisons with it are all false); lists of 2 to 9 values,
-    nearly sorted or not, with 1 to 3 NaNs at random places"""
+    sort decides where a NaN is in the list (comparisons with it are all false); lists of 2 to 9 values
+    (CPython's binary insertion) or, one in five, 64 to 100 (its merges), nearly sorted or not, with 1 to
+    3 NaNs at random places"""
     rows = []
     for _ in range(count):
-        n = rng.randint(2, 9)
+        n = rng.randint(2, 9) if rng.random() < 0.8 else rng.randint(64, 100)
         vals = sorted(round(rng.random(), 2) for _ in range(n))
         direction = rng.choice(["ascending", "descending"])
         if direction == "descending":
