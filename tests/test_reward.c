@@ -101,6 +101,8 @@ static void test_numeric(void) {
     EQUAL("123456789012345678", "123,456,789,012,345,678", 1);
     EQUAL("1234567890123456789", "1234567890123456789.0", 0); /* 19 digits: text */
     EQUAL("0.000000000000000001", "1e-18", 1);
+    EQUAL("100000000000000000000000", "1e23", 1); /* trailing zeros are not significant digits */
+    EQUAL("1000000000000000000000001", "1e24", 0);  /* 25 significant digits: text */
     EQUAL(" Paris ", "Paris.", 1);
     EQUAL("paris", "Paris", 0);
     EQUAL("", "", 1);

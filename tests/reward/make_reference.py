@@ -8,7 +8,8 @@ must reproduce (tests/suites/reward.sh), made by code nobody here wrote:
       line of the .want file reasoning-gym's score:
       dataset.score_answer(reasoning_gym.utils.extract_answer(response), entry).
       The responses are made from each entry's answer to cover right and wrong
-      answers and wrong formats ("kind" names the case); number_sorting adds 400
+      answers and wrong formats ("kind" names the case), then 300 random ones
+      ("random": pieces of the answer, tags, digits, quotes); number_sorting adds 400
       entries made here ("synthetic-nan") whose score is the sortedness check
       alone with NaNs in the list.
   mathverify.jsonl / mathverify.want   numeric answers: {"response": "<answer>PRED</answer>",
@@ -204,6 +205,22 @@ def nan_sort_cases(rng, count):
     return rows
 
 
+PIECES = list("<>/answer[]{}\"\\,.-+0123456789eEnNaIfty_ \n\t'") + [
+    "\u00a0", "\uff11", "\u0661", "<answer>", "</answer>", "NaN", "Infinity", "sNaN", "1_0", "true", "null", "\\u0031"]
+
+
+def random_responses(entries, rng, count):
+    """(entry, response): up to 12 pieces drawn from the entry's answer (three times as likely as any
+    other piece), tag characters, digits, signs, quotes, escapes and number words; seven in ten in tags"""
+    out = []
+    for _ in range(count):
+        e = rng.choice(entries)
+        pieces = [e["answer"]] * 3 + PIECES
+        r = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 12)))
+        out.append((e, f"<answer>{r}</answer>" if rng.random() < 0.7 else r))
+    return out
+
+
 def make_tasks(out):
     for task in TASKS:
         ds = reasoning_gym.create_dataset(task, seed=4242, size=ENTRIES)
@@ -223,6 +240,12 @@ def make_tasks(out):
                     row["metadata"] = meta
                 rows.append(row)
                 want.append(repr(float(score)))
+        for entry, resp in random_responses(list(ds), rng, 300):
+            row = {"response": resp, "answer": entry["answer"], "kind": "random"}
+            if task == "number_sorting":
+                row["metadata"] = {"direction": entry["metadata"]["direction"]}
+            rows.append(row)
+            want.append(repr(float(ds.score_answer(extract_answer(resp), entry))))
         if task == "number_sorting":
             for entry, resp in nan_sort_cases(rng, 400):
                 rows.append({"response": resp, "answer": entry["answer"], "kind": "synthetic-nan",
