@@ -74,6 +74,8 @@ static void test_other_rules(void) {
     EXTRACTS(REWARD_LAST_NUMBER, "about 1,000 apples", "1,000");
     EXTRACTS(REWARD_LAST_NUMBER, "1,00 x", "00");
     EXTRACTS(REWARD_LAST_NUMBER, "a ratio of 3/4", "3/4");
+    EXTRACTS(REWARD_LAST_NUMBER, "p = -.5, so", "-.5");
+    EXTRACTS(REWARD_LAST_NUMBER, "version 1.2.3", "3");
     EXTRACTS(REWARD_LAST_NUMBER, "no digits", "(none)");
 }
 

@@ -81,13 +81,14 @@ static size_t number_end(const char *s, size_t i) {
     return i;
 }
 
-/* the last number in the text: a '-' directly before its first digit belongs to it unless a letter or
-   digit precedes the '-' (a range "3-4" ends with 4, not -4) */
+/* the last number in the text: a '.' directly before its first digit belongs to it (".5"), and so does
+   a '-' before that unless a letter or digit precedes the '-' (a range "3-4" ends with 4, not -4) */
 int reward_extract_last_number(const char *text, size_t *start, size_t *len) {
     int found = 0;
     for (size_t i = 0; text[i];) {
-        if (!is_digit(text[i]) || (i > 0 && (text[i - 1] == '.' || is_digit(text[i - 1])))) { i++; continue; }
+        if (!is_digit(text[i]) || (i > 0 && is_digit(text[i - 1]))) { i++; continue; }
         size_t b = i, e = number_end(text, i);
+        if (b > 0 && text[b - 1] == '.' && (b < 2 || !is_digit(text[b - 2]))) b--; /* ".5", not "1.2.3"'s ".3" */
         if (b > 0 && text[b - 1] == '-' && (b < 2 || !is_alnum(text[b - 2]))) b--;
         *start = b;
         *len = e - b;

@@ -17,10 +17,10 @@ typedef struct Rat { int neg; Dec num, den; } Rat;
 static int dig(char c) { return c >= '0' && c <= '9'; }
 
 /* a decimal at s[*i..n): [+-] digits (",ddd" groups allowed) [. digits] [e [+-] digits]; at least one
-   digit, at most 18 significant ones, an exponent under 10^6 */
+   digit, at most 18 significant ones (leading and trailing zeros do not count), an exponent under 10^6 */
 static int parse_dec(const char *s, size_t n, size_t *i, Dec *d) {
     size_t k = *i;
-    int nd = 0, frac = 0, sig = 0;
+    int nd = 0, frac = 0, sig = 0, zeros = 0; /* zeros: held back until a nonzero digit follows them */
     d->neg = k < n && s[k] == '-';
     if (k < n && (s[k] == '+' || s[k] == '-')) k++;
     d->mant = 0;
@@ -29,8 +29,9 @@ static int parse_dec(const char *s, size_t n, size_t *i, Dec *d) {
         if (dig(s[k])) {
             nd++;
             frac += in_frac;
-            if (d->mant == 0 && s[k] == '0') continue; /* leading zeros are not significant */
-            if (++sig > 18) return -1;
+            if (s[k] == '0') { zeros += d->mant != 0; continue; } /* leading zeros are not significant */
+            if ((sig += zeros + 1) > 18) return -1;
+            for (; zeros > 0; zeros--) d->mant *= 10;
             d->mant = d->mant * 10 + (uint64_t)(s[k] - '0');
         } else if (s[k] == ',' && !in_frac && nd > 0 && k + 3 < n + 0 && dig(s[k + 1]) && dig(s[k + 2]) &&
                    dig(s[k + 3]) && (k + 4 >= n || !dig(s[k + 4]))) {
@@ -40,7 +41,7 @@ static int parse_dec(const char *s, size_t n, size_t *i, Dec *d) {
         } else break;
     }
     if (nd == 0) return -1;
-    d->exp = -frac;
+    d->exp = zeros - frac;
     if (k < n && (s[k] == 'e' || s[k] == 'E')) {
         size_t j = k + 1;
         int eneg = j < n && s[j] == '-', ev = 0, ed = 0;

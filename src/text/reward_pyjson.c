@@ -167,9 +167,12 @@ static int pj_value(Pj *p, PyjItem *item) {
     if (c == '"') {
         p->i++;
         item->kind = PYJ_STRING;
-        if (item == &tmp) return pj_string(p, NULL, &item->len, &item->bad_utf8);
-        item->text = malloc(p->n + 1);
-        if (pj_string(p, item->text, &item->len, &item->bad_utf8) != 0) return -1;
+        size_t s0 = p->i;
+        if (pj_string(p, NULL, &item->len, &item->bad_utf8) != 0) return -1;
+        if (item == &tmp) return 0;
+        p->i = s0; /* measured; now decoded into its own buffer */
+        item->text = malloc(item->len + 1);
+        pj_string(p, item->text, &item->len, &item->bad_utf8);
         item->text[item->len] = 0;
         return 0;
     }
@@ -254,7 +257,7 @@ static int pylit_item(Pj *p, PyjItem *item) {
     memset(item, 0, sizeof *item);
     char q = p->s[p->i];
     size_t i0 = p->i;
-    item->text = malloc(p->n + 1);
+    item->text = malloc(p->n - i0 + 1); /* the rest of the text: more than the item needs */
     if (q == '\'' || q == '"') {
         item->kind = PYJ_STRING;
         for (p->i++; p->i < p->n && p->s[p->i] != q; p->i++) {
