@@ -16,11 +16,11 @@
 
 static const char usage_text[] =
     "usage: nereus-score RULE [--task NAME] [--format-reward X] [--explain] < FILE.jsonl\n"
-    "  RULE             answer-tag | gsm8k | boxed | last-number: where the answer is in the response\n"
-    "  --task NAME      score as reasoning-gym's task NAME does (basic_arithmetic, chain_sum,\n"
-    "                   leg_counting, number_sorting); without it, numeric equivalence\n"
-    "  --format-reward X  added where the rule finds a non-empty answer, right or wrong (default 0)\n"
-    "  --explain        after each score, a tab and what was extracted\n"
+    "  RULE                answer-tag | gsm8k | boxed | last-number: where the answer is\n"
+    "  --task NAME         score as reasoning-gym's task NAME does (basic_arithmetic, chain_sum,\n"
+    "                      leg_counting, number_sorting); without it, numeric equivalence\n"
+    "  --format-reward X   added where the rule finds a non-empty answer, right or wrong (default 0)\n"
+    "  --explain           after each score, a tab and what was extracted\n"
     "Reads JSONL lines {\"response\": ..., \"answer\": ..., \"metadata\": {...}}; prints one score a line.\n";
 
 typedef struct Out { char *buf; size_t len, cap; } Out;
