@@ -156,7 +156,7 @@ LIB_SRC := $(wildcard src/util/*.c src/deck/*.c src/backend/cpu/*.c src/backend/
 LIB_OBJ := $(LIB_SRC:%.c=build/obj/%.o) $(CUDA_OBJ)
 LDLIBS += $(CUDA_LDLIBS)
 # the tools: bin/nereus-NAME from tools/NAME.c and any tools/NAME_*.c beside it
-TOOLS := bin/nereus-task-tokens bin/nereus-ckpt bin/nereus-trace bin/nereus-tok
+TOOLS := bin/nereus-task-tokens bin/nereus-ckpt bin/nereus-trace bin/nereus-tok bin/nereus-score
 # every tests/test_*.c is a test program (tests/suites/unit.sh runs those that need no ranks); the rest by name
 TEST_PROGS := $(basename $(notdir $(wildcard tests/test_*.c))) make_llmc gpu/parity
 TEST_BIN := $(TEST_PROGS:%=build/tests/%) build/tests/libstall_rename.so

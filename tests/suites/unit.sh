@@ -1,8 +1,9 @@
 # tests/suites/unit.sh — the C test programs: pure modules on one process, the MPI ones on 4 and 8 ranks, the CUDA op checks (on a GPU where one is, and emulated on the CPU)
 section "unit tests"
 # every build/tests/test_* from a tests/test_*.c, alone on one process, except those run with ranks below
-# (and test_ckpt, test_transition, test_gguf and test_text, in the restart, transitions, gguf and text suites)
-ranked=" test_emu_comms test_comm_device test_model_tp test_model_pp test_ckpt test_transition test_gguf test_text "
+# (and test_ckpt, test_transition, test_gguf, test_text and test_reward, in the restart, transitions, gguf,
+# text and reward suites)
+ranked=" test_emu_comms test_comm_device test_model_tp test_model_pp test_ckpt test_transition test_gguf test_text test_reward "
 for src in tests/test_*.c; do
   p=$(basename "$src" .c)
   [[ $ranked == *" $p "* ]] || t "$p" 300 "build/tests/$p"
