@@ -170,16 +170,19 @@ static void cuda_kv_fill(float *kcache, float *vcache, const float *qkv,
 }
 
 /* one block per (b, h); scores of positions 0..pos in dynamic shared memory.
- * Row b is the sequence in cache slot slots[b] (NULL: slot b).
+ * Row b is the sequence in cache slot slots[b] (NULL: slot b), at position
+ * rowpos[b] (NULL: maxpos; the shared memory is sized for maxpos).
  * The G query heads of a key/value head share its cache: the first of them
  * stores the new k, v at pos, and every block reads position pos from the
  * qkv row itself, so no block reads what another writes. */
 __global__ static void attention_decode_kernel(float *out, float *kcache, float *vcache, const float *qkv,
-                                               const int *slots, int pos, int Tmax, int C, int NH, int NKV) {
+                                               const int *slots, const int *rowpos, int maxpos, int Tmax, int C, int NH,
+                                               int NKV) {
     extern __shared__ float s[];
     __shared__ float red[32];
     const int hs = C / NH, C3 = C + 2 * NKV * hs, G = NH / NKV;
     const int h = blockIdx.x % NH, b = blockIdx.x / NH;
+    const int pos = rowpos ? rowpos[b] : maxpos;
     const float scale = 1.0f / sqrtf((float)hs);
     const float *q = qkv + (size_t)b * C3 + h * hs;
     const float *knew = qkv + (size_t)b * C3 + C + h / G * hs, *vnew = knew + NKV * hs;
@@ -222,7 +225,7 @@ __global__ static void attention_decode_kernel(float *out, float *kcache, float 
 #define DECODE_MAX_SMEM (200 * 1024) /* opt-in limit; H100/H200 allow 227 KiB per block */
 
 static void cuda_attention_decode(float *out, float *kcache, float *vcache, const float *qkv, const int *slots,
-                                  int B, int pos, int Tmax, int C, int NH, int NKV) {
+                                  const int *rowpos, int B, int pos, int Tmax, int C, int NH, int NKV) {
     if (B <= 0) return;
     static int smem_set;
     size_t smem = (size_t)(pos + 1) * sizeof(float);
@@ -235,7 +238,8 @@ static void cuda_attention_decode(float *out, float *kcache, float *vcache, cons
                                        DECODE_MAX_SMEM));
         smem_set = 1;
     }
-    attention_decode_kernel<<<B * NH, ATT_THREADS, smem>>>(out, kcache, vcache, qkv, slots, pos, Tmax, C, NH, NKV);
+    attention_decode_kernel<<<B * NH, ATT_THREADS, smem>>>(out, kcache, vcache, qkv, slots, rowpos, pos, Tmax, C, NH,
+                                                           NKV);
     cudaCheckLaunch("attention_decode_kernel");
 }
 

@@ -447,7 +447,7 @@ static void test_decode(int B, int T, int C, int NH, int NKV, int Tmax, int P) {
     for (int pos = P; pos < T; pos++) {
         for (int b = 0; b < B; b++)
             memcpy(qkv + (size_t)b * C3, inp + ((size_t)b * T + pos) * C3, (size_t)C3 * 4);
-        be->attention_decode(o1, kc, vc, qkv, NULL, B, pos, Tmax, C, NH, NKV);
+        be->attention_decode(o1, kc, vc, qkv, NULL, NULL, B, pos, Tmax, C, NH, NKV);
         for (int b = 0; b < B; b++) {
             memcpy(dec + nd * C, o1 + (size_t)b * C, (size_t)C * 4);
             memcpy(fwd + nd * C, out + ((size_t)b * T + pos) * C, (size_t)C * 4);
@@ -473,7 +473,7 @@ static void test_decode(int B, int T, int C, int NH, int NKV, int Tmax, int P) {
                 int b = pos < half ? i : slots[i];
                 memcpy(qkv + (size_t)i * C3, inp + ((size_t)b * T + pos) * C3, (size_t)C3 * 4);
             }
-            be->attention_decode(o1, kc, vc, qkv, pos < half ? NULL : slots, rows, pos, Tmax, C, NH, NKV);
+            be->attention_decode(o1, kc, vc, qkv, pos < half ? NULL : slots, NULL, rows, pos, Tmax, C, NH, NKV);
             if (pos >= half)
                 for (int i = 0; i < n; i++)
                     err += relerr_ff(o1 + (size_t)i * C, dec + ((size_t)(pos - P) * B + slots[i]) * C, (size_t)C);

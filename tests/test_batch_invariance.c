@@ -188,7 +188,7 @@ static void run_path(CpuKernelPath path, float *keep[], int *nkeep, size_t sizes
     float *kc = calloc((size_t)a.NKV * a.T * hs, sizeof(float)), *vc = calloc((size_t)a.NKV * a.T * hs, sizeof(float));
     float *o = malloc((size_t)a.C * sizeof(float));
     be->kv_fill(kc, vc, probe, 1, a.T - 1, a.T, a.C, a.NH, a.NKV);
-    be->attention_decode(o, kc, vc, probe + (size_t)(a.T - 1) * c3(&a), NULL, 1, a.T - 1, a.T, a.C, a.NH, a.NKV);
+    be->attention_decode(o, kc, vc, probe + (size_t)(a.T - 1) * c3(&a), NULL, NULL, 1, a.T - 1, a.T, a.C, a.NH, a.NKV);
     CHECK(differ(o, alone + (size_t)(a.T - 1) * a.C, a.C) == 0, "%-8s attention_decode == attention_forward's row (bits)",
           pn);
     keep[n] = alone, sizes[n++] = wout;

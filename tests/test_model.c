@@ -158,6 +158,24 @@ static void kv_cache(const GPTConfig *cfg, const char *what, float std, float no
     }
     CHECK(differ == 0, "%srows leaving the batch: the rows going on get the whole batch's logits (%d rows differ)",
           what, differ);
+    /* prompts of different lengths (P − 2, P, P + 1 tokens): each row prefilled alone, then decoded at its own
+       position; every step's logits are the full forward's at that row and position, bit for bit */
+    int plen[3] = {P - 2, P, P + 1}, at[3], bits = 0, steps = 0;
+    gpt_prefill_rows(&m, tok, T, plen, B, lg);
+    for (int j = 0; plen[2] + j <= T; j++) {
+        if (j > 0) {
+            for (int b = 0; b < B; b++) at[b] = plen[b] + j - 1, step[b] = tok[b * T + at[b]];
+            gpt_decode_at(&m, step, NULL, at, B, lg);
+        }
+        for (int b = 0; b < B; b++) {
+            int pos = plen[b] + j - 1; /* the position whose logits these are */
+            bits += memcmp(lg + (size_t)b * c.V, full + ((size_t)b * T + pos) * c.V,
+                           (size_t)gpt_real_vocab(&c) * sizeof(float)) != 0;
+            steps++;
+        }
+    }
+    CHECK(bits == 0, "%sprompts of 2, 4 and 5 tokens, each row at its own position: logits equal the full forward's "
+          "bit for bit (%d of %d rows differ)", what, bits, steps);
     free(all);
     free(lg);
     free(full);

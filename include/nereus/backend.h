@@ -91,11 +91,13 @@ typedef struct Backend {
      * qkv (B, C3) for the new tokens; kcache, vcache (Bmax, NKV, Tmax, hs): row b
      * is the sequence in cache slot slots[b] (slots (B), backend memory; NULL:
      * slot b), so finished sequences leave the batch without moving the cache.
+     * rowpos (B, backend memory) gives each row its own position, every one at most
+     * pos (sequences whose prompts differ in length); NULL: every row at pos.
      * Each (slot, head) reads Tmax·hs contiguous floats. The new k, v are written
      * at [slot, .., pos, ..] then attended over positions 0..pos. out (B, C).
      * Must equal attention_forward's row `pos` on the same tokens. */
     void (*attention_decode)(float *out, float *kcache, float *vcache, const float *qkv,
-                             const int *slots, int B, int pos, int Tmax, int C, int NH, int NKV);
+                             const int *slots, const int *rowpos, int B, int pos, int Tmax, int C, int NH, int NKV);
     /* Fill the cache from a prefix already run through attention_forward:
      * qkv (B, T, C3) → kcache, vcache (B, NKV, Tmax, hs) positions 0..T-1. */
     void (*kv_fill)(float *kcache, float *vcache, const float *qkv,

@@ -285,6 +285,9 @@ typedef struct GPT {
     float *d_mean, *d_rstd;   /* (Bmax) decode LayerNorm statistics */
     const int *dec_slots;     /* during gpt_decode_rows: the cache slot of each row (backend memory), NULL: row b
                                  is slot b */
+    const int *dec_pos;       /* during gpt_decode_at: each row's position (backend memory), NULL: every row at
+                                 the step's one position */
+    const int *dec_pos_host;  /* the same positions in host memory (the per-row embedding and RoPE calls) */
     float *d_qk_rstd, *d_qkv_raw; /* (Bmax, NH + NKV), (Bmax, C3): decode QK-norm statistics and input
                                  (Llama family with qk_norm) */
     float *inv_freq;          /* (hs/2) RoPE inverse frequencies (Llama family; rope.h) */
@@ -471,6 +474,14 @@ void gpt_decode(GPT *m, const int *tok, int B, int pos, float *logits_out);
  * read once for the n rows, so a step costs what the rows still generating
  * need, and a row's logits do not depend on which other rows are present. */
 void gpt_decode_rows(GPT *m, const int *tok, const int *slots, int n, int pos, float *logits_out);
+/* gpt_decode_rows with each row at its own position pos[i] (host array): sequences whose prompts differ in
+ * length. A row's logits are the bits gpt_decode_rows gives it at that position, and the bits a forward over
+ * the row's whole sequence gives its last position (the row kernels are batch-invariant, docs/NUMERICS.md). */
+void gpt_decode_at(GPT *m, const int *tok, const int *slots, const int *pos, int n, float *logits_out);
+/* gpt_prefill of B prompts of different lengths: row b's len[b] tokens at tokens + b·ld, into cache slot b;
+ * the last position's logits of each row in m->d_logits (B, V) (and logits_out unless NULL). Each row is its
+ * own forward, so a row's cache and logits are those it gets prefilled alone. */
+void gpt_prefill_rows(GPT *m, const int *tokens, int ld, const int *len, int B, float *logits_out);
 
 /* collective over m->sh.tp_comm and m->sh.pp_comm
  * Parameter checksum over the logical tensors: Σ|x| in double, each logical

@@ -898,6 +898,27 @@ static void gpt_head_decode(GPT *m, int B) {
     m->be->matmul_decode(m->d_logits, m->d_ln, gpt_head(m), NULL, B, m->cfg.C, gpt_real_vocab(&m->cfg), m->cfg.V);
 }
 
+/* collective over m->sh.tp_comm */
+void gpt_prefill_rows(GPT *m, const int *tokens, int ld, const int *len, int B, float *logits_out) {
+    const Backend *be = m->be;
+    const GPTConfig *c = &m->cfg;
+    int C = c->C;
+    if (m->sh.pp > 1) nr_fatal("gpt_prefill: pipelined generation is not supported; give actor.gen pp = 1");
+    if (B > m->Bmax) nr_fatal("gpt_prefill_rows: %d rows beyond capacity %d", B, m->Bmax);
+    size_t slot = (size_t)m->NKVl * m->Tmax * m->hs; /* one sequence's cache in a layer */
+    for (int b = 0; b < B; b++) {
+        int P = len[b];
+        if (P < 1 || P > m->Tmax) nr_fatal("gpt_prefill_rows: row %d's %d tokens outside [1, %d]", b, P, m->Tmax);
+        gpt_forward(m, tokens + (size_t)b * ld, 1, P, 0, 0);
+        for (int l = 0; l < c->L; l++)
+            be->kv_fill(m->kcache + l * gpt_kv_layer(m) + b * slot, m->vcache + l * gpt_kv_layer(m) + b * slot,
+                        m->a.qkv + (size_t)l * P * m->C3, 1, P, m->Tmax, m->Cl, m->NHl, m->NKVl);
+        be->copy(m->d_ln + (size_t)b * C, m->a.lnf + (size_t)(P - 1) * C, (size_t)C * sizeof(float));
+    }
+    gpt_head_decode(m, B);
+    if (logits_out) be->download(logits_out, m->d_logits, (size_t)B * c->V * sizeof(float));
+}
+
 void gpt_logits_last(GPT *m, int B, int T) {
     const Backend *be = m->be;
     int C = m->cfg.C;
@@ -919,7 +940,7 @@ static void gpt2_decode_layers(GPT *m, int n, int pos) {
         be->matmul_decode(m->d_qkv, m->d_ln, m->p[GPT_QKVW] + (size_t)l * 3 * Cl * C, m->p[GPT_QKVB] + l * 3 * Cl,
                           n, C, 3 * Cl, 3 * Cl);
         be->attention_decode(m->d_atty, m->kcache + l * gpt_kv_layer(m), m->vcache + l * gpt_kv_layer(m),
-                             m->d_qkv, m->dec_slots, n, pos, m->Tmax, Cl, NH, NH);
+                             m->d_qkv, m->dec_slots, m->dec_pos, n, pos, m->Tmax, Cl, NH, NH);
         be->matmul_decode(m->d_tmp, m->d_atty, m->p[GPT_ATTPROJW] + (size_t)l * C * Cl,
                           gpt_rowpar_bias(m, m->p[GPT_ATTPROJB] + l * C), n, Cl, C, C);
         gpt_tp_sum(m, m->d_tmp, nC);
@@ -945,12 +966,28 @@ void gpt_decode(GPT *m, const int *tok, int B, int pos, float *logits_out) {
    n for its tokens; rows with slots need Tmax ≥ 2): no allocation of its own. */
 static int *gpt_slot_buffer(GPT *m) { return m->tokens + m->Bmax; }
 
-/* collective over m->sh.tp_comm */
-void gpt_decode_rows(GPT *m, const int *tok, const int *slots, int n, int pos, float *logits_out) {
+/* The positions of a decode's rows, past the slots in the token buffer (rows with positions need Tmax ≥ 3) */
+static int *gpt_pos_buffer(GPT *m) { return m->tokens + 2 * (size_t)m->Bmax; }
+
+/* the decode's embeddings (n, C) into d_x: every row at pos, or row i at dec_pos_host[i] */
+void gpt_decode_embed(GPT *m, const float *wte, const float *wpe, int n, int pos) {
+    const Backend *be = m->be;
+    int C = m->cfg.C;
+    if (!m->dec_pos_host) {
+        be->encoder_forward(m->d_x, m->tokens, wte, wpe, n, 1, C, pos);
+        return;
+    }
+    for (int i = 0; i < n; i++)
+        be->encoder_forward(m->d_x + (size_t)i * C, m->tokens + i, wte, wpe, 1, 1, C, m->dec_pos_host[i]);
+}
+
+/* collective over m->sh.tp_comm: n rows at their slots; pos the largest position, rowpos each row's (or NULL) */
+static void gpt_decode_impl(GPT *m, const int *tok, const int *slots, const int *rowpos, int n, int pos,
+                            float *logits_out) {
     const Backend *be = m->be;
     const GPTConfig *c = &m->cfg;
     if (m->sh.pp > 1) nr_fatal("gpt_decode: pipelined generation is not supported; give actor.gen pp = 1");
-    if (pos >= m->Tmax || n > m->Bmax || n < 1 || (slots && m->Tmax < 2))
+    if (pos >= m->Tmax || n > m->Bmax || n < 1 || (slots && m->Tmax < 2) || (rowpos && m->Tmax < 3))
         nr_fatal("gpt_decode: position %d or %d rows beyond capacity (%d, %d)", pos, n, m->Tmax, m->Bmax);
     m->dec_slots = NULL;
     if (slots) {
@@ -961,16 +998,37 @@ void gpt_decode_rows(GPT *m, const int *tok, const int *slots, int n, int pos, f
         be->upload(gpt_slot_buffer(m), slots, (size_t)n * sizeof(int));
         m->dec_slots = gpt_slot_buffer(m);
     }
+    m->dec_pos = m->dec_pos_host = NULL;
+    if (rowpos) {
+        be->upload(gpt_pos_buffer(m), rowpos, (size_t)n * sizeof(int));
+        m->dec_pos = gpt_pos_buffer(m);
+        m->dec_pos_host = rowpos;
+    }
     be->upload(m->tokens, tok, (size_t)n * sizeof(int));
     if (gpt_is_llama(c)) {
         llama_decode(m, n, pos);
     } else {
-        be->encoder_forward(m->d_x, m->tokens, m->p[GPT_WTE], m->p[GPT_WPE], n, 1, c->C, pos);
+        gpt_decode_embed(m, m->p[GPT_WTE], m->p[GPT_WPE], n, pos);
         gpt2_decode_layers(m, n, pos);
         gpt_head_decode(m, n);
     }
-    m->dec_slots = NULL;
+    m->dec_slots = m->dec_pos = m->dec_pos_host = NULL;
     if (logits_out) be->download(logits_out, m->d_logits, (size_t)n * c->V * sizeof(float));
+}
+
+/* collective over m->sh.tp_comm */
+void gpt_decode_rows(GPT *m, const int *tok, const int *slots, int n, int pos, float *logits_out) {
+    gpt_decode_impl(m, tok, slots, NULL, n, pos, logits_out);
+}
+
+/* collective over m->sh.tp_comm */
+void gpt_decode_at(GPT *m, const int *tok, const int *slots, const int *pos, int n, float *logits_out) {
+    int maxpos = 0;
+    for (int i = 0; i < n; i++) {
+        if (pos[i] < 0) nr_fatal("gpt_decode_at: row %d at position %d", i, pos[i]);
+        maxpos = NR_MAX(maxpos, pos[i]);
+    }
+    gpt_decode_impl(m, tok, slots, pos, n, maxpos, logits_out);
 }
 
 /* ---- accounting ---------------------------------------------------------- */

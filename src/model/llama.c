@@ -269,8 +269,10 @@ static void llama_decode_layer(GPT *m, int l, int B, int pos, float *kc, float *
     be->rmsnorm_forward(m->d_ln, m->d_rstd, m->d_x, at(m->p[LLAMA_LN1W], l, C), B, 1, C, C, eps);
     llama_decode_qkv(m, l, B);
     if (c->qk_norm) llama_qk_norm_forward(m, m->d_qkv, m->d_qkv_raw, m->d_qk_rstd, l, B);
-    be->rope_forward(m->d_qkv, m->inv_freq, B, 1, m->NHl + m->NKVl, m->hs, C3, pos);
-    be->attention_decode(m->d_atty, kc, vc, m->d_qkv, m->dec_slots, B, pos, m->Tmax, Cq, m->NHl, m->NKVl);
+    if (!m->dec_pos_host) be->rope_forward(m->d_qkv, m->inv_freq, B, 1, m->NHl + m->NKVl, m->hs, C3, pos);
+    for (int b = 0; m->dec_pos_host && b < B; b++) /* each row at its own position */
+        be->rope_forward(m->d_qkv + (size_t)b * C3, m->inv_freq, 1, 1, m->NHl + m->NKVl, m->hs, C3, m->dec_pos_host[b]);
+    be->attention_decode(m->d_atty, kc, vc, m->d_qkv, m->dec_slots, m->dec_pos, B, pos, m->Tmax, Cq, m->NHl, m->NKVl);
     be->matmul_decode(m->d_tmp, m->d_atty, at(m->p[LLAMA_ATTPROJW], l, (size_t)C * Cq), NULL, B, Cq, C, C);
     llama_tp_sum(m, m->d_tmp, (size_t)B * C);
     be->residual_forward(m->d_x, m->d_x, m->d_tmp, (size_t)B * C);
@@ -286,7 +288,7 @@ void llama_decode(GPT *m, int B, int pos) {
     const Backend *be = m->be;
     int C = m->cfg.C;
     size_t kvl = (size_t)m->Bmax * m->NKVl * m->Tmax * m->hs; /* one layer of the cache */
-    be->encoder_forward(m->d_x, m->tokens, m->p[LLAMA_WTE], m->zero_pos, B, 1, C, pos);
+    gpt_decode_embed(m, m->p[LLAMA_WTE], m->zero_pos, B, pos);
     for (int l = 0; l < m->cfg.L; l++) llama_decode_layer(m, l, B, pos, m->kcache + l * kvl, m->vcache + l * kvl);
     llama_final_norm_forward(m, m->d_ln, m->d_rstd, m->d_x, B);
     be->matmul_decode(m->d_logits, m->d_ln, llama_head(m), NULL, B, C, gpt_real_vocab(&m->cfg), m->cfg.V);

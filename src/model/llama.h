@@ -24,6 +24,8 @@ float *llama_head_grad(GPT *m);
  * slot b): the cache filled at pos, the next real-vocabulary
  * logits (B, V) in m->d_logits */
 void llama_decode(GPT *m, int B, int pos);
+/* gpt.c: a decode step's token embeddings into m->d_x, each row at its own position where the step has them */
+void gpt_decode_embed(GPT *m, const float *wte, const float *wpe, int n, int pos);
 double llama_flops_per_token_fwd(const GPTConfig *c, int T);
 
 #endif

@@ -455,8 +455,8 @@ static void check_attention(int B, int T, int C, int NH, int NKV) {
     CPU->kv_fill(kc.c, vc.c, pref.c, B, pos, Tmax, C, NH, NKV);
     GPU->kv_fill(kc.g, vc.g, pref.g, B, pos, Tmax, C, NH, NKV);
     Pair dec = pair_nan((size_t)B * C);
-    CPU->attention_decode(dec.c, kc.c, vc.c, q.c, NULL, B, pos, Tmax, C, NH, NKV);
-    GPU->attention_decode(dec.g, kc.g, vc.g, q.g, NULL, B, pos, Tmax, C, NH, NKV);
+    CPU->attention_decode(dec.c, kc.c, vc.c, q.c, NULL, NULL, B, pos, Tmax, C, NH, NKV);
+    GPU->attention_decode(dec.g, kc.g, vc.g, q.g, NULL, NULL, B, pos, Tmax, C, NH, NKV);
     snprintf(nm, sizeof nm, "attention_decode out B%d pos%d Tmax%d", B, pos, Tmax);
     check(nm, dec, TOL);
     /* cache positions 0..pos of every (b, h) */
@@ -497,8 +497,8 @@ static void check_decode_long(int B, int C, int NH, int NKV, int pos) {
     const size_t ncache = (size_t)B * NKV * Tmax * hs;
     Pair kc = pair_rand(ncache, -1.5f, 1.5f), vc = pair_rand(ncache, -1.5f, 1.5f);
     Pair q = pair_rand((size_t)B * (C + 2 * NKV * hs), -1.5f, 1.5f), dec = pair_nan((size_t)B * C);
-    CPU->attention_decode(dec.c, kc.c, vc.c, q.c, NULL, B, pos, Tmax, C, NH, NKV);
-    GPU->attention_decode(dec.g, kc.g, vc.g, q.g, NULL, B, pos, Tmax, C, NH, NKV);
+    CPU->attention_decode(dec.c, kc.c, vc.c, q.c, NULL, NULL, B, pos, Tmax, C, NH, NKV);
+    GPU->attention_decode(dec.g, kc.g, vc.g, q.g, NULL, NULL, B, pos, Tmax, C, NH, NKV);
     /* out = Σ att·v over pos + 1 terms, summed serially in fp32 on both sides
      * (the GPU one thread per channel, the CPU per chunk, rescaled), so their
      * rounding grows like 2^-24·√(pos + 1) relative to out. TOL up to pos
@@ -537,24 +537,29 @@ static void check_matmul_decode(int N, int IC, int OC, int ldo, int with_bias) {
 }
 
 /* attention_decode of B rows at cache slots (rows that left the batch are not among them) in a cache of
-   Bmax sequences: the output as the CPU's, and both caches written at the slots' position pos only */
-static void check_decode_slots(int B, int Bmax, int C, int NH, int NKV, int pos) {
+   Bmax sequences: the output as the CPU's, and both caches written at the slots' position pos only; with
+   spread > 0 row i sits at position pos − i mod (spread + 1) (prompts of different lengths) */
+static void check_decode_slots(int B, int Bmax, int C, int NH, int NKV, int pos, int spread) {
     char nm[160];
     const int Tmax = pos + 3, hs = C / NH;
     const size_t ncache = (size_t)Bmax * NKV * Tmax * hs;
     int *slots = nr_xmalloc((size_t)B * sizeof(int));
     for (int i = 0; i < B; i++) slots[i] = Bmax - B + i - (i == 0 && Bmax - B > 1); /* a gap after the first */
     IPair sl = ipair_from(slots, (size_t)B);
+    int *rowpos = nr_xmalloc((size_t)B * sizeof(int));
+    for (int i = 0; i < B; i++) rowpos[i] = pos - i % (spread + 1);
+    IPair rp = ipair_from(rowpos, (size_t)B);
     Pair kc = pair_rand(ncache, -1.5f, 1.5f), vc = pair_rand(ncache, -1.5f, 1.5f);
     Pair q = pair_rand((size_t)B * (C + 2 * NKV * hs), -1.5f, 1.5f), dec = pair_nan((size_t)B * C);
-    CPU->attention_decode(dec.c, kc.c, vc.c, q.c, sl.c, B, pos, Tmax, C, NH, NKV);
-    GPU->attention_decode(dec.g, kc.g, vc.g, q.g, sl.g, B, pos, Tmax, C, NH, NKV);
-    snprintf(nm, sizeof nm, "attention_decode at slots B%d of %d pos%d C%d NH%d NKV%d", B, Bmax, pos, C, NH, NKV);
+    CPU->attention_decode(dec.c, kc.c, vc.c, q.c, sl.c, spread ? rp.c : NULL, B, pos, Tmax, C, NH, NKV);
+    GPU->attention_decode(dec.g, kc.g, vc.g, q.g, sl.g, spread ? rp.g : NULL, B, pos, Tmax, C, NH, NKV);
+    snprintf(nm, sizeof nm, "attention_decode at slots B%d of %d pos%d%s C%d NH%d NKV%d", B, Bmax, pos,
+             spread ? " (rows at their own positions)" : "", C, NH, NKV);
     check(nm, dec, TOL);
     check("attention_decode at slots: kcache (the slots' pos written, rest kept)", kc, 0.0);
     check("attention_decode at slots: vcache (the slots' pos written, rest kept)", vc, 0.0);
-    ipair_free(sl);
-    free(slots);
+    ipair_free(sl); ipair_free(rp);
+    free(slots); free(rowpos);
     pair_free(kc); pair_free(vc); pair_free(q); pair_free(dec);
 }
 
@@ -1154,8 +1159,9 @@ int main(int argc, char **argv) {
     check_decode_long(2, 128, 2, 2, 12400);  /* over 48 KiB of shared memory */
     check_decode_long(1, 128, 2, 2, 51199);  /* the 200 KiB limit */
     check_decode_long(2, 256, 8, 2, 1500);   /* grouped-query */
-    check_decode_slots(3, 6, 96, 4, 4, 40);  /* rows left the batch: 3 of 6 cache slots */
-    check_decode_slots(2, 5, 256, 8, 2, 17); /* grouped-query */
+    check_decode_slots(3, 6, 96, 4, 4, 40, 0);  /* rows left the batch: 3 of 6 cache slots */
+    check_decode_slots(2, 5, 256, 8, 2, 17, 0); /* grouped-query */
+    check_decode_slots(4, 6, 96, 4, 2, 33, 2);  /* prompts of different lengths: rows at positions 33, 32, 31, 33 */
     check_matmul_decode(1, 768, 2304, 2304, 1);
     check_matmul_decode(4, 768, 1000, 1024, 0); /* the LM head over the real vocabulary of a padded one */
     check_matmul_decode(7, 96, 70, 70, 1);     /* above the CPU's narrow path: sgemm */

@@ -117,26 +117,28 @@ static void cpu_kv_fill(float *kcache, float *vcache, const float *qkv,
             }
 }
 
-/* One new token per sequence at position pos: qkv (B, C3) → out (B, C). The
+/* One new token per sequence at position pos (row b at rowpos[b] where given): qkv (B, C3) → out (B, C). The
  * scores of a chunk of positions sit in a stack buffer; if a later chunk
  * raises the running maximum, the partial sum and output are rescaled. For
  * pos < DECODE_CHUNK this is the forward's computation in one pass. */
 static void cpu_attention_decode(float *out, float *kcache, float *vcache, const float *qkv, const int *slots,
-                                 int B, int pos, int Tmax, int C, int NH, int NKV) {
+                                 const int *rowpos, int B, int maxpos, int Tmax, int C, int NH, int NKV) {
     const int hs = C / NH, C3 = C + 2 * NKV * hs, G = NH / NKV;
     const float scale = 1.0f / sqrtf((float)hs);
     /* the new k, v first: every query head of a group reads them */
     for (int b = 0; b < B; b++)
         for (int kh = 0; kh < NKV; kh++) {
+            int pos = rowpos ? rowpos[b] : maxpos;
             size_t slot = slots ? (size_t)slots[b] : (size_t)b, at = ((slot * NKV + kh) * Tmax + pos) * hs;
             const float *knew = qkv + (size_t)b * C3 + C + kh * hs;
             memcpy(kcache + at, knew, (size_t)hs * sizeof(float));
             memcpy(vcache + at, knew + NKV * hs, (size_t)hs * sizeof(float));
         }
-#pragma omp parallel for collapse(2) schedule(static) if ((size_t)B * NH * (pos + 1) * hs >= CPU_OMP_MIN)
+#pragma omp parallel for collapse(2) schedule(static) if ((size_t)B * NH * (maxpos + 1) * hs >= CPU_OMP_MIN)
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++) {
             float s[DECODE_CHUNK];
+            int pos = rowpos ? rowpos[b] : maxpos;
             size_t slot = slots ? (size_t)slots[b] : (size_t)b;
             const float *q = qkv + (size_t)b * C3 + h * hs;
             const float *kc = kcache + (slot * NKV + h / G) * Tmax * hs;
