@@ -14,7 +14,9 @@
 #include "nereus/task.h"
 
 typedef struct Rollout {
-    int B, P, T, Tcap;     /* sequences, prompt length, current length, capacity */
+    int B, P, T, Tcap;     /* sequences, the longest prompt a row can have, current length, capacity (P + max_response) */
+    int *plen;             /* (B) each row's prompt length (P for the fixed-length digit tasks): row b's response
+                              starts at token plen[b] */
     int Bg, b0;            /* the step's global batch, and the first of this rollout's B rows in it */
     uint64_t sample_base;  /* global sample index of row b at step s: base + s·Bg + b0 + b */
     int group;             /* responses per prompt ([ppo] group_size; 1 for ppo): global row i of step s has the

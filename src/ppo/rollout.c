@@ -23,6 +23,7 @@ void rollout_alloc(Rollout *r, const Config *cfg, const TaskSet *ts, const Backe
     r->amax = task_max_answer(ts);
     r->targets = nr_xcalloc(BT, sizeof(int));
     r->resp_len = nr_xcalloc(B, sizeof(int));
+    r->plen = nr_xcalloc(B, sizeof(int));
     r->answer = nr_xcalloc((size_t)B * r->amax, sizeof(int));
     r->answer_len = nr_xcalloc(B, sizeof(int));
     r->kind = nr_xcalloc(B, sizeof(int));
@@ -38,7 +39,7 @@ void rollout_alloc(Rollout *r, const Config *cfg, const TaskSet *ts, const Backe
 }
 
 void rollout_free(Rollout *r) {
-    void *p[] = {r->tokens, r->seq, r->targets, r->resp_len, r->answer, r->answer_len, r->kind, r->task_reward,
+    void *p[] = {r->tokens, r->seq, r->targets, r->resp_len, r->plen, r->answer, r->answer_len, r->kind, r->task_reward,
                  r->score, r->logp_old, r->logp_ref, r->values, r->rm_values, r->rewards, r->adv, r->ret, r->mask,
                  r->next, r->act};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) free(p[i]);
@@ -66,6 +67,7 @@ void rollout_prompts(Rollout *r, const TaskSet *ts, int step) {
         uint64_t g = rollout_prompt_index(r, step, b);
         r->kind[b] = task_make(ts, g, r->tokens + (size_t)b * r->Tcap, r->answer + (size_t)b * r->amax,
                                &r->answer_len[b]);
+        r->plen[b] = r->P;
         r->resp_len[b] = 0;
     }
 }
@@ -88,18 +90,18 @@ static int rollout_sample(Rollout *r, const GPT *actor, const Config *cfg, int s
     int n = r->nact;
     for (int i = 0; i < n; i++) {
         uint64_t g = rollout_sample_index(r, step, r->act[i]);
-        u[i] = rng_uniform((uint64_t)cfg->run.seed, RNG_SAMPLE, g, (uint64_t)(r->P + j));
+        u[i] = rng_uniform((uint64_t)cfg->run.seed, RNG_SAMPLE, g, (uint64_t)(r->plen[r->act[i]] + j));
     }
     be->upload(r->d_u, u, (size_t)n * sizeof(float));
     be->sample_tokens(r->d_next, actor->d_logits, r->d_u, n, gpt_real_vocab(&actor->cfg), actor->cfg.V,
                       cfg->ppo.temperature, cfg->ppo.top_k);
     be->download(r->next, r->d_next, (size_t)n * sizeof(int));
-    for (int b = 0; b < r->B; b++) r->tokens[(size_t)b * r->Tcap + r->P + j] = TOK_EOS; /* padding unless sampled */
+    for (int b = 0; b < r->B; b++) r->tokens[(size_t)b * r->Tcap + r->plen[b] + j] = TOK_EOS; /* padding unless sampled */
     int running = 0;
     for (int i = 0; i < n; i++) {
         int b = r->act[i], tok = r->next[i];
         if (j + 1 < minlen && tok == TOK_EOS) tok = TOK_EQ;
-        r->tokens[(size_t)b * r->Tcap + r->P + j] = tok;
+        r->tokens[(size_t)b * r->Tcap + r->plen[b] + j] = tok;
         r->resp_len[b] = j + 1;
         if (tok == TOK_EOS) continue;
         r->act[running] = b; /* compacted in place: running <= i */
@@ -114,24 +116,55 @@ static void rollout_start(Rollout *r) {
     r->nact = r->B;
 }
 
+/* 1 when every row's prompt has the same length (one batched prefill, every decode row at one position) */
+static int rollout_uniform(const Rollout *r) {
+    for (int b = 1; b < r->B; b++)
+        if (r->plen[b] != r->plen[0]) return 0;
+    return 1;
+}
+
+/* the prompts into the actor's cache: one batched prefill where their lengths agree, else each row alone (the
+   same bits: the row kernels are batch-invariant) */
+static void rollout_prefill(Rollout *r, GPT *actor) {
+    if (!rollout_uniform(r)) {
+        gpt_prefill_rows(actor, r->tokens, r->Tcap, r->plen, r->B, NULL);
+        return;
+    }
+    int P = r->plen[0];
+    int *prompt = nr_xmalloc((size_t)r->B * P * sizeof(int)); /* a dense (B, P) block */
+    for (int b = 0; b < r->B; b++) memcpy(prompt + (size_t)b * P, r->tokens + (size_t)b * r->Tcap, P * sizeof(int));
+    gpt_prefill(actor, prompt, r->B, P, NULL);
+    free(prompt);
+}
+
+/* one decode step of the rows still generating, response token j: at one position, or each at its own */
+static void rollout_decode(Rollout *r, GPT *actor, int uniform, int running, int j) {
+    const int *slots = running == r->B ? NULL : r->act;
+    if (uniform) {
+        gpt_decode_rows(actor, r->next, slots, running, r->plen[0] + j, NULL);
+        return;
+    }
+    int *pos = nr_xmalloc((size_t)running * sizeof(int));
+    for (int i = 0; i < running; i++) pos[i] = r->plen[r->act[i]] + j;
+    gpt_decode_at(actor, r->next, slots, pos, running, NULL);
+    free(pos);
+}
+
 void ppo_generate(Rollout *r, GPT *actor, const Config *cfg, const TaskSet *ts, int step) {
     rollout_prompts(r, ts, step);
-    int R = cfg->ppo.max_response, minlen = ppo_min_response(cfg, step);
-    /* the prompts as a dense (B, P) block for the prefill */
-    int *prompt = nr_xmalloc((size_t)r->B * r->P * sizeof(int));
-    for (int b = 0; b < r->B; b++) memcpy(prompt + (size_t)b * r->P, r->tokens + (size_t)b * r->Tcap, r->P * sizeof(int));
-    gpt_prefill(actor, prompt, r->B, r->P, NULL);
-    free(prompt);
+    int R = cfg->ppo.max_response, minlen = ppo_min_response(cfg, step), uniform = rollout_uniform(r);
+    rollout_prefill(r, actor);
     rollout_start(r);
     for (int j = 0; j < R; j++) {
         int running = rollout_sample(r, actor, cfg, step, j, minlen);
         if (running == 0 || j + 1 == R) break;
-        gpt_decode_rows(actor, r->next, running == r->B ? NULL : r->act, running, r->P + j, NULL);
+        rollout_decode(r, actor, uniform, running, j);
     }
 }
 
 void ppo_generate_nocache(Rollout *r, GPT *actor, const Config *cfg, const TaskSet *ts, int step) {
     rollout_prompts(r, ts, step);
+    if (!rollout_uniform(r)) nr_fatal("ppo_generate_nocache: prompts of different lengths (the cached path takes them)");
     int R = cfg->ppo.max_response, minlen = ppo_min_response(cfg, step);
     int *dense = nr_xmalloc((size_t)r->B * r->Tcap * sizeof(int));
     rollout_start(r);
@@ -162,7 +195,7 @@ double ppo_eval_greedy(GPT *actor, const Config *cfg, const TaskSet *ts, int B, 
     for (int k = 0; k < nbatches; k++) {
         ppo_generate(&r, actor, &ec, ts, k);
         for (int b = 0; b < B; b++)
-            sum += task_reward(r.answer + (size_t)b * r.amax, r.answer_len[b], r.tokens + (size_t)b * r.Tcap + r.P,
+            sum += task_reward(r.answer + (size_t)b * r.amax, r.answer_len[b], r.tokens + (size_t)b * r.Tcap + r.plen[b],
                                r.resp_len[b]);
     }
     rollout_free(&r);

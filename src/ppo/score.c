@@ -12,15 +12,15 @@
 #include "nereus/util.h"
 
 void rollout_finish(Rollout *r) {
-    int rmax = 1;
-    for (int b = 0; b < r->B; b++) rmax = NR_MAX(rmax, r->resp_len[b]);
-    int T = r->T = r->P + rmax;
+    int T = 1;
+    for (int b = 0; b < r->B; b++) T = NR_MAX(T, r->plen[b] + NR_MAX(r->resp_len[b], 1));
+    r->T = T;
     for (int b = 0; b < r->B; b++) {
-        int *src = r->tokens + (size_t)b * r->Tcap, *seq = r->seq + (size_t)b * T;
-        memcpy(seq, src, (size_t)T * sizeof(int));
-        for (int t = r->P + r->resp_len[b]; t < T; t++) seq[t] = TOK_EOS;
+        int *src = r->tokens + (size_t)b * r->Tcap, *seq = r->seq + (size_t)b * T, P = r->plen[b];
+        memcpy(seq, src, (size_t)(P + r->resp_len[b]) * sizeof(int));
+        for (int t = P + r->resp_len[b]; t < T; t++) seq[t] = TOK_EOS;
         for (int t = 0; t < T; t++) {
-            int j = t - (r->P - 1); /* response token index predicted at t */
+            int j = t - (P - 1); /* response token index predicted at t */
             int valid = j >= 0 && j < r->resp_len[b];
             r->targets[(size_t)b * T + t] = valid ? seq[t + 1] : -1;
             r->mask[(size_t)b * T + t] = valid ? 1.0f : 0.0f;
@@ -45,7 +45,7 @@ static int *rollout_credits(const Rollout *r, int S, float *credit) {
     int *nsteps = nr_xmalloc((size_t)r->B * sizeof(int));
     for (int b = 0; b < r->B; b++)
         nsteps[b] = task_reward_steps(r->answer + (size_t)b * r->amax, r->answer_len[b],
-                                      r->seq + (size_t)b * r->T + r->P, r->resp_len[b], credit + (size_t)b * S);
+                                      r->seq + (size_t)b * r->T + r->plen[b], r->resp_len[b], credit + (size_t)b * S);
     return nsteps;
 }
 
@@ -110,13 +110,13 @@ static void grpo_advantages(Rollout *r, const Config *cfg, StepStats *st) {
     for (int b = 0; b < B; b++) {
         for (int t = 0; t < T; t++) {
             size_t i = (size_t)b * T + t;
-            int j = t - (r->P - 1); /* the response token predicted at t */
+            int j = t - (r->plen[b] - 1); /* the response token predicted at t */
             r->adv[i] = r->mask[i] != 0.0f ? tadv[(size_t)b * S + j] : 0.0f;
             if (r->mask[i] == 0.0f) continue;
             sum_kl += (double)r->logp_old[i] - (double)r->logp_ref[i];
             ntok += 1;
         }
-        r->rewards[(size_t)b * T + r->P - 1 + r->resp_len[b] - 1] = r->score[b]; /* the outcome reward, for reports */
+        r->rewards[(size_t)b * T + r->plen[b] - 1 + r->resp_len[b] - 1] = r->score[b]; /* the outcome reward, for reports */
     }
     free(tadv);
     st->kl = ntok > 0 ? sum_kl / ntok : 0.0;
@@ -127,11 +127,11 @@ void ppo_advantages(Rollout *r, const Config *cfg, int have_rm, StepStats *st) {
     double sum_rew = 0, sum_score = 0, sum_kl = 0, ntok = 0, sum_len = 0;
     for (int b = 0; b < B; b++) {
         const int *seq = r->seq + (size_t)b * T;
-        float tr = task_reward(r->answer + (size_t)b * r->amax, r->answer_len[b], seq + r->P, r->resp_len[b]);
+        float tr = task_reward(r->answer + (size_t)b * r->amax, r->answer_len[b], seq + r->plen[b], r->resp_len[b]);
         r->task_reward[b] = tr;
         float sc = tr;
         /* the reward network's value at the last response token */
-        if (have_rm) sc += cfg->reward.network_weight * r->rm_values[(size_t)b * T + r->P - 1 + r->resp_len[b]];
+        if (have_rm) sc += cfg->reward.network_weight * r->rm_values[(size_t)b * T + r->plen[b] - 1 + r->resp_len[b]];
         r->score[b] = sc;
         sum_rew += tr;
         sum_score += sc;
@@ -163,9 +163,9 @@ void ppo_advantages(Rollout *r, const Config *cfg, int have_rm, StepStats *st) {
             ntok += 1;
             rw[t] = (float)(-cfg->ppo.kl_beta * kl);
         }
-        if (!credit) rw[r->P - 1 + r->resp_len[b] - 1] += r->score[b];
+        if (!credit) rw[r->plen[b] - 1 + r->resp_len[b] - 1] += r->score[b];
         for (int j = 0; credit && j < nsteps[b]; j++) /* credit = process: each step's credit at its token */
-            rw[r->P - 1 + NR_MIN(j, r->resp_len[b] - 1)] += credit[(size_t)b * S + j];
+            rw[r->plen[b] - 1 + NR_MIN(j, r->resp_len[b] - 1)] += credit[(size_t)b * S + j];
     }
     free(nsteps);
     free(credit);
@@ -173,7 +173,7 @@ void ppo_advantages(Rollout *r, const Config *cfg, int have_rm, StepStats *st) {
     memset(r->adv, 0, (size_t)B * T * sizeof(float));
     memset(r->ret, 0, (size_t)B * T * sizeof(float));
     for (int b = 0; b < B; b++) {
-        size_t o = (size_t)b * T + (size_t)(r->P - 1);
+        size_t o = (size_t)b * T + (size_t)(r->plen[b] - 1);
         gae_sequence(r->adv + o, r->ret + o, r->rewards + o, r->values + o, r->resp_len[b], cfg->ppo.gamma,
                      cfg->ppo.lam);
     }

@@ -41,7 +41,7 @@ static double mean_range(const double *xs, int lo, int hi) {
 static uint64_t hash_tokens(uint64_t h, const Rollout *r) {
     for (int b = 0; b < r->B; b++) {
         const int *s = r->seq + (size_t)b * r->T;
-        for (int t = r->P; t < r->P + r->resp_len[b]; t++) {
+        for (int t = r->plen[b]; t < r->plen[b] + r->resp_len[b]; t++) {
             h ^= (uint64_t)(uint32_t)s[t];
             h *= 0x100000001b3ULL;
         }
@@ -516,7 +516,7 @@ static int run_ppo_step(RunCtx *r, int step) {
     }
     if (step % r->cfg->run.log_every == 0 || step + 1 == r->cfg->ppo.steps) {
         char ex[96]; /* the first sequence, cut to the buffer with "..." (responses run to hundreds of tokens) */
-        int len = j->G.P + j->G.resp_len[0], shown = NR_MIN(len, (int)sizeof ex - 4);
+        int len = j->G.plen[0] + j->G.resp_len[0], shown = NR_MIN(len, (int)sizeof ex - 4);
         task_detok(j->G.seq, shown, ex);
         if (shown < len) memcpy(ex + shown, "...", 4);
         int grpo = ppo_is_grpo(r->cfg); /* no value loss: the k3 KL term of the actor loss in its column */
