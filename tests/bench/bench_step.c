@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nereus/cpu_kernels.h"
 #include "nereus/model.h"
 #ifdef NEREUS_CUDA
 #include "nereus/backend_cuda.h"
@@ -151,6 +152,46 @@ static void bench_train(const Shape *s, int threads) {
     gpt_free(&m);
 }
 
+/* The forward GEMM (matmul_forward: the batch-invariant row-dot kernels, docs/NUMERICS.md) on each kernel path
+ * this CPU runs, against bare cblas_sgemm on the same operands, interleaved: GPT-2 124M's shapes at 256 rows, one
+ * thread, 64-byte aligned operands (the backend's allocations) */
+static void bench_gemm_paths(int reps) {
+    const Backend *be = backend_cpu();
+    be->set_threads(1);
+    const int N = 256, shapes[5][2] = {{768, 2304}, {768, 768}, {768, 3072}, {3072, 768}, {768, 50257}};
+    printf("\n== forward GEMM (row-dot order) against sgemm, %d rows, one thread\n", N);
+    printf("%-9s %5s %6s %12s %12s %8s\n", "path", "IC", "OC", "rowdot GF/s", "sgemm GF/s", "ratio");
+    char why[200];
+    for (int p = CPU_PATH_PORTABLE + 1; p <= CPU_PATH_AVX512; p++) {
+        if (!cpu_kernels_runs((CpuKernelPath)p)) continue;
+        cpu_kernels_set(cpu_kernels_name((CpuKernelPath)p), why, sizeof why);
+        for (int k = 0; k < 5; k++) {
+            int IC = shapes[k][0], OC = shapes[k][1];
+            float *x = be->alloc((size_t)N * IC * sizeof(float)), *w = be->alloc((size_t)OC * IC * sizeof(float));
+            float *o = be->alloc((size_t)N * OC * sizeof(float));
+            for (size_t i = 0; i < (size_t)N * IC; i++) x[i] = 1e-3f * (float)(i % 17);
+            for (size_t i = 0; i < (size_t)OC * IC; i++) w[i] = 1e-3f * (float)(i % 13);
+            double tr[16], tb[16];
+            for (int r = 0; r < reps; r++) {
+                double t0 = nr_now();
+                be->matmul_forward(o, x, w, NULL, N, IC, OC);
+                tr[r] = nr_now() - t0;
+                t0 = nr_now();
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, OC, IC, 1.0f, x, IC, w, IC, 0.0f, o, OC);
+                tb[r] = nr_now() - t0;
+            }
+            double f = 2.0 * N * IC * OC, gr = f / nr_median(tr, reps) * 1e-9, gb = f / nr_median(tb, reps) * 1e-9;
+            const char *pn = cpu_kernels_name((CpuKernelPath)p);
+            printf("%-9s %5d %6d %12.1f %12.1f %8.2f\n", pn, IC, OC, gr, gb, gr / gb);
+            char key[128];
+            snprintf(key, sizeof key, "gemm.fwd.%s.%dx%d.over_sgemm", pn, IC, OC);
+            metric(key, gr / gb);
+            be->free(x), be->free(w), be->free(o);
+        }
+    }
+    cpu_kernels_set("auto", why, sizeof why);
+}
+
 static void bench_gen(const char *name, GPTConfig c, int B, int digits, int R, int reps) {
     const Backend *be = bench_be;
     be->set_threads(1);
@@ -225,6 +266,7 @@ int main(int argc, char **argv) {
         for (int th = 1; th <= 2; th++) bench_train(&shapes[s], th);
     printf("  step GF/s counts model FLOPs (3x forward incl. attention); sgemm GF/s times the step's own GEMM\n"
            "  shapes with bare cblas_sgemm in the same run; ratio = step / sgemm (goal >= 0.60)\n");
+    if (strcmp(bench_be->name, "cpu") == 0) bench_gemm_paths(quick ? 3 : 7);
     printf("\n== generation (sampling, temperature 1), one BLAS thread\n");
     printf("%-22s %4s %5s %3s %9s %9s %8s\n", "model", "B", "P", "R", "KV tok/s", "full tok/s", "speedup");
     bench_gen("tiny", (GPTConfig){.V = TASK_VOCAB, .L = 2, .C = 64, .NH = 4}, 64, 4, 24, quick ? 2 : 5);
