@@ -235,6 +235,9 @@ static void test_order(void) {
     for (int e = 0; e < 200; e++) hits[dataset_prompt_of(&ten, 99, (int64_t)e * 10)]++;
     for (int i = 0; i < 10; i++) all &= hits[i] > 5;
     CHECK(all, "the first prompt of 200 epochs of 10 is each prompt at least 6 times");
+    PromptSet empty = {.n = 0};
+    CHECK(dataset_prompt_of(&empty, 1, 0) == -1 && dataset_prompt_of(&ten, 1, -1) == -1,
+          "no prompts, or g < 0: -1");
 }
 
 static void test_hash(const Fixture *fx) {

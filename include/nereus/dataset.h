@@ -81,7 +81,8 @@ int dataset_keep_first(PromptSet *ps, int n);
 
 /* the prompt index (0 .. ps->n - 1) of global sample index g >= 0: epoch g / n, position g % n in that
  * epoch's permutation of the prompts, keyed by (seed, epoch) (RNG_DATA; a 4-round Feistel network over the
- * next even power of two, cycle-walked into [0, n)). Every prompt comes once per epoch. */
+ * next even power of two, cycle-walked into [0, n)). Every prompt comes once per epoch. -1 when ps has no
+ * prompts or g < 0. */
 int dataset_prompt_of(const PromptSet *ps, uint64_t seed, int64_t g);
 
 /* FNV-1a, 64-bit, over bytes[0..n): the content hash of a prompt file (ps->hash) */
@@ -89,13 +90,13 @@ uint64_t dataset_hash(const char *bytes, size_t n);
 
 /* collective over comm: rank 0 alone opens path (a regular file of at most DATASET_MAX_BYTES) and
  * broadcasts its bytes, or why it could not; every rank parses the same bytes with opt, so every rank
- * returns the same: 0 with the same PromptSet, or -1 with the same why. */
+ * returns the same: 0 with the same PromptSet, or -1 with the same why (len the same on every rank). */
 int dataset_load_collective(MPI_Comm comm, const char *path, const DatasetOptions *opt, PromptSet *ps, char *why,
                             size_t len);
 
 /* collective over comm: every rank passes its own rc (0 or -1) and why; every rank returns -1 with the why
  * of the lowest failing rank when any failed (for a step, such as reading a tokenizer, that each rank does
- * on its own), or 0 */
+ * on its own), or 0; len the same on every rank */
 int dataset_agree(MPI_Comm comm, int rc, char *why, size_t len);
 
 /* ---- a deck's [data] section ------------------------------------------------------------------------- */

@@ -27,6 +27,7 @@ static uint64_t feistel(uint64_t x, int h, uint64_t seed, uint64_t epoch) {
 }
 
 int dataset_prompt_of(const PromptSet *ps, uint64_t seed, int64_t g) {
+    if (ps->n < 1 || g < 0) return -1;
     uint64_t n = (uint64_t)ps->n, epoch = (uint64_t)g / n, x = (uint64_t)g % n;
     int h = 1;
     while ((1ull << (2 * h)) < n) h++;
