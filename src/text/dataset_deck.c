@@ -14,11 +14,13 @@
 static const char *const data_keys[] = {"data.train",     "data.eval", "data.prompt_key", "data.answer_key",
                                         "data.tokenizer", "data.chat", "data.system",     "data.eval_size"};
 
-/* 1 when the deck sets any [data] key (in the file or on the command line) */
+/* 1 when the deck sets any [data] key: on a line, or (--set, which has no line) to other than its default */
 static int data_section_used(const Deck *deck, const Config *cfg) {
     for (size_t i = 0; i < sizeof data_keys / sizeof *data_keys; i++)
         if (deck_line(deck, data_keys[i]) > 0) return 1;
-    return cfg->data.train[0] != 0; /* --set data.train=... has no line */
+    const DataConfig *d = &cfg->data;
+    return d->train[0] || d->eval[0] || d->tokenizer[0] || d->system[0] || d->eval_size ||
+           strcmp(d->prompt_key, "question") || strcmp(d->answer_key, "answer") || strcmp(d->chat, "auto");
 }
 
 /* the key a tokenizer or template fault is reported at: the one the deck set, of chat, tokenizer, init_from */
