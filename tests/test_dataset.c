@@ -255,14 +255,13 @@ static void test_hash(const Fixture *fx) {
     free(copy);
 }
 
-/* text parsed with opt fails with exactly want, or (want NULL) succeeds */
-static void refused(const Fixture *fx, const DatasetOptions *opt, const char *text, const char *want) {
+/* text parsed with opt fails with exactly the message want */
+static void refused(const DatasetOptions *opt, const char *text, const char *want) {
     PromptSet ps;
     char why[512] = "";
     int rc = dataset_parse(&ps, "x.jsonl", text, strlen(text), opt, why, sizeof why);
     CHECK(rc == -1 && !strcmp(why, want), "refused: '%s' (want '%s')", why, want);
     if (rc == 0) dataset_free(&ps);
-    (void)fx;
 }
 
 static void test_errors(const Fixture *fx) {
@@ -270,24 +269,27 @@ static void test_errors(const Fixture *fx) {
     const char *ok1 = "{\"question\": \"a\", \"answer\": \"1\"}\n";
     char text[512];
     snprintf(text, sizeof text, "%s{\"question\": \"b\" \"answer\": \"2\"}\n", ok1);
-    refused(fx, &opt, text, "x.jsonl:2: malformed JSON (at column 18)");
+    refused(&opt, text, "x.jsonl:2: malformed JSON (at column 18)");
     snprintf(text, sizeof text, "%s\n{\"prompt\": \"b\", \"answer\": \"2\"}\n", ok1);
-    refused(fx, &opt, text, "x.jsonl:3: no key \"question\" (the prompt: [data] prompt_key)");
-    refused(fx, &opt, "{\"question\": \"b\"}", "x.jsonl:1: no key \"answer\" (the answer: [data] answer_key)");
-    refused(fx, &opt, "{\"question\": 5, \"answer\": \"1\"}", "x.jsonl:1: \"question\" is a number, not a string");
-    refused(fx, &opt, "{\"question\": [\"a\"], \"answer\": \"1\"}", "x.jsonl:1: \"question\" is an array, not a string");
-    refused(fx, &opt, "{\"question\": \"\", \"answer\": \"1\"}", "x.jsonl:1: \"question\" is an empty string");
-    refused(fx, &opt, "{\"question\": \"a\", \"answer\": true}",
+    refused(&opt, text, "x.jsonl:3: no key \"question\" (the prompt: [data] prompt_key)");
+    refused(&opt, "{\"question\": \"b\"}", "x.jsonl:1: no key \"answer\" (the answer: [data] answer_key)");
+    refused(&opt, "{\"question\": 5, \"answer\": \"1\"}", "x.jsonl:1: \"question\" is a number, not a string");
+    refused(&opt, "{\"question\": [\"a\"], \"answer\": \"1\"}",
+            "x.jsonl:1: \"question\" is an array, not a string");
+    refused(&opt, "{\"question\": \"\", \"answer\": \"1\"}", "x.jsonl:1: \"question\" is an empty string");
+    refused(&opt, "{\"question\": \"a\", \"answer\": true}",
             "x.jsonl:1: \"answer\" is a boolean, not a string or a number");
-    refused(fx, &opt, "{\"question\": \"a\", \"answer\": null}", "x.jsonl:1: \"answer\" is null, not a string or a number");
-    refused(fx, &opt, "{\"question\": \"a\", \"answer\": \"1\", \"metadata\": 3}",
+    refused(&opt, "{\"question\": \"a\", \"answer\": null}",
+            "x.jsonl:1: \"answer\" is null, not a string or a number");
+    refused(&opt, "{\"question\": \"a\", \"answer\": \"1\", \"metadata\": 3}",
             "x.jsonl:1: \"metadata\" is a number, not an object");
-    refused(fx, &opt, "[1, 2]", "x.jsonl:1: an array, not a JSON object");
-    refused(fx, &opt, "{\"question\": \"a\", \"answer\": \"1\"} x", "x.jsonl:1: text after the JSON object (at column 34)");
-    refused(fx, &opt, "", "x.jsonl: no prompts (an empty file)");
-    refused(fx, &opt, "\n  \r\n\t\n", "x.jsonl: no prompts (an empty file)");
+    refused(&opt, "[1, 2]", "x.jsonl:1: an array, not a JSON object");
+    refused(&opt, "{\"question\": \"a\", \"answer\": \"1\"} x",
+            "x.jsonl:1: text after the JSON object (at column 34)");
+    refused(&opt, "", "x.jsonl: no prompts (an empty file)");
+    refused(&opt, "\n  \r\n\t\n", "x.jsonl: no prompts (an empty file)");
     snprintf(text, sizeof text, "%s%s\n{\"question\": \"c\", \"answer\": \"3\"", ok1, ok1); /* unterminated */
-    refused(fx, &opt, text, "x.jsonl:4: malformed JSON (at column 31)");
+    refused(&opt, text, "x.jsonl:4: malformed JSON (at column 31)");
 
     /* accepted: CRLF lines, blank lines, other keys, a number answer as cJSON prints it */
     DatasetOptions keys = {"prompt", "solution", fx->tk, &fx->chat, NULL, 4096};
@@ -326,7 +328,8 @@ static int test_collective(const Fixture *fx) {
     PromptSet ps, local;
     char why[512] = "", lwhy[512];
     /* rank 0 alone opens the file: the other ranks pass a path that does not exist */
-    int rc = dataset_load_collective(MPI_COMM_WORLD, me ? "/nonexistent/arith.jsonl" : ARITH, &opt, &ps, why, sizeof why);
+    const char *path = me ? "/nonexistent/arith.jsonl" : ARITH;
+    int rc = dataset_load_collective(MPI_COMM_WORLD, path, &opt, &ps, why, sizeof why);
     int lrc = dataset_parse(&local, ARITH, fx->bytes, fx->n, &opt, lwhy, sizeof lwhy);
     int ok = rc == 0 && lrc == 0 && set_sum(&ps) == set_sum(&local) && ps.n_dropped > 0;
     CHECK(same_on_all(ok ? set_sum(&ps) : (uint64_t)me) && ok,

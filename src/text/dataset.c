@@ -104,7 +104,8 @@ static int grow_prompts(Builder *b) {
     size_t need = (size_t)ps->n + 2;
     if (need <= b->cap_prompts) return 0;
     size_t c[4] = {b->cap_prompts, b->cap_prompts, b->cap_prompts, b->cap_prompts};
-    if (grow((void **)&ps->off, &c[0], need, sizeof *ps->off) || grow((void **)&ps->line, &c[1], need, sizeof *ps->line) ||
+    if (grow((void **)&ps->off, &c[0], need, sizeof *ps->off) ||
+        grow((void **)&ps->line, &c[1], need, sizeof *ps->line) ||
         grow((void **)&ps->answer, &c[2], need, sizeof *ps->answer) ||
         grow((void **)&ps->metadata, &c[3], need, sizeof *ps->metadata))
         return -1;
