@@ -112,9 +112,10 @@ typedef struct PromptData {
     PromptSet eval;   /* n = 0 without [data] eval; at most eval_size prompts */
 } PromptData;
 
-/* collective over comm: resolves cfg's [data]: the tokenizer, the chat template (chat = auto refuses a
- * tokenizer without one, and an unrecognised one with its first line), the train and eval files with
- * max_prompt = [model] max_seq - [ppo] max_response. Returns 0 (pd->on = 0 when the deck has no [data]),
+/* collective over comm: resolves cfg's [data]: the tokenizer (each rank reads it, as each reads an init_from
+ * checkpoint; the verdict is agreed through dataset_agree), the chat template (chat = auto refuses a
+ * tokenizer without one, and an unrecognised one with its first line), the train and eval files (rank 0
+ * reads each) with max_prompt = [model] max_seq - [ppo] max_response. Returns 0 (pd->on = 0 when the deck has no [data]),
  * or 2 on every rank with the error reported at the deck line of the key it concerns (deck_error_at);
  * pd is then empty. */
 int promptdata_open(PromptData *pd, const Config *cfg, const Deck *deck, MPI_Comm comm);
