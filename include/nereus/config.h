@@ -177,6 +177,19 @@ typedef struct TransitionConfig {
     char sync[12];           /* [transition] sync: engine | broadcast (the per-step weight sync path) */
 } TransitionConfig;
 
+/* [data]: a prompt dataset (dataset.h, docs/TEXT.md "Prompt datasets"). The int first, then strings whose
+ * sizes are multiples of 4: no hole inside, and what follows stays aligned. */
+typedef struct DataConfig {
+    int eval_size;             /* [data] eval_size: the first N eval prompts that fit; 0 = all */
+    char chat[8];              /* [data] chat: auto | none */
+    char train[CFG_STR];       /* [data] train: JSONL file of prompts ("" = no text data: the built-in tasks) */
+    char eval[CFG_STR];        /* [data] eval: JSONL file of evaluation prompts ("" = none) */
+    char prompt_key[64];       /* [data] prompt_key: the key of each line's prompt text */
+    char answer_key[64];       /* [data] answer_key: the key of each line's answer */
+    char tokenizer[CFG_STR];   /* [data] tokenizer: HF directory, GGUF file or checkpoint ("" = [model] init_from) */
+    char system[1024];         /* [data] system: the system prompt ("" = the template's own default, if any) */
+} DataConfig;
+
 /* [trace]: the run's HDF5 trace (trace.h, docs/TRACE.md) and its counters. */
 typedef struct TraceConfig {
     char file[CFG_STR];        /* [trace] file: "" = NAME.trace.h5 in the current directory; none = no trace */
@@ -239,6 +252,7 @@ typedef struct Config {
     CkptConfig ckpt;
     PlanConfig plan;         /* [plan] default and one key per model-stage (plan.h) */
     SwitchConfig sw;         /* [switch] (`switch` is a C keyword) */
+    DataConfig data;         /* [data] (an int, then strings of sizes that are multiples of 4) */
     TraceConfig trace;       /* [trace] (strings only) */
 } Config;
 

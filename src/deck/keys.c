@@ -309,6 +309,28 @@ const DeckKey deck_keys[] = {
     {"transition", "comm_setup_us", DECK_T_DOUBLE, 0, "200", GE(0), NONE, NULL, F_DBL(transition.comm_setup_us),
      "cost of creating one communicator, for predictions, in microseconds"},
 
+    {"data", "train", DECK_T_STRING, 0, "", NONE, NONE, NULL, F_STR(data.train),
+     "JSONL file of training prompts, one JSON object a line (docs/TEXT.md, \"Prompt datasets\"); each prompt is "
+     "formatted with the chat template, tokenized once, and dropped (counted) when longer than [model] max_seq - "
+     "[ppo] max_response; \"\" = no text data (the built-in tasks)"},
+    {"data", "eval", DECK_T_STRING, 0, "", NONE, NONE, NULL, F_STR(data.eval),
+     "JSONL file of evaluation prompts, read as train is; \"\" = none"},
+    {"data", "prompt_key", DECK_T_STRING, 0, "question", NONE, NONE, NULL, F_STR(data.prompt_key),
+     "the key of each line's prompt (a JSON string)"},
+    {"data", "answer_key", DECK_T_STRING, 0, "answer", NONE, NONE, NULL, F_STR(data.answer_key),
+     "the key of each line's answer (a JSON string, or a number kept as the text cJSON prints for it); a "
+     "\"metadata\" object on the line is kept as its JSON text for the scorers"},
+    {"data", "tokenizer", DECK_T_STRING, 0, "", NONE, NONE, NULL, F_STR(data.tokenizer),
+     "the tokenizer: a Hugging Face model directory (or tokenizer.json), a GGUF file or a checkpoint with a "
+     "/tokenizer group; \"\" = [model] init_from"},
+    {"data", "chat", DECK_T_CHOICE, 0, "auto", NONE, NONE, "auto|none", F_STR(data.chat),
+     "auto = the tokenizer's chat template (ChatML or Llama-3's; another is refused with its first line shown); "
+     "none = the prompt text alone, bos first where the tokenizer adds one"},
+    {"data", "system", DECK_T_STRING, 0, "", NONE, NONE, NULL, F_STR(data.system),
+     "system prompt of every chat; \"\" = the template's own default (SmolLM2's, Qwen2's) or none"},
+    {"data", "eval_size", DECK_T_INT, 0, "0", GE(0), NONE, NULL, F_INT(data.eval_size),
+     "evaluate on the first N prompts of eval that fit (all of them when fewer); 0 = all"},
+
     {"trace", "file", DECK_T_STRING, 0, "", NONE, NONE, NULL, F_STR(trace.file),
      "the run's HDF5 trace (docs/TRACE.md), written by rank 0 and flushed after every step; \"\" = NAME.trace.h5 in the current directory (a restart from step S: NAME_stepSSSSSS.trace.h5); none = no trace"},
     {"trace", "papi_events", DECK_T_STRING, 0, "", NONE, NONE, NULL, F_STR(trace.papi_events),
@@ -383,7 +405,7 @@ const DeckKey deck_keys[] = {
 const size_t deck_nkeys = sizeof deck_keys / sizeof deck_keys[0];
 
 const char *const deck_sections[] = {"run",    "model", "task",   "optim", "sft",    "ppo",
-                                     "reward", "inject", "planner", "ckpt", "plan",  "switch", "transition", "trace", "simulate"};
+                                     "reward", "inject", "planner", "ckpt", "plan",  "switch", "transition", "data", "trace", "simulate"};
 const size_t deck_nsections = sizeof deck_sections / sizeof deck_sections[0];
 
 static int deck_name_eq(const char *name, const char *s, size_t len)

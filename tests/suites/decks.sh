@@ -13,7 +13,7 @@ for f in tests/decks/bad_plans/*.deck; do
     if grep -qE -- "$note" "$LOG/$n.log"; then result "$n-note" 0 0; else result "$n-note" 1 0 "no /$note/"; fi
   fi
 done
-section "bad run decks: what the job checks at start-up ([planner], [inject]; mpirun, ranks from '# ranks: N')"
+section "bad run decks: what the job checks at start-up ([planner], [inject], [data]; mpirun, ranks from '# ranks: N')"
 for f in tests/decks/bad_runs/*.deck; do
   bad "run-$(basename "$f" .deck)" "$(header expect "$f")" $L -np "$(header ranks "$f")" bin/nereus "$f"
 done
