@@ -6,7 +6,6 @@
 
 #include "nereus/comm.h"
 #include "nereus/cpu_kernels.h"
-#include "nereus/dataset.h"
 #include "nereus/deck.h"
 #include "nereus/plan.h"
 #include "nereus/run.h"
@@ -84,21 +83,6 @@ static int resolve_plan(Config *cfg, const Deck *deck) {
     return 0;
 }
 
-/* collective over MPI_COMM_WORLD: a deck's [data] loaded as the run would load it (tokenizer, template, prompt
- * files), so that every fault is reported at its line; a deck that loads is refused too, since the run does not
- * draw text prompts yet. Returns 0 (no [data]) or 2 (reported). */
-static int check_text_data(const Config *cfg, const Deck *deck) {
-    PromptData pd;
-    int rc = promptdata_open(&pd, cfg, deck, MPI_COMM_WORLD);
-    if (rc == 0 && pd.on)
-        rc = deck_error_at(deck, "data.train",
-                           "[data] train: text decks are not run yet (%s loads: %d prompts kept, %d longer than %d "
-                           "tokens dropped)",
-                           cfg->data.train, pd.train.n, pd.train.n_dropped, pd.train.max_prompt);
-    promptdata_free(&pd);
-    return rc;
-}
-
 int main(int argc, char **argv) {
     nr_heap_keep();
     mpiCheck(MPI_Init(&argc, &argv));
@@ -136,7 +120,6 @@ int main(int argc, char **argv) {
         MPI_Finalize();
         return rc;
     }
-    if (rc == 0) rc = check_text_data(&cfg, deck);
     if (rc == 0) rc = resolve_plan(&cfg, deck);
     if (rc == 0) rc = run_job(&cfg, deck, deck_path);
     deck_free(deck);

@@ -103,6 +103,9 @@ typedef struct PpoConfig {
 typedef struct RewardConfig {
     int network;             /* [reward] network: bool, add a frozen reward network's score */
     float network_weight;    /* [reward] network_weight: weight of that score */
+    float format_reward;     /* [reward] format_reward: text tasks: added where the rule finds an answer */
+    char rule[16];           /* [reward] rule: text tasks: answer-tag | gsm8k | boxed | last-number */
+    char task[32];           /* [reward] task: text tasks: none (numeric equivalence) or a reasoning-gym scorer */
 } RewardConfig;
 
 /* [inject]: INJECTED faults and drift for tests and experiments, named as

@@ -167,7 +167,7 @@ float job_sft_step(Job *j, SftData *sd, int step);
  * norm was not finite (on every rank alike). */
 int job_step(Job *j, int step, StepStats *st, double times[4]);
 /* collective over world: greedy held-out task reward of actor.gen. */
-double job_eval_greedy(Job *j);
+double job_eval_greedy(Job *j, const TaskSet *held_out);
 
 /* ---- checkpoints of the whole job (src/run/resume.c) ---- */
 /* collective over world: [ckpt] dir exists (rank 0 creates it: its last

@@ -28,7 +28,9 @@ typedef struct Rollout {
     int amax;              /* task_max_answer: the answer stride */
     int *answer;           /* (B, amax) */
     int *answer_len;       /* (B) */
-    int *kind;             /* (B) task kind */
+    int *kind;             /* (B) task kind; for text tasks the prompt set's index of the row's prompt */
+    int eos[2];            /* a response ends at either token (the digit tasks: TOK_EOS twice); padding is eos[0] */
+    const TaskSet *ts;     /* the tasks of the last rollout_prompts: what the rewards score against */
     float *task_reward;    /* (B) rule reward in [0, 1] */
     float *score;          /* (B) task reward (+ weighted reward-network score) */
     float *logp_old, *logp_ref, *values, *rm_values, *rewards, *adv, *ret, *mask; /* (B, T) dense */
@@ -58,6 +60,9 @@ void rollout_alloc(Rollout *r, const Config *cfg, const TaskSet *ts, const Backe
 void rollout_free(Rollout *r);
 /* Prompts and answers of the step's rows (pure: every rank can make them). */
 void rollout_prompts(Rollout *r, const TaskSet *ts, int step);
+/* The rule reward of row b's response (its tokens from plen[b], resp_len[b] of them) in tokens (rows ld
+ * apart): the digit tasks' task_reward, or the text task's reward on the decoded text. */
+float rollout_row_reward(const Rollout *r, const int *tokens, size_t ld, int b);
 /* After generation: T from the response lengths, the dense EOS-padded
  * sequences seq (B, T), targets and mask. */
 void rollout_finish(Rollout *r);
@@ -104,9 +109,12 @@ void ppo_train_model(int which, GPT *m, const Rollout *r, const Config *cfg, int
                      StepStats *st);
 
 /* Σ task reward of greedy decoding (temperature 0) over rows b0 .. b0+B−1
- * of nbatches held-out batches of Bg prompts: sample indices from 2^50,
- * which neither SFT (2^40) nor PPO (0 ..) ever draws. */
-double ppo_eval_greedy(GPT *actor, const Config *cfg, const TaskSet *ts, int B, int Bg, int b0, int nbatches);
+ * of nbatches held-out batches of Bg prompts, counting the rows whose index in
+ * the evaluation is below limit: for the digit tasks sample indices from 2^50,
+ * which neither SFT (2^40) nor PPO (0 ..) ever draws; for text tasks (ts the
+ * eval set's) samples 0 .., each eval prompt once in the first n. */
+double ppo_eval_greedy(GPT *actor, const Config *cfg, const TaskSet *ts, int B, int Bg, int b0, int nbatches,
+                       uint64_t limit);
 
 /* ---- pure pieces (unit-tested) ---- */
 /* GAE over one sequence of n response positions: rewards r, values v; the

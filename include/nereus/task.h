@@ -15,20 +15,48 @@
 #include <stdint.h>
 #include <stddef.h>
 
+#include "nereus/reward_text.h"
+
 enum { TOK_PLUS = 10, TOK_EQ = 11, TOK_REV = 12, TOK_SORT = 13, TOK_EOS = 14, TASK_VOCAB = 15 };
 enum { TASK_REVERSE = 0, TASK_SORT = 1, TASK_ADD = 2, TASK_NKINDS = 3 };
+
+struct PromptSet;
+struct Tokenizer;
+
+/* Text prompts ([data]) in place of the digit games: each row's prompt ids from a prompt set in the seeded
+ * order of the dataset module (dataset.h), the response decoded by the tokenizer up to its end token and
+ * scored on its text by the [reward] rule (reward_text.h). */
+typedef struct TextTask {
+    const struct PromptSet *ps;    /* the prompts: [data] train, or eval for held-out evaluation */
+    const struct Tokenizer *tk;    /* decodes the responses */
+    RewardSpec spec;               /* [reward] rule, task, format_reward */
+    int stop[2];                   /* a response ends at either: end of turn, end of text */
+} TextTask;
 
 typedef struct TaskSet {
     int kinds[TASK_NKINDS]; /* the enabled task kinds */
     int nkinds;
     int digits;
     uint64_t seed;
+    const TextTask *text;   /* non-NULL: text prompts ([data]); the digit fields are unused */
 } TaskSet;
 
 /* Parse "reverse,sort,add". Returns 0, or −1 with why filled. */
 int task_parse(TaskSet *ts, const char *names, int digits, uint64_t seed, char *why, size_t why_len);
-int task_prompt_len(const TaskSet *ts);   /* P = digits + 2 */
-int task_max_answer(const TaskSet *ts);   /* longest answer, without EOS */
+int task_prompt_len(const TaskSet *ts);   /* P = digits + 2; text: the longest kept prompt */
+int task_max_answer(const TaskSet *ts);   /* longest answer, without EOS (text: 0, answers are text) */
+
+/* Text tasks (ts->text): the prompt of global sample g into prompt (room for task_prompt_len) and the prompt
+ * set's index of it in *item; returns its length. Pure function of (seed, g). */
+int task_text_prompt(const TaskSet *ts, uint64_t g, int *prompt, int *item);
+/* the reward of a response (len tokens, ending at its first stop token) to prompt item: its text decoded and
+ * scored by the [reward] rule against the item's answer. explain (may be NULL) gets one line on what the rule
+ * found. */
+float task_text_reward(const TaskSet *ts, int item, const int *response, int len, char *explain, size_t n);
+/* the longest prompt of the text task's set */
+int task_text_longest(const TaskSet *ts);
+/* the text of response (len tokens, up to its first stop token), malloc'd; *n_text its bytes */
+char *task_text_decode(const TaskSet *ts, const int *response, int len, size_t *n_text);
 /* The prompt of global sample g: prompt (P) tokens; answer (max_answer) and
  * its length. Pure function of (seed, g). */
 int task_make(const TaskSet *ts, uint64_t g, int *prompt, int *answer, int *answer_len);

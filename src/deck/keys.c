@@ -210,6 +210,17 @@ const DeckKey deck_keys[] = {
      "add a frozen reward network's score to the rule reward"},
     {"reward", "network_weight", DECK_T_FLOAT, 0, "0.0", NONE, NONE, NULL, F_FLT(reward.network_weight),
      "weight of the reward network's score"},
+    {"reward", "rule", DECK_T_CHOICE, 0, "answer-tag", NONE, NONE, "answer-tag|gsm8k|boxed|last-number",
+     F_STR(reward.rule),
+     "text tasks ([data]): where the answer is in a decoded response: inside the last <answer></answer> "
+     "(reasoning-gym's extract_answer), after the last ####, inside the last \\boxed{}, or the last number"},
+    {"reward", "task", DECK_T_CHOICE, 0, "none", NONE, NONE,
+     "none|basic_arithmetic|chain_sum|leg_counting|number_sorting", F_STR(reward.task),
+     "text tasks: how the answer is scored against the prompt's: none = exact numeric equivalence (1,000 = "
+     "1000.0, 3/4 = 0.75), else trimmed text; or the named reasoning-gym task's own score_answer "
+     "(number_sorting reads each line's metadata.direction)"},
+    {"reward", "format_reward", DECK_T_FLOAT, 0, "0.0", GE(0), LE(1), NULL, F_FLT(reward.format_reward),
+     "text tasks: added to the reward where the rule finds a non-empty answer, right or wrong"},
 
     {"inject", "slow_factor", DECK_T_FLOAT, 0, "3", GE(1), LE(100), NULL, F_FLT(inject.slow_factor),
      "INJECTED slowdown: slow_ranks do this many times their work (extra real work at every wait on other ranks, so the timings measure it)"},

@@ -7,12 +7,14 @@
 
 #include "nereus/plan.h"
 #include "nereus/task.h"
+#include "nereus/text.h"
 #include "nereus/util.h"
 
 void job_shape_of(const Config *cfg, const TaskSet *ts, JobShape *o) {
     memset(o, 0, sizeof *o);
     o->use_tokens = strcmp(cfg->sft.data, "tokens") == 0 && cfg->sft.steps > 0;
-    o->V = cfg->model.vocab_size ? cfg->model.vocab_size : (o->use_tokens ? GPT2_VOCAB : TASK_VOCAB);
+    o->V = cfg->model.vocab_size ? cfg->model.vocab_size
+                                 : ts->text ? tok_n_vocab(ts->text->tk) : (o->use_tokens ? GPT2_VOCAB : TASK_VOCAB);
     o->P = task_prompt_len(ts);
     o->Tsft = o->use_tokens ? (cfg->sft.seq > 0 ? cfg->sft.seq : cfg->model.max_seq) : o->P + task_max_answer(ts) + 1;
     int Tresp = cfg->ppo.steps > 0 ? cfg->ppo.max_response : task_max_answer(ts) + 1;

@@ -21,6 +21,8 @@ void rollout_alloc(Rollout *r, const Config *cfg, const TaskSet *ts, const Backe
     r->tokens = nr_xcalloc(BT, sizeof(int));
     r->seq = nr_xcalloc(BT, sizeof(int));
     r->amax = task_max_answer(ts);
+    r->eos[0] = ts->text ? ts->text->stop[0] : TOK_EOS;
+    r->eos[1] = ts->text ? ts->text->stop[1] : TOK_EOS;
     r->targets = nr_xcalloc(BT, sizeof(int));
     r->resp_len = nr_xcalloc(B, sizeof(int));
     r->plen = nr_xcalloc(B, sizeof(int));
@@ -63,13 +65,25 @@ static uint64_t rollout_prompt_index(const Rollout *r, int step, int b) {
 }
 
 void rollout_prompts(Rollout *r, const TaskSet *ts, int step) {
+    r->ts = ts;
     for (int b = 0; b < r->B; b++) {
         uint64_t g = rollout_prompt_index(r, step, b);
-        r->kind[b] = task_make(ts, g, r->tokens + (size_t)b * r->Tcap, r->answer + (size_t)b * r->amax,
-                               &r->answer_len[b]);
-        r->plen[b] = r->P;
+        int *row = r->tokens + (size_t)b * r->Tcap;
+        if (ts->text) {
+            r->plen[b] = task_text_prompt(ts, g, row, &r->kind[b]);
+            r->answer_len[b] = 0;
+        } else {
+            r->kind[b] = task_make(ts, g, row, r->answer + (size_t)b * r->amax, &r->answer_len[b]);
+            r->plen[b] = r->P;
+        }
         r->resp_len[b] = 0;
     }
+}
+
+float rollout_row_reward(const Rollout *r, const int *tokens, size_t ld, int b) {
+    const int *resp = tokens + (size_t)b * ld + r->plen[b];
+    if (r->ts && r->ts->text) return task_text_reward(r->ts, r->kind[b], resp, r->resp_len[b], NULL, 0);
+    return task_reward(r->answer + (size_t)b * r->amax, r->answer_len[b], resp, r->resp_len[b]);
 }
 
 int ppo_min_response(const Config *cfg, int step) {
@@ -81,9 +95,9 @@ int ppo_min_response(const Config *cfg, int step) {
 }
 
 /* Sample one token for each of the nact rows still generating from the actor's logits (nact, V), row i
- * of them sequence act[i], for response position j; the rows that finished earlier get EOS padding;
- * before position minlen an EOS becomes '=' (the INJECTED length drift). Afterwards act, nact and next
- * hold the rows still generating and their tokens. Returns nact. */
+ * of them sequence act[i], for response position j; the rows that finished earlier get end-token padding;
+ * before position minlen an EOS becomes '=' (the INJECTED length drift of the digit tasks). Afterwards act,
+ * nact and next hold the rows still generating and their tokens. Returns nact. */
 static int rollout_sample(Rollout *r, const GPT *actor, const Config *cfg, int step, int j, int minlen) {
     const Backend *be = actor->be;
     float *u = (float *)r->rewards; /* host scratch (B) before scoring overwrites it */
@@ -96,14 +110,14 @@ static int rollout_sample(Rollout *r, const GPT *actor, const Config *cfg, int s
     be->sample_tokens(r->d_next, actor->d_logits, r->d_u, n, gpt_real_vocab(&actor->cfg), actor->cfg.V,
                       cfg->ppo.temperature, cfg->ppo.top_k);
     be->download(r->next, r->d_next, (size_t)n * sizeof(int));
-    for (int b = 0; b < r->B; b++) r->tokens[(size_t)b * r->Tcap + r->plen[b] + j] = TOK_EOS; /* padding unless sampled */
+    for (int b = 0; b < r->B; b++) r->tokens[(size_t)b * r->Tcap + r->plen[b] + j] = r->eos[0]; /* padding unless sampled */
     int running = 0;
     for (int i = 0; i < n; i++) {
         int b = r->act[i], tok = r->next[i];
         if (j + 1 < minlen && tok == TOK_EOS) tok = TOK_EQ;
         r->tokens[(size_t)b * r->Tcap + r->plen[b] + j] = tok;
         r->resp_len[b] = j + 1;
-        if (tok == TOK_EOS) continue;
+        if (tok == r->eos[0] || tok == r->eos[1]) continue;
         r->act[running] = b; /* compacted in place: running <= i */
         r->next[running++] = tok;
     }
@@ -180,23 +194,25 @@ void ppo_generate_nocache(Rollout *r, GPT *actor, const Config *cfg, const TaskS
     free(dense);
 }
 
-double ppo_eval_greedy(GPT *actor, const Config *cfg, const TaskSet *ts, int B, int Bg, int b0, int nbatches) {
+double ppo_eval_greedy(GPT *actor, const Config *cfg, const TaskSet *ts, int B, int Bg, int b0, int nbatches,
+                       uint64_t limit) {
     Config ec = *cfg;
     ec.ppo.batch = B;
     ec.ppo.temperature = 0.0f;
     ec.ppo.top_k = 0;
     ec.inject.resp_len_from = ec.inject.resp_len_to = 0; /* held-out evaluation: no injected drift */
-    ec.ppo.max_response = actor->Tmax - task_prompt_len(ts); /* the longest response the actor holds */
+    /* the digit tasks: the longest response the actor holds; text: the deck's max_response */
+    if (!ts->text) ec.ppo.max_response = actor->Tmax - task_prompt_len(ts);
     Rollout r;
     rollout_alloc(&r, &ec, ts, actor->be, B, Bg, b0);
-    r.sample_base = 1ULL << 50;
+    /* held-out digit prompts far past any training sample; text: the eval set from its first sample */
+    r.sample_base = ts->text ? 0 : 1ULL << 50;
     r.group = 1; /* held-out prompts, one greedy response each */
     double sum = 0.0;
     for (int k = 0; k < nbatches; k++) {
         ppo_generate(&r, actor, &ec, ts, k);
         for (int b = 0; b < B; b++)
-            sum += task_reward(r.answer + (size_t)b * r.amax, r.answer_len[b], r.tokens + (size_t)b * r.Tcap + r.plen[b],
-                               r.resp_len[b]);
+            if (k * (uint64_t)Bg + (uint64_t)(b0 + b) < limit) sum += rollout_row_reward(&r, r.tokens, (size_t)r.Tcap, b);
     }
     rollout_free(&r);
     return sum;

@@ -18,7 +18,7 @@ void rollout_finish(Rollout *r) {
     for (int b = 0; b < r->B; b++) {
         int *src = r->tokens + (size_t)b * r->Tcap, *seq = r->seq + (size_t)b * T, P = r->plen[b];
         memcpy(seq, src, (size_t)(P + r->resp_len[b]) * sizeof(int));
-        for (int t = P + r->resp_len[b]; t < T; t++) seq[t] = TOK_EOS;
+        for (int t = P + r->resp_len[b]; t < T; t++) seq[t] = r->eos[0];
         for (int t = 0; t < T; t++) {
             int j = t - (P - 1); /* response token index predicted at t */
             int valid = j >= 0 && j < r->resp_len[b];
@@ -126,8 +126,7 @@ void ppo_advantages(Rollout *r, const Config *cfg, int have_rm, StepStats *st) {
     int B = r->B, T = r->T;
     double sum_rew = 0, sum_score = 0, sum_kl = 0, ntok = 0, sum_len = 0;
     for (int b = 0; b < B; b++) {
-        const int *seq = r->seq + (size_t)b * T;
-        float tr = task_reward(r->answer + (size_t)b * r->amax, r->answer_len[b], seq + r->plen[b], r->resp_len[b]);
+        float tr = rollout_row_reward(r, r->seq, (size_t)T, b);
         r->task_reward[b] = tr;
         float sc = tr;
         /* the reward network's value at the last response token */

@@ -28,6 +28,7 @@
 #include "nereus/planner_live.h"
 #include "nereus/trace.h"
 #include "nereus/util.h"
+#include "text_int.h"
 
 
 /* Mean of xs[lo, hi) */
@@ -158,7 +159,10 @@ typedef struct RunCtx {
     const char *deck_path;
     int world;                    /* ranks in the job */
     const Backend *be;
-    TaskSet ts;
+    TaskSet ts;                   /* the training prompts: the digit games, or [data] train */
+    TaskSet held_out;             /* the evaluation's: the digit games, or [data] eval (train where none) */
+    PromptData pd;                /* [data]: the tokenizer and the prompt sets (pd.on = 0 without) */
+    TextTask text, text_eval;     /* ts.text and held_out.text point here for a [data] deck */
     JobShape shape;
     char why[512];                /* the last refusal or failure, for its message */
     /* owned; each flag says whether run_release frees it */
@@ -210,6 +214,7 @@ static void run_release(RunCtx *r) {
     if (r->have_lp) live_free(&r->lp);
     if (r->have_inj) inject_free(&r->inj);
     if (r->have_job) job_free(&r->job);
+    promptdata_free(&r->pd);
 }
 
 /* The backend the deck asks for, its threads and precision. Returns 0, or 2 (a bad deck, reported). */
@@ -257,9 +262,13 @@ static int run_check_job(RunCtx *r) {
     const Deck *deck = r->deck;
     if (task_parse(&r->ts, cfg->task.names, cfg->task.digits, (uint64_t)cfg->run.seed, r->why, sizeof r->why) != 0)
         return deck_error_at(deck, "task.names", "%s", r->why);
+    int rc = run_text_open(&r->pd, &r->text, &r->text_eval, cfg, deck);
+    if (rc) return rc;
+    r->held_out = r->ts;
+    if (r->pd.on) r->ts.text = &r->text, r->held_out.text = &r->text_eval;
     job_shape_of(cfg, &r->ts, &r->shape);
     int V = r->shape.V, P = r->shape.P;
-    if (V < TASK_VOCAB && cfg->ppo.steps > 0)
+    if (V < TASK_VOCAB && cfg->ppo.steps > 0 && !r->pd.on)
         return deck_error_at(deck, "model.vocab_size", "vocab_size %d is smaller than the task vocabulary (%d tokens)",
                              V, TASK_VOCAB);
     if (cfg->ppo.steps > 0 && P + cfg->ppo.max_response > cfg->model.max_seq)
@@ -269,7 +278,7 @@ static int run_check_job(RunCtx *r) {
     if (cfg->sft.steps > 0 && r->shape.Tsft > cfg->model.max_seq)
         return deck_error_at(deck, "model.max_seq", "max_seq %d is shorter than an SFT sequence (%d tokens)",
                              cfg->model.max_seq, r->shape.Tsft);
-    int rc = check_sft_split(cfg, deck);
+    rc = check_sft_split(cfg, deck);
     if (rc) return rc;
     if (strcmp(cfg->planner.policy, "off") != 0 && cfg->sw.step >= 0)
         return deck_error_at(deck, "planner.policy",
@@ -446,12 +455,15 @@ static void run_start_ppo(RunCtx *r) {
                              PLAN_REWARD_INF};
         job_sync(&r->job, PLAN_ACTOR_TRAIN, from_actor, 6);
     }
-    r->eval_before = job_eval_greedy(&r->job);
+    r->eval_before = job_eval_greedy(&r->job, &r->held_out);
     nr_log("eval: greedy task reward on held-out prompts: %.4f\n", r->eval_before);
     if (cfg->ppo.steps > 0) {
         if (r->job.have_rm)
             nr_log("reward: rule reward + %.3g x frozen reward network (UNTRAINED: random value head)\n",
                    cfg->reward.network_weight);
+        else if (r->pd.on)
+            nr_log("reward: [reward] rule %s on the decoded response (task %s, format reward %g)\n", cfg->reward.rule,
+                   cfg->reward.task, cfg->reward.format_reward);
         else
             nr_log("reward: rule-based task reward (%s), partial credit per position\n", cfg->task.names);
     }
@@ -516,9 +528,7 @@ static int run_ppo_step(RunCtx *r, int step) {
     }
     if (step % r->cfg->run.log_every == 0 || step + 1 == r->cfg->ppo.steps) {
         char ex[96]; /* the first sequence, cut to the buffer with "..." (responses run to hundreds of tokens) */
-        int len = j->G.plen[0] + j->G.resp_len[0], shown = NR_MIN(len, (int)sizeof ex - 4);
-        task_detok(j->G.seq, shown, ex);
-        if (shown < len) memcpy(ex + shown, "...", 4);
+        run_sample_line(&j->G, ex, sizeof ex);
         int grpo = ppo_is_grpo(r->cfg); /* no value loss: the k3 KL term of the actor loss in its column */
         nr_log("step %4d | reward %.3f | kl %+.4f | pg %+.4f | %s %.4f | ent %.3f | len %.2f | "
                "%.3fs: gen %.3fs inf %.3fs train %.3fs sync %.3fs | %.0f tok/s | %s (%.2f)\n",
@@ -570,7 +580,7 @@ static void run_ppo(RunCtx *r) {
     nr_log("ppo: %d steps in %.2fs; weight sync (%s) %.3fs in all, %.0f bytes per step\n", r->done_steps, r->ppo_s,
            cfg->transition.sync, r->sync_time, r->sync_bytes);
     if (r->status == 0 && !r->stop_sig) {
-        r->eval_after = job_eval_greedy(&r->job);
+        r->eval_after = job_eval_greedy(&r->job, &r->held_out);
         nr_log("eval: greedy task reward on held-out prompts: %.4f after PPO (%.4f before)\n", r->eval_after,
                r->eval_before);
     }

@@ -14,6 +14,7 @@
 
 #include "nereus/comm.h"
 #include "nereus/counters.h"
+#include "nereus/dataset.h"
 #include "nereus/job.h"
 #include "nereus/plan.h"
 #include "nereus/util.h"
@@ -180,14 +181,19 @@ float job_sft_step(Job *j, SftData *sd, int step) {
     return loss >= 1e300 ? NAN : (float)loss;
 }
 
-double job_eval_greedy(Job *j) {
+double job_eval_greedy(Job *j, const TaskSet *held_out) {
     Stage *g = &j->st[PLAN_ACTOR_GEN];
     int Bg = j->cfg->ppo.batch, nb = NR_MAX(1, 256 / Bg);
+    uint64_t limit = UINT64_MAX, n = (uint64_t)Bg * nb;
+    if (held_out->text) { /* every eval prompt once */
+        n = limit = (uint64_t)held_out->text->ps->n;
+        nb = (int)((limit + (uint64_t)Bg - 1) / (uint64_t)Bg);
+    }
     double sum = 0;
     if (g->member) {
-        double s = ppo_eval_greedy(&g->model, j->cfg, &j->ts, g->B, Bg, g->d * g->B, nb);
+        double s = ppo_eval_greedy(&g->model, j->cfg, held_out, g->B, Bg, g->d * g->B, nb, limit);
         sum = g->leader ? s : 0.0;
     }
     comm_allreduce_sum_f64(j->world, &sum, 1);
-    return sum / ((double)Bg * nb);
+    return sum / (double)n;
 }

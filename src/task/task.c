@@ -49,9 +49,10 @@ int task_parse(TaskSet *ts, const char *names, int digits, uint64_t seed, char *
     return 0;
 }
 
-int task_prompt_len(const TaskSet *ts) { return ts->digits + 2; }
+int task_prompt_len(const TaskSet *ts) { return ts->text ? task_text_longest(ts) : ts->digits + 2; }
 
 int task_max_answer(const TaskSet *ts) {
+    if (ts->text) return 0;
     int n = ts->digits, m = 0;
     for (int i = 0; i < ts->nkinds; i++) {
         int a = ts->kinds[i] == TASK_ADD ? (n - n / 2) + 1 : n; /* sum has at most one more digit */

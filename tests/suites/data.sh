@@ -18,6 +18,6 @@ t data-reference-current 60 bash -c arith_ids
 # [data] keys set on the command line alone count as a [data] section (a key that has no deck line)
 bad data-set-without-train 'tiny\.deck: error: \[data\] needs train = FILE\.jsonl' \
   bin/nereus inputs/tiny.deck --set ppo.steps=1 --set sft.steps=0 --set data.eval_size=3
-bad data-set-train '--set data\.train=tests/text/data/arith\.jsonl: error: \[data\] train: text decks are not run yet \(.*40 prompts kept' \
-  bin/nereus inputs/tiny.deck --set ppo.steps=1 --set sft.steps=0 --set data.train=tests/text/data/arith.jsonl \
-  --set data.tokenizer=tests/text/data/smollm2 --set model.max_seq=256
+t data-set-train 300 bin/nereus inputs/tiny.deck --set ppo.steps=1 --set sft.steps=0 --set data.train=tests/text/data/arith.jsonl \
+  --set data.tokenizer=tests/text/data/smollm2 --set model.max_seq=256 --set ppo.batch=8 --set ppo.minibatch=8 \
+  --set trace.file=none

@@ -1,0 +1,21 @@
+/* text_int.h — the run's part of text decks (src/run/text_run.c). */
+#ifndef NEREUS_RUN_TEXT_INT_H
+#define NEREUS_RUN_TEXT_INT_H
+
+#include "nereus/config.h"
+#include "nereus/dataset.h"
+#include "nereus/deck.h"
+#include "nereus/ppo.h"
+#include "nereus/task.h"
+
+/* collective over MPI_COMM_WORLD: opens cfg's [data] into pd and, for a [data] deck, the training and the
+ * evaluation text tasks (their prompt sets, the tokenizer, the [reward] rule, the ends of a response).
+ * Returns 0 (pd->on = 0 for a deck without [data]: the digit tasks), or 2 with the error reported at the deck
+ * line it concerns. */
+int run_text_open(PromptData *pd, TextTask *train, TextTask *eval, const Config *cfg, const Deck *deck);
+
+/* the first row of the step's rollout G for its progress line, in ex (n bytes, at least 8): the digit tasks'
+   whole sequence, or a text task's response decoded as one JSON-escaped line; cut with "..." */
+void run_sample_line(const Rollout *G, char *ex, size_t n);
+
+#endif

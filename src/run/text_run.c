@@ -1,0 +1,101 @@
+/* text_run.c — what a [data] deck adds to a run: the tokenizer and the
+ * prompt sets (dataset.h's promptdata_open), the ends of a response (the
+ * chat format's end of turn, the tokenizer's end of text), the [reward]
+ * rule that scores the decoded responses, and the deck values a text task
+ * cannot take yet, each refused at its line. */
+#include "text_int.h"
+
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nereus/util.h"
+
+/* number_sorting reads each prompt's metadata.direction: every line of ps must have one */
+static int check_directions(const PromptSet *ps, const char *file, const Deck *deck) {
+    for (int i = 0; i < ps->n; i++) {
+        cJSON *m = ps->metadata[i] ? cJSON_Parse(ps->metadata[i]) : NULL;
+        int ok = cJSON_IsString(cJSON_GetObjectItemCaseSensitive(m, "direction"));
+        cJSON_Delete(m);
+        if (!ok)
+            return deck_error_at(deck, "reward.task",
+                                 "[reward] task = number_sorting reads each prompt's metadata.direction: %s line %d "
+                                 "has none", file, ps->line[i]);
+    }
+    return 0;
+}
+
+/* the deck values a text task does not take, each at its line */
+static int check_text_deck(const Config *cfg, const Deck *deck) {
+    if (cfg->sft.steps > 0)
+        return deck_error_at(deck, "sft.steps", "[sft] steps = %d: SFT on [data] prompts is not built; give [sft] "
+                             "steps = 0 for a text deck", cfg->sft.steps);
+    if (strcmp(cfg->ppo.credit, "process") == 0)
+        return deck_error_at(deck, "ppo.credit", "[ppo] credit = process needs per-position credits, which the digit "
+                             "tasks have and a [reward] rule on text does not: use credit = outcome");
+    if (cfg->inject.resp_len_from > 0 || cfg->inject.resp_len_to > 0)
+        return deck_error_at(deck, cfg->inject.resp_len_to > 0 ? "inject.resp_len_to" : "inject.resp_len_from",
+                             "the INJECTED response-length drift lengthens digit answers; a text deck cannot take it");
+    return 0;
+}
+
+/* the two ids a response ends at: the chat format's end of turn and the tokenizer's end of text (either one
+   twice where the tokenizer has only it) */
+static int text_stops(const PromptData *pd, int stop[2], const Deck *deck) {
+    int eot = pd->chat.format != CHAT_NONE ? pd->chat.eot_id : -1, eos = tok_eos(pd->tk);
+    stop[0] = eot >= 0 ? eot : eos;
+    stop[1] = eos >= 0 ? eos : eot;
+    if (stop[0] >= 0) return 0;
+    return deck_error_at(deck, "data.tokenizer", "the tokenizer of %s has no end-of-text or end-of-turn token: a "
+                         "response could not end", pd->source);
+}
+
+int run_text_open(PromptData *pd, TextTask *train, TextTask *eval, const Config *cfg, const Deck *deck) {
+    int rc = promptdata_open(pd, cfg, deck, MPI_COMM_WORLD);
+    if (rc || !pd->on) return rc;
+    if ((rc = check_text_deck(cfg, deck))) return rc;
+    char why[256];
+    RewardSpec spec = {.format_reward = cfg->reward.format_reward};
+    if (reward_rule_parse(cfg->reward.rule, &spec.rule, why, sizeof why))
+        return deck_error_at(deck, "reward.rule", "%s", why);
+    spec.task = REWARD_TASK_NONE;
+    if (strcmp(cfg->reward.task, "none") != 0 && reward_task_parse(cfg->reward.task, &spec.task, why, sizeof why))
+        return deck_error_at(deck, "reward.task", "%s", why);
+    if (spec.task == REWARD_TASK_NUMBER_SORTING) {
+        if ((rc = check_directions(&pd->train, cfg->data.train, deck))) return rc;
+        if ((rc = check_directions(&pd->eval, cfg->data.eval, deck))) return rc;
+    }
+    *train = (TextTask){&pd->train, pd->tk, spec, {0, 0}};
+    if ((rc = text_stops(pd, train->stop, deck))) return rc;
+    *eval = *train;
+    if (pd->eval.n > 0) eval->ps = &pd->eval; /* held out; without [data] eval, the training prompts */
+    nr_log("data: %s: %d prompts (%d longer than %d tokens dropped); eval %s: %d prompts; tokenizer %s (%d ids, chat "
+           "%s); reward %s%s%s\n",
+           cfg->data.train, pd->train.n, pd->train.n_dropped, pd->train.max_prompt,
+           pd->eval.n > 0 ? cfg->data.eval : "(the training prompts)", eval->ps->n, pd->source, tok_n_vocab(pd->tk),
+           chat_format_name(pd->chat.format), reward_rule_name(spec.rule),
+           spec.task != REWARD_TASK_NONE ? " scored as " : "", spec.task != REWARD_TASK_NONE ? reward_task_name(spec.task) : "");
+    return 0;
+}
+
+/* the progress line's sample of the step's first row (text_int.h) */
+void run_sample_line(const Rollout *G, char *ex, size_t n) {
+    if (!G->ts->text) {
+        int len = G->plen[0] + G->resp_len[0], shown = NR_MIN(len, (int)n - 4);
+        task_detok(G->seq, shown, ex);
+        if (shown < len) memcpy(ex + shown, "...", 4);
+        return;
+    }
+    size_t nt = 0, o = 0;
+    char *text = task_text_decode(G->ts, G->seq + G->plen[0], G->resp_len[0], &nt);
+    ex[o++] = '"';
+    for (size_t i = 0; i < nt && o + 6 < n; i++) {
+        unsigned char c = (unsigned char)text[i];
+        if (c == '\n' || c == '"' || c == '\\') ex[o++] = '\\', ex[o++] = c == '\n' ? 'n' : (char)c;
+        else ex[o++] = c < 0x20 ? ' ' : (char)c;
+        if (i + 1 < nt && o + 6 >= n) { memcpy(ex + o, "...", 3); o += 3; }
+    }
+    ex[o++] = '"';
+    ex[o] = 0;
+    free(text);
+}

@@ -1,0 +1,75 @@
+# tests/suites/textrun.sh — text decks run (inputs/text-tiny.deck: SmolLM2's tokenizer, reasoning-gym prompts of different lengths, the answer-tag rule): PPO and GRPO on 1 rank with held-out evaluation and decoded samples; the same deck under TP, PP, DP and mixed plans on 2 and 4 ranks against 1 rank (tokens and rewards identical, checksums within 1e-5); a checkpoint mid-run restarted under another plan gives the uninterrupted run's steps; text decks' refusals at their lines
+section "text decks: prompts from a file, responses scored on their text"
+# a frozen reward network (UNTRAINED: a random value head) gives the untrained tiny model a reward to learn from,
+# so that the plans below move the weights; the answer-tag rule's reward is 0 for a model this small
+TX="--set trace.file=none --set reward.network=true --set reward.network_weight=1"
+TEXT_PLANS='
+tp2         | 2 | default = colocated; actor.gen = tp2 @0-1; actor.inf = tp2 @0-1; ref.inf = tp2 @0-1; critic.inf = tp2 @0-1; actor.train = tp2 @0-1; critic.train = tp2 @0-1; reward.inf = tp2 @0-1
+pp2         | 2 | actor.gen = dp2 @0-1; actor.inf = pp2 @0-1; ref.inf = pp2 @1,0; critic.inf = pp2 @0-1; actor.train = pp2 @0-1; critic.train = pp2 @1,0; reward.inf = pp2 @0-1
+dp2         | 2 | default = colocated
+tp2-dp2     | 4 | actor.gen = tp2 dp2 @0-3; actor.inf = tp2 dp2 @0-3; ref.inf = pp2 dp2 @0-3; critic.inf = tp2 @2-3; actor.train = tp2 dp2 @0-3; critic.train = tp2 pp2 @3,2,1,0; reward.inf = @0
+'
+# text_deck OUT PLAN: the text deck with this [plan] (';'-separated lines)
+text_deck() { { cat inputs/text-tiny.deck; echo "[plan]"; echo "$2" | tr ';' '\n' | sed 's/^ *//'; } > "$1"; }
+while IFS='|' read -r name np plan; do
+  name=$(echo $name); [ -n "$name" ] && feeds text-1rank "text-$name"
+done <<< "$TEXT_PLANS"
+feeds text-1rank text-runs text-restart-same-run
+t text-1rank 300 $L -np 1 bin/nereus inputs/text-tiny.deck $TX
+if want text-runs; then
+  f=$LOG/text-1rank.log
+  # the data line, decoded samples in the step lines, an evaluation on the 16 held-out prompts before and after
+  if [ "$(verify "$f" status)" = pass ] && grep -q '^data: tests/reward/data/gym.train.jsonl: 64 prompts' "$f" &&
+     [ "$(grep -cE '^step +[0-9]+ \|.*\| ".*" \([0-9.]+\)$' "$f")" = 4 ] && [ -n "$(verify "$f" eval_greedy_after_ppo)" ] &&
+     [ "$(verify "$f" checksum.actor)" != "$(verify "$f" checksum.ref)" ]; then
+    result text-runs 0 0 "4 PPO steps: decoded samples, held-out evaluation, the actor trained"
+  else result text-runs 1 0 "status '$(verify "$f" status)', or no data line, samples, evaluation or training"; fi
+fi
+while IFS='|' read -r -u 3 name np plan; do
+  name=$(echo $name); np=$(echo $np)
+  [ -n "$name" ] || continue
+  feeds "text-$name-run" "text-$name"
+  want "text-$name-run" "text-$name" || continue
+  text_deck "$LOG/text-$name.deck" "$plan"
+  t "text-$name-run" 300 $L -np "$np" bin/nereus "$LOG/text-$name.deck" $TX
+  want "text-$name" || continue
+  equiv_result "text-$name" "$LOG/text-1rank.log" "$LOG/text-$name-run.log" "$np ranks"
+done 3<<< "$TEXT_PLANS"
+
+# GRPO on text, groups of 4, on 1 rank and under tp2-dp2 on 4
+G="--set ppo.algorithm=grpo --set ppo.group_size=4"
+feeds text-grpo-1rank text-grpo-tp2-dp2
+feeds text-grpo-tp2-dp2-run text-grpo-tp2-dp2
+t text-grpo-1rank 300 $L -np 1 bin/nereus inputs/text-tiny.deck $TX $G
+runs text-grpo-tp2-dp2-run && text_deck "$LOG/text-grpo.deck" "actor.gen = tp2 dp2 @0-3; actor.inf = tp2 dp2 @0-3; ref.inf = pp2 dp2 @0-3; actor.train = tp2 dp2 @0-3; reward.inf = @0"
+t text-grpo-tp2-dp2-run 300 $L -np 4 bin/nereus "$LOG/text-grpo.deck" $TX $G
+want text-grpo-tp2-dp2 && equiv_result text-grpo-tp2-dp2 "$LOG/text-grpo-1rank.log" "$LOG/text-grpo-tp2-dp2-run.log" \
+  "4 ranks, grpo" checksum.actor checksum.ref
+
+# a checkpoint at step 2 of 4 written on 1 rank, restarted under dp2 on 2 ranks: steps 2-3 as uninterrupted
+TK=$LOG/text-ck; mkdir -p "$TK"
+feeds text-ckpt-write text-restart-same-run
+feeds text-ckpt-restart text-restart-same-run
+t text-ckpt-write 300 $L -np 1 bin/nereus inputs/text-tiny.deck $TX --set ckpt.every=2 --set ckpt.dir="$TK/a"
+t text-ckpt-restart 300 $L -np 2 bin/nereus inputs/text-tiny.deck $TX --set ckpt.dir="$TK/b" \
+  --set run.restart="$TK/a/text-tiny_step000002.h5"
+if want text-restart-same-run; then
+  why=""
+  for s in 2 3; do
+    a=$(grep "^step *$s |" "$LOG/text-1rank.log" | cut -d'|' -f2,3); b=$(grep "^step *$s |" "$LOG/text-ckpt-restart.log" | cut -d'|' -f2,3)
+    [ -n "$a" ] && [ "$a" = "$b" ] || why="$why step $s: '$a' vs '$b';"
+  done
+  grep -q "^step *1 |" "$LOG/text-ckpt-restart.log" && why="$why the restart ran step 1;"
+  checksums_close "$LOG/text-1rank.log" "$LOG/text-ckpt-restart.log"
+  if [ -z "$why" ]; then result text-restart-same-run 0 0 "1 rank -> dp2 on 2 from step 2: steps 2-3 reward and KL as uninterrupted, checksums within $worst"
+  else result text-restart-same-run 1 0 "$why"; fi
+fi
+
+# what a text deck cannot take, refused at its line
+bad text-sft-refused 'sft\.steps=5: error: \[sft\] steps = 5: SFT on \[data\] prompts is not built' \
+  $L -np 1 bin/nereus inputs/text-tiny.deck --set sft.steps=5
+bad text-process-refused 'error: \[ppo\] credit = process needs per-position credits' \
+  $L -np 1 bin/nereus inputs/text-tiny.deck --set ppo.algorithm=grpo --set ppo.group_size=4 --set ppo.credit=process
+bad text-sort-no-direction 'error: \[reward\] task = number_sorting reads each prompt.s metadata\.direction: tests/reward/data/gym\.train\.jsonl line 1 has none' \
+  $L -np 1 bin/nereus inputs/text-tiny.deck --set reward.task=number_sorting
+bad text-bad-rule 'error: .*rule.*boxes' $L -np 1 bin/nereus inputs/text-tiny.deck --set reward.rule=boxes
