@@ -114,6 +114,32 @@ static int cfg_equal(const GPTConfig *a, const GPTConfig *b) {
            memcmp(&a->arch, &b->arch, CFG_ARCH_BYTES) == 0;
 }
 
+/* The Llama family's config with its zeros resolved (model.h's defaults), so that a file that states a
+ * default (an import states every value) and a deck that leaves it out compare equal, the RMSNorm epsilon at
+ * the float precision the model computes it in; and a file's context
+ * taken down to the deck's: a RoPE model has no table of positions, so it runs at a deck's max_seq up to the
+ * file's (the GGUF of a model trained on 8,192 positions, run at 256) */
+static void cfg_resolve_pair(GPTConfig *file, GPTConfig *deck) {
+    GPTConfig *c[2] = {file, deck};
+    for (int i = 0; i < 2; i++) {
+        if (!gpt_is_llama(c[i])) continue;
+        c[i]->NKV = gpt_kv_heads(c[i]);
+        c[i]->ffn = gpt_ffn(c[i]);
+        c[i]->head_dim = gpt_head_dim(c[i]);
+        if (c[i]->rope_theta == 0) c[i]->rope_theta = 10000;
+        if (c[i]->norm_eps == 0) c[i]->norm_eps = 1e-5;
+        c[i]->norm_eps = (float)c[i]->norm_eps; /* the model adds it in float; a deck's is a float */
+    }
+    if (gpt_is_llama(file) && gpt_is_llama(deck) && deck->maxT <= file->maxT) file->maxT = deck->maxT;
+}
+
+/* read: the file's model can be the deck's (cfg_resolve_pair: defaults resolved, a RoPE context cut) */
+static int cfg_readable(const GPTConfig *file, const GPTConfig *deck) {
+    GPTConfig a = *file, b = *deck;
+    cfg_resolve_pair(&a, &b);
+    return cfg_equal(&a, &b);
+}
+
 /* collective over comm: the names of models[], entry → name index, the writer/checker entries, and the
  * coverage check of the canonical owners (kinds: params always, adam where an entry of the name has adam
  * set and, on read, the file has it: want_adam[name], NULL = any entry's adam flag) */
@@ -544,6 +570,7 @@ static void cfg_diff(char *buf, size_t n, const GPTConfig *file, const GPTConfig
     size_t o = 0;
     buf[0] = 0;
     GPTConfig a = *file, b = *deck;
+    cfg_resolve_pair(&a, &b);
     for (int i = 0; i < 6 && o < n; i++) {
         int x = *cfg_field(&a, i), y = *cfg_field(&b, i);
         if (i == 5) { x = x != 0; y = y != 0; }
@@ -925,7 +952,7 @@ static int read_head(H5Err *e, const char *path, Name *nm, int nn, const int *ne
         if (read_config(e, g, nm[k].name, &fc, &has_adam, &nm[k].adam_t)) goto fail;
         H5Gclose(g);
         g = -1;
-        if (!cfg_equal(&fc, nm[k].cfg)) {
+        if (!cfg_readable(&fc, nm[k].cfg)) {
             char d[600];
             cfg_diff(d, sizeof d, &fc, nm[k].cfg);
             h5_err(e, "%s: model %s does not match the deck: %s", path, nm[k].name, d);

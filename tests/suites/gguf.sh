@@ -10,7 +10,7 @@ t gguf-dequant 120 build/tests/test_gguf
 # make smollm2 (a download the first time, nothing after): under CI=true a failed download fails the test,
 # elsewhere (no network) the SmolLM2 tests are skipped
 feeds gguf-smollm2 gguf-smollm2-dequant gguf-smollm2-loss gguf-smollm2-greedy gguf-smollm2-tokenizer gguf-smollm2-tok-gguf \
-  gguf-smollm2-tok-ckpt
+  gguf-smollm2-tok-ckpt gguf-smollm2-grpo-step
 smollm2_ok=0
 if runs gguf-smollm2; then
   timed secs make -s -C "$(dirname "$(readlink -f tools)")" smollm2 >"$LOG/gguf-smollm2.log" 2>&1
@@ -58,6 +58,10 @@ tok_from() {
     bin/nereus-tok encode --chat "$src" <$D/chat.jsonl >"$out.chat" && cmp "$out.chat" $D/smollm2.chat.ids
 }
 export -f loss_close greedy_same tokenizer_carried tok_from; export G SM SMCK LOG # t runs them under timeout, in a bash of its own
+# one GRPO step of inputs/smollm2-grpo.deck on the imported model, small: the deck's [model] (defaults left out,
+# max_seq 256 of the file's 8,192) takes the checkpoint, and a pretrained model runs the text path end to end
+smollm2_check gguf-smollm2-grpo-step 300 $L -np 1 bin/nereus inputs/smollm2-grpo.deck --set ppo.steps=1 --set ppo.batch=4 \
+  --set ppo.minibatch=4 --set ppo.max_response=12 --set data.eval_size=2 --set trace.file=none
 smollm2_check gguf-smollm2-tok-gguf 120 bash -c "tok_from $SM/SmolLM2-135M-Instruct.Q4_1.gguf gguf"
 smollm2_check gguf-smollm2-tok-ckpt 120 bash -c "tok_from $SMCK ckpt"
 smollm2_check gguf-smollm2-loss 300 bash -c loss_close
