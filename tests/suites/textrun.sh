@@ -1,12 +1,10 @@
-# tests/suites/textrun.sh — text decks run (inputs/text-tiny.deck: SmolLM2's tokenizer, reasoning-gym prompts of different lengths, the answer-tag rule): PPO and GRPO on 1 rank with held-out evaluation and decoded samples; the same deck under TP, PP, DP and mixed plans on 2 and 4 ranks against 1 rank (tokens and rewards identical, checksums within 1e-5); a checkpoint mid-run restarted under another plan gives the uninterrupted run's steps; text decks' refusals at their lines
+# tests/suites/textrun.sh — text decks run (inputs/text-tiny.deck: SmolLM2's tokenizer, reasoning-gym prompts of different lengths, the answer-tag rule): PPO and GRPO on 1 rank with held-out evaluation and decoded samples; the same deck under a PP plan with DP generation on 2 ranks and a TP, PP and DP plan on 4 against 1 rank (tokens and rewards identical, checksums within 1e-5); a checkpoint mid-run restarted under another plan gives the uninterrupted run's steps; text decks' refusals at their lines
 section "text decks: prompts from a file, responses scored on their text"
 # a frozen reward network (UNTRAINED: a random value head) gives the untrained tiny model a reward to learn from,
 # so that the plans below move the weights; the answer-tag rule's reward is 0 for a model this small
 TX="--set trace.file=none --set reward.network=true --set reward.network_weight=1"
 TEXT_PLANS='
-tp2         | 2 | default = colocated; actor.gen = tp2 @0-1; actor.inf = tp2 @0-1; ref.inf = tp2 @0-1; critic.inf = tp2 @0-1; actor.train = tp2 @0-1; critic.train = tp2 @0-1; reward.inf = tp2 @0-1
 pp2         | 2 | actor.gen = dp2 @0-1; actor.inf = pp2 @0-1; ref.inf = pp2 @1,0; critic.inf = pp2 @0-1; actor.train = pp2 @0-1; critic.train = pp2 @1,0; reward.inf = pp2 @0-1
-dp2         | 2 | default = colocated
 tp2-dp2     | 4 | actor.gen = tp2 dp2 @0-3; actor.inf = tp2 dp2 @0-3; ref.inf = pp2 dp2 @0-3; critic.inf = tp2 @2-3; actor.train = tp2 dp2 @0-3; critic.train = tp2 pp2 @3,2,1,0; reward.inf = @0
 '
 # text_deck OUT PLAN: the text deck with this [plan] (';'-separated lines)
