@@ -50,6 +50,7 @@ typedef struct CkptMeta {
     int64_t seed;
     const char *deck;      /* resolved deck text (write); malloc'd copy on read */
     const char *plan;      /* plan description (write); malloc'd copy on read */
+    uint64_t data_hash;    /* dataset_hash of [data] train's bytes (a text run's prompts); 0: none */
 } CkptMeta;
 
 /* collective over comm. Writes path + ".tmp" and renames it to path once the complete flag is written

@@ -712,7 +712,8 @@ static int write_skeleton(H5Err *e, const char *tmp, const CkptMeta *meta, const
         put_i64(e, g, "sft_done", meta->sft_done) || put_i64(e, g, "seed", meta->seed) ||
         h5_attr_put_str(e, g, "created", created) || h5_attr_put_str(e, g, "rng", rng) ||
         h5_attr_put_str(e, g, "data_position", pos) || h5_dset_put_str(e, g, "deck", meta->deck ? meta->deck : "") ||
-        h5_dset_put_str(e, g, "plan", meta->plan ? meta->plan : ""))
+        h5_dset_put_str(e, g, "plan", meta->plan ? meta->plan : "") ||
+        (meta->data_hash && put_i64(e, g, "data_hash", (int64_t)meta->data_hash)))
         goto fail;
     H5Gclose(g);
     g = -1;
@@ -912,7 +913,7 @@ out:
 typedef struct Head {
     int rc;
     char why[MSG];
-    int64_t step, sft_done, seed, deck_len, plan_len;
+    int64_t step, sft_done, seed, deck_len, plan_len, data_hash;
 } Head;
 
 /* /meta's step, sft_done, seed and the deck and plan texts (malloc'd), as a restart takes them */
@@ -922,7 +923,8 @@ static int read_meta(H5Err *e, hid_t f, Head *h, char **deck, char **plan) {
     if (h5_attr_get(e, g, "/meta", "step", H5T_NATIVE_INT64, 0, &h->step) ||
         h5_attr_get(e, g, "/meta", "sft_done", H5T_NATIVE_INT64, 0, &h->sft_done) ||
         h5_attr_get(e, g, "/meta", "seed", H5T_NATIVE_INT64, 0, &h->seed) || h5_dset_get_str(e, g, "deck", deck) ||
-        h5_dset_get_str(e, g, "plan", plan))
+        h5_dset_get_str(e, g, "plan", plan) ||
+        (H5Aexists(g, "data_hash") > 0 && h5_attr_get(e, g, "/meta", "data_hash", H5T_NATIVE_INT64, 0, &h->data_hash)))
         goto fail;
     H5Gclose(g);
     return 0;
@@ -1095,6 +1097,7 @@ int ckpt_read(const char *path, MPI_Comm comm, CkptMeta *meta, CkptModel *models
         meta->step = h.step;
         meta->sft_done = h.sft_done;
         meta->seed = h.seed;
+        meta->data_hash = (uint64_t)h.data_hash;
         meta->deck = deck;
         meta->plan = plan;
         deck = plan = NULL;

@@ -16,6 +16,7 @@
 
 #include "nereus/ckpt.h"
 #include "nereus/comm.h"
+#include "nereus/dataset.h"
 #include "nereus/job.h"
 #include "nereus/plan.h"
 #include "nereus/util.h"
@@ -62,6 +63,9 @@ static int job_ckpt_models(Job *j, CkptModel *cm) {
     }
     return n;
 }
+
+/* the hash of the run's prompt file (a text run), else 0 */
+static uint64_t job_data_hash(const Job *j) { return j->ts.text ? j->ts.text->ps->hash : 0; }
 
 static void ckpt_name(const Job *j, int64_t step, char *buf, size_t len) {
     snprintf(buf, len, "%s/%s_step%06lld.h5", j->cfg->ckpt.dir, j->cfg->run.name, (long long)step);
@@ -112,7 +116,7 @@ int job_checkpoint(Job *j, int64_t step, int64_t sft_done, const char *deck_text
     ckpt_name(j, step, path_out, path_len);
     CkptModel cm[8];
     int n = job_ckpt_models(j, cm);
-    CkptMeta meta = {step, sft_done, cfg->run.seed, deck_text, plan_text};
+    CkptMeta meta = {step, sft_done, cfg->run.seed, deck_text, plan_text, job_data_hash(j)};
     if (ckpt_write(path_out, j->world, &meta, cm, n, why, why_len) != 0) return -1;
     /* keep the newest [ckpt] keep up to this one. A later step's file (another run's of the same name, left
        in the directory) is no part of this series: counted as the newest, it would make keep = 1 delete the
@@ -207,6 +211,14 @@ int job_restart(Job *j, const char *path, int64_t *step, int64_t *sft_done, int 
     if (ckpt_read(used, j->world, &meta, cm, kept, why, why_len) != 0) return -1;
     if (meta.seed != cfg->run.seed) nr_log("note: the checkpoint was written with seed %lld, the deck has %lld\n",
                                           (long long)meta.seed, (long long)cfg->run.seed);
+    if (meta.data_hash != job_data_hash(j)) { /* sample g's prompt is the file's: another file, other prompts */
+        snprintf(why, why_len, "%s: its run drew its prompts from %s (prompt file hash %016llx); this deck's [data] "
+                 "train %s (%016llx): a restart would not continue the same sequence of prompts", used,
+                 meta.data_hash ? "another [data] train file" : "the built-in tasks", (unsigned long long)meta.data_hash,
+                 cfg->data.train[0] ? cfg->data.train : "is not set", (unsigned long long)job_data_hash(j));
+        ckpt_meta_free(&meta);
+        return -1;
+    }
     *step = meta.step;
     *sft_done = meta.sft_done;
     ckpt_meta_free(&meta);

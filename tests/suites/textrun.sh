@@ -71,3 +71,8 @@ bad text-process-refused 'error: \[ppo\] credit = process needs per-position cre
 bad text-sort-no-direction 'error: \[reward\] task = number_sorting reads each prompt.s metadata\.direction: tests/reward/data/gym\.train\.jsonl line 1 has none' \
   $L -np 1 bin/nereus inputs/text-tiny.deck --set reward.task=number_sorting
 bad text-bad-rule 'error: .*rule.*boxes' $L -np 1 bin/nereus inputs/text-tiny.deck --set reward.rule=boxes
+# a restart on another prompt file: refused (the checkpoint stores the train file's hash)
+feeds text-ckpt-write text-restart-other-file
+bad text-restart-other-file 'error: cannot restart: .*text-tiny_step000002\.h5: its run drew its prompts from another \[data\] train file' \
+  $L -np 1 bin/nereus inputs/text-tiny.deck $TX --set data.train=tests/text/data/arith.jsonl --set ckpt.dir="$TK/c" \
+  --set run.restart="$TK/a/text-tiny_step000002.h5"
