@@ -184,6 +184,8 @@ typedef struct TransitionConfig {
  * sizes are multiples of 4: no hole inside, and what follows stays aligned. */
 typedef struct DataConfig {
     int eval_size;             /* [data] eval_size: the first N eval prompts that fit; 0 = all */
+    int eval_every;            /* [eval] every: PPO steps between evaluations on the held-out prompts (0: before
+                                  and after PPO only) */
     char chat[8];              /* [data] chat: auto | none */
     char train[CFG_STR];       /* [data] train: JSONL file of prompts ("" = no text data: the built-in tasks) */
     char eval[CFG_STR];        /* [data] eval: JSONL file of evaluation prompts ("" = none) */
@@ -195,6 +197,7 @@ typedef struct DataConfig {
 
 /* [trace]: the run's HDF5 trace (trace.h, docs/TRACE.md) and its counters. */
 typedef struct TraceConfig {
+    int samples;               /* [trace] samples: a text run's decoded samples every N steps (0: none) */
     char file[CFG_STR];        /* [trace] file: "" = NAME.trace.h5 in the current directory; none = no trace */
     char papi_events[CFG_STR]; /* [trace] papi_events: comma list of PAPI events per model-stage ("" = none) */
 } TraceConfig;
@@ -255,8 +258,8 @@ typedef struct Config {
     CkptConfig ckpt;
     PlanConfig plan;         /* [plan] default and one key per model-stage (plan.h) */
     SwitchConfig sw;         /* [switch] (`switch` is a C keyword) */
-    DataConfig data;         /* [data] (an int, then strings of sizes that are multiples of 4) */
-    TraceConfig trace;       /* [trace] (strings only) */
+    DataConfig data;         /* [data] and [eval] (two ints, then strings of sizes that are multiples of 4) */
+    TraceConfig trace;       /* [trace] (an int, then strings) */
 } Config;
 
 #endif

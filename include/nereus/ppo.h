@@ -61,8 +61,10 @@ void rollout_free(Rollout *r);
 /* Prompts and answers of the step's rows (pure: every rank can make them). */
 void rollout_prompts(Rollout *r, const TaskSet *ts, int step);
 /* The rule reward of row b's response (its tokens from plen[b], resp_len[b] of them) in tokens (rows ld
- * apart): the digit tasks' task_reward, or the text task's reward on the decoded text. */
-float rollout_row_reward(const Rollout *r, const int *tokens, size_t ld, int b);
+ * apart): the digit tasks' task_reward, or the text task's reward on the decoded text. correct and formatted
+ * (may be NULL) get whether the answer is right (the digit tasks: all of it) and whether the rule found one
+ * (the digit tasks: 1). */
+float rollout_row_reward(const Rollout *r, const int *tokens, size_t ld, int b, int *correct, int *formatted);
 /* After generation: T from the response lengths, the dense EOS-padded
  * sequences seq (B, T), targets and mask. */
 void rollout_finish(Rollout *r);
@@ -113,8 +115,12 @@ void ppo_train_model(int which, GPT *m, const Rollout *r, const Config *cfg, int
  * the evaluation is below limit: for the digit tasks sample indices from 2^50,
  * which neither SFT (2^40) nor PPO (0 ..) ever draws; for text tasks (ts the
  * eval set's) samples 0 .., each eval prompt once in the first n. */
-double ppo_eval_greedy(GPT *actor, const Config *cfg, const TaskSet *ts, int B, int Bg, int b0, int nbatches,
-                       uint64_t limit);
+typedef struct EvalStats {
+    double n, reward, correct, formatted, len; /* rows; sums of their reward, right answers, answers the rule
+                                                  found, response lengths */
+} EvalStats;
+void ppo_eval_greedy(GPT *actor, const Config *cfg, const TaskSet *ts, int B, int Bg, int b0, int nbatches,
+                     uint64_t limit, EvalStats *sum);
 
 /* ---- pure pieces (unit-tested) ---- */
 /* GAE over one sequence of n response positions: rewards r, values v; the

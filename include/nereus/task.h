@@ -50,9 +50,8 @@ int task_max_answer(const TaskSet *ts);   /* longest answer, without EOS (text: 
  * set's index of it in *item; returns its length. Pure function of (seed, g). */
 int task_text_prompt(const TaskSet *ts, uint64_t g, int *prompt, int *item);
 /* the reward of a response (len tokens, ending at its first stop token) to prompt item: its text decoded and
- * scored by the [reward] rule against the item's answer. explain (may be NULL) gets one line on what the rule
- * found. */
-float task_text_reward(const TaskSet *ts, int item, const int *response, int len, char *explain, size_t n);
+ * scored by the [reward] rule against the item's answer; res (may be NULL) gets the rule's whole result */
+float task_text_reward(const TaskSet *ts, int item, const int *response, int len, RewardResult *res);
 /* the longest prompt of the text task's set */
 int task_text_longest(const TaskSet *ts);
 /* the text of response (len tokens, up to its first stop token), malloc'd; *n_text its bytes */

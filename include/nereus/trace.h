@@ -136,6 +136,10 @@ typedef struct TraceSignals {
     const char *slow;            /* the measured slowdowns other than 1, "rank:factor,..." (%.17g: exact) */
 } TraceSignals;
 void trace_signals(Trace *t, const TraceSignals *g);
+/* rank 0: one evaluation on the held-out prompts (the /eval row) */
+void trace_eval(Trace *t, const TraceEvalRow *r);
+/* rank 0: one decoded prompt and response of a text run (the /samples row; strings_fnv is computed here) */
+void trace_sample(Trace *t, int64_t step, int row, double reward, const char *prompt, const char *response);
 /* rank 0, once when the live planner starts: its policy and machine model
  * (the /planner dataset's attributes; TracePlanner is in trace_schema.h). */
 void trace_planner(Trace *t, const TracePlanner *p);

@@ -55,6 +55,8 @@ typedef enum TraceTableId {
     TRACE_DECISIONS,
     TRACE_TRANSITIONS,
     TRACE_SIGNALS,
+    TRACE_EVAL,
+    TRACE_SAMPLES,
     TRACE_NTABLES
 } TraceTableId;
 
@@ -159,6 +161,20 @@ typedef struct TraceSignalsRow {
     const char *pool, *slow;
     int64_t strings_fnv;
 } TraceSignalsRow;
+
+typedef struct TraceEvalRow {
+    int64_t step;
+    int32_t prompts;
+    double accuracy, reward, format_rate, mean_len;
+} TraceEvalRow;
+
+typedef struct TraceSamplesRow {
+    int64_t step;
+    int32_t row;
+    double reward;
+    const char *prompt, *response;
+    int64_t strings_fnv;
+} TraceSamplesRow;
 
 /* /planner's attributes as the live planner hands them to trace_planner (trace.h), and as nereus-trace reads
  * them back (its strings then point into the reader's copies). */

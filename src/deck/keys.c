@@ -320,6 +320,9 @@ const DeckKey deck_keys[] = {
     {"transition", "comm_setup_us", DECK_T_DOUBLE, 0, "200", GE(0), NONE, NULL, F_DBL(transition.comm_setup_us),
      "cost of creating one communicator, for predictions, in microseconds"},
 
+    {"eval", "every", DECK_T_INT, 0, "0", GE(0), NONE, NULL, F_INT(data.eval_every),
+     "PPO steps between greedy evaluations on the held-out prompts ([data] eval, or the digit tasks' held-out "
+     "ones), each a progress line and an /eval row of the trace; 0 = before and after PPO only"},
     {"data", "train", DECK_T_STRING, 0, "", NONE, NONE, NULL, F_STR(data.train),
      "JSONL file of training prompts, one JSON object a line (docs/TEXT.md, \"Prompt datasets\"); each prompt is "
      "formatted with the chat template, tokenized once, and dropped (counted) when longer than [model] max_seq - "
@@ -342,6 +345,9 @@ const DeckKey deck_keys[] = {
     {"data", "eval_size", DECK_T_INT, 0, "0", GE(0), NONE, NULL, F_INT(data.eval_size),
      "evaluate on the first N prompts of eval that fit (all of them when fewer); 0 = all"},
 
+    {"trace", "samples", DECK_T_INT, 0, "0", GE(0), NONE, NULL, F_INT(trace.samples),
+     "a text run ([data]): every N PPO steps the first rows' prompts and responses, decoded, with their rewards "
+     "to the trace (/samples) and the log; 0 = none"},
     {"trace", "file", DECK_T_STRING, 0, "", NONE, NONE, NULL, F_STR(trace.file),
      "the run's HDF5 trace (docs/TRACE.md), written by rank 0 and flushed after every step; \"\" = NAME.trace.h5 in the current directory (a restart from step S: NAME_stepSSSSSS.trace.h5); none = no trace"},
     {"trace", "papi_events", DECK_T_STRING, 0, "", NONE, NONE, NULL, F_STR(trace.papi_events),
@@ -416,7 +422,8 @@ const DeckKey deck_keys[] = {
 const size_t deck_nkeys = sizeof deck_keys / sizeof deck_keys[0];
 
 const char *const deck_sections[] = {"run",    "model", "task",   "optim", "sft",    "ppo",
-                                     "reward", "inject", "planner", "ckpt", "plan",  "switch", "transition", "data", "trace", "simulate"};
+                                     "reward", "inject", "planner", "ckpt", "plan",  "switch", "transition", "data", "eval", "trace",
+                                     "simulate"};
 const size_t deck_nsections = sizeof deck_sections / sizeof deck_sections[0];
 
 static int deck_name_eq(const char *name, const char *s, size_t len)

@@ -597,6 +597,18 @@ void trace_signals(Trace *t, const TraceSignals *g) {
     trace_append(t, TRACE_SIGNALS, &r, 1);
 }
 
+void trace_eval(Trace *t, const TraceEvalRow *r) {
+    if (!t || t->rank != 0 || !t->open) return;
+    trace_append(t, TRACE_EVAL, r, 1);
+}
+
+void trace_sample(Trace *t, int64_t step, int row, double reward, const char *prompt, const char *response) {
+    if (!t || t->rank != 0 || !t->open) return;
+    TraceSamplesRow r = {step, row, reward, prompt ? prompt : "", response ? response : "", 0};
+    r.strings_fnv = row_fnv(2, r.prompt, r.response);
+    trace_append(t, TRACE_SAMPLES, &r, 1);
+}
+
 /* /planner: a scalar 1 whose attributes are trace_planner_attrs' (trace_schema.c), taken from p */
 void trace_planner(Trace *t, const TracePlanner *p) {
     if (!t || t->rank != 0 || !t->open) return;
@@ -704,6 +716,8 @@ void trace_drift(Trace *t, int64_t step, const char *kind, double magnitude, dou
 void trace_decision(Trace *t, const TraceDecision *d) {}
 void trace_refused(Trace *t, int64_t step, int plan_id, const char *reason) {}
 void trace_signals(Trace *t, const TraceSignals *g) {}
+void trace_eval(Trace *t, const TraceEvalRow *r) {}
+void trace_sample(Trace *t, int64_t step, int row, double reward, const char *prompt, const char *response) {}
 void trace_planner(Trace *t, const TracePlanner *p) {}
 void trace_close(Trace *t, MPI_Comm world, const char *status, int64_t ppo_steps, double ppo_s) {}
 #endif

@@ -194,6 +194,30 @@ static const TraceColumn signals_cols[] = {
 };
 #undef R
 
+#define R TraceEvalRow
+static const TraceColumn eval_cols[] = {
+    {I64(R, step), REQ, "", "PPO steps done when the evaluation ran (0: before the first)"},
+    {I32(R, prompts), REQ, "", "held-out prompts evaluated, one greedy response each"},
+    {F64(R, accuracy), REQ, "", "fraction of responses whose answer is right (the rule's value 1; the digit tasks: "
+                                "the whole answer right)"},
+    {F64(R, reward), REQ, "", "mean reward (the rule's score: partial credit and format reward included)"},
+    {F64(R, format_rate), REQ, "", "fraction of responses in which the [reward] rule found an answer (the digit "
+                                   "tasks: 1)"},
+    {F64(R, mean_len), REQ, "tokens", "mean response length, end token included"},
+};
+#undef R
+
+#define R TraceSamplesRow
+static const TraceColumn samples_cols[] = {
+    {I64(R, step), REQ, "", "PPO step"},
+    {I32(R, row), REQ, "", "the row of the step's batch"},
+    {F64(R, reward), REQ, "", "its rule reward"},
+    {STR(R, prompt), REQ, "", "the prompt as the model saw it (chat-formatted, decoded)"},
+    {STR(R, response), REQ, "", "the response, decoded up to its end token"},
+    {I64(R, strings_fnv), REQ, "", STRINGS_FNV_MEANING},
+};
+#undef R
+
 const TraceTable trace_tables[TRACE_NTABLES] = {
     [TRACE_STEPS] = {"steps", sizeof(TraceStepsRow), 64, 1, 0, steps_cols, NCOL(steps_cols),
         "one row per PPO step; seconds (wall_s as the progress line; gen/inf/train/sync max over ranks); t_start_s "
@@ -235,6 +259,14 @@ const TraceTable trace_tables[TRACE_NTABLES] = {
         "The live planner's inputs: one row per PPO step, written before the step's decision (also during the "
         "warm-up steps), empty without the live planner; absent in traces written before it. With /planner and "
         "/deck it is every input of the controller (nereus-trace replay)."},
+    [TRACE_EVAL] = {"eval", sizeof(TraceEvalRow), 16, 0, 0, eval_cols, NCOL(eval_cols),
+        "greedy evaluation on held-out prompts: before PPO, every [eval] every steps, after the last",
+        "One row per evaluation of the held-out prompts ([data] eval, or the digit tasks' held-out ones): before "
+        "the first PPO step, every `[eval] every` steps and after the last; absent in traces written before it."},
+    [TRACE_SAMPLES] = {"samples", sizeof(TraceSamplesRow), 16, 0, 0, samples_cols, NCOL(samples_cols),
+        "decoded prompts and responses of a text run with their rewards, every [trace] samples steps",
+        "A few rows of the batch every `[trace] samples` steps of a text run (`[data]`): the prompt and the "
+        "response as text, with the reward; empty otherwise, absent in traces written before it."},
 };
 
 /* /planner: what the writer takes from TracePlanner (trace.h) */

@@ -80,10 +80,19 @@ void rollout_prompts(Rollout *r, const TaskSet *ts, int step) {
     }
 }
 
-float rollout_row_reward(const Rollout *r, const int *tokens, size_t ld, int b) {
+float rollout_row_reward(const Rollout *r, const int *tokens, size_t ld, int b, int *correct, int *formatted) {
     const int *resp = tokens + (size_t)b * ld + r->plen[b];
-    if (r->ts && r->ts->text) return task_text_reward(r->ts, r->kind[b], resp, r->resp_len[b], NULL, 0);
-    return task_reward(r->answer + (size_t)b * r->amax, r->answer_len[b], resp, r->resp_len[b]);
+    if (r->ts && r->ts->text) {
+        RewardResult res;
+        float s = task_text_reward(r->ts, r->kind[b], resp, r->resp_len[b], &res);
+        if (correct) *correct = res.value >= 1.0;
+        if (formatted) *formatted = res.format_ok;
+        return s;
+    }
+    float s = task_reward(r->answer + (size_t)b * r->amax, r->answer_len[b], resp, r->resp_len[b]);
+    if (correct) *correct = s >= 1.0f;
+    if (formatted) *formatted = 1;
+    return s;
 }
 
 int ppo_min_response(const Config *cfg, int step) {
@@ -194,8 +203,8 @@ void ppo_generate_nocache(Rollout *r, GPT *actor, const Config *cfg, const TaskS
     free(dense);
 }
 
-double ppo_eval_greedy(GPT *actor, const Config *cfg, const TaskSet *ts, int B, int Bg, int b0, int nbatches,
-                       uint64_t limit) {
+void ppo_eval_greedy(GPT *actor, const Config *cfg, const TaskSet *ts, int B, int Bg, int b0, int nbatches,
+                     uint64_t limit, EvalStats *sum) {
     Config ec = *cfg;
     ec.ppo.batch = B;
     ec.ppo.temperature = 0.0f;
@@ -208,12 +217,15 @@ double ppo_eval_greedy(GPT *actor, const Config *cfg, const TaskSet *ts, int B, 
     /* held-out digit prompts far past any training sample; text: the eval set from its first sample */
     r.sample_base = ts->text ? 0 : 1ULL << 50;
     r.group = 1; /* held-out prompts, one greedy response each */
-    double sum = 0.0;
+    memset(sum, 0, sizeof *sum);
     for (int k = 0; k < nbatches; k++) {
         ppo_generate(&r, actor, &ec, ts, k);
-        for (int b = 0; b < B; b++)
-            if (k * (uint64_t)Bg + (uint64_t)(b0 + b) < limit) sum += rollout_row_reward(&r, r.tokens, (size_t)r.Tcap, b);
+        for (int b = 0; b < B; b++) {
+            if (k * (uint64_t)Bg + (uint64_t)(b0 + b) >= limit) continue;
+            int right = 0, found = 0;
+            sum->reward += rollout_row_reward(&r, r.tokens, (size_t)r.Tcap, b, &right, &found);
+            sum->n += 1, sum->correct += right, sum->formatted += found, sum->len += r.resp_len[b];
+        }
     }
     rollout_free(&r);
-    return sum;
 }

@@ -126,7 +126,7 @@ void ppo_advantages(Rollout *r, const Config *cfg, int have_rm, StepStats *st) {
     int B = r->B, T = r->T;
     double sum_rew = 0, sum_score = 0, sum_kl = 0, ntok = 0, sum_len = 0;
     for (int b = 0; b < B; b++) {
-        float tr = rollout_row_reward(r, r->seq, (size_t)T, b);
+        float tr = rollout_row_reward(r, r->seq, (size_t)T, b, NULL, NULL);
         r->task_reward[b] = tr;
         float sc = tr;
         /* the reward network's value at the last response token */

@@ -26,6 +26,7 @@
 #include "nereus/job.h"
 #include "nereus/plan.h"
 #include "nereus/planner_live.h"
+#include "nereus/text.h"
 #include "nereus/trace.h"
 #include "nereus/util.h"
 #include "text_int.h"
@@ -185,7 +186,7 @@ typedef struct RunCtx {
     double sft_first, sft_last;
     int sft_ran;
     /* PPO */
-    double eval_before, eval_after;
+    double eval_before, eval_after, eval_accuracy; /* mean rewards; the last evaluation's accuracy */
     double *rewards, *kls;        /* (ppo.steps + 1) the PPO steps this job ran: [0, done_steps) */
     int done_steps;
     int64_t last_ckpt;            /* step of the last checkpoint this job wrote */
@@ -445,6 +446,41 @@ static int run_sft(RunCtx *r) {
     return 0;
 }
 
+/* collective over MPI_COMM_WORLD: greedy responses to the held-out prompts after `done` PPO steps: the /eval
+ * row of the trace; returns the mean reward, keeps the accuracy for the verification block */
+static double run_eval(RunCtx *r, int64_t done) {
+    EvalStats s = job_eval_greedy(&r->job, &r->held_out);
+    double n = s.n > 0 ? s.n : 1;
+    TraceEvalRow row = {done, (int32_t)s.n, s.correct / n, s.reward / n, s.formatted / n, s.len / n};
+    trace_eval(r->tr, &row);
+    r->eval_accuracy = row.accuracy;
+    return row.reward;
+}
+
+#define RUN_SAMPLES 4 /* rows of a step that [trace] samples shows */
+
+/* rank 0, a text run, every [trace] samples steps: the first rows of the step's batch, decoded, to the trace and
+ * the log */
+static void run_samples(RunCtx *r, int step) {
+    int every = r->cfg->trace.samples;
+    const Rollout *G = &r->job.G;
+    if (every <= 0 || step % every != 0 || !r->ts.text || nr_rank() != 0) return;
+    for (int b = 0; b < NR_MIN(RUN_SAMPLES, G->B); b++) {
+        size_t np = 0, nr = 0;
+        char *prompt = NULL, why[200];
+        if (tok_decode(r->ts.text->tk, G->seq + (size_t)b * G->T, (size_t)G->plen[b], &prompt, &np, why, sizeof why))
+            nr_fatal("run_samples: %s", why); /* the prompt's ids are the tokenizer's own */
+        char *resp = task_text_decode(&r->ts, G->seq + (size_t)b * G->T + G->plen[b], G->resp_len[b], &nr);
+        trace_sample(r->tr, step, b, G->task_reward[b], prompt, resp);
+        for (size_t i = 0; i < nr; i++) /* one log line: the trace keeps the text as it is */
+            if (resp[i] == '\n' || resp[i] == '\r') resp[i] = ' ';
+        nr_log("sample: step %d row %d reward %.3f: %.*s%s\n", step, b, G->task_reward[b], (int)NR_MIN(nr, 300), resp,
+               nr > 300 ? "..." : "");
+        free(prompt);
+        free(resp);
+    }
+}
+
 /* collective over MPI_COMM_WORLD: every stage starts from the (warm-started) actor — gen, inf and ref take it
  * whole, the critic and reward network take it as their trunk — unless a restart loaded them all and no SFT
  * step ran since; then the greedy evaluation before PPO. */
@@ -455,7 +491,7 @@ static void run_start_ppo(RunCtx *r) {
                              PLAN_REWARD_INF};
         job_sync(&r->job, PLAN_ACTOR_TRAIN, from_actor, 6);
     }
-    r->eval_before = job_eval_greedy(&r->job, &r->held_out);
+    r->eval_before = run_eval(r, r->start_step);
     nr_log("eval: greedy task reward on held-out prompts: %.4f\n", r->eval_before);
     if (cfg->ppo.steps > 0) {
         if (r->job.have_rm)
@@ -570,6 +606,13 @@ static void run_ppo(RunCtx *r) {
             r->status = 1;
             break;
         }
+        run_samples(r, step);
+        int every = cfg->data.eval_every;
+        if (every > 0 && (step + 1) % every == 0 && step + 1 < cfg->ppo.steps) {
+            double rw = run_eval(r, step + 1);
+            nr_log("eval: after step %d: greedy reward %.4f, accuracy %.4f on held-out prompts\n", step, rw,
+                   r->eval_accuracy);
+        }
         int rc = run_step_boundary(r, step);
         if (rc < 0) r->status = 1;
         if (rc != 0) break;
@@ -580,7 +623,7 @@ static void run_ppo(RunCtx *r) {
     nr_log("ppo: %d steps in %.2fs; weight sync (%s) %.3fs in all, %.0f bytes per step\n", r->done_steps, r->ppo_s,
            cfg->transition.sync, r->sync_time, r->sync_bytes);
     if (r->status == 0 && !r->stop_sig) {
-        r->eval_after = job_eval_greedy(&r->job, &r->held_out);
+        r->eval_after = run_eval(r, r->start_step + r->done_steps);
         nr_log("eval: greedy task reward on held-out prompts: %.4f after PPO (%.4f before)\n", r->eval_after,
                r->eval_before);
     }
@@ -691,6 +734,7 @@ static int run_verify(RunCtx *r) {
     if (n > 0) run_print_rewards(r, n);
     nr_log("verify.eval_greedy_before_ppo: %.6f\n", r->eval_before);
     if (n > 0 && r->status == 0 && !r->stop_sig) nr_log("verify.eval_greedy_after_ppo: %.6f\n", r->eval_after);
+    if (r->pd.on) nr_log("verify.eval.accuracy: %.6f\n", r->eval_accuracy); /* the last evaluation's */
     run_print_fingerprints(r, &fp);
     nr_log("verify.finite: %s\n", finite ? "yes" : "no");
     if (r->stop[0]) nr_log("verify.stopped: %s\n", r->stop);

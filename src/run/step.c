@@ -181,19 +181,20 @@ float job_sft_step(Job *j, SftData *sd, int step) {
     return loss >= 1e300 ? NAN : (float)loss;
 }
 
-double job_eval_greedy(Job *j, const TaskSet *held_out) {
+EvalStats job_eval_greedy(Job *j, const TaskSet *held_out) {
     Stage *g = &j->st[PLAN_ACTOR_GEN];
     int Bg = j->cfg->ppo.batch, nb = NR_MAX(1, 256 / Bg);
-    uint64_t limit = UINT64_MAX, n = (uint64_t)Bg * nb;
+    uint64_t limit = UINT64_MAX;
     if (held_out->text) { /* every eval prompt once */
-        n = limit = (uint64_t)held_out->text->ps->n;
+        limit = (uint64_t)held_out->text->ps->n;
         nb = (int)((limit + (uint64_t)Bg - 1) / (uint64_t)Bg);
     }
-    double sum = 0;
+    EvalStats sum;
+    memset(&sum, 0, sizeof sum);
     if (g->member) {
-        double s = ppo_eval_greedy(&g->model, j->cfg, held_out, g->B, Bg, g->d * g->B, nb, limit);
-        sum = g->leader ? s : 0.0;
+        ppo_eval_greedy(&g->model, j->cfg, held_out, g->B, Bg, g->d * g->B, nb, limit, &sum);
+        if (!g->leader) memset(&sum, 0, sizeof sum);
     }
-    comm_allreduce_sum_f64(j->world, &sum, 1);
-    return sum / (double)n;
+    comm_allreduce_sum_f64(j->world, &sum.n, sizeof sum / sizeof(double)); /* EvalStats: doubles only */
+    return sum;
 }

@@ -51,7 +51,7 @@ static const char *sort_direction(const PromptSet *ps, int item, char *buf, size
     return buf;
 }
 
-float task_text_reward(const TaskSet *ts, int item, const int *response, int len, char *explain, size_t n) {
+float task_text_reward(const TaskSet *ts, int item, const int *response, int len, RewardResult *out) {
     const TextTask *t = ts->text;
     size_t n_text = 0;
     char *text = task_text_decode(ts, response, len, &n_text), dir[32], why[200];
@@ -60,7 +60,7 @@ float task_text_reward(const TaskSet *ts, int item, const int *response, int len
     RewardResult res;
     if (reward_score(&t->spec, text, &ref, &res, why, sizeof why) != 0)
         nr_fatal("task_text_reward: prompt %d (line %d): %s", item, t->ps->line[item], why);
-    if (explain) reward_explain(&t->spec, text, &ref, &res, explain, n);
+    if (out) *out = res;
     free(text);
     return (float)res.score;
 }

@@ -2,7 +2,8 @@
 section "text decks: prompts from a file, responses scored on their text"
 # a frozen reward network (UNTRAINED: a random value head) gives the untrained tiny model a reward to learn from,
 # so that the plans below move the weights; the answer-tag rule's reward is 0 for a model this small
-TX="--set trace.file=none --set reward.network=true --set reward.network_weight=1"
+RN="--set reward.network=true --set reward.network_weight=1"
+TX="--set trace.file=none $RN"
 TEXT_PLANS='
 pp2         | 2 | actor.gen = dp2 @0-1; actor.inf = pp2 @0-1; ref.inf = pp2 @1,0; critic.inf = pp2 @0-1; actor.train = pp2 @0-1; critic.train = pp2 @1,0; reward.inf = pp2 @0-1
 tp2-dp2     | 4 | actor.gen = tp2 dp2 @0-3; actor.inf = tp2 dp2 @0-3; ref.inf = pp2 dp2 @0-3; critic.inf = tp2 @2-3; actor.train = tp2 dp2 @0-3; critic.train = tp2 pp2 @3,2,1,0; reward.inf = @0
@@ -13,15 +14,22 @@ while IFS='|' read -r name np plan; do
   name=$(echo $name); [ -n "$name" ] && feeds text-1rank "text-$name"
 done <<< "$TEXT_PLANS"
 feeds text-1rank text-runs text-restart-same-run
-t text-1rank 300 $L -np 1 bin/nereus inputs/text-tiny.deck $TX
+# with an evaluation every 2 steps and decoded samples every 2, to the log and the trace
+t text-1rank 300 $L -np 1 bin/nereus inputs/text-tiny.deck $RN --set trace.file="$LOG/text-1rank.trace.h5" \
+  --set eval.every=2 --set trace.samples=2
 if want text-runs; then
-  f=$LOG/text-1rank.log
-  # the data line, decoded samples in the step lines, an evaluation on the 16 held-out prompts before and after
+  f=$LOG/text-1rank.log tr=$LOG/text-1rank.trace.h5
+  # the data line, decoded responses in the step lines, evaluations on the 16 held-out prompts before, after step
+  # 1 and after the last (/eval rows at steps 0, 2, 4), 4 samples at steps 0 and 2 (log and /samples), the actor
+  # trained
+  ev=$(trace_col "$tr" eval step | tr '\n' ' '); np=$(trace_col "$tr" eval prompts | sort -u)
+  ns=$(bin/nereus-trace csv "$tr" samples 2>/dev/null | grep -c '^[02],[0-3],')
   if [ "$(verify "$f" status)" = pass ] && grep -q '^data: tests/reward/data/gym.train.jsonl: 64 prompts' "$f" &&
-     [ "$(grep -cE '^step +[0-9]+ \|.*\| ".*" \([0-9.]+\)$' "$f")" = 4 ] && [ -n "$(verify "$f" eval_greedy_after_ppo)" ] &&
+     [ "$(grep -cE '^step +[0-9]+ \|.*\| ".*" \([0-9.]+\)$' "$f")" = 4 ] && [ -n "$(verify "$f" eval.accuracy)" ] &&
+     [ "$ev" = "0 2 4 " ] && [ "$np" = 16 ] && [ "$(grep -c '^sample: step [02] row [0-3] ' "$f")" = 8 ] && [ "$ns" = 8 ] &&
      [ "$(verify "$f" checksum.actor)" != "$(verify "$f" checksum.ref)" ]; then
-    result text-runs 0 0 "4 PPO steps: decoded samples, held-out evaluation, the actor trained"
-  else result text-runs 1 0 "status '$(verify "$f" status)', or no data line, samples, evaluation or training"; fi
+    result text-runs 0 0 "4 PPO steps: decoded responses, /eval at steps $ev(16 prompts), 8 /samples rows, the actor trained"
+  else result text-runs 1 0 "status '$(verify "$f" status)'; /eval steps '$ev', prompts '$np', /samples rows $ns; or no data line, samples or training"; fi
 fi
 while IFS='|' read -r -u 3 name np plan; do
   name=$(echo $name); np=$(echo $np)
