@@ -13,13 +13,16 @@ echo "cpu: $(lscpu | sed -n 's/^Model name: *//p' | head -1) x $(nproc)" >> "$ou
 if [ "$(id -u)" = 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
 build/bench/bench_step "$out" "${1:-}"
 build/bench/bench_gen "$out" "${1:-}"
-# the tokenizer: encode throughput at 1 thread, and HF tokenizers' on the same corpus where TOK_PYTHON
-# (default python3; the venv of tests/text/make_reference.py has it) can import tokenizers
+# the tokenizer: encode throughput at 1 thread, and HF tokenizers' on the same corpus: TOK_PYTHON where set,
+# else Debian's python3 with the PyPI package tokenizers installed once under build/bench-py (pip --target)
 echo
 build/bench/bench_tok "$out" tests/text/data gpt2 llama3 qwen2 smollm2
-if command -v "${TOK_PYTHON:-python3}" >/dev/null; then
-  "${TOK_PYTHON:-python3}" tests/bench/bench_tok_hf.py "$out" tests/text/data gpt2 llama3 qwen2 smollm2
+tok_py=${TOK_PYTHON:-/usr/bin/python3}
+if [ -z "${TOK_PYTHON:-}" ] && ! PYTHONPATH=build/bench-py $tok_py -c 'import tokenizers' 2>/dev/null; then
+  $tok_py -m pip install -q --target build/bench-py tokenizers >/dev/null 2>&1 ||
+    echo "bench: HF tokenizers could not be installed under build/bench-py (no PyPI?): their throughput is left out"
 fi
+PYTHONPATH=build/bench-py${PYTHONPATH:+:$PYTHONPATH} $tok_py tests/bench/bench_tok_hf.py "$out" tests/text/data gpt2 llama3 qwen2 smollm2
 tests/bench/plans.sh "$out"
 mkdir -p build/bench-io
 jobs/local.sh -np 4 build/bench/bench_ckpt "$out" build/bench-io
