@@ -65,6 +65,8 @@ void rollout_prompts(Rollout *r, const TaskSet *ts, int step);
  * (may be NULL) get whether the answer is right (the digit tasks: all of it) and whether the rule found one
  * (the digit tasks: 1). */
 float rollout_row_reward(const Rollout *r, const int *tokens, size_t ld, int b, int *correct, int *formatted);
+/* the longest response of the rollout (tokens, its end token included) */
+int rollout_longest(const Rollout *r);
 /* After generation: T from the response lengths, the dense EOS-padded
  * sequences seq (B, T), targets and mask. */
 void rollout_finish(Rollout *r);

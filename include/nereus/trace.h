@@ -67,7 +67,8 @@ typedef struct TraceStep {
     double tokens;               /* sequence tokens (B × T) */
     double reward, kl, pg_loss, vf_loss, entropy, resp_len, clipfrac, approx_kl, grad_norm_actor, grad_norm_critic;
     double sync_bytes;
-    int T, P;                    /* the step's sequence and prompt lengths */
+    int T, P;                    /* the step's sequence length, and T less its longest response (the prompt
+                                    length where every prompt has one) */
     const PlanConfig *plan;      /* the plan the step ran under */
     int plan_id;
     double kl_k3;                /* grpo: the mean k3 KL(actor‖ref) of the updates (StepStats.kl_k3); ppo: 0 */

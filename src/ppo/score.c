@@ -11,6 +11,12 @@
 #include "nereus/ppo.h"
 #include "nereus/util.h"
 
+int rollout_longest(const Rollout *r) {
+    int n = 0;
+    for (int b = 0; b < r->B; b++) n = NR_MAX(n, r->resp_len[b]);
+    return n;
+}
+
 void rollout_finish(Rollout *r) {
     int T = 1;
     for (int b = 0; b < r->B; b++) T = NR_MAX(T, r->plen[b] + NR_MAX(r->resp_len[b], 1));

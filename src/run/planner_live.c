@@ -311,7 +311,7 @@ void live_observe(LivePlanner *lp, Job *j, int step, const StepStats *st, double
     /* the longest response, by the same estimator as the mean: the last step's measured one (the decode steps
        generation ran, and the positions scoring and training run over: rollout_finish makes T the prompt plus
        the batch's longest response) */
-    if (st->resp_len > 0 && j->G.T > j->G.P) lp->w.resp_longest = j->G.T - j->G.P;
+    if (st->resp_len > 0 && rollout_longest(&j->G) > 0) lp->w.resp_longest = rollout_longest(&j->G);
     if (lp->sweep) {
         sweep_observe(lp, j, step, m, wall_s, st->resp_len);
         free(m);

@@ -554,7 +554,8 @@ static int run_ppo_step(RunCtx *r, int step) {
     r->sync_bytes = j->sync_bytes;
     TraceStep ts = {step, t0, dt, {times[0], times[1], times[2], times[3]}, st.tokens, st.reward, st.kl,
                     st.pg_loss, st.vf_loss, st.entropy, st.resp_len, st.clipfrac, st.approx_kl, st.grad_norm_actor,
-                    st.grad_norm_critic, j->sync_bytes, j->G.T, j->G.P, &j->plan, r->plan_id, st.kl_k3};
+                    st.grad_norm_critic, j->sync_bytes, j->G.T, j->G.T - rollout_longest(&j->G), &j->plan, r->plan_id,
+                    st.kl_k3};
     trace_step(r->tr, MPI_COMM_WORLD, &ts); /* collective */
     if (bad) {
         run_stop(r->stop, "step %d: non-finite loss or gradient (policy %g, value %g); stopping the run", step,
