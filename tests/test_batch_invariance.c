@@ -84,6 +84,12 @@ static void k_decode(float *out, const float *in, int N, const void *c) {
     free(o);
 }
 
+typedef struct GemmBf16 { const uint16_t *w; const float *b; int IC, OC; } GemmBf16;
+static void k_decode_bf16(float *out, const float *in, int N, const void *c) {
+    const GemmBf16 *g = c;
+    be->matmul_decode_bf16(out, in, g->w, g->b, N, g->IC, g->OC, g->OC);
+}
+
 typedef struct Rows { const float *w, *b; int C; } Rows;
 static void k_layernorm(float *out, const float *in, int N, const void *c) {
     const Rows *r = c;
@@ -155,7 +161,28 @@ static void run_path(CpuKernelPath path, float *keep[], int *nkeep, size_t sizes
             worst = fmax(worst, fabs(fwd[o] - ref) / mag);
         }
         CHECK(worst < 1e-6, "%-8s matmul_forward IC=%d OC=%d against double: %.2e of Σ|x·w| (limit 1e-6)", pn, IC, OC, worst);
+        /* the same weights in bfloat16 for the bf16 decode GEMM: invariant, and right against double */
+        uint16_t *wh = malloc((size_t)OC * IC * sizeof(uint16_t));
+        be->to_bf16(wh, w, (size_t)OC * IC);
+        GemmBf16 gh = {wh, g.b, IC, OC};
+        float *hal = malloc(OC * sizeof(float));
+        size_t bh = invariant(k_decode_bf16, &gh, IC, OC, probe, hal);
+        double wb = 0;
+        for (int o = 0; o < OC; o++) {
+            double ref = g.b ? g.b[o] : 0.0, mag = fabs(ref);
+            for (int i = 0; i < IC; i++) {
+                uint32_t u = (uint32_t)wh[(size_t)o * IC + i] << 16;
+                float wf;
+                memcpy(&wf, &u, sizeof wf);
+                ref += (double)probe[i] * wf, mag += fabs(probe[i] * wf);
+            }
+            wb = fmax(wb, fabs(hal[o] - ref) / mag);
+        }
+        CHECK(bh == 0 && wb < 1e-6, "%-8s matmul_decode_bf16 IC=%d OC=%d: probe row bit-identical in batches of 1-%d "
+              "(%zu differ), %.2e of Σ|x·w| from double", pn, IC, OC, MAXN, bh, wb);
         keep[n] = fwd, sizes[n++] = OC;
+        keep[n] = hal, sizes[n++] = OC;
+        free(wh);
         free(dec), free(w), free(b), free(probe);
     }
     /* row kernels */
@@ -199,7 +226,7 @@ static void run_path(CpuKernelPath path, float *keep[], int *nkeep, size_t sizes
 int main(void) {
     be = backend_cpu();
     omp_set_num_threads(2); /* the parallel loops split rows and columns; a row's bits must not care */
-    enum { K = 16 };
+    enum { K = 24 };
     float *ref[K] = {0}, *got[K] = {0};
     size_t sizes[K];
     int nref = 0, n = 0;
@@ -221,6 +248,16 @@ int main(void) {
         for (int i = 0; i < n; i++) free(got[i]);
     }
     for (int i = 0; i < nref; i++) free(ref[i]);
+    /* bfloat16 rounding: to nearest, ties to even; infinities kept; a NaN stays a NaN */
+    const uint32_t in[6] = {0x3f800000u, 0x3f808000u, 0x3f818000u, 0x3f80c000u, 0xff800000u, 0x7fc00001u};
+    const uint16_t want[6] = {0x3f80, 0x3f80, 0x3f82, 0x3f81, 0xff80, 0x7fc0};
+    float f[6];
+    uint16_t h[6];
+    memcpy(f, in, sizeof f);
+    backend_cpu()->to_bf16(h, f, 6);
+    int bad = 0;
+    for (int i = 0; i < 6; i++) bad += i < 5 ? h[i] != want[i] : (h[i] & 0x7f80) != 0x7f80 || !(h[i] & 0x7f);
+    CHECK(bad == 0, "to_bf16: 1, a tie down to even, a tie up to even, above half, -inf, NaN (%d wrong)", bad);
     CHECK(cpu_kernels_set("sse9", why, sizeof why) == -1 && strstr(why, "sse9"), "an unknown path is refused: %s", why);
     return CHECK_DONE();
 }

@@ -16,6 +16,7 @@
 #define NEREUS_BACKEND_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <string.h>
 
 typedef struct Backend {
@@ -53,6 +54,14 @@ typedef struct Backend {
      * whatever N and the other rows. */
     void (*matmul_decode)(float *out, const float *inp, const float *weight, const float *bias,
                           int N, int IC, int OC, int ldo);
+    /* matmul_decode with the weight in bfloat16 (the upper 16 bits of a float, widened exactly), half the
+     * bytes a decode step reads; the CPU backend sums in the row-dot order over the widened weights, so a
+     * row's bits depend on its own input row only. NULL where a backend has none (the model then decodes
+     * in fp32). */
+    void (*matmul_decode_bf16)(float *out, const float *inp, const uint16_t *weight, const float *bias,
+                               int N, int IC, int OC, int ldo);
+    /* dst (n) = src (n) rounded to bfloat16 (to nearest, ties to even); NULL with matmul_decode_bf16 */
+    void (*to_bf16)(uint16_t *dst, const float *src, size_t n);
     /* dinp (N,IC) += dout·weight; dweight (OC,IC) += dout^T·inp; dbias (OC) += Σ_n dout */
     void (*matmul_backward)(float *dinp, float *dweight, float *dbias,
                             const float *dout, const float *inp, const float *weight,

@@ -267,6 +267,8 @@ typedef struct GPT {
     int ntensors;          /* GPT_NUM_TENSORS with value head, GPT_VHW without */
     size_t nparams;        /* LOCAL floats in params (and grads, m, v), padding included */
     float *params;         /* (nparams) */
+    uint16_t *wbf16;       /* (nparams) the params rounded to bfloat16 for decoding (gpt_gen_bf16), or NULL:
+                              the decode GEMMs read these where the backend has matmul_decode_bf16 */
     float *grads, *m, *v;  /* (nparams) each; NULL unless trainable */
     float *p[GPT_NUM_TENSORS], *g[GPT_NUM_TENSORS]; /* named pointers into params / grads, by role
                                                        (TensorInfo.role); NULL: not in this model */
@@ -478,6 +480,12 @@ void gpt_decode_rows(GPT *m, const int *tok, const int *slots, int n, int pos, f
  * length. A row's logits are the bits gpt_decode_rows gives it at that position, and the bits a forward over
  * the row's whole sequence gives its last position (the row kernels are batch-invariant, docs/NUMERICS.md). */
 void gpt_decode_at(GPT *m, const int *tok, const int *slots, const int *pos, int n, float *logits_out);
+/* Decoding in bfloat16: on = 1 keeps a bf16 copy of the params (half their bytes) that the decode GEMMs read
+ * (the backend's matmul_decode_bf16; a backend without it decodes in fp32 and this does nothing); the
+ * prefill, norms, attention and head softmax stay fp32. gpt_bf16_refresh rounds the params into the copy:
+ * call it after the params change (the rollout does, before each generation). */
+void gpt_gen_bf16(GPT *m, int on);
+void gpt_bf16_refresh(GPT *m);
 /* gpt_prefill of B prompts of different lengths: row b's len[b] tokens at tokens + b·ld, into cache slot b;
  * the last position's logits of each row in m->d_logits (B, V) (and logits_out unless NULL). Each row is its
  * own forward, so a row's cache and logits are those it gets prefilled alone. */

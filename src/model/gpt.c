@@ -552,6 +552,7 @@ void gpt_free(GPT *m) {
     const Backend *be = m->be;
     if (!be) return;
     gpt_shed(m);
+    be->free(m->wbf16);
     be->free(m->params);
     be->free(m->m);
     be->free(m->v);
@@ -895,7 +896,23 @@ void gpt_prefill(GPT *m, const int *tokens, int B, int P, float *logits_out) {
 /* d_logits (B, V), its real-vocabulary columns, from the final-norm rows d_ln (B, C): the LM head as a
    decode GEMM (padding columns are not computed) */
 static void gpt_head_decode(GPT *m, int B) {
-    m->be->matmul_decode(m->d_logits, m->d_ln, gpt_head(m), NULL, B, m->cfg.C, gpt_real_vocab(&m->cfg), m->cfg.V);
+    gpt_decode_mm(m, m->d_logits, m->d_ln, gpt_head(m), NULL, B, m->cfg.C, gpt_real_vocab(&m->cfg), m->cfg.V);
+}
+
+void gpt_gen_bf16(GPT *m, int on) {
+    if (on && !m->wbf16 && m->be->matmul_decode_bf16) m->wbf16 = m->be->alloc(m->nparams * sizeof(uint16_t));
+    if (!on && m->wbf16) m->be->free(m->wbf16), m->wbf16 = NULL;
+    gpt_bf16_refresh(m);
+}
+
+void gpt_bf16_refresh(GPT *m) {
+    if (m->wbf16) m->be->to_bf16(m->wbf16, m->params, m->nparams);
+}
+
+void gpt_decode_mm(GPT *m, float *out, const float *in, const float *w, const float *bias, int n, int IC, int OC,
+                   int ldo) {
+    if (m->wbf16) m->be->matmul_decode_bf16(out, in, m->wbf16 + (w - m->params), bias, n, IC, OC, ldo);
+    else m->be->matmul_decode(out, in, w, bias, n, IC, OC, ldo);
 }
 
 /* collective over m->sh.tp_comm */
@@ -937,19 +954,19 @@ static void gpt2_decode_layers(GPT *m, int n, int pos) {
     for (int l = 0; l < c->L; l++) {
         be->layernorm_forward(m->d_ln, m->d_mean, m->d_rstd, m->d_x, m->p[GPT_LN1W] + l * C,
                               m->p[GPT_LN1B] + l * C, n, C);
-        be->matmul_decode(m->d_qkv, m->d_ln, m->p[GPT_QKVW] + (size_t)l * 3 * Cl * C, m->p[GPT_QKVB] + l * 3 * Cl,
+        gpt_decode_mm(m, m->d_qkv, m->d_ln, m->p[GPT_QKVW] + (size_t)l * 3 * Cl * C, m->p[GPT_QKVB] + l * 3 * Cl,
                           n, C, 3 * Cl, 3 * Cl);
         be->attention_decode(m->d_atty, m->kcache + l * gpt_kv_layer(m), m->vcache + l * gpt_kv_layer(m),
                              m->d_qkv, m->dec_slots, m->dec_pos, n, pos, m->Tmax, Cl, NH, NH);
-        be->matmul_decode(m->d_tmp, m->d_atty, m->p[GPT_ATTPROJW] + (size_t)l * C * Cl,
+        gpt_decode_mm(m, m->d_tmp, m->d_atty, m->p[GPT_ATTPROJW] + (size_t)l * C * Cl,
                           gpt_rowpar_bias(m, m->p[GPT_ATTPROJB] + l * C), n, Cl, C, C);
         gpt_tp_sum(m, m->d_tmp, nC);
         be->residual_forward(m->d_x, m->d_x, m->d_tmp, nC);
         be->layernorm_forward(m->d_ln, m->d_mean, m->d_rstd, m->d_x, m->p[GPT_LN2W] + l * C,
                               m->p[GPT_LN2B] + l * C, n, C);
-        be->matmul_decode(m->d_fch, m->d_ln, m->p[GPT_FCW] + (size_t)l * F * C, m->p[GPT_FCB] + l * F, n, C, F, F);
+        gpt_decode_mm(m, m->d_fch, m->d_ln, m->p[GPT_FCW] + (size_t)l * F * C, m->p[GPT_FCB] + l * F, n, C, F, F);
         be->gelu_forward(m->d_fchg, m->d_fch, (size_t)n * F);
-        be->matmul_decode(m->d_tmp, m->d_fchg, m->p[GPT_FCPROJW] + (size_t)l * C * F,
+        gpt_decode_mm(m, m->d_tmp, m->d_fchg, m->p[GPT_FCPROJW] + (size_t)l * C * F,
                           gpt_rowpar_bias(m, m->p[GPT_FCPROJB] + l * C), n, F, C, C);
         gpt_tp_sum(m, m->d_tmp, nC);
         be->residual_forward(m->d_x, m->d_x, m->d_tmp, nC);

@@ -252,12 +252,11 @@ float *llama_head_grad(GPT *m) { return m->cfg.untied ? m->g[LLAMA_LMHEAD] : m->
 /* decode: the B rows' q heads and k|v heads of layer l straight from qw and kvw (with qb, kvb) into the
  * packed (B, C3) rows, each weight read once (no packing copy of the weights per step) */
 static void llama_decode_qkv(GPT *m, int l, int B) {
-    const Backend *be = m->be;
     int C = m->cfg.C, C3 = m->C3, Cq = m->Cl, Ckv2 = m->C3 - m->Cl;
     const float *qb = m->cfg.qkv_bias ? at(m->p[LLAMA_QB], l, (size_t)Cq) : NULL;
     const float *kvb = m->cfg.qkv_bias ? at(m->p[LLAMA_KVB], l, (size_t)Ckv2) : NULL;
-    be->matmul_decode(m->d_qkv, m->d_ln, at(m->p[LLAMA_QW], l, (size_t)Cq * C), qb, B, C, Cq, C3);
-    be->matmul_decode(m->d_qkv + Cq, m->d_ln, at(m->p[LLAMA_KVW], l, (size_t)Ckv2 * C), kvb, B, C, Ckv2, C3);
+    gpt_decode_mm(m, m->d_qkv, m->d_ln, at(m->p[LLAMA_QW], l, (size_t)Cq * C), qb, B, C, Cq, C3);
+    gpt_decode_mm(m, m->d_qkv + Cq, m->d_ln, at(m->p[LLAMA_KVW], l, (size_t)Ckv2 * C), kvb, B, C, Ckv2, C3);
 }
 
 /* layer l of one token per sequence at position pos: d_x (B, C) in place, the cache written at pos */
@@ -273,25 +272,24 @@ static void llama_decode_layer(GPT *m, int l, int B, int pos, float *kc, float *
     for (int b = 0; m->dec_pos_host && b < B; b++) /* each row at its own position */
         be->rope_forward(m->d_qkv + (size_t)b * C3, m->inv_freq, 1, 1, m->NHl + m->NKVl, m->hs, C3, m->dec_pos_host[b]);
     be->attention_decode(m->d_atty, kc, vc, m->d_qkv, m->dec_slots, m->dec_pos, B, pos, m->Tmax, Cq, m->NHl, m->NKVl);
-    be->matmul_decode(m->d_tmp, m->d_atty, at(m->p[LLAMA_ATTPROJW], l, (size_t)C * Cq), NULL, B, Cq, C, C);
+    gpt_decode_mm(m, m->d_tmp, m->d_atty, at(m->p[LLAMA_ATTPROJW], l, (size_t)C * Cq), NULL, B, Cq, C, C);
     llama_tp_sum(m, m->d_tmp, (size_t)B * C);
     be->residual_forward(m->d_x, m->d_x, m->d_tmp, (size_t)B * C);
     be->rmsnorm_forward(m->d_ln, m->d_rstd, m->d_x, at(m->p[LLAMA_LN2W], l, C), B, 1, C, C, eps);
-    be->matmul_decode(m->d_fch, m->d_ln, at(m->p[LLAMA_FCW], l, (size_t)2 * F * C), NULL, B, C, 2 * F, 2 * F);
+    gpt_decode_mm(m, m->d_fch, m->d_ln, at(m->p[LLAMA_FCW], l, (size_t)2 * F * C), NULL, B, C, 2 * F, 2 * F);
     be->swiglu_forward(m->d_fchg, m->d_fch, B, F);
-    be->matmul_decode(m->d_tmp, m->d_fchg, at(m->p[LLAMA_FCPROJW], l, (size_t)C * F), NULL, B, F, C, C);
+    gpt_decode_mm(m, m->d_tmp, m->d_fchg, at(m->p[LLAMA_FCPROJW], l, (size_t)C * F), NULL, B, F, C, C);
     llama_tp_sum(m, m->d_tmp, (size_t)B * C);
     be->residual_forward(m->d_x, m->d_x, m->d_tmp, (size_t)B * C);
 }
 
 void llama_decode(GPT *m, int B, int pos) {
-    const Backend *be = m->be;
     int C = m->cfg.C;
     size_t kvl = (size_t)m->Bmax * m->NKVl * m->Tmax * m->hs; /* one layer of the cache */
     gpt_decode_embed(m, m->p[LLAMA_WTE], m->zero_pos, B, pos);
     for (int l = 0; l < m->cfg.L; l++) llama_decode_layer(m, l, B, pos, m->kcache + l * kvl, m->vcache + l * kvl);
     llama_final_norm_forward(m, m->d_ln, m->d_rstd, m->d_x, B);
-    be->matmul_decode(m->d_logits, m->d_ln, llama_head(m), NULL, B, C, gpt_real_vocab(&m->cfg), m->cfg.V);
+    gpt_decode_mm(m, m->d_logits, m->d_ln, llama_head(m), NULL, B, C, gpt_real_vocab(&m->cfg), m->cfg.V);
 }
 
 double llama_flops_per_token_fwd(const GPTConfig *c, int T) {

@@ -26,6 +26,9 @@ float *llama_head_grad(GPT *m);
 void llama_decode(GPT *m, int B, int pos);
 /* gpt.c: a decode step's token embeddings into m->d_x, each row at its own position where the step has them */
 void gpt_decode_embed(GPT *m, const float *wte, const float *wpe, int n, int pos);
+/* gpt.c: a decode GEMM of weight w (a pointer into m->params): the bf16 copy's where the model has one */
+void gpt_decode_mm(GPT *m, float *out, const float *in, const float *w, const float *bias, int n, int IC, int OC,
+                   int ldo);
 double llama_flops_per_token_fwd(const GPTConfig *c, int T);
 
 #endif

@@ -260,7 +260,7 @@ static const size_t stream_n = (size_t)1 << 27;
  * bandwidth and bare sgemm on the step's GEMMs, so that the machine's load changes all three alike (a shared
  * machine), and the read bandwidth again after it (the bound is the better of the two); the medians of the
  * per-run ratios are reported */
-static void bench_decode(const char *name, GPTConfig c, int B, int steps, int reps, const char *weights) {
+static double bench_decode(const char *name, GPTConfig c, int B, int steps, int reps, const char *weights, int bf16) {
     const Backend *be = backend_cpu();
     const int P = 16, T = P + steps + 1;
     c.maxT = NR_MAX(c.maxT, T);
@@ -268,6 +268,7 @@ static void bench_decode(const char *name, GPTConfig c, int B, int steps, int re
     char why[512];
     if (!weights) gpt_build(&m, &c, be, B, T, 0, 3, 0.02f);
     else if (ckpt_load_model(weights, "actor", &m, &c, B, T, why, sizeof why) != 0) nr_fatal("bench_gen: %s", why);
+    if (bf16) gpt_gen_bf16(&m, 1); /* the decode GEMMs read the weights in bfloat16 */
     int V = gpt_real_vocab(&c);
     int *tok = nr_xmalloc((size_t)B * P * sizeof(int)), *next = be->alloc((size_t)B * sizeof(int));
     int *host_next = nr_xmalloc((size_t)B * sizeof(int));
@@ -276,7 +277,7 @@ static void bench_decode(const char *name, GPTConfig c, int B, int steps, int re
     /* what a step reads: weights, and each row's cache (k and v) over the positions it attends */
     double ctx = P + (steps + 1) / 2.0;
     double kv = 2.0 * c.L * B * gpt_kv_heads(&c) * gpt_head_dim(&c) * ctx;
-    double bytes = 4.0 * (gemm_weights(&c) + small_weights(&c) + kv);
+    double bytes = (bf16 ? 2.0 : 4.0) * gemm_weights(&c) + 4.0 * (small_weights(&c) + kv);
     double flops = B * (2.0 * gemm_weights(&c) + 4.0 * c.L * c.NH * gpt_head_dim(&c) * ctx);
     double ts[8], fm[8], fs[8], gb[8], sg[8];
     SgemmStep sgs = sgemm_step_new(&c, B);
@@ -298,20 +299,32 @@ static void bench_decode(const char *name, GPTConfig c, int B, int steps, int re
     }
     double t = nr_median(ts, reps), f_mem = nr_median(fm, reps), f_sg = nr_median(fs, reps);
     double g = nr_median(gb, reps), s = nr_median(sg, reps);
-    printf("%-12s %3d %9.2f %9.0f %9.1f %8.1f %8.2f %9.1f %9.1f %8.2f\n", name, B, t * 1e3, B / t, bytes * 1e-6, g,
+    char shown[40], key[128], b[16];
+    snprintf(shown, sizeof shown, "%s%s", name, bf16 ? " bf16" : "");
+    snprintf(b, sizeof b, "b%d%s", B, bf16 ? ".bf16" : "");
+    printf("%-17s %3d %9.2f %9.0f %9.1f %8.1f %8.2f %9.1f %9.1f %8.2f\n", shown, B, t * 1e3, B / t, bytes * 1e-6, g,
            f_mem, flops / t * 1e-9, s * 1e-9, f_sg);
-    char key[128];
-    snprintf(key, sizeof key, "gen.%s.b%d.tok_s", name, B); metric(key, B / t);
-    snprintf(key, sizeof key, "gen.%s.b%d.bound_frac", name, B); metric(key, f_mem);
-    snprintf(key, sizeof key, "gen.%s.b%d.sgemm_frac", name, B); metric(key, f_sg);
-    snprintf(key, sizeof key, "gen.%s.b%d.step_ms", name, B); metric(key, t * 1e3);
-    snprintf(key, sizeof key, "gen.%s.b%d.read_gbs", name, B); metric(key, g);
+    snprintf(key, sizeof key, "gen.%s.%s.tok_s", name, b); metric(key, B / t);
+    snprintf(key, sizeof key, "gen.%s.%s.bound_frac", name, b); metric(key, f_mem);
+    snprintf(key, sizeof key, "gen.%s.%s.sgemm_frac", name, b); metric(key, f_sg);
+    snprintf(key, sizeof key, "gen.%s.%s.step_ms", name, b); metric(key, t * 1e3);
+    snprintf(key, sizeof key, "gen.%s.%s.read_gbs", name, b); metric(key, g);
     sgemm_step_free(&sgs);
     free(tok);
     free(host_next);
     be->free(next);
     be->free(u);
     gpt_free(&m);
+    return B / t;
+}
+
+/* fp32 and bf16 decode of one model at batch B in the same run, and the speed-up */
+static void bench_decode_pair(const char *name, GPTConfig c, int B, int steps, int reps) {
+    double f = bench_decode(name, c, B, steps, reps, NULL, 0), h = bench_decode(name, c, B, steps, reps, NULL, 1);
+    char key[128];
+    snprintf(key, sizeof key, "gen.%s.b%d.bf16.speedup", name, B);
+    metric(key, h / f);
+    printf("%-17s %3d bf16 / fp32 tokens/s: %.2f\n", name, B, h / f);
 }
 
 /* the llama-124M shape of bench_step: GPT-2 124M's V, L, C, NH with 4 key/value heads, SwiGLU 2048, tied */
@@ -350,18 +363,23 @@ int main(int argc, char **argv) {
         return 0;
     }
     printf("\n== decode steps (one token per row, sampling included), one thread, CPU backend\n");
-    printf("%-12s %3s %9s %9s %9s %8s %8s %9s %9s %8s\n", "model", "B", "step ms", "tok/s", "MB/step", "read GB/s",
+    printf("%-17s %3s %9s %9s %9s %8s %8s %9s %9s %8s\n", "model", "B", "step ms", "tok/s", "MB/step", "read GB/s",
            "of mem", "GF/s", "sgemm GF/s", "of sgemm");
     int steps = quick ? 6 : 24, reps = quick ? 1 : 3, Bs[4] = {1, 4, 16, 64};
     if (weights) { /* a checkpoint's actor at batch 1: the peer comparison (tests/bench/llamacpp_peer.sh) */
-        bench_decode("weights", (GPTConfig){0}, 1, 64, 5, weights);
-    } else {
+        bench_decode("weights", (GPTConfig){0}, 1, 64, 5, weights, 0);
+    } else { /* batches 1 and 4 also in bf16, beside fp32 */
+        GPTConfig gpt2 = {.V = 50257, .maxT = 64, .L = 12, .C = 768, .NH = 12}, llama = LLAMA_124M;
         for (int i = 0; i < 4; i++)
-            if (!only_b || Bs[i] == only_b)
-                bench_decode("gpt2-124M", (GPTConfig){.V = 50257, .maxT = 64, .L = 12, .C = 768, .NH = 12}, Bs[i],
-                             steps, reps, NULL);
+            if (!only_b || Bs[i] == only_b) {
+                if (Bs[i] <= 4) bench_decode_pair("gpt2-124M", gpt2, Bs[i], steps, reps);
+                else bench_decode("gpt2-124M", gpt2, Bs[i], steps, reps, NULL, 0);
+            }
         for (int i = 0; i < 4; i++)
-            if (!only_b || Bs[i] == only_b) bench_decode("llama-124M", (GPTConfig)LLAMA_124M, Bs[i], steps, reps, NULL);
+            if (!only_b || Bs[i] == only_b) {
+                if (Bs[i] <= 4) bench_decode_pair("llama-124M", llama, Bs[i], steps, reps);
+                else bench_decode("llama-124M", llama, Bs[i], steps, reps, NULL, 0);
+            }
     }
     free(stream_buf);
     printf("  read GB/s: one thread streaming 512 MB (the best of several ways, --probe), before and after each run;\n"

@@ -18,6 +18,7 @@ const Backend *backend_cpu(void) {
         cpu_register_memory(&be);
         cpu_register_dense(&be);
         cpu_register_decode(&be);
+        cpu_register_decode_bf16(&be);
         cpu_register_norm(&be);
         cpu_register_attention(&be);
         cpu_register_llama(&be);

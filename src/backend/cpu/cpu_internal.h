@@ -21,6 +21,7 @@
 void cpu_register_memory(Backend *be);
 void cpu_register_dense(Backend *be);
 void cpu_register_decode(Backend *be);
+void cpu_register_decode_bf16(Backend *be);
 void cpu_register_norm(Backend *be);
 void cpu_register_attention(Backend *be);
 void cpu_register_llama(Backend *be);
