@@ -19,6 +19,9 @@ void job_shape_of(const Config *cfg, const TaskSet *ts, JobShape *o) {
     o->Tsft = o->use_tokens ? (cfg->sft.seq > 0 ? cfg->sft.seq : cfg->model.max_seq) : o->P + task_max_answer(ts) + 1;
     int Tresp = cfg->ppo.steps > 0 ? cfg->ppo.max_response : task_max_answer(ts) + 1;
     o->Tgen = NR_MIN(cfg->model.max_seq, o->P + Tresp);
+    /* text: every kept prompt, training or held out, fits max_seq with max_response after it (dataset.h); the
+       evaluation generates max_response tokens even where no PPO step runs */
+    if (ts->text) o->Tgen = cfg->model.max_seq;
     o->have_rm = cfg->reward.network && cfg->ppo.steps > 0;
     o->ac = job_model_config(cfg, o->V);
     o->cc = o->ac;
