@@ -84,3 +84,5 @@ feeds text-ckpt-write text-restart-other-file
 bad text-restart-other-file 'error: cannot restart: .*text-tiny_step000002\.h5: its run drew its prompts from another \[data\] train file' \
   $L -np 1 bin/nereus inputs/text-tiny.deck $TX --set data.train=tests/text/data/arith.jsonl --set ckpt.dir="$TK/c" \
   --set run.restart="$TK/a/text-tiny_step000002.h5"
+# no PPO step: the evaluation alone generates max_response tokens a prompt (the generation model's room)
+t text-eval-only 300 $L -np 1 bin/nereus inputs/text-tiny.deck --set trace.file=none --set ppo.steps=0
