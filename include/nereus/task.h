@@ -52,6 +52,9 @@ int task_text_prompt(const TaskSet *ts, uint64_t g, int *prompt, int *item);
 /* the reward of a response (len tokens, ending at its first stop token) to prompt item: its text decoded and
  * scored by the [reward] rule against the item's answer; res (may be NULL) gets the rule's whole result */
 float task_text_reward(const TaskSet *ts, int item, const int *response, int len, RewardResult *res);
+/* number_sorting's metadata.direction of prompt set entry item, into buf (n bytes): 0, or -1 where the entry
+ * has none */
+int task_text_direction(const struct PromptSet *ps, int item, char *buf, size_t n);
 /* the longest prompt of the text task's set */
 int task_text_longest(const TaskSet *ts);
 /* the text of response (len tokens, up to its first stop token), malloc'd; *n_text its bytes */

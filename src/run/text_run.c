@@ -5,7 +5,6 @@
  * cannot take yet, each refused at its line. */
 #include "text_int.h"
 
-#include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,11 +12,9 @@
 
 /* number_sorting reads each prompt's metadata.direction: every line of ps must have one */
 static int check_directions(const PromptSet *ps, const char *file, const Deck *deck) {
+    char dir[32];
     for (int i = 0; i < ps->n; i++) {
-        cJSON *m = ps->metadata[i] ? cJSON_Parse(ps->metadata[i]) : NULL;
-        int ok = cJSON_IsString(cJSON_GetObjectItemCaseSensitive(m, "direction"));
-        cJSON_Delete(m);
-        if (!ok)
+        if (task_text_direction(ps, i, dir, sizeof dir) != 0)
             return deck_error_at(deck, "reward.task",
                                  "[reward] task = number_sorting reads each prompt's metadata.direction: %s line %d "
                                  "has none", file, ps->line[i]);

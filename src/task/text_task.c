@@ -42,13 +42,13 @@ char *task_text_decode(const TaskSet *ts, const int *response, int len, size_t *
     return text;
 }
 
-/* number_sorting's metadata.direction of item (run_check_job checks that every entry has one), into buf */
-static const char *sort_direction(const PromptSet *ps, int item, char *buf, size_t n) {
+int task_text_direction(const struct PromptSet *ps, int item, char *buf, size_t n) {
     cJSON *m = ps->metadata[item] ? cJSON_Parse(ps->metadata[item]) : NULL;
     const cJSON *d = cJSON_GetObjectItemCaseSensitive(m, "direction");
-    snprintf(buf, n, "%s", cJSON_IsString(d) ? d->valuestring : "");
+    int ok = cJSON_IsString(d);
+    snprintf(buf, n, "%s", ok ? d->valuestring : "");
     cJSON_Delete(m);
-    return buf;
+    return ok ? 0 : -1;
 }
 
 float task_text_reward(const TaskSet *ts, int item, const int *response, int len, RewardResult *out) {
@@ -56,7 +56,10 @@ float task_text_reward(const TaskSet *ts, int item, const int *response, int len
     size_t n_text = 0;
     char *text = task_text_decode(ts, response, len, &n_text), dir[32], why[200];
     RewardRef ref = {t->ps->answer[item], NULL};
-    if (t->spec.task == REWARD_TASK_NUMBER_SORTING) ref.direction = sort_direction(t->ps, item, dir, sizeof dir);
+    if (t->spec.task == REWARD_TASK_NUMBER_SORTING) { /* run_text_open checked that every entry has one */
+        task_text_direction(t->ps, item, dir, sizeof dir);
+        ref.direction = dir;
+    }
     RewardResult res;
     if (reward_score(&t->spec, text, &ref, &res, why, sizeof why) != 0)
         nr_fatal("task_text_reward: prompt %d (line %d): %s", item, t->ps->line[item], why);
