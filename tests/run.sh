@@ -12,7 +12,7 @@
 # failed" (", N skipped" where something was skipped).
 set -u
 cd "$(dirname "$0")/.."
-SUITES="unit decks runs restart transitions planner sim traces llama grpo kernels gguf text"
+SUITES="unit decks runs restart transitions planner sim traces llama grpo kernels gguf text firsthour"
 PAT=""; list=0
 while [ $# -gt 0 ]; do
   case $1 in
