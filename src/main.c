@@ -21,20 +21,27 @@ static void usage(FILE *f) {
             "                                   e.g. --set ppo.steps=20 --set run.name=try2)\n"
             "       nereus --simulate DECK      a simulation deck ([simulate]): MODELLED cluster, every policy\n"
             "       nereus --deck-reference     print every deck section and key (markdown)\n"
-            "       nereus --help\n"
-            "launch: mpirun -np N bin/nereus DECK   (or: srun --mpi=pmix -n N bin/nereus DECK)\n"
-            "deck format and keys: inputs/REFERENCE.md\n");
+            "       nereus --help               this text (--help anywhere on the command line)\n"
+            "launch: jobs/local.sh -np N bin/nereus DECK   (mpirun with what a workstation needs: root,\n"
+            "        oversubscription, one BLAS thread per rank); Slurm: srun --mpi=pmix -n N bin/nereus DECK\n"
+            "exit:   0 the run finished (verify.status: pass), 1 it failed (verify.stopped says why),\n"
+            "        2 bad input (deck, plan, command line, restart file), before any step runs\n"
+            "tools:  bin/nereus-ckpt (checkpoints), bin/nereus-trace (traces), tools/plot-trace (trace plots),\n"
+            "        bin/nereus-tok (tokenizers), bin/nereus-task-tokens (SFT token files)\n"
+            "deck format and keys: inputs/REFERENCE.md; the rest: README.md and docs/\n");
 }
 
 /* The command line: the deck, --simulate, and the deck overrides (--set, --restart) into ov (room for argc).
  * Returns -1 to go on, or the exit status (--help, --deck-reference: 0; a bad command line: 2). */
 static int parse_args(int argc, char **argv, int rank, const char **deck_path, int *simulate, DeckOverride *ov,
                       int *nov) {
-    for (int i = 1; i < argc; i++) {
+    for (int i = 1; i < argc; i++) /* --help anywhere wins, even where an option's value would be */
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             if (rank == 0) usage(stdout);
             return 0;
-        } else if (strcmp(argv[i], "--deck-reference") == 0) {
+        }
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--deck-reference") == 0) {
             if (rank == 0) deck_write_reference(stdout);
             return 0;
         } else if (strcmp(argv[i], "--simulate") == 0) {

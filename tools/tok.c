@@ -24,7 +24,9 @@ static void usage(FILE *f) {
           "       nereus-tok decode MODEL                            ids in, JSON strings out\n"
           "MODEL: a Hugging Face model directory (tokenizer.json, tokenizer_config.json) or a tokenizer.json\n"
           "--chat: each line is the user message of a chat (or {\"system\": ..., \"user\": ...}), formatted with\n"
-          "        the model's chat template and the generation prompt; --system TEXT: its system prompt\n", f);
+          "        the model's chat template and the generation prompt; --system TEXT: its system prompt\n"
+          "exit: 0 ok, 2 a bad command line, tokenizer, template or input line (one line on stderr naming it)\n"
+          "see also: bin/nereus-ckpt import-gguf (a checkpoint with its tokenizer), bin/nereus; docs/TEXT.md\n", f);
 }
 
 typedef struct {

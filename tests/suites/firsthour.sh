@@ -25,3 +25,42 @@ bench_help_no_file() {
 export -f no_dash_files bench_help_no_file
 t root-no-dash-files 10 bash -c no_dash_files
 t bench-help-no-file 120 bash -c bench_help_no_file
+
+section "help"
+# every program, and every subcommand of those that have them: --help prints its usage on stdout (a line
+# that says usage, or the script's own header naming it) and exits 0, nothing on stderr, no file made
+PROGRAMS=(
+  "bin/nereus" "bin/nereus inputs/tiny.deck" "bin/nereus-ckpt" "bin/nereus-ckpt info" "bin/nereus-ckpt export-hf"
+  "bin/nereus-ckpt loss" "bin/nereus-trace" "bin/nereus-trace summary" "bin/nereus-trace compare"
+  "bin/nereus-task-tokens" "bin/nereus-tok" "bin/nereus-tok encode" "tests/run.sh" "tests/bench/run.sh"
+  "jobs/local.sh" "tools/behaviour-snapshot" "tools/get-smollm2" "tools/grpo-vs-ppo" "tools/plot-trace"
+  "tools/reward-per-token" "tools/spot-trace" "tools/study-tables" "tools/window-noise")
+export PROGRAMS_LIST=$(printf '%s\n' "${PROGRAMS[@]}")
+help_all() {
+  local d=$W/help p rc bad=0
+  while IFS= read -r p; do
+    rm -rf "$d"; mkdir -p "$d"
+    set -- $p
+    (cd "$d" && timeout 20 "$ROOT/$1" "${@:2}" --help >out 2>err); rc=$?
+    if [ $rc != 0 ]; then echo "$p --help: exit $rc, want 0: $(head -c 200 "$d/err")"; bad=1
+    elif ! grep -qiE "usage|^ *${1##*/}|${1}" "$d/out"; then echo "$p --help: no usage on stdout"; bad=1
+    elif [ -s "$d/err" ]; then echo "$p --help: stderr: $(head -c 200 "$d/err")"; bad=1
+    elif [ "$(ls -A "$d")" != "$(printf 'err\nout')" ]; then echo "$p --help: left $(ls -A "$d" | tr '\n' ' ')"; bad=1
+    fi
+  done <<<"$PROGRAMS_LIST"
+  return $bad
+}
+# bin/nereus's usage says how to launch (jobs/local.sh), what its exit codes mean and which tools go with it
+nereus_usage_says() {
+  local u; u=$(bin/nereus --help) || return 1
+  grep -q 'jobs/local.sh -np N bin/nereus DECK' <<<"$u" || { echo "no jobs/local.sh line"; return 1; }
+  grep -qE '^exit: +0 .*1 .*' <<<"$u" && grep -qE '^ +2 bad input' <<<"$u" || { echo "no exit codes"; return 1; }
+  local tool
+  for tool in nereus-ckpt nereus-trace plot-trace nereus-tok nereus-task-tokens; do
+    grep -q "$tool" <<<"$u" || { echo "does not name $tool"; return 1; }
+  done
+  ! grep -q '^launch: mpirun' <<<"$u" || { echo "suggests plain mpirun"; return 1; }
+}
+export -f help_all nereus_usage_says
+t help-every-program 300 bash -c help_all
+t help-nereus-usage 10 bash -c nereus_usage_says
