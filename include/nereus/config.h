@@ -179,6 +179,7 @@ typedef struct TransitionConfig {
 
 /* [trace]: the run's HDF5 trace (trace.h, docs/TRACE.md) and its counters. */
 typedef struct TraceConfig {
+    int overwrite;             /* [trace] overwrite: bool, replace a trace an earlier run left at the path */
     char file[CFG_STR];        /* [trace] file: "" = NAME.trace.h5 in the current directory; none = no trace */
     char papi_events[CFG_STR]; /* [trace] papi_events: comma list of PAPI events per model-stage ("" = none) */
 } TraceConfig;

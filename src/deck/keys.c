@@ -311,6 +311,8 @@ const DeckKey deck_keys[] = {
 
     {"trace", "file", DECK_T_STRING, 0, "", NONE, NONE, NULL, F_STR(trace.file),
      "the run's HDF5 trace (docs/TRACE.md), written by rank 0 and flushed after every step; \"\" = NAME.trace.h5 in the current directory (a restart from step S: NAME_stepSSSSSS.trace.h5); none = no trace"},
+    {"trace", "overwrite", DECK_T_BOOL, 0, "false", NONE, NONE, NULL, F_INT(trace.overwrite),
+     "replace a trace an earlier run left at the trace's path; false = such a run is refused (exit 2) before it starts, unless it restarts (--restart) the run that wrote the trace; a file that is not a Nereus trace is never replaced"},
     {"trace", "papi_events", DECK_T_STRING, 0, "", NONE, NONE, NULL, F_STR(trace.papi_events),
      "PAPI events counted per model-stage on every rank, comma separated (e.g. PAPI_TOT_INS,PAPI_TOT_CYC; at most 8); \"\" = none (timers only); events the machine lacks are reported once and left out"},
     /* [simulate]: simulation decks only (bin/nereus --simulate); gpus is required there */

@@ -1,4 +1,4 @@
-# tests/suites/firsthour.sh — a new user's first hour (issue 48): nothing at the root a user did not ask for, --help alike everywhere, outputs never overwritten silently, plans checked before step 1
+# tests/suites/firsthour.sh — a new user's first hour (issue 48): nothing at the root a user did not ask for, --help alike everywhere, outputs never overwritten silently
 # Each test here failed on the code before its fix: the behaviour a new user met, reproduced.
 ROOT=$(cd -P tests/.. && pwd)
 W=$LOG/firsthour
@@ -64,3 +64,36 @@ nereus_usage_says() {
 export -f help_all nereus_usage_says
 t help-every-program 300 bash -c help_all
 t help-nereus-usage 10 bash -c nereus_usage_says
+
+section "outputs never overwritten silently"
+# tiny_in DIR STEPS [ARGS...]: a run of STEPS PPO steps of the tiny deck (a few seconds) in DIR, with
+# jobs/local.sh itself (not $L: tests/local.sh lets the suites' runs replace their traces); its exit status
+tiny_in() { local d=$1 n=$2; shift 2; (cd "$d" && "$ROOT/jobs/local.sh" -np 1 "$ROOT/bin/nereus" \
+  "$ROOT/inputs/tiny.deck" --set sft.steps=1 --set ppo.steps="$n" "$@"); }
+# a second run of a deck beside the first one's trace is refused with exit 2, naming the file and the two
+# ways out, and the first trace is left as it was
+overwrite_refused() {
+  local d=$W/ow; rm -rf "$d"; mkdir -p "$d"
+  tiny_in "$d" 2 >"$d/one.log" 2>&1 || { echo "first run failed"; return 1; }
+  local sum; sum=$(md5sum <"$d/tiny.trace.h5")
+  tiny_in "$d" 1 >"$d/two.log" 2>"$d/two.err"; local rc=$?
+  cat "$d/two.err"
+  [ $rc = 2 ] || { echo "second run: exit $rc, want 2"; return 1; }
+  grep -q 'tiny\.trace\.h5: a trace of an earlier run' "$d/two.err" || { echo "the file is not named"; return 1; }
+  grep -q -- '--set trace.file=' "$d/two.err" && grep -q 'overwrite = true' "$d/two.err" || { echo "no way out named"; return 1; }
+  ! grep -qE '^step +[0-9]+ \|' "$d/two.log" || { echo "the refused run took steps"; return 1; }
+  [ "$(md5sum <"$d/tiny.trace.h5")" = "$sum" ] || { echo "the first trace changed"; return 1; }
+}
+# the ways out: another file (--set trace.file=...), or [trace] overwrite = true, which replaces it
+overwrite_ways_out() {
+  local d=$W/ow2; rm -rf "$d"; mkdir -p "$d"
+  tiny_in "$d" 2 >"$d/one.log" 2>&1 || { echo "first run failed"; return 1; }
+  tiny_in "$d" 2 --set trace.file=two.trace.h5 >"$d/two.log" 2>&1 || { echo "--set trace.file: exit $?"; return 1; }
+  [ -f "$d/two.trace.h5" ] || { echo "no two.trace.h5"; return 1; }
+  tiny_in "$d" 1 --set trace.overwrite=true >"$d/three.log" 2>&1 || { echo "overwrite: exit $?"; return 1; }
+  [ "$(bin/nereus-trace csv "$d/tiny.trace.h5" steps | tail -n +2 | wc -l)" = 1 ] || { echo "tiny.trace.h5 not replaced"; return 1; }
+}
+export -f tiny_in overwrite_refused overwrite_ways_out
+t overwrite-trace-refused 120 bash -c overwrite_refused
+t overwrite-trace-ways-out 120 bash -c overwrite_ways_out
+
