@@ -19,6 +19,7 @@ static void usage(FILE *f) {
             "       nereus DECK --set SECTION.KEY=VALUE ...\n"
             "                                   override a deck key (repeatable; checked as a deck line;\n"
             "                                   e.g. --set ppo.steps=20 --set run.name=try2)\n"
+            "       nereus DECK --print-deck    print the resolved deck (every key, its value and source), run nothing\n"
             "       nereus --simulate DECK      a simulation deck ([simulate]): MODELLED cluster, every policy\n"
             "       nereus --deck-reference     print every deck section and key (markdown)\n"
             "       nereus --help               this text (--help anywhere on the command line)\n"
@@ -33,8 +34,8 @@ static void usage(FILE *f) {
 
 /* The command line: the deck, --simulate, and the deck overrides (--set, --restart) into ov (room for argc).
  * Returns -1 to go on, or the exit status (--help, --deck-reference: 0; a bad command line: 2). */
-static int parse_args(int argc, char **argv, int rank, const char **deck_path, int *simulate, DeckOverride *ov,
-                      int *nov) {
+static int parse_args(int argc, char **argv, int rank, const char **deck_path, int *simulate, int *print_deck,
+                      DeckOverride *ov, int *nov) {
     for (int i = 1; i < argc; i++) /* --help anywhere wins, even where an option's value would be */
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             if (rank == 0) usage(stdout);
@@ -46,6 +47,8 @@ static int parse_args(int argc, char **argv, int rank, const char **deck_path, i
             return 0;
         } else if (strcmp(argv[i], "--simulate") == 0) {
             *simulate = 1;
+        } else if (strcmp(argv[i], "--print-deck") == 0) {
+            *print_deck = 1;
         } else if (strcmp(argv[i], "--restart") == 0 || strcmp(argv[i], "--set") == 0) {
             int set = argv[i][2] == 's';
             if (i + 1 >= argc || argv[i + 1][0] == 0) {
@@ -96,9 +99,9 @@ int main(int argc, char **argv) {
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     const char *deck_path = NULL;
-    int simulate = 0, nov = 0;
+    int simulate = 0, print_deck = 0, nov = 0;
     DeckOverride *ov = nr_xcalloc((size_t)argc, sizeof *ov);
-    int rc = parse_args(argc, argv, rank, &deck_path, &simulate, ov, &nov);
+    int rc = parse_args(argc, argv, rank, &deck_path, &simulate, &print_deck, ov, &nov);
     if (rc >= 0) {
         free(ov);
         MPI_Finalize();
@@ -114,6 +117,13 @@ int main(int argc, char **argv) {
     Config cfg;
     Deck *deck = NULL;
     rc = deck_load_with(deck_path, ov, nov, MPI_COMM_WORLD, &cfg, &deck);
+    if (rc == 0 && print_deck) { /* the deck as a run would take it, overrides marked; nothing runs */
+        if (rank == 0) deck_print_resolved(deck, &cfg, stdout);
+        deck_free(deck);
+        free(ov);
+        MPI_Finalize();
+        return 0;
+    }
     if (rc == 0 && simulate != deck_is_simulation(deck)) {
         if (rank == 0)
             fprintf(stderr, simulate ? "nereus: %s: error: --simulate needs a simulation deck (a [simulate] section)\n"

@@ -250,6 +250,35 @@ static int check_sweep_steps(const Config *cfg, const Deck *deck) {
                          need, cfg->ppo.steps);
 }
 
+/* collective over MPI_COMM_WORLD: the [switch] plan, when this run will reach its step (a restart from a later
+ * step will not), resolved against this job before step 1: a plan that cannot run on these ranks (tp3 on 2
+ * ranks, tp not dividing the heads) is refused now with exit 2 at its key, not when its step comes. What only the
+ * switch itself can find (a memory budget no schedule fits) is still refused then, the run going on. */
+static int run_check_switch(RunCtx *r) {
+    const Config *cfg = r->cfg;
+    if (cfg->sw.step < 0 || cfg->sw.step < r->start_step) return 0;
+    PlanConfig np = cfg->sw.plan;
+    PlanLimits lim = job_plan_limits(cfg, r->world);
+    PlanError perr;
+    if (plan_resolve(&np, &lim, &perr) == 0) return 0;
+    /* plan_resolve speaks of [plan]: the same key of [switch] is meant */
+    const char *msg = perr.msg, *stage = strncmp(perr.key, "plan.", 5) == 0 ? perr.key + 5 : perr.key;
+    char pre[600], key[600];
+    snprintf(pre, sizeof pre, "[plan] %s: ", stage);
+    if (strncmp(msg, pre, strlen(pre)) == 0) msg += strlen(pre);
+    else if (strncmp(msg, "[plan] ", 7) == 0) msg += 7, stage = NULL; /* "[plan] actor.gen lists ..." */
+    snprintf(key, sizeof key, "switch.%s", perr.key + (strncmp(perr.key, "plan.", 5) == 0 ? 5 : 0));
+    return deck_error_at(r->deck, key, "[switch] %s%s%s (the switch before step %d cannot run on %d rank(s))",
+                         stage ? stage : "", stage ? ": " : "", msg, cfg->sw.step, r->world);
+}
+
+/* the restart file, before anything is built or printed: there, and a checkpoint. Returns 0, or 2 (reported) */
+static int run_check_restart(RunCtx *r) {
+    if (!r->cfg->run.restart[0]) return 0;
+    if (job_restart_precheck(r->cfg, r->why, sizeof r->why) == 0) return 0;
+    return deck_error_at(r->deck, "run.restart", "cannot restart: %s", r->why);
+}
+
 /* What the deck means for the models and the tasks (vocabulary, context, SFT split, who changes the plan).
  * Returns 0, or 2 (a bad deck, reported at its line). */
 static int run_check_job(RunCtx *r) {
@@ -276,7 +305,10 @@ static int run_check_job(RunCtx *r) {
                              "[planner] policy = %s and [switch] step = %d both change the plan during the run; "
                              "use one (policy = off for the [switch])",
                              cfg->planner.policy, cfg->sw.step);
-    return check_sweep_steps(cfg, deck);
+    rc = check_sweep_steps(cfg, deck);
+    if (rc == 0) rc = run_check_restart(r);
+    if (rc == 0 && !cfg->run.restart[0]) rc = run_check_switch(r); /* a restart: once its step is known */
+    return rc;
 }
 
 /* collective over MPI_COMM_WORLD: the injected drift, the start-up lines (the resolved deck, the plan), the
@@ -695,6 +727,7 @@ int run_job(const Config *cfg, const Deck *deck, const char *deck_path) {
     if (rc == 0) rc = run_check_job(r);
     if (rc == 0) rc = run_build(r);
     if (rc == 0) rc = run_restart(r);
+    if (rc == 0 && r->restarted) rc = run_check_switch(r);
     if (rc == 0) rc = run_init_from(r);
     if (rc == 0) rc = run_open_outputs(r);
     if (rc == 0) rc = run_sft(r);

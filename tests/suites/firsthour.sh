@@ -1,4 +1,4 @@
-# tests/suites/firsthour.sh — a new user's first hour (issue 48): nothing at the root a user did not ask for, --help alike everywhere, outputs never overwritten silently
+# tests/suites/firsthour.sh — a new user's first hour (issue 48): nothing at the root a user did not ask for, --help alike everywhere, outputs never overwritten silently, plans checked before step 1
 # Each test here failed on the code before its fix: the behaviour a new user met, reproduced.
 ROOT=$(cd -P tests/.. && pwd)
 W=$LOG/firsthour
@@ -96,4 +96,33 @@ overwrite_ways_out() {
 export -f tiny_in overwrite_refused overwrite_ways_out
 t overwrite-trace-refused 120 bash -c overwrite_refused
 t overwrite-trace-ways-out 120 bash -c overwrite_ways_out
+
+section "checked before step 1"
+# a [switch] plan that cannot run on the ranks given (tp3 on 2 ranks) is refused with exit 2 at its line before
+# any step runs (it was refused only when its step came, and the run ended with verify.status: pass)
+if want switch-tp3-on-2-refused switch-tp3-on-2-no-step; then
+  { cat inputs/tiny.deck; printf '[switch]\nstep = 1\ndefault = colocated\nactor.gen = tp3 @ 0-2\n'; } >"$W/tp3.deck"
+fi
+feeds switch-tp3-on-2-refused switch-tp3-on-2-no-step
+bad switch-tp3-on-2-refused "tp3\.deck:$(( $(wc -l <inputs/tiny.deck) + 4 )): error: \[switch\] actor\.gen .*3 ranks.*before step 1 cannot run on 2 rank" \
+  jobs/local.sh -np 2 bin/nereus "$W/tp3.deck" --set sft.steps=1 --set ppo.steps=2 --set trace.file=none
+if want switch-tp3-on-2-no-step; then
+  if ! grep -qE '^(step|sft) +[0-9]+ ' "$LOG/switch-tp3-on-2-refused.out"; then result switch-tp3-on-2-no-step 0 0 "no step ran"
+  else result switch-tp3-on-2-no-step 1 0 "steps ran before the refusal"; fi
+fi
+# a --restart file that is missing, or not a checkpoint, is refused with exit 2 before the start-up lines (the
+# resolved deck, the plan, the model: 170 lines of them came first)
+restart_early() {
+  local d=$W/rs; rm -rf "$d"; mkdir -p "$d"; echo "not a checkpoint" >"$d/junk.h5"
+  local f rc
+  for f in "$d/missing.h5" "$d/junk.h5"; do
+    jobs/local.sh -np 1 bin/nereus inputs/tiny.deck --restart "$f" --set trace.file=none >"$d/out" 2>"$d/err"; rc=$?
+    cat "$d/err"
+    [ $rc = 2 ] || { echo "$f: exit $rc, want 2"; return 1; }
+    grep -q "^--restart $f: error: cannot restart: $f" "$d/err" || { echo "$f: not named"; return 1; }
+    [ "$(grep -c '' "$d/out")" -le 3 ] || { echo "$f: $(grep -c '' "$d/out") lines on stdout before the refusal"; return 1; }
+  done
+}
+export -f restart_early
+t restart-refused-early 60 bash -c restart_early
 
