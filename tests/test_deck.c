@@ -158,7 +158,7 @@ static const char FULL[] =
     "log_every = 10\n"
     "restart = ckpt/old.h5\n"
     "precision = tf32\n"
-    "\n"
+    "expect_reward_gain = 0.25\n"
     "[model]\n"
     "n_layer = 3\n"
     "n_embd=96\n"
@@ -987,7 +987,7 @@ static void table_checks(Tally *t)
         }
         l = nl ? nl + 1 : l + ll;
     }
-    check(t, rows == 160 && broken == 0, "reference: %d key rows, %d with a stray '|'", rows, broken);
+    check(t, rows == 161 && broken == 0, "reference: %d key rows, %d with a stray '|'", rows, broken);
     check(t, buf && strstr(buf, "| `value_clip` | float | `0.2` | > 0 and ≤ 1000000 |"), "bounds print as written (1000000)");
     check(t, buf && strstr(buf, "## [switch]") && strstr(buf, "## [transition]") &&
                  strstr(buf, "| `step` | int | `-1` | ≥ -1 | before PPO step N (0-based") &&

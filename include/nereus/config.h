@@ -21,6 +21,7 @@ typedef struct RunConfig {
     int log_every;           /* [run] log_every: print a progress line every N steps */
     char restart[CFG_STR];   /* [run] restart: checkpoint to resume from ("" = none; --restart FILE too) */
     char precision[8];       /* [run] precision: fp32 | tf32 (GEMMs on the CUDA backend's tensor cores) */
+    double expect_reward_gain; /* [run] expect_reward_gain: verify.learned is yes when reward_gain exceeds it */
 } RunConfig;
 
 typedef struct ModelConfig {

@@ -71,6 +71,8 @@ const DeckKey deck_keys[] = {
      "print a progress line every N steps"},
     {"run", "precision", DECK_T_CHOICE, 0, "fp32", NONE, NONE, "fp32|tf32", F_STR(run.precision),
      "GEMM precision: fp32, or tf32 (the CUDA backend's tensor cores; the CPU backend always computes fp32 and says so)"},
+    {"run", "expect_reward_gain", DECK_T_DOUBLE, 0, "0", NONE, NONE, NULL, F_DBL(run.expect_reward_gain),
+     "the learning this deck expects: verify.learned is yes when verify.reward_gain (last 10 PPO steps' mean reward minus the first 10's) is above it, no otherwise; verify.status says only that the run finished with finite numbers"},
     {"run", "restart", DECK_T_STRING, 0, "", NONE, NONE, NULL, F_STR(run.restart),
      "checkpoint (HDF5) to resume from under this deck's plan and rank count; \"\" = start fresh (bin/nereus --restart FILE overrides)"},
 

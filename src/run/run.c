@@ -652,9 +652,12 @@ static void run_fingerprints(RunCtx *r, RunFingerprints *fp) {
  * the first and last min(10, n)) */
 static void run_print_rewards(const RunCtx *r, int n) {
     int k = NR_MIN(10, n);
+    double gain = mean_range(r->rewards, n - k, n) - mean_range(r->rewards, 0, k);
     nr_log("verify.reward_first10: %.6f\n", mean_range(r->rewards, 0, k));
     nr_log("verify.reward_last10: %.6f\n", mean_range(r->rewards, n - k, n));
-    nr_log("verify.reward_gain: %+.6f\n", mean_range(r->rewards, n - k, n) - mean_range(r->rewards, 0, k));
+    nr_log("verify.reward_gain: %+.6f\n", gain);
+    /* the deck's own expectation, apart from verify.status (finished and finite) */
+    nr_log("verify.learned: %s\n", gain > r->cfg->run.expect_reward_gain ? "yes" : "no");
     nr_log("verify.kl_last10: %.6f\n", mean_range(r->kls, n - k, n));
     nr_log("verify.tokens_hash: %016llx\n", (unsigned long long)r->tok_hash);
 }

@@ -1,4 +1,4 @@
-# tests/suites/firsthour.sh — a new user's first hour (issue 48): nothing at the root a user did not ask for, --help alike everywhere, outputs never overwritten silently, plans checked before step 1
+# tests/suites/firsthour.sh — a new user's first hour (issue 48): nothing at the root a user did not ask for, --help alike everywhere, outputs never overwritten silently, plans and restart files checked before step 1, the verdict apart from the status
 # Each test here failed on the code before its fix: the behaviour a new user met, reproduced.
 ROOT=$(cd -P tests/.. && pwd)
 W=$LOG/firsthour
@@ -126,3 +126,16 @@ restart_early() {
 export -f restart_early
 t restart-refused-early 60 bash -c restart_early
 
+section "the verdict"
+# verify.status says the run finished with finite numbers; verify.learned says whether the reward rose as the
+# deck expects ([run] expect_reward_gain): a run that cannot gain 1.0 in 3 steps passes and did not learn
+learned_separate() {
+  local d=$W/learned; rm -rf "$d"; mkdir -p "$d"
+  tiny_in "$d" 3 --set trace.file=none --set run.expect_reward_gain=1 >"$d/hi.log" 2>&1 || { echo "exit $?"; return 1; }
+  [ "$(verify "$d/hi.log" status)" = pass ] && [ "$(verify "$d/hi.log" learned)" = no ] ||
+    { echo "expect 1.0: status $(verify "$d/hi.log" status), learned '$(verify "$d/hi.log" learned)'"; return 1; }
+  tiny_in "$d" 3 --set trace.file=none --set run.expect_reward_gain=-1 >"$d/lo.log" 2>&1 || { echo "exit $?"; return 1; }
+  [ "$(verify "$d/lo.log" learned)" = yes ] || { echo "expect -1.0: learned '$(verify "$d/lo.log" learned)'"; return 1; }
+}
+export -f learned_separate verify
+t verify-learned-separate 120 bash -c learned_separate
