@@ -537,8 +537,8 @@ static void bad_set(Tally *t, const char *what, const DeckOverride *ov, int nov,
 static void override_cases(Tally *t)
 {
     const char *text = MODEL "[ppo]\nsteps = 5\n";
-    DeckOverride ov[] = {{"--set", NULL, "ppo.steps=7"}, {"--set", NULL, " sft.batch = 8 "},
-                         {"--set", NULL, "run.name=\"my run\""}, {"--restart", "run.restart", "ck/x_step000005.h5"}};
+    DeckOverride ov[] = {{"--set", NULL, "ppo.steps=7", NULL}, {"--set", NULL, " sft.batch = 8 ", NULL},
+                         {"--set", NULL, "run.name=\"my run\"", NULL}, {"--restart", "run.restart", "ck/x_step000005.h5", NULL}};
     Config c, b;
     memset(&c, 0, sizeof c);
     memset(&b, 0, sizeof b);
@@ -565,30 +565,30 @@ static void override_cases(Tally *t)
     deck_free(d);
     deck_free(d2);
 
-    DeckOverride k[] = {{"--set", NULL, "ppo.stepz=3"}};
+    DeckOverride k[] = {{"--set", NULL, "ppo.stepz=3", NULL}};
     bad_set(t, "unknown key", k, 1, "--set ppo.stepz=3: error: unknown key [ppo] stepz",
             "--set ppo.stepz=3: note: did you mean 'ppo.steps'?");
-    DeckOverride s[] = {{"--set", NULL, "ppx.steps=3"}};
+    DeckOverride s[] = {{"--set", NULL, "ppx.steps=3", NULL}};
     bad_set(t, "unknown section", s, 1, "--set ppx.steps=3: error: unknown section [ppx]", "note: did you mean '[ppo]'?");
-    DeckOverride n[] = {{"--set", NULL, "steps=3"}};
+    DeckOverride n[] = {{"--set", NULL, "steps=3", NULL}};
     bad_set(t, "no section", n, 1, "--set steps=3: error: 'steps' names no section", "'ppo.steps'");
-    DeckOverride v[] = {{"--set", NULL, "ppo.steps=abc"}};
+    DeckOverride v[] = {{"--set", NULL, "ppo.steps=abc", NULL}};
     bad_set(t, "bad value", v, 1, "--set ppo.steps=abc: error: [ppo] steps = abc is not an integer", NULL);
-    DeckOverride j[] = {{"--set", NULL, "ppo.steps=3x"}};
+    DeckOverride j[] = {{"--set", NULL, "ppo.steps=3x", NULL}};
     bad_set(t, "trailing junk", j, 1, "--set ppo.steps=3x: error: [ppo] steps = 3x is not an integer: unexpected 'x' after 3",
             NULL);
-    DeckOverride r0[] = {{"--set", NULL, "ppo.steps=-1"}};
+    DeckOverride r0[] = {{"--set", NULL, "ppo.steps=-1", NULL}};
     bad_set(t, "out of range", r0, 1, "--set ppo.steps=-1: error: [ppo] steps = -1 is out of range (must be ≥ 0)", NULL);
-    DeckOverride e[] = {{"--set", NULL, "ppo.steps"}};
+    DeckOverride e[] = {{"--set", NULL, "ppo.steps", NULL}};
     bad_set(t, "no '='", e, 1, "--set ppo.steps: error: expected section.key=value", NULL);
-    DeckOverride q[] = {{"--set", NULL, "ppo.clip=\"0.2\""}};
+    DeckOverride q[] = {{"--set", NULL, "ppo.clip=\"0.2\"", NULL}};
     bad_set(t, "a quoted number", q, 1, "--set ppo.clip=\"0.2\": error: [ppo] clip = \"0.2\" is quoted", NULL);
-    DeckOverride tw[] = {{"--set", NULL, "ppo.steps=3"}, {"--set", NULL, "ppo.steps = 4"}};
+    DeckOverride tw[] = {{"--set", NULL, "ppo.steps=3", NULL}, {"--set", NULL, "ppo.steps = 4", NULL}};
     bad_set(t, "a key twice", tw, 2,
             "--set ppo.steps = 4: error: [ppo] steps is set twice on the command line (first by --set ppo.steps=3)", NULL);
-    DeckOverride x[] = {{"--set", NULL, "ppo.minibatch=7"}};
+    DeckOverride x[] = {{"--set", NULL, "ppo.minibatch=7", NULL}};
     bad_set(t, "a cross-key check", x, 1, "--set ppo.minibatch=7: error: [ppo] minibatch = 7 does not divide batch", NULL);
-    DeckOverride rs[] = {{"--restart", "run.restart", "a\"b.h5"}};
+    DeckOverride rs[] = {{"--restart", "run.restart", "a\"b.h5", NULL}};
     bad_set(t, "a --restart path with a quote", rs, 1, "--restart a\"b.h5: error: [run] restart = a\"b.h5 contains a '\"'",
             NULL);
 }

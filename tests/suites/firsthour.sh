@@ -1,4 +1,4 @@
-# tests/suites/firsthour.sh — a new user's first hour (issue 48): nothing at the root a user did not ask for, --help alike everywhere, outputs never overwritten silently, plans and restart files checked before step 1, the verdict apart from the status
+# tests/suites/firsthour.sh — a new user's first hour (issue 48): nothing at the root a user did not ask for, --help alike everywhere, outputs never overwritten silently, plans and restart files checked before step 1, the verdict apart from the status, plan files that compose
 # Each test here failed on the code before its fix: the behaviour a new user met, reproduced.
 ROOT=$(cd -P tests/.. && pwd)
 W=$LOG/firsthour
@@ -139,3 +139,41 @@ learned_separate() {
 }
 export -f learned_separate verify
 t verify-learned-separate 120 bash -c learned_separate
+
+section "plans that compose"
+# a plan file (a [plan] section alone) on the tiny deck, which has none: the run takes its plan (critic.train
+# pp2 dp2 on the ordered ranks 0,2,1,3) and passes; before, putting a plan on tiny.deck took one --set a key
+feeds plan-file-on-tiny-run plan-file-on-tiny
+t plan-file-on-tiny-run 120 jobs/local.sh -np 4 bin/nereus inputs/tiny.deck --plan inputs/plans/colocated4.plan \
+  --set sft.steps=1 --set ppo.steps=2 --set trace.file=none
+if want plan-file-on-tiny; then
+  f=$LOG/plan-file-on-tiny-run.log
+  if grep -qE '^critic\.train +tp1 pp2 dp2 +ranks 0,2,1,3 ' "$f" && [ "$(verify "$f" status)" = pass ]; then
+    result plan-file-on-tiny 0 0 "colocated4.plan's plan on inputs/tiny.deck, verify.status pass"
+  else result plan-file-on-tiny 1 0 "the plan file's plan was not taken (log: $f)"; fi
+fi
+# every example plan file composes with the tiny deck: each of its keys marked FILE:LINE (--plan) in the
+# resolved deck
+plan_examples() {
+  local p n=0
+  for p in inputs/plans/*.plan; do
+    bin/nereus inputs/tiny.deck --plan "$p" --print-deck >"$W/print.txt" 2>&1 || { cat "$W/print.txt"; return 1; }
+    local keys; keys=$(grep -cE '^[a-z.]+ *=' <(sed -n '/^\[plan\]/,$p' "$p"))
+    [ "$(grep -c "# $p:[0-9]* (--plan)" "$W/print.txt")" = "$keys" ] || { echo "$p: not every key marked"; return 1; }
+    n=$((n + 1))
+  done
+  [ $n -ge 6 ] || { echo "only $n plan files"; return 1; }
+}
+export -f plan_examples
+t plan-file-examples 60 bash -c plan_examples
+# a bad key in a plan file is named by the file and line; a section other than [plan] in it is refused; a --set
+# of a key the plan file sets is named by the argument typed, and the plan file's line beside it
+if want plan-file-errors-named plan-file-other-section plan-set-names-argument; then
+  printf '# a plan\n[plan]\nactor.gem = tp1\n' >"$W/typo.plan"
+  printf '[plan]\nactor.gen = tp1\n[model]\nn_layer = 3\n' >"$W/model.plan"
+fi
+bad plan-file-errors-named "typo\.plan:3: error: unknown key \[plan\] actor\.gem" bin/nereus inputs/tiny.deck --plan "$W/typo.plan"
+bad plan-file-other-section "model\.plan:3: error: \[model\]: a plan file holds a \[plan\] section and nothing else" \
+  bin/nereus inputs/tiny.deck --plan "$W/model.plan"
+bad plan-set-names-argument "^--set plan\.actor\.gen=tp3 @ 0-2: error: .*set twice.*serial2\.plan:7" bin/nereus inputs/tiny.deck \
+  --plan inputs/plans/serial2.plan --set "plan.actor.gen=tp3 @ 0-2"
