@@ -388,7 +388,13 @@ static int trace_create(Trace *t, const TraceJob *job, const char *counters_note
     /* the 1.8 format: checksummed superblock and object headers (a corrupt
      * file is refused, not misread), and no "open for writing" flag */
     h5Check(e, H5Pset_libver_bounds(fapl, H5F_LIBVER_V18, H5F_LIBVER_V18));
-    h5Check(e, t->f = H5Fcreate(t->path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl));
+    t->f = H5Fcreate(t->path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    if (t->f < 0) { /* the caller says "cannot create the trace PATH": HDF5's reason follows */
+        char r[256];
+        h5_reason(r, sizeof r);
+        snprintf(why, len, "%s: %s", t->path, r[0] ? r : "HDF5 could not create the file");
+        goto fail;
+    }
     H5Pclose(fapl);
     fapl = -1;
     h5Check(e, t->vstr = H5Tcopy(H5T_C_S1));

@@ -327,9 +327,6 @@ static int run_build(RunCtx *r) {
 
     nr_log("nereus: %s — deck %s, %d rank(s), backend %s, %d BLAS thread(s) per rank\n", cfg->run.name,
            r->deck_path, r->world, r->be->name, cfg->run.blas_threads);
-    nr_log("--- resolved deck ---\n");
-    if (nr_rank() == 0) deck_print_resolved(r->deck, cfg, stdout);
-    nr_log("---------------------\n");
     plan_format(&cfg->plan, r->plan_text, sizeof r->plan_text);
     nr_log("plan:\n%s", r->plan_text);
 
@@ -396,6 +393,25 @@ static int run_init_from(RunCtx *r) {
     return 0;
 }
 
+/* rank 0: the resolved deck (every key, its value and where it came from) into a file beside the trace,
+ * NAME.resolved.deck for NAME.trace.h5, instead of on the console before the first step; its path said in one
+ * line. No trace, no file: the trace's /deck and bin/nereus DECK --print-deck hold it too. A file that cannot
+ * be written is a warning: the run does not need it. */
+static void run_write_deck(RunCtx *r) {
+    char path[1024], why[512];
+    if (trace_path(r->cfg, r->start_step, path, sizeof path) != 0) {
+        nr_log("deck: resolved deck not written ([trace] file = none); bin/nereus DECK --print-deck prints it\n");
+        return;
+    }
+    size_t n = strlen(path), k = strlen(".trace.h5");
+    if (n >= k && strcmp(path + n - k, ".trace.h5") == 0) path[n - k] = 0;
+    else if (n >= 3 && strcmp(path + n - 3, ".h5") == 0) path[n - 3] = 0;
+    snprintf(path + strlen(path), sizeof path - strlen(path), ".resolved.deck");
+    if (nr_rank() != 0) return;
+    if (nr_write_text(path, r->deck_text, why, sizeof why) != 0) nr_warn("resolved deck not written: %s", why);
+    else nr_log("deck: resolved deck in %s (every key, its value and its source)\n", path);
+}
+
 /* collective over MPI_COMM_WORLD: the checkpoint directory (found unusable now, not after the first steps)
  * and the trace (rank 0 writes it; every rank counts its model-stages). Returns 0, or 2 (refused, reported). */
 static int run_open_outputs(RunCtx *r) {
@@ -416,6 +432,7 @@ static int run_open_outputs(RunCtx *r) {
     r->tr = trace_open(MPI_COMM_WORLD, &tj, &rc, &tkey, r->why, sizeof r->why);
     if (rc) return deck_error_at(r->deck, tkey, "%s", r->why);
     live_trace_start(&r->lp, &r->job, r->tr);
+    run_write_deck(r);
     return 0;
 }
 

@@ -1,4 +1,4 @@
-# tests/suites/firsthour.sh — a new user's first hour (issue 48): nothing at the root a user did not ask for, --help alike everywhere, outputs never overwritten silently, plans and restart files checked before step 1, the verdict apart from the status, plan files that compose
+# tests/suites/firsthour.sh — a new user's first hour (issue 48): nothing at the root a user did not ask for, --help alike everywhere, outputs never overwritten silently, plans and restart files checked before step 1, the verdict apart from the status, plan files that compose, a quiet start
 # Each test here failed on the code before its fix: the behaviour a new user met, reproduced.
 ROOT=$(cd -P tests/.. && pwd)
 W=$LOG/firsthour
@@ -177,3 +177,27 @@ bad plan-file-other-section "model\.plan:3: error: \[model\]: a plan file holds 
   bin/nereus inputs/tiny.deck --plan "$W/model.plan"
 bad plan-set-names-argument "^--set plan\.actor\.gen=tp3 @ 0-2: error: .*set twice.*serial2\.plan:7" bin/nereus inputs/tiny.deck \
   --plan inputs/plans/serial2.plan --set "plan.actor.gen=tp3 @ 0-2"
+
+section "a quiet start"
+# a default run's console: the first step line within the first 40 lines (the resolved deck goes to a file
+# beside the trace, its path said), the absence of a GPU said once and plainly, no CUDA call names
+quiet_start() {
+  local d=$W/quiet; rm -rf "$d"; mkdir -p "$d"
+  (cd "$d" && timeout 120 "$ROOT/jobs/local.sh" -np 1 "$ROOT/bin/nereus" "$ROOT/inputs/tiny.deck" --set ppo.steps=2) \
+    >"$d/run.log" 2>&1 || { echo "exit $?"; return 1; }
+  local first; first=$(grep -nE '^(sft|step) +0 \|' "$d/run.log" | head -1 | cut -d: -f1)
+  [ -n "$first" ] && [ "$first" -le 40 ] || { echo "first step line at line '${first:-none}'"; return 1; }
+  grep -q '^deck: resolved deck in tiny\.resolved\.deck ' "$d/run.log" || { echo "no resolved deck path"; return 1; }
+  grep -qE '^steps = 2 +# command line \(--set\)$' "$d/tiny.resolved.deck" || { echo "resolved deck file lacks the --set"; return 1; }
+  ! grep -qE 'cudaGetDeviceCount|CUDA not used' "$d/run.log" || { echo "the GPU's absence in CUDA's words"; return 1; }
+  [ "$(grep -ciE 'gpu|cuda' "$d/run.log")" -le 1 ] || { echo "the GPU named more than once"; return 1; }
+}
+# --print-deck keeps the resolved deck on stdout for those who want it
+print_deck() { bin/nereus inputs/tiny.deck --print-deck | grep -qE '^n_layer = 2 +# line [0-9]+$'; }
+export -f quiet_start print_deck
+t quiet-start-first-step 150 bash -c quiet_start
+t quiet-start-print-deck 30 bash -c print_deck
+# an error names what failed, not the source expression that failed
+bad error-names-what-failed 'cannot create the trace /nonexistent/dir/x\.trace\.h5: [^()]*No such file or directory$' \
+  bin/nereus inputs/tiny.deck --set trace.file=/nonexistent/dir/x.trace.h5
+

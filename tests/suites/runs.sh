@@ -93,8 +93,10 @@ feeds set-overrides set-overrides-used
 t set-overrides 300 $L -np 2 bin/nereus tests/decks/short.deck --set ppo.steps=3 --set "sft.steps = 2"
 if want set-overrides-used; then
   f=$LOG/set-overrides.log
-  if grep -qE '^steps = 3 +# command line \(--set\)$' "$f" && grep -qE '^steps = 2 +# command line \(--set\)$' "$f" && \
-     grep -qE '^seed = 1234 +# line [0-9]+$' "$f" && [ "$(verify "$f" ppo_steps)" = 3 ] && \
+  # the resolved deck: in the file beside the trace that the run names
+  d=$(sed -n 's/^deck: resolved deck in \(.*\) (every key.*/\1/p' "$f"); [ -f "$d" ] || d=/dev/null
+  if grep -qE '^steps = 3 +# command line \(--set\)$' "$d" && grep -qE '^steps = 2 +# command line \(--set\)$' "$d" && \
+     grep -qE '^seed = 1234 +# line [0-9]+$' "$d" && [ "$(verify "$f" ppo_steps)" = 3 ] && \
      [ "$(verify "$f" sft_steps)" = 2 ] && [ "$(verify "$f" status)" = pass ]; then
     result set-overrides-used 0 0 "resolved deck: ppo.steps and sft.steps from --set; verify.ppo_steps 3, sft_steps 2"
   else result set-overrides-used 1 0 "the overrides are not marked or not followed (log: $f)"; fi
