@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "nereus/ckpt.h"
 
@@ -130,7 +131,10 @@ static int run(int argc, char **argv) {
     }
     if (strcmp(cmd, "export-hf") == 0 && argc == 4) {
         if (ckpt_export_hf(argv[2], argv[3], why, sizeof why)) { fprintf(stderr, "nereus-ckpt: %s\n", why); return 1; }
-        printf("exported the actor of %s to %s (config.json, model.safetensors)\n", argv[2], argv[3]);
+        char tj[4096];
+        snprintf(tj, sizeof tj, "%s/tokenizer.json", argv[3]);
+        printf("exported the actor of %s to %s (config.json, model.safetensors%s)\n", argv[2], argv[3],
+               access(tj, F_OK) == 0 ? ", tokenizer.json, tokenizer_config.json" : "");
         return 0;
     }
     if (strcmp(cmd, "loss") == 0) {

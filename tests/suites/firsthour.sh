@@ -1,4 +1,4 @@
-# tests/suites/firsthour.sh — a new user's first hour (issue 48): nothing at the root a user did not ask for, --help alike everywhere, outputs never overwritten silently, plans and restart files checked before step 1, the verdict apart from the status, plan files that compose, a quiet start
+# tests/suites/firsthour.sh — a new user's first hour (issue 48): nothing at the root a user did not ask for, --help alike everywhere, outputs never overwritten silently, plans and restart files checked before step 1, the verdict apart from the status, plan files that compose, a quiet start, export-hf's special tokens
 # Each test here failed on the code before its fix: the behaviour a new user met, reproduced.
 ROOT=$(cd -P tests/.. && pwd)
 W=$LOG/firsthour
@@ -201,3 +201,49 @@ t quiet-start-print-deck 30 bash -c print_deck
 bad error-names-what-failed 'cannot create the trace /nonexistent/dir/x\.trace\.h5: [^()]*No such file or directory$' \
   bin/nereus inputs/tiny.deck --set trace.file=/nonexistent/dir/x.trace.h5
 
+section "export-hf: the special tokens and the tokenizer"
+# a task-vocabulary checkpoint's config.json names its end token (14) and no bos: transformers took GPT-2's
+# 50256 for a 15-token vocabulary before
+export_task_ids() {
+  local d=$W/export; rm -rf "$d"; mkdir -p "$d"
+  tiny_in "$d" 1 --set trace.file=none --set ckpt.every=1 --set ckpt.dir=ck >"$d/run.log" 2>&1 || { echo "run: exit $?"; return 1; }
+  bin/nereus-ckpt export-hf "$d/ck/tiny_step000001.h5" "$d/hf" || return 1
+  /usr/bin/python3 - "$d/hf/config.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+assert c.get("eos_token_id") == 14 and "bos_token_id" in c and c["bos_token_id"] is None, c
+PY
+}
+# the tokenizer as Hugging Face's files (what export-hf writes where a checkpoint has one): read back, every
+# family's ids on the 2,900 corpus strings equal HF tokenizers' (the committed references), chat ids too
+tok_write_same_ids() {
+  local m d=$W/tokw D=tests/text/data
+  for m in gpt2 llama3 qwen2 smollm2; do
+    rm -rf "$d"; bin/nereus-tok write "$D/$m" "$d" >/dev/null || return 1
+    bin/nereus-tok encode "$d" <"$D/corpus.jsonl" | cmp -s - "$D/$m.ids" || { echo "$m: ids differ"; return 1; }
+    [ $m = gpt2 ] || bin/nereus-tok encode --chat "$d" <"$D/chat.jsonl" | cmp -s - "$D/$m.chat.ids" ||
+      { echo "$m: chat ids differ"; return 1; }
+  done
+}
+# a GGUF import (a checkpoint with a /tokenizer): export-hf's config.json takes the ids from it (the test file's
+# tokenizer has a pre-tokenizer Nereus does not build, so the tokenizer itself is left out, with a note)
+export_gguf_ids() {
+  local d=$W/export-gguf; rm -rf "$d"; mkdir -p "$d"
+  bin/nereus-ckpt import-gguf tests/gguf/data/hf-qwen2.gguf "$d/q.h5" >/dev/null || return 1
+  bin/nereus-ckpt export-hf "$d/q.h5" "$d/hf" 2>"$d/err" || { cat "$d/err"; return 1; }
+  cat "$d/err"
+  /usr/bin/python3 - "$d/hf/config.json" "$d/q.h5" <<'PY' || return 1
+import json, sys, h5py
+c = json.load(open(sys.argv[1]))
+t = h5py.File(sys.argv[2], "r")["/tokenizer"]
+want = {k: int(t.attrs[k]) for k in ("bos_id", "eos_id") if k in t.attrs}
+got = {"bos_id": c.get("bos_token_id"), "eos_id": c.get("eos_token_id")}
+for k, v in want.items():
+    assert (v if v >= 0 else None) == got[k], (k, v, got[k])
+assert "eos_token_id" in c, c
+PY
+}
+export -f export_task_ids tok_write_same_ids export_gguf_ids
+t export-hf-task-ids 120 bash -c export_task_ids
+t tok-write-same-ids 120 bash -c tok_write_same_ids
+t export-hf-gguf-ids 120 bash -c export_gguf_ids
