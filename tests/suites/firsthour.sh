@@ -1,4 +1,4 @@
-# tests/suites/firsthour.sh — a new user's first hour (issue 48): nothing at the root a user did not ask for, --help alike everywhere, outputs never overwritten silently, plans and restart files checked before step 1, the verdict apart from the status, plan files that compose, a quiet start, export-hf's special tokens
+# tests/suites/firsthour.sh — a new user's first hour (issue 48): nothing at the root a user did not ask for, --help alike everywhere, outputs never overwritten silently, plans and restart files checked before step 1, the verdict apart from the status, plan files that compose, a quiet start, export-hf's special tokens, --simulate explained
 # Each test here failed on the code before its fix: the behaviour a new user met, reproduced.
 ROOT=$(cd -P tests/.. && pwd)
 W=$LOG/firsthour
@@ -247,3 +247,17 @@ export -f export_task_ids tok_write_same_ids export_gguf_ids
 t export-hf-task-ids 120 bash -c export_task_ids
 t tok-write-same-ids 120 bash -c tok_write_same_ids
 t export-hf-gguf-ids 120 bash -c export_gguf_ids
+
+section "reading --simulate, traces and plots"
+# the --simulate table explains itself: a legend of its columns (the sign of vs static, share % against the
+# fraction of the machine lines), signed percentages, and the end of a slowdown said as such
+sim_explained() {
+  local o; o=$(bin/nereus --simulate inputs/sim/growth-64.deck) || return 1
+  grep -q '^columns: mean step s' <<<"$o" && grep -q 'vs static .*+ faster, - slower' <<<"$o" &&
+    grep -q 'share %.*percent.*transition_share' <<<"$o" && grep -q 'as a fraction' <<<"$o" &&
+    grep -q '^ *refused ' <<<"$o" || { echo "no legend"; return 1; }
+  grep -qE '^admit-all +[0-9.]+ +\+[0-9.]+%' <<<"$o" || { echo "vs static not signed"; return 1; }
+  ! grep -q 'runs 1x slower' <<<"$o" && grep -q 'rank 5 back to full speed' <<<"$o" || { echo "the slowdown's end"; return 1; }
+}
+export -f sim_explained
+t sim-table-explained 60 bash -c sim_explained
