@@ -261,3 +261,15 @@ sim_explained() {
 }
 export -f sim_explained
 t sim-table-explained 60 bash -c sim_explained
+# nereus-trace compare says when two traces are not of the same work (another model, other lengths) and
+# says nothing of the kind for two runs of one deck
+compare_caveat() {
+  local d=$W/cmp; rm -rf "$d"; mkdir -p "$d"
+  tiny_in "$d" 2 --set trace.file=a.trace.h5 >/dev/null 2>&1 && tiny_in "$d" 2 --set trace.file=b.trace.h5 >/dev/null 2>&1 &&
+    tiny_in "$d" 2 --set trace.file=c.trace.h5 --set model.n_embd=32 >/dev/null 2>&1 || { echo "runs failed"; return 1; }
+  bin/nereus-trace compare "$d/a.trace.h5" "$d/c.trace.h5" | grep -q '^NOT COMPARABLE: .*\[model\] n_embd 64 vs 32' ||
+    { echo "no caveat for another model"; return 1; }
+  ! bin/nereus-trace compare "$d/a.trace.h5" "$d/b.trace.h5" | grep -q 'NOT COMPARABLE' || { echo "caveat for the same deck"; return 1; }
+}
+export -f compare_caveat
+t trace-compare-caveat 120 bash -c compare_caveat
