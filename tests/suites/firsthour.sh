@@ -1,4 +1,4 @@
-# tests/suites/firsthour.sh — a new user's first hour (issue 48): nothing at the root a user did not ask for, --help alike everywhere, outputs never overwritten silently, plans and restart files checked before step 1, the verdict apart from the status, plan files that compose, a quiet start, export-hf's special tokens, --simulate explained
+# tests/suites/firsthour.sh — a new user's first hour (issue 48): nothing at the root a user did not ask for, --help alike everywhere, outputs never overwritten silently, plans and restart files checked before step 1, the verdict apart from the status, plan files that compose, a quiet start, export-hf's special tokens, --simulate, compare and plots explained
 # Each test here failed on the code before its fix: the behaviour a new user met, reproduced.
 ROOT=$(cd -P tests/.. && pwd)
 W=$LOG/firsthour
@@ -273,3 +273,15 @@ compare_caveat() {
 }
 export -f compare_caveat
 t trace-compare-caveat 120 bash -c compare_caveat
+# tools/plot-trace on live-planner traces (4 steps: matplotlib's own ticks fell on 0.5 there; 24 steps with two
+# switches, a drift event and two decisions, whose labels overlapped): whole-number step ticks, no overlap
+plot_checked() {
+  local d=$W/plot n; rm -rf "$d"; mkdir -p "$d"
+  for n in 4 24; do
+    (cd "$d" && "$ROOT/jobs/local.sh" -np 4 "$ROOT/bin/nereus" "$ROOT/tests/decks/slow.deck" --set trace.file=live$n.trace.h5 \
+      --set ppo.steps=$n >run$n.log 2>&1) || { echo "run $n: exit $?"; return 1; }
+    /usr/bin/python3 tests/plot_trace_check.py "$ROOT" "$d/live$n.trace.h5" "$d/live$n.png" || return 1
+  done
+}
+export -f plot_checked
+t plot-trace-labels-ticks 180 bash -c plot_checked
