@@ -6,8 +6,13 @@ mkdir -p "$W"
 export ROOT W
 
 section "the checkout"
-# no tracked file at the root whose name starts with '-' (a bench once wrote its output to a file named --help)
-no_dash_files() { ! git -C "$ROOT" ls-files --full-name -- ':/' | grep -E '^-' ; }
+# no file at the root whose name starts with '-', on disk or tracked (a bench once wrote its output to a file
+# named --help, and it was committed)
+no_dash_files() {
+  local on_disk; on_disk=$(ls -A "$ROOT" | grep -E '^-')
+  [ -z "$on_disk" ] || { echo "at the root: $on_disk"; return 1; }
+  ! git -C "$ROOT" ls-files --full-name -- ':/' 2>/dev/null | grep -E '^-'
+}
 # a benchmark given --help prints its usage and exits 0, and one given an option where its output file
 # belongs refuses it: neither leaves a file behind
 bench_help_no_file() {
