@@ -150,6 +150,7 @@ typedef struct CkptConfig {
     int every;               /* [ckpt] every: write a checkpoint every N PPO steps (0 = only at the end / on signal) */
     char dir[CFG_STR];       /* [ckpt] dir: where checkpoints are written */
     int keep;                /* [ckpt] keep: how many of the newest checkpoints to keep */
+    int overwrite;           /* [ckpt] overwrite: bool, a fresh run may write over an earlier run's checkpoints */
 } CkptConfig;
 
 /* [switch]: one change of plan during the run. The plan is kept as the deck

@@ -178,6 +178,8 @@ int job_ckpt_dir(Job *j, char *why, size_t why_len);
 /* the newest step of the complete checkpoints DIR/NAME_step*.h5 ([ckpt] dir, [run] name), −1: none.
  * job_checkpoint's rotation counts only steps up to the one it wrote. */
 int64_t job_ckpt_newest(const Job *j);
+/* rank 0 (reads [ckpt] dir): the oldest step of DIR/NAME_stepNNNNNN.h5 there, or −1 when none */
+int64_t job_ckpt_oldest(const Job *j);
 /* collective over world: write DIR/NAME_stepNNNNNN.h5 for the job after ppo
  * steps and sft_done SFT steps, then delete all but the newest [ckpt] keep.
  * Returns 0, or −1 with why. */

@@ -277,6 +277,8 @@ const DeckKey deck_keys[] = {
      "directory of the checkpoints (created if missing): DIR/NAME_stepNNNNNN.h5"},
     {"ckpt", "keep", DECK_T_INT, 0, "2", GE(1), LE(1000000), NULL, F_INT(ckpt.keep),
      "how many of the newest checkpoints to keep; older ones are deleted after a new one is complete"},
+    {"ckpt", "overwrite", DECK_T_BOOL, 0, "false", NONE, NONE, NULL, F_INT(ckpt.overwrite),
+     "a run that does not restart may write over the checkpoints an earlier run of the same name left in [ckpt] dir (at steps this run reaches); false = such a run is refused (exit 2) before step 1: restart it (--restart latest), or give it another run name or dir"},
 
     /* [plan]: the keys are the model-stage names, in PlanStageId order */
     DECK_PLAN_ROWS("plan", plan,

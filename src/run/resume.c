@@ -130,6 +130,12 @@ int job_checkpoint(Job *j, int64_t step, int64_t sft_done, const char *deck_text
     return 0;
 }
 
+int64_t job_ckpt_oldest(const Job *j) {
+    int64_t steps[4096];
+    int k = list_ckpts(j->cfg->ckpt.dir, j->cfg->run.name, steps, 4096);
+    return k > 0 ? steps[0] : -1;
+}
+
 int64_t job_ckpt_newest(const Job *j) {
     int64_t steps[4096];
     int k = list_ckpts(j->cfg->ckpt.dir, j->cfg->run.name, steps, 4096);

@@ -393,6 +393,23 @@ static int run_init_from(RunCtx *r) {
     return 0;
 }
 
+/* collective over MPI_COMM_WORLD: a run that does not restart and would write over checkpoints an earlier run of
+ * its name left in [ckpt] dir (a file at a step it reaches) is refused before step 1, as a trace is: exit 2
+ * naming the file and the ways out, unless [ckpt] overwrite = true. A restart continues that run: allowed.
+ * Returns 0, or 2 (reported). */
+static int run_check_ckpt_overwrite(RunCtx *r) {
+    const Config *cfg = r->cfg;
+    if (r->restarted || cfg->ckpt.overwrite) return 0;
+    int64_t oldest = r->job.rank == 0 ? job_ckpt_oldest(&r->job) : -1;
+    comm_bcast(MPI_COMM_WORLD, &oldest, sizeof oldest, 0);
+    if (oldest < 0 || oldest > cfg->ppo.steps) return 0;
+    return deck_error_at(r->deck, "ckpt.dir",
+                         "%s/%s_step%06lld.h5: an earlier run's checkpoint, which this run would write over: not "
+                         "overwritten; continue that run (--restart latest), name this one otherwise (--set "
+                         "run.name=NEW, --set ckpt.dir=DIR), or replace them ([ckpt] overwrite = true)",
+                         cfg->ckpt.dir, cfg->run.name, (long long)oldest);
+}
+
 /* rank 0: the resolved deck (every key, its value and where it came from) into a file beside the trace,
  * NAME.resolved.deck for NAME.trace.h5, instead of on the console before the first step; its path said in one
  * line. No trace, no file: the trace's /deck and bin/nereus DECK --print-deck hold it too. A file that cannot
@@ -419,6 +436,7 @@ static int run_open_outputs(RunCtx *r) {
     if (cfg->ckpt.every > 0 && cfg->ppo.steps > 0) {
         if (job_ckpt_dir(&r->job, r->why, sizeof r->why) != 0)
             return deck_error_at(r->deck, "ckpt.dir", "%s ([ckpt] every = %d writes there)", r->why, cfg->ckpt.every);
+        if (run_check_ckpt_overwrite(r) != 0) return 2;
         /* a later step's file there is another run's (job_checkpoint's rotation leaves it) */
         int64_t newest = r->job.rank == 0 ? job_ckpt_newest(&r->job) : -1;
         if (newest > r->start_step)

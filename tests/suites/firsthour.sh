@@ -98,9 +98,26 @@ overwrite_ways_out() {
   tiny_in "$d" 1 --set trace.overwrite=true >"$d/three.log" 2>&1 || { echo "overwrite: exit $?"; return 1; }
   [ "$(bin/nereus-trace csv "$d/tiny.trace.h5" steps | tail -n +2 | wc -l)" = 1 ] || { echo "tiny.trace.h5 not replaced"; return 1; }
 }
-export -f tiny_in overwrite_refused overwrite_ways_out
+# a second fresh run into the [ckpt] dir of a first one is refused with exit 2 before step 1, naming the
+# checkpoint and the ways out; a restart of that run goes on, and so does [ckpt] overwrite = true
+ckpt_overwrite() {
+  local d=$W/owck; rm -rf "$d"; mkdir -p "$d"
+  local ck="--set trace.file=none --set ckpt.every=1 --set ckpt.dir=ck"
+  tiny_in "$d" 2 $ck >"$d/one.log" 2>&1 || { echo "first run: exit $?"; return 1; }
+  local sum; sum=$(md5sum <"$d/ck/tiny_step000002.h5")
+  tiny_in "$d" 2 $ck >"$d/two.log" 2>"$d/two.err"; local rc=$?
+  cat "$d/two.err"
+  [ $rc = 2 ] || { echo "second run: exit $rc, want 2"; return 1; }
+  grep -q 'ck/tiny_step000001\.h5: an earlier run.s checkpoint' "$d/two.err" && grep -q -- '--restart latest' "$d/two.err" &&
+    grep -q 'overwrite = true' "$d/two.err" || { echo "the file or the ways out not named"; return 1; }
+  [ "$(md5sum <"$d/ck/tiny_step000002.h5")" = "$sum" ] || { echo "the checkpoint changed"; return 1; }
+  tiny_in "$d" 3 $ck --restart latest >"$d/three.log" 2>&1 || { echo "restart: exit $?"; return 1; }
+  tiny_in "$d" 2 $ck --set ckpt.overwrite=true >"$d/four.log" 2>&1 || { echo "overwrite: exit $?"; return 1; }
+}
+export -f tiny_in overwrite_refused overwrite_ways_out ckpt_overwrite
 t overwrite-trace-refused 120 bash -c overwrite_refused
 t overwrite-trace-ways-out 120 bash -c overwrite_ways_out
+t overwrite-ckpt-refused 120 bash -c ckpt_overwrite
 
 section "checked before step 1"
 # a [switch] plan that cannot run on the ranks given (tp3 on 2 ranks) is refused with exit 2 at its line before
