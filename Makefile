@@ -250,7 +250,7 @@ smollm2: bin/nereus-ckpt
 NP ?= 1
 run: deps
 	@$(MAKE) --no-print-directory all
-	jobs/local.sh -np $(NP) bin/nereus inputs/tiny.deck
+	jobs/local.sh -np $(NP) bin/nereus inputs/tiny.deck --set trace.overwrite=true # the demo again: its own trace replaced
 
 test: deps
 	@$(MAKE) --no-print-directory build

@@ -226,9 +226,10 @@ static int probe_device(int lr, cudaUUID_t *uuid) {
     cudaError_t e = cudaGetDeviceCount(&n);
     if (e != cudaSuccess) {
         cudaGetLastError();
-        PROBE_FAIL("cudaGetDeviceCount failed: %s (error %d)", cudaGetErrorString(e), (int)e);
+        /* said plainly: a machine without a GPU (or its driver) is the common case, not an error */
+        PROBE_FAIL("%s", e == cudaErrorNoDevice ? "no CUDA device found" : cudaGetErrorString(e));
     }
-    if (n <= 0) PROBE_FAIL("cudaGetDeviceCount found no CUDA device");
+    if (n <= 0) PROBE_FAIL("no CUDA device found");
     int dev = lr % n;
     e = cudaSetDevice(dev);
     if (e != cudaSuccess) {

@@ -14,7 +14,7 @@
 # run.sh in $COUNTS (one line per result: "pass|fail|skip NAME").
 
 LOG=build/test-logs
-L=jobs/local.sh
+L=tests/local.sh # jobs/local.sh, runs replacing the traces and checkpoints earlier test runs left (tests/local.sh)
 NEEDED=" "
 # ONLY (a regular expression) narrows a suite to the tests it matches; SUFFIX ("@avx2") is added to every name
 # reported and matched against PAT: tests/suites/kernels.sh runs other suites' tests again that way

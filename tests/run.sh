@@ -9,16 +9,18 @@
 #
 # Each suite makes its own fixtures, and only those a selected test needs, so
 # one test runs alone. One line per test; the last line is "N passed, N
-# failed" (", N skipped" where something was skipped).
+# failed" (", N skipped" where something was skipped). Exit: 0 when every
+# selected test passed or skipped, 1 when one failed, 2 for a bad command line.
+# See also: make test (builds first), make fuzz, tests/bench/run.sh, docs/TESTING.md.
 set -u
 cd "$(dirname "$0")/.."
-SUITES="unit decks runs restart transitions planner sim traces llama grpo kernels gguf text reward data textrun"
+SUITES="unit decks runs restart transitions planner sim traces llama grpo kernels gguf text reward data textrun firsthour"
 PAT=""; list=0
 while [ $# -gt 0 ]; do
   case $1 in
     -k) [ $# -ge 2 ] || { echo "usage: tests/run.sh [-k PATTERN] [SUITE...]" >&2; exit 2; }; PAT=$2; shift 2;;
     -l) list=1; shift;;
-    -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; echo "suites: $SUITES"; exit 0;;
+    -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; echo "suites: $SUITES"; exit 0;;
     -*) echo "tests/run.sh: unknown option '$1' (-k PATTERN, -l)" >&2; exit 2;;
     *) break;;
   esac

@@ -158,7 +158,7 @@ static const char FULL[] =
     "log_every = 10\n"
     "restart = ckpt/old.h5\n"
     "precision = tf32\n"
-    "\n"
+    "expect_reward_gain = 0.25\n"
     "[model]\n"
     "n_layer = 3\n"
     "n_embd=96\n"
@@ -222,6 +222,7 @@ static const char FULL[] =
     "every = 5\n"
     "dir = out/ck\n"
     "keep = 3\n"
+    "overwrite = true\n"
     "[plan]\n"
     "default = colocated\n"
     "actor.gen = tp2 pp1 dp2 @ 0-3\n"
@@ -263,6 +264,7 @@ static const char FULL[] =
     "eval_size = 100\n"
     "[trace]\n"
     "file = none\n"
+    "overwrite = true\n"
     "papi_events = PAPI_TOT_INS, PAPI_TOT_CYC\n"
     "[inject]\n"
     "slow_factor = 2.5\n"
@@ -384,8 +386,8 @@ static void good_full(Tally *t, const char *text, const char *what)
           "%s: the algorithm keys (algorithm %s, group_size %d)", what, c.ppo.algorithm, c.ppo.group_size);
     check(t, strcmp(c.trace.file, "none") == 0 && strcmp(c.trace.papi_events, "PAPI_TOT_INS, PAPI_TOT_CYC") == 0,
           "%s: trace values (file '%s', papi_events '%s')", what, c.trace.file, c.trace.papi_events);
-    check(t, deck_line(d, "switch.step") == 84 && deck_line(d, "switch.actor.gen") == 86 &&
-                 deck_line(d, "plan.actor.gen") == 76 && deck_line(d, "transition.comm_setup_us") == 101,
+    check(t, deck_line(d, "switch.step") == 85 && deck_line(d, "switch.actor.gen") == 87 &&
+                 deck_line(d, "plan.actor.gen") == 77 && deck_line(d, "transition.comm_setup_us") == 102,
           "%s: switch and transition lines (step %d, switch.actor.gen %d, plan.actor.gen %d, comm_setup_us %d)", what,
           deck_line(d, "switch.step"), deck_line(d, "switch.actor.gen"), deck_line(d, "plan.actor.gen"),
           deck_line(d, "transition.comm_setup_us"));
@@ -553,8 +555,8 @@ static void bad_set(Tally *t, const char *what, const DeckOverride *ov, int nov,
 static void override_cases(Tally *t)
 {
     const char *text = MODEL "[ppo]\nsteps = 5\n";
-    DeckOverride ov[] = {{"--set", NULL, "ppo.steps=7"}, {"--set", NULL, " sft.batch = 8 "},
-                         {"--set", NULL, "run.name=\"my run\""}, {"--restart", "run.restart", "ck/x_step000005.h5"}};
+    DeckOverride ov[] = {{"--set", NULL, "ppo.steps=7", NULL}, {"--set", NULL, " sft.batch = 8 ", NULL},
+                         {"--set", NULL, "run.name=\"my run\"", NULL}, {"--restart", "run.restart", "ck/x_step000005.h5", NULL}};
     Config c, b;
     memset(&c, 0, sizeof c);
     memset(&b, 0, sizeof b);
@@ -581,30 +583,30 @@ static void override_cases(Tally *t)
     deck_free(d);
     deck_free(d2);
 
-    DeckOverride k[] = {{"--set", NULL, "ppo.stepz=3"}};
+    DeckOverride k[] = {{"--set", NULL, "ppo.stepz=3", NULL}};
     bad_set(t, "unknown key", k, 1, "--set ppo.stepz=3: error: unknown key [ppo] stepz",
             "--set ppo.stepz=3: note: did you mean 'ppo.steps'?");
-    DeckOverride s[] = {{"--set", NULL, "ppx.steps=3"}};
+    DeckOverride s[] = {{"--set", NULL, "ppx.steps=3", NULL}};
     bad_set(t, "unknown section", s, 1, "--set ppx.steps=3: error: unknown section [ppx]", "note: did you mean '[ppo]'?");
-    DeckOverride n[] = {{"--set", NULL, "steps=3"}};
+    DeckOverride n[] = {{"--set", NULL, "steps=3", NULL}};
     bad_set(t, "no section", n, 1, "--set steps=3: error: 'steps' names no section", "'ppo.steps'");
-    DeckOverride v[] = {{"--set", NULL, "ppo.steps=abc"}};
+    DeckOverride v[] = {{"--set", NULL, "ppo.steps=abc", NULL}};
     bad_set(t, "bad value", v, 1, "--set ppo.steps=abc: error: [ppo] steps = abc is not an integer", NULL);
-    DeckOverride j[] = {{"--set", NULL, "ppo.steps=3x"}};
+    DeckOverride j[] = {{"--set", NULL, "ppo.steps=3x", NULL}};
     bad_set(t, "trailing junk", j, 1, "--set ppo.steps=3x: error: [ppo] steps = 3x is not an integer: unexpected 'x' after 3",
             NULL);
-    DeckOverride r0[] = {{"--set", NULL, "ppo.steps=-1"}};
+    DeckOverride r0[] = {{"--set", NULL, "ppo.steps=-1", NULL}};
     bad_set(t, "out of range", r0, 1, "--set ppo.steps=-1: error: [ppo] steps = -1 is out of range (must be ≥ 0)", NULL);
-    DeckOverride e[] = {{"--set", NULL, "ppo.steps"}};
+    DeckOverride e[] = {{"--set", NULL, "ppo.steps", NULL}};
     bad_set(t, "no '='", e, 1, "--set ppo.steps: error: expected section.key=value", NULL);
-    DeckOverride q[] = {{"--set", NULL, "ppo.clip=\"0.2\""}};
+    DeckOverride q[] = {{"--set", NULL, "ppo.clip=\"0.2\"", NULL}};
     bad_set(t, "a quoted number", q, 1, "--set ppo.clip=\"0.2\": error: [ppo] clip = \"0.2\" is quoted", NULL);
-    DeckOverride tw[] = {{"--set", NULL, "ppo.steps=3"}, {"--set", NULL, "ppo.steps = 4"}};
+    DeckOverride tw[] = {{"--set", NULL, "ppo.steps=3", NULL}, {"--set", NULL, "ppo.steps = 4", NULL}};
     bad_set(t, "a key twice", tw, 2,
             "--set ppo.steps = 4: error: [ppo] steps is set twice on the command line (first by --set ppo.steps=3)", NULL);
-    DeckOverride x[] = {{"--set", NULL, "ppo.minibatch=7"}};
+    DeckOverride x[] = {{"--set", NULL, "ppo.minibatch=7", NULL}};
     bad_set(t, "a cross-key check", x, 1, "--set ppo.minibatch=7: error: [ppo] minibatch = 7 does not divide batch", NULL);
-    DeckOverride rs[] = {{"--restart", "run.restart", "a\"b.h5"}};
+    DeckOverride rs[] = {{"--restart", "run.restart", "a\"b.h5", NULL}};
     bad_set(t, "a --restart path with a quote", rs, 1, "--restart a\"b.h5: error: [run] restart = a\"b.h5 contains a '\"'",
             NULL);
 }
@@ -1003,7 +1005,7 @@ static void table_checks(Tally *t)
         }
         l = nl ? nl + 1 : l + ll;
     }
-    check(t, rows == 172 && broken == 0, "reference: %d key rows, %d with a stray '|'", rows, broken);
+    check(t, rows == 175 && broken == 0, "reference: %d key rows, %d with a stray '|'", rows, broken);
     check(t, buf && strstr(buf, "| `value_clip` | float | `0.2` | > 0 and ≤ 1000000 |"), "bounds print as written (1000000)");
     check(t, buf && strstr(buf, "## [switch]") && strstr(buf, "## [transition]") &&
                  strstr(buf, "| `step` | int | `-1` | ≥ -1 | before PPO step N (0-based") &&

@@ -9,6 +9,7 @@
  *   nereus-ckpt import-gguf FILE.gguf OUT.h5  a llama/qwen2/qwen3 GGUF file as actor and ref, with its tokenizer
  *   nereus-ckpt loss FILE --tokens TOKENS.bin --batch B --seq T
  *   nereus-ckpt generate FILE --prompt IDS.txt --n N  the actor's N greedy tokens after the prompt ids
+ *   nereus-ckpt --help                      usage on stdout, exit 0 (--help anywhere, subcommands too)
  * Exit: 0 ok, 1 the file or the operation failed (one line on stderr naming
  * the file and the dataset), 2 bad command line (usage on stderr) or, for
  * import-hf and import-gguf, a model directory or file refused (naming the file and the tensor or key;
@@ -17,22 +18,29 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "nereus/ckpt.h"
 
-static int usage(void) {
-    fprintf(stderr,
-            "usage: nereus-ckpt info FILE\n"
-            "       nereus-ckpt verify FILE\n"
-            "       nereus-ckpt import-llmc GPT2.bin OUT.h5\n"
-            "       nereus-ckpt export-llmc FILE OUT.bin\n"
-            "       nereus-ckpt import-hf DIR OUT.h5\n"
-            "       nereus-ckpt export-hf FILE DIR\n"
-            "       nereus-ckpt import-gguf FILE.gguf OUT.h5\n"
+/* the usage on f; returns 2, the exit status of a bad command line */
+static int usage_to(FILE *f) {
+    fprintf(f,
+            "usage: nereus-ckpt info FILE                 the checkpoint's config, models and hashes\n"
+            "       nereus-ckpt verify FILE               exit 0 only when complete and every checksum matches\n"
+            "       nereus-ckpt import-llmc GPT2.bin OUT.h5   an llm.c fp32 checkpoint as actor and ref\n"
+            "       nereus-ckpt export-llmc FILE OUT.bin  the actor as an llm.c fp32 checkpoint\n"
+            "       nereus-ckpt import-hf DIR OUT.h5      a Hugging Face model directory as actor and ref\n"
+            "       nereus-ckpt export-hf FILE DIR        the actor as a Hugging Face directory (fp32)\n"
+            "       nereus-ckpt import-gguf FILE.gguf OUT.h5  a llama/qwen2/qwen3 GGUF file, with its tokenizer\n"
             "       nereus-ckpt loss FILE --tokens TOKENS.bin --batch B --seq T\n"
-            "       nereus-ckpt generate FILE --prompt IDS.txt --n N\n");
+            "       nereus-ckpt generate FILE --prompt IDS.txt --n N\n"
+            "       nereus-ckpt --help                    (also after any subcommand)\n"
+            "exit: 0 ok, 1 the file or the operation failed (one line on stderr), 2 bad command line or a model refused\n"
+            "see also: bin/nereus (runs write checkpoints: [ckpt] in the deck), bin/nereus-trace, bin/nereus-tok;\n"
+            "          docs/CHECKPOINT.md\n");
     return 2;
 }
+static int usage(void) { return usage_to(stderr); }
 
 static int parse_int(const char *s, int *out) {
     char *end;
@@ -123,7 +131,10 @@ static int run(int argc, char **argv) {
     }
     if (strcmp(cmd, "export-hf") == 0 && argc == 4) {
         if (ckpt_export_hf(argv[2], argv[3], why, sizeof why)) { fprintf(stderr, "nereus-ckpt: %s\n", why); return 1; }
-        printf("exported the actor of %s to %s (config.json, model.safetensors)\n", argv[2], argv[3]);
+        char tj[4096];
+        snprintf(tj, sizeof tj, "%s/tokenizer.json", argv[3]);
+        printf("exported the actor of %s to %s (config.json, model.safetensors%s)\n", argv[2], argv[3],
+               access(tj, F_OK) == 0 ? ", tokenizer.json, tokenizer_config.json" : "");
         return 0;
     }
     if (strcmp(cmd, "loss") == 0) {
@@ -146,7 +157,18 @@ static int run(int argc, char **argv) {
     return usage();
 }
 
+/* --help or -h anywhere on the command line (before or after a subcommand) */
+static int wants_help(int argc, char **argv) {
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) return 1;
+    return 0;
+}
+
 int main(int argc, char **argv) {
+    if (wants_help(argc, argv)) {
+        usage_to(stdout);
+        return 0;
+    }
     MPI_Init(&argc, &argv); /* one process: the checkpoint code reads over MPI_COMM_SELF */
     int rc = run(argc, argv);
     MPI_Finalize();

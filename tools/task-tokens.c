@@ -2,7 +2,8 @@
  * ("prompt answer EOS", concatenated) as an llm.c token file (version 1,
  * uint16: the task vocabulary is tiny), the input of
  * the SFT deck's `data = tokens` path.
- *   nereus-task-tokens OUT.bin [--count N] [--tasks reverse,sort] [--digits D] [--seed S] */
+ *   nereus-task-tokens OUT.bin [--count N] [--tasks reverse,sort] [--digits D] [--seed S]
+ *   nereus-task-tokens --help   usage on stdout, exit 0 */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,10 +11,16 @@
 
 #include "nereus/task.h"
 
-static int usage(void) {
-    fprintf(stderr, "usage: nereus-task-tokens OUT.bin [--count N] [--tasks LIST] [--digits D] [--seed S]\n");
+/* the usage on f; returns 2, the exit status of a bad command line */
+static int usage_to(FILE *f) {
+    fprintf(f, "usage: nereus-task-tokens OUT.bin [--count N] [--tasks LIST] [--digits D] [--seed S]\n"
+               "  task demonstrations (\"prompt answer EOS\") as an llm.c token file, for an SFT deck's data = tokens\n"
+               "  defaults: --count 10000 --tasks reverse,sort --digits 4 --seed 1234\n"
+               "exit: 0 written, 1 the file could not be written, 2 bad command line\n"
+               "see also: bin/nereus (jobs/local.sh -np N bin/nereus DECK), bin/nereus-ckpt loss, bin/nereus-tok\n");
     return 2;
 }
+static int usage(void) { return usage_to(stderr); }
 
 static int parse_long(const char *s, long lo, long hi, long *out) {
     char *end;
@@ -26,6 +33,11 @@ static int parse_long(const char *s, long lo, long hi, long *out) {
 int main(int argc, char **argv) {
     const char *out = NULL, *tasks = "reverse,sort";
     long count = 10000, digits = 4, seed = 1234;
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            usage_to(stdout);
+            return 0;
+        }
     for (int i = 1; i < argc; i++) {
         long *dst = NULL;
         long lo = 1, hi = 100000000;

@@ -3,6 +3,7 @@
  *
  *   nereus-tok encode [--chat [--system TEXT]] MODEL < lines of JSON strings
  *   nereus-tok decode MODEL < lines of space-separated ids
+ *   nereus-tok write MODEL DIR   MODEL's tokenizer as a Hugging Face tokenizer directory
  *
  * encode prints each string's ids space-separated, one line each (bos first
  * where the tokenizer's add_bos says so, except under --chat, whose template
@@ -16,15 +17,21 @@
 #include "tok_tool.h"
 
 #include <errno.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 
 static void usage(FILE *f) {
     fputs("usage: nereus-tok encode [--chat [--system TEXT]] MODEL   JSON strings in, ids out (one line each)\n"
           "       nereus-tok decode MODEL                            ids in, JSON strings out\n"
-          "MODEL: a Hugging Face model directory (tokenizer.json, tokenizer_config.json) or a tokenizer.json\n"
+          "       nereus-tok write MODEL DIR                         MODEL's tokenizer as DIR/tokenizer.json and\n"
+          "                                                          tokenizer_config.json (Hugging Face's form)\n"
+          "MODEL: a Hugging Face model directory (tokenizer.json, tokenizer_config.json), a tokenizer.json, a GGUF\n"
+          "       file or a checkpoint with a tokenizer (nereus-ckpt import-gguf)\n"
           "--chat: each line is the user message of a chat (or {\"system\": ..., \"user\": ...}), formatted with\n"
-          "        the model's chat template and the generation prompt; --system TEXT: its system prompt\n", f);
+          "        the model's chat template and the generation prompt; --system TEXT: its system prompt\n"
+          "exit: 0 ok, 2 a bad command line, tokenizer, template or input line (one line on stderr naming it)\n"
+          "see also: bin/nereus-ckpt import-gguf (a checkpoint with its tokenizer), bin/nereus; docs/TEXT.md\n", f);
 }
 
 typedef struct {
@@ -113,9 +120,35 @@ static int run(int decode, const Encoder *e) {
     return rc ? 2 : 0;
 }
 
+/* nereus-tok write MODEL DIR: MODEL's tokenizer as a Hugging Face tokenizer directory (what export-hf writes
+ * beside a checkpoint's weights); exit 0, or 2 naming what is wrong */
+static int write_model(const char *model, const char *dir, int bad_flag) {
+    if (!model || !dir || bad_flag) {
+        fprintf(stderr, "nereus-tok: error: bad command line\n");
+        usage(stderr);
+        return 2;
+    }
+    char why[512];
+    TokSpec spec;
+    if (tok_read_model(model, &spec, why, sizeof why)) { fprintf(stderr, "nereus-tok: error: %s\n", why); return 2; }
+    int rc = 0;
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+        fprintf(stderr, "nereus-tok: error: %s: cannot create the directory: %s\n", dir, strerror(errno));
+        rc = 2;
+    } else if (tok_write_hf(dir, &spec, why, sizeof why)) {
+        fprintf(stderr, "nereus-tok: error: %s: %s\n", model, why);
+        rc = 2;
+    } else {
+        printf("wrote %s/tokenizer.json and %s/tokenizer_config.json (%d tokens, pre %s)\n", dir, dir, spec.n_vocab,
+               spec.pre);
+    }
+    tokspec_free(&spec);
+    return rc;
+}
+
 int main(int argc, char **argv) {
     Encoder e = {0};
-    const char *cmd = NULL, *model = NULL;
+    const char *cmd = NULL, *model = NULL, *out = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { usage(stdout); return 0; }
         else if (!strcmp(argv[i], "--chat")) e.use_chat = 1;
@@ -127,8 +160,10 @@ int main(int argc, char **argv) {
         }
         else if (!cmd) cmd = argv[i];
         else if (!model) model = argv[i];
+        else if (!strcmp(cmd, "write") && !out) out = argv[i];
         else { fprintf(stderr, "nereus-tok: error: one MODEL only ('%s')\n", argv[i]); return 2; }
     }
+    if (cmd && !strcmp(cmd, "write")) return write_model(model, out, e.use_chat || e.system);
     int decode = cmd && !strcmp(cmd, "decode");
     int chat_ok = e.use_chat ? !decode : !e.system; /* --chat with encode only, --system with --chat only */
     if (!cmd || !model || (!decode && strcmp(cmd, "encode")) || !chat_ok) {

@@ -14,7 +14,7 @@
  *                                      γ and thresholds and the static policy priced, regrets; on a
  *                                      trace without them the admission rule over the recorded decisions
  *   nereus-trace schema                the trace format from its table, as Markdown
- * (FILE first, then the subcommand, is accepted too.)
+ * (FILE first, then the subcommand, is accepted too; --help anywhere prints the usage on stdout, exit 0.)
  * Exit: 0 ok; 1 the file is missing, not HDF5, not a trace, truncated or
  * corrupt (one line on stderr naming the file and what is wrong); 2 bad
  * command line.
@@ -30,17 +30,24 @@
 
 #include "trace_tool.h"
 
-static int usage(void) {
-    fprintf(stderr,
-            "usage: nereus-trace summary FILE\n"
-            "       nereus-trace plans FILE\n"
-            "       nereus-trace transitions FILE\n"
-            "       nereus-trace csv FILE TABLE      TABLE: steps stages plans drift decisions transitions signals\n"
-            "       nereus-trace compare A B\n"
+/* the usage on f; returns 2, the exit status of a bad command line */
+static int usage_to(FILE *f) {
+    fprintf(f,
+            "usage: nereus-trace summary FILE          phases, model-stages, tokens/s, transitions, drift\n"
+            "       nereus-trace plans FILE            which plan from which step\n"
+            "       nereus-trace transitions FILE      every transition: predicted and measured\n"
+            "       nereus-trace csv FILE TABLE        TABLE: steps stages plans drift decisions transitions signals\n"
+            "       nereus-trace compare A B           two traces side by side\n"
             "       nereus-trace replay FILE [--gamma G]... [--threshold X]\n"
-            "       nereus-trace schema              the trace format, as docs/TRACE.md's tables\n");
+            "       nereus-trace schema                the trace format, as docs/TRACE.md's tables\n"
+            "       nereus-trace --help                (also after any subcommand)\n"
+            "exit: 0 ok, 1 the file is missing, not a trace, truncated or corrupt (one line on stderr),\n"
+            "      2 bad command line\n"
+            "see also: bin/nereus (runs write traces: [trace] in the deck), tools/plot-trace, bin/nereus-ckpt;\n"
+            "          docs/TRACE.md\n");
     return 2;
 }
+static int usage(void) { return usage_to(stderr); }
 
 static int is_cmd(const char *s) {
     static const char *cmds[] = {"summary", "plans", "transitions", "csv", "compare", "replay"};
@@ -71,6 +78,11 @@ int main(int argc, char **argv) {
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* our one message, not HDF5's stack */
     int sigs[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
     for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) signal(sigs[i], on_fault);
+    for (int i = 1; i < argc; i++) /* --help anywhere, subcommands included */
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            usage_to(stdout);
+            return 0;
+        }
     if (argc == 2 && strcmp(argv[1], "schema") == 0) return cmd_schema();
     if (argc < 3) return usage();
     if (!is_cmd(argv[1]) && is_cmd(argv[2])) { /* FILE SUBCOMMAND ... */

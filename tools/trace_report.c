@@ -363,6 +363,53 @@ static void cmp_row(const char *what, double a, double b, const char *fmt) {
     printf("\n");
 }
 
+/* the value of KEY in [SECTION] of a resolved deck into val (its text up to the '#' of the source mark, trimmed);
+ * 1 when found */
+static int deck_value(const char *deck, const char *section, const char *key, char *val, size_t len) {
+    char head[64];
+    snprintf(head, sizeof head, "[%s]", section);
+    int in = 0;
+    size_t kl = strlen(key);
+    for (const char *l = deck; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+        if (*l == '[') in = strncmp(l, head, strlen(head)) == 0;
+        else if (in && strncmp(l, key, kl) == 0 && (l[kl] == ' ' || l[kl] == '=')) {
+            const char *v = strchr(l, '='), *end = strchr(l, '\n');
+            if (!v) return 0;
+            for (v++; *v == ' '; v++) {}
+            const char *hash = strstr(v, " #");
+            if (!end || (hash && hash < end)) end = hash ? hash : v + strlen(v);
+            while (end > v && end[-1] == ' ') end--;
+            snprintf(val, len, "%.*s", (int)(end - v), v);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* why two traces' figures do not compare like for like, appended to why: another model (any [model] key),
+ * other sequence lengths ([task] digits, [ppo] max_response, [model] max_seq), another algorithm */
+static void not_comparable(const TraceFile *A, const TraceFile *B, char *why, size_t len) {
+    static const char *keys[][2] = {{"model", "arch"},      {"model", "n_layer"},  {"model", "n_embd"},
+                                    {"model", "n_head"},    {"model", "n_kv_head"}, {"model", "ffn_dim"},
+                                    {"model", "vocab_size"}, {"model", "max_seq"}, {"task", "digits"},
+                                    {"task", "names"},      {"ppo", "max_response"}};
+    if (strcmp(A->algorithm, B->algorithm) != 0) {
+        size_t n = strlen(why);
+        snprintf(why + n, len - n, "%salgorithm %s vs %s", n ? "; " : "", A->algorithm, B->algorithm);
+    }
+    if (!A->deck || !B->deck) return;
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        char a[128], b[128];
+        int ha = deck_value(A->deck, keys[i][0], keys[i][1], a, sizeof a);
+        int hb = deck_value(B->deck, keys[i][0], keys[i][1], b, sizeof b);
+        if (ha != hb || (ha && strcmp(a, b) != 0)) {
+            size_t n = strlen(why);
+            snprintf(why + n, len - n, "%s[%s] %s %s vs %s", n ? "; " : "", keys[i][0], keys[i][1], ha ? a : "-",
+                     hb ? b : "-");
+        }
+    }
+}
+
 int cmd_compare(const TraceFile *A, const TraceFile *B) {
     Stats a, b;
     stats(A, &a);
@@ -371,6 +418,12 @@ int cmd_compare(const TraceFile *A, const TraceFile *B) {
     for (int i = 0; i < 2; i++)
         printf("%c: %s (run \"%s\", %d rank(s), %s)\n", "AB"[i], both[i]->path, both[i]->run_name, both[i]->ranks,
                both[i]->complete ? "complete" : "NOT complete");
+    char why[1024] = "";
+    not_comparable(A, B, why, sizeof why);
+    if (why[0]) printf("NOT COMPARABLE: different models or lengths (%s): the figures below are of different work\n", why);
+    if (a.steps != b.steps)
+        printf("note: A has %zu steps, B %zu: the per-step figures compare, the totals (transition s) do not\n",
+               a.steps, b.steps);
     printf("  %-22s %14s %14s %9s\n", "", "A", "B", "B/A");
     cmp_row("steps", (double)a.steps, (double)b.steps, "%.0f");
     cmp_row("mean step s", a.mean_s, b.mean_s, "%.4f");

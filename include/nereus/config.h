@@ -21,6 +21,7 @@ typedef struct RunConfig {
     int log_every;           /* [run] log_every: print a progress line every N steps */
     char restart[CFG_STR];   /* [run] restart: checkpoint to resume from ("" = none; --restart FILE too) */
     char precision[8];       /* [run] precision: fp32 | tf32 (GEMMs on the CUDA backend's tensor cores) */
+    double expect_reward_gain; /* [run] expect_reward_gain: verify.learned is yes when reward_gain exceeds it */
 } RunConfig;
 
 typedef struct ModelConfig {
@@ -152,6 +153,7 @@ typedef struct CkptConfig {
     int every;               /* [ckpt] every: write a checkpoint every N PPO steps (0 = only at the end / on signal) */
     char dir[CFG_STR];       /* [ckpt] dir: where checkpoints are written */
     int keep;                /* [ckpt] keep: how many of the newest checkpoints to keep */
+    int overwrite;           /* [ckpt] overwrite: bool, a fresh run may write over an earlier run's checkpoints */
 } CkptConfig;
 
 /* [switch]: one change of plan during the run. The plan is kept as the deck
@@ -198,6 +200,7 @@ typedef struct DataConfig {
 /* [trace]: the run's HDF5 trace (trace.h, docs/TRACE.md) and its counters. */
 typedef struct TraceConfig {
     int samples;               /* [trace] samples: a text run's decoded samples every N steps (0: none) */
+    int overwrite;             /* [trace] overwrite: bool, replace a trace an earlier run left at the path */
     char file[CFG_STR];        /* [trace] file: "" = NAME.trace.h5 in the current directory; none = no trace */
     char papi_events[CFG_STR]; /* [trace] papi_events: comma list of PAPI events per model-stage ("" = none) */
 } TraceConfig;
@@ -259,7 +262,7 @@ typedef struct Config {
     PlanConfig plan;         /* [plan] default and one key per model-stage (plan.h) */
     SwitchConfig sw;         /* [switch] (`switch` is a C keyword) */
     DataConfig data;         /* [data] and [eval] (two ints, then strings of sizes that are multiples of 4) */
-    TraceConfig trace;       /* [trace] (an int, then strings) */
+    TraceConfig trace;       /* [trace] (two ints, then strings) */
 } Config;
 
 #endif

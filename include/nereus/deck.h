@@ -45,7 +45,23 @@ typedef struct DeckOverride {
     const char *option; /* "--set", "--restart": how messages and the resolved deck name it */
     const char *key;    /* "section.key"; NULL: arg is "section.key=value" */
     const char *arg;    /* the option's argument as given */
+    const char *where;  /* NULL: messages name "option arg"; else this ("FILE:LINE" of a --plan file's line) */
 } DeckOverride;
+
+/* A --plan FILE: its [plan] key lines as "plan.KEY=VALUE" overrides, each named by "FILE:LINE" (planfile.c) */
+typedef struct DeckPlanFile {
+    char *option;       /* "--plan FILE" */
+    char **args;        /* [n] "plan.KEY=VALUE" */
+    char **wheres;      /* [n] "FILE:LINE" */
+    int n;
+} DeckPlanFile;
+
+/* collective over comm: rank 0 reads the plan file, every rank parses the same bytes. Returns 0, or 2 after
+ * rank 0 printed "FILE:LINE: error: ..." (a line outside one [plan] section, no '=', no [plan]). */
+int deck_plan_file_load(const char *path, MPI_Comm comm, DeckPlanFile *pf);
+/* appends pf's overrides to ov (room for pf->n more), *nov counting them */
+void deck_plan_file_overrides(const DeckPlanFile *pf, DeckOverride *ov, int *nov);
+void deck_plan_file_free(DeckPlanFile *pf);
 
 /* collective over comm: rank 0 reads the file and broadcasts its bytes (or
  * the read error) with MPI_Bcast; every rank parses the same bytes and

@@ -178,6 +178,8 @@ int job_ckpt_dir(Job *j, char *why, size_t why_len);
 /* the newest step of the complete checkpoints DIR/NAME_step*.h5 ([ckpt] dir, [run] name), −1: none.
  * job_checkpoint's rotation counts only steps up to the one it wrote. */
 int64_t job_ckpt_newest(const Job *j);
+/* rank 0 (reads [ckpt] dir): the oldest step of DIR/NAME_stepNNNNNN.h5 there, or −1 when none */
+int64_t job_ckpt_oldest(const Job *j);
 /* collective over world: write DIR/NAME_stepNNNNNN.h5 for the job after ppo
  * steps and sft_done SFT steps, then delete all but the newest [ckpt] keep.
  * Returns 0, or −1 with why. */
@@ -190,6 +192,10 @@ int job_checkpoint(Job *j, int64_t step, int64_t sft_done, const char *deck_text
  * lacked a model or AdamW state of this job (those keep their fresh start). */
 int job_restart(Job *j, const char *path, int64_t *step, int64_t *sft_done, int *partial, char *used,
                 size_t used_len, char *why, size_t why_len);
+/* no MPI (every rank may call it): the restart file of cfg ([run] restart: a path, or "latest" in [ckpt] dir)
+ * is there and reads as a checkpoint holding an actor, checked before the job is built. Returns 0, or −1 with
+ * why (naming the file). */
+int job_restart_precheck(const Config *cfg, char *why, size_t why_len);
 /* collective over world: [model] init_from: the file's "actor" into every
  * actor stage and the ref under this job's plan and rank count; no AdamW
  * state is read (the trained actor keeps its fresh moments, adam_t 0) and the

@@ -54,6 +54,10 @@ int tok_add_bos(const Tokenizer *tk);
  * normalizer) and, where present, DIR/tokenizer_config.json (bos_token, eos_token,
  * add_bos_token, chat_template). An error names the file and the key. */
 int tok_read_hf(const char *dir, TokSpec *spec, char *why, size_t len);
+/* spec as a Hugging Face tokenizer directory: DIR/tokenizer.json and DIR/tokenizer_config.json (DIR exists),
+ * in the structure the families' published files have, so that tok_read_hf and HF tokenizers read back the
+ * same tokenizer. 0, or -1 with why (naming the file, or the pre-tokenizer no such form exists for). */
+int tok_write_hf(const char *dir, const TokSpec *spec, char *why, size_t len);
 /* the same for one tokenizer.json file alone */
 int tok_read_hf_json(const char *path, TokSpec *spec, char *why, size_t len);
 /* spec from whatever path is: a Hugging Face directory or tokenizer.json, a GGUF file, or a Nereus checkpoint

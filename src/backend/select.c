@@ -2,8 +2,9 @@
  * The CPU backend is always built. A CUDA build (USE_CUDA=auto|1 with nvcc,
  * which defines NEREUS_CUDA and links cuda/) provides backend_cuda_probe(),
  * which returns the CUDA backend, or NULL with a reason when no usable device
- * is present; "auto" then falls back to the CPU and leaves that reason in
- * `why` ("CUDA not used (…)") for the caller to log, even though it succeeded.
+ * is present; "auto" then falls back to the CPU and leaves one plain line in
+ * `why` ("no GPU used (…): running on the CPU") for the caller to log once,
+ * even though it succeeded.
  * When CUDA is chosen, `why` says which device and whether device buffers
  * cross ranks through NCCL groups or host staging ("using the CUDA backend
  * on …"). That probe is the one extension point: nothing else here changes.
@@ -40,7 +41,7 @@ const Backend *backend_select(const char *name, char *why, size_t why_len) {
             say_cuda(why, why_len);
             return be;
         }
-        if (why && why_len) snprintf(why, why_len, "CUDA not used (%s); using the CPU backend", reason);
+        if (why && why_len) snprintf(why, why_len, "no GPU used (%s): running on the CPU", reason);
 #endif
         return backend_cpu();
     }

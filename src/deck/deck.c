@@ -74,10 +74,11 @@ static int deck_keep_overrides(Deck *d, const DeckOverride *ov, int nov)
     if (!d->ov || !d->ov_where) return -1;
     d->nov = nov;
     for (int i = 0; i < nov; i++) {
-        size_t n = strlen(ov[i].option) + strlen(ov[i].arg) + 2;
+        size_t n = strlen(ov[i].option) + strlen(ov[i].arg) + (ov[i].where ? strlen(ov[i].where) : 0) + 2;
         d->ov_where[i] = malloc(n);
         if (!d->ov_where[i]) return -1;
-        snprintf(d->ov_where[i], n, "%s %s", ov[i].option, ov[i].arg);
+        if (ov[i].where) snprintf(d->ov_where[i], n, "%s", ov[i].where);
+        else snprintf(d->ov_where[i], n, "%s %s", ov[i].option, ov[i].arg);
         d->ov[i] = ov[i];
     }
     return 0;
@@ -1226,6 +1227,8 @@ static char *deck_format_resolved(const Deck *d, const Config *cfg)
         snprintf(kv, sizeof kv, "%s = %s", k->key, val);
         int line = d ? d->key_line[i] : 0;
         if (line > 0) deck_buf_printf(&b, "%-36s # line %d\n", kv, line);
+        else if (line < 0 && d->ov[-1 - line].where) /* a --plan file's line */
+            deck_buf_printf(&b, "%-36s # %s (--plan)\n", kv, d->ov[-1 - line].where);
         else if (line < 0) deck_buf_printf(&b, "%-36s # command line (%s)\n", kv, d->ov[-1 - line].option);
         else deck_buf_printf(&b, "%-36s # (default)\n", kv);
     }
@@ -1324,8 +1327,14 @@ static const char deck_reference_preamble[] =
     "  `--set ppo.stepz=3: note: did you mean 'ppo.steps'?`. An argument\n"
     "  without `=`, and the same key set twice, are errors too.\n"
     "- `--restart FILE` is the override of `[run] restart`.\n"
+    "- `--plan FILE` reads a plan file: a `[plan]` section alone (comments\n"
+    "  and blank lines besides), each of its keys an override of the deck's\n"
+    "  `[plan]` key, so one plan composes with any deck\n"
+    "  (`bin/nereus inputs/tiny.deck --plan inputs/plans/mixed8.plan`; the\n"
+    "  examples are `inputs/plans/*.plan`). Messages about its keys name the\n"
+    "  file and line; any other section in it is an error.\n"
     "- The resolved deck marks each overridden key `# command line (--set)`\n"
-    "  (or `(--restart)`).\n"
+    "  (or `(--restart)`; a plan file's key `# FILE:LINE (--plan)`).\n"
     "\n"
     "## Plans: the [plan] section\n"
     "\n"
@@ -1387,9 +1396,11 @@ static const char deck_reference_preamble[] =
     "  model-stage, or `default = colocated` or `disaggregated`); a plan needs\n"
     "  a `step`; with `default = auto`, all seven model-stages or none.\n"
     "- The checks against the job (ranks, tp/pp/dp divisibility, as for\n"
-    "  `[plan]`) are made at the switch, not at start-up: a switch plan that\n"
-    "  does not fit the job is refused then and the run continues on the old\n"
-    "  plan.\n"
+    "  `[plan]`) are made at start-up, before step 1 (a restart: once its\n"
+    "  step is known, when the switch is still to come): a switch plan that\n"
+    "  cannot run on the job's ranks is refused with exit 2 at its line. A\n"
+    "  memory budget no schedule fits, which only the switch itself finds, is\n"
+    "  refused then, and the run continues on the old plan.\n"
     "\n"
     "```\n"
     "[switch]                     # before the 11th PPO step: all model-stages colocated\n"

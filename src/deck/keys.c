@@ -71,6 +71,8 @@ const DeckKey deck_keys[] = {
      "print a progress line every N steps"},
     {"run", "precision", DECK_T_CHOICE, 0, "fp32", NONE, NONE, "fp32|tf32", F_STR(run.precision),
      "GEMM precision: fp32, or tf32 (the CUDA backend's tensor cores; the CPU backend always computes fp32 and says so)"},
+    {"run", "expect_reward_gain", DECK_T_DOUBLE, 0, "0", NONE, NONE, NULL, F_DBL(run.expect_reward_gain),
+     "the learning this deck expects: verify.learned is yes when verify.reward_gain (last 10 PPO steps' mean reward minus the first 10's) is above it, no otherwise; verify.status says only that the run finished with finite numbers"},
     {"run", "restart", DECK_T_STRING, 0, "", NONE, NONE, NULL, F_STR(run.restart),
      "checkpoint (HDF5) to resume from under this deck's plan and rank count; \"\" = start fresh (bin/nereus --restart FILE overrides)"},
 
@@ -286,6 +288,8 @@ const DeckKey deck_keys[] = {
      "directory of the checkpoints (created if missing): DIR/NAME_stepNNNNNN.h5"},
     {"ckpt", "keep", DECK_T_INT, 0, "2", GE(1), LE(1000000), NULL, F_INT(ckpt.keep),
      "how many of the newest checkpoints to keep; older ones are deleted after a new one is complete"},
+    {"ckpt", "overwrite", DECK_T_BOOL, 0, "false", NONE, NONE, NULL, F_INT(ckpt.overwrite),
+     "a run that does not restart may write over the checkpoints an earlier run of the same name left in [ckpt] dir (at steps this run reaches); false = such a run is refused (exit 2) before step 1: restart it (--restart latest), or give it another run name or dir"},
 
     /* [plan]: the keys are the model-stage names, in PlanStageId order */
     DECK_PLAN_ROWS("plan", plan,
@@ -350,6 +354,8 @@ const DeckKey deck_keys[] = {
      "to the trace (/samples) and the log; 0 = none"},
     {"trace", "file", DECK_T_STRING, 0, "", NONE, NONE, NULL, F_STR(trace.file),
      "the run's HDF5 trace (docs/TRACE.md), written by rank 0 and flushed after every step; \"\" = NAME.trace.h5 in the current directory (a restart from step S: NAME_stepSSSSSS.trace.h5); none = no trace"},
+    {"trace", "overwrite", DECK_T_BOOL, 0, "false", NONE, NONE, NULL, F_INT(trace.overwrite),
+     "replace a trace an earlier run left at the trace's path; false = such a run is refused (exit 2) before it starts, unless it restarts (--restart) the run that wrote the trace; a file that is not a Nereus trace is never replaced"},
     {"trace", "papi_events", DECK_T_STRING, 0, "", NONE, NONE, NULL, F_STR(trace.papi_events),
      "PAPI events counted per model-stage on every rank, comma separated (e.g. PAPI_TOT_INS,PAPI_TOT_CYC; at most 8); \"\" = none (timers only); events the machine lacks are reported once and left out"},
     /* [simulate]: simulation decks only (bin/nereus --simulate); gpus is required there */

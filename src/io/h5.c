@@ -55,14 +55,35 @@ void h5_err(H5Err *e, const char *fmt, ...) {
     va_end(ap);
 }
 
+/* what a failed HDF5 call was doing, in words, from the call expression h5Check saw: the message names what
+ * failed ("cannot create it"), and the HDF5 function (H5Fcreate) and its source line only after it */
+static void h5_call_words(const char *call, char *fn, size_t fn_len, const char **what) {
+    const char *h = strstr(call, "H5");
+    size_t n = 0;
+    while (h && n + 1 < fn_len && (h[n] == '_' || (h[n] >= '0' && h[n] <= '9') || (h[n] >= 'A' && h[n] <= 'Z') ||
+                                   (h[n] >= 'a' && h[n] <= 'z')))
+        n++;
+    snprintf(fn, fn_len, "%.*s", (int)n, h ? h : "");
+    static const struct { const char *prefix, *what; } words[] = {
+        {"H5Fcreate", "cannot create it"}, {"H5Fopen", "cannot open it"},     {"H5Dread", "cannot read it"},
+        {"H5Aread", "cannot read it"},     {"H5Dopen", "cannot read it"},     {"H5Aopen", "cannot read it"},
+        {"H5Gopen", "cannot read it"},     {"H5Fflush", "cannot write it"},   {"H5Dwrite", "cannot write it"},
+        {"H5Awrite", "cannot write it"},   {"H5Dcreate", "cannot write it"},  {"H5Acreate", "cannot write it"},
+        {"H5Gcreate", "cannot write it"},  {"H5Dset_extent", "cannot write it"}, {"H5Fclose", "cannot close it"}};
+    *what = "an HDF5 operation on it failed";
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+        if (strncmp(fn, words[i].prefix, strlen(words[i].prefix)) == 0) *what = words[i].what;
+}
+
 void h5_fail(H5Err *e, const char *call, const char *file, int line) {
-    char r[256];
+    char r[256], fn[64];
+    const char *what;
     h5_reason(r, sizeof r);
+    h5_call_words(call, fn, sizeof fn, &what);
     if (strstr(r, "checksum")) /* the 1.8 format's metadata checksums (checkpoints, traces): say so first */
-        h5_err(e, "%s: the file is corrupt (HDF5: %s, in %s at %s:%d)", e->path ? e->path : "?", r, call, file, line);
+        h5_err(e, "%s: the file is corrupt (HDF5: %s, in %s at %s:%d)", e->path ? e->path : "?", r, fn, file, line);
     else
-        h5_err(e, "%s: HDF5 call %s failed%s%s (%s:%d)", e->path ? e->path : "?", call, r[0] ? ": " : "", r, file,
-               line);
+        h5_err(e, "%s: %s%s%s (HDF5 %s, %s:%d)", e->path ? e->path : "?", what, r[0] ? ": " : "", r, fn, file, line);
 }
 
 int h5_exists(hid_t loc, const char *path) {

@@ -32,6 +32,9 @@
 
 #include "nereus/backend.h"
 #include "nereus/safetensors.h"
+#include "nereus/task.h"
+#include "nereus/text.h"
+#include "nereus/tokspec.h"
 #include "nereus/util.h"
 #include "import_int.h"
 
@@ -486,8 +489,59 @@ static cJSON *gpt2_config_json(const GPTConfig *c, int V) {
     return r;
 }
 
-static int write_config(const char *dir, const GPTConfig *c, int V, char *why, size_t len) {
+/* The special-token ids config.json carries (transformers otherwise takes its class defaults: GPT-2's 50256
+ * for a 15-token vocabulary). From the checkpoint's /tokenizer where it has one (imported from GGUF); else, for
+ * a model of the task vocabulary (vocab V = TASK_VOCAB: task.h), its end token and no bos. *known = 0 where
+ * neither says (a Hugging Face import: its own config.json had them). */
+typedef struct SpecialIds { int bos, eos, pad, known; } SpecialIds;
+
+static SpecialIds special_ids(const char *path, int V) {
+    SpecialIds s = {-1, -1, -1, 0};
+    TokSpec spec;
+    char why[256];
+    if (ckpt_read_tokspec(path, &spec, why, sizeof why) == 0) {
+        s = (SpecialIds){spec.bos_id, spec.eos_id, spec.pad_id, 1};
+        tokspec_free(&spec);
+    } else if (V == TASK_VOCAB) {
+        s = (SpecialIds){-1, TOK_EOS, -1, 1};
+    }
+    return s;
+}
+
+/* id, or JSON null for none (-1): an explicit null keeps transformers from its class default */
+static void add_id(cJSON *r, const char *key, int id) {
+    if (id >= 0) cJSON_AddNumberToObject(r, key, id);
+    else cJSON_AddNullToObject(r, key);
+}
+
+/* the checkpoint's /tokenizer (a GGUF import's) as dir/tokenizer.json and tokenizer_config.json; none there,
+ * nothing written. A tokenizer with no Hugging Face form Nereus writes (a pre-tokenizer it does not know) is
+ * left out with a note on stderr: the weights and config.json do not need it. 0, or -1 with why */
+static int write_tokenizer(const char *path, const char *dir, char *why, size_t len) {
+    TokSpec spec;
+    char w[256];
+    int q = ckpt_read_tokspec(path, &spec, w, sizeof w);
+    if (q > 0) return 0; /* no /tokenizer: a task-vocabulary model, or an import-hf one */
+    if (q < 0) {
+        snprintf(why, len, "%s", w);
+        return -1;
+    }
+    int rc = 0;
+    if (tok_write_hf(dir, &spec, w, sizeof w) != 0) {
+        if (strstr(w, "no Hugging Face form")) fprintf(stderr, "nereus-ckpt: note: tokenizer not written: %s\n", w);
+        else snprintf(why, len, "%s", w), rc = -1;
+    }
+    tokspec_free(&spec);
+    return rc;
+}
+
+static int write_config(const char *dir, const GPTConfig *c, int V, const SpecialIds *ids, char *why, size_t len) {
     cJSON *r = gpt_is_llama(c) ? llama_config_json(c, V) : gpt2_config_json(c, V);
+    if (ids->known) {
+        add_id(r, "bos_token_id", ids->bos);
+        add_id(r, "eos_token_id", ids->eos);
+        if (ids->pad >= 0) cJSON_AddNumberToObject(r, "pad_token_id", ids->pad);
+    }
     char *js = cJSON_Print(r), path[4096];
     cJSON_Delete(r);
     snprintf(path, sizeof path, "%s/config.json", dir);
@@ -543,11 +597,12 @@ int ckpt_export_hf(const char *path, const char *dir, char *why, size_t len) {
     float **bufs = nr_xcalloc((size_t)nmax, sizeof *bufs);
     char(*names)[96] = nr_xcalloc((size_t)nmax, sizeof *names);
     int n = export_tensors(&c, gpt_real_vocab(&c), full, out, bufs, names), rc = -1;
+    SpecialIds ids = special_ids(path, gpt_real_vocab(&c));
     char st_path[4096];
     snprintf(st_path, sizeof st_path, "%s/model.safetensors", dir);
     if (mkdir(dir, 0777) != 0 && errno != EEXIST)
         snprintf(why, len, "%s: cannot create the directory: %s", dir, strerror(errno));
-    else if (write_config(dir, &c, gpt_real_vocab(&c), why, len) == 0)
+    else if (write_config(dir, &c, gpt_real_vocab(&c), &ids, why, len) == 0 && write_tokenizer(path, dir, why, len) == 0)
         rc = st_write_f32(st_path, out, n, why, len);
     for (int i = 0; i < n; i++) free(bufs[i]);
     free(bufs);

@@ -273,28 +273,45 @@ fail:
     return -1;
 }
 
-/* An existing file at the trace's path is replaced only when it is an earlier Nereus trace: a checkpoint
- * (perhaps the one this run restarts from), the deck itself or any other file named by mistake in [trace] file
- * is refused, not truncated. Returns 0, or −1 with why. */
-static int trace_may_replace(const char *path, char *why, size_t len) {
+/* The run_name root attribute of the Nereus trace at path into name (len bytes): 1 when path is a Nereus trace
+ * (name "" where the attribute is missing), 0 when it is anything else or cannot be opened. */
+static int trace_run_name(const char *path, char *name, size_t len) {
+    int ours = 0;
+    name[0] = 0;
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (f < 0) return 0;
+    char *fmt = NULL, *run = NULL, scratch[256];
+    H5Err qe = {path, scratch, sizeof scratch};
+    scratch[0] = 0;
+    if (H5Aexists(f, "format") > 0 && h5_attr_get_str(&qe, f, "/", "format", &fmt) == 0)
+        ours = strcmp(fmt, TRACE_FORMAT_NAME) == 0;
+    if (ours && H5Aexists(f, "run_name") > 0 && h5_attr_get_str(&qe, f, "/", "run_name", &run) == 0)
+        snprintf(name, len, "%s", run);
+    free(fmt);
+    free(run);
+    H5Fclose(f);
+    return ours;
+}
+
+/* An existing file at the trace's path is never replaced silently. Another kind of file (a checkpoint, perhaps
+ * the one this run restarts from, the deck itself, anything named by mistake in [trace] file) is refused
+ * always; a trace an earlier run left is replaced only under [trace] overwrite = true, or by a restart
+ * (--restart) of the run that wrote it: the same run resuming. Returns 0, or −1 with why. */
+static int trace_may_replace(const char *path, const Config *cfg, char *why, size_t len) {
     struct stat sb;
     if (stat(path, &sb) != 0) return 0; /* nothing there (or unreachable: H5Fcreate will say) */
-    int ours = 0;
-    if (S_ISREG(sb.st_mode)) {
-        hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-        if (f >= 0) {
-            char *fmt = NULL, scratch[256];
-            H5Err qe = {path, scratch, sizeof scratch};
-            scratch[0] = 0;
-            if (H5Aexists(f, "format") > 0 && h5_attr_get_str(&qe, f, "/", "format", &fmt) == 0)
-                ours = strcmp(fmt, TRACE_FORMAT_NAME) == 0;
-            free(fmt);
-            H5Fclose(f);
-        }
+    char run[256];
+    int ours = S_ISREG(sb.st_mode) && trace_run_name(path, run, sizeof run);
+    if (!ours) {
+        snprintf(why, len, "%s: the file exists and is not a Nereus trace (%s): not overwritten; name another file or remove it",
+                 path, S_ISREG(sb.st_mode) ? "a checkpoint, a deck or another file" : "not a regular file");
+        return -1;
     }
-    if (ours) return 0;
-    snprintf(why, len, "%s: the file exists and is not a Nereus trace (%s): not overwritten; name another file or remove it",
-             path, S_ISREG(sb.st_mode) ? "a checkpoint, a deck or another file" : "not a regular file");
+    if (cfg->trace.overwrite || (cfg->run.restart[0] && strcmp(run, cfg->run.name) == 0)) return 0;
+    snprintf(why, len,
+             "%s: a trace of an earlier run (run '%s') is there: not overwritten; give this run another file "
+             "(--set trace.file=NEW.trace.h5), or replace it ([trace] overwrite = true, --set trace.overwrite=true)",
+             path, run);
     return -1;
 }
 
@@ -361,7 +378,7 @@ static int trace_create(Trace *t, const TraceJob *job, const char *counters_note
     H5Err ee = {t->path, why, len}, *e = &ee;
     hid_t fapl = -1;
     h5_quiet();
-    if (trace_may_replace(t->path, why, len) != 0) return -1;
+    if (trace_may_replace(t->path, job->cfg, why, len) != 0) return -1;
     for (int i = 0; i < TRACE_NTABLES; i++) t->tb[i].d = t->tb[i].mt = -1;
     t->f = t->vstr = -1;
     h5Check(e, fapl = H5Pcreate(H5P_FILE_ACCESS));
@@ -371,7 +388,13 @@ static int trace_create(Trace *t, const TraceJob *job, const char *counters_note
     /* the 1.8 format: checksummed superblock and object headers (a corrupt
      * file is refused, not misread), and no "open for writing" flag */
     h5Check(e, H5Pset_libver_bounds(fapl, H5F_LIBVER_V18, H5F_LIBVER_V18));
-    h5Check(e, t->f = H5Fcreate(t->path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl));
+    t->f = H5Fcreate(t->path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    if (t->f < 0) { /* the caller says "cannot create the trace PATH": HDF5's reason follows */
+        char r[256];
+        h5_reason(r, sizeof r);
+        snprintf(why, len, "%s: %s", t->path, r[0] ? r : "HDF5 could not create the file");
+        goto fail;
+    }
     H5Pclose(fapl);
     fapl = -1;
     h5Check(e, t->vstr = H5Tcopy(H5T_C_S1));

@@ -134,6 +134,12 @@ int job_checkpoint(Job *j, int64_t step, int64_t sft_done, const char *deck_text
     return 0;
 }
 
+int64_t job_ckpt_oldest(const Job *j) {
+    int64_t steps[4096];
+    int k = list_ckpts(j->cfg->ckpt.dir, j->cfg->run.name, steps, 4096);
+    return k > 0 ? steps[0] : -1;
+}
+
 int64_t job_ckpt_newest(const Job *j) {
     int64_t steps[4096];
     int k = list_ckpts(j->cfg->ckpt.dir, j->cfg->run.name, steps, 4096);
@@ -150,6 +156,34 @@ static void restart_note_critic(Job *j, const char *path) {
     char w[256];
     if (ckpt_model_config(path, "critic", &fc, &has_adam, w, sizeof w) == 0)
         nr_log("note: %s holds a critic (a ppo run's); algorithm = grpo has none, so it is not read\n", path);
+}
+
+int job_restart_precheck(const Config *cfg, char *why, size_t why_len) {
+    char path[JOB_PATH_MAX];
+    if (strcmp(cfg->run.restart, "latest") == 0) {
+        int64_t steps[4096];
+        int k = list_ckpts(cfg->ckpt.dir, cfg->run.name, steps, 4096);
+        if (k == 0) {
+            snprintf(why, why_len, "restart = latest: no checkpoint %s/%s_step*.h5", cfg->ckpt.dir, cfg->run.name);
+            return -1;
+        }
+        snprintf(path, sizeof path, "%s/%s_step%06lld.h5", cfg->ckpt.dir, cfg->run.name, (long long)steps[k - 1]);
+    } else {
+        snprintf(path, sizeof path, "%s", cfg->run.restart);
+    }
+    struct stat sb;
+    if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode) || access(path, R_OK) != 0) {
+        snprintf(why, why_len, "%s: %s", path,
+                 stat(path, &sb) != 0 ? strerror(errno) : !S_ISREG(sb.st_mode) ? "not a regular file" : strerror(errno));
+        return -1;
+    }
+    GPTConfig fc;
+    char w[512];
+    if (ckpt_model_config(path, "actor", &fc, NULL, w, sizeof w) != 0) {
+        snprintf(why, why_len, "%s", w);
+        return -1;
+    }
+    return 0;
 }
 
 int job_restart(Job *j, const char *path, int64_t *step, int64_t *sft_done, int *partial, char *used,

@@ -256,6 +256,35 @@ static int check_sweep_steps(const Config *cfg, const Deck *deck) {
                          need, cfg->ppo.steps);
 }
 
+/* collective over MPI_COMM_WORLD: the [switch] plan, when this run will reach its step (a restart from a later
+ * step will not), resolved against this job before step 1: a plan that cannot run on these ranks (tp3 on 2
+ * ranks, tp not dividing the heads) is refused now with exit 2 at its key, not when its step comes. What only the
+ * switch itself can find (a memory budget no schedule fits) is still refused then, the run going on. */
+static int run_check_switch(RunCtx *r) {
+    const Config *cfg = r->cfg;
+    if (cfg->sw.step < 0 || cfg->sw.step < r->start_step) return 0;
+    PlanConfig np = cfg->sw.plan;
+    PlanLimits lim = job_plan_limits(cfg, r->world);
+    PlanError perr;
+    if (plan_resolve(&np, &lim, &perr) == 0) return 0;
+    /* plan_resolve speaks of [plan]: the same key of [switch] is meant */
+    const char *msg = perr.msg, *stage = strncmp(perr.key, "plan.", 5) == 0 ? perr.key + 5 : perr.key;
+    char pre[600], key[600];
+    snprintf(pre, sizeof pre, "[plan] %s: ", stage);
+    if (strncmp(msg, pre, strlen(pre)) == 0) msg += strlen(pre);
+    else if (strncmp(msg, "[plan] ", 7) == 0) msg += 7, stage = NULL; /* "[plan] actor.gen lists ..." */
+    snprintf(key, sizeof key, "switch.%s", perr.key + (strncmp(perr.key, "plan.", 5) == 0 ? 5 : 0));
+    return deck_error_at(r->deck, key, "[switch] %s%s%s (the switch before step %d cannot run on %d rank(s))",
+                         stage ? stage : "", stage ? ": " : "", msg, cfg->sw.step, r->world);
+}
+
+/* the restart file, before anything is built or printed: there, and a checkpoint. Returns 0, or 2 (reported) */
+static int run_check_restart(RunCtx *r) {
+    if (!r->cfg->run.restart[0]) return 0;
+    if (job_restart_precheck(r->cfg, r->why, sizeof r->why) == 0) return 0;
+    return deck_error_at(r->deck, "run.restart", "cannot restart: %s", r->why);
+}
+
 /* What the deck means for the models and the tasks (vocabulary, context, SFT split, who changes the plan).
  * Returns 0, or 2 (a bad deck, reported at its line). */
 static int run_check_job(RunCtx *r) {
@@ -286,7 +315,10 @@ static int run_check_job(RunCtx *r) {
                              "[planner] policy = %s and [switch] step = %d both change the plan during the run; "
                              "use one (policy = off for the [switch])",
                              cfg->planner.policy, cfg->sw.step);
-    return check_sweep_steps(cfg, deck);
+    rc = check_sweep_steps(cfg, deck);
+    if (rc == 0) rc = run_check_restart(r);
+    if (rc == 0 && !cfg->run.restart[0]) rc = run_check_switch(r); /* a restart: once its step is known */
+    return rc;
 }
 
 /* collective over MPI_COMM_WORLD: the injected drift, the start-up lines (the resolved deck, the plan), the
@@ -305,9 +337,6 @@ static int run_build(RunCtx *r) {
 
     nr_log("nereus: %s — deck %s, %d rank(s), backend %s, %d BLAS thread(s) per rank\n", cfg->run.name,
            r->deck_path, r->world, r->be->name, cfg->run.blas_threads);
-    nr_log("--- resolved deck ---\n");
-    if (nr_rank() == 0) deck_print_resolved(r->deck, cfg, stdout);
-    nr_log("---------------------\n");
     plan_format(&cfg->plan, r->plan_text, sizeof r->plan_text);
     nr_log("plan:\n%s", r->plan_text);
 
@@ -374,6 +403,42 @@ static int run_init_from(RunCtx *r) {
     return 0;
 }
 
+/* collective over MPI_COMM_WORLD: a run that does not restart and would write over checkpoints an earlier run of
+ * its name left in [ckpt] dir (a file at a step it reaches) is refused before step 1, as a trace is: exit 2
+ * naming the file and the ways out, unless [ckpt] overwrite = true. A restart continues that run: allowed.
+ * Returns 0, or 2 (reported). */
+static int run_check_ckpt_overwrite(RunCtx *r) {
+    const Config *cfg = r->cfg;
+    if (r->restarted || cfg->ckpt.overwrite) return 0;
+    int64_t oldest = r->job.rank == 0 ? job_ckpt_oldest(&r->job) : -1;
+    comm_bcast(MPI_COMM_WORLD, &oldest, sizeof oldest, 0);
+    if (oldest < 0 || oldest > cfg->ppo.steps) return 0;
+    return deck_error_at(r->deck, "ckpt.dir",
+                         "%s/%s_step%06lld.h5: an earlier run's checkpoint, which this run would write over: not "
+                         "overwritten; continue that run (--restart latest), name this one otherwise (--set "
+                         "run.name=NEW, --set ckpt.dir=DIR), or replace them ([ckpt] overwrite = true)",
+                         cfg->ckpt.dir, cfg->run.name, (long long)oldest);
+}
+
+/* rank 0: the resolved deck (every key, its value and where it came from) into a file beside the trace,
+ * NAME.resolved.deck for NAME.trace.h5, instead of on the console before the first step; its path said in one
+ * line. No trace, no file: the trace's /deck and bin/nereus DECK --print-deck hold it too. A file that cannot
+ * be written is a warning: the run does not need it. */
+static void run_write_deck(RunCtx *r) {
+    char path[1024], why[512];
+    if (trace_path(r->cfg, r->start_step, path, sizeof path) != 0) {
+        nr_log("deck: resolved deck not written ([trace] file = none); bin/nereus DECK --print-deck prints it\n");
+        return;
+    }
+    size_t n = strlen(path), k = strlen(".trace.h5");
+    if (n >= k && strcmp(path + n - k, ".trace.h5") == 0) path[n - k] = 0;
+    else if (n >= 3 && strcmp(path + n - 3, ".h5") == 0) path[n - 3] = 0;
+    snprintf(path + strlen(path), sizeof path - strlen(path), ".resolved.deck");
+    if (nr_rank() != 0) return;
+    if (nr_write_text(path, r->deck_text, why, sizeof why) != 0) nr_warn("resolved deck not written: %s", why);
+    else nr_log("deck: resolved deck in %s (every key, its value and its source)\n", path);
+}
+
 /* collective over MPI_COMM_WORLD: the checkpoint directory (found unusable now, not after the first steps)
  * and the trace (rank 0 writes it; every rank counts its model-stages). Returns 0, or 2 (refused, reported). */
 static int run_open_outputs(RunCtx *r) {
@@ -381,6 +446,7 @@ static int run_open_outputs(RunCtx *r) {
     if (cfg->ckpt.every > 0 && cfg->ppo.steps > 0) {
         if (job_ckpt_dir(&r->job, r->why, sizeof r->why) != 0)
             return deck_error_at(r->deck, "ckpt.dir", "%s ([ckpt] every = %d writes there)", r->why, cfg->ckpt.every);
+        if (run_check_ckpt_overwrite(r) != 0) return 2;
         /* a later step's file there is another run's (job_checkpoint's rotation leaves it) */
         int64_t newest = r->job.rank == 0 ? job_ckpt_newest(&r->job) : -1;
         if (newest > r->start_step)
@@ -394,6 +460,7 @@ static int run_open_outputs(RunCtx *r) {
     r->tr = trace_open(MPI_COMM_WORLD, &tj, &rc, &tkey, r->why, sizeof r->why);
     if (rc) return deck_error_at(r->deck, tkey, "%s", r->why);
     live_trace_start(&r->lp, &r->job, r->tr);
+    run_write_deck(r);
     return 0;
 }
 
@@ -674,9 +741,12 @@ static void run_fingerprints(RunCtx *r, RunFingerprints *fp) {
  * the first and last min(10, n)) */
 static void run_print_rewards(const RunCtx *r, int n) {
     int k = NR_MIN(10, n);
+    double gain = mean_range(r->rewards, n - k, n) - mean_range(r->rewards, 0, k);
     nr_log("verify.reward_first10: %.6f\n", mean_range(r->rewards, 0, k));
     nr_log("verify.reward_last10: %.6f\n", mean_range(r->rewards, n - k, n));
-    nr_log("verify.reward_gain: %+.6f\n", mean_range(r->rewards, n - k, n) - mean_range(r->rewards, 0, k));
+    nr_log("verify.reward_gain: %+.6f\n", gain);
+    /* the deck's own expectation, apart from verify.status (finished and finite) */
+    nr_log("verify.learned: %s\n", gain > r->cfg->run.expect_reward_gain ? "yes" : "no");
     nr_log("verify.kl_last10: %.6f\n", mean_range(r->kls, n - k, n));
     nr_log("verify.tokens_hash: %016llx\n", (unsigned long long)r->tok_hash);
 }
@@ -750,6 +820,7 @@ int run_job(const Config *cfg, const Deck *deck, const char *deck_path) {
     if (rc == 0) rc = run_check_job(r);
     if (rc == 0) rc = run_build(r);
     if (rc == 0) rc = run_restart(r);
+    if (rc == 0 && r->restarted) rc = run_check_switch(r);
     if (rc == 0) rc = run_init_from(r);
     if (rc == 0) rc = run_open_outputs(r);
     if (rc == 0) rc = run_sft(r);

@@ -47,6 +47,18 @@ static int avail_line(char *line, long *step, long *n) {
     return 1;
 }
 
+/* what each column of the policy table says, printed above it (docs/PLANNER.md, "Reading --simulate") */
+static void sim_table_legend(void) {
+    printf("\ncolumns: mean step s  MODELLED seconds per step over the whole trace\n"
+           "         vs static    how much shorter the mean step is than static's: + faster, - slower\n"
+           "         transitions  plan moves made (pool changes force some)\n"
+           "         share %%      percent of the run's time spent moving between plans (the sim.*.transition_share\n"
+           "                      lines below give the same as a fraction)\n"
+           "         refused      re-plans after drift that kept the plan in force (no better plan, or the\n"
+           "                      policy's rule declined it)\n"
+           "         planner s    the planner's own wall time on this machine (measured, not modelled)\n");
+}
+
 /* the availability trace: "STEP GPUS" per line, # comments; returns 0, or 2 after the deck error */
 static int read_availability(const Deck *deck, const char *path, int gpus, SimScenario *sc) {
     FILE *f = fopen(path, "r");
@@ -165,9 +177,12 @@ int run_simulation(const Config *cfg, const Deck *deck, int rank) {
                "generating)\n", sc.longest_ratio);
     for (int e = 0; e < sc.nevents; e++) {
         if (sc.ev[e].pool > 0) printf("drift: from step %d the pool holds %d GPUs (availability trace)\n", sc.ev[e].step, sc.ev[e].pool);
+        else if (sc.ev[e].slow == 1) /* a slowdown's end: "runs 1x slower" read as a slowdown */
+            printf("drift: INJECTED from step %d rank %d back to full speed\n", sc.ev[e].step, sc.ev[e].rank);
         else printf("drift: INJECTED from step %d rank %d runs %.2gx slower\n", sc.ev[e].step, sc.ev[e].rank, sc.ev[e].slow);
     }
     if (m->seeds > 0) return sim_study(&sc, m->first_seed, m->seeds, strcmp(m->study, "core") == 0);
+    sim_table_legend();
     printf("\n%-10s %12s %10s %12s %10s %8s %10s\n", "policy", "mean step s", "vs static", "transitions", "share %",
            "refused", "planner s");
     SimResult r[SIM_NPOLICIES];
@@ -183,7 +198,7 @@ int run_simulation(const Config *cfg, const Deck *deck, int rank) {
             continue;
         }
         char vs[16] = "n/a"; /* against the best static plan, where it ran the whole trace */
-        if (!r[SIM_STATIC].failed) snprintf(vs, sizeof vs, "%.1f%%", 100.0 * (1 - r[p].mean_step_s / r[SIM_STATIC].mean_step_s));
+        if (!r[SIM_STATIC].failed) snprintf(vs, sizeof vs, "%+.1f%%", 100.0 * (1 - r[p].mean_step_s / r[SIM_STATIC].mean_step_s));
         printf("%-10s %12.3f %10s %12d %10.4f %8d %10.2f\n", sim_policy_name(p), r[p].mean_step_s, vs,
                r[p].transitions, 100.0 * r[p].transition_s / r[p].total_s, r[p].refused, r[p].planner_s);
     }

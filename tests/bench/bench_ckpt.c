@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bench_args.h"
 #include "nereus/ckpt.h"
 #include "nereus/comm.h"
 #include "nereus/emu.h"
@@ -54,7 +55,14 @@ static double plain_read(const char *path, size_t bytes) {
     return t;
 }
 
+static const char usage[] =
+    "usage: jobs/local.sh -np 4 build/bench/bench_ckpt OUT DIR\n"
+    "  checkpoint write and read against a plain file in DIR; appends metric: value lines to OUT.\n"
+    "  Exit: 0, 2 bad command line.\n";
+
 int main(int argc, char **argv) {
+    int arc = bench_args(argc, argv, usage, 0);
+    if (arc >= 0) return arc;
     MPI_Init(&argc, &argv);
     int rank, size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);

@@ -37,6 +37,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_args.h"
 #include "nereus/ckpt.h"
 #include "nereus/model.h"
 #include "nereus/util.h"
@@ -330,7 +331,14 @@ static void bench_decode_pair(const char *name, GPTConfig c, int B, int steps, i
 /* the llama-124M shape of bench_step: GPT-2 124M's V, L, C, NH with 4 key/value heads, SwiGLU 2048, tied */
 #define LLAMA_124M {.V = 50257, .maxT = 64, .L = 12, .C = 768, .NH = 12, .arch = GPT_ARCH_LLAMA, .NKV = 4, .ffn = 2048}
 
+static const char usage[] =
+    "usage: build/bench/bench_gen OUT [--quick] [--batch 1|4|16|64] [--probe] [--weights CKPT]\n"
+    "  decode tokens/s against the memory and sgemm bounds; appends metric: value lines to OUT\n"
+    "  (tests/bench/run.sh, `make bench`, runs it with OUT = build/bench.txt). Exit: 0, 2 bad command line.\n";
+
 int main(int argc, char **argv) {
+    int arc = bench_args(argc, argv, usage, 0);
+    if (arc >= 0) return arc;
     MPI_Init(&argc, &argv);
     out_txt = argc > 1 ? fopen(argv[1], "a") : NULL;
     int quick = 0, probe = 0, only_b = 0;

@@ -10,13 +10,21 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_args.h"
 #include "nereus/sim.h"
 #include "nereus/txprice.h"
 #include "nereus/util.h"
 
 #define PAPER_MOVE_S 6.52
 
+static const char usage[] =
+    "usage: build/bench/bench_moves [OUT]\n"
+    "  the simulator's price of the paper's 16 -> 32 GPU move; appends tx.paper_move.* lines to OUT.\n"
+    "  Exit: 0, 2 bad command line.\n";
+
 int main(int argc, char **argv) {
+    int arc = bench_args(argc, argv, usage, 0);
+    if (arc >= 0) return arc;
     FILE *out = argc > 1 ? fopen(argv[1], "a") : NULL;
     const char *kinds[2] = {"h100", "h200"};
     double mem[2] = {80e9, 141e9}, hbm[2] = {3.35e12, 4.8e12};

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_args.h"
 #include "nereus/cpu_kernels.h"
 #include "nereus/model.h"
 #ifdef NEREUS_CUDA
@@ -232,7 +233,14 @@ static void bench_gen(const char *name, GPTConfig c, int B, int digits, int R, i
     gpt_free(&m);
 }
 
+static const char usage[] =
+    "usage: build/bench/bench_step OUT [--quick] [--backend cpu|cuda] [--tf32] [--peak-tflops X]\n"
+    "  training and generation tokens/s against bare sgemm; appends metric: value lines to OUT\n"
+    "  (tests/bench/run.sh, `make bench`, runs it with OUT = build/bench.txt). Exit: 0, 2 bad command line.\n";
+
 int main(int argc, char **argv) {
+    int arc = bench_args(argc, argv, usage, 0);
+    if (arc >= 0) return arc;
     MPI_Init(&argc, &argv);
     out_txt = argc > 1 ? fopen(argv[1], "a") : NULL;
     int quick = 0, tf32 = 0;

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_args.h"
 #include "nereus/text.h"
 #include "nereus/util.h"
 
@@ -69,8 +70,15 @@ static double encode_all(const Tokenizer *tk, const Corpus *c, TokIds *ids) {
     return nr_now() - t0;
 }
 
+static const char usage[] =
+    "usage: build/bench/bench_tok OUT|- DATA NAME...\n"
+    "  encode throughput of the tokenizers DATA/NAME; appends metric: value lines to OUT (- for none).\n"
+    "  Exit: 0, 2 bad command line.\n";
+
 int main(int argc, char **argv) {
-    if (argc < 4) { fprintf(stderr, "usage: bench_tok OUT DATA NAME...\n"); return 2; }
+    int arc = bench_args(argc, argv, usage, 1);
+    if (arc >= 0) return arc;
+    if (argc < 4) { fprintf(stderr, "%s", usage); return 2; }
     char path[4096], why[512];
     snprintf(path, sizeof path, "%s/corpus.jsonl", argv[2]);
     Corpus c = read_corpus(path);

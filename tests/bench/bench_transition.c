@@ -45,6 +45,7 @@
 
 #include <mpi.h>
 
+#include "bench_args.h"
 #include "nereus/backend.h"
 #include "nereus/ckpt.h"
 #include "nereus/comm.h"
@@ -297,7 +298,14 @@ static TxProbe probe(void) {
     return p;
 }
 
+static const char usage[] =
+    "usage: jobs/local.sh -np 8 build/bench/bench_transition OUT DIR\n"
+    "  the transition engine against its bound, gather and a checkpoint in DIR; appends metric: value\n"
+    "  lines to OUT. Exit: 0, 2 bad command line.\n";
+
 int main(int argc, char **argv) {
+    int arc = bench_args(argc, argv, usage, 0);
+    if (arc >= 0) return arc;
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);

@@ -3,6 +3,11 @@
 # one `metric: value` per line in build/bench.txt. Ratios are taken against
 # baselines measured in the same run. Pass --quick for a short smoke run.
 set -euo pipefail
+case "${1:-}" in
+  -h|--help) sed -n '2,4p' "$0" | sed 's/^# \{0,1\}//'; echo "usage: tests/bench/run.sh [--quick]   (make bench). Exit: 0, non-zero when a benchmark fails."; exit 0;;
+  ""|--quick) ;;
+  *) echo "tests/bench/run.sh: unknown option '$1' (--quick, --help)" >&2; exit 2;;
+esac
 cd "$(dirname "$0")/../.."
 mkdir -p build
 . tests/workdir.sh bench-run # runs write their traces there, not into the checkout

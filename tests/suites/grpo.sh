@@ -65,9 +65,11 @@ t grpo-process-equiv-tp2-dp2-run 300 $L -np 4 bin/nereus "$LOG/grpo-process-tp2-
   --set run.log_every=5 --set trace.file=none
 if want grpo-process-equiv-tp2-dp2; then
   a=$LOG/grpo-process-equiv-1rank.log b=$LOG/grpo-process-equiv-tp2-dp2-run.log
-  if grep -q '^credit = process' "$b"; then
+  # the deck as the run took it (--print-deck: the run writes no resolved deck without a trace)
+  if bin/nereus "$LOG/grpo-process-tp2-dp2.deck" $EQ --set ppo.steps=3 --set run.log_every=5 --set trace.file=none \
+       --print-deck 2>&1 | grep -q '^credit = process'; then
     equiv_result grpo-process-equiv-tp2-dp2 "$a" "$b" "4 ranks" checksum.actor checksum.ref
-  else result grpo-process-equiv-tp2-dp2 1 0 "the run does not show credit = process (log: $b)"; fi
+  else result grpo-process-equiv-tp2-dp2 1 0 "the deck does not resolve to credit = process ($LOG/grpo-process-tp2-dp2.deck)"; fi
 fi
 
 section "GRPO checkpoints: no critic in the file; restarted under another plan"

@@ -93,19 +93,22 @@ feeds set-overrides set-overrides-used
 t set-overrides 300 $L -np 2 bin/nereus tests/decks/short.deck --set ppo.steps=3 --set "sft.steps = 2"
 if want set-overrides-used; then
   f=$LOG/set-overrides.log
-  if grep -qE '^steps = 3 +# command line \(--set\)$' "$f" && grep -qE '^steps = 2 +# command line \(--set\)$' "$f" && \
-     grep -qE '^seed = 1234 +# line [0-9]+$' "$f" && [ "$(verify "$f" ppo_steps)" = 3 ] && \
+  # the resolved deck: in the file beside the trace that the run names
+  d=$(sed -n 's/^deck: resolved deck in \(.*\) (every key.*/\1/p' "$f"); [ -f "$d" ] || d=/dev/null
+  if grep -qE '^steps = 3 +# command line \(--set\)$' "$d" && grep -qE '^steps = 2 +# command line \(--set\)$' "$d" && \
+     grep -qE '^seed = 1234 +# line [0-9]+$' "$d" && [ "$(verify "$f" ppo_steps)" = 3 ] && \
      [ "$(verify "$f" sft_steps)" = 2 ] && [ "$(verify "$f" status)" = pass ]; then
     result set-overrides-used 0 0 "resolved deck: ppo.steps and sft.steps from --set; verify.ppo_steps 3, sft_steps 2"
   else result set-overrides-used 1 0 "the overrides are not marked or not followed (log: $f)"; fi
 fi
-feeds set-restart-named set-restart-from-command-line
 bad set-restart-named '^--restart no/such\.h5: error: cannot restart: .*no/such\.h5' \
   $L -np 2 bin/nereus tests/decks/short.deck --restart no/such.h5
+# the resolved deck (--print-deck: a missing restart file is refused before a run prints it)
 if want set-restart-from-command-line; then
-  if grep -qE '^restart = "no/such\.h5" +# command line \(--restart\)$' "$LOG/set-restart-named.out"; then
+  bin/nereus tests/decks/short.deck --restart no/such.h5 --print-deck >"$LOG/set-restart-from-command-line.out" 2>&1
+  if grep -qE '^restart = "no/such\.h5" +# command line \(--restart\)$' "$LOG/set-restart-from-command-line.out"; then
     result set-restart-from-command-line 0 0 "the resolved deck names --restart as the source"
-  else result set-restart-from-command-line 1 0 "no '# command line (--restart)' mark (log: $LOG/set-restart-named.out)"; fi
+  else result set-restart-from-command-line 1 0 "no '# command line (--restart)' mark (log: $LOG/set-restart-from-command-line.out)"; fi
 fi
 # bad overrides stop every rank with exit 2 and the deck parser's message, naming the argument
 feeds set-unknown-key set-unknown-key-note

@@ -74,24 +74,29 @@ if want switch-scaleout-forwarding; then
     result switch-scaleout-forwarding 0 0 "$fwd MiB forwarded; tokens and checksums identical to the run without forwarding"
   else result switch-scaleout-forwarding 1 0 "forwarded '$fwd' MiB, identical $same"; fi
 fi
-# an infeasible plan (tp3 does not divide 4 heads) and a budget no schedule fits: refused, run continues on the old plan
-feeds switch-infeasible-run switch-infeasible-refused
-feeds switch-budget-run switch-budget-refused
+# an infeasible plan (tp3 does not divide 4 heads): refused before step 1 with exit 2 at the [switch] line (until
+# issue 48 it was refused only when its step came, the run going on); a budget no schedule fits, which only the
+# switch itself finds: refused then, the run continuing on the old plan
 { cat tests/decks/restart.deck; printf "[plan]\n$P_OLD\n[switch]\nstep = 2\nactor.gen = tp3 @ 0-2\nactor.inf = dp4 @all\nref.inf = tp2 @2-3\ncritic.inf = dp2 @0-1\nactor.train = tp2 dp2 @0-3\ncritic.train = pp2 dp2 @0-3\nreward.inf = @0\n"; } > "$T/infeasible.deck"
 deck_steps "$T/infeasible.deck" 4
-t switch-infeasible-run 300 $L -np 4 bin/nereus "$T/infeasible.deck"
+feeds switch-infeasible-refused switch-infeasible-before-step1
+bad switch-infeasible-refused "infeasible\.deck:$(( $(grep -n '^actor.gen = tp3' "$T/infeasible.deck" | cut -d: -f1) )): error: \[switch\] actor\.gen: tp = 3 does not divide.*before step 2" \
+  $L -np 4 bin/nereus "$T/infeasible.deck"
+if want switch-infeasible-before-step1; then
+  if ! grep -qE '^step +[0-9]+ \|' "$LOG/switch-infeasible-refused.out"; then result switch-infeasible-before-step1 0 0 "no step ran"
+  else result switch-infeasible-before-step1 1 0 "steps ran before the refusal (log: $LOG/switch-infeasible-refused.out)"; fi
+fi
+feeds switch-budget-run switch-budget-refused
 { cat tests/decks/restart.deck; printf "[plan]\n$P_OLD\n[switch]\nstep = 2\n$P_NEW\n[transition]\nmemory_mib = 12\n"; } > "$T/budget.deck"
 deck_steps "$T/budget.deck" 4
 t switch-budget-run 300 $L -np 4 bin/nereus "$T/budget.deck"
-for k in infeasible budget; do
-  want "switch-$k-refused" || continue
-  f=$LOG/switch-$k-run.log
-  re='refused: \[switch\] actor.gen: tp = 3 does not divide'; [ $k = budget ] && re='refused: memory budget 12\.0 MiB too small'
-  if grep -qE "switch before step 2 $re" "$f" && grep -q 'continuing on the current plan' "$f" && \
+if want switch-budget-refused; then
+  f=$LOG/switch-budget-run.log
+  if grep -qE "switch before step 2 refused: memory budget 12\.0 MiB too small" "$f" && grep -q 'continuing on the current plan' "$f" && \
      [ "$(verify "$f" transitions)" = 0 ] && [ "$(verify "$f" ppo_steps)" = 4 ] && [ "$(verify "$f" status)" = pass ]; then
-    result "switch-$k-refused" 0 0 "$(grep -m1 -o 'refused: .*' "$f" | cut -c1-110)"
-  else result "switch-$k-refused" 1 0 "no refusal line, or the run did not continue"; fi
-done
+    result switch-budget-refused 0 0 "$(grep -m1 -o 'refused: .*' "$f" | cut -c1-110)"
+  else result switch-budget-refused 1 0 "no refusal line, or the run did not continue"; fi
+fi
 # the INJECTED communicator set-up ([inject] comm_setup_s = 0.3, tests/decks/comm_setup.deck): a switch on 2
 # ranks builds new communicator sets, and its measured time must hold at least 0.3 s for each (a sleep after
 # MPI_Comm_split, inside the transition's time); the run names the injection; a negative value is refused at its
