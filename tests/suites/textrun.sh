@@ -44,9 +44,17 @@ done 3<<< "$TEXT_PLANS"
 
 # GRPO on text, groups of 4, on 1 rank and under tp2-dp2 on 4
 G="--set ppo.algorithm=grpo --set ppo.group_size=4"
-feeds text-grpo-1rank text-grpo-tp2-dp2
+feeds text-grpo-1rank text-grpo-tp2-dp2 text-grpo-runs
 feeds text-grpo-tp2-dp2-run text-grpo-tp2-dp2
-t text-grpo-1rank 300 $L -np 1 bin/nereus inputs/text-tiny.deck $TX $G
+t text-grpo-1rank 300 $L -np 1 bin/nereus inputs/text-tiny.deck $TX $G --set eval.every=2 --set trace.samples=2
+if want text-grpo-runs; then # GRPO with an evaluation after step 1 and samples at steps 0 and 2
+  f=$LOG/text-grpo-1rank.log
+  if [ "$(verify "$f" status)" = pass ] && [ "$(verify "$f" algorithm)" = "grpo (group_size 4)" ] &&
+     grep -q '^eval: after step 1: ' "$f" && [ -n "$(verify "$f" eval.accuracy)" ] &&
+     [ "$(grep -c '^sample: step [02] row [0-3] ' "$f")" = 8 ]; then
+    result text-grpo-runs 0 0 "4 GRPO steps: an evaluation after step 1, 8 samples, verify.eval.accuracy"
+  else result text-grpo-runs 1 0 "status '$(verify "$f" status)', or no grpo, evaluation or samples"; fi
+fi
 runs text-grpo-tp2-dp2-run && text_deck "$LOG/text-grpo.deck" "actor.gen = tp2 dp2 @0-3; actor.inf = tp2 dp2 @0-3; ref.inf = pp2 dp2 @0-3; actor.train = tp2 dp2 @0-3; reward.inf = @0"
 t text-grpo-tp2-dp2-run 300 $L -np 4 bin/nereus "$LOG/text-grpo.deck" $TX $G
 want text-grpo-tp2-dp2 && equiv_result text-grpo-tp2-dp2 "$LOG/text-grpo-1rank.log" "$LOG/text-grpo-tp2-dp2-run.log" \
