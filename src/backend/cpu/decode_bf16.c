@@ -45,10 +45,7 @@ static void portable_row(float *out, size_t ldo, const float *x, const uint16_t 
         float acc[16] = {0};
         for (int i = 0; i < full; i += 16)
             for (int j = 0; j < 16; j++) acc[j] = fmaf(xr[i + j], bf16_to_f32(w[i + j]), acc[j]);
-        float s = 0.0f, t[8], h[4];
-        for (int j = 0; j < 8; j++) t[j] = acc[j] + acc[j + 8];
-        for (int j = 0; j < 4; j++) h[j] = t[j] + t[j + 4];
-        s = (h[0] + h[2]) + (h[1] + h[3]);
+        float s = cpu_rowdot_finish(acc, xr, NULL, full, full); /* the lanes' tree; the tail below */
         for (int k = full; k < IC; k++) s = fmaf(xr[k], bf16_to_f32(w[k]), s);
         out[(size_t)n * ldo] = bias + s;
     }
@@ -71,10 +68,7 @@ static inline v8 wide8(const uint16_t *p) {
 
 /* the leftover columns in order, widened, then the tree's sum (rowdot_end with bf16 weights) */
 static inline float end_bf16(v8 lo, v8 hi, const float *x, const uint16_t *w, int i, int IC) {
-    v8 t = lo + hi;
-    v4 h = __builtin_shufflevector(t, t, 0, 1, 2, 3) + __builtin_shufflevector(t, t, 4, 5, 6, 7);
-    v4 p = h + __builtin_shufflevector(h, h, 2, 3, 2, 3);
-    float s = p[0] + p[1];
+    float s = rowdot_end(lo, hi, x, NULL, i, i); /* the lanes' tree alone */
     for (int k = i; k < IC; k++) s = fmaf(x[k], bf16_to_f32(w[k]), s);
     return s;
 }
