@@ -302,6 +302,7 @@ static const char FULL[] =
     "group_eps = 1e-4\n"
     "kl_loss_coef = 0.1\n"
     "clip_high = 0.3\n"
+    "tis_cap = 2.5\n"
     "credit = outcome\n"
     "process_baseline = pooled\n"   /* the defaults: the others need algorithm = grpo, credit = process, group_std */
     "group_std_scope = group\n"
@@ -312,7 +313,10 @@ static const char FULL[] =
     "[eval]\n"
     "every = 10\n"
     "[trace]\n"
-    "samples = 5\n";
+    "samples = 5\n"
+    "[model]\n"
+    "gen_dtype = bf16\n"
+    "score_dtype = bf16\n";
 
 static void good_full(Tally *t, const char *text, const char *what)
 {
@@ -380,7 +384,8 @@ static void good_full(Tally *t, const char *text, const char *what)
                  pl->guard_margin == 0.2f && pl->guard_steps == 3,
           "%s: inject and planner values (policy %s, slow_ranks '%s')", what, pl->policy, ij->slow_ranks);
     check(t, strcmp(c.ppo.algorithm, "ppo") == 0 && c.ppo.group_size == 1 && c.ppo.group_std == 0 &&
-                 c.ppo.group_eps == 1e-4f && c.ppo.kl_loss_coef == 0.1f && c.ppo.clip_high == 0.3f &&
+                 c.ppo.group_eps == 1e-4f && c.ppo.kl_loss_coef == 0.1f && c.ppo.clip_high == 0.3f && c.ppo.tis_cap == 2.5f && !strcmp(c.model.gen_dtype, "bf16") &&
+                 !strcmp(c.model.score_dtype, "bf16") &&
                  strcmp(c.ppo.credit, "outcome") == 0 && strcmp(c.ppo.process_baseline, "pooled") == 0 &&
                  strcmp(c.ppo.group_std_scope, "group") == 0,
           "%s: the algorithm keys (algorithm %s, group_size %d)", what, c.ppo.algorithm, c.ppo.group_size);
@@ -1005,7 +1010,7 @@ static void table_checks(Tally *t)
         }
         l = nl ? nl + 1 : l + ll;
     }
-    check(t, rows == 175 && broken == 0, "reference: %d key rows, %d with a stray '|'", rows, broken);
+    check(t, rows == 178 && broken == 0, "reference: %d key rows, %d with a stray '|'", rows, broken);
     check(t, buf && strstr(buf, "| `value_clip` | float | `0.2` | > 0 and ≤ 1000000 |"), "bounds print as written (1000000)");
     check(t, buf && strstr(buf, "## [switch]") && strstr(buf, "## [transition]") &&
                  strstr(buf, "| `step` | int | `-1` | ≥ -1 | before PPO step N (0-based") &&

@@ -305,6 +305,81 @@ static void test_generate(void) {
     gpt_free(&m);
 }
 
+/* mean |a − b| over the rollout's response tokens (mask) of two (B, T) arrays, and how many differ in bits */
+static double masked_gap(const Rollout *r, const float *a, const float *b, int *ndiff) {
+    double s = 0, n = 0;
+    *ndiff = 0;
+    for (size_t i = 0; i < (size_t)r->B * r->T; i++) {
+        if (r->mask[i] == 0.0f) continue;
+        s += fabs((double)a[i] - b[i]), n += 1;
+        *ndiff += memcmp(&a[i], &b[i], sizeof a[i]) != 0;
+    }
+    return n > 0 ? s / n : 0.0;
+}
+
+/* The behaviour log-probabilities generation records are the scoring forward's, bit for bit, on the same
+ * model; with the bf16 copy (gen_dtype = bf16) too, whose decode gives the bf16 forward's bits; the bf16
+ * model's are near the fp32 one's. GPT-2 and a Llama variant (its q and k|v GEMMs apart under bf16). */
+static void behaviour_logp(GPTConfig c, const char *what) {
+    Config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.run.seed = 7;
+    cfg.ppo.batch = 8;
+    cfg.ppo.max_response = 6;
+    cfg.ppo.temperature = 1.0f;
+    TaskSet ts;
+    char why[128];
+    task_parse(&ts, "reverse,sort", 4, 5, why, sizeof why);
+    GPT m;
+    gpt_build(&m, &c, backend_cpu(), 8, 12, 0, 3, 0.3f);
+    Rollout a, b;
+    rollout_alloc(&a, &cfg, &ts, m.be, 8, 8, 0);
+    rollout_alloc(&b, &cfg, &ts, m.be, 8, 8, 0);
+    float *inf = nr_xcalloc((size_t)8 * a.Tcap, sizeof(float)), *f32 = nr_xcalloc((size_t)8 * a.Tcap, sizeof(float));
+    int nd = 0, nd16 = 0, same = 1;
+    double gap = 0, gap16 = 0, gap_dtype = 0;
+    for (int step = 0; step < 2; step++) {
+        gpt_gen_bf16(&m, 0);
+        ppo_generate(&a, &m, &cfg, &ts, step);
+        rollout_finish(&a);
+        ppo_infer_logp(&m, &a, 0, a.B, inf);
+        int d;
+        gap += masked_gap(&a, a.logp_gen, inf, &d), nd += d;
+        gpt_gen_bf16(&m, 1); /* the bf16 copy: generation and the scoring forward read it */
+        ppo_generate(&a, &m, &cfg, &ts, step);
+        ppo_generate_nocache(&b, &m, &cfg, &ts, step);
+        for (int i = 0; i < a.B; i++) {
+            same = same && a.resp_len[i] == b.resp_len[i];
+            for (int t = 0; t < a.P + a.resp_len[i]; t++) same = same && a.tokens[i * a.Tcap + t] == b.tokens[i * b.Tcap + t];
+        }
+        rollout_finish(&a);
+        ppo_infer_logp(&m, &a, 0, a.B, inf);
+        gap16 += masked_gap(&a, a.logp_gen, inf, &d), nd16 += d;
+        gpt_gen_bf16(&m, 0); /* the fp32 model on the bf16 model's tokens */
+        ppo_infer_logp(&m, &a, 0, a.B, f32);
+        gap_dtype += masked_gap(&a, a.logp_gen, f32, &d);
+    }
+    CHECK(nd == 0 && gap == 0, "%sfp32: generation's behaviour log-probs = the scoring forward's (%d differ)", what, nd);
+    CHECK(same, "%sbf16: KV-cached generation samples the uncached tokens (2 steps x 8)", what);
+    CHECK(nd16 == 0, "%sbf16: generation's behaviour log-probs = the bf16 scoring forward's (%d differ)", what, nd16);
+    CHECK(gap_dtype > 0 && gap_dtype / 2 < 0.05, "%sbf16 against fp32 on the same tokens: mean |Δ log p| %.2e (> 0, < 0.05)",
+          what, gap_dtype / 2);
+    free(inf), free(f32);
+    rollout_free(&a);
+    rollout_free(&b);
+    gpt_free(&m);
+}
+
+static void test_behaviour_logp(void) {
+    GPTConfig c = {.V = TASK_VOCAB, .maxT = 16, .L = 2, .C = 64, .NH = 4, .value_head = 0};
+    behaviour_logp(c, "gpt2: ");
+    GPTConfig l = llama_variant(2);
+    l.V = TASK_VOCAB;
+    l.C = 64;
+    l.ffn = 96;
+    behaviour_logp(l, "qwen2: ");
+}
+
 static void test_init(void) {
     GPTConfig c = {.V = 15, .maxT = 16, .L = 2, .C = 16, .NH = 4, .value_head = 1};
     GPT a, b;
@@ -325,6 +400,7 @@ int main(int argc, char **argv) {
     test_init();
     test_kv_cache();
     test_generate();
+    test_behaviour_logp();
     test_gradcheck(0);
     test_gradcheck(1);
     test_llama();

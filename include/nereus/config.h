@@ -46,6 +46,8 @@ typedef struct ModelConfig {
     char arch[12];           /* [model] arch: gpt2 | llama | qwen2 | qwen3 */
     char qkv_bias[8];        /* [model] qkv_bias: auto | true | false (auto: qwen2 has them) */
     char qk_norm[8];         /* [model] qk_norm: auto | true | false (auto: qwen3 has it) */
+    char gen_dtype[8];       /* [model] gen_dtype: fp32 | bf16: the weights actor.gen generates with */
+    char score_dtype[8];     /* [model] score_dtype: fp32 | bf16: the weights the scoring EMUs infer with */
     char init_from[CFG_STR]; /* [model] init_from: checkpoint whose "actor" starts the actor and ref ("" = none) */
 } ModelConfig;
 
@@ -93,9 +95,11 @@ typedef struct PpoConfig {
     float group_eps;         /* [ppo] group_eps: added to the group's standard deviation */
     float kl_loss_coef;      /* [ppo] kl_loss_coef: beta of GRPO's k3 KL(actor||ref) term in the actor loss */
     float clip_high;         /* [ppo] clip_high: upper ratio clip for A > 0 (DAPO's clip-higher); 0 = clip */
+    float tis_cap;           /* [ppo] tis_cap: truncated importance weight cap on the policy loss; 0 = off */
     char algorithm[8];       /* [ppo] algorithm: ppo | grpo */
-    char credit[12];         /* [ppo] credit: outcome | process: the task reward per response or per position (12 bytes:
-                                PpoConfig stays a multiple of 8, so Config has no hole the key table leaves uncovered) */
+    char credit[16];         /* [ppo] credit: outcome | process: the task reward per response or per position (16 bytes
+                                with tis_cap's 4: PpoConfig stays a multiple of 8, so Config has no hole the key table
+                                leaves uncovered) */
     char process_baseline[16]; /* [ppo] process_baseline: pooled | position: grpo's baseline of process credits */
     char group_std_scope[8];   /* [ppo] group_std_scope: group | batch: the std grpo divides by (the four strings, 44
                                   bytes, keep PpoConfig a multiple of 8) */

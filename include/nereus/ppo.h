@@ -34,11 +34,16 @@ typedef struct Rollout {
     float *task_reward;    /* (B) rule reward in [0, 1] */
     float *score;          /* (B) task reward (+ weighted reward-network score) */
     float *logp_old, *logp_ref, *values, *rm_values, *rewards, *adv, *ret, *mask; /* (B, T) dense */
+    float *logp_gen;       /* the behaviour log-probabilities: the generating actor's log-softmax (temperature 1,
+                              the real vocabulary) of each sampled token, recorded as it is sampled, at the position
+                              that predicts it: (B, Tcap) rows during generation, (B, T) dense from rollout_finish;
+                              0 off the response and where generation ran greedily */
     int *next;             /* (B) during generation: the next token of each row still generating, in act order */
     int *act, nact;        /* (B) during generation: the rows still generating, increasing; their count */
     const Backend *be;     /* the actor's backend, for the buffers below */
     float *d_u;            /* (B) backend: one uniform per sequence */
     int *d_next;           /* (B) backend: sampled tokens */
+    float *d_blogp;        /* (B) backend: their behaviour log-probabilities */
 } Rollout;
 
 typedef struct StepStats {
@@ -47,6 +52,12 @@ typedef struct StepStats {
     double kl;             /* mean per-token log(actor/ref) on sampled tokens */
     double pg_loss, vf_loss, entropy, clipfrac, approx_kl, grad_norm_actor, grad_norm_critic;
     double kl_k3;          /* grpo: mean k3 KL(actor‖ref) over the updates' response tokens (the loss adds β·it) */
+    double logp_gap;       /* mean |log π_old − log π_gen| over the response tokens: the scoring actor against the
+                              generating one on the same tokens (0 where both compute the same bits) */
+    double gen_kl;         /* mean log π_gen − log π_old over the response tokens: KL(π_gen‖π_old) estimated on
+                              the generated samples */
+    double tis_mean;       /* [ppo] tis_cap: the mean truncated importance weight over the updates' tokens (1 off) */
+    double tis_capped;     /* ... and the fraction of those tokens whose weight the cap truncated */
     double resp_len;       /* mean response length (tokens incl. EOS) */
     double t_gen, t_inf, t_train;  /* seconds */
     double tokens;         /* sequence tokens processed in the step (B × T) */

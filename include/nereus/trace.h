@@ -72,6 +72,8 @@ typedef struct TraceStep {
     const PlanConfig *plan;      /* the plan the step ran under */
     int plan_id;
     double kl_k3;                /* grpo: the mean k3 KL(actor‖ref) of the updates (StepStats.kl_k3); ppo: 0 */
+    double logp_gap, gen_kl;     /* the generating against the scoring actor (StepStats) */
+    double tis_mean, tis_capped; /* the truncated importance weights of the updates (StepStats) */
 } TraceStep;
 
 /* collective over world: reduces the step's stage records (counters.h) and

@@ -111,6 +111,7 @@ typedef struct TraceStepsRow {
     double tokens_per_s, reward, kl, pg_loss, vf_loss, entropy, resp_len, resp_longest, clipfrac, approx_kl,
         grad_norm_actor, grad_norm_critic, sync_bytes;
     double kl_k3; /* grpo's k3 KL term (ppo: 0) */
+    double logp_gap, gen_kl, tis_mean, tis_capped; /* the generating against the scoring actor; TIS */
 } TraceStepsRow;
 
 typedef struct TraceStagesRow {

@@ -114,6 +114,13 @@ const DeckKey deck_keys[] = {
      "biases on q, k and v; auto = the arch's own (qwen2: true; llama, qwen3: false)"},
     {"model", "qk_norm", DECK_T_CHOICE, 0, "auto", NONE, NONE, "auto|true|false", F_STR(model.qk_norm),
      "per-head RMSNorm of q and k before RoPE; auto = the arch's own (qwen3: true; llama, qwen2: false)"},
+    {"model", "gen_dtype", DECK_T_CHOICE, 0, "fp32", NONE, NONE, "fp32|bf16", F_STR(model.gen_dtype),
+     "weights actor.gen generates with: fp32, or bf16 = a bfloat16 copy of the fp32 weights, made at each "
+     "generation from the synced weights, that every GEMM of prefill and decode reads (half the bytes; "
+     "activations rounded to bf16 at the GEMM, sums in fp32); training keeps fp32 master weights. The gap "
+     "between the generating and the training policy is traced (logp_gap); [ppo] tis_cap corrects for it"},
+    {"model", "score_dtype", DECK_T_CHOICE, 0, "fp32", NONE, NONE, "fp32|bf16", F_STR(model.score_dtype),
+     "weights the scoring EMUs (actor.inf, ref.inf, critic.inf, reward.inf) infer with: fp32, or bf16 as gen_dtype"},
     {"model", "init_from", DECK_T_STRING, 0, "", NONE, NONE, NULL, F_STR(model.init_from),
      "checkpoint (HDF5, e.g. from bin/nereus-ckpt import-hf or import-llmc, or a run's) whose model \"actor\" starts this run's actor and ref, read under this deck's plan: initialisation, not a restart (PPO step 0, SFT step 0, fresh AdamW state; the critic keeps its fresh value head and, as in any run, takes the actor's trunk when PPO starts; with [sft] steps, SFT continues from these weights and the ref is the actor after SFT, as in any run); the file's actor must have this [model]; \"\" = none (a fresh initialisation); a restart ([run] restart, --restart) continues a run and wins: init_from is then ignored"},
 
@@ -193,6 +200,10 @@ const DeckKey deck_keys[] = {
     {"ppo", "clip_high", DECK_T_FLOAT, 0, "0", GE(0), LE(10), NULL, F_FLT(ppo.clip_high),
      "upper ratio clip epsilon (DAPO's clip-higher): the surrogate clips the ratio to [1 - clip, 1 + clip_high]; "
      "0 = clip (symmetric)"},
+    {"ppo", "tis_cap", DECK_T_FLOAT, 0, "0", GE(0), LE(1000), NULL, F_FLT(ppo.tis_cap),
+     "truncated importance sampling: each response token's policy loss is weighted by min(pi_old / pi_gen, "
+     "tis_cap), pi_old the scoring actor's probability of the token and pi_gen the generating one's (they differ "
+     "where gen_dtype or the layouts differ); 0 = off (the weight is 1). A cap of 2 is the usual choice"},
     {"ppo", "credit", DECK_T_CHOICE, 0, "outcome", NONE, NONE, "outcome|process", F_STR(ppo.credit),
      "outcome = the task reward as one number per response (ppo: on its last token; grpo: one group-relative "
      "advantage on every token); process = the reward's per-position credits (ppo: each on its position's token; "

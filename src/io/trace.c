@@ -535,6 +535,10 @@ void trace_step(Trace *t, MPI_Comm world, const TraceStep *s) {
     r.grad_norm_critic = s->grad_norm_critic;
     r.sync_bytes = s->sync_bytes;
     r.kl_k3 = s->kl_k3;
+    r.logp_gap = s->logp_gap;
+    r.gen_kl = s->gen_kl;
+    r.tis_mean = s->tis_mean;
+    r.tis_capped = s->tis_capped;
     TraceStagesRow rows[PLAN_NSTAGES];
     int n = 0;
     for (int id = 0; id < PLAN_NSTAGES; id++) {

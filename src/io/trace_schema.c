@@ -59,6 +59,14 @@ static const TraceColumn steps_cols[] = {
     {F64(R, sync_bytes), NEW, "bytes", "bytes the step's weight sync moved between ranks"},
     {F64(R, kl_k3), NEW, "", "grpo: mean k3 estimate of KL(actor‖ref) over the updates' response tokens, the term "
                              "the actor loss adds (the progress line's k3); ppo: 0"},
+    {F64(R, logp_gap), NEW, "nats", "mean |log π_old − log π_gen| over the response tokens: the scoring actor (actor.inf) "
+                                    "against the generating one (actor.gen, [model] gen_dtype) on the same tokens; 0 "
+                                    "where both compute the same bits; read as 0 when absent"},
+    {F64(R, gen_kl), NEW, "nats", "mean log π_gen − log π_old over the response tokens: KL(π_gen‖π_old) estimated on the "
+                                  "generated samples; read as 0 when absent"},
+    {F64(R, tis_mean), NEW, "", "[ppo] tis_cap: the mean truncated importance weight min(π_old/π_gen, cap) of the "
+                                "updates' tokens; 1 with tis_cap 0; read as 0 when absent"},
+    {F64(R, tis_capped), NEW, "", "[ppo] tis_cap: the fraction of the updates' tokens whose weight the cap truncated"},
 };
 #undef R
 

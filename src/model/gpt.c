@@ -602,21 +602,21 @@ static void gpt_layer_forward(GPT *m, int l, int r0, int n) {
     float *l2m = a->ln2_mean + (size_t)l * BT + rT, *l2r = a->ln2_rstd + (size_t)l * BT + rT;
     be->layernorm_forward(ln1, l1m, l1r, res, m->p[GPT_LN1W] + l * C, m->p[GPT_LN1B] + l * C, nT, C);
     /* column-parallel: this rank's heads of q, k, v */
-    be->matmul_forward(qkv, ln1, m->p[GPT_QKVW] + (size_t)l * 3 * Cl * C, m->p[GPT_QKVB] + l * 3 * Cl, nT, C, 3 * Cl);
+    gpt_forward_mm(m, qkv, ln1, m->p[GPT_QKVW] + (size_t)l * 3 * Cl * C, m->p[GPT_QKVB] + l * 3 * Cl, nT, C, 3 * Cl);
     gpt_pp_poll(m);
     be->attention_forward(atty, preatt, att, qkv, n, T, Cl, NH, NH);
     gpt_pp_poll(m);
     /* row-parallel: partial sums over this rank's heads, then the TP sum */
-    be->matmul_forward(attproj, atty, m->p[GPT_ATTPROJW] + (size_t)l * C * Cl,
+    gpt_forward_mm(m, attproj, atty, m->p[GPT_ATTPROJW] + (size_t)l * C * Cl,
                        gpt_rowpar_bias(m, m->p[GPT_ATTPROJB] + l * C), nT, Cl, C);
     gpt_tp_sum(m, attproj, nTC);
     be->residual_forward(res2, res, attproj, nTC);
     be->layernorm_forward(ln2, l2m, l2r, res2, m->p[GPT_LN2W] + l * C, m->p[GPT_LN2B] + l * C, nT, C);
     gpt_pp_poll(m);
-    be->matmul_forward(fch, ln2, m->p[GPT_FCW] + (size_t)l * F * C, m->p[GPT_FCB] + l * F, nT, C, F);
+    gpt_forward_mm(m, fch, ln2, m->p[GPT_FCW] + (size_t)l * F * C, m->p[GPT_FCB] + l * F, nT, C, F);
     gpt_pp_poll(m);
     be->gelu_forward(fchg, fch, (size_t)nT * F);
-    be->matmul_forward(fcproj, fchg, m->p[GPT_FCPROJW] + (size_t)l * C * F,
+    gpt_forward_mm(m, fcproj, fchg, m->p[GPT_FCPROJW] + (size_t)l * C * F,
                        gpt_rowpar_bias(m, m->p[GPT_FCPROJB] + l * C), nT, F, C);
     gpt_tp_sum(m, fcproj, nTC);
     be->residual_forward(res3, res2, fcproj, nTC);
@@ -676,9 +676,9 @@ void gpt_forward(GPT *m, const int *tokens, int B, int T, int want_logits, int w
             be->layernorm_forward(a->lnf + rC, a->lnf_mean + rT, a->lnf_rstd + rT, out + rC, m->p[GPT_LNFW],
                                   m->p[GPT_LNFB], (int)nT, C);
         if (want_logits)
-            be->matmul_forward(a->logits + rT * V, a->lnf + rC, gpt_head(m), NULL, (int)nT, C, V);
+            gpt_forward_mm(m, a->logits + rT * V, a->lnf + rC, gpt_head(m), NULL, (int)nT, C, V);
         if (want_values)
-            be->matmul_forward(a->values + rT, a->lnf + rC, m->p[GPT_VHW], m->p[GPT_VHB], (int)nT, C, 1);
+            gpt_forward_mm(m, a->values + rT, a->lnf + rC, m->p[GPT_VHW], m->p[GPT_VHB], (int)nT, C, 1);
     }
     if (!m->last) comm_waitall(nmb, rout);
     /* what the callers read, the same on every stage */
@@ -913,6 +913,11 @@ void gpt_decode_mm(GPT *m, float *out, const float *in, const float *w, const fl
                    int ldo) {
     if (m->wbf16) m->be->matmul_decode_bf16(out, in, m->wbf16 + (w - m->params), bias, n, IC, OC, ldo);
     else m->be->matmul_decode(out, in, w, bias, n, IC, OC, ldo);
+}
+
+void gpt_forward_mm(GPT *m, float *out, const float *in, const float *w, const float *bias, int n, int IC, int OC) {
+    if (m->wbf16) m->be->matmul_decode_bf16(out, in, m->wbf16 + (w - m->params), bias, n, IC, OC, OC);
+    else m->be->matmul_forward(out, in, w, bias, n, IC, OC);
 }
 
 /* collective over m->sh.tp_comm */

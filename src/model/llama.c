@@ -141,19 +141,34 @@ static void llama_qk_norm_backward(GPT *m, float *draw, const float *dqkv, const
         be->copy(draw + (size_t)r * C3 + Cq + Ckv, dqkv + (size_t)r * C3 + Cq + Ckv, (size_t)Ckv * sizeof(float));
 }
 
+/* the q heads and k|v heads of layer l for n rows of in (n, C) straight from qw and kvw (with qb, kvb) into
+ * the packed rows out (n, C3), each weight read once (no packing copy of the weights): decode, and the
+ * forward of a model with a bf16 copy */
+static void llama_qkv_rows(GPT *m, int l, float *out, const float *in, int n) {
+    int C = m->cfg.C, C3 = m->C3, Cq = m->Cl, Ckv2 = m->C3 - m->Cl;
+    const float *qb = m->cfg.qkv_bias ? at(m->p[LLAMA_QB], l, (size_t)Cq) : NULL;
+    const float *kvb = m->cfg.qkv_bias ? at(m->p[LLAMA_KVB], l, (size_t)Ckv2) : NULL;
+    gpt_decode_mm(m, out, in, at(m->p[LLAMA_QW], l, (size_t)Cq * C), qb, n, C, Cq, C3);
+    gpt_decode_mm(m, out + Cq, in, at(m->p[LLAMA_KVW], l, (size_t)Ckv2 * C), kvb, n, C, Ckv2, C3);
+}
+
 /* res2 = res + o_proj(attention(rope(qk_norm(qkv(rmsnorm(res)))))) over n rows of T tokens */
 static void llama_attn_forward(GPT *m, const LlamaActs *x, int l, int n) {
     const Backend *be = m->be;
     const GPTConfig *c = &m->cfg;
     int T = m->T, nT = n * T, C = c->C, C3 = m->C3, Cq = m->Cl;
     be->rmsnorm_forward(x->ln1, x->rstd1, x->res, at(m->p[LLAMA_LN1W], l, C), nT, 1, C, C, llama_eps(c));
-    llama_pack_qkv(m, l);
-    be->matmul_forward(x->qkv, x->ln1, m->a.wqkv, m->a.bqkv, nT, C, C3); /* column-parallel: this rank's heads */
+    if (m->wbf16) { /* the bf16 copy's q and k|v weights straight into the packed rows */
+        llama_qkv_rows(m, l, x->qkv, x->ln1, nT);
+    } else { /* column-parallel: this rank's heads */
+        llama_pack_qkv(m, l);
+        be->matmul_forward(x->qkv, x->ln1, m->a.wqkv, m->a.bqkv, nT, C, C3);
+    }
     if (c->qk_norm) llama_qk_norm_forward(m, x->qkv, x->qkv_raw, x->qk_rstd, l, nT);
     be->rope_forward(x->qkv, m->inv_freq, n, T, m->NHl + m->NKVl, m->hs, C3, 0);
     be->attention_forward(x->atty, x->preatt, x->att, x->qkv, n, T, Cq, m->NHl, m->NKVl);
     /* row-parallel: this rank's heads' share, summed over the TP group */
-    be->matmul_forward(x->attproj, x->atty, at(m->p[LLAMA_ATTPROJW], l, (size_t)C * Cq), NULL, nT, Cq, C);
+    gpt_forward_mm(m, x->attproj, x->atty, at(m->p[LLAMA_ATTPROJW], l, (size_t)C * Cq), NULL, nT, Cq, C);
     llama_tp_sum(m, x->attproj, (size_t)nT * C);
     be->residual_forward(x->res2, x->res, x->attproj, (size_t)nT * C);
 }
@@ -194,9 +209,9 @@ static void llama_mlp_forward(GPT *m, const LlamaActs *x, int l, int n) {
     const GPTConfig *c = &m->cfg;
     int nT = n * m->T, C = c->C, F = m->F;
     be->rmsnorm_forward(x->ln2, x->rstd2, x->res2, at(m->p[LLAMA_LN2W], l, C), nT, 1, C, C, llama_eps(c));
-    be->matmul_forward(x->fch, x->ln2, at(m->p[LLAMA_FCW], l, (size_t)2 * F * C), NULL, nT, C, 2 * F);
+    gpt_forward_mm(m, x->fch, x->ln2, at(m->p[LLAMA_FCW], l, (size_t)2 * F * C), NULL, nT, C, 2 * F);
     be->swiglu_forward(x->fchg, x->fch, nT, F);
-    be->matmul_forward(x->fcproj, x->fchg, at(m->p[LLAMA_FCPROJW], l, (size_t)C * F), NULL, nT, F, C);
+    gpt_forward_mm(m, x->fcproj, x->fchg, at(m->p[LLAMA_FCPROJW], l, (size_t)C * F), NULL, nT, F, C);
     llama_tp_sum(m, x->fcproj, (size_t)nT * C); /* row-parallel: this rank's MLP columns' share */
     be->residual_forward(x->res3, x->res2, x->fcproj, (size_t)nT * C);
 }
@@ -249,16 +264,6 @@ float *llama_head_grad(GPT *m) { return m->cfg.untied ? m->g[LLAMA_LMHEAD] : m->
 
 /* ---- KV-cached decoding --------------------------------------------------------- */
 
-/* decode: the B rows' q heads and k|v heads of layer l straight from qw and kvw (with qb, kvb) into the
- * packed (B, C3) rows, each weight read once (no packing copy of the weights per step) */
-static void llama_decode_qkv(GPT *m, int l, int B) {
-    int C = m->cfg.C, C3 = m->C3, Cq = m->Cl, Ckv2 = m->C3 - m->Cl;
-    const float *qb = m->cfg.qkv_bias ? at(m->p[LLAMA_QB], l, (size_t)Cq) : NULL;
-    const float *kvb = m->cfg.qkv_bias ? at(m->p[LLAMA_KVB], l, (size_t)Ckv2) : NULL;
-    gpt_decode_mm(m, m->d_qkv, m->d_ln, at(m->p[LLAMA_QW], l, (size_t)Cq * C), qb, B, C, Cq, C3);
-    gpt_decode_mm(m, m->d_qkv + Cq, m->d_ln, at(m->p[LLAMA_KVW], l, (size_t)Ckv2 * C), kvb, B, C, Ckv2, C3);
-}
-
 /* layer l of one token per sequence at position pos: d_x (B, C) in place, the cache written at pos */
 static void llama_decode_layer(GPT *m, int l, int B, int pos, float *kc, float *vc) {
     const Backend *be = m->be;
@@ -266,7 +271,7 @@ static void llama_decode_layer(GPT *m, int l, int B, int pos, float *kc, float *
     int C = c->C, C3 = m->C3, Cq = m->Cl, F = m->F;
     float eps = llama_eps(c);
     be->rmsnorm_forward(m->d_ln, m->d_rstd, m->d_x, at(m->p[LLAMA_LN1W], l, C), B, 1, C, C, eps);
-    llama_decode_qkv(m, l, B);
+    llama_qkv_rows(m, l, m->d_qkv, m->d_ln, B);
     if (c->qk_norm) llama_qk_norm_forward(m, m->d_qkv, m->d_qkv_raw, m->d_qk_rstd, l, B);
     if (!m->dec_pos_host) be->rope_forward(m->d_qkv, m->inv_freq, B, 1, m->NHl + m->NKVl, m->hs, C3, pos);
     for (int b = 0; m->dec_pos_host && b < B; b++) /* each row at its own position */

@@ -29,6 +29,9 @@ void gpt_decode_embed(GPT *m, const float *wte, const float *wpe, int n, int pos
 /* gpt.c: a decode GEMM of weight w (a pointer into m->params): the bf16 copy's where the model has one */
 void gpt_decode_mm(GPT *m, float *out, const float *in, const float *w, const float *bias, int n, int IC, int OC,
                    int ldo);
+/* gpt.c: a forward GEMM of weight w (a pointer into m->params), out (n, OC): the bf16 copy's where the model
+   has one, through the decode kernel (batch-invariant at any row count), else the backend's matmul_forward */
+void gpt_forward_mm(GPT *m, float *out, const float *in, const float *w, const float *bias, int n, int IC, int OC);
 double llama_flops_per_token_fwd(const GPTConfig *c, int T);
 
 #endif

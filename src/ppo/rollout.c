@@ -31,23 +31,26 @@ void rollout_alloc(Rollout *r, const Config *cfg, const TaskSet *ts, const Backe
     r->kind = nr_xcalloc(B, sizeof(int));
     r->task_reward = nr_xcalloc(B, sizeof(float));
     r->score = nr_xcalloc(B, sizeof(float));
-    float **f[] = {&r->logp_old, &r->logp_ref, &r->values, &r->rm_values, &r->rewards, &r->adv, &r->ret, &r->mask};
+    float **f[] = {&r->logp_old, &r->logp_ref, &r->values, &r->rm_values, &r->rewards, &r->adv, &r->ret, &r->mask,
+                   &r->logp_gen};
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) *f[i] = nr_xcalloc(BT, sizeof(float));
     r->next = nr_xcalloc(B, sizeof(int));
     r->act = nr_xcalloc(B, sizeof(int));
     r->be = be;
     r->d_u = be->alloc((size_t)B * sizeof(float));
     r->d_next = be->alloc((size_t)B * sizeof(int));
+    r->d_blogp = be->alloc((size_t)B * sizeof(float));
 }
 
 void rollout_free(Rollout *r) {
     void *p[] = {r->tokens, r->seq, r->targets, r->resp_len, r->plen, r->answer, r->answer_len, r->kind, r->task_reward,
                  r->score, r->logp_old, r->logp_ref, r->values, r->rm_values, r->rewards, r->adv, r->ret, r->mask,
-                 r->next, r->act};
+                 r->next, r->act, r->logp_gen};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) free(p[i]);
     if (r->be) {
         r->be->free(r->d_u);
         r->be->free(r->d_next);
+        r->be->free(r->d_blogp);
     }
     memset(r, 0, sizeof *r);
 }
@@ -77,6 +80,7 @@ void rollout_prompts(Rollout *r, const TaskSet *ts, int step) {
             r->plen[b] = r->P;
         }
         r->resp_len[b] = 0;
+        memset(r->logp_gen + (size_t)b * r->Tcap, 0, (size_t)r->Tcap * sizeof(float));
     }
 }
 
@@ -103,11 +107,26 @@ int ppo_min_response(const Config *cfg, int step) {
     return in->resp_len_from + (int)lround((double)(in->resp_len_to - in->resp_len_from) * step / ramp);
 }
 
+/* The behaviour log-probabilities of the n tokens next[0..n) just sampled for rows act[0..n) at response
+ * position j: the log-softmax of the actor's logits (consumed: the head's probabilities overwrite them) at
+ * each token, into logp_gen at the position that predicts it. Greedy decoding (temperature 0: evaluation)
+ * records none. */
+static void rollout_behaviour_logp(Rollout *r, const GPT *actor, const Config *cfg, int n, int j) {
+    if (cfg->ppo.temperature <= 0.0f) return;
+    const Backend *be = actor->be;
+    float *lp = r->score; /* host scratch (B) before scoring overwrites it */
+    be->upload(r->d_next, r->next, (size_t)n * sizeof(int));
+    be->logprob_forward(actor->d_logits, r->d_blogp, NULL, actor->d_logits, r->d_next, n, gpt_real_vocab(&actor->cfg),
+                        actor->cfg.V);
+    be->download(lp, r->d_blogp, (size_t)n * sizeof(float));
+    for (int i = 0; i < n; i++) r->logp_gen[(size_t)r->act[i] * r->Tcap + r->plen[r->act[i]] - 1 + j] = lp[i];
+}
+
 /* Sample one token for each of the nact rows still generating from the actor's logits (nact, V), row i
  * of them sequence act[i], for response position j; the rows that finished earlier get end-token padding;
  * before position minlen an EOS becomes '=' (the INJECTED length drift of the digit tasks). Afterwards act,
  * nact and next hold the rows still generating and their tokens. Returns nact. */
-static int rollout_sample(Rollout *r, const GPT *actor, const Config *cfg, int step, int j, int minlen) {
+static int rollout_sample(Rollout *r, GPT *actor, const Config *cfg, int step, int j, int minlen) {
     const Backend *be = actor->be;
     float *u = (float *)r->rewards; /* host scratch (B) before scoring overwrites it */
     int n = r->nact;
@@ -119,11 +138,13 @@ static int rollout_sample(Rollout *r, const GPT *actor, const Config *cfg, int s
     be->sample_tokens(r->d_next, actor->d_logits, r->d_u, n, gpt_real_vocab(&actor->cfg), actor->cfg.V,
                       cfg->ppo.temperature, cfg->ppo.top_k);
     be->download(r->next, r->d_next, (size_t)n * sizeof(int));
+    for (int i = 0; i < n; i++)
+        if (j + 1 < minlen && r->next[i] == TOK_EOS) r->next[i] = TOK_EQ;
+    rollout_behaviour_logp(r, actor, cfg, n, j);
     for (int b = 0; b < r->B; b++) r->tokens[(size_t)b * r->Tcap + r->plen[b] + j] = r->eos[0]; /* padding unless sampled */
     int running = 0;
     for (int i = 0; i < n; i++) {
         int b = r->act[i], tok = r->next[i];
-        if (j + 1 < minlen && tok == TOK_EOS) tok = TOK_EQ;
         r->tokens[(size_t)b * r->Tcap + r->plen[b] + j] = tok;
         r->resp_len[b] = j + 1;
         if (tok == r->eos[0] || tok == r->eos[1]) continue;

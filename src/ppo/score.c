@@ -25,11 +25,13 @@ void rollout_finish(Rollout *r) {
         int *src = r->tokens + (size_t)b * r->Tcap, *seq = r->seq + (size_t)b * T, P = r->plen[b];
         memcpy(seq, src, (size_t)(P + r->resp_len[b]) * sizeof(int));
         for (int t = P + r->resp_len[b]; t < T; t++) seq[t] = r->eos[0];
+        const float *blogp = r->logp_gen + (size_t)b * r->Tcap; /* rows Tcap apart until here: b·T ≤ b·Tcap */
         for (int t = 0; t < T; t++) {
             int j = t - (P - 1); /* response token index predicted at t */
             int valid = j >= 0 && j < r->resp_len[b];
             r->targets[(size_t)b * T + t] = valid ? seq[t + 1] : -1;
             r->mask[(size_t)b * T + t] = valid ? 1.0f : 0.0f;
+            r->logp_gen[(size_t)b * T + t] = valid ? blogp[t] : 0.0f; /* reads at or after what it writes */
         }
     }
 }
@@ -128,8 +130,26 @@ static void grpo_advantages(Rollout *r, const Config *cfg, StepStats *st) {
     st->kl = ntok > 0 ? sum_kl / ntok : 0.0;
 }
 
+/* The scoring actor's log-probabilities against the generating actor's on the response tokens: the mean
+ * absolute gap and the mean of log π_gen − log π_old (KL(π_gen‖π_old) on samples of π_gen). Greedy
+ * generation records no behaviour log-probabilities: both read 0 then. */
+static void rollout_logp_gap(const Rollout *r, const Config *cfg, StepStats *st) {
+    double gap = 0, kl = 0, n = 0;
+    size_t BT = (size_t)r->B * r->T;
+    for (size_t i = 0; i < BT && cfg->ppo.temperature > 0.0f; i++) {
+        if (r->mask[i] == 0.0f) continue;
+        double d = (double)r->logp_gen[i] - (double)r->logp_old[i];
+        gap += fabs(d);
+        kl += d;
+        n += 1;
+    }
+    st->logp_gap = n > 0 ? gap / n : 0.0;
+    st->gen_kl = n > 0 ? kl / n : 0.0;
+}
+
 void ppo_advantages(Rollout *r, const Config *cfg, int have_rm, StepStats *st) {
     int B = r->B, T = r->T;
+    rollout_logp_gap(r, cfg, st);
     double sum_rew = 0, sum_score = 0, sum_kl = 0, ntok = 0, sum_len = 0;
     for (int b = 0; b < B; b++) {
         float tr = rollout_row_reward(r, r->seq, (size_t)T, b, NULL, NULL);

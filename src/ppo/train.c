@@ -18,6 +18,7 @@ typedef struct Minibatch {
     float *logp_old, *adv, *v_old, *ret, *w;             /* (n, T) host */
     float *ent, *dlogp, *dent, *dv;                      /* (n, T) host */
     float *logp_ref, *logp;                              /* (n, T) host: GRPO's k3 term (the ref's, the actor's now) */
+    float *logp_gen, *w_pg;                              /* (n, T) host: behaviour log-probs; w with the TIS weights */
     /* the loss kernels' operands in backend memory */
     const Backend *be;
     float *d_logp_old, *d_adv, *d_v_old, *d_ret, *d_w;   /* (n, T) */
@@ -36,13 +37,13 @@ static void mb_alloc(Minibatch *mb, int n, int T, const Backend *be) {
     mb->tokens = nr_xcalloc(k, sizeof(int));
     mb->targets = nr_xcalloc(k, sizeof(int));
     float **f[] = {&mb->logp_old, &mb->adv, &mb->v_old, &mb->ret, &mb->w,
-                   &mb->ent, &mb->dlogp, &mb->dent, &mb->dv, &mb->logp_ref, &mb->logp};
+                   &mb->ent, &mb->dlogp, &mb->dent, &mb->dv, &mb->logp_ref, &mb->logp, &mb->logp_gen, &mb->w_pg};
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) *f[i] = nr_xcalloc(k, sizeof(float));
 }
 
 static void mb_free(Minibatch *mb) {
     void *p[] = {mb->tokens, mb->targets, mb->logp_old, mb->adv, mb->v_old, mb->ret, mb->w,
-                 mb->ent, mb->dlogp, mb->dent, mb->dv, mb->logp_ref, mb->logp};
+                 mb->ent, mb->dlogp, mb->dent, mb->dv, mb->logp_ref, mb->logp, mb->logp_gen, mb->w_pg};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) free(p[i]);
     void *d[] = {mb->d_logp_old, mb->d_adv, mb->d_v_old, mb->d_ret, mb->d_w, mb->d_dlogp, mb->d_dv, mb->d_scalars};
     for (size_t i = 0; i < sizeof d / sizeof d[0]; i++) mb->be->free(d[i]);
@@ -58,6 +59,7 @@ static void mb_gather(Minibatch *mb, const Rollout *r, const int *idx, double nt
         memcpy(mb->targets + d, r->targets + s, row * sizeof(int));
         memcpy(mb->logp_old + d, r->logp_old + s, row * sizeof(float));
         memcpy(mb->logp_ref + d, r->logp_ref + s, row * sizeof(float));
+        memcpy(mb->logp_gen + d, r->logp_gen + s, row * sizeof(float));
         memcpy(mb->adv + d, r->adv + s, row * sizeof(float));
         memcpy(mb->v_old + d, r->values + s, row * sizeof(float));
         memcpy(mb->ret + d, r->ret + s, row * sizeof(float));
@@ -86,13 +88,33 @@ static void shuffle(int *perm, int n, uint64_t seed, int step, int epoch) {
     }
 }
 
+/* [ppo] tis_cap > 0: truncated importance sampling (Yao et al., "Your efficient RL framework secretly brings
+ * you off-policy RL training"): each token's policy-loss weight w times min(π_old / π_gen, cap), π_old the
+ * scoring actor's probability of the token and π_gen the generating one's, into the backend's d_w (the
+ * policy loss alone reads it; entropy and the k3 term keep w). tis[0] += Σ w·weight and tis[1] += Σ w over
+ * the tokens the cap truncated: this replica's shares of the mean weight and the truncated fraction. */
+static void tis_weights(Minibatch *mb, float cap, double tis[2]) {
+    size_t N = (size_t)mb->n * mb->T;
+    for (size_t k = 0; k < N; k++) {
+        mb->w_pg[k] = 0.0f;
+        if (mb->w[k] == 0.0f) continue;
+        double rho = exp((double)mb->logp_old[k] - (double)mb->logp_gen[k]);
+        float wt = rho < cap ? (float)rho : cap;
+        mb->w_pg[k] = mb->w[k] * wt;
+        tis[0] += (double)mb->w[k] * wt;
+        tis[1] += rho > cap ? mb->w[k] : 0.0f;
+    }
+    mb->be->upload(mb->d_w, mb->w_pg, N * sizeof(float));
+}
+
 /* One actor update on the gathered minibatch; returns the loss share and
- * adds this replica's shares of entropy, clip fraction and approx KL. */
+ * adds this replica's shares of entropy, clip fraction, approx KL and the TIS weights. */
 static float actor_minibatch(GPT *m, Minibatch *mb, const Config *cfg, int step, double *ent, double *cf,
-                             double *akl, double *k3) {
+                             double *akl, double *k3, double tis[2]) {
     const PpoConfig *pc = &cfg->ppo;
     const Backend *be = m->be;
     int N = mb->n * mb->T;
+    if (pc->tis_cap > 0.0f) tis_weights(mb, pc->tis_cap, tis);
     gpt_forward(m, mb->tokens, mb->n, mb->T, 1, 0);
     gpt_logprob(m, mb->targets, NULL, mb->ent); /* log-probs stay in m->logp */
     float sc[3];
@@ -147,7 +169,7 @@ void ppo_train_model(int which, GPT *m, const Rollout *r, const Config *cfg, int
     Minibatch mb;
     mb_alloc(&mb, nl, T, m->be);
     int *perm = nr_xmalloc((size_t)B * sizeof(int));
-    double loss_sum = 0, ent = 0, cf = 0, akl = 0, k3 = 0, gn_sum = 0;
+    double loss_sum = 0, ent = 0, cf = 0, akl = 0, k3 = 0, gn_sum = 0, tis[2] = {0, 0};
     int updates = 0, finite = 1;
     for (int e = 0; e < pc->epochs; e++) {
         shuffle(perm, B, (uint64_t)cfg->run.seed, step, e);
@@ -157,7 +179,7 @@ void ppo_train_model(int which, GPT *m, const Rollout *r, const Config *cfg, int
                 for (int t = 0; t < T; t++) ntok += r->mask[(size_t)perm[s0 + i] * T + t];
             mb_gather(&mb, r, perm + s0 + sh->d * nl, ntok);
             gpt_zero_grad(m);
-            float loss = which == PPO_ACTOR ? actor_minibatch(m, &mb, cfg, step, &ent, &cf, &akl, &k3)
+            float loss = which == PPO_ACTOR ? actor_minibatch(m, &mb, cfg, step, &ent, &cf, &akl, &k3, tis)
                                             : critic_minibatch(m, &mb, cfg);
             if (sh->grad_sync) sh->grad_sync(m, sh->ctx);
             /* the norm is taken after the sum over replicas, so every replica sees the same one;
@@ -181,6 +203,8 @@ out:
         st->clipfrac = cf / u;
         st->approx_kl = akl / u;
         st->kl_k3 = k3 / u;
+        st->tis_mean = pc->tis_cap > 0.0f ? tis[0] / u : 1.0 / sh->dp; /* replica shares: they add up to 1 off */
+        st->tis_capped = tis[1] / u;
         st->grad_norm_actor = gn_sum / u;
     } else {
         st->vf_loss = loss_sum / u;

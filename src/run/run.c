@@ -188,6 +188,7 @@ typedef struct RunCtx {
     /* PPO */
     double eval_before, eval_after, eval_accuracy; /* mean rewards; the last evaluation's accuracy */
     double *rewards, *kls;        /* (ppo.steps + 1) the PPO steps this job ran: [0, done_steps) */
+    double *gaps, *genkls;        /* (ppo.steps + 1) each step's logp_gap and gen_kl (StepStats) */
     int done_steps;
     int64_t last_ckpt;            /* step of the last checkpoint this job wrote */
     int64_t final_step;           /* PPO steps done at the end */
@@ -211,6 +212,8 @@ static void run_release(RunCtx *r) {
     trace_close(r->tr, MPI_COMM_WORLD, NULL, 0, 0); /* still open: the run ended before its status */
     free(r->rewards);
     free(r->kls);
+    free(r->gaps);
+    free(r->genkls);
     free(r->deck_text);
     if (r->have_lp) live_free(&r->lp);
     if (r->have_inj) inject_free(&r->inj);
@@ -572,6 +575,8 @@ static void run_start_ppo(RunCtx *r) {
     }
     r->rewards = nr_xcalloc((size_t)cfg->ppo.steps + 1, sizeof(double));
     r->kls = nr_xcalloc((size_t)cfg->ppo.steps + 1, sizeof(double));
+    r->gaps = nr_xcalloc((size_t)cfg->ppo.steps + 1, sizeof(double));
+    r->genkls = nr_xcalloc((size_t)cfg->ppo.steps + 1, sizeof(double));
 }
 
 /* collective over MPI_COMM_WORLD, before PPO step `step`: the live planner's decision and the deck's
@@ -615,6 +620,8 @@ static int run_ppo_step(RunCtx *r, int step) {
     live_observe(&r->lp, j, step, &st, dt);
     r->rewards[r->done_steps] = st.reward;
     r->kls[r->done_steps] = st.kl;
+    r->gaps[r->done_steps] = st.logp_gap;
+    r->genkls[r->done_steps] = st.gen_kl;
     r->tok_hash = hash_tokens(r->tok_hash, &j->G);
     r->done_steps++;
     r->sync_time += times[3];
@@ -622,7 +629,7 @@ static int run_ppo_step(RunCtx *r, int step) {
     TraceStep ts = {step, t0, dt, {times[0], times[1], times[2], times[3]}, st.tokens, st.reward, st.kl,
                     st.pg_loss, st.vf_loss, st.entropy, st.resp_len, st.clipfrac, st.approx_kl, st.grad_norm_actor,
                     st.grad_norm_critic, j->sync_bytes, j->G.T, j->G.T - rollout_longest(&j->G), &j->plan, r->plan_id,
-                    st.kl_k3};
+                    st.kl_k3, st.logp_gap, st.gen_kl, st.tis_mean, st.tis_capped};
     trace_step(r->tr, MPI_COMM_WORLD, &ts); /* collective */
     if (bad) {
         run_stop(r->stop, "step %d: non-finite loss or gradient (policy %g, value %g); stopping the run", step,
@@ -749,6 +756,12 @@ static void run_print_rewards(const RunCtx *r, int n) {
     nr_log("verify.learned: %s\n", gain > r->cfg->run.expect_reward_gain ? "yes" : "no");
     nr_log("verify.kl_last10: %.6f\n", mean_range(r->kls, n - k, n));
     nr_log("verify.tokens_hash: %016llx\n", (unsigned long long)r->tok_hash);
+    nr_log("verify.gen_dtype: %s\n", job_stage_dtype(&r->job, PLAN_ACTOR_GEN));
+    nr_log("verify.score_dtype: %s\n", job_stage_dtype(&r->job, PLAN_ACTOR_INF));
+    /* the generating actor against the scoring one on the same tokens: 0 where they compute the same bits */
+    nr_log("verify.logp_gap_mean: %.6e\n", mean_range(r->gaps, 0, n));
+    nr_log("verify.gen_kl_mean: %+.6e\n", mean_range(r->genkls, 0, n));
+    if (r->cfg->ppo.tis_cap > 0) nr_log("verify.tis_cap: %g\n", r->cfg->ppo.tis_cap);
 }
 
 /* rank 0: the verification block's model lines */

@@ -30,28 +30,50 @@ static ReplicaShare stage_share(Stage *s) {
     return sh;
 }
 
-/* The generated rows of every gen replica onto every rank: tokens (Bg, Tcap)
- * and response lengths, as one all-reduce of disjoint contributions. */
+/* The generated rows of every gen replica onto every rank: tokens (Bg, Tcap), response lengths and the
+ * behaviour log-probabilities (their bits), as one all-reduce of disjoint contributions. */
 static void gather_rollout(Job *j) {
     Rollout *G = &j->G;
     Stage *g = &j->st[PLAN_ACTOR_GEN];
-    size_t nt = (size_t)G->B * G->Tcap;
-    int64_t *buf = (int64_t *)j->scratch;
-    memset(buf, 0, (nt + (size_t)G->B) * sizeof(int64_t));
+    size_t nt = (size_t)G->B * G->Tcap, nb = (size_t)G->B, n = 2 * nt + nb;
+    int64_t *buf = (int64_t *)j->scratch, *lpbits = buf + nt + nb;
+    memset(buf, 0, n * sizeof(int64_t));
     if (g->leader) {
         const Rollout *L = &j->L;
         for (int b = 0; b < L->B; b++) {
             size_t row = (size_t)(L->b0 + b);
-            for (int t = 0; t < L->Tcap; t++) buf[row * G->Tcap + t] = L->tokens[(size_t)b * L->Tcap + t];
+            for (int t = 0; t < L->Tcap; t++) {
+                size_t i = (size_t)b * L->Tcap + t;
+                uint32_t bits;
+                memcpy(&bits, &L->logp_gen[i], sizeof bits);
+                buf[row * G->Tcap + t] = L->tokens[i];
+                lpbits[row * G->Tcap + t] = bits;
+            }
             buf[nt + row] = L->resp_len[b];
         }
     }
     /* the ranks without gen rows wait for those with some: on shared cores, asleep (comm_barrier_idle), since
        waiters that yield while they spin take turns on the cores with the generating ranks and slow them */
     if (j->cores_shared) comm_barrier_idle(j->world);
-    comm_allreduce_sum_i64(j->world, buf, nt + (size_t)G->B);
-    for (size_t i = 0; i < nt; i++) G->tokens[i] = (int)buf[i];
+    comm_allreduce_sum_i64(j->world, buf, n);
+    for (size_t i = 0; i < nt; i++) {
+        uint32_t bits = (uint32_t)lpbits[i];
+        G->tokens[i] = (int)buf[i];
+        memcpy(&G->logp_gen[i], &bits, sizeof bits);
+    }
     for (int b = 0; b < G->B; b++) G->resp_len[b] = (int)buf[nt + b];
+}
+
+/* [model] gen_dtype (actor.gen) or score_dtype (the scoring EMUs) = bf16: stage id's bfloat16 copy of the
+ * fp32 weights it holds now (after the weight sync, a transition or a restore), made before the stage uses
+ * it; a backend without bf16 GEMMs keeps fp32 (job_setup says so) */
+static void stage_bf16_refresh(Job *j, int id) {
+    Stage *s = &j->st[id];
+    const ModelConfig *mc = &j->cfg->model;
+    if (!s->member || !job_stage_holds_model(j, id)) return;
+    if (strcmp(id == PLAN_ACTOR_GEN ? mc->gen_dtype : mc->score_dtype, "bf16") != 0) return;
+    if (!s->model.wbf16) gpt_gen_bf16(&s->model, 1);
+    else gpt_bf16_refresh(&s->model);
 }
 
 /* Inference of one EMU over its replica's rows; the leader's rows land in
@@ -63,6 +85,7 @@ static void infer_stage(Job *j, int id, float *out, int values) {
     int row0 = s->d * s->B;
     float *rows = (float *)j->scratch;
     counters_stage_begin(id);
+    stage_bf16_refresh(j, id);
     if (values) ppo_infer_values(&s->model, G, row0, s->B, rows);
     else ppo_infer_logp(&s->model, G, row0, s->B, rows);
     counters_stage_end(id);
@@ -82,6 +105,7 @@ int job_step(Job *j, int step, StepStats *st, double times[4]) {
     rollout_prompts(G, &j->ts, step);
     if (S[PLAN_ACTOR_GEN].member) {
         counters_stage_begin(PLAN_ACTOR_GEN);
+        stage_bf16_refresh(j, PLAN_ACTOR_GEN);
         ppo_generate(&j->L, &S[PLAN_ACTOR_GEN].model, cfg, &j->ts, step);
         counters_stage_end(PLAN_ACTOR_GEN);
     }
@@ -127,14 +151,17 @@ int job_step(Job *j, int step, StepStats *st, double times[4]) {
     /* the replicas' loss shares add up; the gradient norms are the same on every replica (replica 0 reports) */
     int la = S[PLAN_ACTOR_TRAIN].leader, lc = S[PLAN_CRITIC_TRAIN].leader;
     int a0 = la && S[PLAN_ACTOR_TRAIN].d == 0, c0 = lc && S[PLAN_CRITIC_TRAIN].d == 0;
-    double red[9] = {la ? sa.pg_loss : 0, la ? sa.entropy : 0, la ? sa.clipfrac : 0, la ? sa.approx_kl : 0,
-                     lc ? sc.vf_loss : 0, a0 ? sa.grad_norm_actor : 0, c0 ? sc.grad_norm_critic : 0,
-                     (sa.finite && sc.finite) ? 0.0 : 1.0, la ? sa.kl_k3 : 0};
+    double red[11] = {la ? sa.pg_loss : 0, la ? sa.entropy : 0, la ? sa.clipfrac : 0, la ? sa.approx_kl : 0,
+                      lc ? sc.vf_loss : 0, a0 ? sa.grad_norm_actor : 0, c0 ? sc.grad_norm_critic : 0,
+                      (sa.finite && sc.finite) ? 0.0 : 1.0, la ? sa.kl_k3 : 0, la ? sa.tis_mean : 0,
+                      la ? sa.tis_capped : 0};
     /* NaN must survive the sum: carry "non-finite" in slot 7 instead */
-    for (int k = 0; k < 9; k++)
+    for (int k = 0; k < 11; k++)
         if (k != 7 && !isfinite(red[k])) { red[k] = 0; red[7] = 1; }
-    comm_allreduce_sum_f64(j->world, red, 9);
+    comm_allreduce_sum_f64(j->world, red, 11);
     st->kl_k3 = red[8];
+    st->tis_mean = red[9];
+    st->tis_capped = red[10];
     st->pg_loss = red[0];
     st->entropy = red[1];
     st->clipfrac = red[2];
@@ -192,6 +219,7 @@ EvalStats job_eval_greedy(Job *j, const TaskSet *held_out) {
     EvalStats sum;
     memset(&sum, 0, sizeof sum);
     if (g->member) {
+        stage_bf16_refresh(j, PLAN_ACTOR_GEN);
         ppo_eval_greedy(&g->model, j->cfg, held_out, g->B, Bg, g->d * g->B, nb, limit, &sum);
         if (!g->leader) memset(&sum, 0, sizeof sum);
     }

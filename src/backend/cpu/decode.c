@@ -124,7 +124,7 @@ DECODE_WIDE static void wide_2x4(float *out, size_t ldo, const float *x, const f
         }
 }
 
-static int decode_wide_usable(void) { return cpu_kernels_path() == CPU_PATH_AVX512; }
+static int decode_wide_usable(void) { return cpu_kernels_path() >= CPU_PATH_AVX512; }
 
 /* weight rows [o0, o1) against the N ≤ 4 rows of inp: pairs of weight rows for 4 input rows (an odd last row
    by the AVX2 kernel). Fewer input rows take the AVX2 kernel: with one, the weight is one stream with little

@@ -1,22 +1,29 @@
-/* decode_bf16.c — the decode GEMM with the weight in bfloat16: out (N, ldo),
- * first OC columns = inp (N, IC) · weight (OC, IC)ᵀ + bias, each weight the
- * upper 16 bits of a float, widened exactly. A decode step is bound by
- * reading the weight, and bf16 halves the bytes. Every output sums in the
- * row-dot order of rowdot.c (16 lanes of fused multiply-adds, the fixed tree,
- * the leftover columns in order) over the widened weights, so a row's bits
- * depend on its own input row only, on every kernel path: AVX-512 widens 16
- * weights a load, AVX2 8, the portable path one.
+/* decode_bf16.c — the GEMM with the weight in bfloat16: out (N, ldo), first OC
+ * columns = inp (N, IC) · weight (OC, IC)ᵀ + bias. Generation and scoring in
+ * bf16 ([model] gen_dtype, score_dtype) run every GEMM through it: a decode
+ * step is bound by reading the weight, and bf16 halves the bytes.
+ *
+ * The input rows are rounded to bf16 too (to nearest, ties to even; a
+ * denormal becomes 0), and every output sums in the "pair-dot" order of the
+ * AVX512-BF16 dot product VDPBF16PS: 16 lanes, lane j taking columns 2j + 1
+ * then 2j of each block of 32, one fused multiply-add each; then the row-dot
+ * tree of the lanes (rowdot.h), the leftover columns in order, the bias.
+ * The product of two bf16 numbers is exact in fp32, so a multiply and an add
+ * round once like the fused instruction, and every path gives the same bits:
+ * "avx512bf16" runs VDPBF16PS itself, "avx512" and "avx2" widen the pairs
+ * (a bf16 pair is one 32-bit word: the even one shifted up, the odd one
+ * masked), "portable" goes a column at a time. VDPBF16PS also flushes a
+ * partial sum below 2^-126 to 0, where the others keep it: only sums that
+ * small can differ. A row's bits depend on its own input row only.
  *
  * Each weight row is loaded once for up to 4 input rows (a tile of 1 weight
- * row × 4 input rows, 16 lanes each); more input rows go 4 at a time over the
- * same weight row, which sits in L1 by then. Blocks of weight rows go to the
- * threads.
+ * row × 4 input rows); a block of 64 weight rows goes to a thread, which runs
+ * it over the input rows 32 at a time, so both stay in its caches.
  */
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
-
-#pragma GCC optimize("fp-contract=fast")
 
 #include "cpu_internal.h"
 #include "rowdot.h"
@@ -25,7 +32,9 @@
 
 /* weight rows a thread takes at a time */
 #define BF16_ROW_BLOCK 64
-/* weight rows ahead that the kernels for 2-4 input rows prefetch into L2, a line for each line they read: with
+/* input rows each pass over a block of weight rows takes */
+#define BF16_IN_BLOCK 32
+/* weight rows ahead that the tiles of 2-4 input rows prefetch into L2, a line for each line they read: with
    several rows of work per weight line the hardware prefetcher alone falls behind (decode.c) */
 #define BF16_PREFETCH_ROWS 16
 
@@ -36,62 +45,85 @@ static inline float bf16_to_f32(uint16_t h) {
     return f;
 }
 
+/* bf16 of x, rounded to nearest, ties to even; a denormal becomes a zero of its sign (VDPBF16PS reads
+   denormals as 0); a NaN stays a NaN */
+static inline uint16_t f32_to_bf16(float x) {
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40);
+    if ((u & 0x7f800000u) == 0) return (uint16_t)((u >> 16) & 0x8000u);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+
+/* the lanes' tree (rowdot.h), then columns [i, IC) in order, each a multiply-add of bf16 numbers */
+static inline float pair_end(const float acc[16], const uint16_t *x, const uint16_t *w, int i, int IC) {
+    float s = rowdot_end(ld8(acc), ld8(acc + 8), NULL, NULL, 0, 0);
+    for (int k = i; k < IC; k++) s = fmaf(bf16_to_f32(x[k]), bf16_to_f32(w[k]), s);
+    return s;
+}
+
 /* --- portable ------------------------------------------------------------------------------------------ */
 
-static void portable_row(float *out, size_t ldo, const float *x, const uint16_t *w, float bias, int nn, int IC) {
-    int full = IC / 16 * 16;
+static void portable_row(float *out, size_t ldo, const uint16_t *x, const uint16_t *w, float bias, int nn, int IC) {
+    int full = IC / 32 * 32;
     for (int n = 0; n < nn; n++) {
-        const float *xr = x + (size_t)n * IC;
+        const uint16_t *xr = x + (size_t)n * IC;
         float acc[16] = {0};
-        for (int i = 0; i < full; i += 16)
-            for (int j = 0; j < 16; j++) acc[j] = fmaf(xr[i + j], bf16_to_f32(w[i + j]), acc[j]);
-        float s = cpu_rowdot_finish(acc, xr, NULL, full, full); /* the lanes' tree; the tail below */
-        for (int k = full; k < IC; k++) s = fmaf(xr[k], bf16_to_f32(w[k]), s);
-        out[(size_t)n * ldo] = bias + s;
+        for (int i = 0; i < full; i += 32)
+            for (int j = 0; j < 16; j++) {
+                acc[j] = fmaf(bf16_to_f32(xr[i + 2 * j + 1]), bf16_to_f32(w[i + 2 * j + 1]), acc[j]);
+                acc[j] = fmaf(bf16_to_f32(xr[i + 2 * j]), bf16_to_f32(w[i + 2 * j]), acc[j]);
+            }
+        out[(size_t)n * ldo] = bias + pair_end(acc, xr, w, full, IC);
     }
 }
 
 /* --- avx2: GCC vectors of 8 ---------------------------------------------------------------------------- */
 
-typedef uint16_t u16x8 __attribute__((vector_size(16)));
 typedef uint32_t u32x8 __attribute__((vector_size(32)));
 
-/* 8 weights widened: zero-extended to 32 bits, shifted into the float's upper half */
-static inline v8 wide8(const uint16_t *p) {
-    u16x8 h;
-    memcpy(&h, p, sizeof h);
-    u32x8 u = __builtin_convertvector(h, u32x8) << 16;
-    v8 f;
-    memcpy(&f, &u, sizeof f);
-    return f;
+/* 8 bf16 pairs at p: the even ones (shifted into the float's upper half) and the odd ones (masked) */
+static inline void pairs8(const uint16_t *p, v8 *even, v8 *odd) {
+    u32x8 u;
+    memcpy(&u, p, sizeof u);
+    u32x8 e = u << 16, o = u & 0xffff0000u;
+    memcpy(even, &e, sizeof e);
+    memcpy(odd, &o, sizeof o);
 }
 
-/* the leftover columns in order, widened, then the tree's sum (rowdot_end with bf16 weights) */
-static inline float end_bf16(v8 lo, v8 hi, const float *x, const uint16_t *w, int i, int IC) {
-    float s = rowdot_end(lo, hi, x, NULL, i, i); /* the lanes' tree alone */
-    for (int k = i; k < IC; k++) s = fmaf(x[k], bf16_to_f32(w[k]), s);
-    return s;
-}
-
-/* NN input rows (constant per instance) against one weight row, each output's lanes in two halves */
-static inline __attribute__((always_inline)) void avx2_tile(float *out, size_t ldo, const float *x,
+/* NN input rows (constant per instance) against one weight row: lanes 0-7 and 8-15 of each output. The
+   products are exact, so a multiply and an add (fused by the compiler or not) round once, as VDPBF16PS. */
+static inline __attribute__((always_inline)) void avx2_tile(float *out, size_t ldo, const uint16_t *x,
                                                             const uint16_t *w, float bias, int IC, const int NN) {
     v8 lo[4], hi[4];
     for (int n = 0; n < NN; n++) lo[n] = hi[n] = (v8){0};
     const char *ahead = (const char *)(w + (size_t)BF16_PREFETCH_ROWS * IC);
     int i = 0;
-    for (; i + 16 <= IC; i += 16) {
-        if (NN > 1 && (i & 31) == 0) __builtin_prefetch(ahead + 2 * (size_t)i, 0, 2);
-        v8 wl = wide8(w + i), wh = wide8(w + i + 8);
+    for (; i + 32 <= IC; i += 32) {
+        if (NN > 1) __builtin_prefetch(ahead + 2 * (size_t)i, 0, 2); /* one line per 32 weights */
+        v8 we0, wo0, we1, wo1;
+        pairs8(w + i, &we0, &wo0);
+        pairs8(w + i + 16, &we1, &wo1);
         for (int n = 0; n < NN; n++) {
-            lo[n] += wl * ld8(x + (size_t)n * IC + i);
-            hi[n] += wh * ld8(x + (size_t)n * IC + i + 8);
+            v8 xe0, xo0, xe1, xo1;
+            pairs8(x + (size_t)n * IC + i, &xe0, &xo0);
+            pairs8(x + (size_t)n * IC + i + 16, &xe1, &xo1);
+            lo[n] += xo0 * wo0;
+            lo[n] += xe0 * we0;
+            hi[n] += xo1 * wo1;
+            hi[n] += xe1 * we1;
         }
     }
-    for (int n = 0; n < NN; n++) out[(size_t)n * ldo] = bias + end_bf16(lo[n], hi[n], x + (size_t)n * IC, w, i, IC);
+    for (int n = 0; n < NN; n++) {
+        float acc[16];
+        memcpy(acc, &lo[n], sizeof lo[n]);
+        memcpy(acc + 8, &hi[n], sizeof hi[n]);
+        out[(size_t)n * ldo] = bias + pair_end(acc, x + (size_t)n * IC, w, i, IC);
+    }
 }
 
-static void avx2_row(float *out, size_t ldo, const float *x, const uint16_t *w, float bias, int nn, int IC) {
+static void avx2_row(float *out, size_t ldo, const uint16_t *x, const uint16_t *w, float bias, int nn, int IC) {
     switch (nn) {
     case 1: avx2_tile(out, ldo, x, w, bias, IC, 1); break;
     case 2: avx2_tile(out, ldo, x, w, bias, IC, 2); break;
@@ -100,49 +132,61 @@ static void avx2_row(float *out, size_t ldo, const float *x, const uint16_t *w, 
     }
 }
 
-/* --- avx512 -------------------------------------------------------------------------------------------- */
+/* --- avx512 and avx512bf16 ----------------------------------------------------------------------------- */
 
 #if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
 #define WIDE __attribute__((target("avx512f")))
-typedef float v16 __attribute__((vector_size(64)));
-typedef uint16_t u16x16 __attribute__((vector_size(32)));
-typedef uint32_t u32x16 __attribute__((vector_size(64)));
+#define WIDE_BF16 __attribute__((target("avx512f,avx512bf16")))
 
-WIDE static inline v16 wide16(const uint16_t *p) {
-    u16x16 h;
-    memcpy(&h, p, sizeof h);
-    u32x16 u = __builtin_convertvector(h, u32x16) << 16;
-    v16 f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
-
-WIDE static inline v16 ldx16(const float *p) {
-    v16 v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
-/* NN input rows (constant per instance: nothing computed for rows the tile lacks) against one weight row */
-WIDE static inline __attribute__((always_inline)) void wide_tile(float *out, size_t ldo, const float *x,
+/* NN input rows against one weight row, 16 pairs a vector, widened */
+WIDE static inline __attribute__((always_inline)) void wide_tile(float *out, size_t ldo, const uint16_t *x,
                                                                  const uint16_t *w, float bias, int IC, const int NN) {
-    v16 a[4];
-    for (int n = 0; n < NN; n++) a[n] = (v16){0};
+    __m512 a[4];
+    for (int n = 0; n < NN; n++) a[n] = _mm512_setzero_ps();
     const char *ahead = (const char *)(w + (size_t)BF16_PREFETCH_ROWS * IC);
+    const __m512i odd = _mm512_set1_epi32((int)0xffff0000u);
     int i = 0;
-    for (; i + 16 <= IC; i += 16) {
-        if (NN > 1 && (i & 31) == 0) __builtin_prefetch(ahead + 2 * (size_t)i, 0, 2); /* one line per 32 weights */
-        v16 wv = wide16(w + i);
-        for (int n = 0; n < NN; n++) a[n] += wv * ldx16(x + (size_t)n * IC + i);
+    for (; i + 32 <= IC; i += 32) {
+        if (NN > 1) __builtin_prefetch(ahead + 2 * (size_t)i, 0, 2);
+        __m512i wv = _mm512_loadu_si512(w + i);
+        __m512 we = _mm512_castsi512_ps(_mm512_slli_epi32(wv, 16));
+        __m512 wo = _mm512_castsi512_ps(_mm512_and_si512(wv, odd));
+        for (int n = 0; n < NN; n++) {
+            __m512i xv = _mm512_loadu_si512(x + (size_t)n * IC + i);
+            a[n] = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_and_si512(xv, odd)), wo, a[n]);
+            a[n] = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_slli_epi32(xv, 16)), we, a[n]);
+        }
     }
     for (int n = 0; n < NN; n++) {
-        v8 lo = __builtin_shufflevector(a[n], a[n], 0, 1, 2, 3, 4, 5, 6, 7);
-        v8 hi = __builtin_shufflevector(a[n], a[n], 8, 9, 10, 11, 12, 13, 14, 15);
-        out[(size_t)n * ldo] = bias + end_bf16(lo, hi, x + (size_t)n * IC, w, i, IC);
+        float acc[16];
+        _mm512_storeu_ps(acc, a[n]);
+        out[(size_t)n * ldo] = bias + pair_end(acc, x + (size_t)n * IC, w, i, IC);
     }
 }
 
-WIDE static void wide_row(float *out, size_t ldo, const float *x, const uint16_t *w, float bias, int nn, int IC) {
+/* the same with VDPBF16PS: 16 pairs an instruction */
+WIDE_BF16 static inline __attribute__((always_inline)) void dp_tile(float *out, size_t ldo, const uint16_t *x,
+                                                                    const uint16_t *w, float bias, int IC,
+                                                                    const int NN) {
+    __m512 a[4];
+    for (int n = 0; n < NN; n++) a[n] = _mm512_setzero_ps();
+    const char *ahead = (const char *)(w + (size_t)BF16_PREFETCH_ROWS * IC);
+    int i = 0;
+    for (; i + 32 <= IC; i += 32) {
+        if (NN > 1) __builtin_prefetch(ahead + 2 * (size_t)i, 0, 2);
+        __m512bh wv = (__m512bh)_mm512_loadu_si512(w + i);
+        for (int n = 0; n < NN; n++)
+            a[n] = _mm512_dpbf16_ps(a[n], (__m512bh)_mm512_loadu_si512(x + (size_t)n * IC + i), wv);
+    }
+    for (int n = 0; n < NN; n++) {
+        float acc[16];
+        _mm512_storeu_ps(acc, a[n]);
+        out[(size_t)n * ldo] = bias + pair_end(acc, x + (size_t)n * IC, w, i, IC);
+    }
+}
+
+WIDE static void wide_row(float *out, size_t ldo, const uint16_t *x, const uint16_t *w, float bias, int nn, int IC) {
     switch (nn) {
     case 1: wide_tile(out, ldo, x, w, bias, IC, 1); break;
     case 2: wide_tile(out, ldo, x, w, bias, IC, 2); break;
@@ -150,37 +194,61 @@ WIDE static void wide_row(float *out, size_t ldo, const float *x, const uint16_t
     default: wide_tile(out, ldo, x, w, bias, IC, 4); break;
     }
 }
+
+WIDE_BF16 static void dp_row(float *out, size_t ldo, const uint16_t *x, const uint16_t *w, float bias, int nn,
+                             int IC) {
+    switch (nn) {
+    case 1: dp_tile(out, ldo, x, w, bias, IC, 1); break;
+    case 2: dp_tile(out, ldo, x, w, bias, IC, 2); break;
+    case 3: dp_tile(out, ldo, x, w, bias, IC, 3); break;
+    default: dp_tile(out, ldo, x, w, bias, IC, 4); break;
+    }
+}
 #else
-static void wide_row(float *out, size_t ldo, const float *x, const uint16_t *w, float bias, int nn, int IC) {
+static void wide_row(float *out, size_t ldo, const uint16_t *x, const uint16_t *w, float bias, int nn, int IC) {
+    avx2_row(out, ldo, x, w, bias, nn, IC);
+}
+static void dp_row(float *out, size_t ldo, const uint16_t *x, const uint16_t *w, float bias, int nn, int IC) {
     avx2_row(out, ldo, x, w, bias, nn, IC);
 }
 #endif
 
-typedef void (*RowFn)(float *out, size_t ldo, const float *x, const uint16_t *w, float bias, int nn, int IC);
+typedef void (*RowFn)(float *out, size_t ldo, const uint16_t *x, const uint16_t *w, float bias, int nn, int IC);
+
+/* the input rows in bf16: a buffer of the calling thread's, grown as needed (the GEMM's threads only read it) */
+static const uint16_t *input_bf16(const float *inp, size_t n) {
+    static __thread uint16_t *buf;
+    static __thread size_t cap;
+    if (n > cap) {
+        free(buf);
+        cap = n + n / 2;
+        buf = nr_xmalloc(cap * sizeof(uint16_t));
+    }
+    for (size_t i = 0; i < n; i++) buf[i] = f32_to_bf16(inp[i]);
+    return buf;
+}
 
 static void cpu_matmul_decode_bf16(float *out, const float *inp, const uint16_t *weight, const float *bias, int N,
                                    int IC, int OC, int ldo) {
     if (N <= 0 || OC <= 0) return;
     CpuKernelPath path = cpu_kernels_path();
-    RowFn row = path == CPU_PATH_AVX512 ? wide_row : path == CPU_PATH_AVX2 ? avx2_row : portable_row;
+    RowFn row = path == CPU_PATH_AVX512BF16 ? dp_row
+              : path == CPU_PATH_AVX512     ? wide_row
+              : path == CPU_PATH_AVX2       ? avx2_row
+                                            : portable_row;
+    const uint16_t *x = input_bf16(inp, (size_t)N * IC);
     int nblk = (OC + BF16_ROW_BLOCK - 1) / BF16_ROW_BLOCK;
 #pragma omp parallel for schedule(static) if ((size_t)OC * IC >= 64 * (size_t)CPU_OMP_MIN)
     for (int bk = 0; bk < nblk; bk++) {
-        int o1 = NR_MIN((bk + 1) * BF16_ROW_BLOCK, OC);
-        for (int o = bk * BF16_ROW_BLOCK; o < o1; o++)
-            for (int n = 0; n < N; n += 4)
-                row(out + (size_t)n * ldo + o, (size_t)ldo, inp + (size_t)n * IC, weight + (size_t)o * IC,
-                    bias ? bias[o] : 0.0f, NR_MIN(4, N - n), IC);
+        int o0 = bk * BF16_ROW_BLOCK, o1 = NR_MIN(o0 + BF16_ROW_BLOCK, OC);
+        for (int n0 = 0; n0 < N; n0 += BF16_IN_BLOCK) {
+            int n1 = NR_MIN(n0 + BF16_IN_BLOCK, N);
+            for (int o = o0; o < o1; o++)
+                for (int n = n0; n < n1; n += 4)
+                    row(out + (size_t)n * ldo + o, (size_t)ldo, x + (size_t)n * IC, weight + (size_t)o * IC,
+                        bias ? bias[o] : 0.0f, NR_MIN(4, n1 - n), IC);
+        }
     }
-}
-
-/* bf16 of x, rounded to nearest, ties to even (NaN kept a NaN) */
-static uint16_t f32_to_bf16(float x) {
-    uint32_t u;
-    memcpy(&u, &x, sizeof u);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40);
-    u += 0x7fffu + ((u >> 16) & 1u);
-    return (uint16_t)(u >> 16);
 }
 
 static void cpu_to_bf16(uint16_t *dst, const float *src, size_t n) {

@@ -201,7 +201,7 @@ typedef void (*RowsFn)(float *out, size_t ldo, const float *x, const float *w, c
 void cpu_rowdot(float *out, size_t ldo, const float *x, const float *w, const float *bias, int N, int IC, int OC) {
     if (N <= 0 || OC <= 0) return;
     CpuKernelPath path = cpu_kernels_path();
-    RowsFn rows = path == CPU_PATH_AVX512 ? wide_rows : path == CPU_PATH_AVX2 ? avx2_rows : portable_rows;
+    RowsFn rows = path >= CPU_PATH_AVX512 ? wide_rows : path == CPU_PATH_AVX2 ? avx2_rows : portable_rows;
     int nblk = (OC + ROWDOT_OBLOCK - 1) / ROWDOT_OBLOCK;
     int par = (size_t)N * OC * (size_t)(IC > 0 ? IC : 1) >= 16 * (size_t)CPU_OMP_MIN;
     /* whole blocks of ROWDOT_XB rows, at least one */
