@@ -160,6 +160,31 @@ static void check_shape_of_config(void) {
           "llama: KVH 2, FFN 688, gated, tied, V 32000, HD 32, no wpe, no biases, RMSNorm");
 }
 
+/* [model] gen_dtype = bf16 on a live model (exact memory): actor.gen's memory grows by the bf16 copy, half its
+   fp32 parameters, and a memory-bound decode reads half the weight bytes; training is unchanged */
+static void check_gen_bf16(void) {
+    GPTConfig g2 = {.V = 50257, .maxT = 256, .L = 12, .C = 768, .NH = 12};
+    CostModel cm;
+    memset(&cm, 0, sizeof cm);
+    cm.hw.flops = 1e14, cm.hw.hbm = 20e9, cm.hw.mem = 64e9, cm.hw.ranks_per_node = 1;
+    cm.hw.bw[0] = cm.hw.bw[1] = 1e10;
+    cm.eff = eff_default();
+    cm.actor = shape_of_config(&g2, "actor");
+    cm.critic = cm.actor;
+    cm.headroom = 0.1;
+    Workload w = {4, 4, 1, 32, 64, 64, 0};
+    GridLayout one = {1, 1, 1};
+    double m32, m16, t32 = cost_stage(&cm, PLAN_ACTOR_GEN, one, &w, &m32), tr32, tr16, mt32, mt16;
+    tr32 = cost_stage(&cm, PLAN_ACTOR_TRAIN, one, &w, &mt32);
+    cm.gen_wbytes = 2;
+    double t16 = cost_stage(&cm, PLAN_ACTOR_GEN, one, &w, &m16);
+    tr16 = cost_stage(&cm, PLAN_ACTOR_TRAIN, one, &w, &mt16);
+    double copy = 0.5 * (double)gpt_shard_state_bytes(&g2, 1, 1, 0, 0);
+    CHECK(m16 - m32 == copy && copy > 2.4e8, "gen_dtype bf16: actor.gen's memory + the bf16 copy %.3g bytes", copy);
+    CHECK(t16 < 0.7 * t32, "gen_dtype bf16: a memory-bound generation step %.3g s against fp32's %.3g s", t16, t32);
+    CHECK(tr16 == tr32 && mt16 == mt32, "gen_dtype bf16: actor.train's time and memory unchanged");
+}
+
 /* cost model rules on the 8B actor and critic */
 static void check_cost_rules(const CostModel *cm, const Workload *w) {
     double p8 = shape_params(&cm->actor);
@@ -780,6 +805,7 @@ int main(void) {
     check_guard();
     check_drift();
     check_shape_of_config();
+    check_gen_bf16();
     CostModel cm = cost_model_8b_h200();
     Workload w = {512, 128, 1, 512, 500, 500, 0};
     check_cost_rules(&cm, &w);

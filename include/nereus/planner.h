@@ -150,6 +150,9 @@ typedef struct CostModel {
                                  model-stage runs at the pace of its slowest rank. */
     double overhead_s;        /* per-step time outside the model-stages (the live run's rollout assembly and
                                  advantages), calibrated; 0 in the simulator */
+    double gen_wbytes;        /* bytes per weight actor.gen reads: 2 with [model] gen_dtype = bf16 (a bf16 copy beside
+                                 the fp32 weights, counted in its memory); 0: the shape's wbytes */
+    double score_wbytes;      /* the same for the scoring EMUs ([model] score_dtype) */
     double phase_scale[3];    /* per phase (gen, inf, train): what the phases measured over what the fitted model
                                  adds up for them (cal_fit, from the phase observations; the sweep: cal_phase_scales,
                                  against cost_plan's phases at the fitted factors); cost_plan multiplies each

@@ -142,6 +142,13 @@ static double rows_left(double lo, double hi, double a, double j0, double j1) {
  * the tail at 0 and leaves faster early: rows still generating at j are B·(1 − j/longest)^a with
  * a = longest/mean − 1 (a = 1, the even spread, at twice the mean). Either way the row-steps are B × the
  * mean. The steps are summed in 16 slices of the tail. With longest = mean this is mean steps of all B rows. */
+/* bytes per weight the stage reads as it runs: the bf16 copy's 2 where [model] gen_dtype or score_dtype asks
+   for one (CostModel.gen_wbytes, score_wbytes), else the shape's */
+static double stage_wbytes(const CostModel *cm, int stage, const ModelShape *m) {
+    double b = stage == PLAN_ACTOR_GEN ? cm->gen_wbytes : plan_stage_is_train(stage) ? 0 : cm->score_wbytes;
+    return b > 0 ? b : m->wbytes;
+}
+
 static void decode_parts(const CostModel *cm, const ModelShape *m, const Workload *w, double B, int tp, int ktp,
                          Parts *pt) {
     const HwModel *hw = &cm->hw;
@@ -159,7 +166,7 @@ static void decode_parts(const CostModel *cm, const ModelShape *m, const Workloa
         if (!(rows > 0)) continue;
         double ctx = w->prompt_len + j;
         double fl = rows * (fwd_flops_dense(m) + fwd_flops_attn(m, ctx)) / tp;
-        double by = Ploc * m->wbytes + 2.0 * m->L * rows * ctx * kvw / tp * ab;
+        double by = Ploc * stage_wbytes(cm, PLAN_ACTOR_GEN, m) + 2.0 * m->L * rows * ctx * kvw / tp * ab;
         double tc = fl / F, tm = by / bw;
         if (tc > tm) pt->t[EFF_GEMM] += steps * tc;
         else pt->t[EFF_DECODE] += steps * tm;
@@ -254,8 +261,10 @@ static double stage_parts(const CostModel *cm, int stage, GridLayout l, const Wo
             int Tm = (int)ceil(Tmax);
             if (Tm > m->cfg.maxT) Tm = m->cfg.maxT;
             double big = 0;
+            int copy = stage_wbytes(cm, stage, m) < m->wbytes; /* a bf16 copy beside the fp32 weights */
             for (int p = 0; p < pp; p++) {
                 double b = (double)gpt_shard_bytes(&m->cfg, tp, pp, p, Bmax, Tm, train);
+                if (copy) b += 0.5 * (double)gpt_shard_state_bytes(&m->cfg, tp, pp, p, 0);
                 if (b > big) big = b;
             }
             *mem = big;

@@ -87,8 +87,14 @@ double tx_stage_shard_bytes(const TxPricer *p, int id, const PlanStage *s, int p
     if (!tx_stage_holds_model(p, id)) return 0;
     int Bmax, Tmax;
     tx_stage_capacity(p, id, s->dp, &Bmax, &Tmax);
-    return (double)gpt_shard_bytes(plan_stage_is_critic(id) ? &p->cc : &p->ac, s->tp, s->pp, pos / (s->tp * s->dp), Bmax,
-                                   Tmax, plan_stage_is_train(id));
+    const GPTConfig *c = plan_stage_is_critic(id) ? &p->cc : &p->ac;
+    int pr = pos / (s->tp * s->dp);
+    double b = (double)gpt_shard_bytes(c, s->tp, s->pp, pr, Bmax, Tmax, plan_stage_is_train(id));
+    /* [model] gen_dtype, score_dtype = bf16: the bf16 copy beside the fp32 weights, half their bytes */
+    const ModelConfig *mc = &p->cfg->model;
+    const char *dt = id == PLAN_ACTOR_GEN ? mc->gen_dtype : plan_stage_is_train(id) ? "fp32" : mc->score_dtype;
+    if (strcmp(dt, "bf16") == 0) b += 0.5 * (double)gpt_shard_state_bytes(c, s->tp, s->pp, pr, 0);
+    return b;
 }
 
 void tx_change_for(const TxPricer *p, int id, int kind, const PlanStage *from, const PlanStage *to, TxChange *x) {
