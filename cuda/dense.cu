@@ -86,6 +86,68 @@ static void cuda_matmul_decode(float *out, const float *inp, const float *weight
                             inp, IC, &beta, out, ldo));
 }
 
+/* --- the bf16 GEMM: the CPU backend's pair-dot order (src/backend/cpu/decode_bf16.c), so that each output
+   has the CPU's bits: 16 lanes, lane j summing columns 2j + 1 then 2j of each block of 32 with fused
+   multiply-adds (products of bf16 numbers are exact), the row-dot tree of the lanes, the leftover columns in
+   order, then the bias. A half-warp of 16 threads computes one output; the input is rounded to bf16 as it is
+   read. */
+
+/* bf16 of x, rounded to nearest, ties to even; a denormal becomes a zero of its sign; a NaN stays a NaN */
+__device__ static inline unsigned short f32_to_bf16_dev(float x) {
+    unsigned int u = __float_as_uint(x);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((u >> 16) | 0x40);
+    if ((u & 0x7f800000u) == 0) return (unsigned short)((u >> 16) & 0x8000u);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (unsigned short)(u >> 16);
+}
+
+__device__ static inline float bf16_dev(unsigned short h) { return __uint_as_float((unsigned int)h << 16); }
+
+/* blocks of 128 threads: 8 outputs, one per half-warp; output (n, o) = global half-warp index n·OC + o */
+__global__ static void matmul_bf16_kernel(float *out, const float *inp, const unsigned short *w, const float *bias,
+                                          int N, int IC, int OC, int ldo) {
+    size_t hw = (blockIdx.x * (size_t)blockDim.x + threadIdx.x) / 16;
+    int j = threadIdx.x % 16;
+    int live = hw < (size_t)N * OC; /* every lane takes part in the shuffles */
+    int n = live ? (int)(hw / OC) : 0, o = live ? (int)(hw % OC) : 0;
+    const float *x = inp + (size_t)n * IC;
+    const unsigned short *wr = w + (size_t)o * IC;
+    int full = IC / 32 * 32;
+    float acc = 0.0f;
+    for (int i = 0; live && i < full; i += 32) {
+        int k = i + 2 * j;
+        acc = fmaf(bf16_dev(f32_to_bf16_dev(x[k + 1])), bf16_dev(wr[k + 1]), acc);
+        acc = fmaf(bf16_dev(f32_to_bf16_dev(x[k])), bf16_dev(wr[k]), acc);
+    }
+    /* the tree: lanes j and j + 8, then j and j + 4, then (h0 + h2) + (h1 + h3): xor partners (a + b = b + a) */
+    acc += __shfl_xor_sync(0xffffffffu, acc, 8);
+    acc += __shfl_xor_sync(0xffffffffu, acc, 4);
+    acc += __shfl_xor_sync(0xffffffffu, acc, 2);
+    acc += __shfl_xor_sync(0xffffffffu, acc, 1);
+    if (!live || j != 0) return;
+    for (int k = full; k < IC; k++) acc = fmaf(bf16_dev(f32_to_bf16_dev(x[k])), bf16_dev(wr[k]), acc);
+    out[(size_t)n * ldo + o] = (bias ? bias[o] : 0.0f) + acc;
+}
+
+static void cuda_matmul_decode_bf16(float *out, const float *inp, const unsigned short *weight, const float *bias,
+                                    int N, int IC, int OC, int ldo) {
+    if (N <= 0 || OC <= 0) return;
+    size_t threads = (size_t)N * OC * 16;
+    matmul_bf16_kernel<<<(unsigned)((threads + 127) / 128), 128>>>(out, inp, weight, bias, N, IC, OC, ldo);
+    cudaCheckLaunch("matmul_bf16_kernel");
+}
+
+__global__ static void to_bf16_kernel(unsigned short *dst, const float *src, size_t n) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        dst[i] = f32_to_bf16_dev(src[i]);
+}
+
+static void cuda_to_bf16(unsigned short *dst, const float *src, size_t n) {
+    if (!n) return;
+    to_bf16_kernel<<<cuda_blocks(n, 256), 256>>>(dst, src, n);
+    cudaCheckLaunch("to_bf16_kernel");
+}
+
 static void cuda_matmul_backward(float *dinp, float *dweight, float *dbias,
                                  const float *dout, const float *inp, const float *weight,
                                  int N, int IC, int OC) {
@@ -172,6 +234,8 @@ static void cuda_residual_backward(float *da, float *db, const float *dout, size
 void cuda_register_dense(Backend *be) {
     be->matmul_forward = cuda_matmul_forward;
     be->matmul_decode = cuda_matmul_decode;
+    be->matmul_decode_bf16 = cuda_matmul_decode_bf16;
+    be->to_bf16 = cuda_to_bf16;
     be->matmul_backward = cuda_matmul_backward;
     be->gelu_forward = cuda_gelu_forward;
     be->gelu_backward = cuda_gelu_backward;

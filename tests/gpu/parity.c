@@ -536,6 +536,39 @@ static void check_matmul_decode(int N, int IC, int OC, int ldo, int with_bias) {
     pair_free(inp); pair_free(w); pair_free(bias); pair_free(out);
 }
 
+/* the bf16 GEMM: to_bf16 rounds the weights alike, and the outputs are the CPU's bits exactly (both sum in the
+   pair-dot order of decode_bf16.c over bf16-rounded inputs); the padding columns [OC, ldo) untouched */
+static void check_matmul_bf16(int N, int IC, int OC, int ldo, int with_bias) {
+    char nm[128];
+    Pair inp = pair_rand((size_t)N * IC, -1, 1), w = pair_rand((size_t)OC * IC, -0.5f, 0.5f);
+    Pair bias = pair_rand((size_t)OC, -1, 1);
+    float *seven = nr_xmalloc((size_t)N * ldo * sizeof(float));
+    for (size_t i = 0; i < (size_t)N * ldo; i++) seven[i] = 7.0f;
+    Pair out = pair_from(seven, (size_t)N * ldo);
+    free(seven);
+    size_t nw = (size_t)OC * IC;
+    uint16_t *wc = CPU->alloc(nw * sizeof(uint16_t)), *wg = GPU->alloc(nw * sizeof(uint16_t));
+    uint16_t *hc = nr_xmalloc(nw * sizeof(uint16_t)), *hg = nr_xmalloc(nw * sizeof(uint16_t));
+    CPU->to_bf16(wc, w.c, nw);
+    GPU->to_bf16(wg, w.g, nw);
+    CPU->download(hc, wc, nw * sizeof(uint16_t));
+    GPU->download(hg, wg, nw * sizeof(uint16_t));
+    snprintf(nm, sizeof nm, "to_bf16 of %zu weights", nw);
+    verdict(nm, memcmp(hc, hg, nw * sizeof(uint16_t)) == 0, "the same bits", 0, 0);
+    CPU->matmul_decode_bf16(out.c, inp.c, wc, with_bias ? bias.c : NULL, N, IC, OC, ldo);
+    GPU->matmul_decode_bf16(out.g, inp.g, wg, with_bias ? bias.g : NULL, N, IC, OC, ldo);
+    float *oc, *og;
+    pair_download(out, &oc, &og);
+    size_t differ = 0;
+    for (size_t i = 0; i < out.n; i++) differ += memcmp(&oc[i], &og[i], sizeof oc[i]) != 0;
+    snprintf(nm, sizeof nm, "matmul_decode_bf16 N%d IC%d OC%d ldo%d%s (bits; padding columns kept)", N, IC, OC, ldo,
+             with_bias ? " +b" : "");
+    verdict(nm, differ == 0, "%.0f of %.0f floats differ in bits", (double)differ, (double)out.n);
+    free(oc), free(og), free(hc), free(hg);
+    CPU->free(wc), GPU->free(wg);
+    pair_free(inp); pair_free(w); pair_free(bias); pair_free(out);
+}
+
 /* attention_decode of B rows at cache slots (rows that left the batch are not among them) in a cache of
    Bmax sequences: the output as the CPU's, and both caches written at the slots' position pos only; with
    spread > 0 row i sits at position pos − i mod (spread + 1) (prompts of different lengths) */
@@ -1165,6 +1198,9 @@ int main(int argc, char **argv) {
     check_matmul_decode(1, 768, 2304, 2304, 1);
     check_matmul_decode(4, 768, 1000, 1024, 0); /* the LM head over the real vocabulary of a padded one */
     check_matmul_decode(7, 96, 70, 70, 1);     /* above the CPU's narrow path: sgemm */
+    check_matmul_bf16(1, 768, 300, 300, 1);
+    check_matmul_bf16(4, 768, 250, 256, 0);    /* the LM head over the real vocabulary of a padded one */
+    check_matmul_bf16(7, 67, 70, 70, 1);       /* a tail of 3 columns after the blocks of 32 */
     check_rmsnorm(100, 1, 768, 768);
     check_rmsnorm(37, 1, 50, 50);
     check_rmsnorm(33, 8, 64, 1024);  /* q-norm: 8 heads of 64 in a packed GQA row (8 + 2·4 heads) */
