@@ -148,7 +148,7 @@ WIDE static inline __attribute__((always_inline)) void wide_tile(float *out, siz
     const __m512i odd = _mm512_set1_epi32((int)0xffff0000u);
     int i = 0;
     for (; i + 32 <= IC; i += 32) {
-        if (NN > 1) __builtin_prefetch(ahead + 2 * (size_t)i, 0, 2);
+        __builtin_prefetch(ahead + 2 * (size_t)i, 0, 2);
         __m512i wv = _mm512_loadu_si512(w + i);
         __m512 we = _mm512_castsi512_ps(_mm512_slli_epi32(wv, 16));
         __m512 wo = _mm512_castsi512_ps(_mm512_and_si512(wv, odd));
@@ -174,7 +174,7 @@ WIDE_BF16 static inline __attribute__((always_inline)) void dp_tile(float *out, 
     const char *ahead = (const char *)(w + (size_t)BF16_PREFETCH_ROWS * IC);
     int i = 0;
     for (; i + 32 <= IC; i += 32) {
-        if (NN > 1) __builtin_prefetch(ahead + 2 * (size_t)i, 0, 2);
+        __builtin_prefetch(ahead + 2 * (size_t)i, 0, 2);
         __m512bh wv = (__m512bh)_mm512_loadu_si512(w + i);
         for (int n = 0; n < NN; n++)
             a[n] = _mm512_dpbf16_ps(a[n], (__m512bh)_mm512_loadu_si512(x + (size_t)n * IC + i), wv);
