@@ -600,6 +600,19 @@ static int run_change_plan(RunCtx *r, int step) {
         r->transitions += rc == 0;
         r->transition_bytes += moved;
     }
+    if (r->cfg->sw.step == step + 1) { /* the [switch] comes before the next step: its communicators now */
+        PlanConfig np = r->cfg->sw.plan;
+        PlanLimits lim = job_plan_limits(r->cfg, r->world);
+        PlanError perr;
+        if (plan_resolve(&np, &lim, &perr) == 0) { /* not resolved: the switch is refused when it comes */
+            double t0 = nr_now();
+            int n = job_prepare_comms(&r->job, &np);
+            if (n > 0)
+                nr_log("switch before step %d: its %d new communicator set(s) built now, before step %d, in %.4f s "
+                       "(what their set-up has left runs while step %d does; the move takes them)\n", step + 1, n,
+                       step, nr_now() - t0, step);
+        }
+    }
     return 0;
 }
 
