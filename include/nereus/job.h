@@ -64,6 +64,7 @@ typedef struct Job {
     TxPricer px;               /* the job's shapes and capacities, for transitions and their prices (txprice.h) */
     int cores_shared;          /* some node runs more ranks than it has cores (the same on every rank) */
     EmuCache comms;            /* the communicator sets of the stages' EMUs, shared and kept (emu.h) */
+    int tx_sets_prebuilt;      /* communicator sets built before a move that it took, over the job's transitions */
 } Job;
 
 /* What one transition did (job_transition), the same on every rank. */

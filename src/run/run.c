@@ -812,6 +812,9 @@ static int run_verify(RunCtx *r) {
     if (cfg->sw.step >= 0 || r->lp.on) {
         nr_log("verify.transitions: %d\n", r->transitions);
         nr_log("verify.transition_bytes: %.0f\n", r->transition_bytes);
+        /* communicator sets built before a move that it took (the seconds are in each transition's line and in
+           the trace's /transitions: setup_s, engine_s, measured_s; not here, where two runs compare equal) */
+        nr_log("verify.transition_sets_prebuilt: %d\n", r->job.tx_sets_prebuilt);
     }
     if (r->restarted) nr_log("verify.restart_step: %lld\n", (long long)r->start_step);
     if (r->stop_sig) nr_log("verify.stopped_at_step: %lld\n", (long long)r->final_step);

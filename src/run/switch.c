@@ -283,6 +283,7 @@ int job_transition(Job *j, const PlanConfig *np, int verify, JobTxReport *rep, c
     rep->mem_peak = red[1];
     rep->measured_s = red[2];
     rep->setup_s = red[3];
+    j->tx_sets_prebuilt += rep->sets_prebuilt;
     /* what it took against the engine's estimate: later transitions are priced by it (every rank: the
        same reduced numbers; the trace's replay rebuilds the same from /transitions) */
     if (rc == 0) tx_calib_add(&j->px.calib, rep->predicted_s, rep->measured_s);
@@ -357,6 +358,7 @@ void job_tx_log(const JobTxReport *rep, int step, double t0, int from_plan, int 
            rep->verified ? "; per-tensor checks passed" : "", rep->text);
     TraceTransition tx = {step, t0, from_plan, to_plan, rep->nchanges, rep->nwaves, rep->verified,
                           rep->predicted_s, rep->measured_s, rep->engine_s, rep->bytes_moved, rep->bytes_lower_bound,
-                          rep->bytes_local, rep->mem_peak, rep->mem_budget, rep->bytes_relayed, rep->text};
+                          rep->bytes_local, rep->mem_peak, rep->mem_budget, rep->bytes_relayed, rep->text,
+                          rep->setup_s, rep->sets_prebuilt};
     trace_transition(tr, &tx);
 }
