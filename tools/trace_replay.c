@@ -458,7 +458,18 @@ int price_recorded(const Replay *r, double *steps_s, double *tx_s, int *ntx, cha
             free(px.kept);
             return snprintf(why, len, "/transitions row %zu: plans %d -> %d not in /plans", j, a, b), -1;
         }
-        *tx_s += tx_price((void *)&px, &r->rec[a], &r->rec[b]);
+        double C = tx_price((void *)&px, &r->rec[a], &r->rec[b]);
+        /* a move its decision made wait a step (adapt.h): priced as the controller priced it, the set-up the step
+           covered (the decision's L_now) left out */
+        const Table *de = &tf->rule;
+        int64_t s = (int64_t)table_num(tx, TRANSITIONS(step), j);
+        for (size_t k = 0; k < de->n; k++)
+            if ((int64_t)table_num(de, DECISIONS(step), k) == s - 1 && (int)table_num(de, DECISIONS(to_plan), k) == b &&
+                strstr(table_str(de, DECISIONS(reason), k), ADAPT_AHEAD_REASON)) {
+                double S = tx_price_setup((void *)&px, &r->rec[a], &r->rec[b]), Ln = table_num(de, DECISIONS(L_now_s), k);
+                C = C - S + fmax(0, S - Ln);
+            }
+        *tx_s += C;
         tx_kept_switch(&px, &r->rec[a], &r->rec[b]);
         calib_add_row(&px.calib, tx, j);
         (*ntx)++;

@@ -143,12 +143,15 @@ int emu_cache_has(const EmuCache *cache, MPI_Comm job, GridLayout l, const int *
  * it non-blocking), so on a GPU the set-up moves to the prepare point but
  * does not overlap the step. emu_cache_prepare_stage: the set of one stage
  * of a resolved plan (nothing for a stage absent from the job).
+ * emu_cache_stage_prepared (local): whether the cache holds a prepared set for
+ * that stage of the plan (an EMU of it would take it).
  * emu_cache_drop_prepared: collective over job: frees the prepared sets no
  * EMU took (the move they were built for did not come); returns how many.
  * emu_cache_sets_prepared: how many are held (local). emu_cache_prepared_taken:
  * how many an EMU has taken so far (local). emu_cache_free drops them too. */
 int emu_cache_prepare(EmuCache *cache, MPI_Comm job, GridLayout l, const int *ranks);
 int emu_cache_prepare_stage(EmuCache *cache, MPI_Comm job, const PlanConfig *plan, int stage);
+int emu_cache_stage_prepared(const EmuCache *cache, MPI_Comm job, const PlanConfig *plan, int stage);
 int emu_cache_drop_prepared(EmuCache *cache);
 int emu_cache_sets_prepared(const EmuCache *cache);
 long emu_cache_prepared_taken(const EmuCache *cache);

@@ -65,6 +65,8 @@ typedef struct Job {
     int cores_shared;          /* some node runs more ranks than it has cores (the same on every rank) */
     EmuCache comms;            /* the communicator sets of the stages' EMUs, shared and kept (emu.h) */
     int tx_sets_prebuilt;      /* communicator sets built before a move that it took, over the job's transitions */
+    double prepared_at;        /* when job_prepare_comms last began (nr_now): a move's prediction counts what the
+                                  set-up of the sets it prepared has left by then, as priced */
 } Job;
 
 /* What one transition did (job_transition), the same on every rank. */

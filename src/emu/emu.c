@@ -224,6 +224,16 @@ int emu_cache_prepare_stage(EmuCache *cache, MPI_Comm job, const PlanConfig *pla
     return emu_cache_prepare(cache, job, l, ranks);
 }
 
+int emu_cache_stage_prepared(const EmuCache *cache, MPI_Comm job, const PlanConfig *plan, int stage) {
+    const PlanStage *s = &plan->stage[stage];
+    GridLayout l = {s->tp, s->pp, s->dp};
+    if (s->src == PLAN_SRC_ABSENT || s->nranks != grid_size(l)) return 0;
+    int ranks[PLAN_MAX_RANKS];
+    for (int i = 0; i < s->nranks; i++) ranks[i] = s->ranks[i];
+    const CommSet *set = set_find(cache, job, l, ranks, s->nranks);
+    return set && set->prepared;
+}
+
 int emu_cache_drop_prepared(EmuCache *cache) {
     int n = 0;
     for (CommSet *s = cache->sets, *next; s; s = next) {

@@ -102,8 +102,8 @@ void job_probe_links(Job *j) {
 /* collective over world: the transition's schedule for the changes ch[0 .. nch) (rank 0 builds it against
  * the ranks' memory outside the changes: the stages that stay) and every rank's part of it; rep gets what
  * it will move. Returns 0, or 1 when no schedule fits (why says so, the same on every rank). */
-static int transition_schedule(Job *j, const PlanConfig *np, const TxChange *ch, int nch, JobTxReport *rep,
-                               TxPart *part, char *why, size_t len) {
+static int transition_schedule(Job *j, const PlanConfig *np, const TxChange *ch, int nch, double setup_left_s,
+                               JobTxReport *rep, TxPart *part, char *why, size_t len) {
     TxOptions opt = tx_options_of(&j->px);
     double *resident = NULL;
     TxPlan P;
@@ -119,6 +119,7 @@ static int transition_schedule(Job *j, const PlanConfig *np, const TxChange *ch,
         }
         opt.resident = resident;
         if (tx_plan_build(&P, ch, nch, j->size, &opt, reason, sizeof reason) != 0) refused = 1;
+        else P.predicted_s += setup_left_s; /* what the prepared sets' set-up has left, as priced */
     }
     comm_bcast(j->world, &refused, sizeof refused, 0);
     if (refused) {
@@ -234,6 +235,7 @@ int job_prepare_comms(Job *j, const PlanConfig *np) {
     int64_t on = job_prebuild_on();
     comm_bcast(j->world, &on, sizeof on, 0); /* rank 0's environment decides for every rank */
     if (!on) return 0;
+    j->prepared_at = nr_now();
     TxChange ch[PLAN_NSTAGES];
     int nch = tx_changes(&j->px, &j->plan, np, ch), n = 0;
     for (int c = 0; c < nch; c++) n += emu_cache_prepare_stage(&j->comms, j->world, np, ch[c].id);
@@ -245,10 +247,16 @@ int job_transition(Job *j, const PlanConfig *np, int verify, JobTxReport *rep, c
     memset(rep, 0, sizeof *rep);
     verify = verify || j->cfg->transition.verify;
     TxChange ch[PLAN_NSTAGES];
-    int nch = tx_changes(&j->px, &j->plan, np, ch);
+    int nch = tx_changes(&j->px, &j->plan, np, ch), nprep = 0;
+    for (int c = 0; c < nch; c++) /* a change onto a prepared set builds none: its price is what is left of it */
+        if (!ch[c].comm_shared && emu_cache_stage_prepared(&j->comms, j->world, np, ch[c].id)) {
+            ch[c].comm_shared = 1;
+            nprep++;
+        }
+    double left = nprep * tx_options_of(&j->px).comm_setup - (nr_now() - j->prepared_at);
     job_probe_links(j); /* collective: every rank is here */
     TxPart part;
-    if (transition_schedule(j, np, ch, nch, rep, &part, why, len) != 0) {
+    if (transition_schedule(j, np, ch, nch, left > 0 ? left : 0, rep, &part, why, len) != 0) {
         emu_cache_drop_prepared(&j->comms); /* collective: built for this move, which does not come */
         return 1;
     }

@@ -17,7 +17,8 @@ fi
 # than a step of its gain; the planner builds the set before step 8 and moves before step 9, the set ready by
 # then (step 8 is made longer than 0.1 s by an INJECTED slowdown). The move must build nothing and wait in its
 # set-up for at most what step 8 left of 0.1 s a set (+ 0.05 s); the trace's replay must reproduce the decisions
-# and each step's plan. With NEREUS_TX_PREBUILD=0 the move comes before step 8, building its set (>= 0.1 s).
+# and each step's plan, and price the recorded run as its own replay does (the move that waited without the
+# set-up its step covered). With NEREUS_TX_PREBUILD=0 the move comes before step 8, building its set (>= 0.1 s).
 feeds planner-ahead-run planner-ahead
 feeds planner-ahead-off-run planner-ahead
 t planner-ahead-run 300 $L -np 4 bin/nereus tests/decks/pool_ahead.deck --set trace.file=pool_ahead.trace.h5
@@ -37,6 +38,9 @@ if want planner-ahead; then
   bin/nereus-trace replay pool_ahead.trace.h5 >"$LOG/planner-ahead-replay.log" 2>&1 || why="$why replay exit $?;"
   grep -q '^  the recorded parameters reproduce every recorded decision$' "$LOG/planner-ahead-replay.log" && \
     grep -q "^  plans: every step.s plan id agrees with /steps" "$LOG/planner-ahead-replay.log" || why="$why the replay does not reproduce the run;"
+  rec=$(awk '/^  recorded run \(as it ran\)/ {print $6, $7, $8}' "$LOG/planner-ahead-replay.log")
+  rep=$(awk '/^  replay, recorded params/ {print $4, $5, $6}' "$LOG/planner-ahead-replay.log")
+  [ -n "$rec" ] && [ "$rec" = "$rep" ] || why="$why the replay's predicted totals '$rep' are not the recorded run's '$rec';"
   ox=$(awk '/^planner: before step 8: plan [0-9]+ -> [0-9]+:/{p=1;next} p&&/^transition:/{print; exit}' "$g" | \
        sed -n 's/.*communicator set-up \([0-9.]*\) s).* communicators: \([0-9]*\) new set(s), 0 built before the move.*/\1 \2/p')
   read -r bw bn <<<"$ox"
