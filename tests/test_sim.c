@@ -200,8 +200,8 @@ int main(void) {
            it gains (adapt.c keep_stages); admit-every-gain takes the search's plan whole at every gain. With moves
            that wait a step for their communicators (adapt.h), the set-ups the rule saved admit-all from are mostly
            hidden: at 1,024 GPUs the two make the same moves (1e-8 s/step apart), so payback must be no slower; with
-           every move building its communicators in the move (no_prebuild: the pricing before), payback must beat
-           admit-all, as it did */
+           every move building its communicators in the move (no_prebuild), the set-ups it refuses to pay make it
+           beat admit-all */
         CHECK(pb <= r[SIM_ADMIT_ALL].mean_step_s * (1 + 1e-6), "%d GPUs: payback %.4f s/step no slower than admit-all "
               "(at crossings) %.4f (%.3f%% lower; %d vs %d transitions)", sizes[k], pb, r[SIM_ADMIT_ALL].mean_step_s,
               100 * (1 - pb / r[SIM_ADMIT_ALL].mean_step_s), r[SIM_PAYBACK].transitions, r[SIM_ADMIT_ALL].transitions);

@@ -78,7 +78,7 @@ typedef double (*AdaptTxCost)(void *ctx, const PlanConfig *a, const PlanConfig *
  * step's gain given up, max(0, L_now − L_b). The cheaper is the price the
  * rule sees (AdaptDecision.C) and says whether the move waits
  * (AdaptDecision.ahead). tx_setup NULL: every move at once, priced
- * tx_cost (the pricing before communicators were built ahead). */
+ * tx_cost, its communicators built in the move. */
 
 typedef struct AdaptConfig {
     int policy;

@@ -91,9 +91,9 @@ typedef struct SimScenario {
     double threshold;       /* drift threshold (0.3) */
     int every_k;            /* the every-k policy's period */
     int keep_comms;         /* communicator sets kept for reuse (the live job's [transition] keep_comms; 0: none) */
-    int no_prebuild;        /* 1: every move builds its communicators in the move (the pricing before moves could
-                               wait a step for them: adapt.h, "Moves that wait a step"); 0, the default: a move the
-                               plan in force can wait for may wait one step, its set-up running beside it */
+    int no_prebuild;        /* 1: every move at once, its communicators built in the move (no move waits a step
+                               for them: adapt.h, "Moves that wait a step"); 0, the default: a move the plan in
+                               force can wait for may wait one step, its set-up running beside it */
     SimNoise noise;         /* zeroed: none */
     int nevents;
     SimEvent ev[SIM_MAX_EVENTS]; /* sorted by step */
