@@ -447,7 +447,7 @@ static void check_controller_pool(ControllerJob *x, const Workload *w) {
     Observed *o = &x->o;
     CHECK(adapt_search(cm, &w0, ADAPT_PAYBACK, N, o, &start, &s0, why, sizeof why) == 0, "controller: a start plan");
     x->huge_C = 1e9;
-    AdaptConfig ac = x->ac = (AdaptConfig){ADAPT_PAYBACK, 0.5, 0.3, 10, 1000, N, fixed_cost, &x->huge_C};
+    AdaptConfig ac = x->ac = (AdaptConfig){ADAPT_PAYBACK, 0.5, 0.3, 10, 1000, N, fixed_cost, &x->huge_C, NULL};
     Adapt ad;
     adapt_init(&ad, &ac, &start, o);
     AdaptDecision d;
@@ -653,6 +653,65 @@ static void check_keep_stages(ControllerJob *x) {
     CHECK(mixed > 0, "keep_stages: at some price a plan mixing B and the plan in force is taken (%d of 3)", mixed);
 }
 
+/* a set-up part the test sets (AdaptConfig.tx_setup) */
+static double fixed_setup(void *ctx, const PlanConfig *a, const PlanConfig *b) {
+    (void)a, (void)b;
+    return ((const double *)ctx)[1];
+}
+
+/* Moves that wait a step (adapt.h): from the plan on 32 of 64 ranks at 4x longer responses (a crossing, the
+   search's plan faster by dL), moves priced C = data + S (ctx[0] = C, ctx[1] = S). Without tx_setup no move waits
+   and the price is C. With a set-up S the step covers and dL below it, the move waits: its own price C − min(S,
+   L_now), the rule's that plus dL, the reason says so. With S below dL it goes at once, priced C. When the plan in
+   force cannot stay (urgent) it goes at once whatever S. */
+static void check_moves_ahead(ControllerJob *x) {
+    const CostModel *cm = &x->cm;
+    Observed *o = &x->o;
+    Adapt ad;
+    AdaptDecision d;
+    double cs[2] = {0, 0};
+    AdaptConfig ac = x->ac;
+    ac.tx_cost = fixed_cost;
+    ac.tx_ctx = cs;
+    o->npool = x->N;
+    /* the step's predicted L_now and L_new at a free move (the same search whatever the prices) */
+    o->resp_len = x->w0.resp_len;
+    adapt_init(&ad, &ac, &x->on32, o);
+    ad.v.no_keep = 1;
+    o->resp_len = x->w1.resp_len;
+    adapt_step(&ad, 1, cm, &x->w1, cm, &x->w1, o, &d);
+    double Ln = d.L_now, dL = d.L_now - d.L_new;
+    CHECK(d.changed && dL > 0 && !d.ahead && d.C == 0, "moves ahead: a free move at a crossing, %.4g -> %.4g s/step, "
+          "at once (no tx_setup)", d.L_now, d.L_new);
+    struct { double S, data; int setup, ahead; const char *what; } t[3] = {
+        {0.9 * Ln, 0.01 * Ln, 0, 0, "no tx_setup: at once"},
+        {0.9 * Ln, 0.01 * Ln, 1, 1, "set-up 0.9 L_now, dL below it: waits"},
+        {0.5 * dL, 0.01 * Ln, 1, 0, "set-up 0.5 dL: at once"}};
+    for (int k = 0; k < 3; k++) {
+        cs[0] = t[k].S + t[k].data, cs[1] = t[k].S;
+        ac.tx_setup = t[k].setup ? fixed_setup : NULL;
+        o->resp_len = x->w0.resp_len;
+        adapt_init(&ad, &ac, &x->on32, o);
+        ad.v.no_keep = 1;
+        o->resp_len = x->w1.resp_len;
+        adapt_step(&ad, 1, cm, &x->w1, cm, &x->w1, o, &d);
+        double move = t[k].ahead ? cs[0] - fmin(t[k].S, Ln) : cs[0], rule = t[k].ahead ? move + dL : cs[0];
+        CHECK(d.changed && d.ahead == t[k].ahead && fabs(d.C_move - move) <= 1e-12 * move &&
+                  fabs(d.C - rule) <= 1e-12 * rule && (strstr(d.reason, ADAPT_AHEAD_REASON) != NULL) == t[k].ahead,
+              "moves ahead, %s: C %.4g s (S %.4g), L_now %.4g, dL %.4g: ahead %d, the move %.4g s (want %.4g), the "
+              "rule's price %.4g (want %.4g)", t[k].what, cs[0], t[k].S, Ln, dL, d.ahead, d.C_move, move, d.C, rule);
+    }
+    /* urgent: half the pool leaves under the plan on all 64 */
+    cs[0] = 1.01 * Ln, cs[1] = Ln;
+    ac.tx_setup = fixed_setup;
+    adapt_init(&ad, &ac, &d.next, o);
+    o->npool = x->N / 2;
+    adapt_step(&ad, 2, cm, &x->w1, cm, &x->w1, o, &d);
+    CHECK(d.urgent == ADMIT_URGENT && d.changed && !d.ahead && d.C == cs[0], "moves ahead: urgent (half the pool "
+          "left): at once, priced %.4g s, whatever the set-up (%s)", d.C, d.reason);
+    o->npool = x->N;
+}
+
 /* the sweep's slowdown between its controls (nr_fill_gaps), by hand */
 static void check_sweep_controls(void) {
     {
@@ -822,6 +881,7 @@ int main(void) {
     check_rent_or_buy(job);
     check_rank_speed(job);
     check_keep_stages(job);
+    check_moves_ahead(job);
     free(job);
     check_sweep_controls();
     check_tx_calib();

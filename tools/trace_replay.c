@@ -285,6 +285,9 @@ typedef struct RunState {
     TxPricer px;             /* as the run priced transitions: the engine's estimate scaled by what the recorded
                                 run's transitions before the decision measured against it (txprice.h, TxCalib) */
     PlanConfig *kept_at;     /* the plan px.kept (the communicators the run keeps) was last brought up to */
+    int ahead;               /* a move decided at the row before waits for this one (AdaptDecision.ahead) */
+    PlanConfig ahead_plan;   /* where it goes */
+    double ahead_C;          /* its predicted seconds (the move's own) */
 } RunState;
 
 /* the run moves to next (its cost added by the caller) */
@@ -312,6 +315,12 @@ static void run_decided(Run *u, RunState *st, const SigRow *x, int is_init, cons
         return;
     }
     q->moved = 1;
+    if (d->ahead) { /* the row's step runs on the plan in force; the move comes before the next (live_decide) */
+        st->ahead = 1;
+        st->ahead_plan = d->next;
+        st->ahead_C = d->C_move;
+        return;
+    }
     run_move(u, st, &d->next);
     u->tx_s += d->C;
 }
@@ -327,6 +336,17 @@ static int run_row(const Replay *r, const AdaptConfig *ac, const SigRow *x, Cost
     st->prev_np = x->npool;
     AdaptDecision *d = st->d;
     memset(d, 0, sizeof *d);
+    if (st->ahead) { /* the move decided at the row before, unless ranks it needs left the pool (live_decide) */
+        st->ahead = 0;
+        if (adapt_plan_within(&st->ahead_plan, x->pool, x->npool, r->n)) {
+            run_move(u, st, &st->ahead_plan);
+            u->tx_s += st->ahead_C;
+        } else {
+            adapt_revert(st->ad, &st->cur);
+        }
+        cost_plan(cm, &st->cur, r->n, w, &now);
+        o.oom = !now.fits;
+    }
     int reverted = 0;
     for (int i = 0; moves && i < moves->nrevert && st->started; i++) reverted |= moves->revert_at[i] == x->step;
     if (reverted) { /* the recorded run's guard moved back here (a measurement: taken as recorded) */
@@ -363,7 +383,7 @@ void replay_run(const Replay *r, int policy, double gamma, double threshold, con
     u->plan_at = calloc(r->nrow + 1, sizeof *u->plan_at);
     u->plans = calloc(r->nrow + 2, sizeof *u->plans);
     RunState st = {r->plan0, r->plan0, r->nrow ? r->row[0].plan_id : 0, 0, r->n, {0}, calloc(1, sizeof *st.ad),
-                   calloc(1, sizeof *st.d), r->px, malloc(sizeof *st.kept_at)};
+                   calloc(1, sizeof *st.d), r->px, malloc(sizeof *st.kept_at), 0, r->plan0, 0};
     u->plans[0] = st.cur;
     u->nplans = 1;
     st.px.kept = calloc(1, sizeof *st.px.kept); /* the communicators this run keeps, as the job kept them */
@@ -376,7 +396,7 @@ void replay_run(const Replay *r, int policy, double gamma, double threshold, con
     const Table *txt = &r->tf->t[TRACE_TRANSITIONS];
     size_t txi = 0;
     AdaptConfig ac = {policy, gamma, threshold, (int)pa->every_k, (int)pa->steps_total, r->n, tx_price,
-                      (void *)&st.px};
+                      (void *)&st.px, tx_price_setup}; /* as the run (unless it ran with NEREUS_TX_PREBUILD=0) */
     for (size_t k = 0; k < r->nrow; k++) {
         const SigRow *x = &r->row[k];
         for (; txi < txt->n && (int64_t)table_num(txt, TRANSITIONS(step), txi) < x->step; txi++)
@@ -438,7 +458,18 @@ int price_recorded(const Replay *r, double *steps_s, double *tx_s, int *ntx, cha
             free(px.kept);
             return snprintf(why, len, "/transitions row %zu: plans %d -> %d not in /plans", j, a, b), -1;
         }
-        *tx_s += tx_price((void *)&px, &r->rec[a], &r->rec[b]);
+        double C = tx_price((void *)&px, &r->rec[a], &r->rec[b]);
+        /* a move its decision made wait a step (adapt.h): priced as the controller priced it, the set-up the step
+           covered (the decision's L_now) left out */
+        const Table *de = &tf->rule;
+        int64_t s = (int64_t)table_num(tx, TRANSITIONS(step), j);
+        for (size_t k = 0; k < de->n; k++)
+            if ((int64_t)table_num(de, DECISIONS(step), k) == s - 1 && (int)table_num(de, DECISIONS(to_plan), k) == b &&
+                strstr(table_str(de, DECISIONS(reason), k), ADAPT_AHEAD_REASON)) {
+                double S = tx_price_setup((void *)&px, &r->rec[a], &r->rec[b]), Ln = table_num(de, DECISIONS(L_now_s), k);
+                C = C - S + fmax(0, S - Ln);
+            }
+        *tx_s += C;
         tx_kept_switch(&px, &r->rec[a], &r->rec[b]);
         calib_add_row(&px.calib, tx, j);
         (*ntx)++;

@@ -246,7 +246,9 @@ static void replay_recorded(const Replay *r, int policy, Run *rec) {
     for (size_t k = 0; k < de->n; k++) {
         if (table_num(de, DECISIONS(admitted), k) == 0 || table_num(de, DECISIONS(to_plan), k) < 0) continue;
         int64_t s = (int64_t)table_num(de, DECISIONS(step), k);
-        if (!moved_at(tx, s)) refused[moves.nrefused++] = s; /* admitted, but the engine refused the move */
+        /* a move that waited a step (adapt.h: the reason says so) came before the next step */
+        int late = strstr(table_str(de, DECISIONS(reason), k), ADAPT_AHEAD_REASON) != NULL;
+        if (!moved_at(tx, s + late)) refused[moves.nrefused++] = s; /* admitted, but the engine refused the move */
     }
     for (size_t k = 0; k < rv->n; k++) { /* moves back that happened (the engine may refuse one: no transition row) */
         int64_t s = (int64_t)table_num(rv, DECISIONS(step), k);

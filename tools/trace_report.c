@@ -273,8 +273,13 @@ int cmd_transitions(const TraceFile *tf) {
                (long long)table_num(tx, TRANSITIONS(step), k), (int)table_num(tx, TRANSITIONS(from_plan), k),
                (int)table_num(tx, TRANSITIONS(to_plan), k), (int)table_num(tx, TRANSITIONS(nchanges), k),
                (int)table_num(tx, TRANSITIONS(nwaves), k));
-        printf("  time: predicted %.4f s, measured %.4f s (measured / predicted %.2f), transfers %.4f s\n", pred, meas,
+        printf("  time: predicted %.4f s, measured %.4f s (measured / predicted %.2f), transfers %.4f s", pred, meas,
                pred > 0 ? meas / pred : NAN, table_num(tx, TRANSITIONS(engine_s), k));
+        double su = table_num(tx, TRANSITIONS(setup_s), k); /* NaN where the column is absent */
+        if (!isnan(su))
+            printf(", communicator set-up %.4f s (%d set(s) built before the move)", su,
+                   (int)table_num(tx, TRANSITIONS(sets_prebuilt), k));
+        printf("\n");
         double fw = table_num(tx, TRANSITIONS(bytes_forwarded), k); /* NaN where the column is absent */
         printf("  bytes: moved %.2f MiB, minimum %.2f MiB, kept in place %.2f MiB",
                table_num(tx, TRANSITIONS(bytes_moved), k) / 1048576.0,

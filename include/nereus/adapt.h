@@ -66,6 +66,20 @@ int adapt_policy_named(const char *name);
  * estimate, as the caller prices it). */
 typedef double (*AdaptTxCost)(void *ctx, const PlanConfig *a, const PlanConfig *b);
 
+/* Moves that wait a step for their communicators (tx_setup set). A move
+ * whose plan in force can still run the coming step (not urgent) may be
+ * made one step late: the caller builds the new plan's communicators at
+ * this boundary (job_prepare_comms), runs the step on the plan in force
+ * while their set-up completes, and moves at the next boundary, waiting
+ * only for the data and for the part of the set-up the step did not cover.
+ * Priced so: S = tx_setup(a, b) (the set-up part of tx_cost(a, b)), L_now
+ * the plan in force's predicted step, L_b the new plan's; at once, C =
+ * tx_cost; a step late, C − S + max(0, S − L_now) for the move plus the
+ * step's gain given up, max(0, L_now − L_b). The cheaper is the price the
+ * rule sees (AdaptDecision.C) and says whether the move waits
+ * (AdaptDecision.ahead). tx_setup NULL: every move at once, priced
+ * tx_cost, its communicators built in the move. */
+
 typedef struct AdaptConfig {
     int policy;
     double gamma;            /* payback γ */
@@ -75,7 +89,12 @@ typedef struct AdaptConfig {
     int nranks;              /* ranks of the job (plans are in job ranks 0..nranks-1) */
     AdaptTxCost tx_cost;
     void *tx_ctx;
+    AdaptTxCost tx_setup;    /* the communicator set-up part of tx_cost (same ctx); NULL: no move waits a step */
 } AdaptConfig;
+
+/* in the reason of a decision whose move waits a step (the trace's replay finds such moves by it) */
+#define ADAPT_AHEAD_REASON "the move waits a step, its communicators built meanwhile"
+
 
 /* payback's variants, to measure the rule's own effect (issue #34). adapt_init sets wide for payback and
    nothing else: the rule as described above */
@@ -130,7 +149,12 @@ typedef struct AdaptDecision {
     int eff_rank;            /* the pool rank whose speed moved most against its reference (−1: none) */
     double eff_rank_now, eff_rank_ref; /* its speed (1 / slowdown) now and at the reference */
     double L_now, L_new;     /* predicted step seconds of the current plan (∞: it cannot run) and of next */
-    double C;                /* predicted transition seconds */
+    double C;                /* predicted transition seconds, as the rule sees them: for a move that waits a step
+                                (ahead), the move's own (C_move) plus the step's gain it gives up */
+    int ahead;               /* changed: the move waits one step, its communicators built meanwhile (tx_setup):
+                                the caller prepares them, runs the step on the plan in force and moves before
+                                the next (the controller's plan is already `next`) */
+    double C_move;           /* the move's own predicted seconds (C less the gain given up; C when at once) */
     double H;                /* expected steps before the next drift */
     double foregone;         /* payback: the gains refused since the last move, s (admit) */
     int rent;                /* payback: searched because those gains reached the refused move's price */

@@ -64,6 +64,8 @@ typedef struct EmuCache {
     int keep;                /* kept sets at most (emu_cache_set_keep) */
     unsigned long clock;     /* counts releases: the set released longest ago goes first */
     long built;              /* sets built with MPI_Comm_split (emu_cache_sets_built) */
+    long taken_prepared;     /* prepared sets an EMU has taken (emu_cache_prepared_taken) */
+    double ready_chain;      /* when the INJECTED set-up of the last prepared set ends (nr_now) */
 } EmuCache;
 
 /* Local: an empty cache that keeps up to `keep` released sets ([transition] keep_comms; 0: none). */
@@ -120,6 +122,39 @@ long emu_cache_sets_built(const EmuCache *cache);
 /* Local: whether the cache holds a set of this layout on these ranks (grid
  * order) of job, in use or kept: an EMU of it would build no communicators. */
 int emu_cache_has(const EmuCache *cache, MPI_Comm job, GridLayout l, const int *ranks);
+
+/* Communicators built ahead (a transition's "prepare"): the sets the EMUs
+ * of a coming plan will need are built before the move, at a point every
+ * rank of job reaches (the step boundary before the step that runs while
+ * they get ready), so that the move itself builds none and waits only for
+ * its data. emu_cache_prepare: collective over job (one MPI_Comm_split,
+ * and device group split, per group kind, as emu_build_in), nothing when
+ * the cache holds a set of that layout and ranks already (in use, kept or
+ * prepared); returns 1 when it built one. A prepared set is held for the
+ * EMU that will take it: emu_build_in of its layout and ranks takes it and
+ * builds nothing; it is neither kept (emu_cache_sets_kept) nor in use, and
+ * never trimmed. The INJECTED set-up ([inject] comm_setup_s) of a prepared
+ * set is not waited for when it is built: it stands for a non-blocking
+ * initialisation (NCCL's, config.blocking = 0) that runs while the rank
+ * goes on, one set after another from the prepare on, and the EMU that
+ * takes the set waits for what is left of it (a sleep on the set's ranks,
+ * then a barrier over job, as for a set built in place). With NCCL the
+ * device group split itself is blocking here (nothing in this build makes
+ * it non-blocking), so on a GPU the set-up moves to the prepare point but
+ * does not overlap the step. emu_cache_prepare_stage: the set of one stage
+ * of a resolved plan (nothing for a stage absent from the job).
+ * emu_cache_stage_prepared (local): whether the cache holds a prepared set for
+ * that stage of the plan (an EMU of it would take it).
+ * emu_cache_drop_prepared: collective over job: frees the prepared sets no
+ * EMU took (the move they were built for did not come); returns how many.
+ * emu_cache_sets_prepared: how many are held (local). emu_cache_prepared_taken:
+ * how many an EMU has taken so far (local). emu_cache_free drops them too. */
+int emu_cache_prepare(EmuCache *cache, MPI_Comm job, GridLayout l, const int *ranks);
+int emu_cache_prepare_stage(EmuCache *cache, MPI_Comm job, const PlanConfig *plan, int stage);
+int emu_cache_stage_prepared(const EmuCache *cache, MPI_Comm job, const PlanConfig *plan, int stage);
+int emu_cache_drop_prepared(EmuCache *cache);
+int emu_cache_sets_prepared(const EmuCache *cache);
+long emu_cache_prepared_taken(const EmuCache *cache);
 
 /* Keeping communicators for reuse ([transition] keep_comms). A set that its
  * last EMU releases is kept instead of freed, up to n kept sets (the one

@@ -64,6 +64,9 @@ typedef struct Job {
     TxPricer px;               /* the job's shapes and capacities, for transitions and their prices (txprice.h) */
     int cores_shared;          /* some node runs more ranks than it has cores (the same on every rank) */
     EmuCache comms;            /* the communicator sets of the stages' EMUs, shared and kept (emu.h) */
+    int tx_sets_prebuilt;      /* communicator sets built before a move that it took, over the job's transitions */
+    double prepared_at;        /* when job_prepare_comms last began (nr_now): a move's prediction counts what the
+                                  set-up of the sets it prepared has left by then, as priced */
 } Job;
 
 /* What one transition did (job_transition), the same on every rank. */
@@ -78,6 +81,9 @@ typedef struct JobTxReport {
     double mem_planned;               /* max over ranks of the DAG's planned peak (bytes) */
     int verified;                     /* per-tensor checks ran (and passed) */
     int sets_built, sets_taken_back;  /* communicator sets the new EMUs built, and kept ones they took back (emu.h) */
+    int sets_prebuilt;                /* sets built before the move (job_prepare_comms) that the new EMUs took */
+    double setup_s;                   /* max over ranks of the move's communicator set-up: the new EMUs built, or
+                                         prepared ones taken with what was left of their set-up waited for */
     char text[2048];                  /* one line per changed model-stage (tx_plan_format) */
 } JobTxReport;
 
@@ -149,6 +155,14 @@ void job_stage_model(Job *j, Stage *s, int filled);
  * checksum is compared before and after: a mismatch returns −1 (the run
  * must stop). Returns 0 with *rep filled. */
 int job_transition(Job *j, const PlanConfig *np, int verify, JobTxReport *rep, char *why, size_t len);
+/* collective over world: the communicator sets a move to np (resolved) will need, built now (emu_cache_prepare)
+ * at a point every rank reaches, so that job_transition to np takes them and builds none: the set-up runs
+ * before the move (and its INJECTED part while the next step runs). Returns the sets built. Nothing when
+ * NEREUS_TX_PREBUILD=0 is in the environment (job_prebuild_on): sets are then built in the move, as the
+ * A/B baseline. Sets no move takes are freed at the end of the next transition (emu_cache_drop_prepared). */
+int job_prepare_comms(Job *j, const PlanConfig *np);
+/* 1 unless NEREUS_TX_PREBUILD=0 is in the environment (the same on every rank: mpirun passes it to all) */
+int job_prebuild_on(void);
 /* collective over world: with [transition] bandwidth_gbs = 0 (the default), measures once per job what a
  * transition can expect of the links and local copies (tx_probe, every rank at once; a fraction of a
  * second) into j->px, which the engine's predictions and the planner's prices then use; rank 0 logs it.

@@ -26,7 +26,14 @@
  * Order per step: live_decide before job_step (collective: the pool
  * reports, rank 0 decides, every rank learns the decision, a transition
  * when admitted), live_observe after it (collective: the timers go to rank
- * 0, which calibrates). The first decision comes after [planner] warmup
+ * 0, which calibrates). A move the controller prices cheaper one step late
+ * (AdaptDecision.ahead: its communicators' set-up is dear beside the
+ * step's gain; adapt.h, "Moves that wait a step") is announced instead:
+ * every rank builds its communicators at that boundary (job_prepare_comms)
+ * and runs the step on the plan in force, and the move comes first at the
+ * next boundary, taking them (unless ranks it needs left the pool: then
+ * it does not come, and the controller decides from the plan in force).
+ * NEREUS_TX_PREBUILD=0 turns that off (every move at once, priced so). The first decision comes after [planner] warmup
  * steps: the initial placement, the best plan for the measured initial
  * conditions, taken when it is predicted faster than the deck's plan. */
 #ifndef NEREUS_PLANNER_LIVE_H
@@ -89,6 +96,13 @@ typedef struct LivePlanner {
     double guard_new[16];    /* the new plan's fresh steps */
     int guard_n;
     PlanConfig guard_prev;   /* the plan before the move on probation */
+    /* a move the controller decided at the last boundary that waits for this one (AdaptDecision.ahead): its
+       communicators were built there (job_prepare_comms) and got ready while the step ran on the plan in force */
+    int ahead;               /* every rank */
+    PlanConfig ahead_plan;   /* every rank: where it goes */
+    double ahead_L_new, ahead_mem; /* rank 0: its predicted step and peak memory, for the trace */
+    int ahead_chosen;        /* rank 0: the rule chose it (it goes on probation) */
+    int moves_ahead;         /* moves made so */
 } LivePlanner;
 
 /* collective over world: the machine model (times a GEMM and a copy on

@@ -91,6 +91,9 @@ typedef struct SimScenario {
     double threshold;       /* drift threshold (0.3) */
     int every_k;            /* the every-k policy's period */
     int keep_comms;         /* communicator sets kept for reuse (the live job's [transition] keep_comms; 0: none) */
+    int no_prebuild;        /* 1: every move at once, its communicators built in the move (no move waits a step
+                               for them: adapt.h, "Moves that wait a step"); 0, the default: a move the plan in
+                               force can wait for may wait one step, its set-up running beside it */
     SimNoise noise;         /* zeroed: none */
     int nevents;
     SimEvent ev[SIM_MAX_EVENTS]; /* sorted by step */
@@ -126,6 +129,8 @@ typedef struct SimResult {
     double planner_s;       /* wall time in search + transition estimates (this process) */
     int failed;             /* the policy had no plan that fits at some step */
     int reverts;            /* moves the measure-and-revert guard took back (counted in transitions too) */
+    int moves_ahead;        /* moves that waited a step for their communicators (counted in transitions too) */
+    double setup_hidden_s;  /* the communicator set-up those moves' waited steps covered (not in transition_s) */
 } SimResult;
 
 /* Published moves priced (issue #34). The engine's price of a → b as the simulator charges it (sim.c:
@@ -137,6 +142,9 @@ typedef struct SimResult {
 #define SIM_CKPT_FS_BPS 20e9
 #define SIM_RESTART_S 30.0
 double sim_move_price(const SimScenario *sc, const PlanConfig *a, const PlanConfig *b);
+/* the same, with the set-up of the communicators the move needs into *setup_s (may be NULL): a move that waits a
+   step T long for them takes the price − min(setup, T) (adapt.h, "Moves that wait a step") */
+double sim_move_parts(const SimScenario *sc, const PlanConfig *a, const PlanConfig *b, double *setup_s);
 double sim_ckpt_restart_s(const SimScenario *sc, int ranks, double *bytes);
 
 const char *sim_policy_name(int policy);

@@ -97,6 +97,8 @@ typedef struct TraceTransition {
     double bytes_moved, bytes_min, bytes_local, mem_peak, mem_budget;
     double bytes_forwarded;      /* of bytes_moved, forwarded from a new replica (transition.h) */
     const char *text;            /* one line per changed model-stage: primitives and bytes */
+    double setup_s;              /* the communicator set-up in the move (JobTxReport.setup_s) */
+    int sets_prebuilt;           /* sets built before the move that it took */
 } TraceTransition;
 void trace_transition(Trace *t, const TraceTransition *x);
 

@@ -131,9 +131,9 @@ typedef struct TracePlansRow {
 
 typedef struct TraceTransitionsRow {
     int64_t step;
-    int32_t from_plan, to_plan, nchanges, nwaves, verified;
+    int32_t from_plan, to_plan, nchanges, nwaves, verified, sets_prebuilt;
     double t_start_s, predicted_s, measured_s, engine_s, bytes_moved, bytes_min, bytes_local, mem_peak_bytes,
-        mem_budget_bytes, bytes_forwarded;
+        mem_budget_bytes, bytes_forwarded, setup_s;
     const char *text;
     int64_t strings_fnv;
 } TraceTransitionsRow;

@@ -108,5 +108,9 @@ double tx_predicted_s(const TxChange *ch, int n, int nranks, const TxOptions *o)
  * nothing changes; INFINITY when no schedule fits the budget); the signature of AdaptTxCost
  * (adapt.h), ctx a TxPricer */
 double tx_price(void *pricer, const PlanConfig *a, const PlanConfig *b);
+/* the communicator set-up part of tx_price(a → b): [transition] comm_setup_us for each change that needs new
+ * communicators (TxChange.comm_shared 0), × the same scale; the signature of AdaptTxCost, for
+ * AdaptConfig.tx_setup (a move that waits a step builds them meanwhile: adapt.h) */
+double tx_price_setup(void *pricer, const PlanConfig *a, const PlanConfig *b);
 
 #endif

@@ -28,7 +28,9 @@ struct EmuCommSet {
     GridLayout l;
     int n, *ranks;          /* job ranks in grid order (owned) */
     MPI_Comm c[EMU_NKINDS]; /* all, tp, dp, pp, embd */
-    int refs;               /* EMUs using it; 0: kept for reuse */
+    int refs;               /* EMUs using it; 0: kept for reuse, or prepared */
+    int prepared;           /* built ahead for an EMU not built yet (emu_cache_prepare): neither kept nor trimmed */
+    double ready_at;        /* prepared: when its INJECTED set-up ends (nr_now; 0: none) */
     unsigned long idle;     /* when it was last released (cache->clock): the oldest kept one goes first */
     EmuCache *cache;        /* the cache whose list holds it; NULL: its EMU's own */
     struct EmuCommSet *next;
@@ -54,31 +56,48 @@ static void set_take(Emu *e, CommSet *s) {
     e->all = s->c[0], e->tp = s->c[1], e->dp = s->c[2], e->pp = s->c[3], e->embd = s->c[4];
 }
 
-/* collective over job: e's communicators, one MPI_Comm_split (and device group split) per group kind, in a
-   new set (in cache's list when there is a cache) that e takes */
-static void set_build(Emu *e, EmuCache *cache, MPI_Comm job) {
+/* collective over job: a new set of communicators for layout l on ranks[0 .. n) (grid order; this rank at pos,
+   −1: none), one MPI_Comm_split (and device group split) per group kind, in cache's list when there is a cache */
+static CommSet *set_new(EmuCache *cache, MPI_Comm job, GridLayout l, const int *ranks, int n, int pos) {
     static const GridGroup kinds[EMU_NKINDS] = {GRID_ALL, GRID_TP, GRID_DP, GRID_PP, GRID_EMBD};
-    double t0 = nr_now();
     CommSet *set = nr_xcalloc(1, sizeof *set);
     for (size_t k = 0; k < EMU_NKINDS; k++) {
-        int color = e->pos >= 0 ? grid_group_color(e->layout, kinds[k], e->pos) : -1;
-        int key = e->pos >= 0 ? grid_group_index(e->layout, kinds[k], e->pos) : 0;
+        int color = pos >= 0 ? grid_group_color(l, kinds[k], pos) : -1;
+        int key = pos >= 0 ? grid_group_index(l, kinds[k], pos) : 0;
         set->c[k] = MPI_COMM_NULL;
         mpiCheck(MPI_Comm_split(job, color >= 0 ? color : MPI_UNDEFINED, key, &set->c[k]));
         comm_group_split(job, color, key, set->c[k]); /* its NCCL group, when device buffers have groups */
     }
-    comm_setup_inject_wait(job, set->c[0], t0); /* [inject] comm_setup_s: INJECTED, nothing when off */
     set->job = job;
-    set->l = e->layout;
-    set->n = e->n;
-    set->ranks = nr_xmalloc((size_t)e->n * sizeof *set->ranks);
-    memcpy(set->ranks, e->ranks, (size_t)e->n * sizeof *set->ranks);
+    set->l = l;
+    set->n = n;
+    set->ranks = nr_xmalloc((size_t)n * sizeof *set->ranks);
+    memcpy(set->ranks, ranks, (size_t)n * sizeof *set->ranks);
     set->cache = cache;
     if (cache) {
         cache->built++;
         set->next = cache->sets;
         cache->sets = set;
     }
+    return set;
+}
+
+/* collective over job: e's communicators in a new set (set_new) that e takes, with the INJECTED set-up waited
+   for */
+static void set_build(Emu *e, EmuCache *cache, MPI_Comm job) {
+    double t0 = nr_now();
+    CommSet *set = set_new(cache, job, e->layout, e->ranks, e->n, e->pos);
+    comm_setup_inject_wait(job, set->c[0], t0); /* [inject] comm_setup_s: INJECTED, nothing when off */
+    set_take(e, set);
+}
+
+/* collective over job: e takes a prepared set, once what is left of its INJECTED set-up has passed (every rank
+   of job takes the same set at the same point: the same builds in the same order find the same sets) */
+static void set_commit(Emu *e, EmuCache *cache, CommSet *set) {
+    if (set->ready_at > 0) comm_setup_inject_wait(set->job, set->c[0], set->ready_at - comm_setup_inject_s());
+    set->prepared = 0;
+    set->ready_at = 0;
+    cache->taken_prepared++;
     set_take(e, set);
 }
 
@@ -109,7 +128,8 @@ void emu_build_in(Emu *e, EmuCache *cache, MPI_Comm job, const char *name, GridL
     else e->coord.t = e->coord.d = e->coord.p = -1;
 
     CommSet *set = set_find(cache, job, l, e->ranks, e->n);
-    if (set) set_take(e, set);
+    if (set && set->prepared) set_commit(e, cache, set);
+    else if (set) set_take(e, set);
     else set_build(e, cache, job);
 }
 
@@ -118,10 +138,10 @@ void emu_build(Emu *e, MPI_Comm job, const char *name, GridLayout l, const int *
     emu_build_in(e, NULL, job, name, l, ranks);
 }
 
-/* the sets in use (kept = 0) or kept for reuse (kept = 1) */
+/* the sets in use (kept = 0) or kept for reuse (kept = 1); prepared ones are neither */
 static int sets_count(const EmuCache *cache, int kept) {
     int n = 0;
-    for (CommSet *s = cache->sets; s; s = s->next) n += (s->refs == 0) == kept;
+    for (CommSet *s = cache->sets; s; s = s->next) n += !s->prepared && (s->refs == 0) == kept;
     return n;
 }
 
@@ -130,6 +150,14 @@ int emu_cache_sets(const EmuCache *cache) { return sets_count(cache, 0); }
 int emu_cache_sets_kept(const EmuCache *cache) { return sets_count(cache, 1); }
 
 long emu_cache_sets_built(const EmuCache *cache) { return cache->built; }
+
+int emu_cache_sets_prepared(const EmuCache *cache) {
+    int n = 0;
+    for (CommSet *s = cache->sets; s; s = s->next) n += s->prepared;
+    return n;
+}
+
+long emu_cache_prepared_taken(const EmuCache *cache) { return cache->taken_prepared; }
 
 int emu_cache_has(const EmuCache *cache, MPI_Comm job, GridLayout l, const int *ranks)
 {
@@ -156,7 +184,7 @@ static void sets_trim(EmuCache *cache, int keep) {
         int n = 0;
         CommSet *old = NULL;
         for (CommSet *s = cache->sets; s; s = s->next)
-            if (s->refs == 0) {
+            if (s->refs == 0 && !s->prepared) {
                 n++;
                 if (!old || s->idle < old->idle) old = s;
             }
@@ -170,7 +198,53 @@ void emu_cache_set_keep(EmuCache *cache, int n) {
     sets_trim(cache, cache->keep);
 }
 
+int emu_cache_prepare(EmuCache *cache, MPI_Comm job, GridLayout l, const int *ranks) {
+    int n = grid_size(l), me = 0;
+    if (set_find(cache, job, l, ranks, n)) return 0;
+    mpiCheck(MPI_Comm_rank(job, &me));
+    double t0 = nr_now();
+    CommSet *set = set_new(cache, job, l, ranks, n, grid_find(ranks, n, me));
+    set->prepared = 1;
+    if (comm_setup_inject_s() > 0) { /* started now, after the sets prepared before it (one at a time) */
+        set->ready_at = (cache->ready_chain > t0 ? cache->ready_chain : t0) + comm_setup_inject_s();
+        cache->ready_chain = set->ready_at;
+    }
+    return 1;
+}
+
+int emu_cache_prepare_stage(EmuCache *cache, MPI_Comm job, const PlanConfig *plan, int stage) {
+    const PlanStage *s = &plan->stage[stage];
+    if (s->src == PLAN_SRC_ABSENT) return 0;
+    GridLayout l = {s->tp, s->pp, s->dp};
+    if (s->nranks != grid_size(l))
+        nr_fatal("emu_cache_prepare_stage(%s): the plan is not resolved (%d ranks for tp%d pp%d dp%d)",
+                 plan_stage_name(stage), s->nranks, s->tp, s->pp, s->dp);
+    int ranks[PLAN_MAX_RANKS];
+    for (int i = 0; i < s->nranks; i++) ranks[i] = s->ranks[i];
+    return emu_cache_prepare(cache, job, l, ranks);
+}
+
+int emu_cache_stage_prepared(const EmuCache *cache, MPI_Comm job, const PlanConfig *plan, int stage) {
+    const PlanStage *s = &plan->stage[stage];
+    GridLayout l = {s->tp, s->pp, s->dp};
+    if (s->src == PLAN_SRC_ABSENT || s->nranks != grid_size(l)) return 0;
+    int ranks[PLAN_MAX_RANKS];
+    for (int i = 0; i < s->nranks; i++) ranks[i] = s->ranks[i];
+    const CommSet *set = set_find(cache, job, l, ranks, s->nranks);
+    return set && set->prepared;
+}
+
+int emu_cache_drop_prepared(EmuCache *cache) {
+    int n = 0;
+    for (CommSet *s = cache->sets, *next; s; s = next) {
+        next = s->next;
+        if (s->prepared) set_destroy(s), n++;
+    }
+    return n;
+}
+
 void emu_cache_free(EmuCache *cache) {
+    emu_cache_drop_prepared(cache);
     sets_trim(cache, 0);
     if (cache->sets) nr_fatal("emu_cache_free: %d communicator set(s) still in use", emu_cache_sets(cache));
 }

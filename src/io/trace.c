@@ -584,9 +584,9 @@ void trace_transition(Trace *t, const TraceTransition *x) {
     if (!t || t->rank != 0 || !t->open) return;
     double t0 = nr_now();
     TraceTransitionsRow r = {x->step,          x->from_plan,   x->to_plan,     x->nchanges,     x->nwaves,
-               x->verified,      x->t0 - t->t_open, x->predicted_s, x->measured_s, x->engine_s,
+               x->verified,      x->sets_prebuilt, x->t0 - t->t_open, x->predicted_s, x->measured_s, x->engine_s,
                x->bytes_moved,   x->bytes_min,   x->bytes_local, x->mem_peak,     x->mem_budget,
-               x->bytes_forwarded, x->text ? x->text : "", 0};
+               x->bytes_forwarded, x->setup_s, x->text ? x->text : "", 0};
     r.strings_fnv = row_fnv(1, r.text, NULL);
     trace_append(t, TRACE_TRANSITIONS, &r, 1);
     t->write_s += nr_now() - t0;

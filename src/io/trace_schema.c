@@ -155,6 +155,12 @@ static const TraceColumn transitions_cols[] = {
     {F64(R, predicted_s), REQ, "s", "the engine's prediction"},
     {F64(R, measured_s), REQ, "s", "measured (max over ranks, communicators and checks included)"},
     {F64(R, engine_s), REQ, "s", "the transfers alone"},
+    {F64(R, setup_s), NEW, "s", "the communicator set-up in the move (max over ranks): the sets it built, and what "
+                                "was left of the set-up of those built before it; NaN when absent (added within "
+                                "format 1: older traces lack it)"},
+    {I32(R, sets_prebuilt), NEW, "", "communicator sets built before the move (at the step boundary before the step "
+                                     "that ran while they got ready: a deck's [switch], a planner's move that waited "
+                                     "a step) that the move took"},
     {F64(R, bytes_moved), REQ, "bytes", "bytes between ranks"},
     {F64(R, bytes_min), REQ, "bytes", "the minimum bytes between ranks"},
     {F64(R, bytes_local), NEW, "bytes", "bytes kept in place"},

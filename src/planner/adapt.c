@@ -113,6 +113,26 @@ int adapt_search(const CostModel *cm, const Workload *w, int policy, int nranks,
     return 0;
 }
 
+/* The move cur → b priced as the rule sees it (adapt.h, "Moves that wait a step"): L_now the plan in force's
+ * predicted step (∞: it cannot run one), L_b b's, can_wait 0 when the move is urgent. *ahead (may be NULL):
+ * whether the move waits a step; *move (may be NULL): the move's own seconds. */
+static double move_price(const Adapt *a, const PlanConfig *b, double L_now, double L_b, int can_wait, int *ahead,
+                         double *move) {
+    const AdaptConfig *c = &a->c;
+    double C = c->tx_cost(c->tx_ctx, &a->cur, b), C_ahead = INFINITY, m_ahead = INFINITY;
+    if (c->tx_setup && can_wait && isfinite(L_now) && isfinite(C)) {
+        double S = c->tx_setup(c->tx_ctx, &a->cur, b);
+        if (S > 0) {
+            m_ahead = C - S + fmax(0, S - L_now);
+            C_ahead = m_ahead + fmax(0, L_now - L_b);
+        }
+    }
+    int w = C_ahead < C;
+    if (ahead) *ahead = w;
+    if (move) *move = w ? m_ahead : C;
+    return w ? C_ahead : C;
+}
+
 /* Transition-aware choice (payback): the search's plan is the fastest, but a plan that keeps some of the
  * current plan's model-stages as they are may run almost as fast and move far less (no data, no new
  * communicators for those). Greedy, one model-stage at a time in stage order: the current plan's layout of
@@ -133,14 +153,17 @@ static int keep_stages(const Adapt *a, const CostModel *price, const Workload *w
         if (!adapt_plan_within(&v, o->pool, o->npool, c->nranks)) continue;
         cost_plan(search, &v, c->nranks, sw, &mem);
         if (!mem.fits) continue;
-        double L = cost_plan(price, &v, c->nranks, w, &t);
-        double C = plan_same(&v, &a->cur) ? 0 : c->tx_cost(c->tx_ctx, &a->cur, &v);
+        double L = cost_plan(price, &v, c->nranks, w, &t), move = 0;
+        int ahead = 0;
+        double C = plan_same(&v, &a->cur) ? 0 : move_price(a, &v, d->L_now, L, d->urgent != ADMIT_URGENT, &ahead, &move);
         if (!(horizon * L + C < J)) continue;
         J = horizon * L + C;
         d->next = v;
         d->L_new = L;
         d->next_cost = t;
         d->C = C;
+        d->ahead = ahead;
+        d->C_move = move;
         kept++;
     }
     return kept;
@@ -155,7 +178,7 @@ static int keep_stages(const Adapt *a, const CostModel *price, const Workload *w
  * the margin. Where memory is tight and responses shrink, the margin's plan can be far slower than the plan for
  * the step's own lengths (tests/test_sim_fuzz.py finds such scenarios). */
 static int margin_priced(const Adapt *a, int step, const CostModel *price, const Workload *w, const CostModel *search,
-                         const Observed *o, AdaptDecision *d) {
+                         const Observed *o, double L_now, AdaptDecision *d) {
     const AdaptConfig *c = &a->c;
     PlanConfig p0;
     StepCost s0, t0, t1;
@@ -165,9 +188,10 @@ static int margin_priced(const Adapt *a, int step, const CostModel *price, const
         return 0;
     double H = drift_horizon_kind(&a->dm, step, c->steps_total, a->kind);
     double L0 = cost_plan(price, &p0, c->nranks, w, &t0), L1 = cost_plan(price, &d->next, c->nranks, w, &t1);
-    double C0 = plan_same(&p0, &a->cur) ? 0 : c->tx_cost(c->tx_ctx, &a->cur, &p0);
-    double C1 = plan_same(&d->next, &a->cur) ? 0 : c->tx_cost(c->tx_ctx, &a->cur, &d->next);
-    double Cf = c->tx_cost(c->tx_ctx, &p0, &d->next);
+    int wait = d->urgent != ADMIT_URGENT;
+    double C0 = plan_same(&p0, &a->cur) ? 0 : move_price(a, &p0, L_now, L0, wait, NULL, NULL);
+    double C1 = plan_same(&d->next, &a->cur) ? 0 : move_price(a, &d->next, L_now, L1, wait, NULL, NULL);
+    double Cf = c->tx_cost(c->tx_ctx, &p0, &d->next); /* forced by memory, later: at once */
     if (!(H * L0 + C0 + Cf < H * L1 + C1)) return 0;
     d->next = p0;
     d->next_cost = s0;
@@ -242,13 +266,14 @@ int adapt_step(Adapt *a, int step, const CostModel *price, const Workload *w, co
             return 0;
         }
     }
-    int unmargined = margin && !cut && margin_priced(a, step, price, w, search, o, d);
     StepCost now, nx;
     d->L_now = outside ? INFINITY : cost_plan(price, &a->cur, c->nranks, w, &now);
+    int unmargined = margin && !cut && margin_priced(a, step, price, w, search, o, d->L_now, d);
     d->L_new = cost_plan(price, &d->next, c->nranks, w, &nx);
     d->next_cost = nx;
     int same = plan_same(&d->next, &a->cur);
-    d->C = same ? 0 : c->tx_cost(c->tx_ctx, &a->cur, &d->next);
+    d->C_move = 0;
+    d->C = same ? 0 : move_price(a, &d->next, d->L_now, d->L_new, d->urgent != ADMIT_URGENT, &d->ahead, &d->C_move);
     if (c->policy == ADAPT_PAYBACK) {
         d->H = drift_horizon_kind(&a->dm, step, c->steps_total, a->kind);
         double LB = d->L_new, CB = d->C; /* the search's plan */
@@ -289,6 +314,10 @@ int adapt_step(Adapt *a, int step, const CostModel *price, const Workload *w, co
     if (d->kept && !same && d->admitted)
         reason_add(d, "; %d model-stage(s) of the plan in force kept as they are (cheaper over H)", d->kept);
     d->changed = d->admitted && !same;
+    if (!d->changed) d->ahead = 0;
+    else if (d->ahead)
+        reason_add(d, "; " ADAPT_AHEAD_REASON " (move %.4g s, the step's gain given up %.4g s)", d->C_move,
+                   d->C - d->C_move);
     if (d->changed) a->cur = d->next;
     if (d->changed || !(d->L_now - d->L_new > 0)) { /* moved, or nothing faster: no gain stands refused */
         a->refused_dL = a->refused_C = a->foregone = 0;
@@ -321,7 +350,7 @@ int adapt_place(Adapt *a, const AdaptConfig *c, const PlanConfig *start, int ste
     d->L_now = cost_plan(cm, start, c->nranks, w, &now);
     d->L_new = d->next_cost.total;
     int same = plan_same(&d->next, start);
-    d->C = same ? 0 : c->tx_cost(c->tx_ctx, start, &d->next);
+    d->C = d->C_move = same ? 0 : c->tx_cost(c->tx_ctx, start, &d->next); /* the initial placement: at once */
     d->admitted = d->urgent || d->L_new < d->L_now;
     d->changed = d->admitted && !same;
     snprintf(d->reason, sizeof d->reason, "initial placement: %s",

@@ -79,8 +79,9 @@ typedef struct SimRun {
     int debug;
 } SimRun;
 
-/* the engine's price of a → b on the modelled links (the planner's before its calibration scale) */
-static double transition_s(const SimRun *run, const PlanConfig *a, const PlanConfig *b) {
+/* the engine's price of a → b on the modelled links (the planner's before its calibration scale): the data and the
+   set-up of the communicators the move needs (into *setup_s, may be NULL), in all */
+static double transition_parts(const SimRun *run, const PlanConfig *a, const PlanConfig *b, double *setup_out) {
     const SimScenario *sc = run->sc;
     TxChange inf[PLAN_NSTAGES], trn[PLAN_NSTAGES];
     int ni = 0, nt = 0, nsetup = 0;
@@ -111,13 +112,51 @@ static double transition_s(const SimRun *run, const PlanConfig *a, const PlanCon
     if (run->debug)
         fprintf(stderr, "    transition: data %.3f s (inference %.3f, training %.3f), %d of %d changed model-stages with "
                 "new communicators (%.3f s)\n", fmax(ti, tt), ti, tt, nsetup, ni + nt, setup_s);
+    if (setup_out) *setup_out = setup_s;
     return fmax(ti, tt) + setup_s;
+}
+
+static double transition_s(const SimRun *run, const PlanConfig *a, const PlanConfig *b) {
+    return transition_parts(run, a, b, NULL);
 }
 
 /* the planner's price: the engine's, scaled by what the run's moves measured against it (1 before any) */
 static double tx_cost(void *ctx, const PlanConfig *a, const PlanConfig *b) {
     SimRun *run = ctx;
     return transition_s(run, a, b) * tx_calib_scale(&run->calib);
+}
+
+/* the set-up part of tx_cost (adapt.h: AdaptConfig.tx_setup), so scaled */
+static double tx_setup(void *ctx, const PlanConfig *a, const PlanConfig *b) {
+    SimRun *run = ctx;
+    int debug = run->debug;
+    double S;
+    run->debug = 0; /* printed with tx_cost's */
+    transition_parts(run, a, b, &S);
+    run->debug = debug;
+    return S * tx_calib_scale(&run->calib);
+}
+
+/* A move's seconds on the modelled cluster before its noise: at once, the engine's price (data and set-up); one
+   step late (ahead: its communicators built at the boundary before the step that ran on the old plan, T_wait
+   true seconds), the data and what the step did not cover of the set-up, max(0, S − T_wait); *hidden: the
+   set-up the step covered */
+static double move_s(const SimRun *run, const PlanConfig *a, const PlanConfig *b, int ahead, double T_wait,
+                     double *hidden) {
+    double S, C = transition_parts(run, a, b, &S);
+    *hidden = ahead ? fmin(S, fmax(0, T_wait)) : 0;
+    return C - *hidden;
+}
+
+/* For the policies that decide on the true cluster (the fixed baselines, the oracle): whether the move a → b waits a
+   step, its communicators built meanwhile (adapt.h, "Moves that wait a step", priced on the true cluster): T_now
+   the true seconds of the step the plan in force would run (∞: it cannot run one), gain the step's true gain
+   (L_now − L_new) given up by waiting, f the move's realised / priced factor. Returns 1 when waiting costs less
+   (always 0 with the scenario's no_prebuild) */
+static int true_ahead(const SimRun *run, const PlanConfig *a, const PlanConfig *b, double T_now, double gain, double f) {
+    if (run->sc->no_prebuild || !isfinite(T_now)) return 0;
+    double S, C = transition_parts(run, a, b, &S);
+    return S > 0 && (C - fmin(S, T_now)) * f + fmax(0, gain) < C * f;
 }
 
 /* The fixed baselines' plan (static, verl-like, openrlhf-like: `policy` names the family) for the pool of o
@@ -210,6 +249,11 @@ typedef struct SimLoop {
     double oracle_wide_len;
     int oracle_wide_events;
     int warm;                    /* this step is the first after a move */
+    int pending;                 /* a move decided at the last boundary waits for this one (AdaptDecision.ahead):
+                                    the controller's plan is its target, the step ran on *pend_from */
+    PlanConfig *pend_from;       /* the plan the job ran while the move waited */
+    AdaptDecision *pend_d;       /* the decision of the waiting move */
+    double last_T;               /* the last step's realised seconds (what a waiting move's set-up ran beside) */
     double ratio[SIM_RATIOS];    /* the plan in force's measured / predicted steps, its last fresh ones */
     int nratio, rnext;
     int probation, guard_pool, nfresh; /* the guard: on probation, the pool then, fresh steps measured */
@@ -236,8 +280,15 @@ static void decide_fixed(SimLoop *L, int step, AdaptDecision *d) {
     d->L_new = cost_plan_in(L->cw, &L->truth, &d->next, sc->gpus, &L->w, &c);
     d->admitted = 1;
     d->changed = !plan_same(&d->next, &L->ad.cur);
-    d->C = d->changed ? transition_s(&L->run, &L->ad.cur, &d->next) : 0;
+    d->C = d->C_move = d->changed ? transition_s(&L->run, &L->ad.cur, &d->next) : 0;
     snprintf(d->reason, sizeof d->reason, "the pool changed: re-chosen for the steps left");
+    /* a plan in force that can still run this step may wait it out while the new plan's communicators are built */
+    int can_wait = adapt_plan_within(&L->ad.cur, L->o.pool, L->o.npool, sc->gpus) && isfinite(d->L_now);
+    double f = sim_move_factor(&sc->noise, sim_plan_key(&L->ad.cur), sim_plan_key(&d->next), step);
+    if (d->changed && can_wait &&
+        true_ahead(&L->run, &L->ad.cur, &d->next, d->L_now * sim_plan_error(&sc->noise, sim_plan_key(&L->ad.cur)),
+                   d->L_now - d->L_new, sc->noise.on ? f : 1))
+        d->ahead = 1;
     if (d->changed) adapt_revert(&L->ad, &d->next);
 }
 
@@ -302,6 +353,30 @@ static int fit_steps(SimLoop *L, const PlanConfig *p, int step, int h) {
    memory), plus the move's realised cost and warm-up, are least.
    Its search cannot see the per-plan error (only the plans it finds), and it looks no further than the
    horizon, so a policy can come out below it in a noisy run: regret is reported, not assumed. */
+/* The oracle's cost of moving from the plan in force to cand over the h steps from `step` (run: cand's true
+   seconds over them; t_now: the plan in force's true seconds for this step, ∞ where it cannot run it): the move's
+   realised cost and warm-up at once, or one step late with cand's communicators built meanwhile (the first step
+   on the plan in force, and only what it does not cover of their set-up left in the move), whichever is less.
+   *ahead says which; *C is the move's price before its noise factor. */
+static double oracle_cost(SimLoop *L, const PlanConfig *cand, int step, int h, double run, double t_now, int *ahead,
+                          double *C) {
+    const SimScenario *sc = L->sc;
+    double f = sim_move_factor(&sc->noise, sim_plan_key(&L->ad.cur), sim_plan_key(cand), step);
+    double warm = sc->noise.on ? sc->noise.warmup * run / h : 0, S, Cn = transition_parts(&L->run, &L->ad.cur, cand, &S);
+    double now = run + Cn * f + warm;
+    *ahead = 0;
+    *C = Cn;
+    if (!sc->no_prebuild && isfinite(t_now) && S > 0 && h > 1) {
+        double hid = fmin(S, t_now), late = run - run / h + t_now + (Cn - hid) * f + warm;
+        if (late < now) {
+            *ahead = 1;
+            *C = Cn - hid;
+            return late;
+        }
+    }
+    return now;
+}
+
 static void decide_oracle(SimLoop *L, int step, AdaptDecision *d) {
     const SimScenario *sc = L->sc;
     int h = oracle_horizon(sc, step), hc = fit_steps(L, &L->ad.cur, step, h);
@@ -311,7 +386,8 @@ static void decide_oracle(SimLoop *L, int step, AdaptDecision *d) {
     d->searched = 1;
     d->H = h;
     d->L_now = hc > 0 ? true_run_s(L, &L->ad.cur, step, h) : INFINITY;
-    double best = d->L_now;
+    double best = d->L_now, t_now = true_run_s(L, &L->ad.cur, step, 1), C;
+    int ahead;
     int events = 0; /* the scenario's events so far: the widened search is redone after one, or 5% longer responses */
     while (events < sc->nevents && sc->ev[events].step <= step) events++;
     if (events != L->oracle_wide_events || fabs(L->w.resp_len / L->oracle_wide_len - 1) > 0.05) {
@@ -326,31 +402,27 @@ static void decide_oracle(SimLoop *L, int step, AdaptDecision *d) {
         if (plan_same(cand, &L->ad.cur)) continue;
         double run = true_run_s(L, cand, step, h);
         if (!isfinite(run)) continue;
-        double C = transition_s(&L->run, &L->ad.cur, cand);
-        double cost = C * sim_move_factor(&sc->noise, sim_plan_key(&L->ad.cur), sim_plan_key(cand), step) +
-                      (sc->noise.on ? sc->noise.warmup * run / h : 0);
-        if (run + cost < best) best = run + cost, d->next = *cand, d->C = C, d->L_new = run / h, d->changed = 1;
+        double cost = oracle_cost(L, cand, step, h, run, t_now, &ahead, &C);
+        if (cost < best) best = cost, d->next = *cand, d->C = C, d->ahead = ahead, d->L_new = run / h, d->changed = 1;
     }
     if (L->oracle_pool != L->o.npool) { /* and the static baseline's plan for this pool (it knows the trace too) */
         L->oracle_pool = fixed_plan(L->cw, sc, &L->truth, SIM_STATIC, &L->o, step, L->oracle_fixed, d->why,
                                     sizeof d->why) == 0 ? L->o.npool : -1;
     }
     if (L->oracle_pool == L->o.npool && !plan_same(L->oracle_fixed, &L->ad.cur)) {
-        double run = true_run_s(L, L->oracle_fixed, step, h), C = transition_s(&L->run, &L->ad.cur, L->oracle_fixed);
-        double cost = C * sim_move_factor(&sc->noise, sim_plan_key(&L->ad.cur), sim_plan_key(L->oracle_fixed), step) +
-                      (sc->noise.on ? sc->noise.warmup * run / h : 0);
-        if (isfinite(run) && run + cost < best)
-            best = run + cost, d->next = *L->oracle_fixed, d->C = C, d->L_new = run / h, d->changed = 1;
+        double run = true_run_s(L, L->oracle_fixed, step, h);
+        double cost = isfinite(run) ? oracle_cost(L, L->oracle_fixed, step, h, run, t_now, &ahead, &C) : INFINITY;
+        if (cost < best)
+            best = cost, d->next = *L->oracle_fixed, d->C = C, d->ahead = ahead, d->L_new = run / h, d->changed = 1;
     }
     for (int s = 0; d->changed && s < PLAN_NSTAGES; s++) { /* and model-stages of the plan in force kept, as payback's */
         if (plan_stage_same(&d->next.stage[s], &L->ad.cur.stage[s])) continue;
         *cand = d->next;
         cand->stage[s] = L->ad.cur.stage[s];
         if (plan_same(cand, &L->ad.cur)) continue;
-        double run = true_run_s(L, cand, step, h), C = transition_s(&L->run, &L->ad.cur, cand);
-        double cost = C * sim_move_factor(&sc->noise, sim_plan_key(&L->ad.cur), sim_plan_key(cand), step) +
-                      (sc->noise.on ? sc->noise.warmup * run / h : 0);
-        if (isfinite(run) && run + cost < best) best = run + cost, d->next = *cand, d->C = C, d->L_new = run / h;
+        double run = true_run_s(L, cand, step, h);
+        double cost = isfinite(run) ? oracle_cost(L, cand, step, h, run, t_now, &ahead, &C) : INFINITY;
+        if (cost < best) best = cost, d->next = *cand, d->C = C, d->ahead = ahead, d->L_new = run / h;
     }
     if (!d->changed && !isfinite(d->L_now)) { /* nothing runs the horizon: the plan in force, or any that runs this step */
         StepCost now;
@@ -364,7 +436,9 @@ static void decide_oracle(SimLoop *L, int step, AdaptDecision *d) {
         if (adapt_search(&L->truth, &L->w, SIM_STATIC, sc->gpus, &L->o, &d->next, &c, d->why, sizeof d->why) != 0)
             return;
         d->failed = 0, d->changed = !plan_same(&d->next, &L->ad.cur), d->C = transition_s(&L->run, &L->ad.cur, &d->next);
+        d->ahead = 0; /* forced: at once */
     }
+    d->C_move = d->C;
     d->admitted = d->changed;
     d->L_now /= h;
     snprintf(d->reason, sizeof d->reason, "oracle: over %d steps, true %.4g s/step now against %.4g", h, d->L_now,
@@ -372,18 +446,20 @@ static void decide_oracle(SimLoop *L, int step, AdaptDecision *d) {
     if (d->changed) adapt_revert(&L->ad, &d->next);
 }
 
-/* A move from L->prev to the plan in force: its realised cost (the price with no noise; the engine's price
-   × the move's factor with it, which the planner's later prices learn from), the warm-up it brings, and the
-   guard's probation for a move the rule chose (not urgent, not a pool change's, not a fixed baseline's) */
-static void account_move(SimLoop *L, int step, const AdaptDecision *d) {
+/* A move from L->prev to the plan in force: its realised cost (the engine's price with no noise, less the set-up
+   the step it waited covered where it waited one (ahead: move_s); × the move's factor with noise, which the
+   planner's later prices learn from), the warm-up it brings, and the guard's probation for a move the rule chose
+   (not urgent, not a pool change's, not a fixed baseline's) */
+static void account_move(SimLoop *L, int step, const AdaptDecision *d, int ahead) {
     const SimNoise *n = &L->sc->noise;
     SimResult *res = L->res;
     res->transitions++;
+    double hidden, raw = move_s(&L->run, L->prev, &L->ad.cur, ahead, L->last_T, &hidden);
+    if (ahead) res->moves_ahead++, res->setup_hidden_s += hidden;
     if (!n->on) {
-        res->transition_s += d->C;
+        res->transition_s += raw;
         return;
     }
-    double raw = transition_s(&L->run, L->prev, &L->ad.cur);
     double real = raw * sim_move_factor(n, sim_plan_key(L->prev), sim_plan_key(&L->ad.cur), step);
     tx_calib_add(&L->run.calib, raw, real);
     res->transition_s += real;
@@ -422,7 +498,7 @@ static void guard_check(SimLoop *L, int step, double measured) {
     *L->prev = L->ad.cur;
     adapt_revert(&L->ad, L->guard_old);
     AdaptDecision back = {.urgent = ADMIT_URGENT};
-    account_move(L, step + 1, &back);
+    account_move(L, step + 1, &back, 0);
     L->res->reverts++;
     plan_kept_follow(L->run.kept, L->sc->keep_comms, L->kept_at, &L->ad.cur);
 }
@@ -433,7 +509,7 @@ static void guard_check(SimLoop *L, int step, double measured) {
 static double realise_step(SimLoop *L, int step, char *why, size_t len) {
     const SimScenario *sc = L->sc;
     const SimNoise *n = &sc->noise;
-    const PlanConfig *cur = &L->ad.cur;
+    const PlanConfig *cur = L->pending ? L->pend_from : &L->ad.cur; /* a waiting move: the step runs on the old plan */
     StepCost t;
     double T = cost_plan_in(L->cw, &L->truth, cur, sc->gpus, &L->w, &t);
     if (!t.fits)
@@ -510,6 +586,15 @@ static int sim_one_step(SimLoop *L, int step, char *why, size_t len) {
     set_len(sc, &L->w, L->sw.resp_len);
     L->o.resp_len = L->w.resp_len;
     L->o.npool = pool_at(sc, step, L->slow);
+    if (L->pending) { /* the move decided at the last boundary, its communicators built while that step ran */
+        L->pending = 0;
+        if (adapt_plan_within(&L->ad.cur, L->o.pool, L->o.npool, sc->gpus)) {
+            *L->prev = *L->pend_from;
+            account_move(L, step, L->pend_d, 1);
+        } else { /* ranks it needs left the pool: it does not come; the controller is back on the plan in force */
+            adapt_revert(&L->ad, L->pend_from);
+        }
+    }
     *L->prev = L->ad.cur;
     AdaptDecision d;
     memset(&d, 0, sizeof d);
@@ -527,12 +612,22 @@ static int sim_one_step(SimLoop *L, int step, char *why, size_t len) {
             return nr_fail(why, len, "%s: no plan fits the %d-rank pool at step %d: %s", L->sp->name, L->o.npool, step,
                            d.why);
         if (L->run.debug) debug_decision(L, step, &d);
-        if (d.changed) account_move(L, step, &d);
-        else if (!d.admitted) L->res->refused++;
+        if (d.changed && d.ahead && !sc->no_prebuild) { /* it waits this step: moved before the next */
+            L->pending = 1;
+            *L->pend_from = *L->prev;
+            *L->pend_d = d;
+            L->probation = 0; /* any move ends a probation */
+        } else if (d.changed) {
+            account_move(L, step, &d, 0);
+        } else if (!d.admitted) {
+            L->res->refused++;
+        }
     }
-    plan_kept_follow(L->run.kept, sc->keep_comms, L->kept_at, &L->ad.cur); /* the communicators the job keeps now */
+    /* the communicators the job keeps now: those of the plan it runs */
+    plan_kept_follow(L->run.kept, sc->keep_comms, L->kept_at, L->pending ? L->pend_from : &L->ad.cur);
     double T = realise_step(L, step, why, len);
     if (T < 0) return -1;
+    L->last_T = T;
     L->res->total_s += T;
     int fresh = !L->warm;
     L->warm = 0;
@@ -556,9 +651,10 @@ int sim_run_as(const SimScenario *sc, const SimPolicy *sp, SimResult *res, char 
     int rc = 0;
     /* the starting plan: the fixed baselines' (fixed_plan), or the best plan for the initial conditions, on the
        true cluster */
-    PlanConfig *start = nr_xmalloc(6 * sizeof *start);
+    PlanConfig *start = nr_xmalloc(7 * sizeof *start);
     L->kept_at = start + 1, L->prev = start + 2, L->guard_old = start + 3, L->oracle_fixed = start + 4;
-    L->oracle_wide = start + 5;
+    L->oracle_wide = start + 5, L->pend_from = start + 6;
+    L->pend_d = nr_xcalloc(1, sizeof *L->pend_d);
     L->oracle_pool = L->oracle_wide_events = -1;
     L->oracle_wide_len = 1;
     StepCost sc0;
@@ -571,7 +667,7 @@ int sim_run_as(const SimScenario *sc, const SimPolicy *sp, SimResult *res, char 
     } else {
         L->run = (SimRun){sc, nr_xcalloc(1, sizeof(PlanKept)), {{0}, 0, 0}, getenv("NEREUS_SIM_DEBUG") != NULL};
         AdaptConfig ac = {sp->policy == SIM_ORACLE ? SIM_STATIC : sp->policy, sp->gamma, sc->threshold, sc->every_k,
-                          sc->steps, sc->gpus, tx_cost, &L->run};
+                          sc->steps, sc->gpus, tx_cost, &L->run, sc->no_prebuild ? NULL : tx_setup};
         adapt_init(&L->ad, &ac, start, &L->o);
         L->ad.v.no_keep = sp->no_keep, L->ad.v.pool_free = sp->pool_free;
         if (sp->wide) L->ad.v.wide = sp->wide > 0;
@@ -582,6 +678,7 @@ int sim_run_as(const SimScenario *sc, const SimPolicy *sp, SimResult *res, char 
         free(L->run.kept);
     }
     free(start);
+    free(L->pend_d);
     cost_work_free(L->cw);
     free(L);
     res->planner_s = nr_now() - tp0;
@@ -597,8 +694,12 @@ int sim_run(const SimScenario *sc, int policy, SimResult *res, char *why, size_t
 }
 
 double sim_move_price(const SimScenario *sc, const PlanConfig *a, const PlanConfig *b) {
+    return sim_move_parts(sc, a, b, NULL);
+}
+
+double sim_move_parts(const SimScenario *sc, const PlanConfig *a, const PlanConfig *b, double *setup_s) {
     SimRun run = {sc, nr_xcalloc(1, sizeof(PlanKept)), {{0}, 0, 0}, 0};
-    double C = transition_s(&run, a, b);
+    double C = transition_parts(&run, a, b, setup_s);
     free(run.kept);
     return C;
 }

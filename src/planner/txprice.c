@@ -169,3 +169,11 @@ double tx_price(void *pricer, const PlanConfig *a, const PlanConfig *b) {
     TxOptions o = tx_options_of(p);
     return tx_predicted_s(ch, n, p->nranks, &o) * tx_calib_scale(&p->calib);
 }
+
+double tx_price_setup(void *pricer, const PlanConfig *a, const PlanConfig *b) {
+    const TxPricer *p = pricer;
+    TxChange ch[PLAN_NSTAGES];
+    int n = tx_changes(p, a, b, ch), sets = 0;
+    for (int i = 0; i < n; i++) sets += !ch[i].comm_shared;
+    return sets * tx_options_of(p).comm_setup * tx_calib_scale(&p->calib);
+}

@@ -111,7 +111,8 @@ int inject_describe(const Injector *in, char *buf, size_t len) {
         n += (size_t)snprintf(buf + n, n < len ? len - n : 0, "INJECTED communicator set-up: every communicator set "
                               "the job builds (at start-up and in each transition) takes at least %.3g s on each of "
                               "its ranks ([inject] comm_setup_s: a sleep after MPI_Comm_split, as a slow NCCL "
-                              "initialisation would take); ", c->comm_setup_s);
+                              "initialisation would take; for a set built ahead of its move, from when it was "
+                              "built, the move waiting for what is left); ", c->comm_setup_s);
     if (n >= 2 && n < len) buf[n - 2] = 0;
     return n > 0;
 }

@@ -15,6 +15,7 @@
 
 #include "nereus/comm.h"
 #include "nereus/counters.h"
+#include "nereus/emu.h"
 #include "nereus/plan.h"
 #include "nereus/util.h"
 
@@ -545,7 +546,27 @@ int live_decide(LivePlanner *lp, Job *j, const Injector *inj, int step, Trace *t
     int pool_changed = update_pool(lp, j, inj, step);
 
     if (lp->sweep) return sweep_move(lp, j, step, tr, plan_id, plan_text, plan_len, tx_bytes, why, len);
-    /* rank 0 decides: 0 nothing, 1 a decision without a move, 2 move to `next` */
+    if (lp->ahead) { /* the move decided at the last boundary: its communicators got ready while that step ran */
+        lp->ahead = 0;
+        if (adapt_plan_within(&lp->ahead_plan, lp->pool, lp->npool, n)) {
+            PlanConfig left = j->plan;
+            int rc = move_to(lp, j, &lp->ahead_plan, step, lp->ahead_L_new, lp->ahead_mem, tr, plan_id, plan_text,
+                             plan_len, tx_bytes, why, len);
+            if (rc < 0) return -1;
+            lp->moves_ahead += rc == 0;
+            if (rc == 1 && j->rank == 0) adapt_revert(&lp->ad, &j->plan);
+            if (rc == 0 && j->rank == 0) guard_after_move(lp, cfg, &left, lp->ahead_chosen);
+        } else {
+            emu_cache_drop_prepared(&j->comms); /* collective: built for a move that does not come */
+            if (j->rank == 0) {
+                adapt_revert(&lp->ad, &j->plan);
+                nr_log("planner: before step %d: the move decided before step %d does not come: ranks it needs left "
+                       "the pool\n", step, step - 1);
+            }
+        }
+    }
+    /* rank 0 decides: 0 nothing, 1 a decision without a move, 2 move to `next`, 3 move to `next` before the next
+       step, its communicators built now (d.ahead) */
     AdaptDecision d;
     memset(&d, 0, sizeof d);
     int64_t act = 0;
@@ -559,7 +580,7 @@ int live_decide(LivePlanner *lp, Job *j, const Injector *inj, int step, Trace *t
         cost_plan(cm, &j->plan, n, &lp->w, &now);
         o.oom = !now.fits;
         AdaptConfig ac = {lp->policy, cfg->planner.gamma, cfg->planner.threshold, cfg->planner.every_k,
-                          cfg->ppo.steps, n, tx_price, &j->px};
+                          cfg->ppo.steps, n, tx_price, &j->px, job_prebuild_on() ? tx_price_setup : NULL};
         int due = step - lp->first_step >= cfg->planner.warmup; /* warmup steps measured in this run (a restart too) */
         trace_seen(lp, tr, step, *plan_id, !lp->started && (due || pool_changed), &o, now.total, n);
         if (lp->guard_on && pool_changed) lp->guard_on = 0; /* the pool moved on: the controller's urgent path decides */
@@ -573,7 +594,7 @@ int live_decide(LivePlanner *lp, Job *j, const Injector *inj, int step, Trace *t
             act = 1 + d.changed;
         } else if (lp->started) {
             adapt_step(&lp->ad, step, cm, &lp->w, cm, lp->policy == ADAPT_STATIC ? &lp->w0 : &lp->w, &o, &d);
-            if (d.searched) act = 1 + d.changed;
+            if (d.searched) act = 1 + d.changed + (d.changed && d.ahead && step + 1 < cfg->ppo.steps);
         }
         if (act) {
             lp->decisions++;
@@ -594,7 +615,21 @@ int live_decide(LivePlanner *lp, Job *j, const Injector *inj, int step, Trace *t
     comm_bcast(j->world, hdr, sizeof hdr, 0);
     /* a plan that uses ranks out of the pool cannot stay */
     int urgent_pool = !adapt_plan_within(&j->plan, lp->pool, lp->npool, n);
-    if (hdr[0] == 2) {
+    if (hdr[0] == 3) { /* the plan in force runs this step (it can: not urgent); the move comes before the next */
+        if (j->rank == 0) lp->ahead_plan = d.next;
+        comm_bcast(j->world, &lp->ahead_plan, sizeof lp->ahead_plan, 0);
+        double t0 = nr_now();
+        int built = job_prepare_comms(j, &lp->ahead_plan);
+        lp->ahead = 1;
+        if (j->rank == 0) {
+            lp->ahead_L_new = d.L_new;
+            lp->ahead_mem = d.next_cost.peak_mem;
+            lp->ahead_chosen = !d.urgent;
+            nr_log("planner: before step %d: the move waits for step %d: its %d new communicator set(s) built now in "
+                   "%.4f s, what their set-up has left running while the step does; it moves before step %d\n", step,
+                   step, built, nr_now() - t0, step + 1);
+        }
+    } else if (hdr[0] == 2) {
         PlanConfig next = d.next;
         comm_bcast(j->world, &next, sizeof next, 0);
         PlanConfig left;
@@ -626,8 +661,9 @@ void live_report(const LivePlanner *lp) {
         sweep_report(lp);
         return;
     }
-    nr_log("planner: %d decision(s) (%d search(es)): %d admitted, %d refused; %d transition(s), %.3f s measured\n",
-           lp->decisions, lp->searches, lp->admitted, lp->refused, lp->transitions, lp->transition_s);
+    nr_log("planner: %d decision(s) (%d search(es)): %d admitted, %d refused; %d transition(s), %.3f s measured; "
+           "%d of them a step after their decision, their communicators built meanwhile\n",
+           lp->decisions, lp->searches, lp->admitted, lp->refused, lp->transitions, lp->transition_s, lp->moves_ahead);
     if (lp->reverts + lp->kept > 0)
         nr_log("planner: measure-and-revert guard: %d move(s) judged, %d kept, %d reverted\n", lp->reverts + lp->kept,
                lp->kept, lp->reverts);

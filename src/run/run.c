@@ -605,6 +605,19 @@ static int run_change_plan(RunCtx *r, int step) {
         r->transitions += rc == 0;
         r->transition_bytes += moved;
     }
+    if (r->cfg->sw.step == step + 1) { /* the [switch] comes before the next step: its communicators now */
+        PlanConfig np = r->cfg->sw.plan;
+        PlanLimits lim = job_plan_limits(r->cfg, r->world);
+        PlanError perr;
+        if (plan_resolve(&np, &lim, &perr) == 0) { /* not resolved: the switch is refused when it comes */
+            double t0 = nr_now();
+            int n = job_prepare_comms(&r->job, &np);
+            if (n > 0)
+                nr_log("switch before step %d: its %d new communicator set(s) built now, before step %d, in %.4f s "
+                       "(what their set-up has left runs while step %d does; the move takes them)\n", step + 1, n,
+                       step, nr_now() - t0, step);
+        }
+    }
     return 0;
 }
 
@@ -812,6 +825,9 @@ static int run_verify(RunCtx *r) {
     if (cfg->sw.step >= 0 || r->lp.on) {
         nr_log("verify.transitions: %d\n", r->transitions);
         nr_log("verify.transition_bytes: %.0f\n", r->transition_bytes);
+        /* communicator sets built before a move that it took (the seconds are in each transition's line and in
+           the trace's /transitions: setup_s, engine_s, measured_s; not here, where two runs compare equal) */
+        nr_log("verify.transition_sets_prebuilt: %d\n", r->job.tx_sets_prebuilt);
     }
     if (r->restarted) nr_log("verify.restart_step: %lld\n", (long long)r->start_step);
     if (r->stop_sig) nr_log("verify.stopped_at_step: %lld\n", (long long)r->final_step);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "nereus/deck.h"
+#include "nereus/job.h"
 #include "nereus/run.h"
 #include "nereus/sim.h"
 #include "nereus/util.h"
@@ -51,7 +52,10 @@ static int avail_line(char *line, long *step, long *n) {
 static void sim_table_legend(void) {
     printf("\ncolumns: mean step s  MODELLED seconds per step over the whole trace\n"
            "         vs static    how much shorter the mean step is than static's: + faster, - slower\n"
-           "         transitions  plan moves made (pool changes force some)\n"
+           "         transitions  plan moves made (pool changes force some); a move the plan in force can wait\n"
+           "                      for may wait one step while its communicators are built, then pays only its\n"
+           "                      data and the set-up that step did not cover (sim.*.moves_ahead; none with\n"
+           "                      NEREUS_TX_PREBUILD=0 in the environment)\n"
            "         share %%      percent of the run's time spent moving between plans (the sim.*.transition_share\n"
            "                      lines below give the same as a fraction)\n"
            "         refused      re-plans after drift that kept the plan in force (no better plan, or the\n"
@@ -130,6 +134,7 @@ static int scenario_of(const Config *cfg, const Deck *deck, SimScenario *sc) {
     sc->threshold = m->threshold;
     sc->every_k = m->every_k;
     sc->keep_comms = m->keep_comms;
+    sc->no_prebuild = !job_prebuild_on(); /* NEREUS_TX_PREBUILD=0: every move builds its communicators in the move */
     if (m->tx_factor_max < m->tx_factor_min)
         return deck_error_at(deck, "simulate.tx_factor_max", "tx_factor_max %g is below tx_factor_min %g",
                              m->tx_factor_max, m->tx_factor_min);
@@ -209,6 +214,10 @@ int run_simulation(const Config *cfg, const Deck *deck, int rank) {
         printf("sim.%s.mean_step_s: %.6f\n", sim_policy_name(p), r[p].mean_step_s);
         printf("sim.%s.transitions: %d\n", sim_policy_name(p), r[p].transitions);
         printf("sim.%s.transition_share: %.8f\n", sim_policy_name(p), r[p].transition_s / r[p].total_s);
+        /* the moves' seconds in all, and those that waited a step for their communicators (the set-up it covered) */
+        printf("sim.%s.transition_s: %.4f\n", sim_policy_name(p), r[p].transition_s);
+        printf("sim.%s.moves_ahead: %d\n", sim_policy_name(p), r[p].moves_ahead);
+        printf("sim.%s.setup_hidden_s: %.4f\n", sim_policy_name(p), r[p].setup_hidden_s);
         /* mean step against the static plan and admit-every-gain of the same run, % lower (negative: slower) */
         if (!r[SIM_STATIC].failed)
             printf("sim.%s.vs_static_pct: %.4f\n", sim_policy_name(p),

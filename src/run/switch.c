@@ -5,7 +5,9 @@
  * (the same list everywhere); rank 0 plans the DAG under [transition]
  * memory_mib and sends each rank its part; if rank 0 refuses, every rank
  * returns before anything moved. Otherwise the new EMUs' communicators are
- * built (all of them, before any old one is freed), each rank runs its
+ * built (all of them, before any old one is freed; none where
+ * job_prepare_comms built them ahead, at the boundary before the step that
+ * ran while they got ready: the move then takes them), each rank runs its
  * part — new shards are allocated empty when the DAG says, filled from the
  * old holders, and old shards freed when everything out of them is out —
  * then the AdamW step counters follow, the old communicators are freed and
@@ -100,8 +102,8 @@ void job_probe_links(Job *j) {
 /* collective over world: the transition's schedule for the changes ch[0 .. nch) (rank 0 builds it against
  * the ranks' memory outside the changes: the stages that stay) and every rank's part of it; rep gets what
  * it will move. Returns 0, or 1 when no schedule fits (why says so, the same on every rank). */
-static int transition_schedule(Job *j, const PlanConfig *np, const TxChange *ch, int nch, JobTxReport *rep,
-                               TxPart *part, char *why, size_t len) {
+static int transition_schedule(Job *j, const PlanConfig *np, const TxChange *ch, int nch, double setup_left_s,
+                               JobTxReport *rep, TxPart *part, char *why, size_t len) {
     TxOptions opt = tx_options_of(&j->px);
     double *resident = NULL;
     TxPlan P;
@@ -117,6 +119,7 @@ static int transition_schedule(Job *j, const PlanConfig *np, const TxChange *ch,
         }
         opt.resident = resident;
         if (tx_plan_build(&P, ch, nch, j->size, &opt, reason, sizeof reason) != 0) refused = 1;
+        else P.predicted_s += setup_left_s; /* what the prepared sets' set-up has left, as priced */
     }
     comm_bcast(j->world, &refused, sizeof refused, 0);
     if (refused) {
@@ -168,8 +171,9 @@ static void transition_move(Job *j, const PlanConfig *np, TxChange *ch, int nch,
     memset(ns, 0, sizeof ns);
     TxEndpoint ep[PLAN_NSTAGES];
     memset(ep, 0, sizeof ep);
-    long built0 = emu_cache_sets_built(&j->comms);
+    long built0 = emu_cache_sets_built(&j->comms), taken0 = emu_cache_prepared_taken(&j->comms);
     int kept0 = emu_cache_sets_kept(&j->comms);
+    double ts0 = nr_now();
     for (int c = 0; c < nch; c++) {
         Stage *s = &ns[ch[c].id];
         s->id = ch[c].id;
@@ -177,7 +181,9 @@ static void transition_move(Job *j, const PlanConfig *np, TxChange *ch, int nch,
         job_stage_fill(j, s);
         ep[c].from = j->st[ch[c].id].member ? &j->st[ch[c].id].model : NULL;
     }
+    rep->setup_s = nr_now() - ts0; /* this rank's; job_transition takes the largest */
     rep->sets_built = (int)(emu_cache_sets_built(&j->comms) - built0);
+    rep->sets_prebuilt = (int)(emu_cache_prepared_taken(&j->comms) - taken0);
     rep->sets_taken_back = kept0 - emu_cache_sets_kept(&j->comms); /* nothing is released before the old EMUs go */
     MoveCtx mc = {j, ch, ns, ep};
     TxHooks hooks = {&mc, move_alloc, move_release};
@@ -220,15 +226,40 @@ static int transition_compare(const TxChange *ch, int nch, const TensorCheck *be
     return 0;
 }
 
+int job_prebuild_on(void) {
+    const char *v = getenv("NEREUS_TX_PREBUILD");
+    return !(v && strcmp(v, "0") == 0);
+}
+
+int job_prepare_comms(Job *j, const PlanConfig *np) {
+    int64_t on = job_prebuild_on();
+    comm_bcast(j->world, &on, sizeof on, 0); /* rank 0's environment decides for every rank */
+    if (!on) return 0;
+    j->prepared_at = nr_now();
+    TxChange ch[PLAN_NSTAGES];
+    int nch = tx_changes(&j->px, &j->plan, np, ch), n = 0;
+    for (int c = 0; c < nch; c++) n += emu_cache_prepare_stage(&j->comms, j->world, np, ch[c].id);
+    return n;
+}
+
 int job_transition(Job *j, const PlanConfig *np, int verify, JobTxReport *rep, char *why, size_t len) {
     double t0 = nr_now();
     memset(rep, 0, sizeof *rep);
     verify = verify || j->cfg->transition.verify;
     TxChange ch[PLAN_NSTAGES];
-    int nch = tx_changes(&j->px, &j->plan, np, ch);
+    int nch = tx_changes(&j->px, &j->plan, np, ch), nprep = 0;
+    for (int c = 0; c < nch; c++) /* a change onto a prepared set builds none: its price is what is left of it */
+        if (!ch[c].comm_shared && emu_cache_stage_prepared(&j->comms, j->world, np, ch[c].id)) {
+            ch[c].comm_shared = 1;
+            nprep++;
+        }
+    double left = nprep * tx_options_of(&j->px).comm_setup - (nr_now() - j->prepared_at);
     job_probe_links(j); /* collective: every rank is here */
     TxPart part;
-    if (transition_schedule(j, np, ch, nch, rep, &part, why, len) != 0) return 1;
+    if (transition_schedule(j, np, ch, nch, left > 0 ? left : 0, rep, &part, why, len) != 0) {
+        emu_cache_drop_prepared(&j->comms); /* collective: built for this move, which does not come */
+        return 1;
+    }
 
     /* checks before, the move, checks after */
     TensorCheck *before = nr_xcalloc((size_t)nch * 3 * GPT_NUM_TENSORS, sizeof *before);
@@ -237,10 +268,13 @@ int job_transition(Job *j, const PlanConfig *np, int verify, JobTxReport *rep, c
         for (int c = 0; c < nch; c++) stage_checks(j, ch[c].id, ch[c].nbufs, before + (size_t)c * 3 * GPT_NUM_TENSORS);
     TxStats st;
     transition_move(j, np, ch, nch, &part, rep, &st);
-    if (comm_setup_inject_s() > 0 && rep->sets_built > 0) { /* in the printed move and the trace's /transitions text */
+    if (comm_setup_inject_s() > 0 && rep->sets_built + rep->sets_prebuilt > 0) { /* in the printed move and the
+                                                                                    trace's /transitions text */
         size_t n = strlen(rep->text);
         snprintf(rep->text + n, sizeof rep->text - n, "  INJECTED communicator set-up ([inject] comm_setup_s): "
-                 "%d new set(s), each at least %.3g s\n", rep->sets_built, comm_setup_inject_s());
+                 "%d new set(s), each at least %.3g s%s\n", rep->sets_built + rep->sets_prebuilt, comm_setup_inject_s(),
+                 rep->sets_prebuilt ? " (those built before the move: from when they were built, the move waiting "
+                 "for what was left)" : "");
     }
     int rc = 0;
     if (verify) {
@@ -250,11 +284,14 @@ int job_transition(Job *j, const PlanConfig *np, int verify, JobTxReport *rep, c
     }
     free(before);
     free(after);
-    double red[3] = {st.seconds, (double)st.mem_peak, nr_now() - t0};
-    comm_allreduce_max_f64(j->world, red, 3);
+    emu_cache_drop_prepared(&j->comms); /* collective: sets prepared for another plan, which no move took */
+    double red[4] = {st.seconds, (double)st.mem_peak, nr_now() - t0, rep->setup_s};
+    comm_allreduce_max_f64(j->world, red, 4);
     rep->engine_s = red[0];
     rep->mem_peak = red[1];
     rep->measured_s = red[2];
+    rep->setup_s = red[3];
+    j->tx_sets_prebuilt += rep->sets_prebuilt;
     /* what it took against the engine's estimate: later transitions are priced by it (every rank: the
        same reduced numbers; the trace's replay rebuilds the same from /transitions) */
     if (rc == 0) tx_calib_add(&j->px.calib, rep->predicted_s, rep->measured_s);
@@ -320,13 +357,16 @@ void job_tx_log(const JobTxReport *rep, int step, double t0, int from_plan, int 
         snprintf(fwd, sizeof fwd, "; %.2f MiB of it forwarded, chains up to %d hop%s", rep->bytes_relayed / MIB,
                  rep->max_hop, rep->max_hop == 1 ? "" : "s");
     nr_log("transition: %d model-stage(s) in %d wave(s): moved %.2f MiB (minimum %.2f MiB%s), kept in place %.2f MiB; "
-           "predicted %.4f s, measured %.4f s (transfers %.4f s); peak memory %.1f MiB per rank (planned %.1f; %s); "
-           "communicators: %d new set(s), %d kept one(s) taken back%s\n%s",
+           "predicted %.4f s, measured %.4f s (transfers %.4f s, communicator set-up %.4f s); peak memory %.1f MiB per "
+           "rank (planned %.1f; %s); communicators: %d new set(s), %d built before the move, %d kept one(s) taken "
+           "back%s\n%s",
            rep->nchanges, rep->nwaves, rep->bytes_moved / MIB, rep->bytes_lower_bound / MIB, fwd, rep->bytes_local / MIB,
-           rep->predicted_s, rep->measured_s, rep->engine_s, rep->mem_peak / MIB, rep->mem_planned / MIB, budget,
-           rep->sets_built, rep->sets_taken_back, rep->verified ? "; per-tensor checks passed" : "", rep->text);
+           rep->predicted_s, rep->measured_s, rep->engine_s, rep->setup_s, rep->mem_peak / MIB, rep->mem_planned / MIB,
+           budget, rep->sets_built, rep->sets_prebuilt, rep->sets_taken_back,
+           rep->verified ? "; per-tensor checks passed" : "", rep->text);
     TraceTransition tx = {step, t0, from_plan, to_plan, rep->nchanges, rep->nwaves, rep->verified,
                           rep->predicted_s, rep->measured_s, rep->engine_s, rep->bytes_moved, rep->bytes_lower_bound,
-                          rep->bytes_local, rep->mem_peak, rep->mem_budget, rep->bytes_relayed, rep->text};
+                          rep->bytes_local, rep->mem_peak, rep->mem_budget, rep->bytes_relayed, rep->text,
+                          rep->setup_s, rep->sets_prebuilt};
     trace_transition(tr, &tx);
 }

@@ -12,6 +12,43 @@ if want planner-pool-follows; then
     result planner-pool-follows 0 0 "urgent replans at steps 4 (rank 3 out: nothing left on it) and 8 (back: ${back:-no transition}); $(verify "$f" transitions) transitions, checked"
   else result planner-pool-follows 1 0 "no urgent replan, or a model-stage left on rank 3: '$on3'"; fi
 fi
+# a move that waits a step for its communicators (tests/decks/pool_ahead.deck, adapt.h "Moves that wait a step"):
+# rank 3 is back before step 8, and the move back onto it needs a new set priced and INJECTED at 0.1 s, more
+# than a step of its gain; the planner builds the set before step 8 and moves before step 9, the set ready by
+# then (step 8 is made longer than 0.1 s by an INJECTED slowdown). The move must build nothing and wait in its
+# set-up for at most what step 8 left of 0.1 s a set (+ 0.05 s); the trace's replay must reproduce the decisions
+# and each step's plan, and price the recorded run as its own replay does (the move that waited without the
+# set-up its step covered). With NEREUS_TX_PREBUILD=0 the move comes before step 8, building its set (>= 0.1 s).
+feeds planner-ahead-run planner-ahead
+feeds planner-ahead-off-run planner-ahead
+t planner-ahead-run 300 $L -np 4 bin/nereus tests/decks/pool_ahead.deck --set trace.file=pool_ahead.trace.h5
+t planner-ahead-off-run 300 env NEREUS_TX_PREBUILD=0 $L -np 4 bin/nereus tests/decks/pool_ahead.deck --set trace.file=none
+if want planner-ahead; then
+  f=$LOG/planner-ahead-run.log g=$LOG/planner-ahead-off-run.log why=""
+  n=$(sed -n 's/^planner: before step 8: the move waits for step 8: its \([0-9]*\) new communicator set(s) built now.*/\1/p' "$f")
+  tx=$(awk '/^planner: before step 9: plan [0-9]+ -> [0-9]+:/{p=1;next} p&&/^transition:/{print; exit}' "$f" | \
+       sed -n 's/.*communicator set-up \([0-9.]*\) s).* communicators: \([0-9]*\) new set(s), \([0-9]*\) built before the move.*/\1 \2 \3/p')
+  read -r aw an ap <<<"$tx"
+  s8=$(sed -n 's/^step    8 | .* | \([0-9.]*\)s: gen .*/\1/p' "$f")
+  [ -n "$n" ] && [ "$n" -ge 1 ] || why="$why no move waiting before step 8;"
+  [ "$an" = 0 ] && [ "$ap" = "$n" ] || why="$why the move before step 9: '$tx' (want 0 new, $n built before);"
+  [ -n "$aw" ] && [ -n "$s8" ] && awk -v w="$aw" -v s="$s8" -v n="$n" 'BEGIN{r = 0.1 * n - s; exit !(w <= (r > 0 ? r : 0) + 0.05)}' || \
+    why="$why set-up in the move '$aw' s over what step 8 ($s8 s) left of $n x 0.1 s;"
+  [ "$(verify "$f" status)" = pass ] && grep -q 'per-tensor checks passed' "$f" || why="$why status or checks;"
+  bin/nereus-trace replay pool_ahead.trace.h5 >"$LOG/planner-ahead-replay.log" 2>&1 || why="$why replay exit $?;"
+  grep -q '^  the recorded parameters reproduce every recorded decision$' "$LOG/planner-ahead-replay.log" && \
+    grep -q "^  plans: every step.s plan id agrees with /steps" "$LOG/planner-ahead-replay.log" || why="$why the replay does not reproduce the run;"
+  rec=$(awk '/^  recorded run \(as it ran\)/ {print $6, $7, $8}' "$LOG/planner-ahead-replay.log")
+  rep=$(awk '/^  replay, recorded params/ {print $4, $5, $6}' "$LOG/planner-ahead-replay.log")
+  [ -n "$rec" ] && [ "$rec" = "$rep" ] || why="$why the replay's predicted totals '$rep' are not the recorded run's '$rec';"
+  ox=$(awk '/^planner: before step 8: plan [0-9]+ -> [0-9]+:/{p=1;next} p&&/^transition:/{print; exit}' "$g" | \
+       sed -n 's/.*communicator set-up \([0-9.]*\) s).* communicators: \([0-9]*\) new set(s), 0 built before the move.*/\1 \2/p')
+  read -r bw bn <<<"$ox"
+  [ -n "$bn" ] && [ "$bn" -ge 1 ] && awk -v w="$bw" -v n="$bn" 'BEGIN{exit !(w >= 0.1 * n)}' && [ "$(verify "$g" status)" = pass ] || \
+    why="$why NEREUS_TX_PREBUILD=0: the move before step 8 '$ox' (want sets built in it, >= 0.1 s each);"
+  if [ -z "$why" ]; then result planner-ahead 0 0 "decided before step 8, $n set(s) built then, moved before step 9 (step 8 $s8 s): set-up in the move $aw s; at once (NEREUS_TX_PREBUILD=0) $bw s; the replay reproduces it"
+  else result planner-ahead 1 0 "$why (logs: $f, $g)"; fi
+fi
 # the ranks holding a model-stage in the plan in force at step N of log F: the last plan printed before it
 # (read backwards up to its heading); no reward network in these decks, so reward.inf holds none
 held_at() {

@@ -37,6 +37,24 @@ if want sim-tail-slower; then
     result sim-tail-slower 0 0 "16 GPUs, longest 1.5x the mean: payback $p1 s/step (at the mean $p0), static $s1 ($s0)"
   else result sim-tail-slower 1 0 "payback '$p1' vs '$p0', static '$s1' vs '$s0'"; fi
 fi
+# moves that wait a step for their communicators (adapt.h): inputs/sim/growth-1024.deck's payback run against the
+# same run with every set-up in its move (NEREUS_TX_PREBUILD=0, the pricing before): its transitions take less in
+# all, some waited a step, and its mean step is no longer. The goal of at most 25 s in all (half the paper's
+# 49.5 s for its six moves at 1,024 GPUs) is reported, not checked (docs/PLANNER.md, "The transitions goal")
+feeds sim-growth-1024 sim-moves-ahead
+feeds sim-growth-1024-at-once sim-moves-ahead
+t sim-growth-1024 120 bin/nereus --simulate inputs/sim/growth-1024.deck
+t sim-growth-1024-at-once 120 env NEREUS_TX_PREBUILD=0 bin/nereus --simulate inputs/sim/growth-1024.deck
+if want sim-moves-ahead; then
+  f=$LOG/sim-growth-1024.log g=$LOG/sim-growth-1024-at-once.log
+  a=$(simv "$f" payback.transition_s) b=$(simv "$g" payback.transition_s) n=$(simv "$f" payback.moves_ahead)
+  n0=$(simv "$g" payback.moves_ahead) m=$(simv "$f" payback.mean_step_s) m0=$(simv "$g" payback.mean_step_s)
+  if [ "$(verify "$f" status)" = pass ] && [ -n "$a" ] && [ -n "$b" ] && [ "${n:-0}" -ge 1 ] && [ "$n0" = 0 ] && \
+     awk -v a="$a" -v b="$b" -v m="$m" -v m0="$m0" 'BEGIN{exit !(a < b && m <= m0)}'; then
+    goal=$(awk -v a="$a" 'BEGIN{print (a <= 25 ? "met" : "not met")}')
+    result sim-moves-ahead 0 0 "1,024 GPUs, payback: moves $a s in all ($n a step late; $(simv "$f" payback.transitions) moves), $b s with every set-up in its move ($(simv "$g" payback.transitions)); mean step $m s against $m0; the 25 s goal $goal"
+  else result sim-moves-ahead 1 0 "moves '$a' s ($n a step late) against '$b' ($n0); mean step '$m' against '$m0'"; fi
+fi
 # SYNTHETIC spot-like capacity (tools/spot-trace): payback keeps up with admit-every-gain through 24 moves (the
 # rule judges a pool change the plan survives; urgent ones take any plan); a fixed baseline must hold the longest responses
 # (the static plan for the first step's lengths ran out of memory at step 698)

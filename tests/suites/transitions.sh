@@ -98,17 +98,44 @@ if want switch-budget-refused; then
   else result switch-budget-refused 1 0 "no refusal line, or the run did not continue"; fi
 fi
 # the INJECTED communicator set-up ([inject] comm_setup_s = 0.3, tests/decks/comm_setup.deck): a switch on 2
-# ranks builds new communicator sets, and its measured time must hold at least 0.3 s for each (a sleep after
-# MPI_Comm_split, inside the transition's time); the run names the injection; a negative value is refused at its
-# line (tests/decks/bad/inject_comm_setup_negative.deck, the decks suite)
+# ranks builds new communicator sets in the move when nothing builds them ahead (NEREUS_TX_PREBUILD=0), and its
+# measured time must hold at least 0.3 s for each (a sleep after MPI_Comm_split, inside the transition's time);
+# the run names the injection; a negative value is refused at its line
+# (tests/decks/bad/inject_comm_setup_negative.deck, the decks suite)
 feeds comm-setup-inject-run comm-setup-inject
-t comm-setup-inject-run 60 $L -np 2 bin/nereus tests/decks/comm_setup.deck
+t comm-setup-inject-run 60 env NEREUS_TX_PREBUILD=0 $L -np 2 bin/nereus tests/decks/comm_setup.deck
 if want comm-setup-inject; then
   f=$LOG/comm-setup-inject-run.log
-  m=$(sed -n 's/^transition: .*, measured \([0-9.]*\) s .* communicators: \([0-9]*\) new set(s).*/\1 \2/p' "$f")
+  m=$(sed -n 's/^transition: .*, measured \([0-9.]*\) s .* communicators: \([0-9]*\) new set(s), 0 built before.*/\1 \2/p' "$f")
   if [ "$(verify "$f" status)" = pass ] && grep -q '^INJECTED communicator set-up: .* at least 0\.3 s on each of its ranks' "$f" && \
      grep -qE '^  INJECTED communicator set-up \(\[inject\] comm_setup_s\): [1-9][0-9]* new set\(s\), each at least 0\.3 s' "$f" && \
      [ -n "$m" ] && awk -v m="${m% *}" -v n="${m#* }" 'BEGIN{exit !(n >= 1 && m >= 0.3 * n)}'; then
     result comm-setup-inject 0 0 "a transition building ${m#* } set(s) measured ${m% *} s (>= ${m#* } x 0.3 s)"
   else result comm-setup-inject 1 0 "measured s and sets '$m': less than 0.3 s a set, or the INJECTED lines missing (log: $f)"; fi
+fi
+# communicators built ahead (tests/decks/comm_prebuild.deck): the [switch] before step 2 needs 3 new sets, which
+# the job builds at the boundary before step 1 (job_prepare_comms); their INJECTED set-up (0.1 s each, one after
+# another) runs while step 1 does (made longer than 0.3 s by an INJECTED slowdown). The move must build none,
+# take the 3, and wait in its communicator set-up for at most what step 1 did not cover (+ 0.05 s); the same run
+# with NEREUS_TX_PREBUILD=0 builds the 3 in the move and waits at least 0.3 s; both give the same tokens and weights
+feeds comm-prebuild-run comm-prebuild
+feeds comm-prebuild-off-run comm-prebuild
+t comm-prebuild-run 60 $L -np 2 bin/nereus tests/decks/comm_prebuild.deck
+t comm-prebuild-off-run 60 env NEREUS_TX_PREBUILD=0 $L -np 2 bin/nereus tests/decks/comm_prebuild.deck
+if want comm-prebuild; then
+  f=$LOG/comm-prebuild-run.log; g=$LOG/comm-prebuild-off-run.log
+  tx_parts() { sed -n 's/^transition: .*, measured \([0-9.]*\) s (transfers [0-9.]* s, communicator set-up \([0-9.]*\) s).* communicators: \([0-9]*\) new set(s), \([0-9]*\) built before the move.*/\1 \2 \3 \4/p' "$1"; }
+  a=$(tx_parts "$f"); b=$(tx_parts "$g")
+  s1=$(sed -n 's/^step    1 | .* | \([0-9.]*\)s: gen .*/\1/p' "$f")
+  why=""; same_keys "$f" "$g" tokens_hash checksum.actor checksum.ref checksum.critic status
+  read -r am aw an ap <<<"$a"; read -r bm bw bn bp <<<"$b"
+  [ "$an" = 0 ] && [ "$ap" = 3 ] || why="$why prebuilt run: '$a' (want 0 new, 3 built before);"
+  [ -n "$s1" ] && [ -n "$aw" ] && awk -v w="$aw" -v s="$s1" 'BEGIN{r = 0.3 - s; exit !(w <= (r > 0 ? r : 0) + 0.05)}' || \
+    why="$why set-up in the move '$aw' s over what step 1 ($s1 s) left of 0.3 s;"
+  [ "$bn" = 3 ] && [ "$bp" = 0 ] && [ -n "$bw" ] && awk -v w="$bw" 'BEGIN{exit !(w >= 0.3)}' || \
+    why="$why NEREUS_TX_PREBUILD=0: '$b' (want 3 new, 0 built before, set-up >= 0.3 s);"
+  grep -q '^switch before step 2: its 3 new communicator set(s) built now, before step 1' "$f" || why="$why no prebuild line;"
+  [ "$(verify "$f" status)" = pass ] || why="$why status;"
+  if [ -z "$why" ]; then result comm-prebuild 0 0 "the move took 3 sets built before step 1 (step 1 $s1 s): set-up in the move $aw s, move $am s; built in the move: set-up $bw s, move $bm s; same tokens and weights"
+  else result comm-prebuild 1 0 "$why (logs: $f, $g)"; fi
 fi
