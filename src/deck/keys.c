@@ -238,7 +238,7 @@ const DeckKey deck_keys[] = {
     {"inject", "slow_factor", DECK_T_FLOAT, 0, "3", GE(1), LE(100), NULL, F_FLT(inject.slow_factor),
      "INJECTED slowdown: slow_ranks do this many times their work (extra real work at every wait on other ranks, so the timings measure it)"},
     {"inject", "comm_setup_s", DECK_T_FLOAT, 0, "0", GE(0), LE(60), NULL, F_FLT(inject.comm_setup_s),
-     "INJECTED communicator set-up: every communicator set the job builds (at start-up and in each transition) takes at least this many seconds on each of its ranks (a sleep after MPI_Comm_split, inside the transition's measured time), as a slow NCCL initialisation across nodes would; 0 = off"},
+     "INJECTED communicator set-up: every communicator set the job builds (at start-up and in each transition) takes at least this many seconds on each of its ranks (a sleep after MPI_Comm_split), as a slow NCCL initialisation across nodes would: inside the transition's measured time for a set built in its move; for a set built ahead of its move (a [switch] plan, or a move the planner makes a step late), counted from when it was built, so the move waits only for what is left; 0 = off"},
     {"inject", "nan_loss_step", DECK_T_INT, 0, "-1", GE(-1), NONE, NULL, F_INT(inject.nan_loss_step),
      "INJECTED fault for tests: make the policy loss NaN at this PPO step; -1 = off"},
     {"inject", "resp_len_from", DECK_T_INT, 0, "0", GE(0), NONE, NULL, F_INT(inject.resp_len_from),
