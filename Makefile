@@ -8,6 +8,7 @@
 #   make run      deps + build + the tiny PPO deck on one rank
 #   make test     deps + everything above + every test (last line: "N passed, N failed"; docs/TESTING.md)
 #   make bench    deps + everything above + benchmarks (table on stdout, build/bench.txt)
+#   make bench-torch  the training step against PyTorch (tests/bench/torch_peer.sh; needs build/venv-torch)
 #
 # Options (docs/BUILDING.md: building on a cluster):
 #   ARCH=<flags>      the target CPU; default -march=x86-64-v3 on x86_64 (-march=haswell where the
@@ -164,7 +165,7 @@ BENCH_BIN := $(patsubst tests/bench/%.c,build/bench/%,$(wildcard tests/bench/*.c
 # the CPU emulation of the CUDA kernels: build/tests/gpu/emu/parity-emulated (CUEMU_BIN)
 include tests/gpu/emu/emu.mk
 
-.PHONY: all build tests benches emulator deps run test test-slurm fuzz bench clean found smollm2
+.PHONY: all build tests benches emulator deps run test test-slurm fuzz bench bench-torch clean found smollm2
 .SECONDARY:
 all: found bin/nereus $(TOOLS)
 tests: found $(TEST_BIN)
@@ -272,6 +273,11 @@ fuzz: deps
 bench: deps
 	@$(MAKE) --no-print-directory build
 	tests/bench/run.sh
+
+# the training step against PyTorch (not in make test; needs build/venv-torch: tests/bench/torch_peer.sh)
+bench-torch: deps
+	@$(MAKE) --no-print-directory build
+	tests/bench/torch_peer.sh
 
 clean:
 	rm -rf build bin
