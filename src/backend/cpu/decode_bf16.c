@@ -16,9 +16,11 @@
  * partial sum below 2^-126 to 0, where the others keep it: only sums that
  * small can differ. A row's bits depend on its own input row only.
  *
- * Each weight row is loaded once for up to 4 input rows (a tile of 1 weight
- * row × 4 input rows); a block of 64 weight rows goes to a thread, which runs
- * it over the input rows 32 at a time, so both stay in its caches.
+ * A tile is up to 4 outputs: 1 weight row × 3-4 input rows, 2 × 2, or 4
+ * weight rows × 1 input row (independent sums, so that VDPBF16PS's latency
+ * does not bound a single row); a block of 64 weight rows goes to a thread,
+ * which runs it over the input rows 32 at a time, so both stay in its
+ * caches.
  */
 #include <math.h>
 #include <stdint.h>
@@ -65,7 +67,7 @@ static inline float pair_end(const float acc[16], const uint16_t *x, const uint1
 
 /* --- portable ------------------------------------------------------------------------------------------ */
 
-static void portable_row(float *out, size_t ldo, const uint16_t *x, const uint16_t *w, float bias, int nn, int IC) {
+static void portable_one(float *out, size_t ldo, const uint16_t *x, const uint16_t *w, float bias, int nn, int IC) {
     int full = IC / 32 * 32;
     for (int n = 0; n < nn; n++) {
         const uint16_t *xr = x + (size_t)n * IC;
@@ -123,7 +125,7 @@ static inline __attribute__((always_inline)) void avx2_tile(float *out, size_t l
     }
 }
 
-static void avx2_row(float *out, size_t ldo, const uint16_t *x, const uint16_t *w, float bias, int nn, int IC) {
+static void avx2_one(float *out, size_t ldo, const uint16_t *x, const uint16_t *w, float bias, int nn, int IC) {
     switch (nn) {
     case 1: avx2_tile(out, ldo, x, w, bias, IC, 1); break;
     case 2: avx2_tile(out, ldo, x, w, bias, IC, 2); break;
@@ -165,28 +167,32 @@ WIDE static inline __attribute__((always_inline)) void wide_tile(float *out, siz
     }
 }
 
-/* the same with VDPBF16PS: 16 pairs an instruction */
+/* the same with VDPBF16PS, 16 pairs an instruction, over R weight rows IC apart (NN·R ≤ 4 outputs: at one input
+   row, R independent sums keep the instruction's latency covered; each output's order is unchanged) */
 WIDE_BF16 static inline __attribute__((always_inline)) void dp_tile(float *out, size_t ldo, const uint16_t *x,
-                                                                    const uint16_t *w, float bias, int IC,
-                                                                    const int NN) {
+                                                                    const uint16_t *w, const float *bias, int IC,
+                                                                    const int NN, const int R) {
     __m512 a[4];
-    for (int n = 0; n < NN; n++) a[n] = _mm512_setzero_ps();
+    for (int k = 0; k < NN * R; k++) a[k] = _mm512_setzero_ps();
     const char *ahead = (const char *)(w + (size_t)BF16_PREFETCH_ROWS * IC);
     int i = 0;
     for (; i + 32 <= IC; i += 32) {
-        __builtin_prefetch(ahead + 2 * (size_t)i, 0, 2);
-        __m512bh wv = (__m512bh)_mm512_loadu_si512(w + i);
-        for (int n = 0; n < NN; n++)
-            a[n] = _mm512_dpbf16_ps(a[n], (__m512bh)_mm512_loadu_si512(x + (size_t)n * IC + i), wv);
+        for (int r = 0; r < R; r++) {
+            __builtin_prefetch(ahead + 2 * ((size_t)r * IC + i), 0, 2);
+            __m512bh wv = (__m512bh)_mm512_loadu_si512(w + (size_t)r * IC + i);
+            for (int n = 0; n < NN; n++)
+                a[r * NN + n] = _mm512_dpbf16_ps(a[r * NN + n], (__m512bh)_mm512_loadu_si512(x + (size_t)n * IC + i), wv);
+        }
     }
-    for (int n = 0; n < NN; n++) {
-        float acc[16];
-        _mm512_storeu_ps(acc, a[n]);
-        out[(size_t)n * ldo] = bias + pair_end(acc, x + (size_t)n * IC, w, i, IC);
-    }
+    for (int r = 0; r < R; r++)
+        for (int n = 0; n < NN; n++) {
+            float acc[16];
+            _mm512_storeu_ps(acc, a[r * NN + n]);
+            out[(size_t)n * ldo + r] = (bias ? bias[r] : 0.0f) + pair_end(acc, x + (size_t)n * IC, w + (size_t)r * IC, i, IC);
+        }
 }
 
-WIDE static void wide_row(float *out, size_t ldo, const uint16_t *x, const uint16_t *w, float bias, int nn, int IC) {
+WIDE static void wide_one(float *out, size_t ldo, const uint16_t *x, const uint16_t *w, float bias, int nn, int IC) {
     switch (nn) {
     case 1: wide_tile(out, ldo, x, w, bias, IC, 1); break;
     case 2: wide_tile(out, ldo, x, w, bias, IC, 2); break;
@@ -195,25 +201,47 @@ WIDE static void wide_row(float *out, size_t ldo, const uint16_t *x, const uint1
     }
 }
 
-WIDE_BF16 static void dp_row(float *out, size_t ldo, const uint16_t *x, const uint16_t *w, float bias, int nn,
-                             int IC) {
-    switch (nn) {
-    case 1: dp_tile(out, ldo, x, w, bias, IC, 1); break;
-    case 2: dp_tile(out, ldo, x, w, bias, IC, 2); break;
-    case 3: dp_tile(out, ldo, x, w, bias, IC, 3); break;
-    default: dp_tile(out, ldo, x, w, bias, IC, 4); break;
+WIDE_BF16 static void dp_row(float *out, size_t ldo, const uint16_t *x, const uint16_t *w, const float *bias, int nn,
+                             int nr, int IC) {
+    switch (nn * 8 + nr) {
+    case 8 + 1: dp_tile(out, ldo, x, w, bias, IC, 1, 1); break;
+    case 8 + 2: dp_tile(out, ldo, x, w, bias, IC, 1, 2); break;
+    case 8 + 3: dp_tile(out, ldo, x, w, bias, IC, 1, 3); break;
+    case 8 + 4: dp_tile(out, ldo, x, w, bias, IC, 1, 4); break;
+    case 16 + 1: dp_tile(out, ldo, x, w, bias, IC, 2, 1); break;
+    case 16 + 2: dp_tile(out, ldo, x, w, bias, IC, 2, 2); break;
+    case 24 + 1: dp_tile(out, ldo, x, w, bias, IC, 3, 1); break;
+    default: dp_tile(out, ldo, x, w, bias, IC, 4, 1); break;
     }
 }
 #else
-static void wide_row(float *out, size_t ldo, const uint16_t *x, const uint16_t *w, float bias, int nn, int IC) {
-    avx2_row(out, ldo, x, w, bias, nn, IC);
+static void wide_one(float *out, size_t ldo, const uint16_t *x, const uint16_t *w, float bias, int nn, int IC) {
+    avx2_one(out, ldo, x, w, bias, nn, IC);
 }
-static void dp_row(float *out, size_t ldo, const uint16_t *x, const uint16_t *w, float bias, int nn, int IC) {
-    avx2_row(out, ldo, x, w, bias, nn, IC);
+static void dp_row(float *out, size_t ldo, const uint16_t *x, const uint16_t *w, const float *bias, int nn, int nr,
+                   int IC) {
+    for (int r = 0; r < nr; r++) avx2_one(out + r, ldo, x, w + (size_t)r * IC, bias ? bias[r] : 0.0f, nn, IC);
 }
 #endif
 
-typedef void (*RowFn)(float *out, size_t ldo, const uint16_t *x, const uint16_t *w, float bias, int nn, int IC);
+/* nn input rows (at most 4) against nr weight rows IC apart (nn·nr ≤ 4): out (n, r) at out[n·ldo + r] */
+typedef void (*RowFn)(float *out, size_t ldo, const uint16_t *x, const uint16_t *w, const float *bias, int nn, int nr,
+                      int IC);
+
+static void portable_row(float *out, size_t ldo, const uint16_t *x, const uint16_t *w, const float *bias, int nn,
+                         int nr, int IC) {
+    for (int r = 0; r < nr; r++) portable_one(out + r, ldo, x, w + (size_t)r * IC, bias ? bias[r] : 0.0f, nn, IC);
+}
+
+static void avx2_row(float *out, size_t ldo, const uint16_t *x, const uint16_t *w, const float *bias, int nn, int nr,
+                     int IC) {
+    for (int r = 0; r < nr; r++) avx2_one(out + r, ldo, x, w + (size_t)r * IC, bias ? bias[r] : 0.0f, nn, IC);
+}
+
+static void wide_row(float *out, size_t ldo, const uint16_t *x, const uint16_t *w, const float *bias, int nn, int nr,
+                     int IC) {
+    for (int r = 0; r < nr; r++) wide_one(out + r, ldo, x, w + (size_t)r * IC, bias ? bias[r] : 0.0f, nn, IC);
+}
 
 /* the input rows in bf16: a buffer of the calling thread's, grown as needed (the GEMM's threads only read it) */
 static const uint16_t *input_bf16(const float *inp, size_t n) {
@@ -243,10 +271,12 @@ static void cpu_matmul_decode_bf16(float *out, const float *inp, const uint16_t 
         int o0 = bk * BF16_ROW_BLOCK, o1 = NR_MIN(o0 + BF16_ROW_BLOCK, OC);
         for (int n0 = 0; n0 < N; n0 += BF16_IN_BLOCK) {
             int n1 = NR_MIN(n0 + BF16_IN_BLOCK, N);
-            for (int o = o0; o < o1; o++)
-                for (int n = n0; n < n1; n += 4)
+            for (int n = n0; n < n1; n += 4) {
+                int nn = NR_MIN(4, n1 - n), R = nn == 1 ? 4 : nn == 2 ? 2 : 1; /* up to 4 sums at once */
+                for (int o = o0; o < o1; o += R)
                     row(out + (size_t)n * ldo + o, (size_t)ldo, x + (size_t)n * IC, weight + (size_t)o * IC,
-                        bias ? bias[o] : 0.0f, NR_MIN(4, n1 - n), IC);
+                        bias ? bias + o : NULL, nn, NR_MIN(R, o1 - o), IC);
+            }
         }
     }
 }
