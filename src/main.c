@@ -7,6 +7,7 @@
 #include "nereus/comm.h"
 #include "nereus/cpu_kernels.h"
 #include "nereus/deck.h"
+#include "nereus/ft.h"
 #include "nereus/plan.h"
 #include "nereus/run.h"
 #include "nereus/txprice.h"
@@ -108,6 +109,10 @@ int main(int argc, char **argv) {
     mpiCheck(MPI_Init(&argc, &argv));
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (ft_init() != 0) { /* fault tolerance asked of a build without ULFM (said on stderr) */
+        MPI_Finalize();
+        return 2;
+    }
     const char *deck_path = NULL, *plan_path = NULL;
     int simulate = 0, print_deck = 0, nov = 0;
     DeckOverride *ov = nr_xcalloc((size_t)argc, sizeof *ov);
@@ -167,6 +172,5 @@ int main(int argc, char **argv) {
     deck_plan_file_free(&pf);
     free(ov);
     comm_group_detach(MPI_COMM_WORLD); /* the world's device group (CUDA: NCCL), before MPI_Finalize frees it */
-    MPI_Finalize();
-    return rc;
+    return ft_finalize(rc); /* MPI_Finalize; after a recovered failure _exit (ft.h) */
 }
