@@ -27,9 +27,12 @@ case "$np" in ''|*[!0-9]*|0) echo "jobs/local.sh: -np $np: a positive number of 
 # which Open MPI PROGRAM is linked against: the ULFM one under FT_MPI_DIR, or another (Debian's)
 ftdir=${FT_MPI_DIR:-/opt/nereus-ompi5}
 ulfm_linked=0
-if prog=$(command -v "$1" 2>/dev/null) && ldd "$prog" 2>/dev/null | grep -q "=> $ftdir/lib/libmpi\.so"; then ulfm_linked=1; fi
+# (ldd's output kept whole first: under pipefail, grep -q closing the pipe early fails the pipeline)
+libs=""; if prog=$(command -v "$1" 2>/dev/null); then libs=$(env -u LD_PRELOAD ldd "$prog" 2>/dev/null || true); fi
+case "$libs" in *"=> $ftdir/lib/libmpi.so"*) ulfm_linked=1;; esac
 if [ $ft = 1 ]; then
-  if ! "$ftdir/bin/ompi_info" 2>/dev/null | grep -q 'FT MPI support: yes'; then
+  info=$("$ftdir/bin/ompi_info" 2>/dev/null || true)
+  if [[ $info != *"FT MPI support: yes"* ]]; then
     echo "jobs/local.sh: --ft needs Open MPI 5 with ULFM in $ftdir (FT_MPI_DIR): make deps installs it, make ft" \
          "builds bin/nereus-ft against it" >&2; exit 2
   fi
@@ -53,7 +56,24 @@ if [ $ft = 1 ]; then
   # failure, which is why the survivors write no checkpoint with a dead rank's file handle open (docs/ELASTIC.md)
   export OMPI_MCA_btl_sm_single_copy_mechanism=none
   export OMPI_MCA_btl_sm_max_send_size="${OMPI_MCA_btl_sm_max_send_size:-131072}"
-  exec "$ftdir/bin/mpirun" --with-ft ulfm "${extra[@]}" -np "$np" "$@"
+  # mpirun --with-ft ulfm exits 0 even when every rank died of a signal: rank 0 of the ranks that finish writes
+  # its exit status into NEREUS_EXIT_FILE (bin/nereus-ft), and no file after a 0 means that none finished.
+  # mpirun runs in the background so that the file can be read after it; SIGTERM, SIGUSR1 and SIGUSR2 go on
+  # to it (it passes them to the ranks) as they would with exec
+  NEREUS_EXIT_FILE=$(mktemp "${TMPDIR:-/tmp}/nereus-exit.XXXXXX"); rm -f "$NEREUS_EXIT_FILE"; export NEREUS_EXIT_FILE
+  "$ftdir/bin/mpirun" --with-ft ulfm "${extra[@]}" -np "$np" "$@" &
+  pid=$!
+  for s in TERM USR1 USR2 INT; do trap "kill -$s $pid 2>/dev/null || true" $s; done
+  rc=0
+  while kill -0 "$pid" 2>/dev/null; do wait "$pid" && rc=0 || rc=$?; done
+  status=$(cat "$NEREUS_EXIT_FILE" 2>/dev/null || true); rm -f "$NEREUS_EXIT_FILE"
+  if [ "$rc" = 0 ] && [ -z "$status" ] && [[ $(basename "$1") == nereus-ft ]]; then
+    echo "jobs/local.sh: no rank of the job finished (every rank died, mpirun --with-ft says 0): exit 1; the newest" \
+         "complete checkpoint stays: --restart latest goes on from it" >&2
+    exit 1
+  fi
+  if [ "$rc" = 0 ] && [ -n "$status" ]; then rc=$status; fi
+  exit "$rc"
 fi
 export OMPI_MCA_btl_vader_single_copy_mechanism=none
 export OMPI_MCA_btl_vader_max_send_size="${OMPI_MCA_btl_vader_max_send_size:-131072}"

@@ -89,7 +89,9 @@ int ft_recovered(void);
 /* Leaves the process with status rc: after a recovered failure, through
  * _exit(rc) once stdout and stderr are flushed, since MPI_Finalize may hang
  * there (Open MPI issue 11404: 20-40% of runs); the caller closes its files
- * first. Otherwise MPI_Finalize and return rc. */
+ * first. Otherwise MPI_Finalize and return rc. Rank 0 first writes rc into
+ * the file NEREUS_EXIT_FILE names, where set (jobs/local.sh --ft: mpirun
+ * --with-ft ulfm exits 0 when every rank died of a signal). */
 int ft_finalize(int rc);
 
 #endif

@@ -202,6 +202,16 @@ int ft_shrink(FtFailure *f, char *why, size_t len) {
 #endif
 
 int ft_finalize(int rc) {
+    /* NEREUS_EXIT_FILE (jobs/local.sh --ft): the exit status, by rank 0 of the world that finished. mpirun --with-ft
+       ulfm answers 0 for a job whose ranks all died of signals; the file tells such a job from one that ran */
+    const char *ef = getenv("NEREUS_EXIT_FILE");
+    if (ef && *ef && nr_rank() == 0) {
+        FILE *f = fopen(ef, "w");
+        if (f) {
+            fprintf(f, "%d\n", rc);
+            fclose(f);
+        }
+    }
     if (recovered) {
         fflush(stdout);
         fflush(stderr);
