@@ -1,4 +1,4 @@
-# tests/suites/ft.sh — ranks that die (docs/ELASTIC.md): under jobs/local.sh --ft (bin/nereus-ft, Open MPI 5 with ULFM) a rank SIGKILLed by its PID mid-step, and rank 0 killed while it writes a checkpoint: the survivors go on from the newest checkpoint and pass, the failure in the log and the trace, the end state that of a run resumed from that checkpoint on the survivors' plan; fault tolerance asked of the build without ULFM refused; without ULFM a killed rank ends the job and --restart latest goes on (the fallback). Skipped without the ULFM build (make deps, make ft)
+# tests/suites/ft.sh — ranks that die (docs/ELASTIC.md): under jobs/local.sh --ft (bin/nereus-ft, Open MPI 5 with ULFM) a rank SIGKILLed by its PID mid-step, and rank 0 killed while it writes a checkpoint: the survivors go on from the newest checkpoint and pass, the failure in the log and the trace, the end state that of a run resumed from that checkpoint on the survivors' plan; fault tolerance asked of the build without ULFM refused; without ULFM a killed rank ends the job and --restart latest goes on, and jobs/slurm.sbatch with NEREUS_RESUBMIT resubmits a failed job (the fallback). Skipped without the ULFM build (make deps, make ft)
 section "ranks that die: recovery under ULFM (jobs/local.sh --ft), and the fallback without it"
 F=$PWD/$LOG/ft; mkdir -p "$F" # absolute: the kills find this checkout's ranks by their deck's path
 FT_MPI_DIR=${FT_MPI_DIR:-/opt/nereus-ompi5}
@@ -130,4 +130,23 @@ if want ft-fallback-restart; then
      [ "$(verify "$LOG/ft-fallback-restart.log" status)" = pass ]; then
     result ft-fallback-restart 0 "$secs" "--restart latest on 3 ranks went on from $newest and passed"
   else result ft-fallback-restart 1 "$secs" "exit $rc; newest $newest"; fi
+fi
+# jobs/slurm.sbatch with NEREUS_RESUBMIT=1 (a fake sbatch records the call, Slurm's variables set by hand): a failed
+# job (here: the INJECTED non-finite loss, exit 1) submits the script again once per run, then no more
+if want ft-slurm-resubmit; then
+  S=$F/slurm; rm -rf "$S"; mkdir -p "$S/bin"
+  printf '#!/bin/sh\necho "$*" >>"%s/calls"; echo 4242\n' "$S" >"$S/bin/sbatch"; chmod +x "$S/bin/sbatch"
+  { cat tests/decks/restart.deck; printf '[inject]\nnan_loss_step = 2\n'; } >"$S/nan.deck"
+  t0=$(date +%s.%N)
+  for k in 1 2; do
+    PATH=$S/bin:$PATH SLURM_JOB_ID=10$k SLURM_NTASKS=2 SLURM_SUBMIT_DIR=$PWD NEREUS_LAUNCH=mpirun NEREUS_RUNS=$S/runs \
+      NEREUS_RESUBMIT=1 NEREUS_SBATCH=$PWD/jobs/slurm.sbatch bash jobs/slurm.sbatch "$S/nan.deck" >"$LOG/ft-slurm-resubmit-$k.log" 2>&1
+    eval "rc$k=$?"
+  done
+  secs=$(echo "$(date +%s.%N) - $t0" | bc)
+  if [ "$rc1" = 1 ] && [ "$rc2" = 1 ] && [ "$(wc -l <"$S/calls")" = 1 ] && grep -q -- "-J nan -n 2 $PWD/jobs/slurm.sbatch $S/nan.deck" "$S/calls" &&
+     grep -q 'resubmitted as job 4242 (NEREUS_RESUBMIT: 1 of 1)' "$LOG/ft-slurm-resubmit-1.log" &&
+     grep -q 'NEREUS_RESUBMIT: 1 resubmissions done for run nan; not again' "$LOG/ft-slurm-resubmit-2.log"; then
+    result ft-slurm-resubmit 0 "$secs" "a failed job resubmitted itself once (sbatch -J nan -n 2 ...), the next did not"
+  else result ft-slurm-resubmit 1 "$secs" "exits $rc1 $rc2; calls: $(cat "$S/calls" 2>/dev/null | tr '\n' ';')"; fi
 fi
