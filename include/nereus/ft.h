@@ -18,7 +18,10 @@
  *   - ft_shrink revokes the world and the communicators registered with
  *     ft_set_revoke (the job's), agrees on the failure (MPIX_Comm_agree),
  *     shrinks the world (MPIX_Comm_shrink keeps the survivors in their old
- *     order, so the lowest survivor is rank 0) and makes it nr_world().
+ *     order, so the lowest survivor is rank 0) and makes it nr_world();
+ *   - SIGUSR2 asks a rank to leave with notice: at the next step boundary
+ *     the leaving ranks split off and exit (ft_split_leavers), the others
+ *     go on in a world of their own.
  *
  * bin/nereus (Debian's Open MPI 4.1, no ULFM): NEREUS_ULFM is 0, ft_on() is
  * 0, every function here is a no-op or says no, and a rank that dies ends
@@ -47,6 +50,7 @@ typedef struct FtFailure {
     double epoch_detect;/* the wall clock then (seconds since 1970), for comparing with a kill's time */
     int nfailed;        /* ranks of the old world that died (ft_shrink) */
     int failed[64];     /* their old ranks, ascending (the first 64) */
+    int launched[64];   /* the same ranks in MPI_COMM_WORLD (differ from failed[] once a world was shrunk) */
     int old_size, old_rank, new_size, new_rank;
     double shrink_s;    /* from detection to the shrunk world on this rank */
 } FtFailure;
@@ -85,6 +89,17 @@ void ft_revoke(MPI_Comm c);
 int ft_shrink(FtFailure *f, char *why, size_t len);
 /* 1 once a failure was recovered in this process */
 int ft_recovered(void);
+
+/* Leaving with notice: under ft_on(), SIGUSR2 asks this rank to leave the job at the next step boundary (the
+ * run writes a checkpoint there, the leaving ranks exit, the others go on: run.c). ft_leave_requested: 1 once
+ * it came. Without ft_on() SIGUSR2 is not caught. */
+int ft_leave_requested(void);
+/* Collective over nr_world(): the ranks with leave = 0 make a world of their own (MPI_Comm_split, in their
+ * order), which becomes nr_world() on them; f says who left, as ft_shrink says who died. A leaving rank gets
+ * MPI_COMM_NULL and must exit (ft_leave_exit) without another MPI call. Returns 0, or −1 with why. */
+int ft_split_leavers(int leave, FtFailure *f, char *why, size_t len);
+/* A leaving rank: flushes stdout and stderr and _exit(0)s (MPI_Finalize would wait for the ranks that go on). */
+void ft_leave_exit(void) __attribute__((noreturn));
 
 /* Leaves the process with status rc: after a recovered failure, through
  * _exit(rc) once stdout and stderr are flushed, since MPI_Finalize may hang

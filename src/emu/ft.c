@@ -3,6 +3,7 @@
 #include "nereus/ft.h"
 
 #include <setjmp.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,10 @@ static void *revoke_ctx;
 static jmp_buf env;
 static volatile int armed;
 static FtFailure *cur;
+
+static volatile sig_atomic_t leave_signal;
+__attribute__((unused)) static void on_leave_signal(int sig) { leave_signal = sig; }
+int ft_leave_requested(void) { return leave_signal != 0; }
 
 int ft_on(void) { return on; }
 int ft_built(void) { return NEREUS_ULFM; }
@@ -67,6 +72,35 @@ __attribute__((unused)) static void leave(int cls, const char *where) {
     cur->epoch_detect = epoch_now();
     armed = 0;
     longjmp(env, 1);
+}
+
+/* local: f's failed[] and launched[]: the ranks of old that are not in now (ascending), in old and in
+   MPI_COMM_WORLD */
+__attribute__((unused)) static void gone_ranks(MPI_Comm old, MPI_Comm now, FtFailure *f) {
+    MPI_Group go, gn, gd, gw;
+    MPI_Comm_group(old, &go);
+    MPI_Comm_group(now, &gn);
+    MPI_Comm_group(MPI_COMM_WORLD, &gw);
+    MPI_Group_difference(go, gn, &gd);
+    int nd = 0;
+    MPI_Group_size(gd, &nd);
+    f->nfailed = nd;
+    int k = nd < 64 ? nd : 64, in[64], w[64];
+    for (int i = 0; i < k; i++) in[i] = i;
+    if (k > 0) {
+        MPI_Group_translate_ranks(gd, k, in, go, f->failed);
+        MPI_Group_translate_ranks(gd, k, in, gw, w);
+    }
+    for (int i = 0; i < k; i++) f->launched[i] = w[i];
+    for (int a = 1; a < k; a++) /* ascending, the pairs together */
+        for (int b = a; b > 0 && f->failed[b] < f->failed[b - 1]; b--) {
+            int t = f->failed[b]; f->failed[b] = f->failed[b - 1]; f->failed[b - 1] = t;
+            t = f->launched[b]; f->launched[b] = f->launched[b - 1]; f->launched[b - 1] = t;
+        }
+    MPI_Group_free(&gd);
+    MPI_Group_free(&gn);
+    MPI_Group_free(&go);
+    MPI_Group_free(&gw);
 }
 
 #if NEREUS_ULFM
@@ -129,6 +163,11 @@ int ft_init(void) {
     nr_set_world(world);
     nr_set_mpi_fail_hook(fail_hook);
     on = 1;
+    struct sigaction sa; /* leaving with notice */
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_leave_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGUSR2, &sa, NULL);
     return 0;
 }
 
@@ -152,23 +191,7 @@ int ft_shrink(FtFailure *f, char *why, size_t len) {
     MPI_Comm_size(sh, &f->new_size);
     MPI_Comm_rank(sh, &f->new_rank);
     /* the failed set: the old world's ranks not in the shrunk one (the same on every survivor: the shrink agreed) */
-    MPI_Group go, gn, gd;
-    MPI_Comm_group(old, &go);
-    MPI_Comm_group(sh, &gn);
-    MPI_Group_difference(go, gn, &gd);
-    int nd = 0;
-    MPI_Group_size(gd, &nd);
-    f->nfailed = nd;
-    int k = nd < 64 ? nd : 64, in[64];
-    for (int i = 0; i < k; i++) in[i] = i;
-    if (k > 0) MPI_Group_translate_ranks(gd, k, in, go, f->failed);
-    for (int a = 1; a < k; a++) /* ascending */
-        for (int b = a; b > 0 && f->failed[b] < f->failed[b - 1]; b--) {
-            int t = f->failed[b]; f->failed[b] = f->failed[b - 1]; f->failed[b - 1] = t;
-        }
-    MPI_Group_free(&gd);
-    MPI_Group_free(&gn);
-    MPI_Group_free(&go);
+    gone_ranks(old, sh, f);
     world = sh;
     nr_set_world(sh);
     f->shrink_s = nr_now() - f->t_detect;
@@ -200,6 +223,39 @@ int ft_shrink(FtFailure *f, char *why, size_t len) {
 }
 
 #endif
+
+int ft_split_leavers(int leave, FtFailure *f, char *why, size_t len) {
+    memset(f, 0, sizeof *f);
+    if (!on) {
+        snprintf(why, len, "not under fault tolerance");
+        return -1;
+    }
+    MPI_Comm old = nr_world(), nw = MPI_COMM_NULL;
+    MPI_Comm_size(old, &f->old_size);
+    MPI_Comm_rank(old, &f->old_rank);
+    f->t_detect = nr_now();
+    int rc = MPI_Comm_split(old, leave ? MPI_UNDEFINED : 0, f->old_rank, &nw);
+    if (rc != MPI_SUCCESS) {
+        snprintf(why, len, "MPI_Comm_split of the ranks that stay failed (error %d)", rc);
+        return -1;
+    }
+    if (leave) return 0;
+    MPI_Comm_set_errhandler(nw, MPI_ERRORS_RETURN);
+    gone_ranks(old, nw, f);
+    MPI_Comm_size(nw, &f->new_size);
+    MPI_Comm_rank(nw, &f->new_rank);
+    world = nw;
+    nr_set_world(nw);
+    f->shrink_s = nr_now() - f->t_detect;
+    recovered = 1; /* the ranks that left never finalize: neither do these */
+    return 0;
+}
+
+void ft_leave_exit(void) {
+    fflush(stdout);
+    fflush(stderr);
+    _exit(0);
+}
 
 int ft_finalize(int rc) {
     /* NEREUS_EXIT_FILE (jobs/local.sh --ft): the exit status, by rank 0 of the world that finished. mpirun --with-ft

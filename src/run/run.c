@@ -208,6 +208,8 @@ typedef struct RunCtx {
     Config *ftcfg;
     int recoveries;
     int64_t next_step;            /* the step the PPO loop starts at: start_step, after a recovery the snapshot's */
+    int64_t leave_at;             /* ≥ 0: ranks told to leave (SIGUSR2) leave before this step (run_leave) */
+    int ranks_left;               /* ranks that left with notice */
 } RunCtx;
 
 static void run_ctx_init(RunCtx *r, const Config *cfg, const Deck *deck, const char *deck_path) {
@@ -219,6 +221,7 @@ static void run_ctx_init(RunCtx *r, const Config *cfg, const Deck *deck, const c
     r->last_ckpt = -1;
     r->tok_hash = 0xcbf29ce484222325ULL;
     r->snap.step = -1;
+    r->leave_at = -1;
 }
 
 /* collective over nr_world(): the one cleanup path, for a run that ends at any phase */
@@ -709,24 +712,54 @@ static int run_snap_agree(RunCtx *r) {
     return 0;
 }
 
-/* collective over the survivors, after ft_try ended the steps: shrink the world, drop the old job, build the
- * survivors' job on their plan, load the newest checkpoint into it and roll the run's numbers back to it; the
- * loop then redoes the steps from there. Returns 0, or −1 when the run must stop (r->stop says why). */
+static int run_rebuild(RunCtx *r, FtFailure *f, int planned);
+
+/* collective over the survivors, after ft_try ended the steps: shrink the world, then run_rebuild. Returns 0, or
+ * −1 when the run must stop (r->stop says why). */
 static int run_recover(RunCtx *r, FtFailure *f) {
     char why[512];
     if (ft_shrink(f, why, sizeof why) != 0) {
         run_stop(r->stop, "ranks failed (%s) and the survivors could not shrink the world: %s", f->where, why);
         return -1;
     }
-    double t0 = nr_now();
     r->recoveries++;
-    char failed[256] = "";
-    for (int i = 0, k = 0; i < f->nfailed && i < 64 && k < (int)sizeof failed - 8; i++)
-        k += snprintf(failed + k, sizeof failed - k, "%s%d", i ? "," : "", f->failed[i]);
+    return run_rebuild(r, f, 0);
+}
+
+/* "2,5" of f's failed (or left) ranks in the world they left, and " (launched as 3,7)" where those are not their
+ * MPI_COMM_WORLD ranks (a world shrunk before) */
+static void run_ranks_text(const FtFailure *f, char *out, size_t len) {
+    size_t k = 0;
+    out[0] = 0;
+    for (int i = 0; i < f->nfailed && i < 64 && k + 16 < len; i++)
+        k += (size_t)snprintf(out + k, len - k, "%s%d", i ? "," : "", f->failed[i]);
+    int same = 1;
+    for (int i = 0; i < f->nfailed && i < 64; i++) same = same && f->launched[i] == f->failed[i];
+    if (same) return;
+    k += (size_t)snprintf(out + k, k < len ? len - k : 0, " (launched as ");
+    for (int i = 0; i < f->nfailed && i < 64 && k + 16 < len; i++)
+        k += (size_t)snprintf(out + k, len - k, "%s%d", i ? "," : "", f->launched[i]);
+    if (k + 2 < len) snprintf(out + k, len - k, ")");
+}
+
+/* collective over the ranks that go on (nr_world(), already the new world), after ranks died (planned = 0) or left
+ * with notice (planned = 1): drop the old job, build the job on the plan for the ranks left, load the newest
+ * checkpoint into it and roll the run's numbers back to it; the loop then goes on (redoes the steps) from there.
+ * Returns 0, or −1 when the run must stop (r->stop says why). */
+static int run_rebuild(RunCtx *r, FtFailure *f, int planned) {
+    char why[512];
+    double t0 = nr_now();
+    char failed[400];
+    run_ranks_text(f, failed, sizeof failed);
     int rank0_died = f->nfailed > 0 && f->failed[0] == 0;
-    nr_log("ft: FAILURE: rank(s) %s of %d died; seen here as %s at %.6f (epoch s); the survivors agreed and shrank "
-           "to %d rank(s) in %.3f s (this rank, old %d, is rank %d)\n", failed, f->old_size, f->where, f->epoch_detect,
-           f->new_size, f->shrink_s, f->old_rank, f->new_rank);
+    const char *gone = planned ? "left" : "died";
+    if (planned)
+        nr_log("ft: rank(s) %s of %d left with notice (%s); %d rank(s) go on\n", failed, f->old_size, f->where,
+               f->new_size);
+    else
+        nr_log("ft: FAILURE: rank(s) %s of %d died; seen here as %s at %.6f (epoch s); the survivors agreed and "
+               "shrank to %d rank(s) in %.3f s (this rank, old %d, is rank %d)\n", failed, f->old_size, f->where,
+               f->epoch_detect, f->new_size, f->shrink_s, f->old_rank, f->new_rank);
     /* the old job goes without MPI; the trace stays with its writer when it survived (as rank 0) */
     job_abandon(&r->job);
     r->have_job = 0;
@@ -740,8 +773,8 @@ static int run_recover(RunCtx *r, FtFailure *f) {
     }
     r->world = f->new_size;
     if (run_snap_agree(r) != 0) {
-        run_stop(r->stop, "rank(s) %s died before any checkpoint this run could go back to ([ckpt] every); "
-                 "stopping the run", failed);
+        run_stop(r->stop, "rank(s) %s %s before any checkpoint this run could go back to ([ckpt] every); "
+                 "stopping the run", failed, gone);
         return -1;
     }
     /* the survivors' plan, and the job on it */
@@ -749,12 +782,12 @@ static int run_recover(RunCtx *r, FtFailure *f) {
     if (r->ftcfg != r->cfg) *r->ftcfg = *r->cfg;
     Config *nc = r->ftcfg;
     if (job_survivor_plan(nc, r->world, &nc->plan, why, sizeof why) != 0) {
-        run_stop(r->stop, "rank(s) %s died: %s; stopping the run", failed, why);
+        run_stop(r->stop, "rank(s) %s %s: %s; stopping the run", failed, gone, why);
         return -1;
     }
     r->cfg = nc;
     if (job_memory_check(nr_world(), nc, &r->ts, why, sizeof why) != 0) {
-        run_stop(r->stop, "rank(s) %s died and the models do not fit the %d survivors: %s", failed, r->world, why);
+        run_stop(r->stop, "rank(s) %s %s and the models do not fit the %d ranks left: %s", failed, gone, r->world, why);
         return -1;
     }
     const char *ikey = "";
@@ -780,7 +813,7 @@ static int run_recover(RunCtx *r, FtFailure *f) {
     int64_t step = 0, sft = 0;
     int partial = 0;
     if (job_restart(&r->job, r->snap.path, &step, &sft, &partial, used, sizeof used, why, sizeof why) != 0) {
-        run_stop(r->stop, "rank(s) %s died and the survivors cannot load %s: %s", failed, r->snap.path, why);
+        run_stop(r->stop, "rank(s) %s %s and the ranks left cannot load %s: %s", failed, gone, r->snap.path, why);
         return -1;
     }
     r->next_step = step;
@@ -800,23 +833,36 @@ static int run_recover(RunCtx *r, FtFailure *f) {
         if (rc) nr_log("ft: no trace after the recovery: %s\n", why);
         live_trace_start(&r->lp, &r->job, r->tr);
     }
-    trace_drift(r->tr, step, "rank_failed", (double)f->nfailed, NAN);
+    trace_drift(r->tr, step, planned ? "rank_left" : "rank_failed", (double)f->nfailed, NAN);
     char src[1400];
-    snprintf(src, sizeof src, "recovery: rank(s) %s of %d died (%s); %d survivor(s) from %s", failed, f->old_size,
-             f->where, r->world, used);
+    snprintf(src, sizeof src, "recovery: rank(s) %s of %d %s (%s); %d survivor(s) from %s", failed, f->old_size,
+             planned ? "left with notice" : "died", f->where, r->world, used);
     trace_plan(r->tr, ++r->plan_id, step, r->plan_text, src, NAN, NAN);
     double dt = nr_now() - t0;
-    nr_log("ft: recovered in %.3f s after the shrink (%.3f s from detection on rank 0): %s, %lld PPO steps done; "
-           "redoing from step %lld on %d rank(s) under the plan:\n%s", dt, dt + f->shrink_s, used, (long long)step,
-           (long long)step, r->world, r->plan_text);
+    if (planned)
+        nr_log("ft: rebuilt in %.3f s: %s, %lld PPO steps done; going on from step %lld on %d rank(s) under the "
+               "plan:\n%s", dt, used, (long long)step, (long long)step, r->world, r->plan_text);
+    else
+        nr_log("ft: recovered in %.3f s after the shrink (%.3f s from detection on rank 0): %s, %lld PPO steps done; "
+               "redoing from step %lld on %d rank(s) under the plan:\n%s", dt, dt + f->shrink_s, used, (long long)step,
+               (long long)step, r->world, r->plan_text);
     if (r->lp.on) nr_log("ft: the planner places its own plan for the %d survivors before the next step\n", r->world);
     return 0;
 }
 
 /* collective over nr_world(), after PPO step `step`: the scheduled checkpoint, and one at a stop signal
- * (SIGTERM, SIGUSR1). Returns 0 to go on, 1 to stop (a signal: r->stop_sig), −1 when the checkpoint failed. */
+ * (SIGTERM, SIGUSR1). Returns 0 to go on, 1 to stop (a signal: r->stop_sig), −1 when the checkpoint failed, 2 when
+ * ranks leave with notice here (under ULFM: r->leave_at). */
 static int run_step_boundary(RunCtx *r, int step) {
     const Config *cfg = r->cfg;
+    if (ft_on() && step + 1 < cfg->ppo.steps) { /* ranks told to leave (SIGUSR2) leave here: run_leave */
+        int64_t lv = ft_leave_requested();
+        comm_allreduce_max_i64(nr_world(), &lv, 1);
+        if (lv) {
+            r->leave_at = step + 1;
+            return 2;
+        }
+    }
     int due = cfg->ckpt.every > 0 && (step + 1) % cfg->ckpt.every == 0;
     r->stop_sig = step + 1 < cfg->ppo.steps ? job_stop_requested(&r->job) : 0;
     if (!due && !r->stop_sig) return 0;
@@ -833,6 +879,56 @@ static int run_step_boundary(RunCtx *r, int step) {
     if (!r->stop_sig) return 0;
     snprintf(r->stop_ckpt, sizeof r->stop_ckpt, "%s", path);
     return 1;
+}
+
+/* collective over nr_world(), at the step boundary r->leave_at, where some ranks were told to leave (SIGUSR2):
+ * a checkpoint of that step; the leaving ranks exit; the others make a world of their own and go on from the
+ * checkpoint on a plan for themselves (run_rebuild), with no step redone. Every rank told to leave: the run stops
+ * there as at SIGUSR1. Returns 0, or −1 when the run must stop (r->stop says why). */
+static int run_leave(RunCtx *r) {
+    const Config *cfg = r->cfg;
+    int64_t step = r->leave_at;
+    r->leave_at = -1;
+    int me = ft_leave_requested();
+    int64_t n_leave = me;
+    comm_allreduce_sum_i64(nr_world(), &n_leave, 1);
+    if (r->last_ckpt != step) {
+        char path[JOB_PATH_MAX];
+        if (job_checkpoint(&r->job, step, cfg->sft.steps, r->deck_text, r->plan_text, path, sizeof path, r->why,
+                           sizeof r->why) != 0) {
+            run_stop(r->stop, "ranks told to leave (SIGUSR2) before step %lld, and the checkpoint failed: %s; "
+                     "stopping the run", (long long)step, r->why);
+            return -1;
+        }
+        r->last_ckpt = step;
+        run_snap(r, step, path);
+        nr_log("ckpt: %s\n", path);
+    }
+    if (n_leave >= r->world) { /* nobody stays: stopped, as by SIGUSR1 */
+        r->stop_sig = SIGUSR2;
+        snprintf(r->stop_ckpt, sizeof r->stop_ckpt, "%s", r->snap.path);
+        return 0;
+    }
+    FtFailure f;
+    char why[256];
+    if (me) {
+        char status[160];
+        snprintf(status, sizeof status, "rank 0 left with notice (SIGUSR2) before step %lld; the run goes on in a "
+                 "new trace", (long long)step);
+        if (r->tr && r->job.rank == 0) trace_close(r->tr, MPI_COMM_NULL, status, r->done_steps, 0);
+        r->tr = r->job.rank == 0 ? NULL : r->tr;
+        fprintf(stderr, "nereus: rank %d: leaving the job with notice (SIGUSR2) before step %lld; checkpoint %s\n",
+                r->job.rank, (long long)step, r->snap.path);
+        if (ft_split_leavers(1, &f, why, sizeof why) != 0) nr_fatal("leaving: %s", why);
+        ft_leave_exit();
+    }
+    if (ft_split_leavers(0, &f, why, sizeof why) != 0) {
+        run_stop(r->stop, "ranks left with notice and the others could not make a world: %s", why);
+        return -1;
+    }
+    snprintf(f.where, sizeof f.where, "SIGUSR2, before step %lld", (long long)step);
+    r->ranks_left += f.nfailed;
+    return run_rebuild(r, &f, 1);
 }
 
 /* the PPO steps from r->start_step (run_ppo; under ULFM inside its recovery point, ft_try) */
@@ -872,7 +968,13 @@ static void run_ppo(RunCtx *r) {
     }
     for (;;) {
         FtFailure f;
-        if (r->status != 0 || ft_try(run_ppo_steps, r, &f) == 0) break;
+        if (r->status != 0) break;
+        if (ft_try(run_ppo_steps, r, &f) == 0) {
+            if (r->leave_at < 0) break;
+            if (run_leave(r) != 0) r->status = 1;
+            if (r->status != 0 || r->stop_sig) break;
+            continue;
+        }
         if (run_recover(r, &f) != 0) {
             r->status = 1;
             break;
@@ -909,7 +1011,8 @@ static void run_finish(RunCtx *r) {
     if (r->stop_sig)
         nr_log("nereus: stopped by signal %d (%s) at a step boundary; checkpoint: %s — restart with "
                "--restart %s (or [run] restart = latest)\n",
-               r->stop_sig, r->stop_sig == SIGTERM ? "SIGTERM" : r->stop_sig == SIGUSR1 ? "SIGUSR1" : "?",
+               r->stop_sig,
+               r->stop_sig == SIGTERM ? "SIGTERM" : r->stop_sig == SIGUSR1 ? "SIGUSR1" : r->stop_sig == SIGUSR2 ? "SIGUSR2" : "?",
                r->stop_ckpt[0] ? r->stop_ckpt : "(none written)", r->stop_ckpt[0] ? r->stop_ckpt : "FILE");
 }
 
@@ -996,6 +1099,7 @@ static int run_verify(RunCtx *r) {
     }
     if (r->restarted) nr_log("verify.restart_step: %lld\n", (long long)r->start_step);
     if (r->recoveries) nr_log("verify.ft_recoveries: %d\n", r->recoveries); /* ranks died and the run went on */
+    if (r->ranks_left) nr_log("verify.ft_ranks_left: %d\n", r->ranks_left); /* ranks left with notice (SIGUSR2) */
     if (r->stop_sig) nr_log("verify.stopped_at_step: %lld\n", (long long)r->final_step);
     if (n > 0) run_print_rewards(r, n);
     nr_log("verify.eval_greedy_before_ppo: %.6f\n", r->eval_before);

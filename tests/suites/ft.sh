@@ -1,4 +1,4 @@
-# tests/suites/ft.sh — ranks that die (docs/ELASTIC.md): under jobs/local.sh --ft (bin/nereus-ft, Open MPI 5 with ULFM) a rank SIGKILLed by its PID mid-step, and rank 0 killed while it writes a checkpoint: the survivors go on from the newest checkpoint and pass, the failure in the log and the trace, the end state that of a run resumed from that checkpoint on the survivors' plan; fault tolerance asked of the build without ULFM refused; without ULFM a killed rank ends the job and --restart latest goes on, and jobs/slurm.sbatch with NEREUS_RESUBMIT resubmits a failed job (the fallback). Skipped without the ULFM build (make deps, make ft)
+# tests/suites/ft.sh — ranks that die (docs/ELASTIC.md): under jobs/local.sh --ft (bin/nereus-ft, Open MPI 5 with ULFM) a rank SIGKILLed by its PID mid-step, and rank 0 killed while it writes a checkpoint: the survivors go on from the newest checkpoint and pass, the failure in the log and the trace, the end state that of a run resumed from that checkpoint on the survivors' plan; rank 0 leaving with notice (SIGUSR2): the others go on with no step redone; fault tolerance asked of the build without ULFM refused; without ULFM a killed rank ends the job and --restart latest goes on, and jobs/slurm.sbatch with NEREUS_RESUBMIT resubmits a failed job (the fallback). Skipped without the ULFM build (make deps, make ft)
 section "ranks that die: recovery under ULFM (jobs/local.sh --ft), and the fallback without it"
 F=$PWD/$LOG/ft; mkdir -p "$F" # absolute: the kills find this checkout's ranks by their deck's path
 FT_MPI_DIR=${FT_MPI_DIR:-/opt/nereus-ompi5}
@@ -29,7 +29,7 @@ ms_between() { echo "($2 - $1) * 1000" | bc | cut -d. -f1; }
 feeds ft-kill ft-kill-trace ft-same-as-resumed
 feeds ft-resumed ft-same-as-resumed
 if [ -n "$ulfm" ]; then
-  for n in ft-kill ft-kill-trace ft-same-as-resumed ft-kill-rank0-in-ckpt; do want $n && result $n 77 0 "$ulfm"; done
+  for n in ft-kill ft-kill-trace ft-same-as-resumed ft-kill-rank0-in-ckpt ft-leave-notice; do want $n && result $n 77 0 "$ulfm"; done
 else
   if runs ft-kill; then
     ftdeck "$F/kill.deck" kill 30 5
@@ -94,6 +94,31 @@ else
       t_seen=$(sed -n 's/^ft: FAILURE: .* at \([0-9.]*\) (epoch s).*/\1/p' "$LOG/ft-kill-rank0-in-ckpt.log" | head -1)
       result ft-kill-rank0-in-ckpt 0 "$secs" "seen $(ms_between "$t_kill" "$t_seen") ms after the kill; the partial step-10 file deleted, back to step 5 on 3 ranks, step 10 written again whole, a new trace from step 5"
     else result ft-kill-rank0-in-ckpt 1 "$secs" "see the log"; fi
+  fi
+  # --- leaving with notice: SIGUSR2 to rank 0's PID during step 12: a checkpoint at the next step boundary, rank 0
+  # leaves (its trace closed complete), the other 3 go on from that checkpoint with no step redone (a new trace)
+  if want ft-leave-notice; then
+    ftdeck "$F/lv.deck" lv 30 5
+    rm -rf "$F/lv" lv*.trace.h5
+    t0=$(date +%s.%N)
+    timeout 120 $L --ft -np 4 bin/nereus-ft "$F/lv.deck" >"$LOG/ft-leave-notice.log" 2>&1 &
+    bg=$!
+    sent=""
+    if wait_for "$LOG/ft-leave-notice.log" '^step +11 '; then
+      for p in $(pgrep -f "bin/nereus-ft $F/lv.deck"); do
+        tr '\0' '\n' </proc/"$p"/environ 2>/dev/null | grep -qx OMPI_COMM_WORLD_RANK=0 && kill -USR2 "$p" && sent=1
+      done
+    fi
+    wait $bg; rc=$?
+    secs=$(echo "$(date +%s.%N) - $t0" | bc)
+    at=$(sed -n 's/^ft: rank(s) 0 of 4 left with notice (SIGUSR2, before step \([0-9]*\)); 3 rank(s) go on$/\1/p' "$LOG/ft-leave-notice.log")
+    n=$(grep -ac '^step ' "$LOG/ft-leave-notice.log")
+    if [ -n "$sent" ] && [ $rc = 0 ] && [ "$(verify "$LOG/ft-leave-notice.log" status)" = pass ] && [ -n "$at" ] &&
+       [ "$n" = 30 ] && [ "$(verify "$LOG/ft-leave-notice.log" ft_ranks_left)" = 1 ] &&
+       bin/nereus-trace summary lv.trace.h5 2>/dev/null | grep -q 'status: complete (rank 0 left with notice (SIGUSR2)' &&
+       bin/nereus-trace plans "$(printf 'lv_step%06d.trace.h5' "$at")" 2>/dev/null | grep -q 'recovery: rank(s) 0 of 4 left with notice'; then
+      result ft-leave-notice 0 "$secs" "rank 0 left before step $at (checkpoint there), 3 ranks went on with no step redone; its trace complete, a new one from step $at"
+    else result ft-leave-notice 1 "$secs" "exit $rc, $n step lines, left before step '$at'"; fi
   fi
 fi
 
