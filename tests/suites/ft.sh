@@ -29,7 +29,7 @@ ms_between() { echo "($2 - $1) * 1000" | bc | cut -d. -f1; }
 feeds ft-kill ft-kill-trace ft-same-as-resumed
 feeds ft-resumed ft-same-as-resumed
 if [ -n "$ulfm" ]; then
-  for n in ft-kill ft-kill-trace ft-same-as-resumed ft-kill-rank0-in-ckpt ft-leave-notice; do want $n && result $n 77 0 "$ulfm"; done
+  for n in ft-kill ft-kill-trace ft-same-as-resumed ft-kill-rank0-in-ckpt ft-kill-twice-grpo ft-leave-notice; do want $n && result $n 77 0 "$ulfm"; done
 else
   if runs ft-kill; then
     ftdeck "$F/kill.deck" kill 30 5
@@ -94,6 +94,27 @@ else
       t_seen=$(sed -n 's/^ft: FAILURE: .* at \([0-9.]*\) (epoch s).*/\1/p' "$LOG/ft-kill-rank0-in-ckpt.log" | head -1)
       result ft-kill-rank0-in-ckpt 0 "$secs" "seen $(ms_between "$t_kill" "$t_seen") ms after the kill; the partial step-10 file deleted, back to step 5 on 3 ranks, step 10 written again whole, a new trace from step 5"
     else result ft-kill-rank0-in-ckpt 1 "$secs" "see the log"; fi
+  fi
+  # --- two failures one after the other, in a GRPO run (no critic): rank 1 killed in step 7, then the rank launched
+  # as 3 (rank 2 of the 3 survivors) in step 17: 4 -> 3 -> 2 ranks, each time back to the newest checkpoint
+  if want ft-kill-twice-grpo; then
+    { sed 's/^name = .*/name = g2/; /^\[ppo\]/,/^\[/ s/^steps = .*/steps = 24/' inputs/grpo-tiny.deck
+      printf '[ckpt]\nevery = 5\nkeep = 20\ndir = %s\n' "$F/g2"; } >"$F/g2.deck"
+    rm -rf "$F/g2" g2*.trace.h5
+    t0=$(date +%s.%N)
+    timeout 180 $L --ft -np 4 bin/nereus-ft "$F/g2.deck" >"$LOG/ft-kill-twice-grpo.log" 2>&1 &
+    bg=$!
+    k1=""; k2=""
+    wait_for "$LOG/ft-kill-twice-grpo.log" '^step +6 ' && k1=$(kill_rank "$F/g2.deck" 1)
+    wait_for "$LOG/ft-kill-twice-grpo.log" '^step +16 ' && k2=$(kill_rank "$F/g2.deck" 3)
+    wait $bg; rc=$?
+    secs=$(echo "$(date +%s.%N) - $t0" | bc)
+    g=$LOG/ft-kill-twice-grpo.log
+    if [ -n "$k1" ] && [ -n "$k2" ] && [ $rc = 0 ] && [ "$(verify "$g" status)" = pass ] && [ "$(verify "$g" ft_recoveries)" = 2 ] &&
+       grep -aq '^ft: FAILURE: rank(s) 1 of 4 died' "$g" && grep -aq '^ft: FAILURE: rank(s) 2 (launched as 3) of 3 died' "$g" &&
+       grep -aq 'redoing from step 15 on 2 rank(s)' "$g" && [ "$(verify "$g" ppo_steps)" = 24 ]; then
+      result ft-kill-twice-grpo 0 "$secs" "GRPO: rank 1 killed, then the rank launched as 3: 4 -> 3 -> 2 ranks, back to steps 5 and 15, pass"
+    else result ft-kill-twice-grpo 1 "$secs" "exit $rc; kills '$k1' '$k2'"; fi
   fi
   # --- leaving with notice: SIGUSR2 to rank 0's PID during step 12: a checkpoint at the next step boundary, rank 0
   # leaves (its trace closed complete), the other 3 go on from that checkpoint with no step redone (a new trace)
