@@ -7,6 +7,7 @@
 # fcoll=individual). One line per run: the exit status, verify.status, the ranks the survivors found dead,
 # segmentation faults, .tmp files left. Not part of make test (a minute or two per run on 2 cores).
 set -u
+case "${1:-}" in -h|--help) sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0;; esac
 cd "$(dirname "$0")/.."
 n=${1:-5}; shift || true
 for kv in "$@"; do export "OMPI_MCA_${kv%%=*}=${kv#*=}"; done
