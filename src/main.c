@@ -7,6 +7,7 @@
 #include "nereus/comm.h"
 #include "nereus/cpu_kernels.h"
 #include "nereus/deck.h"
+#include "nereus/ft.h"
 #include "nereus/plan.h"
 #include "nereus/run.h"
 #include "nereus/txprice.h"
@@ -108,6 +109,9 @@ int main(int argc, char **argv) {
     mpiCheck(MPI_Init(&argc, &argv));
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (ft_init() != 0) { /* fault tolerance asked of a build without ULFM (said on stderr) */
+        return ft_finalize(2);
+    }
     const char *deck_path = NULL, *plan_path = NULL;
     int simulate = 0, print_deck = 0, nov = 0;
     DeckOverride *ov = nr_xcalloc((size_t)argc, sizeof *ov);
@@ -125,16 +129,14 @@ int main(int argc, char **argv) {
     if (rc >= 0) {
         deck_plan_file_free(&pf);
         free(ov);
-        MPI_Finalize();
-        return rc;
+        return ft_finalize(rc);
     }
     char why[200];
     if (cpu_kernels_from_env(why, sizeof why) != 0) { /* every rank reads the same environment */
         if (rank == 0) fprintf(stderr, "nereus: error: %s\n", why);
         deck_plan_file_free(&pf);
         free(ov);
-        MPI_Finalize();
-        return 2;
+        return ft_finalize(2);
     }
     Config cfg;
     Deck *deck = NULL;
@@ -144,8 +146,7 @@ int main(int argc, char **argv) {
         deck_free(deck);
         deck_plan_file_free(&pf);
         free(ov);
-        MPI_Finalize();
-        return 0;
+        return ft_finalize(0);
     }
     if (rc == 0 && simulate != deck_is_simulation(deck)) {
         if (rank == 0)
@@ -158,8 +159,7 @@ int main(int argc, char **argv) {
         deck_free(deck);
         deck_plan_file_free(&pf);
         free(ov);
-        MPI_Finalize();
-        return rc;
+        return ft_finalize(rc);
     }
     if (rc == 0) rc = resolve_plan(&cfg, deck);
     if (rc == 0) rc = run_job(&cfg, deck, deck_path);
@@ -167,6 +167,5 @@ int main(int argc, char **argv) {
     deck_plan_file_free(&pf);
     free(ov);
     comm_group_detach(MPI_COMM_WORLD); /* the world's device group (CUDA: NCCL), before MPI_Finalize frees it */
-    MPI_Finalize();
-    return rc;
+    return ft_finalize(rc); /* MPI_Finalize; after a recovered failure _exit (ft.h) */
 }

@@ -11,7 +11,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 nereus=0 plain=1
 for a; do
   case $a in
-    */bin/nereus|bin/nereus) nereus=1;;
+    */bin/nereus|bin/nereus|*/bin/nereus-ft|bin/nereus-ft) nereus=1;;
     --simulate|--help|-h|--deck-reference) plain=0;;
   esac
 done

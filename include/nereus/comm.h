@@ -2,7 +2,8 @@
  *
  * The one place (with emu.c, which builds the communicators) that knows MPI
  * details. Every call is checked (a failure aborts the job with the call and
- * the rank: util.h). There are no module-level communicators: every function
+ * the rank: util.h; under ULFM a failed rank instead ends the call at the
+ * recovery point, and so does a wait that finds the world revoked: ft.h). There are no module-level communicators: every function
  * takes the communicator it works on (an EMU's tp, pp, dp or embd group).
  *
  * Waiting does not spin a core for long: blocking collectives are the
@@ -50,6 +51,12 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <mpi.h>
+
+/* The job's world: MPI_COMM_WORLD, or what replaces it (ft.h: a duplicate
+ * that returns errors, and after a failure the survivors' shrunk one).
+ * Defined in util.c, whose nr_rank and nr_log read it. */
+MPI_Comm nr_world(void);
+void nr_set_world(MPI_Comm c);
 
 /* Largest element count of one MPI call (under INT_MAX). */
 #define COMM_CHUNK_MAX ((size_t)1 << 30)

@@ -22,12 +22,16 @@ void nr_fatal_at(const char *file, int line, const char *fmt, ...)
     __attribute__((noreturn, format(printf, 3, 4)));
 #define nr_fatal(...) nr_fatal_at(__FILE__, __LINE__, __VA_ARGS__)
 
-/* MPI: names the call and the MPI error string. */
+/* MPI: names the call and the MPI error string. A hook set with
+ * nr_set_mpi_fail_hook sees the error first: the fault-tolerant build's
+ * (ft.h) leaves for the recovery point when the error is a failed rank, and
+ * returns otherwise; then the job aborts as without it. */
 void nr_mpi_fail(int err, const char *call, const char *file, int line) __attribute__((noreturn));
 #define mpiCheck(call) do { int e_ = (call); if (e_ != 0) nr_mpi_fail(e_, #call, __FILE__, __LINE__); } while (0)
+void nr_set_mpi_fail_hook(void (*hook)(int err, const char *call, const char *file, int line));
 
 /* ---- logging --------------------------------------------------------- */
-int nr_rank(void);            /* rank in MPI_COMM_WORLD (0 before MPI_Init) */
+int nr_rank(void);            /* rank in the job's world, nr_world() of comm.h (0 before MPI_Init) */
 /* printf on rank 0 only (stdout), flushed */
 void nr_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* warning on any rank (stderr), prefixed with the rank */

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "nereus/ft.h"
 #include "nereus/util.h"
 
 /* Immediate polls before anything else: a request that completes within a
@@ -54,6 +55,7 @@ void comm_setup_inject_wait(MPI_Comm job, MPI_Comm member, double t_begin)
 void comm_waiter_pause(CommWaiter *w)
 {
     if (w->polls++ < COMM_SPIN_POLLS) return;
+    ft_poll(); /* under ULFM: a revoked world (a rank failed elsewhere) ends the wait at the recovery point */
     double now = nr_now();
     if (w->t0 == 0) w->t0 = now;
     double waited = now - w->t0;

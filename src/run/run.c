@@ -22,10 +22,12 @@
 #include "nereus/comm.h"
 #include "nereus/cpu_kernels.h"
 #include "nereus/emu.h"
+#include "nereus/ft.h"
 #include "nereus/inject.h"
 #include "nereus/job.h"
 #include "nereus/plan.h"
 #include "nereus/planner_live.h"
+#include "nereus/recover.h"
 #include "nereus/text.h"
 #include "nereus/trace.h"
 #include "nereus/util.h"
@@ -133,13 +135,13 @@ static void warn_threads(const Config *cfg, const Backend *be) {
     int t = cfg->run.blas_threads;
     if (t <= 1 || strcmp(be->name, "cpu") != 0) return;
     long online = sysconf(_SC_NPROCESSORS_ONLN);
-    int64_t v[3] = {comm_node_size(MPI_COMM_WORLD), online > 0 ? online : 1, nr_cores_allowed()};
+    int64_t v[3] = {comm_node_size(nr_world()), online > 0 ? online : 1, nr_cores_allowed()};
     struct { double v; int r; } me = {(double)(v[0] * t) / (double)v[1], nr_rank()}, worst;
-    mpiCheck(MPI_Allreduce(&me, &worst, 1, MPI_DOUBLE_INT, MPI_MAXLOC, MPI_COMM_WORLD)); /* the fullest node */
+    mpiCheck(MPI_Allreduce(&me, &worst, 1, MPI_DOUBLE_INT, MPI_MAXLOC, nr_world())); /* the fullest node */
     int64_t w[3], least = v[2];
     memcpy(w, v, sizeof w);
-    mpiCheck(MPI_Bcast(w, 3, MPI_INT64_T, worst.r, MPI_COMM_WORLD));
-    mpiCheck(MPI_Allreduce(MPI_IN_PLACE, &least, 1, MPI_INT64_T, MPI_MIN, MPI_COMM_WORLD));
+    mpiCheck(MPI_Bcast(w, 3, MPI_INT64_T, worst.r, nr_world()));
+    mpiCheck(MPI_Allreduce(MPI_IN_PLACE, &least, 1, MPI_INT64_T, MPI_MIN, nr_world()));
     if (w[0] * t > w[1])
         nr_log("warning: [run] blas_threads = %d with %lld rank(s) on a node of %lld core(s): %lld threads for its "
                "cores, which wait for each other at every GEMM; step times, and the planner's per-rank slowdown "
@@ -195,21 +197,37 @@ typedef struct RunCtx {
     uint64_t tok_hash;
     double sync_time, sync_bytes, transition_bytes, ppo_s;
     int transitions;
+    /* ranks that die (ft.h): the newest checkpoint this job wrote or started from, with the run's numbers at
+       it, which a recovery goes back to; the survivors' Config (cfg points to it after a recovery) */
+    struct RunSnap {
+        int64_t step;             /* -1: none */
+        int done_steps, transitions;
+        uint64_t tok_hash;
+        double sync_time, transition_bytes;
+        char path[JOB_PATH_MAX];
+    } snap;
+    Config *ftcfg;
+    int recoveries;
+    int64_t next_step;            /* the step the PPO loop starts at: start_step, after a recovery the snapshot's */
+    int64_t leave_at;             /* ≥ 0: ranks told to leave (SIGUSR2) leave before this step (run_leave) */
+    int ranks_left;               /* ranks that left with notice */
 } RunCtx;
 
 static void run_ctx_init(RunCtx *r, const Config *cfg, const Deck *deck, const char *deck_path) {
     memset(r, 0, sizeof *r);
     r->cfg = cfg, r->deck = deck, r->deck_path = deck_path;
     r->world = 1;
-    MPI_Comm_size(MPI_COMM_WORLD, &r->world);
+    MPI_Comm_size(nr_world(), &r->world);
     r->sft_first = r->sft_last = r->eval_after = NAN;
     r->last_ckpt = -1;
     r->tok_hash = 0xcbf29ce484222325ULL;
+    r->snap.step = -1;
+    r->leave_at = -1;
 }
 
-/* collective over MPI_COMM_WORLD: the one cleanup path, for a run that ends at any phase */
+/* collective over nr_world(): the one cleanup path, for a run that ends at any phase */
 static void run_release(RunCtx *r) {
-    trace_close(r->tr, MPI_COMM_WORLD, NULL, 0, 0); /* still open: the run ended before its status */
+    trace_close(r->tr, nr_world(), NULL, 0, 0); /* still open: the run ended before its status */
     free(r->rewards);
     free(r->kls);
     free(r->gaps);
@@ -219,6 +237,7 @@ static void run_release(RunCtx *r) {
     if (r->have_inj) inject_free(&r->inj);
     if (r->have_job) job_free(&r->job);
     promptdata_free(&r->pd);
+    free(r->ftcfg);
 }
 
 /* The backend the deck asks for, its threads and precision. Returns 0, or 2 (a bad deck, reported). */
@@ -259,7 +278,7 @@ static int check_sweep_steps(const Config *cfg, const Deck *deck) {
                          need, cfg->ppo.steps);
 }
 
-/* collective over MPI_COMM_WORLD: the [switch] plan, when this run will reach its step (a restart from a later
+/* collective over nr_world(): the [switch] plan, when this run will reach its step (a restart from a later
  * step will not), resolved against this job before step 1: a plan that cannot run on these ranks (tp3 on 2
  * ranks, tp not dividing the heads) is refused now with exit 2 at its key, not when its step comes. What only the
  * switch itself can find (a memory budget no schedule fits) is still refused then, the run going on. */
@@ -324,13 +343,13 @@ static int run_check_job(RunCtx *r) {
     return rc;
 }
 
-/* collective over MPI_COMM_WORLD: the injected drift, the start-up lines (the resolved deck, the plan), the
+/* collective over nr_world(): the injected drift, the start-up lines (the resolved deck, the plan), the
  * memory check, the job's EMUs and models, the live planner. Returns 0, or 2 (a bad deck, reported). */
 static int run_build(RunCtx *r) {
     const Config *cfg = r->cfg;
     const char *ikey = "";
     int me = 0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    MPI_Comm_rank(nr_world(), &me);
     r->have_inj = 1;
     if (inject_init(&r->inj, cfg, r->world, me, &ikey, r->why, sizeof r->why) != 0)
         return deck_error_at(r->deck, ikey, "%s", r->why);
@@ -346,9 +365,9 @@ static int run_build(RunCtx *r) {
     char injected[1024];
     if (inject_describe(&r->inj, injected, sizeof injected)) nr_log("%s\n", injected);
     char mwhy[1024];
-    if (job_memory_check(MPI_COMM_WORLD, cfg, &r->ts, mwhy, sizeof mwhy) != 0)
+    if (job_memory_check(nr_world(), cfg, &r->ts, mwhy, sizeof mwhy) != 0)
         return deck_error_at(r->deck, "model.n_embd", "%s", mwhy);
-    job_build(&r->job, MPI_COMM_WORLD, cfg, r->be, &r->ts);
+    job_build(&r->job, nr_world(), cfg, r->be, &r->ts);
     r->have_job = 1;
     live_init(&r->lp, &r->job);
     r->have_lp = 1;
@@ -373,7 +392,7 @@ static int run_build(RunCtx *r) {
     return 0;
 }
 
-/* collective over MPI_COMM_WORLD: with [run] restart, every stage's model (and the trained models' AdamW
+/* collective over nr_world(): with [run] restart, every stage's model (and the trained models' AdamW
  * state) from the checkpoint, under this deck's plan and rank count. Returns 0, or 2 (refused, reported). */
 static int run_restart(RunCtx *r) {
     const Config *cfg = r->cfg;
@@ -390,7 +409,7 @@ static int run_restart(RunCtx *r) {
     return 0;
 }
 
-/* collective over MPI_COMM_WORLD: with [model] init_from (and no restart, which continues a run and wins),
+/* collective over nr_world(): with [model] init_from (and no restart, which continues a run and wins),
  * the actor and the ref from the file's actor under this deck's plan; the run starts at step 0. Returns 0, or
  * 2 (refused, reported). */
 static int run_init_from(RunCtx *r) {
@@ -406,7 +425,7 @@ static int run_init_from(RunCtx *r) {
     return 0;
 }
 
-/* collective over MPI_COMM_WORLD: a run that does not restart and would write over checkpoints an earlier run of
+/* collective over nr_world(): a run that does not restart and would write over checkpoints an earlier run of
  * its name left in [ckpt] dir (a file at a step it reaches) is refused before step 1, as a trace is: exit 2
  * naming the file and the ways out, unless [ckpt] overwrite = true. A restart continues that run: allowed.
  * Returns 0, or 2 (reported). */
@@ -414,7 +433,7 @@ static int run_check_ckpt_overwrite(RunCtx *r) {
     const Config *cfg = r->cfg;
     if (r->restarted || cfg->ckpt.overwrite) return 0;
     int64_t oldest = r->job.rank == 0 ? job_ckpt_oldest(&r->job) : -1;
-    comm_bcast(MPI_COMM_WORLD, &oldest, sizeof oldest, 0);
+    comm_bcast(nr_world(), &oldest, sizeof oldest, 0);
     if (oldest < 0 || oldest > cfg->ppo.steps) return 0;
     return deck_error_at(r->deck, "ckpt.dir",
                          "%s/%s_step%06lld.h5: an earlier run's checkpoint, which this run would write over: not "
@@ -442,7 +461,7 @@ static void run_write_deck(RunCtx *r) {
     else nr_log("deck: resolved deck in %s (every key, its value and its source)\n", path);
 }
 
-/* collective over MPI_COMM_WORLD: the checkpoint directory (found unusable now, not after the first steps)
+/* collective over nr_world(): the checkpoint directory (found unusable now, not after the first steps)
  * and the trace (rank 0 writes it; every rank counts its model-stages). Returns 0, or 2 (refused, reported). */
 static int run_open_outputs(RunCtx *r) {
     const Config *cfg = r->cfg;
@@ -460,14 +479,14 @@ static int run_open_outputs(RunCtx *r) {
     TraceJob tj = {cfg, r->deck_text, r->plan_text, r->be, r->job.ac, r->job.cc, r->job.have_rm, r->start_step};
     const char *tkey = "";
     int rc = 0;
-    r->tr = trace_open(MPI_COMM_WORLD, &tj, &rc, &tkey, r->why, sizeof r->why);
+    r->tr = trace_open(nr_world(), &tj, &rc, &tkey, r->why, sizeof r->why);
     if (rc) return deck_error_at(r->deck, tkey, "%s", r->why);
     live_trace_start(&r->lp, &r->job, r->tr);
     run_write_deck(r);
     return 0;
 }
 
-/* collective over MPI_COMM_WORLD: the SFT steps from sft_done on, each logged; a non-finite loss or a stop
+/* collective over nr_world(): the SFT steps from sft_done on, each logged; a non-finite loss or a stop
  * signal (with its checkpoint) ends them. */
 static void run_sft_steps(RunCtx *r, SftData *sd) {
     const Config *cfg = r->cfg;
@@ -495,7 +514,7 @@ static void run_sft_steps(RunCtx *r, SftData *sd) {
     }
 }
 
-/* collective over MPI_COMM_WORLD: the SFT warm-start of actor.train (the steps a restart has not done).
+/* collective over nr_world(): the SFT warm-start of actor.train (the steps a restart has not done).
  * Returns 0, or 2 when the SFT data cannot be read (actor.train's ranks report it; every rank stops). */
 static int run_sft(RunCtx *r) {
     const Config *cfg = r->cfg;
@@ -504,7 +523,7 @@ static int run_sft(RunCtx *r) {
     int member = r->job.st[PLAN_ACTOR_TRAIN].member;
     int rc = member ? sft_open(&sd, cfg, &r->ts, r->shape.V, r->deck_path) : 0;
     double bad = rc;
-    comm_allreduce_max_f64(MPI_COMM_WORLD, &bad, 1);
+    comm_allreduce_max_f64(nr_world(), &bad, 1);
     if (bad != 0) {
         if (member && rc == 0) sft_close(&sd);
         return 2;
@@ -516,7 +535,7 @@ static int run_sft(RunCtx *r) {
     return 0;
 }
 
-/* collective over MPI_COMM_WORLD: greedy responses to the held-out prompts after `done` PPO steps: the /eval
+/* collective over nr_world(): greedy responses to the held-out prompts after `done` PPO steps: the /eval
  * row of the trace; returns the mean reward, keeps the accuracy for the verification block */
 static double run_eval(RunCtx *r, int64_t done) {
     EvalStats s = job_eval_greedy(&r->job, &r->held_out);
@@ -551,7 +570,7 @@ static void run_samples(RunCtx *r, int step) {
     }
 }
 
-/* collective over MPI_COMM_WORLD: every stage starts from the (warm-started) actor — gen, inf and ref take it
+/* collective over nr_world(): every stage starts from the (warm-started) actor — gen, inf and ref take it
  * whole, the critic and reward network take it as their trunk — unless a restart loaded them all and no SFT
  * step ran since; then the greedy evaluation before PPO. */
 static void run_start_ppo(RunCtx *r) {
@@ -579,7 +598,7 @@ static void run_start_ppo(RunCtx *r) {
     r->genkls = nr_xcalloc((size_t)cfg->ppo.steps + 1, sizeof(double));
 }
 
-/* collective over MPI_COMM_WORLD, before PPO step `step`: the live planner's decision and the deck's
+/* collective over nr_world(), before PPO step `step`: the live planner's decision and the deck's
  * [switch]. Returns 0, or −1 when the run must stop (r->stop says why). */
 static int run_change_plan(RunCtx *r, int step) {
     double moved = 0;
@@ -621,7 +640,7 @@ static int run_change_plan(RunCtx *r, int step) {
     return 0;
 }
 
-/* collective over MPI_COMM_WORLD: PPO step `step`, what the planner observes of it, its trace row and its
+/* collective over nr_world(): PPO step `step`, what the planner observes of it, its trace row and its
  * progress line. Returns 0, or −1 on a non-finite loss or gradient (the run must stop). */
 static int run_ppo_step(RunCtx *r, int step) {
     Job *j = &r->job;
@@ -643,7 +662,7 @@ static int run_ppo_step(RunCtx *r, int step) {
                     st.pg_loss, st.vf_loss, st.entropy, st.resp_len, st.clipfrac, st.approx_kl, st.grad_norm_actor,
                     st.grad_norm_critic, j->sync_bytes, j->G.T, j->G.T - rollout_longest(&j->G), &j->plan, r->plan_id,
                     st.kl_k3, st.logp_gap, st.gen_kl, st.tis_mean, st.tis_capped};
-    trace_step(r->tr, MPI_COMM_WORLD, &ts); /* collective */
+    trace_step(r->tr, nr_world(), &ts); /* collective */
     if (bad) {
         run_stop(r->stop, "step %d: non-finite loss or gradient (policy %g, value %g); stopping the run", step,
                  st.pg_loss, st.vf_loss);
@@ -662,37 +681,285 @@ static int run_ppo_step(RunCtx *r, int step) {
     return 0;
 }
 
-/* collective over MPI_COMM_WORLD, after PPO step `step`: the scheduled checkpoint, and one at a stop signal
- * (SIGTERM, SIGUSR1). Returns 0 to go on, 1 to stop (a signal: r->stop_sig), −1 when the checkpoint failed. */
+/* ---- ranks that die (ft.h, recover.h; docs/ELASTIC.md) ------------------------------------------ */
+
+/* local: the run's numbers at the checkpoint of step `step` (path), which a recovery goes back to */
+static void run_snap(RunCtx *r, int64_t step, const char *path) {
+    r->snap.step = step;
+    r->snap.done_steps = r->done_steps;
+    r->snap.transitions = r->transitions;
+    r->snap.tok_hash = r->tok_hash;
+    r->snap.sync_time = r->sync_time;
+    r->snap.transition_bytes = r->transition_bytes;
+    snprintf(r->snap.path, sizeof r->snap.path, "%s", path);
+}
+
+/* local: ft_shrink's first act: every communicator of the job revoked */
+static void run_revoke(void *ctx) { job_revoke(&((RunCtx *)ctx)->job); }
+
+/* collective over nr_world(), before the first PPO step under ULFM: the recovery needs a checkpoint to go
+ * back to, so one of the starting state is written (unless the series has it: a restart from it) */
+static void run_ft_start(RunCtx *r) {
+    const Config *cfg = r->cfg;
+    if (cfg->ckpt.every <= 0) {
+        nr_log("ft: [ckpt] every = 0: no checkpoint to go back to; a rank that dies stops the run\n");
+        return;
+    }
+    char path[JOB_PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s_step%06lld.h5", cfg->ckpt.dir, cfg->run.name, (long long)r->start_step);
+    int64_t have = r->job.rank == 0 && access(path, R_OK) == 0 && r->restarted;
+    comm_bcast(nr_world(), &have, sizeof have, 0);
+    if (!have && job_checkpoint(&r->job, r->start_step, cfg->sft.steps, r->deck_text, r->plan_text, path, sizeof path,
+                                r->why, sizeof r->why) != 0) {
+        nr_log("ft: the starting checkpoint failed (%s): a rank that dies before the first scheduled checkpoint "
+               "stops the run\n", r->why);
+        return;
+    }
+    run_snap(r, r->start_step, path);
+    nr_log("ft: fault tolerance on (ULFM): a rank that dies is recovered from the newest checkpoint, now %s\n", path);
+}
+
+/* collective over nr_world(): the survivors agree on the snapshot to go back to (the oldest any of them holds:
+ * a checkpoint whose last collective failed on some ranks counts on none), which every survivor then holds.
+ * Returns 0, or −1 when there is none. */
+static int run_snap_agree(RunCtx *r) {
+    int64_t v[2] = {r->snap.step, -r->snap.step}; /* min and max */
+    comm_allreduce_min_i64(nr_world(), v, 2);
+    if (v[0] < 0) return -1;
+    int64_t root = r->snap.step == v[0] ? r->job.rank : INT32_MAX;
+    comm_allreduce_min_i64(nr_world(), &root, 1);
+    comm_bcast(nr_world(), &r->snap, sizeof r->snap, (int)root);
+    return 0;
+}
+
+static int run_rebuild(RunCtx *r, FtFailure *f, int planned);
+
+/* collective over the survivors, after ft_try ended the steps: shrink the world, then run_rebuild. Returns 0, or
+ * −1 when the run must stop (r->stop says why). */
+static int run_recover(RunCtx *r, FtFailure *f) {
+    char why[512];
+    if (ft_shrink(f, why, sizeof why) != 0) {
+        run_stop(r->stop, "ranks failed (%s) and the survivors could not shrink the world: %s", f->where, why);
+        return -1;
+    }
+    r->recoveries++;
+    return run_rebuild(r, f, 0);
+}
+
+/* "2,5" of f's failed (or left) ranks in the world they left, and " (launched as 3,7)" where those are not their
+ * MPI_COMM_WORLD ranks (a world shrunk before) */
+static void run_ranks_text(const FtFailure *f, char *out, size_t len) {
+    size_t k = 0;
+    out[0] = 0;
+    for (int i = 0; i < f->nfailed && i < 64 && k + 16 < len; i++)
+        k += (size_t)snprintf(out + k, len - k, "%s%d", i ? "," : "", f->failed[i]);
+    int same = 1;
+    for (int i = 0; i < f->nfailed && i < 64; i++) same = same && f->launched[i] == f->failed[i];
+    if (same) return;
+    k += (size_t)snprintf(out + k, k < len ? len - k : 0, " (launched as ");
+    for (int i = 0; i < f->nfailed && i < 64 && k + 16 < len; i++)
+        k += (size_t)snprintf(out + k, len - k, "%s%d", i ? "," : "", f->launched[i]);
+    if (k + 2 < len) snprintf(out + k, len - k, ")");
+}
+
+/* collective over the ranks that go on (nr_world(), already the new world), after ranks died (planned = 0) or left
+ * with notice (planned = 1): drop the old job, build the job on the plan for the ranks left, load the newest
+ * checkpoint into it and roll the run's numbers back to it; the loop then goes on (redoes the steps) from there.
+ * Returns 0, or −1 when the run must stop (r->stop says why). */
+static int run_rebuild(RunCtx *r, FtFailure *f, int planned) {
+    char why[512];
+    double t0 = nr_now();
+    char failed[400];
+    run_ranks_text(f, failed, sizeof failed);
+    int rank0_died = f->nfailed > 0 && f->failed[0] == 0;
+    const char *gone = planned ? "left" : "died";
+    if (planned)
+        nr_log("ft: rank(s) %s of %d left with notice (%s); %d rank(s) go on\n", failed, f->old_size, f->where,
+               f->new_size);
+    else
+        nr_log("ft: FAILURE: rank(s) %s of %d died; seen here as %s at %.6f (epoch s); the survivors agreed and "
+               "shrank to %d rank(s) in %.3f s (this rank, old %d, is rank %d)\n", failed, f->old_size, f->where,
+               f->epoch_detect, f->new_size, f->shrink_s, f->old_rank, f->new_rank);
+    /* the old job goes without MPI; the trace stays with its writer when it survived (as rank 0) */
+    job_abandon(&r->job);
+    r->have_job = 0;
+    if (r->have_lp) live_free(&r->lp);
+    r->have_lp = 0;
+    if (r->have_inj) inject_free(&r->inj);
+    r->have_inj = 0;
+    if (rank0_died) { /* local on a survivor: the trace's file was the dead rank 0's */
+        trace_close(r->tr, MPI_COMM_NULL, NULL, 0, 0);
+        r->tr = NULL;
+    }
+    r->world = f->new_size;
+    if (run_snap_agree(r) != 0) {
+        run_stop(r->stop, "rank(s) %s %s before any checkpoint this run could go back to ([ckpt] every); "
+                 "stopping the run", failed, gone);
+        return -1;
+    }
+    /* the survivors' plan, and the job on it */
+    if (!r->ftcfg) r->ftcfg = nr_xmalloc(sizeof *r->ftcfg);
+    if (r->ftcfg != r->cfg) *r->ftcfg = *r->cfg;
+    Config *nc = r->ftcfg;
+    if (job_survivor_plan(nc, r->world, &nc->plan, why, sizeof why) != 0) {
+        run_stop(r->stop, "rank(s) %s %s: %s; stopping the run", failed, gone, why);
+        return -1;
+    }
+    r->cfg = nc;
+    if (job_memory_check(nr_world(), nc, &r->ts, why, sizeof why) != 0) {
+        run_stop(r->stop, "rank(s) %s %s and the models do not fit the %d ranks left: %s", failed, gone, r->world, why);
+        return -1;
+    }
+    const char *ikey = "";
+    if (inject_init(&r->inj, nc, r->world, comm_rank(nr_world()), &ikey, why, sizeof why) != 0) {
+        /* its rank lists name the old world's ranks: the survivors run without the slowdown and pool changes */
+        nr_log("ft: [inject] slow_ranks and leave_ranks are off on the survivors (%s)\n", why);
+        inject_free(&r->inj);
+        nc->inject.slow_ranks[0] = nc->inject.leave_ranks[0] = 0;
+        nc->inject.slow_step = nc->inject.slow_until = nc->inject.leave_step = nc->inject.join_step = -1;
+        nc->inject.slow_period = 0;
+        if (inject_init(&r->inj, nc, r->world, comm_rank(nr_world()), &ikey, why, sizeof why) != 0)
+            nr_fatal("inject_init on the survivors: %s", why);
+    }
+    r->have_inj = 1;
+    job_build(&r->job, nr_world(), nc, r->be, &r->ts);
+    r->have_job = 1;
+    live_init(&r->lp, &r->job);
+    r->have_lp = 1;
+    /* the newest checkpoint into it; a checkpoint being written when the rank died is deleted whole */
+    char tmp[JOB_PATH_MAX + 64], used[JOB_PATH_MAX];
+    if (job_ckpt_discard_partial(&r->job, tmp, sizeof tmp) > 0)
+        nr_log("ft: discarded %s, the checkpoint being written when the rank died (the complete ones stay)\n", tmp);
+    int64_t step = 0, sft = 0;
+    int partial = 0;
+    if (job_restart(&r->job, r->snap.path, &step, &sft, &partial, used, sizeof used, why, sizeof why) != 0) {
+        run_stop(r->stop, "rank(s) %s %s and the ranks left cannot load %s: %s", failed, gone, r->snap.path, why);
+        return -1;
+    }
+    r->next_step = step;
+    r->done_steps = r->snap.done_steps;
+    r->transitions = r->snap.transitions;
+    r->tok_hash = r->snap.tok_hash;
+    r->sync_time = r->snap.sync_time;
+    r->transition_bytes = r->snap.transition_bytes;
+    r->last_ckpt = step;
+    /* the trace goes on (a new file where rank 0 died with it): the failure, then the survivors' plan */
+    plan_format(&r->job.plan, r->plan_text, sizeof r->plan_text);
+    if (rank0_died) {
+        TraceJob tj = {nc, r->deck_text, r->plan_text, r->be, r->job.ac, r->job.cc, r->job.have_rm, step};
+        const char *tkey = "";
+        int rc = 0;
+        r->tr = trace_open(nr_world(), &tj, &rc, &tkey, why, sizeof why);
+        if (rc) nr_log("ft: no trace after the recovery: %s\n", why);
+        live_trace_start(&r->lp, &r->job, r->tr);
+    }
+    trace_drift(r->tr, step, planned ? "rank_left" : "rank_failed", (double)f->nfailed, NAN);
+    char src[1400];
+    snprintf(src, sizeof src, "recovery: rank(s) %s of %d %s (%s); %d survivor(s) from %s", failed, f->old_size,
+             planned ? "left with notice" : "died", f->where, r->world, used);
+    trace_plan(r->tr, ++r->plan_id, step, r->plan_text, src, NAN, NAN);
+    double dt = nr_now() - t0;
+    if (planned)
+        nr_log("ft: rebuilt in %.3f s: %s, %lld PPO steps done; going on from step %lld on %d rank(s) under the "
+               "plan:\n%s", dt, used, (long long)step, (long long)step, r->world, r->plan_text);
+    else
+        nr_log("ft: recovered in %.3f s after the shrink (%.3f s from detection on rank 0): %s, %lld PPO steps done; "
+               "redoing from step %lld on %d rank(s) under the plan:\n%s", dt, dt + f->shrink_s, used, (long long)step,
+               (long long)step, r->world, r->plan_text);
+    if (r->lp.on) nr_log("ft: the planner places its own plan for the %d survivors before the next step\n", r->world);
+    return 0;
+}
+
+/* collective over nr_world(), after PPO step `step`: the scheduled checkpoint, and one at a stop signal
+ * (SIGTERM, SIGUSR1). Returns 0 to go on, 1 to stop (a signal: r->stop_sig), −1 when the checkpoint failed, 2 when
+ * ranks leave with notice here (under ULFM: r->leave_at). */
 static int run_step_boundary(RunCtx *r, int step) {
     const Config *cfg = r->cfg;
+    if (ft_on() && step + 1 < cfg->ppo.steps) { /* ranks told to leave (SIGUSR2) leave here: run_leave */
+        int64_t lv = ft_leave_requested();
+        comm_allreduce_max_i64(nr_world(), &lv, 1);
+        if (lv) {
+            r->leave_at = step + 1;
+            return 2;
+        }
+    }
     int due = cfg->ckpt.every > 0 && (step + 1) % cfg->ckpt.every == 0;
     r->stop_sig = step + 1 < cfg->ppo.steps ? job_stop_requested(&r->job) : 0;
     if (!due && !r->stop_sig) return 0;
     char path[JOB_PATH_MAX];
     if (job_checkpoint(&r->job, step + 1, cfg->sft.steps, r->deck_text, r->plan_text, path, sizeof path, r->why,
                        sizeof r->why) != 0) {
+        ft_check(); /* under ULFM a rank that died in the parallel write fails it: that is recovered, not fatal */
         run_stop(r->stop, "checkpoint after step %d failed: %s; stopping the run", step, r->why);
         return -1;
     }
     r->last_ckpt = step + 1;
+    run_snap(r, step + 1, path);
     nr_log("ckpt: %s\n", path);
     if (!r->stop_sig) return 0;
     snprintf(r->stop_ckpt, sizeof r->stop_ckpt, "%s", path);
     return 1;
 }
 
-/* collective over MPI_COMM_WORLD: the PPO steps (unless SFT stopped the run), then the greedy evaluation
- * after them when they all ran. */
-static void run_ppo(RunCtx *r) {
+/* collective over nr_world(), at the step boundary r->leave_at, where some ranks were told to leave (SIGUSR2):
+ * a checkpoint of that step; the leaving ranks exit; the others make a world of their own and go on from the
+ * checkpoint on a plan for themselves (run_rebuild), with no step redone. Every rank told to leave: the run stops
+ * there as at SIGUSR1. Returns 0, or −1 when the run must stop (r->stop says why). */
+static int run_leave(RunCtx *r) {
     const Config *cfg = r->cfg;
-    if (cfg->ppo.steps <= 0 || r->status != 0 || r->stop_sig) return;
-    double run0 = nr_now();
-    for (int step = (int)r->start_step; step < cfg->ppo.steps; step++) {
+    int64_t step = r->leave_at;
+    r->leave_at = -1;
+    int me = ft_leave_requested();
+    int64_t n_leave = me;
+    comm_allreduce_sum_i64(nr_world(), &n_leave, 1);
+    if (r->last_ckpt != step) {
+        char path[JOB_PATH_MAX];
+        if (job_checkpoint(&r->job, step, cfg->sft.steps, r->deck_text, r->plan_text, path, sizeof path, r->why,
+                           sizeof r->why) != 0) {
+            run_stop(r->stop, "ranks told to leave (SIGUSR2) before step %lld, and the checkpoint failed: %s; "
+                     "stopping the run", (long long)step, r->why);
+            return -1;
+        }
+        r->last_ckpt = step;
+        run_snap(r, step, path);
+        nr_log("ckpt: %s\n", path);
+    }
+    if (n_leave >= r->world) { /* nobody stays: stopped, as by SIGUSR1 */
+        r->stop_sig = SIGUSR2;
+        snprintf(r->stop_ckpt, sizeof r->stop_ckpt, "%s", r->snap.path);
+        return 0;
+    }
+    FtFailure f;
+    char why[256];
+    if (me) {
+        char status[160];
+        snprintf(status, sizeof status, "rank 0 left with notice (SIGUSR2) before step %lld; the run goes on in a "
+                 "new trace", (long long)step);
+        if (r->tr && r->job.rank == 0) trace_close(r->tr, MPI_COMM_NULL, status, r->done_steps, 0);
+        r->tr = r->job.rank == 0 ? NULL : r->tr;
+        fprintf(stderr, "nereus: rank %d: leaving the job with notice (SIGUSR2) before step %lld; checkpoint %s\n",
+                r->job.rank, (long long)step, r->snap.path);
+        if (ft_split_leavers(1, &f, why, sizeof why) != 0) nr_fatal("leaving: %s", why);
+        ft_leave_exit();
+    }
+    if (ft_split_leavers(0, &f, why, sizeof why) != 0) {
+        run_stop(r->stop, "ranks left with notice and the others could not make a world: %s", why);
+        return -1;
+    }
+    snprintf(f.where, sizeof f.where, "SIGUSR2, before step %lld", (long long)step);
+    r->ranks_left += f.nfailed;
+    return run_rebuild(r, &f, 1);
+}
+
+/* the PPO steps from r->start_step (run_ppo; under ULFM inside its recovery point, ft_try) */
+static void run_ppo_steps(void *ctx) {
+    RunCtx *r = ctx;
+    for (int step = (int)r->next_step; step < r->cfg->ppo.steps; step++) {
+        const Config *cfg = r->cfg;
         inject_begin_step(&r->inj, step, &r->job.plan);
         if (run_change_plan(r, step) != 0 || run_ppo_step(r, step) != 0) {
             r->status = 1;
-            break;
+            return;
         }
         run_samples(r, step);
         int every = cfg->data.eval_every;
@@ -703,8 +970,37 @@ static void run_ppo(RunCtx *r) {
         }
         int rc = run_step_boundary(r, step);
         if (rc < 0) r->status = 1;
-        if (rc != 0) break;
+        if (rc != 0) return;
     }
+}
+
+/* collective over nr_world(): the PPO steps (unless SFT stopped the run), then the greedy evaluation after
+ * them when they all ran. Under ULFM (ft_on) the steps run under a recovery point: when ranks die, the
+ * survivors go back to the newest checkpoint (run_recover) and go on from there, as often as it happens. */
+static void run_ppo(RunCtx *r) {
+    const Config *cfg = r->cfg;
+    if (cfg->ppo.steps <= 0 || r->status != 0 || r->stop_sig) return;
+    double run0 = nr_now();
+    r->next_step = r->start_step;
+    if (ft_on()) {
+        ft_set_revoke(run_revoke, r);
+        run_ft_start(r);
+    }
+    for (;;) {
+        FtFailure f;
+        if (r->status != 0) break;
+        if (ft_try(run_ppo_steps, r, &f) == 0) {
+            if (r->leave_at < 0) break;
+            if (run_leave(r) != 0) r->status = 1;
+            if (r->status != 0 || r->stop_sig) break;
+            continue;
+        }
+        if (run_recover(r, &f) != 0) {
+            r->status = 1;
+            break;
+        }
+    }
+    cfg = r->cfg; /* the survivors' after a recovery */
     r->ppo_s = nr_now() - run0;
     inject_begin_step(&r->inj, -1, NULL); /* no injected slowdown past the PPO steps */
     live_report(&r->lp);
@@ -717,7 +1013,7 @@ static void run_ppo(RunCtx *r) {
     }
 }
 
-/* collective over MPI_COMM_WORLD: a scheduled run ends with a checkpoint of its last state; a stopped one
+/* collective over nr_world(): a scheduled run ends with a checkpoint of its last state; a stopped one
  * says where to restart from. */
 static void run_finish(RunCtx *r) {
     const Config *cfg = r->cfg;
@@ -735,7 +1031,8 @@ static void run_finish(RunCtx *r) {
     if (r->stop_sig)
         nr_log("nereus: stopped by signal %d (%s) at a step boundary; checkpoint: %s — restart with "
                "--restart %s (or [run] restart = latest)\n",
-               r->stop_sig, r->stop_sig == SIGTERM ? "SIGTERM" : r->stop_sig == SIGUSR1 ? "SIGUSR1" : "?",
+               r->stop_sig,
+               r->stop_sig == SIGTERM ? "SIGTERM" : r->stop_sig == SIGUSR1 ? "SIGUSR1" : r->stop_sig == SIGUSR2 ? "SIGUSR2" : "?",
                r->stop_ckpt[0] ? r->stop_ckpt : "(none written)", r->stop_ckpt[0] ? r->stop_ckpt : "FILE");
 }
 
@@ -746,7 +1043,7 @@ typedef struct RunFingerprints {
     uint64_t hash[PLAN_NSTAGES];
 } RunFingerprints;
 
-/* collective over MPI_COMM_WORLD: the trained and frozen models' fingerprints (actor only without PPO) */
+/* collective over nr_world(): the trained and frozen models' fingerprints (actor only without PPO) */
 static void run_fingerprints(RunCtx *r, RunFingerprints *fp) {
     memset(fp, 0, sizeof *fp);
     int ids[4] = {PLAN_ACTOR_TRAIN, PLAN_REF_INF, PLAN_CRITIC_TRAIN, PLAN_REWARD_INF};
@@ -796,7 +1093,7 @@ static void run_print_fingerprints(const RunCtx *r, const RunFingerprints *fp) {
     }
 }
 
-/* collective over MPI_COMM_WORLD: the trace closed with the run's status, then the verification block
+/* collective over nr_world(): the trace closed with the run's status, then the verification block
  * (stable numbers only, no times, one per line). Returns the exit status: 0 (pass) or 1. */
 static int run_verify(RunCtx *r) {
     const Config *cfg = r->cfg;
@@ -811,7 +1108,7 @@ static int run_verify(RunCtx *r) {
         snprintf(tstatus, sizeof tstatus, "stopped by signal %d after step %lld", r->stop_sig, (long long)r->final_step);
     else
         snprintf(tstatus, sizeof tstatus, "%s", pass ? "pass" : "fail");
-    trace_close(r->tr, MPI_COMM_WORLD, tstatus, n, r->ppo_s);
+    trace_close(r->tr, nr_world(), tstatus, n, r->ppo_s);
     r->tr = NULL;
     nr_log("--- verification ---\n");
     if (cfg->sft.steps > 0) {
@@ -830,6 +1127,8 @@ static int run_verify(RunCtx *r) {
         nr_log("verify.transition_sets_prebuilt: %d\n", r->job.tx_sets_prebuilt);
     }
     if (r->restarted) nr_log("verify.restart_step: %lld\n", (long long)r->start_step);
+    if (r->recoveries) nr_log("verify.ft_recoveries: %d\n", r->recoveries); /* ranks died and the run went on */
+    if (r->ranks_left) nr_log("verify.ft_ranks_left: %d\n", r->ranks_left); /* ranks left with notice (SIGUSR2) */
     if (r->stop_sig) nr_log("verify.stopped_at_step: %lld\n", (long long)r->final_step);
     if (n > 0) run_print_rewards(r, n);
     nr_log("verify.eval_greedy_before_ppo: %.6f\n", r->eval_before);

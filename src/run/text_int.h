@@ -8,7 +8,7 @@
 #include "nereus/ppo.h"
 #include "nereus/task.h"
 
-/* collective over MPI_COMM_WORLD: opens cfg's [data] into pd and, for a [data] deck, the training and the
+/* collective over nr_world(): opens cfg's [data] into pd and, for a [data] deck, the training and the
  * evaluation text tasks (their prompt sets, the tokenizer, the [reward] rule, the ends of a response).
  * Returns 0 (pd->on = 0 for a deck without [data]: the digit tasks), or 2 with the error reported at the deck
  * line it concerns. */

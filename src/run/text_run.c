@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nereus/comm.h"
 #include "nereus/util.h"
 
 /* number_sorting reads each prompt's metadata.direction: every line of ps must have one */
@@ -48,7 +49,7 @@ static int text_stops(const PromptData *pd, int stop[2], const Deck *deck) {
 }
 
 int run_text_open(PromptData *pd, TextTask *train, TextTask *eval, const Config *cfg, const Deck *deck) {
-    int rc = promptdata_open(pd, cfg, deck, MPI_COMM_WORLD);
+    int rc = promptdata_open(pd, cfg, deck, nr_world());
     if (rc || !pd->on) return rc;
     if ((rc = check_text_deck(cfg, deck))) return rc;
     char why[256];

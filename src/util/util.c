@@ -2,6 +2,7 @@
  * counter-based RNG, the order-free checksum and checked allocation (see util.h for the contracts). */
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include "nereus/util.h"
+#include "nereus/comm.h" /* nr_world, nr_set_world: declared there, kept here */
 
 #include <malloc.h>
 #include <sched.h>
@@ -15,13 +16,21 @@
 #include <time.h>
 #include <unistd.h>
 
+static MPI_Comm world_comm = MPI_COMM_NULL; /* NULL: MPI_COMM_WORLD */
+
+MPI_Comm nr_world(void) { return world_comm == MPI_COMM_NULL ? MPI_COMM_WORLD : world_comm; }
+void nr_set_world(MPI_Comm c) { world_comm = c; }
+
 int nr_rank(void) {
     int init = 0, fin = 0, r = 0;
     MPI_Initialized(&init);
     MPI_Finalized(&fin);
-    if (init && !fin) MPI_Comm_rank(MPI_COMM_WORLD, &r);
+    if (init && !fin) MPI_Comm_rank(nr_world(), &r);
     return r;
 }
+
+static void (*mpi_fail_hook)(int err, const char *call, const char *file, int line);
+void nr_set_mpi_fail_hook(void (*hook)(int err, const char *call, const char *file, int line)) { mpi_fail_hook = hook; }
 
 void nr_fatal_at(const char *file, int line, const char *fmt, ...) {
     char msg[1024];
@@ -39,6 +48,7 @@ void nr_fatal_at(const char *file, int line, const char *fmt, ...) {
 }
 
 void nr_mpi_fail(int err, const char *call, const char *file, int line) {
+    if (mpi_fail_hook) mpi_fail_hook(err, call, file, line); /* returns where it is no failed rank */
     char s[MPI_MAX_ERROR_STRING];
     int n = 0;
     if (MPI_Error_string(err, s, &n) != MPI_SUCCESS) snprintf(s, sizeof s, "error %d", err);

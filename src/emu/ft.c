@@ -1,0 +1,278 @@
+/* ft.c — ranks that die: the recovery point, detection and the shrunk
+ * world under ULFM (ft.h); without ULFM the same calls, which do nothing. */
+#include "nereus/ft.h"
+
+#include <setjmp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "nereus/comm.h"
+#include "nereus/util.h"
+
+static int on, recovered;
+__attribute__((unused)) static MPI_Comm world = MPI_COMM_NULL;
+static void (*revoke_fn)(void *);
+static void *revoke_ctx;
+static jmp_buf env;
+static volatile int armed;
+static FtFailure *cur;
+
+static volatile sig_atomic_t leave_signal;
+__attribute__((unused)) static void on_leave_signal(int sig) { leave_signal = sig; }
+int ft_leave_requested(void) { return leave_signal != 0; }
+
+int ft_on(void) { return on; }
+int ft_built(void) { return NEREUS_ULFM; }
+int ft_recovered(void) { return recovered; }
+
+void ft_set_revoke(void (*fn)(void *ctx), void *ctx) {
+    revoke_fn = fn;
+    revoke_ctx = ctx;
+}
+
+__attribute__((unused)) static double epoch_now(void) {
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    return (double)tv.tv_sec + 1e-6 * (double)tv.tv_usec;
+}
+
+/* fault tolerance asked of the launcher: mpirun --with-ft ulfm sets OMPI_MCA_mpi_ft_enable for the ranks */
+static int ft_asked(void) {
+    const char *e = getenv("OMPI_MCA_mpi_ft_enable");
+    return e && (strcmp(e, "1") == 0 || strcasecmp(e, "true") == 0 || strcasecmp(e, "yes") == 0);
+}
+
+int ft_try(void (*fn)(void *ctx), void *ctx, FtFailure *f) {
+    memset(f, 0, sizeof *f);
+    if (!on) {
+        fn(ctx);
+        return 0;
+    }
+    cur = f;
+    if (setjmp(env)) {
+        armed = 0;
+        return 1;
+    }
+    armed = 1;
+    fn(ctx);
+    armed = 0;
+    return 0;
+}
+
+/* to the recovery point, with what was seen */
+__attribute__((unused)) static void leave(int cls, const char *where) {
+    cur->err_class = cls;
+    snprintf(cur->where, sizeof cur->where, "%s", where);
+    cur->t_detect = nr_now();
+    cur->epoch_detect = epoch_now();
+    armed = 0;
+    longjmp(env, 1);
+}
+
+/* local: f's failed[] and launched[]: the ranks of old that are not in now (ascending), in old and in
+   MPI_COMM_WORLD */
+__attribute__((unused)) static void gone_ranks(MPI_Comm old, MPI_Comm now, FtFailure *f) {
+    MPI_Group go, gn, gd, gw;
+    MPI_Comm_group(old, &go);
+    MPI_Comm_group(now, &gn);
+    MPI_Comm_group(MPI_COMM_WORLD, &gw);
+    MPI_Group_difference(go, gn, &gd);
+    int nd = 0;
+    MPI_Group_size(gd, &nd);
+    f->nfailed = nd;
+    int k = nd < 64 ? nd : 64, in[64], w[64];
+    for (int i = 0; i < k; i++) in[i] = i;
+    if (k > 0) {
+        MPI_Group_translate_ranks(gd, k, in, go, f->failed);
+        MPI_Group_translate_ranks(gd, k, in, gw, w);
+    }
+    for (int i = 0; i < k; i++) f->launched[i] = w[i];
+    for (int a = 1; a < k; a++) /* ascending, the pairs together */
+        for (int b = a; b > 0 && f->failed[b] < f->failed[b - 1]; b--) {
+            int t = f->failed[b]; f->failed[b] = f->failed[b - 1]; f->failed[b - 1] = t;
+            t = f->launched[b]; f->launched[b] = f->launched[b - 1]; f->launched[b - 1] = t;
+        }
+    MPI_Group_free(&gd);
+    MPI_Group_free(&gn);
+    MPI_Group_free(&go);
+    MPI_Group_free(&gw);
+}
+
+#if NEREUS_ULFM
+
+/* local: the world has a rank known to have failed, or was revoked */
+static int world_broken(void) {
+    if (world == MPI_COMM_NULL) return 0;
+    int flag = 0, n = 0;
+    if (MPIX_Comm_is_revoked(world, &flag) == MPI_SUCCESS && flag) return 1;
+    MPI_Group g;
+    if (MPIX_Comm_get_failed(world, &g) != MPI_SUCCESS) return 0;
+    MPI_Group_size(g, &n);
+    MPI_Group_free(&g);
+    return n > 0;
+}
+
+/* mpiCheck's hook: a failed rank leaves for the recovery point; any other error returns (the job aborts) */
+static void fail_hook(int err, const char *call, const char *file, int line) {
+    int cls = 0;
+    MPI_Error_class(err, &cls);
+    int failure = cls == MPIX_ERR_PROC_FAILED || cls == MPIX_ERR_PROC_FAILED_PENDING || cls == MPIX_ERR_REVOKED;
+    /* a Testsome/Waitall answers MPI_ERR_IN_STATUS: the world says whether a rank failed */
+    if (!failure && !world_broken()) return;
+    char s[MPI_MAX_ERROR_STRING], where[160];
+    int n = 0;
+    if (MPI_Error_string(err, s, &n) != MPI_SUCCESS) snprintf(s, sizeof s, "error %d", err);
+    const char *base = strrchr(file, '/');
+    snprintf(where, sizeof where, "%.40s in %.60s (%s:%d)", s, call, base ? base + 1 : file, line);
+    if (armed) leave(cls, where);
+    fprintf(stderr, "nereus: rank %d: a rank of the job failed (%s) outside the PPO steps, where the job does not "
+            "recover: stopping; restart from the newest checkpoint (--restart latest)\n", nr_rank(), where);
+    fflush(stderr);
+}
+
+void ft_check(void) {
+    if (on && armed && world_broken()) leave(MPIX_ERR_PROC_FAILED, "a failed rank found after an error");
+}
+
+void ft_poll(void) {
+    if (!on || !armed) return;
+    int flag = 0;
+    if (MPIX_Comm_is_revoked(world, &flag) == MPI_SUCCESS && flag) leave(MPIX_ERR_REVOKED, "the world was revoked");
+}
+
+void ft_revoke(MPI_Comm c) {
+    if (on && c != MPI_COMM_NULL) MPIX_Comm_revoke(c); /* an already revoked one answers an error: nothing to do */
+}
+
+int ft_init(void) {
+    if (!ft_asked()) {
+        int r = 0;
+        MPI_Comm_rank(MPI_COMM_WORLD, &r);
+        if (r == 0)
+            fprintf(stderr, "nereus: note: this is the ULFM build, launched without fault tolerance (mpirun "
+                    "--with-ft ulfm; jobs/local.sh --ft): a rank that dies ends the job\n");
+        return 0;
+    }
+    mpiCheck(MPI_Comm_dup(MPI_COMM_WORLD, &world));
+    mpiCheck(MPI_Comm_set_errhandler(world, MPI_ERRORS_RETURN));
+    nr_set_world(world);
+    nr_set_mpi_fail_hook(fail_hook);
+    on = 1;
+    struct sigaction sa; /* leaving with notice */
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_leave_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGUSR2, &sa, NULL);
+    return 0;
+}
+
+int ft_shrink(FtFailure *f, char *why, size_t len) {
+    MPI_Comm old = world, sh = MPI_COMM_NULL;
+    MPI_Comm_size(old, &f->old_size);
+    MPI_Comm_rank(old, &f->old_rank);
+    if (revoke_fn) revoke_fn(revoke_ctx); /* the job's communicators: a survivor waiting in one leaves it */
+    MPIX_Comm_revoke(old);
+    /* acknowledge the failures seen so far, then agree: every survivor is here (an error only says that
+       more ranks failed meanwhile, which the shrink takes in) */
+    int acked = 0, flag = 1;
+    MPIX_Comm_ack_failed(old, f->old_size, &acked);
+    MPIX_Comm_agree(old, &flag);
+    int rc = MPIX_Comm_shrink(old, &sh);
+    if (rc != MPI_SUCCESS || sh == MPI_COMM_NULL) {
+        snprintf(why, len, "MPIX_Comm_shrink failed (error %d)", rc);
+        return -1;
+    }
+    MPI_Comm_set_errhandler(sh, MPI_ERRORS_RETURN);
+    MPI_Comm_size(sh, &f->new_size);
+    MPI_Comm_rank(sh, &f->new_rank);
+    /* the failed set: the old world's ranks not in the shrunk one (the same on every survivor: the shrink agreed) */
+    gone_ranks(old, sh, f);
+    world = sh;
+    nr_set_world(sh);
+    f->shrink_s = nr_now() - f->t_detect;
+    recovered = 1;
+    return 0;
+}
+
+#else /* no ULFM: a rank that dies ends the job (mpirun), and nothing here recovers */
+
+void ft_check(void) {}
+void ft_poll(void) {}
+void ft_revoke(MPI_Comm c) { (void)c; }
+
+int ft_init(void) {
+    if (!ft_asked()) return 0;
+    int r = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &r);
+    if (r == 0)
+        fprintf(stderr, "nereus: error: fault tolerance asked for (OMPI_MCA_mpi_ft_enable=%s: mpirun --with-ft "
+                "ulfm), but this program is built without ULFM (its MPI has no MPIX_Comm_shrink): build bin/nereus-ft "
+                "(make ft) and launch it with jobs/local.sh --ft\n", getenv("OMPI_MCA_mpi_ft_enable"));
+    return 2;
+}
+
+int ft_shrink(FtFailure *f, char *why, size_t len) {
+    (void)f;
+    snprintf(why, len, "this build has no ULFM");
+    return -1;
+}
+
+#endif
+
+int ft_split_leavers(int leave, FtFailure *f, char *why, size_t len) {
+    memset(f, 0, sizeof *f);
+    if (!on) {
+        snprintf(why, len, "not under fault tolerance");
+        return -1;
+    }
+    MPI_Comm old = nr_world(), nw = MPI_COMM_NULL;
+    MPI_Comm_size(old, &f->old_size);
+    MPI_Comm_rank(old, &f->old_rank);
+    f->t_detect = nr_now();
+    int rc = MPI_Comm_split(old, leave ? MPI_UNDEFINED : 0, f->old_rank, &nw);
+    if (rc != MPI_SUCCESS) {
+        snprintf(why, len, "MPI_Comm_split of the ranks that stay failed (error %d)", rc);
+        return -1;
+    }
+    if (leave) return 0;
+    MPI_Comm_set_errhandler(nw, MPI_ERRORS_RETURN);
+    gone_ranks(old, nw, f);
+    MPI_Comm_size(nw, &f->new_size);
+    MPI_Comm_rank(nw, &f->new_rank);
+    world = nw;
+    nr_set_world(nw);
+    f->shrink_s = nr_now() - f->t_detect;
+    recovered = 1; /* the ranks that left never finalize: neither do these */
+    return 0;
+}
+
+void ft_leave_exit(void) {
+    fflush(stdout);
+    fflush(stderr);
+    _exit(0);
+}
+
+int ft_finalize(int rc) {
+    /* NEREUS_EXIT_FILE (jobs/local.sh --ft): the exit status, by rank 0 of the world that finished. mpirun --with-ft
+       ulfm answers 0 for a job whose ranks all died of signals; the file tells such a job from one that ran */
+    const char *ef = getenv("NEREUS_EXIT_FILE");
+    if (ef && *ef && nr_rank() == 0) {
+        FILE *f = fopen(ef, "w");
+        if (f) {
+            fprintf(f, "%d\n", rc);
+            fclose(f);
+        }
+    }
+    if (recovered) {
+        fflush(stdout);
+        fflush(stderr);
+        _exit(rc);
+    }
+    MPI_Finalize();
+    return rc;
+}

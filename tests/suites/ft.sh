@@ -1,0 +1,198 @@
+# tests/suites/ft.sh — ranks that die (docs/ELASTIC.md): under jobs/local.sh --ft (bin/nereus-ft, Open MPI 5 with ULFM) a rank SIGKILLed by its PID mid-step, and rank 0 killed while it writes a checkpoint: the survivors go on from the newest checkpoint and pass, the failure in the log and the trace, the end state that of a run resumed from that checkpoint on the survivors' plan; rank 0 leaving with notice (SIGUSR2): the others go on with no step redone; fault tolerance asked of the build without ULFM refused; without ULFM a killed rank ends the job and --restart latest goes on, and jobs/slurm.sbatch with NEREUS_RESUBMIT resubmits a failed job (the fallback). Skipped without the ULFM build (make deps, make ft)
+section "ranks that die: recovery under ULFM (jobs/local.sh --ft), and the fallback without it"
+F=$PWD/$LOG/ft; mkdir -p "$F" # absolute: the kills find this checkout's ranks by their deck's path
+FT_MPI_DIR=${FT_MPI_DIR:-/opt/nereus-ompi5}
+ulfm=""
+if [ ! -x bin/nereus-ft ]; then ulfm="no bin/nereus-ft (make ft; make deps installs Open MPI 5 with ULFM)"
+elif ! "$FT_MPI_DIR/bin/ompi_info" 2>/dev/null | grep -q 'FT MPI support: yes'; then ulfm="no Open MPI with ULFM in $FT_MPI_DIR (make deps)"; fi
+# ftdeck OUT NAME STEPS EVERY: the restart deck, STEPS PPO steps, a checkpoint every EVERY into $F/NAME
+ftdeck() {
+  { sed "/^\[ppo\]/,/^\[/ s/^steps = 10\$/steps = $3/; s/^name = restart\$/name = $2/" tests/decks/restart.deck
+    printf '[ckpt]\nevery = %s\nkeep = 20\ndir = %s\n' "$4" "$F/$2"; } > "$1"
+}
+# kill_rank DECK RANK: SIGKILL the process of that rank of the run of DECK (found by its path and its
+# OMPI_COMM_WORLD_RANK); prints the time of the kill (seconds since 1970)
+kill_rank() {
+  local p
+  for p in $(pgrep -f "bin/nereus(-ft)? $1"); do
+    if tr '\0' '\n' </proc/"$p"/environ 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$2"; then
+      date +%s.%N; kill -KILL "$p"; return 0
+    fi
+  done
+  return 1
+}
+# wait_for FILE REGEX: until FILE has a line matching REGEX (30 s at most)
+wait_for() { local i; for i in $(seq 1 3000); do grep -aqE "$2" "$1" 2>/dev/null && return 0; sleep 0.01; done; return 1; }
+ms_between() { echo "($2 - $1) * 1000" | bc | cut -d. -f1; }
+
+# --- a rank killed mid-step: rank 2 of 4 while step 12 runs; the survivors go back to step 10's checkpoint
+feeds ft-kill ft-kill-trace ft-same-as-resumed
+feeds ft-resumed ft-same-as-resumed
+if [ -n "$ulfm" ]; then
+  for n in ft-kill ft-kill-trace ft-same-as-resumed ft-kill-rank0-in-ckpt ft-kill-twice-grpo ft-leave-notice; do want $n && result $n 77 0 "$ulfm"; done
+else
+  if runs ft-kill; then
+    ftdeck "$F/kill.deck" kill 30 5
+    rm -rf "$F/kill" kill.trace.h5
+    t0=$(date +%s.%N)
+    timeout 120 $L --ft -np 4 bin/nereus-ft "$F/kill.deck" >"$LOG/ft-kill.log" 2>&1 &
+    bg=$!
+    t_kill=""; wait_for "$LOG/ft-kill.log" '^step +11 ' && t_kill=$(kill_rank "$F/kill.deck" 2)
+    wait $bg; rc=$?
+    secs=$(echo "$(date +%s.%N) - $t0" | bc)
+    t_seen=$(sed -n 's/^ft: FAILURE: .* at \([0-9.]*\) (epoch s).*/\1/p' "$LOG/ft-kill.log" | head -1)
+    if [ -z "$t_kill" ]; then result ft-kill 1 0 "the run ended before rank 2 could be killed"
+    elif [ $rc = 0 ] && [ "$(verify "$LOG/ft-kill.log" status)" = pass ] && [ "$(verify "$LOG/ft-kill.log" ft_recoveries)" = 1 ] &&
+       grep -aq '^ft: FAILURE: rank(s) 2 of 4 died' "$LOG/ft-kill.log" && [ "$(verify "$LOG/ft-kill.log" ppo_steps)" = 30 ] &&
+       grep -aq '^ft: recovered .*kill_step000010.h5, 10 PPO steps done; redoing from step 10 on 3 rank(s)' "$LOG/ft-kill.log"; then
+      result ft-kill 0 "$secs" "rank 2 of 4 killed in step 12 (before step 15's checkpoint); seen $(ms_between "$t_kill" "$t_seen") ms later; 3 survivors redid steps 10-29 from step 10's checkpoint and passed"
+    else result ft-kill 1 "$secs" "exit $rc; see the log: no pass, or no recovery said"; fi
+  fi
+  if want ft-kill-trace; then
+    bin/nereus-trace plans kill.trace.h5 >"$LOG/ft-kill-trace.log" 2>&1
+    bin/nereus-trace csv kill.trace.h5 drift >>"$LOG/ft-kill-trace.log" 2>&1
+    if grep -q '^plan 1: from step 10 (recovery: rank(s) 2 of 4 died' "$LOG/ft-kill-trace.log" &&
+       grep -q 'rank_failed' "$LOG/ft-kill-trace.log" && grep -q 'status: complete (pass)' "$LOG/ft-kill-trace.log"; then
+      result ft-kill-trace 0 0 "the trace goes on: plan 1 from step 10 says which rank died, a rank_failed drift row"
+    else result ft-kill-trace 1 0 "no recovery plan or drift row in the trace"; fi
+  fi
+  # the same checkpoint resumed by the build without ULFM on 3 ranks under the survivors' plan: the same run
+  if want ft-same-as-resumed; then
+    { sed 's/^name = kill$/name = resumed/; s#^dir = .*#dir = '"$F"'/resumed#' "$F/kill.deck"; printf '[plan]\ndefault = colocated\n'; } >"$F/resumed.deck"
+    t ft-resumed 300 $L -np 3 bin/nereus "$F/resumed.deck" --restart "$F/kill/kill_step000010.h5"
+    why=""
+    for s in $(seq 10 29); do
+      a=$(grep -a "^step *$s |" "$LOG/ft-kill.log" | tail -1 | cut -d'|' -f2,3); b=$(grep "^step *$s |" "$LOG/ft-resumed.log" | cut -d'|' -f2,3)
+      [ -n "$a" ] && [ "$a" = "$b" ] || why="$why step $s: '$a' vs '$b';"
+    done
+    for k in checksum.actor checksum.critic checksum.ref hash.actor hash.critic hash.ref; do
+      [ "$(verify "$LOG/ft-kill.log" $k)" = "$(verify "$LOG/ft-resumed.log" $k)" ] || why="$why verify.$k differs;"
+    done
+    if [ -z "$why" ]; then result ft-same-as-resumed 0 0 "steps 10-29 and the final weights (verify.hash, verify.checksum) as a restart from step 10 on 3 ranks"
+    else result ft-same-as-resumed 1 0 "$why"; fi
+  fi
+  # --- rank 0 killed while it writes step 10's checkpoint (held as .tmp by tests/stall_rename.c): the new rank 0
+  # (old rank 1) deletes the partial file, the survivors go back to step 5 and write a new trace from there
+  if want ft-kill-rank0-in-ckpt; then
+    ftdeck "$F/k0.deck" k0 20 5
+    rm -rf "$F/k0" "$F/k0.stalled" k0*.trace.h5
+    t0=$(date +%s.%N)
+    NEREUS_STALL_RENAME=k0_step000010 NEREUS_STALL_ONCE="$F/k0.stalled" LD_PRELOAD="$PWD/build/tests/libstall_rename.so" \
+      timeout 120 $L --ft -np 4 bin/nereus-ft "$F/k0.deck" >"$LOG/ft-kill-rank0-in-ckpt.log" 2>&1 &
+    bg=$!
+    t_kill=""
+    for i in $(seq 1 3000); do [ -f "$F/k0/k0_step000010.h5.tmp" ] && grep -aq 'stall_rename (test shim): holding' "$LOG/ft-kill-rank0-in-ckpt.log" && break; sleep 0.01; done
+    t_kill=$(kill_rank "$F/k0.deck" 0)
+    wait $bg
+    secs=$(echo "$(date +%s.%N) - $t0" | bc)
+    ls "$F/k0" >>"$LOG/ft-kill-rank0-in-ckpt.log"
+    if [ -n "$t_kill" ] && [ "$(verify "$LOG/ft-kill-rank0-in-ckpt.log" status)" = pass ] &&
+       grep -aq "^ft: discarded $F/k0/k0_step000010.h5.tmp" "$LOG/ft-kill-rank0-in-ckpt.log" &&
+       grep -aq '^ft: recovered .*k0_step000005.h5, 5 PPO steps done' "$LOG/ft-kill-rank0-in-ckpt.log" &&
+       ! ls "$F/k0"/*.tmp >/dev/null 2>&1 && bin/nereus-ckpt verify "$F/k0/k0_step000010.h5" >/dev/null 2>&1 &&
+       bin/nereus-trace plans k0_step000005.trace.h5 2>/dev/null | grep -q 'recovery: rank(s) 0 of 4 died'; then
+      t_seen=$(sed -n 's/^ft: FAILURE: .* at \([0-9.]*\) (epoch s).*/\1/p' "$LOG/ft-kill-rank0-in-ckpt.log" | head -1)
+      result ft-kill-rank0-in-ckpt 0 "$secs" "seen $(ms_between "$t_kill" "$t_seen") ms after the kill; the partial step-10 file deleted, back to step 5 on 3 ranks, step 10 written again whole, a new trace from step 5"
+    else result ft-kill-rank0-in-ckpt 1 "$secs" "see the log"; fi
+  fi
+  # --- two failures one after the other, in a GRPO run (no critic): rank 1 killed in step 7, then the rank launched
+  # as 3 (rank 2 of the 3 survivors) in step 17: 4 -> 3 -> 2 ranks, each time back to the newest checkpoint
+  if want ft-kill-twice-grpo; then
+    { sed 's/^name = .*/name = g2/; /^\[ppo\]/,/^\[/ s/^steps = .*/steps = 24/' inputs/grpo-tiny.deck
+      printf '[ckpt]\nevery = 5\nkeep = 20\ndir = %s\n' "$F/g2"; } >"$F/g2.deck"
+    rm -rf "$F/g2" g2*.trace.h5
+    t0=$(date +%s.%N)
+    timeout 180 $L --ft -np 4 bin/nereus-ft "$F/g2.deck" >"$LOG/ft-kill-twice-grpo.log" 2>&1 &
+    bg=$!
+    k1=""; k2=""
+    wait_for "$LOG/ft-kill-twice-grpo.log" '^step +6 ' && k1=$(kill_rank "$F/g2.deck" 1)
+    wait_for "$LOG/ft-kill-twice-grpo.log" '^step +16 ' && k2=$(kill_rank "$F/g2.deck" 3)
+    wait $bg; rc=$?
+    secs=$(echo "$(date +%s.%N) - $t0" | bc)
+    g=$LOG/ft-kill-twice-grpo.log
+    if [ -n "$k1" ] && [ -n "$k2" ] && [ $rc = 0 ] && [ "$(verify "$g" status)" = pass ] && [ "$(verify "$g" ft_recoveries)" = 2 ] &&
+       grep -aq '^ft: FAILURE: rank(s) 1 of 4 died' "$g" && grep -aq '^ft: FAILURE: rank(s) 2 (launched as 3) of 3 died' "$g" &&
+       grep -aq 'redoing from step 15 on 2 rank(s)' "$g" && [ "$(verify "$g" ppo_steps)" = 24 ]; then
+      result ft-kill-twice-grpo 0 "$secs" "GRPO: rank 1 killed, then the rank launched as 3: 4 -> 3 -> 2 ranks, back to steps 5 and 15, pass"
+    else result ft-kill-twice-grpo 1 "$secs" "exit $rc; kills '$k1' '$k2'"; fi
+  fi
+  # --- leaving with notice: SIGUSR2 to rank 0's PID during step 12: a checkpoint at the next step boundary, rank 0
+  # leaves (its trace closed complete), the other 3 go on from that checkpoint with no step redone (a new trace)
+  if want ft-leave-notice; then
+    ftdeck "$F/lv.deck" lv 30 5
+    rm -rf "$F/lv" lv*.trace.h5
+    t0=$(date +%s.%N)
+    timeout 120 $L --ft -np 4 bin/nereus-ft "$F/lv.deck" >"$LOG/ft-leave-notice.log" 2>&1 &
+    bg=$!
+    sent=""
+    if wait_for "$LOG/ft-leave-notice.log" '^step +11 '; then
+      for p in $(pgrep -f "bin/nereus-ft $F/lv.deck"); do
+        tr '\0' '\n' </proc/"$p"/environ 2>/dev/null | grep -qx OMPI_COMM_WORLD_RANK=0 && kill -USR2 "$p" && sent=1
+      done
+    fi
+    wait $bg; rc=$?
+    secs=$(echo "$(date +%s.%N) - $t0" | bc)
+    at=$(sed -n 's/^ft: rank(s) 0 of 4 left with notice (SIGUSR2, before step \([0-9]*\)); 3 rank(s) go on$/\1/p' "$LOG/ft-leave-notice.log")
+    n=$(grep -ac '^step ' "$LOG/ft-leave-notice.log")
+    if [ -n "$sent" ] && [ $rc = 0 ] && [ "$(verify "$LOG/ft-leave-notice.log" status)" = pass ] && [ -n "$at" ] &&
+       [ "$n" = 30 ] && [ "$(verify "$LOG/ft-leave-notice.log" ft_ranks_left)" = 1 ] &&
+       bin/nereus-trace summary lv.trace.h5 2>/dev/null | grep -q 'status: complete (rank 0 left with notice (SIGUSR2)' &&
+       bin/nereus-trace plans "$(printf 'lv_step%06d.trace.h5' "$at")" 2>/dev/null | grep -q 'recovery: rank(s) 0 of 4 left with notice'; then
+      result ft-leave-notice 0 "$secs" "rank 0 left before step $at (checkpoint there), 3 ranks went on with no step redone; its trace complete, a new one from step $at"
+    else result ft-leave-notice 1 "$secs" "exit $rc, $n step lines, left before step '$at'"; fi
+  fi
+fi
+
+# --- without ULFM: fault tolerance asked of bin/nereus is refused; a killed rank ends the job (mpirun), the
+# newest complete checkpoint stays and --restart latest goes on from it
+if want ft-refused-without-ulfm; then
+  out=$LOG/ft-refused-without-ulfm.log
+  t0=$(date +%s.%N)
+  OMPI_MCA_mpi_ft_enable=1 $L -np 2 bin/nereus tests/decks/restart.deck >"$out" 2>&1; rc1=$?
+  rc2=0; [ -n "$ulfm" ] || { $L --ft -np 2 bin/nereus tests/decks/restart.deck >>"$out" 2>&1; rc2=$?; }
+  if [ $rc1 = 2 ] && grep -q 'this program is built without ULFM' "$out" && { [ -n "$ulfm" ] || { [ $rc2 = 2 ] && grep -q 'not linked against' "$out"; }; }; then
+    result ft-refused-without-ulfm 0 "$(echo "$(date +%s.%N) - $t0" | bc)" "exit 2 with the reason (OMPI_MCA_mpi_ft_enable=1 with bin/nereus; --ft with bin/nereus)"
+  else result ft-refused-without-ulfm 1 0 "exit $rc1/$rc2"; fi
+fi
+feeds ft-fallback-killed ft-fallback-restart
+if runs ft-fallback-killed; then
+  ftdeck "$F/fb.deck" fb 200 5
+  rm -rf "$F/fb"
+  t0=$(date +%s.%N)
+  timeout 120 $L -np 4 bin/nereus "$F/fb.deck" >"$LOG/ft-fallback-killed.log" 2>&1 &
+  bg=$!
+  wait_for "$LOG/ft-fallback-killed.log" '^step +12 ' && kill_rank "$F/fb.deck" 2 >/dev/null
+  wait $bg; rc=$?
+  secs=$(echo "$(date +%s.%N) - $t0" | bc)
+  if [ $rc != 0 ] && grep -aqiE 'exited on signal 9|killed' "$LOG/ft-fallback-killed.log" && [ -f "$F/fb/fb_step000010.h5" ]; then
+    result ft-fallback-killed 0 "$secs" "Debian's Open MPI: mpirun ended the job (exit $rc) naming the killed rank; step 10's checkpoint stays"
+  else result ft-fallback-killed 1 "$secs" "exit $rc"; fi
+fi
+if want ft-fallback-restart; then
+  sed -i '/^\[ppo\]/,/^\[/ s/^steps = 200$/steps = 12/' "$F/fb.deck"
+  newest=$(ls "$F/fb" | grep -E '^fb_step[0-9]+\.h5$' | sort | tail -1)
+  timed secs timeout 300 $L -np 3 bin/nereus "$F/fb.deck" --restart latest >"$LOG/ft-fallback-restart.log" 2>&1
+  if [ $rc = 0 ] && [ -n "$newest" ] && grep -q "^restart: $F/fb/$newest" "$LOG/ft-fallback-restart.log" &&
+     [ "$(verify "$LOG/ft-fallback-restart.log" status)" = pass ]; then
+    result ft-fallback-restart 0 "$secs" "--restart latest on 3 ranks went on from $newest and passed"
+  else result ft-fallback-restart 1 "$secs" "exit $rc; newest $newest"; fi
+fi
+# jobs/slurm.sbatch with NEREUS_RESUBMIT=1 (a fake sbatch records the call, Slurm's variables set by hand): a failed
+# job (here: the INJECTED non-finite loss, exit 1) submits the script again once per run, then no more
+if want ft-slurm-resubmit; then
+  S=$F/slurm; rm -rf "$S"; mkdir -p "$S/bin"
+  printf '#!/bin/sh\necho "$*" >>"%s/calls"; echo 4242\n' "$S" >"$S/bin/sbatch"; chmod +x "$S/bin/sbatch"
+  { cat tests/decks/restart.deck; printf '[inject]\nnan_loss_step = 2\n'; } >"$S/nan.deck"
+  t0=$(date +%s.%N)
+  for k in 1 2; do
+    PATH=$S/bin:$PATH SLURM_JOB_ID=10$k SLURM_NTASKS=2 SLURM_SUBMIT_DIR=$PWD NEREUS_LAUNCH=mpirun NEREUS_RUNS=$S/runs \
+      NEREUS_RESUBMIT=1 NEREUS_SBATCH=$PWD/jobs/slurm.sbatch bash jobs/slurm.sbatch "$S/nan.deck" >"$LOG/ft-slurm-resubmit-$k.log" 2>&1
+    eval "rc$k=$?"
+  done
+  secs=$(echo "$(date +%s.%N) - $t0" | bc)
+  if [ "$rc1" = 1 ] && [ "$rc2" = 1 ] && [ "$(wc -l <"$S/calls")" = 1 ] && grep -q -- "-J nan -n 2 $PWD/jobs/slurm.sbatch $S/nan.deck" "$S/calls" &&
+     grep -q 'resubmitted as job 4242 (NEREUS_RESUBMIT: 1 of 1)' "$LOG/ft-slurm-resubmit-1.log" &&
+     grep -q 'NEREUS_RESUBMIT: 1 resubmissions done for run nan; not again' "$LOG/ft-slurm-resubmit-2.log"; then
+    result ft-slurm-resubmit 0 "$secs" "a failed job resubmitted itself once (sbatch -J nan -n 2 ...), the next did not"
+  else result ft-slurm-resubmit 1 "$secs" "exits $rc1 $rc2; calls: $(cat "$S/calls" 2>/dev/null | tr '\n' ';')"; fi
+fi
