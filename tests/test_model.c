@@ -234,16 +234,21 @@ static void test_llama(void) {
     }
 }
 
+/* the generation tests' run: batch 8, responses of up to 6 tokens at temperature 1, the reverse and sort tasks */
+static void gen_setup(Config *cfg, TaskSet *ts, int seed) {
+    memset(cfg, 0, sizeof *cfg);
+    cfg->run.seed = seed;
+    cfg->ppo.batch = 8;
+    cfg->ppo.max_response = 6;
+    cfg->ppo.temperature = 1.0f;
+    char why[128];
+    task_parse(ts, "reverse,sort", 4, 5, why, sizeof why);
+}
+
 static void test_generate(void) {
     Config cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.run.seed = 5;
-    cfg.ppo.batch = 8;
-    cfg.ppo.max_response = 6;
-    cfg.ppo.temperature = 1.0f;
     TaskSet ts;
-    char why[128];
-    task_parse(&ts, "reverse,sort", 4, 5, why, sizeof why);
+    gen_setup(&cfg, &ts, 5);
     GPTConfig c = {.V = TASK_VOCAB, .maxT = 16, .L = 2, .C = 16, .NH = 4, .value_head = 0};
     GPT m;
     gpt_build(&m, &c, backend_cpu(), 8, 12, 0, 3, 0.3f);
@@ -322,14 +327,8 @@ static double masked_gap(const Rollout *r, const float *a, const float *b, int *
  * model's are near the fp32 one's. GPT-2 and a Llama variant (its q and k|v GEMMs apart under bf16). */
 static void behaviour_logp(GPTConfig c, const char *what) {
     Config cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.run.seed = 7;
-    cfg.ppo.batch = 8;
-    cfg.ppo.max_response = 6;
-    cfg.ppo.temperature = 1.0f;
     TaskSet ts;
-    char why[128];
-    task_parse(&ts, "reverse,sort", 4, 5, why, sizeof why);
+    gen_setup(&cfg, &ts, 7);
     GPT m;
     gpt_build(&m, &c, backend_cpu(), 8, 12, 0, 3, 0.3f);
     Rollout a, b;

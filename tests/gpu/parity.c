@@ -518,16 +518,21 @@ static void check_decode_long(int B, int C, int NH, int NKV, int pos) {
     pair_free(kc); pair_free(vc); pair_free(q); pair_free(dec);
 }
 
+/* n 7s on both sides: an output whose untouched entries show */
+static Pair pair_sevens(size_t n) {
+    float *seven = nr_xmalloc(n * sizeof(float));
+    for (size_t i = 0; i < n; i++) seven[i] = 7.0f;
+    Pair p = pair_from(seven, n);
+    free(seven);
+    return p;
+}
+
 /* the decode GEMM: the first OC columns of out (N, ldo) as the CPU's (cuBLAS against the CPU's narrow kernel
    or sgemm: the sums' order differs), the padding columns [OC, ldo) untouched on both (they start at 7) */
 static void check_matmul_decode(int N, int IC, int OC, int ldo, int with_bias) {
     char nm[128];
     Pair inp = pair_rand((size_t)N * IC, -1, 1), w = pair_rand((size_t)OC * IC, -0.5f, 0.5f);
-    Pair bias = pair_rand((size_t)OC, -1, 1);
-    float *seven = nr_xmalloc((size_t)N * ldo * sizeof(float));
-    for (size_t i = 0; i < (size_t)N * ldo; i++) seven[i] = 7.0f;
-    Pair out = pair_from(seven, (size_t)N * ldo);
-    free(seven);
+    Pair bias = pair_rand((size_t)OC, -1, 1), out = pair_sevens((size_t)N * ldo);
     CPU->matmul_decode(out.c, inp.c, w.c, with_bias ? bias.c : NULL, N, IC, OC, ldo);
     GPU->matmul_decode(out.g, inp.g, w.g, with_bias ? bias.g : NULL, N, IC, OC, ldo);
     snprintf(nm, sizeof nm, "matmul_decode N%d IC%d OC%d ldo%d%s (padding columns kept)", N, IC, OC, ldo,
@@ -541,11 +546,7 @@ static void check_matmul_decode(int N, int IC, int OC, int ldo, int with_bias) {
 static void check_matmul_bf16(int N, int IC, int OC, int ldo, int with_bias) {
     char nm[128];
     Pair inp = pair_rand((size_t)N * IC, -1, 1), w = pair_rand((size_t)OC * IC, -0.5f, 0.5f);
-    Pair bias = pair_rand((size_t)OC, -1, 1);
-    float *seven = nr_xmalloc((size_t)N * ldo * sizeof(float));
-    for (size_t i = 0; i < (size_t)N * ldo; i++) seven[i] = 7.0f;
-    Pair out = pair_from(seven, (size_t)N * ldo);
-    free(seven);
+    Pair bias = pair_rand((size_t)OC, -1, 1), out = pair_sevens((size_t)N * ldo);
     size_t nw = (size_t)OC * IC;
     uint16_t *wc = CPU->alloc(nw * sizeof(uint16_t)), *wg = GPU->alloc(nw * sizeof(uint16_t));
     uint16_t *hc = nr_xmalloc(nw * sizeof(uint16_t)), *hg = nr_xmalloc(nw * sizeof(uint16_t));
