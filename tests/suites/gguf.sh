@@ -60,8 +60,8 @@ tok_from() {
 export -f loss_close greedy_same tokenizer_carried tok_from; export G SM SMCK LOG # t runs them under timeout, in a bash of its own
 # one GRPO step of inputs/smollm2-grpo.deck on the imported model, small: the deck's [model] (defaults left out,
 # max_seq 256 of the file's 8,192) takes the checkpoint, and a pretrained model runs the text path end to end
-smollm2_check gguf-smollm2-grpo-step 300 $L -np 1 bin/nereus inputs/smollm2-grpo.deck --set ppo.steps=1 --set ppo.batch=4 \
-  --set ppo.minibatch=4 --set ppo.max_response=12 --set data.eval_size=2 --set trace.file=none
+smollm2_check gguf-smollm2-grpo-step 300 $L -np 1 bin/nereus inputs/smollm2-grpo.deck --set ppo.steps=1 --set ppo.batch=4 --set model.gen_dtype=bf16 \
+  --set ppo.minibatch=4 --set ppo.max_response=8 --set data.eval_size=2 --set trace.file=none
 smollm2_check gguf-smollm2-tok-gguf 120 bash -c "tok_from $SM/SmolLM2-135M-Instruct.Q4_1.gguf gguf"
 smollm2_check gguf-smollm2-tok-ckpt 120 bash -c "tok_from $SMCK ckpt"
 smollm2_check gguf-smollm2-loss 300 bash -c loss_close

@@ -16,11 +16,12 @@
  * partial sum below 2^-126 to 0, where the others keep it: only sums that
  * small can differ. A row's bits depend on its own input row only.
  *
- * A tile is up to 4 outputs: 1 weight row × 3-4 input rows, 2 × 2, or 4
- * weight rows × 1 input row (independent sums, so that VDPBF16PS's latency
- * does not bound a single row); a block of 64 weight rows goes to a thread,
- * which runs it over the input rows 32 at a time, so both stay in its
- * caches.
+ * A tile is 1 weight row × 1, 3 or 4 input rows, or 2 × 2 (independent
+ * sums); a block of 64 weight rows goes to a thread, which runs it over the
+ * input rows 32 at a time, so both stay in its caches. At one input row the
+ * weight streams one row after another with no software prefetch: the
+ * hardware prefetcher follows one stream best (4 weight rows at once, even
+ * prefetched, read 10-20% slower).
  */
 #include <math.h>
 #include <stdint.h>
@@ -167,8 +168,8 @@ WIDE static inline __attribute__((always_inline)) void wide_tile(float *out, siz
     }
 }
 
-/* the same with VDPBF16PS, 16 pairs an instruction, over R weight rows IC apart (NN·R ≤ 4 outputs: at one input
-   row, R independent sums keep the instruction's latency covered; each output's order is unchanged) */
+/* the same with VDPBF16PS, 16 pairs an instruction, over R weight rows IC apart (NN·R ≤ 4 outputs; each output's
+   order is R's and NN's alone) */
 WIDE_BF16 static inline __attribute__((always_inline)) void dp_tile(float *out, size_t ldo, const uint16_t *x,
                                                                     const uint16_t *w, const float *bias, int IC,
                                                                     const int NN, const int R) {
@@ -178,7 +179,7 @@ WIDE_BF16 static inline __attribute__((always_inline)) void dp_tile(float *out, 
     int i = 0;
     for (; i + 32 <= IC; i += 32) {
         for (int r = 0; r < R; r++) {
-            __builtin_prefetch(ahead + 2 * ((size_t)r * IC + i), 0, 2);
+            if (NN * R > 1) __builtin_prefetch(ahead + 2 * ((size_t)r * IC + i), 0, 2);
             __m512bh wv = (__m512bh)_mm512_loadu_si512(w + (size_t)r * IC + i);
             for (int n = 0; n < NN; n++)
                 a[r * NN + n] = _mm512_dpbf16_ps(a[r * NN + n], (__m512bh)_mm512_loadu_si512(x + (size_t)n * IC + i), wv);
@@ -272,7 +273,7 @@ static void cpu_matmul_decode_bf16(float *out, const float *inp, const uint16_t 
         for (int n0 = 0; n0 < N; n0 += BF16_IN_BLOCK) {
             int n1 = NR_MIN(n0 + BF16_IN_BLOCK, N);
             for (int n = n0; n < n1; n += 4) {
-                int nn = NR_MIN(4, n1 - n), R = nn == 1 ? 4 : nn == 2 ? 2 : 1; /* up to 4 sums at once */
+                int nn = NR_MIN(4, n1 - n), R = nn == 2 ? 2 : 1; /* 1 to 4 sums at once */
                 for (int o = o0; o < o1; o += R)
                     row(out + (size_t)n * ldo + o, (size_t)ldo, x + (size_t)n * IC, weight + (size_t)o * IC,
                         bias ? bias + o : NULL, nn, NR_MIN(R, o1 - o), IC);
