@@ -136,8 +136,8 @@ double job_checksum(Job *j, int src);
 void job_stage_fill(Job *j, Stage *s);
 /* the stage holds a model in this job (reward.inf only with a reward network) */
 int job_stage_holds_model(const Job *j, int id);
-/* the weights' type stage id computes with: "bf16" where [model] gen_dtype (actor.gen) or score_dtype (the
-   scoring EMUs) asks for it and the backend has bf16 GEMMs, else "fp32" (saying so where bf16 was asked) */
+/* the weights' type stage id computes with: "bf16" where the deck asks for it (tx_stage_bf16) and the backend
+   has bf16 GEMMs, else "fp32" (saying so where bf16 was asked) */
 const char *job_stage_dtype(const Job *j, int id);
 /* activation capacity (rows, tokens) of stage id's model with dp replicas */
 void job_stage_capacity(const Job *j, int id, int dp, int *Bmax, int *Tmax);

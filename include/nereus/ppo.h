@@ -56,7 +56,7 @@ typedef struct StepStats {
                               generating one on the same tokens (0 where both compute the same bits) */
     double gen_kl;         /* mean log π_gen − log π_old over the response tokens: KL(π_gen‖π_old) estimated on
                               the generated samples */
-    double tis_mean;       /* [ppo] tis_cap: the mean truncated importance weight over the updates' tokens (1 off) */
+    double tis_mean;       /* [ppo] tis_cap: the mean truncated importance weight over the updates' tokens (job_step: 1 off) */
     double tis_capped;     /* ... and the fraction of those tokens whose weight the cap truncated */
     double resp_len;       /* mean response length (tokens incl. EOS) */
     double t_gen, t_inf, t_train;  /* seconds */

@@ -75,6 +75,9 @@ typedef struct TxPricer {
 void tx_stage_capacity(const TxPricer *p, int id, int dp, int *Bmax, int *Tmax);
 /* the stage holds a model (reward.inf only with a reward network) */
 int tx_stage_holds_model(const TxPricer *p, int id);
+/* 1 when the deck keeps stage id's weights in bf16 beside its fp32 ones: actor.gen under [model] gen_dtype = bf16,
+   the scoring EMUs under score_dtype = bf16; the training EMUs never */
+int tx_stage_bf16(const Config *cfg, int id);
 /* backend bytes of model-stage id's shard at grid position pos of layout s (gpt_shard_bytes at the stage's
  * capacity: parameters, and for a training stage gradients and AdamW m, v; activations); 0 where the stage
  * holds no model */

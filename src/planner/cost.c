@@ -133,6 +133,13 @@ static double rows_left(double lo, double hi, double a, double j0, double j1) {
     return (pow(u0, a + 1) - pow(u1, a + 1)) / (a + 1) * (hi - lo) / (j1 - j0);
 }
 
+/* bytes per weight the stage reads as it runs: the bf16 copy's 2 where [model] gen_dtype or score_dtype asks
+   for one (CostModel.gen_wbytes, score_wbytes), else the shape's */
+static double stage_wbytes(const CostModel *cm, int stage, const ModelShape *m) {
+    double b = stage == PLAN_ACTOR_GEN ? cm->gen_wbytes : plan_stage_is_train(stage) ? 0 : cm->score_wbytes;
+    return b > 0 ? b : m->wbytes;
+}
+
 /* Decode of one replica's B rows, tp-way: one step per position of the longest response, over the rows
  * still generating (finished sequences leave the batch). A step costs the larger of its FLOPs (per row)
  * and its memory traffic (the shard's weights once, plus each row's KV cache), and two TP sums a layer of
@@ -142,13 +149,6 @@ static double rows_left(double lo, double hi, double a, double j0, double j1) {
  * the tail at 0 and leaves faster early: rows still generating at j are B·(1 − j/longest)^a with
  * a = longest/mean − 1 (a = 1, the even spread, at twice the mean). Either way the row-steps are B × the
  * mean. The steps are summed in 16 slices of the tail. With longest = mean this is mean steps of all B rows. */
-/* bytes per weight the stage reads as it runs: the bf16 copy's 2 where [model] gen_dtype or score_dtype asks
-   for one (CostModel.gen_wbytes, score_wbytes), else the shape's */
-static double stage_wbytes(const CostModel *cm, int stage, const ModelShape *m) {
-    double b = stage == PLAN_ACTOR_GEN ? cm->gen_wbytes : plan_stage_is_train(stage) ? 0 : cm->score_wbytes;
-    return b > 0 ? b : m->wbytes;
-}
-
 static void decode_parts(const CostModel *cm, const ModelShape *m, const Workload *w, double B, int tp, int ktp,
                          Parts *pt) {
     const HwModel *hw = &cm->hw;

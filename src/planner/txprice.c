@@ -83,6 +83,11 @@ int tx_stage_holds_model(const TxPricer *p, int id) {
     return id != PLAN_REWARD_INF || p->have_rm;
 }
 
+int tx_stage_bf16(const Config *cfg, int id) {
+    if (plan_stage_is_train(id)) return 0;
+    return strcmp(id == PLAN_ACTOR_GEN ? cfg->model.gen_dtype : cfg->model.score_dtype, "bf16") == 0;
+}
+
 double tx_stage_shard_bytes(const TxPricer *p, int id, const PlanStage *s, int pos) {
     if (!tx_stage_holds_model(p, id)) return 0;
     int Bmax, Tmax;
@@ -90,10 +95,8 @@ double tx_stage_shard_bytes(const TxPricer *p, int id, const PlanStage *s, int p
     const GPTConfig *c = plan_stage_is_critic(id) ? &p->cc : &p->ac;
     int pr = pos / (s->tp * s->dp);
     double b = (double)gpt_shard_bytes(c, s->tp, s->pp, pr, Bmax, Tmax, plan_stage_is_train(id));
-    /* [model] gen_dtype, score_dtype = bf16: the bf16 copy beside the fp32 weights, half their bytes */
-    const ModelConfig *mc = &p->cfg->model;
-    const char *dt = id == PLAN_ACTOR_GEN ? mc->gen_dtype : plan_stage_is_train(id) ? "fp32" : mc->score_dtype;
-    if (strcmp(dt, "bf16") == 0) b += 0.5 * (double)gpt_shard_state_bytes(c, s->tp, s->pp, pr, 0);
+    /* the bf16 copy beside the fp32 weights, half their bytes */
+    if (tx_stage_bf16(p->cfg, id)) b += 0.5 * (double)gpt_shard_state_bytes(c, s->tp, s->pp, pr, 0);
     return b;
 }
 

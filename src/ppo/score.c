@@ -135,8 +135,8 @@ static void grpo_advantages(Rollout *r, const Config *cfg, StepStats *st) {
  * generation records no behaviour log-probabilities: both read 0 then. */
 static void rollout_logp_gap(const Rollout *r, const Config *cfg, StepStats *st) {
     double gap = 0, kl = 0, n = 0;
-    size_t BT = (size_t)r->B * r->T;
-    for (size_t i = 0; i < BT && cfg->ppo.temperature > 0.0f; i++) {
+    size_t BT = cfg->ppo.temperature > 0.0f ? (size_t)r->B * r->T : 0;
+    for (size_t i = 0; i < BT; i++) {
         if (r->mask[i] == 0.0f) continue;
         double d = (double)r->logp_gen[i] - (double)r->logp_old[i];
         gap += fabs(d);

@@ -203,7 +203,7 @@ out:
         st->clipfrac = cf / u;
         st->approx_kl = akl / u;
         st->kl_k3 = k3 / u;
-        st->tis_mean = pc->tis_cap > 0.0f ? tis[0] / u : 1.0 / sh->dp; /* replica shares: they add up to 1 off */
+        st->tis_mean = tis[0] / u; /* 0 with tis_cap off: job_step reports the weight 1 then */
         st->tis_capped = tis[1] / u;
         st->grad_norm_actor = gn_sum / u;
     } else {

@@ -48,8 +48,7 @@ size_t job_window(void) {
 int job_stage_holds_model(const Job *j, int id) { return tx_stage_holds_model(&j->px, id); }
 
 const char *job_stage_dtype(const Job *j, int id) {
-    const ModelConfig *mc = &j->cfg->model;
-    if (strcmp(id == PLAN_ACTOR_GEN ? mc->gen_dtype : mc->score_dtype, "bf16") != 0) return "fp32";
+    if (!tx_stage_bf16(j->cfg, id)) return "fp32";
     return j->be->matmul_decode_bf16 ? "bf16" : "fp32 (bf16 asked; this backend has no bf16 GEMM)";
 }
 

@@ -104,8 +104,8 @@ void live_init(LivePlanner *lp, Job *j) {
     cm->eff = eff_default();
     cm->actor = shape_of_config(&j->ac, "actor");
     cm->critic = shape_of_config(&j->cc, "critic");
-    cm->gen_wbytes = strcmp(job_stage_dtype(j, PLAN_ACTOR_GEN), "bf16") == 0 ? 2 : 0;
-    cm->score_wbytes = strcmp(job_stage_dtype(j, PLAN_ACTOR_INF), "bf16") == 0 ? 2 : 0;
+    cm->gen_wbytes = tx_stage_bf16(cfg, PLAN_ACTOR_GEN) ? 2 : 0; /* counted as the memory plan counts them */
+    cm->score_wbytes = tx_stage_bf16(cfg, PLAN_ACTOR_INF) ? 2 : 0;
     cm->have_rm = j->have_rm;
     cm->no_critic = ppo_is_grpo(cfg);
     cm->headroom = 0.1;

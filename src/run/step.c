@@ -69,11 +69,7 @@ static void gather_rollout(Job *j) {
  * it; a backend without bf16 GEMMs keeps fp32 (job_setup says so) */
 static void stage_bf16_refresh(Job *j, int id) {
     Stage *s = &j->st[id];
-    const ModelConfig *mc = &j->cfg->model;
-    if (!s->member || !job_stage_holds_model(j, id)) return;
-    if (strcmp(id == PLAN_ACTOR_GEN ? mc->gen_dtype : mc->score_dtype, "bf16") != 0) return;
-    if (!s->model.wbf16) gpt_gen_bf16(&s->model, 1);
-    else gpt_bf16_refresh(&s->model);
+    if (s->member && job_stage_holds_model(j, id) && tx_stage_bf16(j->cfg, id)) gpt_gen_bf16(&s->model, 1);
 }
 
 /* Inference of one EMU over its replica's rows; the leader's rows land in
@@ -160,7 +156,7 @@ int job_step(Job *j, int step, StepStats *st, double times[4]) {
         if (k != 7 && !isfinite(red[k])) { red[k] = 0; red[7] = 1; }
     comm_allreduce_sum_f64(j->world, red, 11);
     st->kl_k3 = red[8];
-    st->tis_mean = red[9];
+    st->tis_mean = cfg->ppo.tis_cap > 0.0f ? red[9] : 1.0; /* every weight 1 with TIS off */
     st->tis_capped = red[10];
     st->pg_loss = red[0];
     st->entropy = red[1];

@@ -29,22 +29,29 @@ static const char usage[] =
     "  tx.move_512_1024.* lines to OUT.\n"
     "  Exit: 0, 2 bad command line.\n";
 
-/* the paper's 512 -> 1,024 GPU move priced on MODELLED H200 nodes of 8 (as growth-1024.deck's cluster), at
-   several response lengths; the largest price of each kind into OUT */
-static void move_512_1024(FILE *out) {
-    printf("\n== the paper's 512 -> 1,024 GPU move priced (MODELLED H200): 8B actor and critic, 2,048 prompts of 512 "
-           "tokens, measured there %.1f s\n", PAPER_MOVE_1024_S);
+/* a MODELLED cluster of gpus GPUs of a kind (memory and HBM bandwidth; 989 TFLOP/s, nodes of 8, NVLink and
+   InfiniBand NDR) with the 8B actor and critic; the caller sets truth.slow and frees it */
+static SimScenario *scenario_8b(const char *kind, double mem, double hbm, int gpus) {
     SimScenario *sc = nr_xcalloc(1, sizeof *sc);
     HwModel *h = &sc->truth.hw;
-    snprintf(h->name, sizeof h->name, "h200 (modelled)");
-    h->flops = 989e12, h->mem = 141e9, h->hbm = 4.8e12, h->ranks_per_node = 8;
+    snprintf(h->name, sizeof h->name, "%s (modelled)", kind);
+    h->flops = 989e12, h->mem = mem, h->hbm = hbm, h->ranks_per_node = 8;
     h->bw[0] = 450e9, h->lat[0] = 3e-6, h->bw[1] = 50e9, h->lat[1] = 10e-6;
     sc->truth.eff = (Efficiency){{0.55, 0.35, 0.6, 0.7, 0.6, 0.7, 0.6, 0.5, 0.7}};
     shape_named("llama-3.1-8b", &sc->truth.actor);
     sc->truth.critic = sc->truth.actor;
     sc->truth.critic.value_head = 1;
     sc->truth.headroom = 0.1;
-    sc->gpus = 1024;
+    sc->gpus = gpus;
+    return sc;
+}
+
+/* the paper's 512 -> 1,024 GPU move priced on MODELLED H200 nodes of 8 (as growth-1024.deck's cluster), at
+   several response lengths; the largest price of each kind into OUT */
+static void move_512_1024(FILE *out) {
+    printf("\n== the paper's 512 -> 1,024 GPU move priced (MODELLED H200): 8B actor and critic, 2,048 prompts of 512 "
+           "tokens, measured there %.1f s\n", PAPER_MOVE_1024_S);
+    SimScenario *sc = scenario_8b("h200", 141e9, 4.8e12, 1024);
     double *slow = nr_xmalloc(1024 * sizeof *slow);
     int *ranks = nr_xmalloc(1024 * sizeof *ranks);
     for (int r = 0; r < 1024; r++) slow[r] = 1, ranks[r] = r;
@@ -92,17 +99,7 @@ int main(int argc, char **argv) {
     printf("\n== the paper's move priced (MODELLED): 8B actor and critic, 16 -> 32 GPUs, measured there %.2f s\n",
            PAPER_MOVE_S);
     for (int k = 0; k < 2; k++) {
-        SimScenario *sc = nr_xcalloc(1, sizeof *sc);
-        HwModel *h = &sc->truth.hw;
-        snprintf(h->name, sizeof h->name, "%s (modelled)", kinds[k]);
-        h->flops = 989e12, h->mem = mem[k], h->hbm = hbm[k], h->ranks_per_node = 8;
-        h->bw[0] = 450e9, h->lat[0] = 3e-6, h->bw[1] = 50e9, h->lat[1] = 10e-6;
-        sc->truth.eff = (Efficiency){{0.55, 0.35, 0.6, 0.7, 0.6, 0.7, 0.6, 0.5, 0.7}};
-        shape_named("llama-3.1-8b", &sc->truth.actor);
-        sc->truth.critic = sc->truth.actor;
-        sc->truth.critic.value_head = 1;
-        sc->truth.headroom = 0.1;
-        sc->gpus = 32;
+        SimScenario *sc = scenario_8b(kinds[k], mem[k], hbm[k], 32);
         Workload w = {512, 128, 1, 512, 1000, 1000, 0};
         double slow[32];
         int ranks[32];

@@ -225,24 +225,8 @@ static void dp_row(float *out, size_t ldo, const uint16_t *x, const uint16_t *w,
 }
 #endif
 
-/* nn input rows (at most 4) against nr weight rows IC apart (nn·nr ≤ 4): out (n, r) at out[n·ldo + r] */
-typedef void (*RowFn)(float *out, size_t ldo, const uint16_t *x, const uint16_t *w, const float *bias, int nn, int nr,
-                      int IC);
-
-static void portable_row(float *out, size_t ldo, const uint16_t *x, const uint16_t *w, const float *bias, int nn,
-                         int nr, int IC) {
-    for (int r = 0; r < nr; r++) portable_one(out + r, ldo, x, w + (size_t)r * IC, bias ? bias[r] : 0.0f, nn, IC);
-}
-
-static void avx2_row(float *out, size_t ldo, const uint16_t *x, const uint16_t *w, const float *bias, int nn, int nr,
-                     int IC) {
-    for (int r = 0; r < nr; r++) avx2_one(out + r, ldo, x, w + (size_t)r * IC, bias ? bias[r] : 0.0f, nn, IC);
-}
-
-static void wide_row(float *out, size_t ldo, const uint16_t *x, const uint16_t *w, const float *bias, int nn, int nr,
-                     int IC) {
-    for (int r = 0; r < nr; r++) wide_one(out + r, ldo, x, w + (size_t)r * IC, bias ? bias[r] : 0.0f, nn, IC);
-}
+/* nn input rows (at most 4) against one weight row: the tiles of the paths that widen the pairs */
+typedef void (*OneFn)(float *out, size_t ldo, const uint16_t *x, const uint16_t *w, float bias, int nn, int IC);
 
 /* the input rows in bf16: a buffer of the calling thread's, grown as needed (the GEMM's threads only read it) */
 static const uint16_t *input_bf16(const float *inp, size_t n) {
@@ -261,10 +245,8 @@ static void cpu_matmul_decode_bf16(float *out, const float *inp, const uint16_t 
                                    int IC, int OC, int ldo) {
     if (N <= 0 || OC <= 0) return;
     CpuKernelPath path = cpu_kernels_path();
-    RowFn row = path == CPU_PATH_AVX512BF16 ? dp_row
-              : path == CPU_PATH_AVX512     ? wide_row
-              : path == CPU_PATH_AVX2       ? avx2_row
-                                            : portable_row;
+    int dp = path == CPU_PATH_AVX512BF16;
+    OneFn one = path == CPU_PATH_AVX512 ? wide_one : path == CPU_PATH_AVX2 ? avx2_one : portable_one;
     const uint16_t *x = input_bf16(inp, (size_t)N * IC);
     int nblk = (OC + BF16_ROW_BLOCK - 1) / BF16_ROW_BLOCK;
 #pragma omp parallel for schedule(static) if ((size_t)OC * IC >= 64 * (size_t)CPU_OMP_MIN)
@@ -273,10 +255,13 @@ static void cpu_matmul_decode_bf16(float *out, const float *inp, const uint16_t 
         for (int n0 = 0; n0 < N; n0 += BF16_IN_BLOCK) {
             int n1 = NR_MIN(n0 + BF16_IN_BLOCK, N);
             for (int n = n0; n < n1; n += 4) {
-                int nn = NR_MIN(4, n1 - n), R = nn == 2 ? 2 : 1; /* 1 to 4 sums at once */
-                for (int o = o0; o < o1; o += R)
-                    row(out + (size_t)n * ldo + o, (size_t)ldo, x + (size_t)n * IC, weight + (size_t)o * IC,
-                        bias ? bias + o : NULL, nn, NR_MIN(R, o1 - o), IC);
+                int nn = NR_MIN(4, n1 - n), R = dp && nn == 2 ? 2 : 1; /* VDPBF16PS: 2 × 2 at two input rows */
+                for (int o = o0; o < o1; o += R) {
+                    float *oo = out + (size_t)n * ldo + o;
+                    const uint16_t *xx = x + (size_t)n * IC, *ww = weight + (size_t)o * IC;
+                    if (dp) dp_row(oo, (size_t)ldo, xx, ww, bias ? bias + o : NULL, nn, NR_MIN(R, o1 - o), IC);
+                    else one(oo, (size_t)ldo, xx, ww, bias ? bias[o] : 0.0f, nn, IC);
+                }
             }
         }
     }
