@@ -96,13 +96,15 @@ typedef struct PpoConfig {
     float kl_loss_coef;      /* [ppo] kl_loss_coef: beta of GRPO's k3 KL(actor||ref) term in the actor loss */
     float clip_high;         /* [ppo] clip_high: upper ratio clip for A > 0 (DAPO's clip-higher); 0 = clip */
     float tis_cap;           /* [ppo] tis_cap: truncated importance weight cap on the policy loss; 0 = off */
+    int max_staleness;       /* [ppo] max_staleness: K, the most weight versions a trained sample may lag (0 = synchronous) */
     char algorithm[8];       /* [ppo] algorithm: ppo | grpo */
     char credit[16];         /* [ppo] credit: outcome | process: the task reward per response or per position (16 bytes
                                 with tis_cap's 4: PpoConfig stays a multiple of 8, so Config has no hole the key table
                                 leaves uncovered) */
     char process_baseline[16]; /* [ppo] process_baseline: pooled | position: grpo's baseline of process credits */
-    char group_std_scope[8];   /* [ppo] group_std_scope: group | batch: the std grpo divides by (the four strings, 44
-                                  bytes, keep PpoConfig a multiple of 8) */
+    char group_std_scope[8];   /* [ppo] group_std_scope: group | batch: the std grpo divides by */
+    char correction[12];       /* [ppo] correction: auto | none | decoupled: the off-policy correction (ppo_tis_cap;
+                                  the five strings, 56 bytes, with max_staleness' 4 keep PpoConfig a multiple of 8) */
 } PpoConfig;
 
 typedef struct RewardConfig {
@@ -150,7 +152,8 @@ typedef struct PlannerConfig {
                                 (the machine's speed over the run); 0 = never */
     float guard_margin;      /* [planner] guard_margin: revert a move measured slower than the old plan by more (0: off) */
     int guard_steps;         /* [planner] guard_steps: steps of the new plan measured before the guard judges it */
-    char policy[12];         /* [planner] policy: off | static | payback | admit-all | every-k | sweep (12: the longest choice fits, and the struct keeps [trace] 8-byte aligned) */
+    int max_staleness;       /* [planner] max_staleness: the largest K the planner may choose (-1: [ppo] max_staleness, fixed) */
+    char policy[16];         /* [planner] policy: off | static | payback | admit-all | every-k | sweep (16: the longest choice fits, and the struct keeps [trace] 8-byte aligned) */
 } PlannerConfig;
 
 typedef struct CkptConfig {

@@ -145,6 +145,9 @@ void whiten_masked(float *x, const float *mask, size_t n);
 /* ---- GRPO (src/ppo/grpo.c) ---- */
 /* 1 when the deck's algorithm is GRPO (critic-free: group advantages, k3 KL in the loss) */
 int ppo_is_grpo(const Config *cfg);
+/* the cap of the truncated importance weights the policy loss takes ([ppo] correction, docs/ASYNC.md): 0 = none
+ * (correction = none, or auto in a synchronous run without tis_cap); [ppo] tis_cap where set, else 2 */
+float ppo_tis_cap(const Config *cfg);
 /* Group-relative advantages: rows [g·G, g·G + G) of reward (B, a multiple of G) are one group; adv[i] =
  * (reward[i] − the group's mean) / (its sample standard deviation + eps), or without use_std the difference
  * alone. A group whose rewards are all equal gets 0. */

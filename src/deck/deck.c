@@ -714,6 +714,10 @@ static int deck_check_algorithm(const Deck *d, const Config *c)
                            "([reward] network = true, network_weight = %g): the network scores whole responses, "
                            "so its score has no per-position credits", c->reward.network_weight);
     }
+    if (strcmp(p->correction, "none") == 0 && p->tis_cap > 0.0f)
+        return deck_report(d, d->key_line[deck_key_find_dotted("ppo.correction")], NULL,
+                           "[ppo] correction = none contradicts tis_cap = %g (the truncated importance weights are "
+                           "the correction): drop one of the two", p->tis_cap);
     if (!grpo) return 0;
     const char *secs[2] = {"plan", "switch"};
     const PlanConfig *plans[2] = {&c->plan, &c->sw.plan};

@@ -218,6 +218,17 @@ const DeckKey deck_keys[] = {
      "grpo with group_std = true: group = divide by each group's own standard deviation (GRPO); batch = subtract "
      "each group's baseline, then divide every token's advantage by their root mean square over the whole "
      "batch (REINFORCE++-baseline's global normalisation, TRL's scale_rewards = batch)"},
+    {"ppo", "max_staleness", DECK_T_INT, 0, "0", GE(0), LE(8), NULL, F_INT(ppo.max_staleness),
+     "asynchronous rollouts: K, the most weight versions a trained sample may lag the weights it trains. 0 = "
+     "synchronous (each step generates its batch, then scores and trains it); K >= 1: actor.gen generates the "
+     "batches of steps k+1 .. k+K while step k scores and trains, so generation overlaps the rest where actor.gen "
+     "has ranks of its own (docs/ASYNC.md)"},
+    {"ppo", "correction", DECK_T_CHOICE, 0, "auto", NONE, NONE, "auto|none|decoupled", F_STR(ppo.correction),
+     "off-policy correction of the policy loss: decoupled = AReaL's decoupled PPO objective, the ratio clipped "
+     "against the proximal policy (actor.inf's scoring with the weights being trained) and each token weighted by "
+     "min(pi_prox / pi_gen, tis_cap) against the behaviour policy that generated it (tis_cap 0 means 2); none = no "
+     "weight; auto = decoupled where max_staleness >= 1 or tis_cap > 0, else none (a synchronous fp32 run has "
+     "pi_gen = pi_prox bit for bit, nothing to correct)"},
 
     {"reward", "network", DECK_T_BOOL, 0, "false", NONE, NONE, NULL, F_INT(reward.network),
      "add a frozen reward network's score to the rule reward"},
@@ -282,6 +293,9 @@ const DeckKey deck_keys[] = {
      "measure-and-revert guard: after an adaptive move (payback, admit-all, every-k; not urgent ones), move back when the new plan's measured step is slower than the old plan's by more than this fraction (its step measured before the move, scaled by the model's change for it since); 0 = no guard"},
     {"planner", "guard_steps", DECK_T_INT, 0, "2", GE(1), LE(16), NULL, F_INT(planner.guard_steps),
      "measure-and-revert guard: the new plan's steps measured (median) before it is judged; the step right after a transition is not measured"},
+    {"planner", "max_staleness", DECK_T_INT, 0, "-1", GE(-1), LE(8), NULL, F_INT(planner.max_staleness),
+     "the largest [ppo] max_staleness the planner may choose with the split of ranks (an asynchronous plan costs "
+     "the longer of generation and scoring plus training); -1 = the deck's [ppo] max_staleness, fixed"},
     {"planner", "sweep_plans", DECK_T_INT, 0, "40", GE(2), LE(1000), NULL, F_INT(planner.sweep_plans),
      "policy = sweep: plans sampled uniformly from the feasible space (each model-stage: tp dividing n_head, pp dividing n_layer, dp dividing batch, on an aligned block of ranks) and run"},
     {"planner", "sweep_steps", DECK_T_INT, 0, "3", GE(2), NONE, NULL, F_INT(planner.sweep_steps),

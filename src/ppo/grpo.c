@@ -139,3 +139,10 @@ double grpo_kl_k3(const float *logp, const float *logp_ref, const float *w, int 
     return sum;
 }
 int ppo_is_grpo(const Config *cfg) { return strcmp(cfg->ppo.algorithm, "grpo") == 0; }
+
+float ppo_tis_cap(const Config *cfg) {
+    const PpoConfig *p = &cfg->ppo;
+    if (strcmp(p->correction, "none") == 0) return 0.0f;
+    if (strcmp(p->correction, "auto") == 0 && p->max_staleness == 0 && p->tis_cap == 0.0f) return 0.0f;
+    return p->tis_cap > 0.0f ? p->tis_cap : 2.0f; /* decoupled: Yao et al.'s usual cap where the deck sets none */
+}

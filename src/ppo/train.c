@@ -114,7 +114,8 @@ static float actor_minibatch(GPT *m, Minibatch *mb, const Config *cfg, int step,
     const PpoConfig *pc = &cfg->ppo;
     const Backend *be = m->be;
     int N = mb->n * mb->T;
-    if (pc->tis_cap > 0.0f) tis_weights(mb, pc->tis_cap, tis);
+    float cap = ppo_tis_cap(cfg);
+    if (cap > 0.0f) tis_weights(mb, cap, tis);
     gpt_forward(m, mb->tokens, mb->n, mb->T, 1, 0);
     gpt_logprob(m, mb->targets, NULL, mb->ent); /* log-probs stay in m->logp */
     float sc[3];

@@ -166,6 +166,7 @@ void job_build(Job *j, MPI_Comm world, const Config *cfg, const Backend *be, con
     j->win = nr_xmalloc(NR_MIN(j->n_critic, j->window) * sizeof(float));
     j->plan = cfg->plan;
     MPI_Comm_dup(world, &j->xcomm);
+    j->staleness = cfg->ppo.max_staleness;
     for (int i = 0; i < PLAN_NSTAGES; i++) {
         Stage *s = &j->st[i];
         s->id = i;

@@ -1071,7 +1071,7 @@ static void run_print_rewards(const RunCtx *r, int n) {
     /* the generating actor against the scoring one on the same tokens: 0 where they compute the same bits */
     nr_log("verify.logp_gap_mean: %.6e\n", mean_range(r->gaps, 0, n));
     nr_log("verify.gen_kl_mean: %+.6e\n", mean_range(r->genkls, 0, n));
-    if (r->cfg->ppo.tis_cap > 0) nr_log("verify.tis_cap: %g\n", r->cfg->ppo.tis_cap);
+    if (ppo_tis_cap(r->cfg) > 0) nr_log("verify.tis_cap: %g\n", ppo_tis_cap(r->cfg));
 }
 
 /* rank 0: the verification block's model lines */

@@ -156,7 +156,7 @@ int job_step(Job *j, int step, StepStats *st, double times[4]) {
         if (k != 7 && !isfinite(red[k])) { red[k] = 0; red[7] = 1; }
     comm_allreduce_sum_f64(j->world, red, 11);
     st->kl_k3 = red[8];
-    st->tis_mean = cfg->ppo.tis_cap > 0.0f ? red[9] : 1.0; /* every weight 1 with TIS off */
+    st->tis_mean = ppo_tis_cap(cfg) > 0.0f ? red[9] : 1.0; /* every weight 1 with TIS off */
     st->tis_capped = red[10];
     st->pg_loss = red[0];
     st->entropy = red[1];
