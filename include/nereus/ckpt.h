@@ -51,6 +51,9 @@ typedef struct CkptMeta {
     const char *deck;      /* resolved deck text (write); malloc'd copy on read */
     const char *plan;      /* plan description (write); malloc'd copy on read */
     uint64_t data_hash;    /* dataset_hash of [data] train's bytes (a text run's prompts); 0: none */
+    const int32_t *queue;  /* the rollouts generated and not yet trained (rollq_pack's words; docs/ASYNC.md): write:
+                              rank 0's (NULL: none); read: a malloc'd copy on every rank (NULL: the file has none) */
+    int64_t queue_words;
 } CkptMeta;
 
 /* collective over comm. Writes path + ".tmp" and renames it to path once the complete flag is written

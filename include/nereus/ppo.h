@@ -61,6 +61,9 @@ typedef struct StepStats {
     double resp_len;       /* mean response length (tokens incl. EOS) */
     double t_gen, t_inf, t_train;  /* seconds */
     double tokens;         /* sequence tokens processed in the step (B × T) */
+    double gen_version;    /* the weight version that generated the batch (the steps its weights had trained) */
+    double staleness;      /* the step less gen_version: 0 in a synchronous run, at most [ppo] max_staleness */
+    double rollout_bytes;  /* the rollout's bytes between ranks in the step (rollq.h) */
     int finite;            /* 0 when a loss or gradient norm was not finite */
     char sample[128];      /* one decoded example "R1234=4321$ (1.00)" */
 } StepStats;

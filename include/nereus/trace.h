@@ -74,6 +74,8 @@ typedef struct TraceStep {
     double kl_k3;                /* grpo: the mean k3 KL(actor‖ref) of the updates (StepStats.kl_k3); ppo: 0 */
     double logp_gap, gen_kl;     /* the generating against the scoring actor (StepStats) */
     double tis_mean, tis_capped; /* the truncated importance weights of the updates (StepStats) */
+    int64_t gen_version, staleness; /* the batch's weight version and the step less it (StepStats) */
+    double rollout_bytes;        /* the rollout's bytes between ranks (StepStats) */
 } TraceStep;
 
 /* collective over world: reduces the step's stage records (counters.h) and
@@ -144,6 +146,8 @@ void trace_signals(Trace *t, const TraceSignals *g);
 /* rank 0: one evaluation on the held-out prompts (the /eval row) */
 void trace_eval(Trace *t, const TraceEvalRow *r);
 /* rank 0: one decoded prompt and response of a text run (the /samples row; strings_fnv is computed here) */
+/* rank 0: the /ranks rows of one step (n: the job's ranks) */
+void trace_ranks(Trace *t, const TraceRanksRow *rows, int n);
 void trace_sample(Trace *t, int64_t step, int row, double reward, const char *prompt, const char *response);
 /* rank 0, once when the live planner starts: its policy and machine model
  * (the /planner dataset's attributes; TracePlanner is in trace_schema.h). */

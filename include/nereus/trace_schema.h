@@ -57,6 +57,7 @@ typedef enum TraceTableId {
     TRACE_SIGNALS,
     TRACE_EVAL,
     TRACE_SAMPLES,
+    TRACE_RANKS,
     TRACE_NTABLES
 } TraceTableId;
 
@@ -112,6 +113,8 @@ typedef struct TraceStepsRow {
         grad_norm_actor, grad_norm_critic, sync_bytes;
     double kl_k3; /* grpo's k3 KL term (ppo: 0) */
     double logp_gap, gen_kl, tis_mean, tis_capped; /* the generating against the scoring actor; TIS */
+    int64_t gen_version, staleness;                /* the batch's weight version, and the step less it */
+    double rollout_bytes;                          /* the rollout's bytes between ranks */
 } TraceStepsRow;
 
 typedef struct TraceStagesRow {
@@ -169,6 +172,11 @@ typedef struct TraceEvalRow {
     double accuracy, reward, format_rate, mean_len;
 } TraceEvalRow;
 
+typedef struct TraceRanksRow {
+    int64_t step;
+    int32_t rank, producer, consumer;
+    double busy_s, idle_s;
+} TraceRanksRow;
 typedef struct TraceSamplesRow {
     int64_t step;
     int32_t row;

@@ -689,6 +689,25 @@ static int put_i64(H5Err *e, hid_t loc, const char *name, int64_t v) {
     return h5_attr_put(e, loc, name, H5T_STD_I64LE, H5T_NATIVE_INT64, 0, &v);
 }
 
+/* /meta/rollout_queue: the packed queue of rollouts (int32, 1-D) with a `checksum` attribute (nr_cksum_f32 of its
+ * words' bits), written where the run has batches generated and not yet trained */
+static int put_queue(H5Err *e, hid_t g, const CkptMeta *meta) {
+    if (!meta->queue || meta->queue_words <= 0) return 0;
+    hsize_t n = (hsize_t)meta->queue_words;
+    hid_t s = -1, d = -1;
+    h5Check(e, s = H5Screate_simple(1, &n, NULL));
+    h5Check(e, d = H5Dcreate2(g, "rollout_queue", H5T_STD_I32LE, s, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+    h5Check(e, H5Dwrite(d, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, meta->queue));
+    if (put_i64(e, d, "checksum", (int64_t)nr_cksum_f32((const float *)meta->queue, (size_t)n, 0))) goto fail;
+    H5Dclose(d);
+    H5Sclose(s);
+    return 0;
+fail:
+    if (d >= 0) H5Dclose(d);
+    if (s >= 0) H5Sclose(s);
+    return -1;
+}
+
 /* rank 0, serially: the file, groups, attributes and every dataset at full size with its space allocated */
 static int write_skeleton(H5Err *e, const char *tmp, const CkptMeta *meta, const Name *nm, int nn) {
     hid_t f = -1, g = -1, mg = -1, sg = -1, s = -1, d = -1, dcpl = -1;
@@ -713,7 +732,7 @@ static int write_skeleton(H5Err *e, const char *tmp, const CkptMeta *meta, const
         h5_attr_put_str(e, g, "created", created) || h5_attr_put_str(e, g, "rng", rng) ||
         h5_attr_put_str(e, g, "data_position", pos) || h5_dset_put_str(e, g, "deck", meta->deck ? meta->deck : "") ||
         h5_dset_put_str(e, g, "plan", meta->plan ? meta->plan : "") ||
-        (meta->data_hash && put_i64(e, g, "data_hash", (int64_t)meta->data_hash)))
+        (meta->data_hash && put_i64(e, g, "data_hash", (int64_t)meta->data_hash)) || put_queue(e, g, meta))
         goto fail;
     H5Gclose(g);
     g = -1;
@@ -913,18 +932,51 @@ out:
 typedef struct Head {
     int rc;
     char why[MSG];
-    int64_t step, sft_done, seed, deck_len, plan_len, data_hash;
+    int64_t step, sft_done, seed, deck_len, plan_len, data_hash, queue_words;
 } Head;
 
+/* /meta/rollout_queue (put_queue) into a malloc'd *q with its word count in h; nothing when absent; a checksum
+ * that does not match is refused */
+static int get_queue(H5Err *e, hid_t g, Head *h, int32_t **q) {
+    if (H5Lexists(g, "rollout_queue", H5P_DEFAULT) <= 0) return 0;
+    hid_t d = -1, s = -1;
+    h5Check(e, d = H5Dopen2(g, "rollout_queue", H5P_DEFAULT));
+    h5Check(e, s = H5Dget_space(d));
+    hsize_t n = 0;
+    if (H5Sget_simple_extent_ndims(s) != 1 || H5Sget_simple_extent_dims(s, &n, NULL) < 0 || n == 0) {
+        h5_err(e, "%s: dataset /meta/rollout_queue: not a 1-D array of words", e->path);
+        goto fail;
+    }
+    *q = nr_xmalloc((size_t)n * sizeof(int32_t));
+    h5Check(e, H5Dread(d, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, *q));
+    int64_t sum = 0;
+    if (h5_attr_get(e, d, "/meta/rollout_queue", "checksum", H5T_NATIVE_INT64, 0, &sum)) goto fail;
+    if ((uint64_t)sum != nr_cksum_f32((const float *)*q, (size_t)n, 0)) {
+        h5_err(e, "%s: dataset /meta/rollout_queue: checksum mismatch: the file is corrupt", e->path);
+        goto fail;
+    }
+    h->queue_words = (int64_t)n;
+    H5Sclose(s);
+    H5Dclose(d);
+    return 0;
+fail:
+    free(*q);
+    *q = NULL;
+    if (s >= 0) H5Sclose(s);
+    if (d >= 0) H5Dclose(d);
+    return -1;
+}
+
 /* /meta's step, sft_done, seed and the deck and plan texts (malloc'd), as a restart takes them */
-static int read_meta(H5Err *e, hid_t f, Head *h, char **deck, char **plan) {
+static int read_meta(H5Err *e, hid_t f, Head *h, char **deck, char **plan, int32_t **queue) {
     hid_t g = -1;
     h5Check(e, g = H5Gopen2(f, "/meta", H5P_DEFAULT));
     if (h5_attr_get(e, g, "/meta", "step", H5T_NATIVE_INT64, 0, &h->step) ||
         h5_attr_get(e, g, "/meta", "sft_done", H5T_NATIVE_INT64, 0, &h->sft_done) ||
         h5_attr_get(e, g, "/meta", "seed", H5T_NATIVE_INT64, 0, &h->seed) || h5_dset_get_str(e, g, "deck", deck) ||
         h5_dset_get_str(e, g, "plan", plan) ||
-        (H5Aexists(g, "data_hash") > 0 && h5_attr_get(e, g, "/meta", "data_hash", H5T_NATIVE_INT64, 0, &h->data_hash)))
+        (H5Aexists(g, "data_hash") > 0 && h5_attr_get(e, g, "/meta", "data_hash", H5T_NATIVE_INT64, 0, &h->data_hash)) ||
+        (queue && get_queue(e, g, h, queue)))
         goto fail;
     H5Gclose(g);
     return 0;
@@ -936,11 +988,11 @@ fail:
 /* rank 0, serially: everything about the file that needs no data: flag, format, meta, each name's config
  * against the deck's, the datasets' presence and shapes, the stored checksums */
 static int read_head(H5Err *e, const char *path, Name *nm, int nn, const int *need_adam, Head *h, char **deck,
-                     char **plan, uint64_t *stored) {
+                     char **plan, int32_t **queue, uint64_t *stored) {
     hid_t f = -1, g = -1;
     f = open_serial(e, path, H5F_ACC_RDONLY);
     if (f < 0) return -1;
-    if (check_meta(e, f) || read_meta(e, f, h, deck, plan)) goto fail;
+    if (check_meta(e, f) || read_meta(e, f, h, deck, plan, queue)) goto fail;
     for (int k = 0; k < nn; k++) {
         char gp[160];
         snprintf(gp, sizeof gp, "/models/%s", nm[k].name);
@@ -991,6 +1043,7 @@ int ckpt_read(const char *path, MPI_Comm comm, CkptMeta *meta, CkptModel *models
     int ename[16], any_m[16], adam_on[16], nn = 0, rc = -1;
     uint64_t *stored = NULL, *sums = NULL;
     char *deck = NULL, *plan = NULL;
+    int32_t *queue = NULL;
     if (names_build(comm, models, n, nm, &nn, ename, any_m, adam_on, "ckpt_read", msg, sizeof msg)) goto out;
     int need_adam[16];
     for (int k = 0; k < nn; k++) need_adam[k] = nm[k].aentry >= 0;
@@ -1000,7 +1053,7 @@ int ckpt_read(const char *path, MPI_Comm comm, CkptMeta *meta, CkptModel *models
     Head h;
     memset(&h, 0, sizeof h);
     if (me == 0) {
-        h.rc = read_head(&e, path, nm, nn, need_adam, &h, &deck, &plan, stored);
+        h.rc = read_head(&e, path, nm, nn, need_adam, &h, &deck, &plan, &queue, stored);
         snprintf(h.why, sizeof h.why, "%s", msg);
         h.deck_len = deck ? (int64_t)strlen(deck) : 0;
         h.plan_len = plan ? (int64_t)strlen(plan) : 0;
@@ -1022,6 +1075,10 @@ int ckpt_read(const char *path, MPI_Comm comm, CkptMeta *meta, CkptModel *models
     }
     mpiCheck(MPI_Bcast(deck, (int)h.deck_len + 1, MPI_CHAR, 0, comm));
     mpiCheck(MPI_Bcast(plan, (int)h.plan_len + 1, MPI_CHAR, 0, comm));
+    if (h.queue_words > 0) { /* small: a few batches of tokens */
+        if (me != 0) queue = nr_xmalloc((size_t)h.queue_words * sizeof(int32_t));
+        mpiCheck(MPI_Bcast(queue, (int)h.queue_words, MPI_INT32_T, 0, comm));
+    }
     int want[16 * NKIND];
     for (int k = 0; k < nn; k++) {
         nm[k].file_adam = fa[k];
@@ -1100,11 +1157,15 @@ int ckpt_read(const char *path, MPI_Comm comm, CkptMeta *meta, CkptModel *models
         meta->data_hash = (uint64_t)h.data_hash;
         meta->deck = deck;
         meta->plan = plan;
+        meta->queue = queue;
+        meta->queue_words = h.queue_words;
         deck = plan = NULL;
+        queue = NULL;
     }
 out:
     free(deck);
     free(plan);
+    free(queue);
     free(stored);
     free(sums);
     if (why && len) snprintf(why, len, "%s", rc ? msg : "");
@@ -1115,7 +1176,10 @@ void ckpt_meta_free(CkptMeta *meta) {
     if (!meta) return;
     free((char *)meta->deck);
     free((char *)meta->plan);
+    free((int32_t *)meta->queue);
     meta->deck = meta->plan = NULL;
+    meta->queue = NULL;
+    meta->queue_words = 0;
 }
 
 /* ---- one-process queries ------------------------------------------------------ */
@@ -1229,7 +1293,7 @@ int ckpt_verify(const char *path, char *why, size_t len) {
     hid_t f = open_serial(&e, path, H5F_ACC_RDONLY), g = -1;
     char names[16][64], *deck = NULL, *plan = NULL;
     Head h;
-    int mrc = f < 0 ? -1 : check_meta(&e, f) ? -1 : read_meta(&e, f, &h, &deck, &plan); /* what a restart reads */
+    int mrc = f < 0 ? -1 : check_meta(&e, f) ? -1 : read_meta(&e, f, &h, &deck, &plan, NULL); /* what a restart reads */
     free(deck);
     free(plan);
     if (mrc) goto out;
@@ -1414,7 +1478,10 @@ void ckpt_meta_free(CkptMeta *meta) {
     if (!meta) return;
     free((char *)meta->deck);
     free((char *)meta->plan);
+    free((int32_t *)meta->queue);
     meta->deck = meta->plan = NULL;
+    meta->queue = NULL;
+    meta->queue_words = 0;
 }
 int ckpt_model_config(const char *path, const char *name, GPTConfig *cfg, int *has_adam, char *why, size_t len) {
     snprintf(why, len, "%s: %s", path, NO_HDF5);

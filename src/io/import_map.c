@@ -55,7 +55,7 @@ int import_write_ckpt(const char *out_path, const GPTConfig *c, const float *ful
     char plan[4096 + 64], part[4096 + 8];
     snprintf(plan, sizeof plan, "imported from %s (1 process)\n", source);
     snprintf(part, sizeof part, "%s%s", out_path, tok ? ".part" : "");
-    CkptMeta meta = {0, 0, 0, "", plan, 0};
+    CkptMeta meta = {0, 0, 0, "", plan, 0, NULL, 0};
     CkptModel ms[2] = {{"actor", c, &m, 1, 0}, {"ref", c, &m, 1, 0}};
     int rc = ckpt_write(part, MPI_COMM_SELF, &meta, ms, 2, why, len);
     gpt_free(&m);

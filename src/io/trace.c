@@ -539,6 +539,9 @@ void trace_step(Trace *t, MPI_Comm world, const TraceStep *s) {
     r.gen_kl = s->gen_kl;
     r.tis_mean = s->tis_mean;
     r.tis_capped = s->tis_capped;
+    r.gen_version = s->gen_version;
+    r.staleness = s->staleness;
+    r.rollout_bytes = s->rollout_bytes;
     TraceStagesRow rows[PLAN_NSTAGES];
     int n = 0;
     for (int id = 0; id < PLAN_NSTAGES; id++) {
@@ -627,6 +630,11 @@ void trace_signals(Trace *t, const TraceSignals *g) {
 void trace_eval(Trace *t, const TraceEvalRow *r) {
     if (!t || t->rank != 0 || !t->open) return;
     trace_append(t, TRACE_EVAL, r, 1);
+}
+
+void trace_ranks(Trace *t, const TraceRanksRow *rows, int n) {
+    if (!t || t->rank != 0 || !t->open || n <= 0) return;
+    trace_append(t, TRACE_RANKS, rows, n);
 }
 
 void trace_sample(Trace *t, int64_t step, int row, double reward, const char *prompt, const char *response) {
@@ -745,6 +753,7 @@ void trace_refused(Trace *t, int64_t step, int plan_id, const char *reason) {}
 void trace_signals(Trace *t, const TraceSignals *g) {}
 void trace_eval(Trace *t, const TraceEvalRow *r) {}
 void trace_sample(Trace *t, int64_t step, int row, double reward, const char *prompt, const char *response) {}
+void trace_ranks(Trace *t, const TraceRanksRow *rows, int n) {}
 void trace_planner(Trace *t, const TracePlanner *p) {}
 void trace_close(Trace *t, MPI_Comm world, const char *status, int64_t ppo_steps, double ppo_s) {}
 #endif

@@ -67,6 +67,11 @@ static const TraceColumn steps_cols[] = {
     {F64(R, tis_mean), NEW, "", "[ppo] tis_cap: the mean truncated importance weight min(π_old/π_gen, cap) of the "
                                 "updates' tokens; 1 with tis_cap 0; read as 0 when absent"},
     {F64(R, tis_capped), NEW, "", "[ppo] tis_cap: the fraction of the updates' tokens whose weight the cap truncated"},
+    {I64(R, gen_version), NEW, "", "the weight version that generated the step's batch: the PPO steps its weights had "
+                                   "trained (docs/ASYNC.md); read as 0 when absent"},
+    {I64(R, staleness), NEW, "", "the step less gen_version: 0 in a synchronous run, at most [ppo] max_staleness"},
+    {F64(R, rollout_bytes), NEW, "bytes", "the rollout's bytes from the generating ranks to the ranks that use it "
+                                          "(point to point; rollq.h)"},
 };
 #undef R
 
@@ -221,6 +226,17 @@ static const TraceColumn eval_cols[] = {
 };
 #undef R
 
+#define R TraceRanksRow
+static const TraceColumn ranks_cols[] = {
+    {I64(R, step), REQ, "", "the PPO step"},
+    {I32(R, rank), REQ, "", "the job rank"},
+    {I32(R, producer), REQ, "", "1: the rank generates (a member of actor.gen)"},
+    {I32(R, consumer), REQ, "", "1: the rank scores or trains (a member of another model-stage that holds a model)"},
+    {F64(R, busy_s), REQ, "s", "the rank's time in its model-stages' work in the step (counters.h's stage timers)"},
+    {F64(R, idle_s), REQ, "s", "the step's wall time (rank 0's) less busy_s: what the rank waited"},
+};
+#undef R
+
 #define R TraceSamplesRow
 static const TraceColumn samples_cols[] = {
     {I64(R, step), REQ, "", "PPO step"},
@@ -277,6 +293,11 @@ const TraceTable trace_tables[TRACE_NTABLES] = {
         "greedy evaluation on held-out prompts: before PPO, every [eval] every steps, after the last",
         "One row per evaluation of the held-out prompts ([data] eval, or the digit tasks' held-out ones): before "
         "the first PPO step, every `[eval] every` steps and after the last; absent in traces written before it."},
+    [TRACE_RANKS] = {"ranks", sizeof(TraceRanksRow), 64, 0, 0, ranks_cols, NCOL(ranks_cols),
+        "each rank's busy and idle time per PPO step",
+        "One row per rank and PPO step: the rank's roles, its time in its model-stages' work and the rest of the "
+        "step's wall time, which it waited (on a disaggregated plan, what asynchronous rollouts win back); absent "
+        "in traces written before it."},
     [TRACE_SAMPLES] = {"samples", sizeof(TraceSamplesRow), 16, 0, 0, samples_cols, NCOL(samples_cols),
         "decoded prompts and responses of a text run with their rewards, every [trace] samples steps",
         "A few rows of the batch every `[trace] samples` steps of a text run (`[data]`): the prompt and the "

@@ -167,6 +167,7 @@ void job_build(Job *j, MPI_Comm world, const Config *cfg, const Backend *be, con
     j->plan = cfg->plan;
     MPI_Comm_dup(world, &j->xcomm);
     j->staleness = cfg->ppo.max_staleness;
+    rollq_init(j);
     for (int i = 0; i < PLAN_NSTAGES; i++) {
         Stage *s = &j->st[i];
         s->id = i;
@@ -189,6 +190,7 @@ void job_free(Job *j) {
     free(j->px.kept);
     job_sync_plan_free(j);
     if (j->xcomm != MPI_COMM_NULL && j->xcomm) MPI_Comm_free(&j->xcomm);
+    rollq_free(j);
     rollout_free(&j->G);
     rollout_free(&j->L);
     free(j->win);

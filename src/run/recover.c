@@ -21,6 +21,7 @@ void job_revoke(Job *j) {
             if (c[k] != MPI_COMM_NULL && c[k] != 0) ft_revoke(c[k]);
     }
     if (j->xcomm != MPI_COMM_NULL && j->xcomm) ft_revoke(j->xcomm);
+    rollq_revoke(j);
     if (j->world != MPI_COMM_NULL && j->world) ft_revoke(j->world);
 }
 
@@ -30,6 +31,11 @@ void job_abandon(Job *j) {
     job_sync_plan_free(j);
     rollout_free(&j->G);
     rollout_free(&j->L);
+    for (int i = 0; i < ROLLQ_SLOTS; i++) free(j->rq.slot[i].rows); /* its communicators are revoked: dropped */
+    for (int i = 0; i < j->rq.nsend; i++) free(j->rq.sendbuf[i]);
+    free(j->rq.req);
+    free(j->rq.gen_leader);
+    free(j->rq.needers);
     free(j->win);
     free(j->scratch);
     memset(j, 0, sizeof *j);

@@ -116,8 +116,12 @@ int job_checkpoint(Job *j, int64_t step, int64_t sft_done, const char *deck_text
     ckpt_name(j, step, path_out, path_len);
     CkptModel cm[8];
     int n = job_ckpt_models(j, cm);
-    CkptMeta meta = {step, sft_done, cfg->run.seed, deck_text, plan_text, job_data_hash(j)};
-    if (ckpt_write(path_out, j->world, &meta, cm, n, why, why_len) != 0) return -1;
+    int32_t *queue = NULL; /* the batches generated ahead and not trained yet (rank 0 has them) */
+    size_t qn = rollq_pack(j, step, &queue);
+    CkptMeta meta = {step, sft_done, cfg->run.seed, deck_text, plan_text, job_data_hash(j), queue, (int64_t)qn};
+    int rc = ckpt_write(path_out, j->world, &meta, cm, n, why, why_len);
+    free(queue);
+    if (rc != 0) return -1;
     /* keep the newest [ckpt] keep up to this one. A later step's file (another run's of the same name, left
        in the directory) is no part of this series: counted as the newest, it would make keep = 1 delete the
        checkpoint just written */
@@ -252,6 +256,18 @@ int job_restart(Job *j, const char *path, int64_t *step, int64_t *sft_done, int 
                  cfg->data.train[0] ? cfg->data.train : "is not set", (unsigned long long)job_data_hash(j));
         ckpt_meta_free(&meta);
         return -1;
+    }
+    if (meta.queue) { /* a run with batches generated ahead ([ppo] max_staleness): they are trained next */
+        char w[256];
+        if (rollq_unpack(j, meta.step, meta.queue, (size_t)meta.queue_words, w, sizeof w) != 0) {
+            snprintf(why, why_len, "%s: %s", used, w);
+            ckpt_meta_free(&meta);
+            return -1;
+        }
+        if (j->rank == 0)
+            nr_log("restart: %lld rollout batch(es) generated before the checkpoint (steps %lld to %lld) are "
+                   "trained next, as in the run that wrote it\n", (long long)(j->rq.gen_next - meta.step),
+                   (long long)meta.step, (long long)j->rq.gen_next - 1);
     }
     *step = meta.step;
     *sft_done = meta.sft_done;

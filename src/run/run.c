@@ -20,6 +20,7 @@
 #include "nereus/backend_cuda.h"
 #endif
 #include "nereus/comm.h"
+#include "nereus/counters.h"
 #include "nereus/cpu_kernels.h"
 #include "nereus/emu.h"
 #include "nereus/ft.h"
@@ -191,6 +192,10 @@ typedef struct RunCtx {
     double eval_before, eval_after, eval_accuracy; /* mean rewards; the last evaluation's accuracy */
     double *rewards, *kls;        /* (ppo.steps + 1) the PPO steps this job ran: [0, done_steps) */
     double *gaps, *genkls;        /* (ppo.steps + 1) each step's logp_gap and gen_kl (StepStats) */
+    double step_s;                /* the PPO steps' wall seconds, summed (verify.ppo_mean_step_s) */
+    double rollout_bytes;         /* the rollout's bytes between ranks, summed over the steps */
+    int64_t stale_hist[ROLLQ_SLOTS]; /* steps by the staleness of their batch */
+    double *busy, *idle;          /* rank 0: (world) each rank's busy and idle seconds, summed over the steps */
     int done_steps;
     int64_t last_ckpt;            /* step of the last checkpoint this job wrote */
     int64_t final_step;           /* PPO steps done at the end */
@@ -232,6 +237,8 @@ static void run_release(RunCtx *r) {
     free(r->kls);
     free(r->gaps);
     free(r->genkls);
+    free(r->busy);
+    free(r->idle);
     free(r->deck_text);
     if (r->have_lp) live_free(&r->lp);
     if (r->have_inj) inject_free(&r->inj);
@@ -596,6 +603,10 @@ static void run_start_ppo(RunCtx *r) {
     r->kls = nr_xcalloc((size_t)cfg->ppo.steps + 1, sizeof(double));
     r->gaps = nr_xcalloc((size_t)cfg->ppo.steps + 1, sizeof(double));
     r->genkls = nr_xcalloc((size_t)cfg->ppo.steps + 1, sizeof(double));
+    free(r->busy);
+    free(r->idle);
+    r->busy = nr_xcalloc((size_t)r->world + 1, sizeof(double));
+    r->idle = nr_xcalloc((size_t)r->world + 1, sizeof(double));
 }
 
 /* collective over nr_world(), before PPO step `step`: the live planner's decision and the deck's
@@ -640,6 +651,44 @@ static int run_change_plan(RunCtx *r, int step) {
     return 0;
 }
 
+/* collective over nr_world(): each rank's time in its model-stages' work in the step of dt seconds (rank 0's
+ * wall) and the rest, which it waited: the trace's /ranks rows, and the sums the run's end reports */
+static void run_rank_times(RunCtx *r, int step, double dt) {
+    Job *j = &r->job;
+    int n = j->size;
+    double wall[PLAN_NSTAGES], cpu[PLAN_NSTAGES], *v = nr_xcalloc((size_t)3 * n, sizeof(double));
+    counters_rank_last(wall, cpu);
+    for (int i = 0; i < PLAN_NSTAGES; i++) v[j->rank] += wall[i];
+    v[n + j->rank] = j->rq.producer;
+    v[2 * n + j->rank] = j->rq.consumer;
+    comm_allreduce_sum_f64(j->world, v, (size_t)3 * n);
+    if (j->rank == 0) {
+        TraceRanksRow *rows = nr_xcalloc((size_t)n, sizeof *rows);
+        for (int k = 0; k < n; k++) {
+            double idle = dt > v[k] ? dt - v[k] : 0;
+            rows[k] = (TraceRanksRow){step, k, (int32_t)v[n + k], (int32_t)v[2 * n + k], v[k], idle};
+            if (k < r->world) r->busy[k] += v[k], r->idle[k] += idle;
+        }
+        trace_ranks(r->tr, rows, n);
+        free(rows);
+    }
+    free(v);
+}
+
+/* rank 0: the steps' mean time, the rollout's bytes, the staleness of the batches trained and each rank's mean
+ * busy and idle time per step (what an asynchronous plan wins back: docs/ASYNC.md) */
+static void run_report_ranks(const RunCtx *r) {
+    int n = r->done_steps;
+    if (n <= 0 || r->job.rank != 0) return;
+    nr_log("rollout: K = %d ([ppo] max_staleness); %.2f s a step; %.0f bytes a step between ranks; staleness of the "
+           "batches trained:", r->job.staleness, r->step_s / n, r->rollout_bytes / n);
+    for (int k = 0; k < ROLLQ_SLOTS; k++)
+        if (r->stale_hist[k]) nr_log(" %d: %lld step(s)", k, (long long)r->stale_hist[k]);
+    nr_log("\nranks: busy / idle seconds per step:");
+    for (int k = 0; k < NR_MIN(r->world, 64); k++) nr_log(" %d: %.3f / %.3f", k, r->busy[k] / n, r->idle[k] / n);
+    nr_log("%s\n", r->world > 64 ? " ..." : "");
+}
+
 /* collective over nr_world(): PPO step `step`, what the planner observes of it, its trace row and its
  * progress line. Returns 0, or −1 on a non-finite loss or gradient (the run must stop). */
 static int run_ppo_step(RunCtx *r, int step) {
@@ -654,14 +703,19 @@ static int run_ppo_step(RunCtx *r, int step) {
     r->kls[r->done_steps] = st.kl;
     r->gaps[r->done_steps] = st.logp_gap;
     r->genkls[r->done_steps] = st.gen_kl;
-    r->tok_hash = hash_tokens(r->tok_hash, &j->G);
+    if (j->rq.needer) r->tok_hash = hash_tokens(r->tok_hash, &j->G); /* rank 0 reports it; a needer has G */
+    r->step_s += dt;
+    r->rollout_bytes += st.rollout_bytes;
+    r->stale_hist[NR_MIN(NR_MAX((int)st.staleness, 0), ROLLQ_SLOTS - 1)]++;
+    run_rank_times(r, step, dt);
     r->done_steps++;
     r->sync_time += times[3];
     r->sync_bytes = j->sync_bytes;
     TraceStep ts = {step, t0, dt, {times[0], times[1], times[2], times[3]}, st.tokens, st.reward, st.kl,
                     st.pg_loss, st.vf_loss, st.entropy, st.resp_len, st.clipfrac, st.approx_kl, st.grad_norm_actor,
                     st.grad_norm_critic, j->sync_bytes, j->G.T, j->G.T - rollout_longest(&j->G), &j->plan, r->plan_id,
-                    st.kl_k3, st.logp_gap, st.gen_kl, st.tis_mean, st.tis_capped};
+                    st.kl_k3, st.logp_gap, st.gen_kl, st.tis_mean, st.tis_capped, (int64_t)st.gen_version,
+                    (int64_t)st.staleness, st.rollout_bytes};
     trace_step(r->tr, nr_world(), &ts); /* collective */
     if (bad) {
         run_stop(r->stop, "step %d: non-finite loss or gradient (policy %g, value %g); stopping the run", step,
@@ -671,12 +725,14 @@ static int run_ppo_step(RunCtx *r, int step) {
     }
     if (step % r->cfg->run.log_every == 0 || step + 1 == r->cfg->ppo.steps) {
         char ex[96]; /* the first sequence, cut to the buffer with "..." (responses run to hundreds of tokens) */
-        run_sample_line(&j->G, ex, sizeof ex);
+        ex[0] = 0;
+        if (j->rank == 0) run_sample_line(&j->G, ex, sizeof ex); /* rank 0 has the rollout (a needer) */
         int grpo = ppo_is_grpo(r->cfg); /* no value loss: the k3 KL term of the actor loss in its column */
         nr_log("step %4d | reward %.3f | kl %+.4f | pg %+.4f | %s %.4f | ent %.3f | len %.2f | "
                "%.3fs: gen %.3fs inf %.3fs train %.3fs sync %.3fs | %.0f tok/s | %s (%.2f)\n",
                step, st.reward, st.kl, st.pg_loss, grpo ? "k3" : "vf", grpo ? st.kl_k3 : st.vf_loss, st.entropy,
-               st.resp_len, dt, times[0], times[1], times[2], times[3], st.tokens / dt, ex, j->G.task_reward[0]);
+               st.resp_len, dt, times[0], times[1], times[2], times[3], st.tokens / dt, ex,
+               j->rank == 0 ? j->G.task_reward[0] : 0.0);
     }
     return 0;
 }
@@ -1006,6 +1062,7 @@ static void run_ppo(RunCtx *r) {
     live_report(&r->lp);
     nr_log("ppo: %d steps in %.2fs; weight sync (%s) %.3fs in all, %.0f bytes per step\n", r->done_steps, r->ppo_s,
            cfg->transition.sync, r->sync_time, r->sync_bytes);
+    run_report_ranks(r);
     if (r->status == 0 && !r->stop_sig) {
         r->eval_after = run_eval(r, r->start_step + r->done_steps);
         nr_log("eval: greedy task reward on held-out prompts: %.4f after PPO (%.4f before)\n", r->eval_after,
@@ -1072,6 +1129,14 @@ static void run_print_rewards(const RunCtx *r, int n) {
     nr_log("verify.logp_gap_mean: %.6e\n", mean_range(r->gaps, 0, n));
     nr_log("verify.gen_kl_mean: %+.6e\n", mean_range(r->genkls, 0, n));
     if (ppo_tis_cap(r->cfg) > 0) nr_log("verify.tis_cap: %g\n", ppo_tis_cap(r->cfg));
+    nr_log("verify.max_staleness: %d\n", r->job.staleness);
+    nr_log("verify.staleness_hist:");
+    for (int k = 0; k < ROLLQ_SLOTS; k++)
+        if (r->stale_hist[k]) nr_log(" %d:%lld", k, (long long)r->stale_hist[k]);
+    nr_log("\n");
+    nr_log("verify.rollout_bytes_per_step: %.0f\n", r->rollout_bytes / n);
+    /* a time (the one line that differs between two runs of the same deck): what throughput checks read */
+    nr_log("verify.ppo_mean_step_s: %.6f\n", r->step_s / n);
 }
 
 /* rank 0: the verification block's model lines */

@@ -285,6 +285,7 @@ int job_transition(Job *j, const PlanConfig *np, int verify, JobTxReport *rep, c
     free(before);
     free(after);
     emu_cache_drop_prepared(&j->comms); /* collective: sets prepared for another plan, which no move took */
+    rollq_invalidate(j); /* collective: the rollout's roles go with the plan */
     double red[4] = {st.seconds, (double)st.mem_peak, nr_now() - t0, rep->setup_s};
     comm_allreduce_max_f64(j->world, red, 4);
     rep->engine_s = red[0];
