@@ -195,7 +195,8 @@ typedef struct DataConfig {
     int eval_size;             /* [data] eval_size: the first N eval prompts that fit; 0 = all */
     int eval_every;            /* [eval] every: PPO steps between evaluations on the held-out prompts (0: before
                                   and after PPO only) */
-    char chat[8];              /* [data] chat: auto | none */
+    int eval_prompts;          /* [eval] prompts: held-out prompts of the digit tasks per evaluation */
+    char chat[12];             /* [data] chat: auto | none (12 with eval_prompts' 4: no hole) */
     char train[CFG_STR];       /* [data] train: JSONL file of prompts ("" = no text data: the built-in tasks) */
     char eval[CFG_STR];        /* [data] eval: JSONL file of evaluation prompts ("" = none) */
     char prompt_key[64];       /* [data] prompt_key: the key of each line's prompt text */

@@ -352,6 +352,9 @@ const DeckKey deck_keys[] = {
     {"eval", "every", DECK_T_INT, 0, "0", GE(0), NONE, NULL, F_INT(data.eval_every),
      "PPO steps between greedy evaluations on the held-out prompts ([data] eval, or the digit tasks' held-out "
      "ones), each a progress line and an /eval row of the trace; 0 = before and after PPO only"},
+    {"eval", "prompts", DECK_T_INT, 0, "256", GE(1), LE(65536), NULL, F_INT(data.eval_prompts),
+     "held-out prompts of the digit tasks per evaluation, greedily decoded in batches of [ppo] batch (a text run "
+     "evaluates [data] eval, cut by eval_size)"},
     {"data", "train", DECK_T_STRING, 0, "", NONE, NONE, NULL, F_STR(data.train),
      "JSONL file of training prompts, one JSON object a line (docs/TEXT.md, \"Prompt datasets\"); each prompt is "
      "formatted with the chat template, tokenized once, and dropped (counted) when longer than [model] max_seq - "

@@ -214,7 +214,7 @@ float job_sft_step(Job *j, SftData *sd, int step) {
 
 EvalStats job_eval_greedy(Job *j, const TaskSet *held_out) {
     Stage *g = &j->st[PLAN_ACTOR_GEN];
-    int Bg = j->cfg->ppo.batch, nb = NR_MAX(1, 256 / Bg);
+    int Bg = j->cfg->ppo.batch, nb = NR_MAX(1, j->cfg->data.eval_prompts / Bg);
     uint64_t limit = UINT64_MAX;
     if (held_out->text) { /* every eval prompt once */
         limit = (uint64_t)held_out->text->ps->n;

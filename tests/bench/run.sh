@@ -32,6 +32,8 @@ tests/bench/plans.sh "$out"
 mkdir -p build/bench-io
 jobs/local.sh -np 4 build/bench/bench_ckpt "$out" build/bench-io
 jobs/local.sh -np 8 build/bench/bench_transition "$out" build/bench-io
+# asynchronous rollouts on 2 ranks: max_staleness 1 against 0, alternating
+tests/bench/async.sh "$out"
 # the live planner on 8 ranks: drift under payback vs static, the cost model on held-out plans
 tests/bench/live.sh "$out"
 # this build's cost model refitted on stored sweeps (tests/bench/dumps/: the same measurements every run)
