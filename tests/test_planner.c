@@ -2,8 +2,9 @@
  * hand-computed cases (admit, refuse, not faster, urgent), the drift
  * monitor (threshold, pool, reference reset, the horizon H), the shapes of
  * live models against the model's own accounting, cost-model rules, the search (a valid plan no slower than the colocated default, at
- * 32, 256 and 1,024 ranks, timed), and the refusal of models that cannot
- * fit the pool with what does not fit. */
+ * 32, 256 and 1,024 ranks, timed), asynchronous plans priced and searched
+ * for K (by hand, and the bound [planner] max_staleness respected), and the
+ * refusal of models that cannot fit the pool with what does not fit. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -405,6 +406,128 @@ static void check_search(const CostModel *cm, const Workload *w) {
         if (valid && N == 32) printf("%s", text);
         printf("planner_search_ms_%d: %.3f\n", N, st.seconds * 1e3);
     }
+}
+
+/* ---- asynchronous plans (planner.h: cost_plan_overlap) ---------------------------- */
+
+/* model-stage s of p: tp1 pp1 dp`dp` on ranks first .. first + dp − 1 */
+static void put(PlanConfig *p, int s, int dp, int first) {
+    PlanStage *ps = &p->stage[s];
+    memset(ps, 0, sizeof *ps);
+    *ps = (PlanStage){PLAN_SRC_DECK, 1, 1, dp, 0, dp, {0}};
+    for (int i = 0; i < dp; i++) ps->ranks[i] = (int16_t)(first + i);
+}
+
+/* on 16 ranks: actor.gen dp8 on 0-7, every other model-stage dp8 on gen_first .. gen_first + 7 */
+static PlanConfig split16(int rest_first) {
+    PlanConfig p;
+    memset(&p, 0, sizeof p);
+    snprintf(p.fill, sizeof p.fill, "auto");
+    put(&p, PLAN_ACTOR_GEN, 8, 0);
+    for (int s = 1; s < PLAN_NSTAGES; s++) put(&p, s, 8, rest_first);
+    return p;
+}
+
+/* the cost model's K at a bound: max_staleness and whether it is fixed */
+static CostModel with_k(const CostModel *cm0, int max_k, int fixed) {
+    CostModel cm = *cm0;
+    cm.max_staleness = max_k, cm.staleness_fixed = fixed;
+    return cm;
+}
+
+/* The price of a plan for K, by hand: with K = 0 every price is the phases' sum as before; actor.gen on ranks
+   of its own costs max(gen, scoring + training) + the rollout + sync with K = 1, the smallest K of that price
+   where the planner chooses; a colocated plan (or one sharing a single rank) costs the sum whatever K; on
+   shared cores without a core per busy rank nothing overlaps */
+static void check_async_price(const CostModel *cm0) {
+    Workload w = {512, 128, 1, 512, 2000, 2000, 0};
+    CostModel c0 = with_k(cm0, 0, 0), c2 = with_k(cm0, 2, 0), f1 = with_k(cm0, 1, 1), f2 = with_k(cm0, 2, 1);
+    PlanConfig dis = split16(8), col = split16(0), part = split16(7);
+    StepCost a, b, c, d;
+    double t0 = cost_plan(&c0, &dis, 16, &w, &a);
+    CHECK(a.staleness == 0 && !a.overlap && a.rollout_s == 0 &&
+              t0 == a.phase[0] + a.phase[1] + a.phase[2] + a.phase[3] + c0.overhead_s && a.sync_total == t0,
+          "K = 0: a split plan's price is its phases' sum, bit for bit (%.4f s = gen %.3f + inf %.3f + train %.3f + "
+          "sync %.3f)", t0, a.phase[0], a.phase[1], a.phase[2], a.phase[3]);
+    double t2 = cost_plan(&c2, &dis, 16, &w, &b);
+    double want = fmax(b.phase[0], b.phase[1] + b.phase[2]) + b.rollout_s + b.phase[3] + c2.overhead_s;
+    CHECK(cost_plan_overlap(&c2, &dis, 16) && b.overlap && b.staleness == 1 && t2 == want && b.sync_total == t0 &&
+              memcmp(a.phase, b.phase, sizeof a.phase) == 0 && t2 < t0 && b.rollout_s > 0 && b.rollout_s < 0.01 * t2,
+          "K <= 2 chosen, actor.gen on ranks 0-7, the rest on 8-15: K = 1, max(gen %.3f, inf + train %.3f) + rollout "
+          "%.5f + sync %.3f = %.4f s against %.4f synchronous", b.phase[0], b.phase[1] + b.phase[2], b.rollout_s,
+          b.phase[3], t2, t0);
+    double k1 = cost_plan(&f1, &dis, 16, &w, &c), k2 = cost_plan(&f2, &dis, 16, &w, &d);
+    CHECK(c.staleness == 1 && d.staleness == 2 && k1 == t2 && k2 == t2,
+          "fixed K = 1 and K = 2 on the split plan: the same price as the planner's K = 1 (%.4f, %.4f s): a larger K "
+          "brings nothing", k1, k2);
+    double s0 = cost_plan(&c0, &col, 16, &w, &a), s1 = cost_plan(&f1, &col, 16, &w, &b);
+    double s2 = cost_plan(&c2, &col, 16, &w, &c);
+    CHECK(!cost_plan_overlap(&f1, &col, 16) && b.staleness == 1 && !b.overlap && s1 == s0 && c.staleness == 0 &&
+              s2 == s0,
+          "colocated (every model-stage on 0-7): K = 1 fixed costs the synchronous %.4f s (%.4f); the planner "
+          "chooses K = 0 (%d)", s0, s1, c.staleness);
+    double p0 = cost_plan(&c0, &part, 16, &w, &a), p2 = cost_plan(&c2, &part, 16, &w, &b);
+    CHECK(!cost_plan_overlap(&c2, &part, 16) && b.staleness == 0 && p2 == p0,
+          "actor.gen on 0-7 and the rest on 7-14 share rank 7: no overlap priced, K = 0 (%.4f s = %.4f)", p2, p0);
+    /* reward.inf without a network holds nothing: on a gen rank it does not stop the overlap */
+    PlanConfig rw = dis;
+    put(&rw, PLAN_REWARD_INF, 1, 0);
+    CostModel nr = c2, wr = c2;
+    nr.have_rm = 0, wr.have_rm = 1;
+    CHECK(cost_plan_overlap(&nr, &rw, 16) && !cost_plan_overlap(&wr, &rw, 16),
+          "reward.inf on gen rank 0: overlap without a reward network, none with one");
+    CostModel sh = c2;
+    sh.hw.cores = 4; /* 8 busy ranks a node on 4 cores: generation and the rest would take cores from each other */
+    double h2 = cost_plan(&sh, &dis, 16, &w, &a);
+    CostModel sh8 = sh;
+    sh8.hw.cores = 8;
+    CHECK(!cost_plan_overlap(&sh, &dis, 16) && a.staleness == 0 && h2 == a.sync_total && cost_plan_overlap(&sh8, &dis, 16),
+          "shared cores: 8 busy ranks on 4 cores a node, no overlap (K = 0, %.4f s); on 8 cores, overlap", h2);
+    const double ph[3] = {3, 1, 1.5};
+    cost_plan(&c2, &dis, 16, &w, &b);
+    cost_plan(&c0, &dis, 16, &w, &a);
+    CHECK(cost_step_of_phases(&b, ph) == 3 + b.rollout_s + b.phase[3] && cost_step_of_phases(&a, ph) == 5.5 + a.phase[3],
+          "measured phases 3, 1, 1.5 s: combined as max(3, 2.5) + rollout + sync with overlap, 5.5 + sync without");
+}
+
+/* The search and [planner] max_staleness: −1 with the deck's K = 0, and 0, never choose K > 0 (the plan and its
+   price bit for bit those of a model without asynchronous rollouts); −1 with the deck's K = 1 runs every plan at
+   K = 1; a bound of 2 chooses K = 1 with actor.gen on ranks of its own, faster than the synchronous best; the 50/50
+   split puts actor.gen on the first half and everything else on the second */
+static void check_async_search(const CostModel *cm0) {
+    char why[512];
+    int N = 64;
+    Workload w = {512, 128, 1, 512, 2000, 2000, 0};
+    PlanConfig p0, pm, pz, pf, p2, ph;
+    StepCost s0, sm, sz, sf, s2, sh;
+    SearchStats st;
+    CostModel dk0 = with_k(cm0, 0, 1), zero = with_k(cm0, 0, 0), dk1 = with_k(cm0, 1, 1), two = with_k(cm0, 2, 0);
+    int rc = plan_search(cm0, N, &w, &p0, &s0, &st, why, sizeof why);
+    rc |= plan_search(&dk0, N, &w, &pm, &sm, &st, why, sizeof why);
+    rc |= plan_search(&zero, N, &w, &pz, &sz, &st, why, sizeof why);
+    CHECK(rc == 0 && plan_same(&p0, &pm) && plan_same(&p0, &pz) && sm.total == s0.total && sz.total == s0.total &&
+              sm.staleness == 0 && sz.staleness == 0 && !sm.overlap && !sz.overlap,
+          "[planner] max_staleness -1 (deck K 0) and 0: the synchronous search's plan and price (%.4f s), K = 0",
+          s0.total);
+    rc = plan_search(&dk1, N, &w, &pf, &sf, &st, why, sizeof why);
+    CHECK(rc == 0 && sf.staleness == 1 && sf.total <= s0.total,
+          "[planner] max_staleness -1 with the deck's K = 1: the plan runs at K = 1 (%.4f s, overlap %d)", sf.total,
+          sf.overlap);
+    rc = plan_search(&two, N, &w, &p2, &s2, &st, why, sizeof why);
+    CHECK(rc == 0 && s2.staleness == 1 && s2.overlap && cost_plan_overlap(&two, &p2, N) && s2.total < 0.9 * s0.total &&
+              p2.stage[PLAN_ACTOR_GEN].nranks < N,
+          "[planner] max_staleness 2: K = 1 with actor.gen on %d ranks of its own, %.4f s against the synchronous "
+          "%.4f s (gen %.3f, inf + train %.3f)", p2.stage[PLAN_ACTOR_GEN].nranks, s2.total, s0.total, s2.phase[0],
+          s2.phase[1] + s2.phase[2]);
+    rc = plan_search_mode(&two, N, NULL, N, &w, SEARCH_HALF, &ph, &sh, &st, why, sizeof why);
+    int halves = rc == 0;
+    for (int s = 0; s < PLAN_NSTAGES && halves; s++)
+        for (int i = 0; i < ph.stage[s].nranks; i++)
+            if (s != PLAN_REWARD_INF || two.have_rm)
+                halves &= s == PLAN_ACTOR_GEN ? ph.stage[s].ranks[i] < N / 2 : ph.stage[s].ranks[i] >= N / 2;
+    CHECK(halves && sh.overlap && sh.total >= s2.total,
+          "the 50/50 split: actor.gen on 0-31, the rest on 32-63, %.4f s, no faster than the planner's %.4f s",
+          sh.total, s2.total);
 }
 
 /* a model that cannot fit the pool */
@@ -874,6 +997,8 @@ int main(void) {
     check_shared_cores();
     check_fit_plans();
     check_search(&cm, &w);
+    check_async_price(&cm);
+    check_async_search(&cm);
     check_too_big(&cm, &w);
     ControllerJob *job = nr_xmalloc(sizeof *job);
     job->cm = cm;

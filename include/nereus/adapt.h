@@ -218,6 +218,9 @@ int adapt_guard(const AdaptGuard *g, double new_measured_s, double prev_pred_now
 /* a wider search's plan is taken when predicted faster by more than this fraction: about the cost model's own
    error on held-out plans (the live sweep8-wide's RMS error, docs/PERFORMANCE.md) */
 #define ADAPT_WIDE_MARGIN 0.05
+/* ADAPT_HALF or'ed into policy: the fixed 50/50 split instead (planner.h, SEARCH_HALF: actor.gen on the first half
+   of the pool, every other model-stage on the second), the simulator's asynchronous baseline */
+#define ADAPT_HALF 0x200
 int adapt_search(const CostModel *cm, const Workload *w, int policy, int nranks, const Observed *o, PlanConfig *out,
                  StepCost *sc, char *why, size_t len);
 

@@ -46,7 +46,9 @@
  * Step latency: the phases run one after another (gen, then the four
  * scoring stages, then the two trainings, then the weight sync); inside a
  * phase, model-stages on disjoint ranks overlap and those sharing a rank
- * add up, so a phase takes the largest per-rank sum. */
+ * add up, so a phase takes the largest per-rank sum. With asynchronous
+ * rollouts (CostModel.max_staleness ≥ 1) generation overlaps scoring and
+ * training where it has ranks of its own (cost_plan_overlap). */
 #ifndef NEREUS_PLANNER_H
 #define NEREUS_PLANNER_H
 
@@ -157,6 +159,12 @@ typedef struct CostModel {
                                  adds up for them (cal_fit, from the phase observations; the sweep: cal_phase_scales,
                                  against cost_plan's phases at the fitted factors); cost_plan multiplies each
                                  phase by it. 0 (the simulator, a model never fitted): 1 */
+    int max_staleness;        /* asynchronous rollouts (docs/PLANNER.md, "Asynchronous plans"): the largest K a plan
+                                 may run with ([planner] max_staleness, or the deck's [ppo] max_staleness where the
+                                 planner may not choose); 0: every plan synchronous, priced as the phases' sum */
+    int staleness_fixed;      /* 1: every plan runs with K = max_staleness (the deck's K, which the planner does not
+                                 change); 0: cost_plan gives each plan the smallest K in 0..max_staleness of its
+                                 lowest price (1 where generation overlaps and that is faster, else 0) */
 } CostModel;
 
 /* Seconds of one stage (PlanStageId) under layout l with the workload;
@@ -176,8 +184,28 @@ typedef struct StepCost {
     double peak_mem;
     int fits;
     int worst_rank;          /* the rank of peak_mem */
+    int staleness;           /* K the plan runs with: cost_plan's choice (CostModel.staleness_fixed 0) or the fixed K */
+    int overlap;             /* 1: K ≥ 1 and generation overlaps scoring and training (cost_plan_overlap) */
+    double rollout_s;        /* with overlap: the rollout's point-to-point transfer, in total */
+    double sync_total;       /* the plan's synchronous price (K = 0): the phases' sum, the sync and the overhead */
 } StepCost;
 double cost_plan(const CostModel *cm, const PlanConfig *plan, int nranks, const Workload *w, StepCost *sc);
+/* An asynchronous step (K ≥ 1: actor.gen generates the batch of step k + K while the other model-stages score
+ * and train step k's). Where actor.gen's ranks hold no other model-stage with a model (and, on shared cores,
+ * every node has a core for each rank the plan uses: generation and the rest then take no core from each
+ * other), the step costs max(gen, scoring + training) + the rollout's transfer + the weight sync + the
+ * overhead: the rollout goes point to point from each gen replica's leader to every EMU that holds a model
+ * (8 bytes a token: its id and its behaviour log-probability), then the sync runs as in a synchronous step.
+ * Where they share a rank, that rank runs its generation and then its other work, and the price is the
+ * synchronous sum (conservative: a partial overlap is not priced). K = 1 is all the overlap needs; a larger K
+ * changes nothing in the model's steady state, so the choice is the smallest K of the lowest price. With
+ * max_staleness 0, every price is the synchronous one, bit for bit. cost_plan_overlap: 1 when plan's
+ * generation can overlap (the condition above), whatever K. */
+int cost_plan_overlap(const CostModel *cm, const PlanConfig *plan, int nranks);
+/* The step from measured phases ph (gen, scoring, training; sync and overhead from sc) as sc's K combines them:
+ * max(ph[0], ph[1] + ph[2]) + sc's rollout and sync where sc overlaps, else their sum (the live planner's
+ * overhead is the measured step less this) */
+double cost_step_of_phases(const StepCost *sc, const double *ph);
 /* The scratch a plan is priced in (per-rank sums, the shared-core schedule: about 0.5 MB), caller-owned so that
  * the cost model keeps no state between calls: callers with a CostWork each can price plans at the same time.
  * cost_plan allocates one for the call; a caller pricing many plans makes one with cost_work_new and passes it
@@ -300,7 +328,13 @@ int plan_search_on(const CostModel *cm, int n, const int *map, int nranks_job, c
  * OpenRLHF-like plan; the pool's split into the three phases' budgets is
  * tried on a grid of N/32 ranks). The baselines of the simulator are the
  * best plans of their family, not a fixed default. */
-enum { SEARCH_ANY, SEARCH_COLOCATED, SEARCH_DISAGGREGATED };
+/* SEARCH_SPLIT: actor.gen on a block of ranks of its own, every other model-stage on the rest, each phase grouped
+ * there as SEARCH_ANY groups it (the asynchronous family: generation overlaps the rest, cost_plan_overlap); the
+ * block's size is where generation's time meets scoring's plus training's (a bisection on the frontiers: the
+ * one falls and the other rises with it), and the plans a few ranks either side are priced whole. SEARCH_ANY
+ * tries it too where cm->max_staleness ≥ 1 and keeps the faster plan. SEARCH_HALF: the same with actor.gen
+ * on the first half of the pool (the simulator's fixed 50/50 baseline). */
+enum { SEARCH_ANY, SEARCH_COLOCATED, SEARCH_DISAGGREGATED, SEARCH_SPLIT, SEARCH_HALF };
 /* the frontiers are also built for responses 2, 1/2, 1/4 and 1/8 times as long (search.c says why) */
 #define SEARCH_ALT_LENS 4
 #define SEARCH_REFINE_MAX 16

@@ -7,6 +7,12 @@
  * it starts from eff_default() and calibrates from the true stage times, as
  * the live planner calibrates from measured ones.
  *
+ * Asynchronous rollouts: the true cluster's and the planner's models price
+ * each plan for the K it runs with (planner.h, cost_plan_overlap; the bound
+ * is the scenario's truth.max_staleness) and every policy's search may
+ * choose an asynchronous split; sim_async compares the planner's choice
+ * with the best synchronous plan and a fixed 50/50 split.
+ *
  * Policies compared in one run:
  *   static      the best static plan: one that holds the run's longest
  *               responses and, of the best such plans for six lengths
@@ -117,6 +123,9 @@ typedef struct SimPolicy {
     int pool_free;          /* payback takes any faster plan at a pool change the plan survives, no rule */
     int wide;               /* 1: the search also for 2, 4, 8 times the responses' memory (adapt.h, ADAPT_WIDE);
                                −1: not; 0: the policy's own (payback's is wide) */
+    int sync;               /* 1: every plan synchronous (K = 0), whatever the scenario's bound: the best synchronous
+                               plan of the asynchronous comparison (sim_async) */
+    int half;               /* 1 (a fixed policy): the fixed 50/50 split (adapt.h, ADAPT_HALF) with K = 1 */
 } SimPolicy;
 
 typedef struct SimResult {
@@ -131,6 +140,10 @@ typedef struct SimResult {
     int reverts;            /* moves the measure-and-revert guard took back (counted in transitions too) */
     int moves_ahead;        /* moves that waited a step for their communicators (counted in transitions too) */
     double setup_hidden_s;  /* the communicator set-up those moves' waited steps covered (not in transition_s) */
+    int async_steps;        /* steps run with generation overlapping the rest (StepCost.overlap) */
+    int staleness;          /* the K of the last step */
+    int gen_ranks, ranks;   /* the last step's plan: actor.gen's ranks, and the ranks it uses in all */
+    double phase[4];        /* the last step's phases on the true cluster: gen, scoring, training, sync (s) */
 } SimResult;
 
 /* Published moves priced (issue #34). The engine's price of a → b as the simulator charges it (sim.c:
@@ -160,5 +173,15 @@ int sim_run(const SimScenario *sc, int policy, SimResult *res, char *why, size_t
 int sim_study(const SimScenario *sc, int seed0, int nseeds, int core);
 /* The same for a policy variant (sim_run is this with the scenario's γ and no variant). */
 int sim_run_as(const SimScenario *sc, const SimPolicy *sp, SimResult *res, char *why, size_t len);
+
+/* The asynchronous comparison (docs/PLANNER.md, "Asynchronous plans"), for a scenario whose planner may run
+ * asynchronous plans (truth.max_staleness ≥ 1): three fixed plans chosen as the static baseline chooses (knowing
+ * the trace), each over the whole trace on the true cluster: the planner's (the split of ranks and K chosen
+ * together, within the bound), the best synchronous one (K = 0), and the fixed 50/50 split (actor.gen on the
+ * first half of the pool, the rest on the second, K = 1). Returns 0, or −1 with why (one of them cannot run). */
+typedef struct SimAsync {
+    SimResult planner, sync, half;
+} SimAsync;
+int sim_async(const SimScenario *sc, SimAsync *r, char *why, size_t len);
 
 #endif

@@ -91,6 +91,8 @@ int adapt_search(const CostModel *cm, const Workload *w, int policy, int nranks,
                  StepCost *sc, char *why, size_t len) {
     SearchStats st;
     int wide = policy & ADAPT_WIDE;
+    if (policy & ADAPT_HALF)
+        return plan_search_mode(cm, o->npool, pool_map(o), nranks, w, SEARCH_HALF, out, sc, &st, why, len);
     policy &= ~ADAPT_WIDE;
     if (policy == ADAPT_VERL || policy == ADAPT_OPENRLHF)
         return plan_search_mode(cm, o->npool, pool_map(o), nranks, w,

@@ -383,6 +383,77 @@ static double stage_scaled(const PlanPhases *pp, int s, double k, double *scale)
 /* a stage's seconds under the plan, at the stretch of its most stretched rank */
 static double stage_in_plan(const PlanPhases *pp, int s, double *scale) { return stage_scaled(pp, s, pp->ks[s], scale); }
 
+/* ---- asynchronous rollouts (planner.h: cost_plan_overlap) --------------------------- */
+
+/* 1 when model-stage s of the plan holds a model (not an absent critic stage, not reward.inf without a reward
+   network: that one holds nothing and costs nothing) */
+static int holds_model(const CostModel *cm, const PlanConfig *plan, int s) {
+    if (!plan_stage_present(plan, s)) return 0;
+    return s != PLAN_REWARD_INF || cm->have_rm;
+}
+
+int cost_plan_overlap(const CostModel *cm, const PlanConfig *plan, int nranks) {
+    unsigned char use[PLAN_MAX_RANKS]; /* 1: actor.gen's, 2: another model-stage's */
+    if (nranks < 1 || nranks > PLAN_MAX_RANKS) return 0;
+    memset(use, 0, (size_t)nranks);
+    for (int s = 0; s < PLAN_NSTAGES; s++) {
+        const PlanStage *ps = &plan->stage[s];
+        if (!holds_model(cm, plan, s)) continue;
+        for (int i = 0; i < ps->nranks; i++) {
+            int r = ps->ranks[i];
+            if (r < 0 || r >= nranks) return 0;
+            use[r] |= s == PLAN_ACTOR_GEN ? 1 : 2;
+            if (use[r] == 3) return 0; /* a rank that generates and does other work: no overlap on it */
+        }
+    }
+    if (cm->hw.cores > 0) { /* shared cores: every busy rank of a node needs a core of its own */
+        int rpn = cm->hw.ranks_per_node > 0 ? cm->hw.ranks_per_node : 1;
+        for (int n0 = 0; n0 < nranks; n0 += rpn) {
+            int busy = 0;
+            for (int r = n0; r < n0 + rpn && r < nranks; r++) busy += use[r] != 0;
+            if (busy > cm->hw.cores) return 0;
+        }
+    }
+    return 1;
+}
+
+/* The rollout's transfer with overlap: each gen replica's leader sends its rows (the batch over actor.gen's dp)
+   to every other EMU holding a model, 8 bytes a token of prompt and response, side by side with the other
+   leaders; between nodes where the plan spans more than one */
+static double rollout_s(const CostModel *cm, const PlanConfig *plan, int nranks, const Workload *w) {
+    int dest = 0;
+    for (int s = 0; s < PLAN_NSTAGES; s++) dest += s != PLAN_ACTOR_GEN && holds_model(cm, plan, s);
+    const PlanStage *g = &plan->stage[PLAN_ACTOR_GEN];
+    double rows = (double)w->batch / (g->dp > 0 ? g->dp : 1);
+    double bytes = rows * (w->prompt_len + resp_longest(w)) * 8.0;
+    int inter = nranks > (cm->hw.ranks_per_node > 0 ? cm->hw.ranks_per_node : 1);
+    return dest * p2p_s(cm, bytes, inter);
+}
+
+/* sc (its synchronous price in total) priced for K: cost_plan_overlap's max(gen, scoring + training) plus the
+   rollout, the sync and the overhead where the plan overlaps and K ≥ 1; the synchronous sum otherwise. K is
+   the fixed one, or the smallest of the lowest price (1 where the overlap is faster, else 0) */
+static void price_async(const CostModel *cm, const PlanConfig *plan, int nranks, const Workload *w, StepCost *sc) {
+    int can = cost_plan_overlap(cm, plan, nranks);
+    double over = INFINITY, ro = 0;
+    if (can) {
+        ro = rollout_s(cm, plan, nranks, w);
+        over = fmax(sc->phase[0], sc->phase[1] + sc->phase[2]) + ro + sc->phase[3] + cm->overhead_s;
+    }
+    if (cm->staleness_fixed) sc->staleness = cm->max_staleness;
+    else sc->staleness = can && over < sc->sync_total;
+    if (sc->staleness > 0 && can) {
+        sc->overlap = 1;
+        sc->rollout_s = ro;
+        sc->total = over;
+    }
+}
+
+double cost_step_of_phases(const StepCost *sc, const double *ph) {
+    if (sc->overlap) return fmax(ph[0], ph[1] + ph[2]) + sc->rollout_s + sc->phase[3];
+    return ph[0] + ph[1] + ph[2] + sc->phase[3];
+}
+
 CostWork *cost_work_new(void) { return nr_xmalloc(sizeof(CostWork)); }
 
 void cost_work_free(CostWork *cw) { free(cw); }
@@ -419,6 +490,8 @@ double cost_plan_in(CostWork *cw, const CostModel *cm, const PlanConfig *plan, i
     }
     sc->phase[3] = sync;
     sc->total = sc->phase[0] + sc->phase[1] + sc->phase[2] + sc->phase[3] + cm->overhead_s;
+    sc->sync_total = sc->total;
+    if (cm->max_staleness > 0) price_async(cm, plan, nranks, w, sc);
     sc->fits = 1;
     for (int r = 0; r < nranks; r++) {
         if (pp->rm[r] > sc->peak_mem) {

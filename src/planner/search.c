@@ -197,6 +197,96 @@ static double search_disaggregated(const CostModel *cm, int N, Frontier *F, doub
     return best;
 }
 
+/* Phase ph's stages (1 scoring, 2 training) over the n ranks from `first`: every grouping into colocated groups
+   on disjoint blocks (colocated: only the one group), each split min–max; the fastest laid into out (NULL: not
+   laid). Returns its time (INFINITY: none). */
+static double lay_phase(const CostModel *cm, int ph, Frontier *F, double *cand, int n, int first, int colocated,
+                        PlanConfig *out, SearchStats *st) {
+    int stg[4], ns = phase_stages(cm, ph, stg);
+    int parts[15][4], np = colocated ? 1 : partitions(ns, parts), bestp = -1, bestn[4] = {0};
+    if (colocated) memset(parts[0], 0, sizeof parts[0]);
+    double bestT = INFINITY;
+    for (int p = 0; p < np; p++) {
+        int ng = 0, nrk[4];
+        for (int i = 0; i < ns; i++) ng = parts[p][i] + 1 > ng ? parts[p][i] + 1 : ng;
+        st->groupings++;
+        double T = split_groups(F, stg, ns, parts[p], ng, n, nrk, cand);
+        if (T < bestT) {
+            bestT = T;
+            bestp = p;
+            memcpy(bestn, nrk, sizeof nrk);
+        }
+    }
+    if (bestp < 0 || !out) return bestT;
+    int at[4] = {0}, ng = 0;
+    for (int i = 0; i < ns; i++) ng = parts[bestp][i] + 1 > ng ? parts[bestp][i] + 1 : ng;
+    at[0] = first;
+    for (int g = 1; g < ng; g++) at[g] = at[g - 1] + bestn[g - 1];
+    for (int i = 0; i < ns; i++) {
+        int g = parts[bestp][i];
+        place(&out->stage[stg[i]], F[stg[i]].l[bestn[g]], at[g]);
+    }
+    return bestT;
+}
+
+/* what every family's plan gets before it is priced: reward.inf without a network on rank 0, a critic-free job's
+   critic stages absent, the pool's ranks mapped to job ranks; then its price */
+static double finish_plan(CostWork *cw, const CostModel *cm, const int *map, int Njob, const Workload *w,
+                          PlanConfig *out, StepCost *sc) {
+    if (!cm->have_rm) place(&out->stage[PLAN_REWARD_INF], (GridLayout){1, 1, 1}, 0); /* holds no model */
+    if (cm->no_critic)
+        for (int s = PLAN_CRITIC_INF; s <= PLAN_CRITIC_TRAIN; s++) {
+            memset(&out->stage[s], 0, sizeof out->stage[s]);
+            out->stage[s].src = PLAN_SRC_ABSENT;
+        }
+    if (map)
+        for (int s = 0; s < PLAN_NSTAGES; s++)
+            for (int i = 0; i < out->stage[s].nranks; i++) out->stage[s].ranks[i] = (int16_t)map[out->stage[s].ranks[i]];
+    return cost_plan_in(cw, cm, out, Njob, w, sc);
+}
+
+/* the scoring and training phases on the n ranks after the first ng (the split family's "rest") */
+static double rest_time(const CostModel *cm, Frontier *F, double *cand, int N, int ng, SearchStats *st) {
+    return lay_phase(cm, 1, F, cand, N - ng, ng, 0, NULL, st) + lay_phase(cm, 2, F, cand, N - ng, ng, 0, NULL, st);
+}
+
+/* The split family (planner.h, SEARCH_SPLIT; half: SEARCH_HALF): actor.gen on ranks 0 .. ng−1, the scoring and
+   training phases on ng .. N−1. ng: the fewest ranks at which generation is no slower than the rest (the max of
+   the two is least there or one rank below), then the whole plans of ng − 2 .. ng + 2 priced; the fastest that
+   fits (else the fastest) into out, its price returned */
+static double search_split(CostWork *cw, const CostModel *cm, int N, const int *map, int Njob, const Workload *w,
+                           Frontier *F, double *cand, int half, PlanConfig *out, StepCost *sc, SearchStats *st) {
+    if (N < 2) return INFINITY;
+    int lo = 1, hi = N - 1, at = N - 1;
+    if (half) at = N / 2;
+    else
+        while (lo <= hi) { /* generation's time falls with ng, the rest's rises */
+            int mid = (lo + hi) / 2;
+            if (F[PLAN_ACTOR_GEN].t[mid] <= rest_time(cm, F, cand, N, mid, st)) at = mid, hi = mid - 1;
+            else lo = mid + 1;
+        }
+    PlanConfig trial;
+    StepCost tsc;
+    double best = INFINITY;
+    int best_fits = 0;
+    for (int ng = half ? at : at - 2; ng <= (half ? at : at + 2); ng++) {
+        if (ng < 1 || ng > N - 1 || !isfinite(F[PLAN_ACTOR_GEN].t[ng])) continue;
+        memset(&trial, 0, sizeof trial);
+        snprintf(trial.fill, sizeof trial.fill, "auto");
+        place(&trial.stage[PLAN_ACTOR_GEN], F[PLAN_ACTOR_GEN].l[ng], 0);
+        if (!isfinite(lay_phase(cm, 1, F, cand, N - ng, ng, 0, &trial, st)) ||
+            !isfinite(lay_phase(cm, 2, F, cand, N - ng, ng, 0, &trial, st)))
+            continue;
+        double T = finish_plan(cw, cm, map, Njob, w, &trial, &tsc);
+        if (!isfinite(T)) continue;
+        if ((tsc.fits && !best_fits) || (tsc.fits == best_fits && T < best)) {
+            best = T, best_fits = tsc.fits;
+            *out = trial, *sc = tsc;
+        }
+    }
+    return best;
+}
+
 /* wf: the workload the frontiers are built for (the stages' fastest layouts); w: the one the plan is priced and
    its memory checked for */
 static double search_capped(CostWork *cw, const CostModel *cm, int N, const int *map, int Njob, const Workload *wf,
@@ -208,52 +298,19 @@ static double search_capped(CostWork *cw, const CostModel *cm, int N, const int 
     }
     memset(out, 0, sizeof *out);
     snprintf(out->fill, sizeof out->fill, "auto");
+    if (mode == SEARCH_SPLIT || mode == SEARCH_HALF)
+        return search_split(cw, cm, N, map, Njob, w, F, cand, mode == SEARCH_HALF, out, sc, st);
     if (mode == SEARCH_DISAGGREGATED) {
         if (!isfinite(search_disaggregated(cm, N, F, cand, out, st))) return INFINITY;
-        goto priced;
+        return finish_plan(cw, cm, map, Njob, w, out, sc);
     }
     /* generation alone on the pool */
     if (!isfinite(F[PLAN_ACTOR_GEN].t[N])) return INFINITY;
     place(&out->stage[PLAN_ACTOR_GEN], F[PLAN_ACTOR_GEN].l[N], 0);
     /* scoring and training phases: every grouping (colocated: only the one group) */
-    int inf[4], trn[2], ninf = phase_stages(cm, 1, inf), ntrn = phase_stages(cm, 2, trn);
-    for (int ph = 0; ph < 2; ph++) {
-        const int *stg = ph == 0 ? inf : trn;
-        int ns = ph == 0 ? ninf : ntrn;
-        int parts[15][4], np = mode == SEARCH_COLOCATED ? 1 : partitions(ns, parts), bestp = -1, bestn[4] = {0};
-        if (mode == SEARCH_COLOCATED) memset(parts[0], 0, sizeof parts[0]);
-        double bestT = INFINITY;
-        for (int p = 0; p < np; p++) {
-            int ng = 0, nrk[4];
-            for (int i = 0; i < ns; i++) ng = parts[p][i] + 1 > ng ? parts[p][i] + 1 : ng;
-            st->groupings++;
-            double T = split_groups(F, stg, ns, parts[p], ng, N, nrk, cand);
-            if (T < bestT) {
-                bestT = T;
-                bestp = p;
-                memcpy(bestn, nrk, sizeof nrk);
-            }
-        }
-        if (bestp < 0) return INFINITY;
-        int first[4] = {0}, ng = 0;
-        for (int i = 0; i < ns; i++) ng = parts[bestp][i] + 1 > ng ? parts[bestp][i] + 1 : ng;
-        for (int g = 1; g < ng; g++) first[g] = first[g - 1] + bestn[g - 1];
-        for (int i = 0; i < ns; i++) {
-            int g = parts[bestp][i];
-            place(&out->stage[stg[i]], F[stg[i]].l[bestn[g]], first[g]);
-        }
-    }
-priced:
-    if (!cm->have_rm) place(&out->stage[PLAN_REWARD_INF], (GridLayout){1, 1, 1}, 0); /* holds no model */
-    if (cm->no_critic)
-        for (int s = PLAN_CRITIC_INF; s <= PLAN_CRITIC_TRAIN; s++) {
-            memset(&out->stage[s], 0, sizeof out->stage[s]);
-            out->stage[s].src = PLAN_SRC_ABSENT;
-        }
-    if (map)
-        for (int s = 0; s < PLAN_NSTAGES; s++)
-            for (int i = 0; i < out->stage[s].nranks; i++) out->stage[s].ranks[i] = (int16_t)map[out->stage[s].ranks[i]];
-    return cost_plan_in(cw, cm, out, Njob, w, sc);
+    for (int ph = 1; ph <= 2; ph++)
+        if (!isfinite(lay_phase(cm, ph, F, cand, N, 0, mode == SEARCH_COLOCATED, out, st))) return INFINITY;
+    return finish_plan(cw, cm, map, Njob, w, out, sc);
 }
 
 int plan_stage_options(const CostModel *cm, int stage, int n, const Workload *w, StageOption *opt, int max) {
@@ -375,6 +432,16 @@ int plan_search_mode(const CostModel *cm, int N, const int *map, int Njob, const
                 }
                 if (isfinite(found) && k == 1) break; /* the unconstrained optimum fits */
             }
+        }
+        /* asynchronous rollouts: generation on ranks of its own overlaps the rest (planner.h, SEARCH_SPLIT) */
+        for (int k = 1; k <= 7 && mode == SEARCH_ANY && cm->max_staleness >= 1; k++) {
+            double T = search_capped(cw, cm, N, map, Njob, &wf, w, usable / k, SEARCH_SPLIT, F, cand, &trial, &tsc, st);
+            if (isfinite(T) && tsc.fits && T < bestT) {
+                bestT = T;
+                best = trial;
+                bsc = tsc;
+            }
+            if (isfinite(T) && tsc.fits && k == 1) break;
         }
     }
     if (isfinite(bestT) && mode == SEARCH_ANY && N <= SEARCH_REFINE_MAX) refine(cw, cm, N, map, Njob, w, &best, &bsc, st);

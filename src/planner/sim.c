@@ -192,6 +192,9 @@ static int fixed_plan(CostWork *cw, const SimScenario *sc, const CostModel *trut
     return isfinite(best) ? 0 : -1;
 }
 
+/* the policy a fixed baseline searches with: its own, or the 50/50 split (SimPolicy.half) */
+static int fixed_policy(const SimPolicy *sp) { return sp->policy | (sp->half ? ADAPT_HALF : 0); }
+
 /* step 0 as every policy sees it: ranks 0..gpus−1, the pool and each rank's slowdown (into slow) */
 static Observed observed_start(const SimScenario *sc, int *ranks, double *slow) {
     for (int r = 0; r < sc->gpus; r++) ranks[r] = r;
@@ -273,7 +276,7 @@ static void decide_fixed(SimLoop *L, int step, AdaptDecision *d) {
     if (L->o.npool == L->ref_pool && adapt_plan_within(&L->ad.cur, L->o.pool, L->o.npool, sc->gpus)) return;
     L->ref_pool = L->o.npool;
     d->searched = 1;
-    d->failed = fixed_plan(L->cw, sc, &L->truth, L->sp->policy, &L->o, step, &d->next, d->why, sizeof d->why) != 0;
+    d->failed = fixed_plan(L->cw, sc, &L->truth, fixed_policy(L->sp), &L->o, step, &d->next, d->why, sizeof d->why) != 0;
     if (d->failed) return;
     StepCost c;
     d->L_now = cost_plan_in(L->cw, &L->truth, &L->ad.cur, sc->gpus, &L->w, &c);
@@ -503,6 +506,34 @@ static void guard_check(SimLoop *L, int step, double measured) {
     plan_kept_follow(L->run.kept, L->sc->keep_comms, L->kept_at, &L->ad.cur);
 }
 
+/* The true cluster's step on plan p, run with the K the policy chose for it: a policy that decides on the true
+   cluster (the fixed baselines, the oracle), the truth's own; an adaptive one, its model's (the live planner sets
+   the job's K from its model's price: planner_live.c), which the truth then prices fixed */
+static double true_step(SimLoop *L, const PlanConfig *p, StepCost *t) {
+    if (L->fixed || L->sp->policy == SIM_ORACLE || L->truth.max_staleness < 1 || L->truth.staleness_fixed)
+        return cost_plan_in(L->cw, &L->truth, p, L->sc->gpus, &L->w, t);
+    cost_plan_in(L->cw, &L->model, p, L->sc->gpus, &L->w, t);
+    CostModel *k = nr_xmalloc(sizeof *k);
+    *k = L->truth;
+    k->max_staleness = t->staleness, k->staleness_fixed = 1;
+    double T = cost_plan_in(L->cw, k, p, L->sc->gpus, &L->w, t);
+    free(k);
+    return T;
+}
+
+/* the ranks plan p uses, any model-stage */
+static int plan_ranks_used(const PlanConfig *p, int nranks) {
+    unsigned char in[PLAN_MAX_RANKS];
+    int n = 0;
+    memset(in, 0, (size_t)nranks);
+    for (int s = 0; s < PLAN_NSTAGES; s++)
+        for (int i = 0; i < p->stage[s].nranks; i++) {
+            int r = p->stage[s].ranks[i];
+            if (r >= 0 && r < nranks && !in[r]) in[r] = 1, n++;
+        }
+    return n;
+}
+
 /* The step on the true cluster: its realised seconds (the model of the true cluster × the plan's error × the
    step's noise × the warm-up after a move), and the planner's calibration from what its timers measure (not on
    a warm-up step). Returns the seconds, or −1 when the plan cannot hold the step's lengths (why says so). */
@@ -511,7 +542,7 @@ static double realise_step(SimLoop *L, int step, char *why, size_t len) {
     const SimNoise *n = &sc->noise;
     const PlanConfig *cur = L->pending ? L->pend_from : &L->ad.cur; /* a waiting move: the step runs on the old plan */
     StepCost t;
-    double T = cost_plan_in(L->cw, &L->truth, cur, sc->gpus, &L->w, &t);
+    double T = true_step(L, cur, &t);
     if (!t.fits)
         return nr_fail(why, len, "%s: the plan in force runs out of memory at step %d (responses %.0f tokens): rank "
                        "%d needs %.1f GiB of %.1f GiB less %.0f%% headroom", L->sp->name, step, L->w.resp_len,
@@ -528,6 +559,11 @@ static double realise_step(SimLoop *L, int step, char *why, size_t len) {
             if (L->nratio < SIM_RATIOS) L->nratio++;
         }
     }
+    L->res->async_steps += t.overlap;
+    L->res->staleness = t.staleness;
+    L->res->gen_ranks = cur->stage[PLAN_ACTOR_GEN].nranks;
+    L->res->ranks = plan_ranks_used(cur, sc->gpus);
+    memcpy(L->res->phase, t.phase, sizeof t.phase);
     if (!L->family && !(n->on && L->warm && n->warmup > 0))
         for (int s = 0; s < PLAN_NSTAGES; s++) {
             GridLayout l = {cur->stage[s].tp, cur->stage[s].pp, cur->stage[s].dp};
@@ -640,6 +676,9 @@ int sim_run_as(const SimScenario *sc, const SimPolicy *sp, SimResult *res, char 
     SimLoop *L = nr_xcalloc(1, sizeof *L);
     L->sc = sc, L->sp = sp, L->res = res;
     L->truth = L->model = sc->truth;
+    if (sp->sync) L->truth.max_staleness = 0, L->truth.staleness_fixed = 0;
+    if (sp->half) L->truth.max_staleness = 1, L->truth.staleness_fixed = 1;
+    L->model.max_staleness = L->truth.max_staleness, L->model.staleness_fixed = L->truth.staleness_fixed;
     L->truth.slow = L->slow;
     L->model.eff = eff_default(); /* the planner starts conservative and calibrates */
     L->model.slow = L->slow;      /* per-rank speed: measured every step (stage timings per rank) */
@@ -660,7 +699,7 @@ int sim_run_as(const SimScenario *sc, const SimPolicy *sp, SimResult *res, char 
     StepCost sc0;
     char what[384] = "";
     L->cw = cost_work_new();
-    if (L->fixed ? fixed_plan(L->cw, sc, &L->truth, sp->policy, &L->o, 0, start, what, sizeof what) != 0
+    if (L->fixed ? fixed_plan(L->cw, sc, &L->truth, fixed_policy(sp), &L->o, 0, start, what, sizeof what) != 0
                  : adaptive_start(sc, &L->truth, &L->o, start, &sc0, what, sizeof what) != 0) {
         res->failed = 1;
         rc = nr_fail(why, len, "%s: no plan fits the %d-rank pool at step 0: %s", sp->name, L->o.npool, what);
@@ -688,9 +727,21 @@ int sim_run_as(const SimScenario *sc, const SimPolicy *sp, SimResult *res, char 
 }
 
 int sim_run(const SimScenario *sc, int policy, SimResult *res, char *why, size_t len) {
-    SimPolicy sp = {"", policy, sc->gamma, 0, 0, 0};
+    SimPolicy sp = {"", policy, sc->gamma, 0, 0, 0, 0, 0};
     snprintf(sp.name, sizeof sp.name, "%s", sim_policy_name(policy));
     return sim_run_as(sc, &sp, res, why, len);
+}
+
+int sim_async(const SimScenario *sc, SimAsync *r, char *why, size_t len) {
+    SimPolicy sp[3] = {{"async", SIM_STATIC, sc->gamma, 0, 0, 0, 0, 0}, {"sync", SIM_STATIC, sc->gamma, 0, 0, 0, 1, 0},
+                       {"split-50/50", SIM_STATIC, sc->gamma, 0, 0, 0, 0, 1}};
+    SimResult *out[3] = {&r->planner, &r->sync, &r->half};
+    if (sc->truth.max_staleness < 1)
+        return nr_fail(why, len, "the planner may not run asynchronous plans here ([planner] max_staleness, or the "
+                       "deck's [ppo] max_staleness, is 0)");
+    for (int i = 0; i < 3; i++)
+        if (sim_run_as(sc, &sp[i], out[i], why, len) != 0) return -1;
+    return 0;
 }
 
 double sim_move_price(const SimScenario *sc, const PlanConfig *a, const PlanConfig *b) {

@@ -110,6 +110,10 @@ void live_init(LivePlanner *lp, Job *j) {
     cm->no_critic = ppo_is_grpo(cfg);
     cm->headroom = 0.1;
     cm->slow = lp->slow;
+    /* asynchronous rollouts: the planner chooses K with the plan within [planner] max_staleness, or prices every
+       plan at the deck's fixed K (−1) */
+    cm->max_staleness = cfg->planner.max_staleness >= 0 ? cfg->planner.max_staleness : cfg->ppo.max_staleness;
+    cm->staleness_fixed = cfg->planner.max_staleness < 0;
     lp->w = (Workload){cfg->ppo.batch, cfg->ppo.minibatch, cfg->ppo.epochs, j->P, 0.5 * cfg->ppo.max_response,
                        cfg->ppo.max_response, 0};
     snprintf(lp->hw_text, sizeof lp->hw_text,
@@ -349,7 +353,9 @@ void live_observe(LivePlanner *lp, Job *j, int step, const StepStats *st, double
         double save = cm->overhead_s;
         cm->overhead_s = 0;
         cost_plan(cm, plan, n, &lp->w, &sc);
-        double rest = wall_s - phase[0] - phase[1] - phase[2] - sc.phase[3];
+        /* with generation overlapping the rest, the phases combine as the model combines them */
+        double rest = sc.overlap ? wall_s - cost_step_of_phases(&sc, phase)
+                                 : wall_s - phase[0] - phase[1] - phase[2] - sc.phase[3];
         if (rest < 0) rest = 0;
         double a = j->cfg->planner.alpha;
         cm->overhead_s = step <= lp->first_step + 1 ? rest : (1 - a) * save + a * rest;
@@ -374,9 +380,12 @@ static void log_decision(const LivePlanner *lp, const AdaptDecision *d, const ch
         k += (size_t)snprintf(drift + k, sizeof drift - k, "the gains refused since the last move add up to %.4g s, "
                               "the refused move's price; ", d->foregone);
     if (k >= 2) drift[k - 2] = 0;
-    nr_log("planner: before step %d: %s%s%s: predicted %.4f s/step now, %.4f s/step with the candidate, transition "
+    char k_new[64] = ""; /* the candidate's K where the planner chooses one */
+    if (lp->cm.max_staleness > 0 && d->changed)
+        snprintf(k_new, sizeof k_new, " (K = %d)", d->next_cost.staleness);
+    nr_log("planner: before step %d: %s%s%s: predicted %.4f s/step now, %.4f s/step with the candidate%s, transition "
            "%.4f s, H %.3g steps: %s\n",
-           d->step, what, drift[0] ? " — " : "", drift, d->L_now, d->L_new, d->C, d->H, d->reason);
+           d->step, what, drift[0] ? " — " : "", drift, d->L_now, d->L_new, k_new, d->C, d->H, d->reason);
 }
 
 /* the drift events (magnitude: the relative change against the reference; the threshold it crossed, NaN for
@@ -537,6 +546,20 @@ static void guard_after_move(LivePlanner *lp, const Config *cfg, const PlanConfi
     lp->nrecent = 0;
 }
 
+/* collective: the K the planner chose for the plan in force (rank 0's K: the smallest of its lowest price,
+   planner.h cost_plan_overlap) becomes the job's from this step on, on every rank. Logged when it changes; the
+   trace's /decisions would carry it as a column beside the plan (the trace is the step loop's: not yet) */
+static void apply_staleness(Job *j, int step, int64_t K) {
+    comm_bcast(j->world, &K, sizeof K, 0);
+    if (K == j->staleness) return;
+    if (j->rank == 0)
+        nr_log("planner: before step %d: K = %d (was %d): %s\n", step, (int)K, j->staleness,
+               K > 0 ? "actor.gen has ranks of its own and overlapping generation with scoring and training is "
+                       "predicted faster"
+                     : "the plan in force has no overlap to gain (actor.gen shares ranks, or overlap is not faster)");
+    j->staleness = (int)K;
+}
+
 int live_decide(LivePlanner *lp, Job *j, const Injector *inj, int step, Trace *tr, int *plan_id, char *plan_text,
                 size_t plan_len, double *tx_bytes, char *why, size_t len) {
     if (!lp->on) return 0;
@@ -648,10 +671,13 @@ int live_decide(LivePlanner *lp, Job *j, const Injector *inj, int step, Trace *t
         return nr_fail(why, len, "before step %d: ranks left the pool and no plan without them %s", step,
                        hdr[1] ? "fits" : "was found");
     }
-    if (j->rank == 0) { /* the prediction for the plan the next step runs under */
+    int64_t K = j->staleness;
+    if (j->rank == 0) { /* the prediction for the plan the next step runs under, and its K */
         StepCost sc;
         lp->pred_s = cost_plan(&lp->cm, &j->plan, n, &lp->w, &sc);
+        K = sc.staleness;
     }
+    if (cfg->planner.max_staleness >= 0) apply_staleness(j, step, K);
     return 0;
 }
 

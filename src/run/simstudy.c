@@ -20,21 +20,21 @@ static const struct StudyPolicy {
     SimPolicy sp;
     int core;
 } study_policies[] = {
-    {{"static", SIM_STATIC, 0, 0, 0, 0}, 1},
-    {{"every-gain", SIM_EVERY_GAIN, 0, 0, 0, 0}, 1},
-    {{"at-crossings", SIM_ADMIT_ALL, 0, 0, 0, 0}, 1},
-    {{"every-k", SIM_EVERY_K, 0, 0, 0, 0}, 1},
-    {{"payback", SIM_PAYBACK, 0, 0, 0, 0}, 1},
-    {{"payback-inf", SIM_PAYBACK, INFINITY, 0, 0, 0}, 1},
-    {{"payback-nokeep", SIM_PAYBACK, 0, 1, 0, 0}, 0},
-    {{"payback-inf-nokeep", SIM_PAYBACK, INFINITY, 1, 0, 0}, 0},
-    {{"payback-poolfree", SIM_PAYBACK, 0, 0, 1, 0}, 0},
-    {{"payback-g0.25", SIM_PAYBACK, 0.25, 0, 0, 0}, 0},
-    {{"payback-g1", SIM_PAYBACK, 1, 0, 0, 0}, 0},
-    {{"payback-g2", SIM_PAYBACK, 2, 0, 0, 0}, 0},
-    {{"payback-narrow", SIM_PAYBACK, 0, 0, 0, -1}, 0},
-    {{"every-gain-wide", SIM_EVERY_GAIN, 0, 0, 0, 1}, 0},
-    {{"oracle", SIM_ORACLE, 0, 0, 0, 0}, 1},
+    {{"static", SIM_STATIC, 0, 0, 0, 0, 0, 0}, 1},
+    {{"every-gain", SIM_EVERY_GAIN, 0, 0, 0, 0, 0, 0}, 1},
+    {{"at-crossings", SIM_ADMIT_ALL, 0, 0, 0, 0, 0, 0}, 1},
+    {{"every-k", SIM_EVERY_K, 0, 0, 0, 0, 0, 0}, 1},
+    {{"payback", SIM_PAYBACK, 0, 0, 0, 0, 0, 0}, 1},
+    {{"payback-inf", SIM_PAYBACK, INFINITY, 0, 0, 0, 0, 0}, 1},
+    {{"payback-nokeep", SIM_PAYBACK, 0, 1, 0, 0, 0, 0}, 0},
+    {{"payback-inf-nokeep", SIM_PAYBACK, INFINITY, 1, 0, 0, 0, 0}, 0},
+    {{"payback-poolfree", SIM_PAYBACK, 0, 0, 1, 0, 0, 0}, 0},
+    {{"payback-g0.25", SIM_PAYBACK, 0.25, 0, 0, 0, 0, 0}, 0},
+    {{"payback-g1", SIM_PAYBACK, 1, 0, 0, 0, 0, 0}, 0},
+    {{"payback-g2", SIM_PAYBACK, 2, 0, 0, 0, 0, 0}, 0},
+    {{"payback-narrow", SIM_PAYBACK, 0, 0, 0, -1, 0, 0}, 0},
+    {{"every-gain-wide", SIM_EVERY_GAIN, 0, 0, 0, 1, 0, 0}, 0},
+    {{"oracle", SIM_ORACLE, 0, 0, 0, 0, 0, 0}, 1},
 };
 #define NSTUDY ((int)(sizeof study_policies / sizeof study_policies[0]))
 

@@ -130,6 +130,9 @@ static int scenario_of(const Config *cfg, const Deck *deck, SimScenario *sc) {
     if (sc->longest_ratio > 0 && sc->longest_ratio < 1)
         return deck_error_at(deck, "simulate.resp_longest_ratio", "resp_longest_ratio %g: the longest response is "
                              "at least the mean (1 or more), or 0 for none", sc->longest_ratio);
+    /* asynchronous rollouts: the K the planner may choose ([planner] max_staleness ≥ 0), or the deck's fixed one */
+    t->max_staleness = cfg->planner.max_staleness >= 0 ? cfg->planner.max_staleness : cfg->ppo.max_staleness;
+    t->staleness_fixed = cfg->planner.max_staleness < 0;
     sc->gamma = m->gamma;
     sc->threshold = m->threshold;
     sc->every_k = m->every_k;
@@ -153,6 +156,53 @@ static int scenario_of(const Config *cfg, const Deck *deck, SimScenario *sc) {
         for (int b = a; b > 0 && sc->ev[b].step < sc->ev[b - 1].step; b--) {
             SimEvent e = sc->ev[b]; sc->ev[b] = sc->ev[b - 1]; sc->ev[b - 1] = e;
         }
+    return 0;
+}
+
+/* one row of the asynchronous comparison */
+static void async_row(const char *name, const SimResult *r, const SimResult *base, int steps) {
+    char gen[48];
+    snprintf(gen, sizeof gen, "%d of %d%s", r->gen_ranks, r->ranks, r->async_steps ? "" : " (shared)");
+    printf("%-20s %12.3f %10.3f %3d %18s %10d/%d %7.2f %7.2f %7.2f %6.2f\n", name, r->mean_step_s,
+           r->mean_step_s / base->mean_step_s, r->staleness, gen, r->async_steps, steps, r->phase[0], r->phase[1],
+           r->phase[2], r->phase[3]);
+}
+
+/* the asynchronous comparison (sim.h, sim_async): the table and its sim.async.* lines; 0, or −1 when one of the
+   three could not run the trace */
+static int async_table(const SimScenario *sc) {
+    SimAsync a;
+    char why[512];
+    printf("\nasynchronous plans (MODELLED): three fixed plans, each chosen as static chooses (knowing the trace) and "
+           "run over all of it:\n"
+           "  planner    the split of ranks and K chosen together, K <= %d ([planner] max_staleness)\n"
+           "  synchronous  the best plan with K = 0 (the same search, no overlap)\n"
+           "  50/50      actor.gen on the first half of the ranks, every other model-stage on the second, K = 1\n"
+           "  the phases: the last step's, in seconds; K >= 1 with actor.gen on ranks of its own costs max(gen, inf + "
+           "train) + the rollout + sync\n",
+           sc->truth.max_staleness);
+    if (sim_async(sc, &a, why, sizeof why) != 0) {
+        printf("async failed: %s\n", why);
+        printf("sim.async.failed: 1\n");
+        return -1;
+    }
+    printf("%-20s %12s %10s %3s %18s %12s %7s %7s %7s %6s\n", "plan", "mean step s", "/ planner", "K",
+           "gen ranks of used", "overlapped", "gen s", "inf s", "train s", "sync s");
+    async_row("planner (K chosen)", &a.planner, &a.planner, sc->steps);
+    async_row("best synchronous", &a.sync, &a.planner, sc->steps);
+    async_row("fixed 50/50, K = 1", &a.half, &a.planner, sc->steps);
+    printf("sim.async.failed: 0\n");
+    const struct { const char *n; const SimResult *r; } row[3] = {{"planner", &a.planner}, {"sync", &a.sync},
+                                                                   {"half", &a.half}};
+    for (int i = 0; i < 3; i++) {
+        printf("sim.async.%s.mean_step_s: %.6f\n", row[i].n, row[i].r->mean_step_s);
+        printf("sim.async.%s.staleness: %d\n", row[i].n, row[i].r->staleness);
+        printf("sim.async.%s.gen_ranks: %d\n", row[i].n, row[i].r->gen_ranks);
+        printf("sim.async.%s.async_steps: %d\n", row[i].n, row[i].r->async_steps);
+    }
+    /* how many times the planner's mean step each baseline takes (> 1: the planner's is shorter) */
+    printf("sim.async.sync_over_planner: %.6f\n", a.sync.mean_step_s / a.planner.mean_step_s);
+    printf("sim.async.half_over_planner: %.6f\n", a.half.mean_step_s / a.planner.mean_step_s);
     return 0;
 }
 
@@ -186,6 +236,11 @@ int run_simulation(const Config *cfg, const Deck *deck, int rank) {
             printf("drift: INJECTED from step %d rank %d back to full speed\n", sc.ev[e].step, sc.ev[e].rank);
         else printf("drift: INJECTED from step %d rank %d runs %.2gx slower\n", sc.ev[e].step, sc.ev[e].rank, sc.ev[e].slow);
     }
+    if (sc.truth.max_staleness > 0)
+        printf("asynchronous rollouts: %s; a plan whose actor.gen has ranks of its own costs max(gen, scoring + "
+               "training) + the rollout's transfer + the sync (docs/PLANNER.md, \"Asynchronous plans\")\n",
+               sc.truth.staleness_fixed ? "every plan runs with the deck's K ([ppo] max_staleness)"
+                                        : "the planner chooses K with the split of ranks ([planner] max_staleness)");
     if (m->seeds > 0) return sim_study(&sc, m->first_seed, m->seeds, strcmp(m->study, "core") == 0);
     sim_table_legend();
     printf("\n%-10s %12s %10s %12s %10s %8s %10s\n", "policy", "mean step s", "vs static", "transitions", "share %",
@@ -226,9 +281,14 @@ int run_simulation(const Config *cfg, const Deck *deck, int rank) {
             printf("sim.%s.vs_admit_all_pct: %.4f\n", sim_policy_name(p),
                    100 * (1 - r[p].mean_step_s / r[SIM_ADMIT_ALL].mean_step_s));
     }
+    if (sc.truth.max_staleness > 0)
+        for (int p = 0; p < SIM_NTABLE; p++)
+            if (!r[p].failed) printf("sim.%s.async_steps: %d\nsim.%s.staleness: %d\n", sim_policy_name(p),
+                                     r[p].async_steps, sim_policy_name(p), r[p].staleness);
     /* the simulation itself succeeded when the adaptive policies ran the trace; a fixed baseline that cannot
        (no plan holding the longest responses fits a shrunken pool) is one of its results */
     int ok = !r[SIM_PAYBACK].failed && !r[SIM_ADMIT_ALL].failed && !r[SIM_EVERY_K].failed;
+    if (sc.truth.max_staleness > 0 && !sc.truth.staleness_fixed) ok &= async_table(&sc) == 0;
     printf("verify.sim_policies_failed: %d\n", nfailed);
     printf("verify.status: %s\n", ok ? "pass" : "fail");
     if (!ok) { /* the scenario outruns the cluster (a pool too small or responses too long at some step) */

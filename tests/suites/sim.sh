@@ -55,6 +55,22 @@ if want sim-moves-ahead; then
     result sim-moves-ahead 0 0 "1,024 GPUs, payback: moves $a s in all ($n a step late; $(simv "$f" payback.transitions) moves), $b s with every set-up in its move ($(simv "$g" payback.transitions)); mean step $m s against $m0; the 25 s goal $goal"
   else result sim-moves-ahead 1 0 "moves '$a' s ($n a step late) against '$b' ($n0); mean step '$m' against '$m0'"; fi
 fi
+# asynchronous rollouts (docs/PLANNER.md, "Asynchronous plans"): on both async decks the planner, free to choose
+# K <= 2 with the split of ranks, chooses K = 1 with actor.gen on ranks of its own, and its plan's mean step is
+# shorter than the best synchronous plan's and the fixed 50/50 split's (K = 1), all three over the same trace
+for n in 64 1024; do
+  feeds sim-async-$n sim-async-$n-wins
+  t sim-async-$n 120 bin/nereus --simulate inputs/sim/async-$n.deck
+  if want sim-async-$n-wins; then
+    f=$LOG/sim-async-$n.log
+    s=$(simv "$f" async.sync_over_planner) h=$(simv "$f" async.half_over_planner)
+    k=$(simv "$f" async.planner.staleness) g=$(simv "$f" async.planner.gen_ranks) o=$(simv "$f" async.planner.async_steps)
+    if [ "$(verify "$f" status)" = pass ] && [ "$k" = 1 ] && [ "${o:-0}" -gt 0 ] && [ -n "$s" ] && [ -n "$h" ] && \
+       awk -v s="$s" -v h="$h" 'BEGIN{exit !(s > 1 && h > 1)}'; then
+      result sim-async-$n-wins 0 0 "$n GPUs: the planner's K = 1, actor.gen on $g ranks: the best synchronous plan takes ${s}x its mean step, the fixed 50/50 split ${h}x"
+    else result sim-async-$n-wins 1 0 "K '$k', overlapped steps '$o', synchronous '${s}'x, 50/50 '${h}'x (want both > 1)"; fi
+  fi
+done
 # SYNTHETIC spot-like capacity (tools/spot-trace): payback keeps up with admit-every-gain through 24 moves (the
 # rule judges a pool change the plan survives; urgent ones take any plan); a fixed baseline must hold the longest responses
 # (the static plan for the first step's lengths ran out of memory at step 698)
