@@ -14,7 +14,7 @@
 # See also: make test (builds first), make fuzz, tests/bench/run.sh, docs/TESTING.md.
 set -u
 cd "$(dirname "$0")/.."
-SUITES="unit decks runs restart ft transitions planner sim traces llama grpo kernels gguf text reward data textrun firsthour"
+SUITES="unit decks runs restart ft transitions planner sim traces llama grpo async kernels gguf text reward data textrun firsthour"
 PAT=""; list=0
 while [ $# -gt 0 ]; do
   case $1 in

@@ -3,17 +3,19 @@
  * operations across EMUs — assembling a model's logical parameters,
  * per-step weight sync, checksums, and the distributed PPO step.
  *
- * Data flow of a step (job_step): every rank keeps the whole step's rollout
- * (the prompts are a pure function of the sample index, so every rank makes
- * them). actor.gen's replicas generate their rows; the rows are assembled on
- * every rank by one all-reduce of disjoint contributions. Each inference EMU
- * scores its replicas' rows and the results are assembled the same way, so
- * advantages are computed identically everywhere. Each training EMU splits
- * every minibatch over its replicas and sums gradients over its dp group.
- * Then the trained weights go to actor.gen, actor.inf and critic.inf.
- * Gathering everything everywhere is the simple, correct baseline; the
- * weight sync itself goes, by default, through the transition engine
- * (job_sync_engine: minimal-byte transfers), job_sync being the baseline.
+ * Data flow of a step (job_step): actor.gen's replicas generate their rows
+ * (the step's batch where not generated yet, and with [ppo] max_staleness K
+ * the batches up to step + K); each replica's leader sends them point to
+ * point to the ranks that use the whole rollout, the consumers (the other
+ * model-stages' members) and rank 0 (rollq.h; the prompts are a pure
+ * function of the sample index, so those ranks make them). Each inference
+ * EMU scores its replicas' rows and the results are assembled over the
+ * consumers by one all-reduce of disjoint contributions, so advantages are
+ * computed identically on every consumer. Each training EMU splits every
+ * minibatch over its replicas and sums gradients over its dp group. Then
+ * the trained weights go to actor.gen, actor.inf and critic.inf, by default
+ * through the transition engine (job_sync_engine: minimal-byte transfers),
+ * job_sync being the baseline.
  */
 #ifndef NEREUS_JOB_H
 #define NEREUS_JOB_H
@@ -40,6 +42,7 @@ typedef struct Stage {
     int root;        /* job rank of grid position 0 (replica 0's leader) */
     int B;           /* rows per replica in a step (gen, inf) */
     GPT model;       /* the stage's model on this rank (when member) */
+    int bf16_fresh;  /* the model's bfloat16 copy holds its weights as they are now (job_stage_bf16_refresh) */
 } Stage;
 
 typedef struct Job {
@@ -145,8 +148,12 @@ int job_stage_holds_model(const Job *j, int id);
    has bf16 GEMMs, else "fp32" (saying so where bf16 was asked) */
 const char *job_stage_dtype(const Job *j, int id);
 /* [model] gen_dtype (actor.gen) or score_dtype (the scoring EMUs) = bf16: stage id's bfloat16 copy of the
- * fp32 weights it holds now (after the weight sync, a transition or a restore), made before the stage uses it */
+ * fp32 weights it holds now, made before the stage uses it where the weights changed since the last one (the
+ * weight sync, a transition or a restore clear Stage.bf16_fresh: job_weights_changed); a frozen stage (ref.inf,
+ * reward.inf) converts once */
 void job_stage_bf16_refresh(Job *j, int id);
+/* local: the weights of stage id (−1: every stage) were written; its bfloat16 copy is made again before use */
+void job_weights_changed(Job *j, int id);
 /* activation capacity (rows, tokens) of stage id's model with dp replicas */
 void job_stage_capacity(const Job *j, int id, int dp, int *Bmax, int *Tmax);
 /* builds s's model on this rank (when member): from the seed (filled 0), or as a transition's destination

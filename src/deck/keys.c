@@ -227,7 +227,8 @@ const DeckKey deck_keys[] = {
      "off-policy correction of the policy loss: decoupled = AReaL's decoupled PPO objective, the ratio clipped "
      "against the proximal policy (actor.inf's scoring with the weights being trained) and each token weighted by "
      "min(pi_prox / pi_gen, tis_cap) against the behaviour policy that generated it (tis_cap 0 means 2); none = no "
-     "weight; auto = decoupled where max_staleness >= 1 or tis_cap > 0, else none (a synchronous fp32 run has "
+     "weight; auto = decoupled where max_staleness or [planner] max_staleness >= 1 or tis_cap > 0, else none (a "
+     "synchronous fp32 run has "
      "pi_gen = pi_prox bit for bit, nothing to correct)"},
 
     {"reward", "network", DECK_T_BOOL, 0, "false", NONE, NONE, NULL, F_INT(reward.network),

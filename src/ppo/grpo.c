@@ -143,6 +143,9 @@ int ppo_is_grpo(const Config *cfg) { return strcmp(cfg->ppo.algorithm, "grpo") =
 float ppo_tis_cap(const Config *cfg) {
     const PpoConfig *p = &cfg->ppo;
     if (strcmp(p->correction, "none") == 0) return 0.0f;
-    if (strcmp(p->correction, "auto") == 0 && p->max_staleness == 0 && p->tis_cap == 0.0f) return 0.0f;
+    /* auto: on where a batch can be stale, the deck's K or one the live planner may choose */
+    if (strcmp(p->correction, "auto") == 0 && p->max_staleness == 0 && cfg->planner.max_staleness <= 0 &&
+        p->tis_cap == 0.0f)
+        return 0.0f;
     return p->tis_cap > 0.0f ? p->tis_cap : 2.0f; /* decoupled: Yao et al.'s usual cap where the deck sets none */
 }

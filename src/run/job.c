@@ -228,6 +228,7 @@ static void window_import(Job *j, const float *w, size_t lo, size_t hi, void *ct
 }
 
 void job_sync(Job *j, int src, const int *dst, int ndst) {
+    for (int k = 0; k < ndst; k++) job_weights_changed(j, dst[k]);
     size_t n = plan_stage_is_critic(src) ? j->n_critic : j->n_actor;
     for (int k = 0; k < ndst; k++)
         if (n > (plan_stage_is_critic(dst[k]) ? j->n_critic : j->n_actor))

@@ -246,6 +246,7 @@ int job_restart(Job *j, const char *path, int64_t *step, int64_t *sft_done, int 
                used);
     CkptMeta meta;
     memset(&meta, 0, sizeof meta);
+    job_weights_changed(j, -1);
     if (ckpt_read(used, j->world, &meta, cm, kept, why, why_len) != 0) return -1;
     if (meta.seed != cfg->run.seed) nr_log("note: the checkpoint was written with seed %lld, the deck has %lld\n",
                                           (long long)meta.seed, (long long)cfg->run.seed);
@@ -290,5 +291,6 @@ int job_init_from(Job *j, const char *path, char *why, size_t why_len) {
         if (ref) cm[kept].canonical = 0;
         kept++;
     }
+    job_weights_changed(j, -1);
     return ckpt_read(path, j->world, NULL, cm, kept, why, why_len) != 0 ? -1 : 0;
 }

@@ -34,7 +34,14 @@ static ReplicaShare stage_share(Stage *s) {
 /* a backend without bf16 GEMMs keeps fp32 (job_setup says so) */
 void job_stage_bf16_refresh(Job *j, int id) {
     Stage *s = &j->st[id];
-    if (s->member && job_stage_holds_model(j, id) && tx_stage_bf16(j->cfg, id)) gpt_gen_bf16(&s->model, 1);
+    if (s->bf16_fresh || !s->member || !job_stage_holds_model(j, id) || !tx_stage_bf16(j->cfg, id)) return;
+    gpt_gen_bf16(&s->model, 1);
+    s->bf16_fresh = 1;
+}
+
+void job_weights_changed(Job *j, int id) {
+    for (int i = 0; i < PLAN_NSTAGES; i++)
+        if (id < 0 || i == id) j->st[i].bf16_fresh = 0;
 }
 
 /* Inference of one EMU over its replica's rows; the leader's rows land in

@@ -286,6 +286,7 @@ int job_transition(Job *j, const PlanConfig *np, int verify, JobTxReport *rep, c
     free(after);
     emu_cache_drop_prepared(&j->comms); /* collective: sets prepared for another plan, which no move took */
     rollq_invalidate(j); /* collective: the rollout's roles go with the plan */
+    job_weights_changed(j, -1);
     double red[4] = {st.seconds, (double)st.mem_peak, nr_now() - t0, rep->setup_s};
     comm_allreduce_max_f64(j->world, red, 4);
     rep->engine_s = red[0];
@@ -312,6 +313,7 @@ void job_sync_plan_free(Job *j) {
 }
 
 void job_sync_engine(Job *j) {
+    job_weights_changed(j, PLAN_ACTOR_GEN), job_weights_changed(j, PLAN_ACTOR_INF), job_weights_changed(j, PLAN_CRITIC_INF);
     if (!j->sync) {
         JobSyncPlan *sp = nr_xcalloc(1, sizeof *sp);
         TxChange ch[3];

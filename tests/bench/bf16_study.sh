@@ -3,7 +3,7 @@
 # the tiny PPO deck (inputs/tiny.deck) and the tiny GRPO deck (inputs/grpo-tiny.deck), each seed run
 # three ways: fp32 generation, bf16 generation ([model] gen_dtype = bf16) without a correction, and bf16
 # with truncated importance sampling ([ppo] tis_cap = 2). Every run's trace gives the per-step rewards,
-# response lengths and log-probability gaps; the summary (tools/bf16_study.py) writes a table and
+# response lengths and log-probability gaps; the summary (tools/seed_study.py) writes a table and
 # metric lines.
 #   tests/bench/bf16_study.sh [SEEDS] [OUT]    (SEEDS: default 12; OUT: default build/bf16-study)
 # Two runs at a time, one rank and one thread each. Needs bin/nereus built (NEREUS=PATH runs another binary,
@@ -22,7 +22,7 @@ for deck in tiny grpo-tiny; do
 done
 run_one() {
   local deck=$1 dtype=$2 tis=$3 seed=$4
-  local name="$deck-$dtype-tis$tis-s$seed"
+  local name="$deck-$dtype-tis$tis-s$seed" # DECK-WAY-sSEED, WAY = DTYPE-tisCAP
   [ -s "$out/$name.log" ] && grep -q '^verify.status: pass' "$out/$name.log" && return 0
   (cd "$out" && "$here/jobs/local.sh" -np 1 "$nereus" "$here/inputs/$deck.deck" \
      --set run.name="$name" --set run.seed="$seed" --set model.gen_dtype="$dtype" --set ppo.tis_cap="$tis" \
@@ -32,4 +32,4 @@ export -f run_one
 nereus=${NEREUS:-$here/bin/nereus}
 export here out nereus
 printf '%s\n' "${jobs[@]}" | xargs -P 2 -L 1 bash -c 'run_one $0 $1 $2 $3'
-/usr/bin/python3 "$here/tools/bf16_study.py" "$out"
+/usr/bin/python3 "$here/tools/seed_study.py" "$out" bf16_study fp32-tis0 bf16-tis0 bf16-tis2
