@@ -113,7 +113,7 @@ elif mount -t tmpfs -o size=4m tmpfs "$FULL" 2>/dev/null; then
        [ "$(verify "$LOG/ckpt-disk-full.log" status)" = fail ] && [ "$(ls "$FULL")" = restart_step000003.h5 ] &&
        bin/nereus-ckpt verify "$FULL/restart_step000003.h5" >/dev/null 2>&1; then
       result ckpt-disk-full 0 "$secs" "stopped at step 6's checkpoint with the reason; step 3's whole, no .tmp"
-    else result ckpt-disk-full 1 "$secs" "exit $rc; left: $(ls "$FULL" | tr '\n' ' ')"; fi
+    else result ckpt-disk-full 1 "$secs" "exit $rc; left: $(ls "$FULL" | tr '\n' ' '); $(grep -m1 'error:' "$LOG/ckpt-disk-full.log")"; fi
   fi
   umount "$FULL"
   if want trace-disk-full; then
