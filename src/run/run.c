@@ -269,6 +269,30 @@ static int run_select_backend(RunCtx *r) {
     return 0;
 }
 
+/* [ppo] max_staleness >= 1 on a plan where actor.gen shares ranks with a model-stage that scores or trains: the
+   batches are still generated ahead (and corrected), but on the shared ranks generation and the rest run one after
+   another, so nothing overlaps (docs/ASYNC.md). Rank 0 warns at the key's line; the run goes on. */
+static void warn_staleness(const RunCtx *r) {
+    const PlanConfig *p = &r->job.plan;
+    if (r->cfg->ppo.max_staleness < 1 || nr_rank() != 0) return;
+    char with[256] = "";
+    for (int s = 0; s < PLAN_NSTAGES; s++) {
+        if (s == PLAN_ACTOR_GEN || !plan_stage_present(p, s) || !job_stage_holds_model(&r->job, s) ||
+            !plan_overlap(p, PLAN_ACTOR_GEN, s))
+            continue;
+        size_t l = strlen(with);
+        snprintf(with + l, sizeof with - l, "%s%s", l ? ", " : "", plan_stage_name(s));
+    }
+    if (!with[0]) return;
+    int line = deck_line(r->deck, "ppo.max_staleness");
+    char at[64] = "";
+    if (line > 0) snprintf(at, sizeof at, ":%d", line);
+    nr_log("%s%s: warning: [ppo] max_staleness = %d, but actor.gen shares ranks with %s under this plan: there "
+           "generation and the rest run one after another, so nothing overlaps; the batches are still generated "
+           "%d step(s) ahead and corrected (docs/ASYNC.md). Give actor.gen ranks of its own to gain from it\n",
+           line > 0 ? deck_path(r->deck) : "--set", at, r->cfg->ppo.max_staleness, with, r->cfg->ppo.max_staleness);
+}
+
 /* policy = sweep needs its PPO steps: returns 2 with a message at the line otherwise. */
 static int check_sweep_steps(const Config *cfg, const Deck *deck) {
     if (strcmp(cfg->planner.policy, "sweep") != 0) return 0;
@@ -376,6 +400,7 @@ static int run_build(RunCtx *r) {
         return deck_error_at(r->deck, "model.n_embd", "%s", mwhy);
     job_build(&r->job, nr_world(), cfg, r->be, &r->ts);
     r->have_job = 1;
+    warn_staleness(r);
     live_init(&r->lp, &r->job);
     r->have_lp = 1;
     if (live_check_fits(&r->lp, &r->job, r->why, sizeof r->why) != 0)

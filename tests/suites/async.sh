@@ -1,4 +1,4 @@
-# tests/suites/async.sh — asynchronous rollouts ([ppo] max_staleness, docs/ASYNC.md): K = 1 on a split plan trains every step but the first on a batch one version old, with the decoupled correction on; the same K = 1 run under another plan with the same generation layout gives the same tokens; a restart from a checkpoint in the middle of a K = 1 run is that run; the queued rollout in the checkpoint (h5dump); a restart under a deck of another batch shape refused
+# tests/suites/async.sh — asynchronous rollouts ([ppo] max_staleness, docs/ASYNC.md): K = 1 on a split plan trains every step but the first on a batch one version old, with the decoupled correction on; the same K = 1 run under another plan with the same generation layout gives the same tokens; a restart from a checkpoint in the middle of a K = 1 run is that run; the queued rollout in the checkpoint (h5dump); a restart under a deck of another batch shape refused; K on a plan where actor.gen shares ranks warns
 section "asynchronous rollouts: tests/decks/equiv.deck, 6 PPO steps with max_staleness = 1"
 AS=$LOG/async; mkdir -p "$AS"
 # adeck OUT PLAN [EXTRA]: the equivalence deck with a [plan] and extra lines; K1: 6 steps with K = 1
@@ -9,6 +9,7 @@ K1="--set ppo.steps=6 --set ppo.max_staleness=1 --set run.log_every=1"
 SPLIT="actor.gen = @0; actor.inf = @1; ref.inf = @1; critic.inf = @1; actor.train = @1; critic.train = @1; reward.inf = @1"
 OTHER="actor.gen = @0; actor.inf = dp2 @0-1; ref.inf = @0; critic.inf = @1; actor.train = dp2 @0-1; critic.train = @0; reward.inf = @0"
 feeds async-split async-stale async-plans-same async-restart-same async-queue-in-ckpt async-restart-shape
+feeds async-other async-plans-same async-shared-warns
 adeck "$AS/split.deck" "$SPLIT" "[ckpt]\nevery = 3\nkeep = 3\ndir = $AS/ck"
 t async-split 300 $L -np 2 bin/nereus "$AS/split.deck" $K1 --set trace.file=$AS/split.trace.h5
 # every step but the first trains on the batch generated during the step before (version = step - 1); the
@@ -29,6 +30,12 @@ adeck "$AS/other.deck" "$OTHER"
 t async-other 300 $L -np 2 bin/nereus "$AS/other.deck" $K1 --set trace.file=none
 if want async-plans-same; then
   equiv_result async-plans-same "$LOG/async-split.log" "$LOG/async-other.log" "K = 1 under two plans, actor.gen on rank 0"
+fi
+# that plan puts model-stages beside actor.gen on rank 0: nothing overlaps there, and the run says so once
+if want async-shared-warns; then
+  n=$(grep -c 'warning: \[ppo\] max_staleness = 1, but actor.gen shares ranks with actor.inf, actor.train, ref.inf, critic.train under this plan' "$LOG/async-other.log")
+  if [ "$n" = 1 ] && [ "$(verify "$LOG/async-other.log" status)" = pass ]; then result async-shared-warns 0 0 "warned once, ran to pass"
+  else result async-shared-warns 1 0 "$n warning line(s) (log: $LOG/async-other.log)"; fi
 fi
 # restart from the step-3 checkpoint, under the same plan: the queued batch (step 3's, generated at step 2)
 # comes from the file, and steps 3-5 and the final weights are those of the uninterrupted run, bit for bit
