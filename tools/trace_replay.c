@@ -235,6 +235,7 @@ void replay_model(const Replay *r, const SigRow *x, CostModel *cm, Workload *w) 
     cm->no_critic = strcmp(r->cfg.ppo.algorithm, "grpo") == 0;
     cm->headroom = r->tf->pa.headroom;
     cm->slow = x->slow;
+    cost_set_staleness(cm, r->cfg.planner.max_staleness, r->cfg.ppo.max_staleness); /* the run's K, as it priced */
     cm->overhead_s = x->overhead;
     cm->hw.rho_exp = x->rho_exp;
     memcpy(cm->phase_scale, x->phase_scale, sizeof cm->phase_scale);

@@ -167,6 +167,13 @@ typedef struct CostModel {
                                  lowest price (1 where generation overlaps and that is faster, else 0) */
 } CostModel;
 
+/* The deck's bounds on K into cm: [planner] max_staleness ≥ 0 lets the planner choose K up to it; −1 keeps the
+ * deck's [ppo] max_staleness for every plan (the live planner, the simulator and the trace replay alike). */
+static inline void cost_set_staleness(CostModel *cm, int planner_max, int ppo_max) {
+    cm->max_staleness = planner_max >= 0 ? planner_max : ppo_max;
+    cm->staleness_fixed = planner_max < 0;
+}
+
 /* Seconds of one stage (PlanStageId) under layout l with the workload;
  * *mem (may be NULL) the bytes per rank of its shard (the largest over its
  * pipeline stages). Time is INFINITY when the layout cannot run the stage

@@ -76,6 +76,7 @@ typedef struct TraceStep {
     double tis_mean, tis_capped; /* the truncated importance weights of the updates (StepStats) */
     int64_t gen_version, staleness; /* the batch's weight version and the step less it (StepStats) */
     double rollout_bytes;        /* the rollout's bytes between ranks (StepStats) */
+    int64_t max_staleness;       /* K in force at the step (Job.staleness) */
 } TraceStep;
 
 /* collective over world: reduces the step's stage records (counters.h) and
@@ -117,6 +118,7 @@ typedef struct TraceDecision {
     int urgent, admitted;
     double foregone_s;           /* payback: the gains refused since the last move (admit's rent-or-buy), s */
     const char *reason;
+    int staleness;               /* the K the candidate is priced with (CostBreakdown.staleness); −1: none */
 } TraceDecision;
 void trace_decision(Trace *t, const TraceDecision *d);
 /* rank 0: a change of plan refused before anything moved (a deck [switch] the job cannot take, or an

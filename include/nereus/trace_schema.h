@@ -115,6 +115,7 @@ typedef struct TraceStepsRow {
     double logp_gap, gen_kl, tis_mean, tis_capped; /* the generating against the scoring actor; TIS */
     int64_t gen_version, staleness;                /* the batch's weight version, and the step less it */
     double rollout_bytes;                          /* the rollout's bytes between ranks */
+    int64_t max_staleness;                         /* K in force at the step (the deck's or the planner's) */
 } TraceStepsRow;
 
 typedef struct TraceStagesRow {
@@ -152,6 +153,7 @@ typedef struct TraceDecisionsRow {
     int64_t step;
     int32_t from_plan, to_plan, urgent, admitted;
     double L_now_s, L_new_s, dL_s, C_s, H_steps, gamma, foregone_s;
+    int32_t staleness; /* the K the candidate is priced with; −1 in a refusal row */
     const char *reason;
     int64_t strings_fnv;
 } TraceDecisionsRow;

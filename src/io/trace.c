@@ -542,6 +542,7 @@ void trace_step(Trace *t, MPI_Comm world, const TraceStep *s) {
     r.gen_version = s->gen_version;
     r.staleness = s->staleness;
     r.rollout_bytes = s->rollout_bytes;
+    r.max_staleness = s->max_staleness;
     TraceStagesRow rows[PLAN_NSTAGES];
     int n = 0;
     for (int id = 0; id < PLAN_NSTAGES; id++) {
@@ -606,13 +607,13 @@ void trace_decision(Trace *t, const TraceDecision *d) {
     if (!t || t->rank != 0 || !t->open) return;
     TraceDecisionsRow r = {d->step,    d->from_plan, d->to_plan, d->urgent,    d->admitted,
                      d->L_now_s, d->L_new_s,   d->dL_s,    d->C_s,       d->H_steps,
-                     d->gamma,   d->foregone_s, d->reason ? d->reason : "", 0};
+                     d->gamma,   d->foregone_s, d->staleness, d->reason ? d->reason : "", 0};
     r.strings_fnv = row_fnv(1, r.reason, NULL);
     trace_append(t, TRACE_DECISIONS, &r, 1);
 }
 
 void trace_refused(Trace *t, int64_t step, int plan_id, const char *reason) {
-    TraceDecision d = {step, plan_id, -1, NAN, NAN, NAN, NAN, NAN, NAN, 0, 0, NAN, reason};
+    TraceDecision d = {step, plan_id, -1, NAN, NAN, NAN, NAN, NAN, NAN, 0, 0, NAN, reason, -1};
     trace_decision(t, &d);
 }
 

@@ -72,6 +72,8 @@ static const TraceColumn steps_cols[] = {
     {I64(R, staleness), NEW, "", "the step less gen_version: 0 in a synchronous run, at most [ppo] max_staleness"},
     {F64(R, rollout_bytes), NEW, "bytes", "the rollout's bytes from the generating ranks to the ranks that use it "
                                           "(point to point; rollq.h)"},
+    {I64(R, max_staleness), NEW, "", "K in force at the step: [ppo] max_staleness, or the live planner's choice "
+                                     "within [planner] max_staleness (docs/ASYNC.md); read as 0 when absent"},
 };
 #undef R
 
@@ -142,6 +144,9 @@ static const TraceColumn decisions_cols[] = {
     {F64(R, foregone_s), NEW, "s", "payback: the gains the rule refused since the last move, summed per step run "
                                    "(its rent-or-buy bound admits once they reach C_s); 0 for other policies, NaN in "
                                    "a refusal row; read as 0 when absent"},
+    {I32(R, staleness), NEW, "", "the K the candidate is priced with (the planner chooses it with the plan within "
+                                 "[planner] max_staleness; docs/PLANNER.md, \"Asynchronous plans\"); −1 in a refusal "
+                                 "row; read as 0 when absent"},
     {STR(R, reason), REQ, "", "the rule's words: `initial placement: faster, admitted`, `admitted: pays back in X "
                               "steps <= gamma G x H h = Y`, `refused: ...`, `urgent: ...`"},
     {I64(R, strings_fnv), NEW, "", STRINGS_FNV_MEANING},

@@ -112,8 +112,7 @@ void live_init(LivePlanner *lp, Job *j) {
     cm->slow = lp->slow;
     /* asynchronous rollouts: the planner chooses K with the plan within [planner] max_staleness, or prices every
        plan at the deck's fixed K (−1) */
-    cm->max_staleness = cfg->planner.max_staleness >= 0 ? cfg->planner.max_staleness : cfg->ppo.max_staleness;
-    cm->staleness_fixed = cfg->planner.max_staleness < 0;
+    cost_set_staleness(cm, cfg->planner.max_staleness, cfg->ppo.max_staleness);
     lp->w = (Workload){cfg->ppo.batch, cfg->ppo.minibatch, cfg->ppo.epochs, j->P, 0.5 * cfg->ppo.max_response,
                        cfg->ppo.max_response, 0};
     snprintf(lp->hw_text, sizeof lp->hw_text,
@@ -399,7 +398,8 @@ static void trace_decided(Trace *tr, const AdaptDecision *d, double gamma, int p
         trace_drift(tr, d->step, "efficiency", d->eff_rank_ref > 0 ? d->eff_rank_now / d->eff_rank_ref - 1 : NAN,
                     threshold);
     TraceDecision td = {d->step, plan_id, d->changed ? plan_id + 1 : -1, d->L_now, d->L_new, d->L_now - d->L_new,
-                        d->C, d->H, gamma, d->urgent, d->admitted, d->foregone, d->reason};
+                        d->C, d->H, gamma, d->urgent, d->admitted, d->foregone, d->reason,
+                        d->next_cost.staleness};
     trace_decision(tr, &td);
 }
 
@@ -548,7 +548,7 @@ static void guard_after_move(LivePlanner *lp, const Config *cfg, const PlanConfi
 
 /* collective: the K the planner chose for the plan in force (rank 0's K: the smallest of its lowest price,
    planner.h cost_plan_overlap) becomes the job's from this step on, on every rank. Logged when it changes; the
-   trace's /decisions would carry it as a column beside the plan (the trace is the step loop's: not yet) */
+   trace's /steps max_staleness carries it, /decisions staleness the candidate's */
 static void apply_staleness(Job *j, int step, int64_t K) {
     comm_bcast(j->world, &K, sizeof K, 0);
     if (K == j->staleness) return;

@@ -740,7 +740,7 @@ static int run_ppo_step(RunCtx *r, int step) {
                     st.pg_loss, st.vf_loss, st.entropy, st.resp_len, st.clipfrac, st.approx_kl, st.grad_norm_actor,
                     st.grad_norm_critic, j->sync_bytes, j->G.T, j->G.T - rollout_longest(&j->G), &j->plan, r->plan_id,
                     st.kl_k3, st.logp_gap, st.gen_kl, st.tis_mean, st.tis_capped, (int64_t)st.gen_version,
-                    (int64_t)st.staleness, st.rollout_bytes};
+                    (int64_t)st.staleness, st.rollout_bytes, j->staleness};
     trace_step(r->tr, nr_world(), &ts); /* collective */
     if (bad) {
         run_stop(r->stop, "step %d: non-finite loss or gradient (policy %g, value %g); stopping the run", step,

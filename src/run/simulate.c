@@ -131,8 +131,7 @@ static int scenario_of(const Config *cfg, const Deck *deck, SimScenario *sc) {
         return deck_error_at(deck, "simulate.resp_longest_ratio", "resp_longest_ratio %g: the longest response is "
                              "at least the mean (1 or more), or 0 for none", sc->longest_ratio);
     /* asynchronous rollouts: the K the planner may choose ([planner] max_staleness ≥ 0), or the deck's fixed one */
-    t->max_staleness = cfg->planner.max_staleness >= 0 ? cfg->planner.max_staleness : cfg->ppo.max_staleness;
-    t->staleness_fixed = cfg->planner.max_staleness < 0;
+    cost_set_staleness(t, cfg->planner.max_staleness, cfg->ppo.max_staleness);
     sc->gamma = m->gamma;
     sc->threshold = m->threshold;
     sc->every_k = m->every_k;
