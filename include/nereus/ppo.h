@@ -61,6 +61,7 @@ typedef struct StepStats {
     double resp_len;       /* mean response length (tokens incl. EOS) */
     double t_gen, t_inf, t_train;  /* seconds */
     double tokens;         /* sequence tokens processed in the step (B × T) */
+    double seq_tokens;     /* the rows' own tokens: Σ prompt + response (end token included), no padding */
     double gen_version;    /* the weight version that generated the batch (the steps its weights had trained) */
     double staleness;      /* the step less gen_version: 0 in a synchronous run, at most [ppo] max_staleness */
     double rollout_bytes;  /* the rollout's bytes between ranks in the step (rollq.h) */

@@ -77,6 +77,7 @@ typedef struct TraceStep {
     int64_t gen_version, staleness; /* the batch's weight version and the step less it (StepStats) */
     double rollout_bytes;        /* the rollout's bytes between ranks (StepStats) */
     int64_t max_staleness;       /* K in force at the step (Job.staleness) */
+    int64_t seq_tokens;          /* the rows' own tokens: Σ prompt + response, no padding (StepStats) */
 } TraceStep;
 
 /* collective over world: reduces the step's stage records (counters.h) and

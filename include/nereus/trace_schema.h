@@ -116,6 +116,7 @@ typedef struct TraceStepsRow {
     int64_t gen_version, staleness;                /* the batch's weight version, and the step less it */
     double rollout_bytes;                          /* the rollout's bytes between ranks */
     int64_t max_staleness;                         /* K in force at the step (the deck's or the planner's) */
+    int64_t seq_tokens;                            /* the rows' own tokens, no padding */
 } TraceStepsRow;
 
 typedef struct TraceStagesRow {

@@ -543,6 +543,7 @@ void trace_step(Trace *t, MPI_Comm world, const TraceStep *s) {
     r.staleness = s->staleness;
     r.rollout_bytes = s->rollout_bytes;
     r.max_staleness = s->max_staleness;
+    r.seq_tokens = s->seq_tokens;
     TraceStagesRow rows[PLAN_NSTAGES];
     int n = 0;
     for (int id = 0; id < PLAN_NSTAGES; id++) {

@@ -74,6 +74,8 @@ static const TraceColumn steps_cols[] = {
                                           "(point to point; rollq.h)"},
     {I64(R, max_staleness), NEW, "", "K in force at the step: [ppo] max_staleness, or the live planner's choice "
                                      "within [planner] max_staleness (docs/ASYNC.md); read as 0 when absent"},
+    {I64(R, seq_tokens), NEW, "tokens", "the rows' own tokens: Σ prompt + response (end token included) over the "
+                                        "batch, without the padding that `tokens` counts; read as 0 when absent"},
 };
 #undef R
 

@@ -150,7 +150,7 @@ static void rollout_logp_gap(const Rollout *r, const Config *cfg, StepStats *st)
 void ppo_advantages(Rollout *r, const Config *cfg, int have_rm, StepStats *st) {
     int B = r->B, T = r->T;
     rollout_logp_gap(r, cfg, st);
-    double sum_rew = 0, sum_score = 0, sum_kl = 0, ntok = 0, sum_len = 0;
+    double sum_rew = 0, sum_score = 0, sum_kl = 0, ntok = 0, sum_len = 0, sum_seq = 0;
     for (int b = 0; b < B; b++) {
         float tr = rollout_row_reward(r, r->seq, (size_t)T, b, NULL, NULL);
         r->task_reward[b] = tr;
@@ -161,11 +161,13 @@ void ppo_advantages(Rollout *r, const Config *cfg, int have_rm, StepStats *st) {
         sum_rew += tr;
         sum_score += sc;
         sum_len += r->resp_len[b];
+        sum_seq += r->plen[b] + r->resp_len[b];
     }
     st->reward = sum_rew / B;
     st->score = sum_score / B;
     st->resp_len = sum_len / B;
     st->tokens = (double)B * T;
+    st->seq_tokens = sum_seq;
     if (ppo_is_grpo(cfg)) {
         grpo_advantages(r, cfg, st);
         return;

@@ -193,6 +193,7 @@ typedef struct RunCtx {
     double *rewards, *kls;        /* (ppo.steps + 1) the PPO steps this job ran: [0, done_steps) */
     double *gaps, *genkls;        /* (ppo.steps + 1) each step's logp_gap and gen_kl (StepStats) */
     double step_s;                /* the PPO steps' wall seconds, summed (verify.ppo_mean_step_s) */
+    double seq_tokens;            /* the rows' own tokens over those steps (verify.ppo_seq_tokens_per_s) */
     double rollout_bytes;         /* the rollout's bytes between ranks, summed over the steps */
     int64_t stale_hist[ROLLQ_SLOTS]; /* steps by the staleness of their batch */
     double *busy, *idle;          /* rank 0: (world) each rank's busy and idle seconds, summed over the steps */
@@ -730,6 +731,7 @@ static int run_ppo_step(RunCtx *r, int step) {
     r->genkls[r->done_steps] = st.gen_kl;
     if (j->rq.needer) r->tok_hash = hash_tokens(r->tok_hash, &j->G); /* rank 0 reports it; a needer has G */
     r->step_s += dt;
+    r->seq_tokens += st.seq_tokens;
     r->rollout_bytes += st.rollout_bytes;
     r->stale_hist[NR_MIN(NR_MAX((int)st.staleness, 0), ROLLQ_SLOTS - 1)]++;
     run_rank_times(r, step, dt);
@@ -740,7 +742,7 @@ static int run_ppo_step(RunCtx *r, int step) {
                     st.pg_loss, st.vf_loss, st.entropy, st.resp_len, st.clipfrac, st.approx_kl, st.grad_norm_actor,
                     st.grad_norm_critic, j->sync_bytes, j->G.T, j->G.T - rollout_longest(&j->G), &j->plan, r->plan_id,
                     st.kl_k3, st.logp_gap, st.gen_kl, st.tis_mean, st.tis_capped, (int64_t)st.gen_version,
-                    (int64_t)st.staleness, st.rollout_bytes, j->staleness};
+                    (int64_t)st.staleness, st.rollout_bytes, j->staleness, (int64_t)st.seq_tokens};
     trace_step(r->tr, nr_world(), &ts); /* collective */
     if (bad) {
         run_stop(r->stop, "step %d: non-finite loss or gradient (policy %g, value %g); stopping the run", step,
@@ -1160,8 +1162,9 @@ static void run_print_rewards(const RunCtx *r, int n) {
         if (r->stale_hist[k]) nr_log(" %d:%lld", k, (long long)r->stale_hist[k]);
     nr_log("\n");
     nr_log("verify.rollout_bytes_per_step: %.0f\n", r->rollout_bytes / n);
-    /* a time (the one line that differs between two runs of the same deck): what throughput checks read */
+    /* the times (the lines that differ between two runs of the same deck): what throughput checks read */
     nr_log("verify.ppo_mean_step_s: %.6f\n", r->step_s / n);
+    nr_log("verify.ppo_seq_tokens_per_s: %.2f\n", r->step_s > 0 ? r->seq_tokens / r->step_s : 0.0);
 }
 
 /* rank 0: the verification block's model lines */

@@ -97,12 +97,12 @@ static void step_score(Job *j, StepStats *st) {
  * reduction, so that rank 0 reports them under any plan */
 enum { RED_TRAIN = 11, RED_ADV = 8 };
 static void adv_stats_put(const StepStats *a, double *red) {
-    double v[RED_ADV] = {a->reward, a->score, a->kl, a->logp_gap, a->gen_kl, a->resp_len, a->tokens, 0};
+    double v[RED_ADV] = {a->reward, a->score, a->kl, a->logp_gap, a->gen_kl, a->resp_len, a->tokens, a->seq_tokens};
     memcpy(red, v, sizeof v);
 }
 static void adv_stats_get(StepStats *st, const double *red) {
     st->reward = red[0], st->score = red[1], st->kl = red[2], st->logp_gap = red[3], st->gen_kl = red[4];
-    st->resp_len = red[5], st->tokens = red[6];
+    st->resp_len = red[5], st->tokens = red[6], st->seq_tokens = red[7];
 }
 
 int job_step(Job *j, int step, StepStats *st, double times[4]) {
