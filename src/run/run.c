@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "nereus/backend.h"
@@ -1188,6 +1189,26 @@ static void run_print_fingerprints(const RunCtx *r, const RunFingerprints *fp) {
 
 /* collective over nr_world(): the trace closed with the run's status, then the verification block
  * (stable numbers only, no times, one per line). Returns the exit status: 0 (pass) or 1. */
+/* collective over nr_world(): each rank's peak resident memory (getrusage's maxrss over the process's life),
+ * printed by rank 0, rank by rank, with the largest (not in the verification block: it varies by a few pages
+ * between two runs of the same deck) */
+static void run_peak_memory(void) {
+    struct rusage ru;
+    double mine = getrusage(RUSAGE_SELF, &ru) == 0 ? (double)ru.ru_maxrss / 1024.0 : 0, peak = 0;
+    int n;
+    mpiCheck(MPI_Comm_size(nr_world(), &n));
+    double *all = nr_rank() == 0 ? nr_xcalloc((size_t)n, sizeof(double)) : NULL;
+    mpiCheck(MPI_Gather(&mine, 1, MPI_DOUBLE, all, 1, MPI_DOUBLE, 0, nr_world()));
+    if (nr_rank() != 0) return;
+    nr_log("memory: peak resident MiB per rank:");
+    for (int k = 0; k < n; k++) {
+        peak = NR_MAX(peak, all[k]);
+        if (k < 64) nr_log(" %d: %.0f", k, all[k]);
+    }
+    nr_log("%s; largest %.0f\n", n > 64 ? " ..." : "", peak);
+    free(all);
+}
+
 static int run_verify(RunCtx *r) {
     const Config *cfg = r->cfg;
     int n = r->done_steps;
@@ -1203,6 +1224,7 @@ static int run_verify(RunCtx *r) {
         snprintf(tstatus, sizeof tstatus, "%s", pass ? "pass" : "fail");
     trace_close(r->tr, nr_world(), tstatus, n, r->ppo_s);
     r->tr = NULL;
+    run_peak_memory();
     nr_log("--- verification ---\n");
     if (cfg->sft.steps > 0) {
         nr_log("verify.sft_steps: %d\n", cfg->sft.steps);
