@@ -308,6 +308,7 @@ static const char FULL[] =
     "process_baseline = pooled\n"   /* the defaults: the others need algorithm = grpo, credit = process, group_std */
     "group_std_scope = group\n"
     "max_staleness = 1\n"
+    "micro_batch = 5\n"
     "correction = decoupled\n"
     "[reward]\n" /* after every line the checks above count */
     "rule = boxed\n"
@@ -391,7 +392,7 @@ static void good_full(Tally *t, const char *text, const char *what)
                  c.ppo.group_eps == 1e-4f && c.ppo.kl_loss_coef == 0.1f && c.ppo.clip_high == 0.3f && c.ppo.tis_cap == 2.5f && !strcmp(c.model.gen_dtype, "bf16") &&
                  !strcmp(c.model.score_dtype, "bf16") &&
                  strcmp(c.ppo.credit, "outcome") == 0 && strcmp(c.ppo.process_baseline, "pooled") == 0 &&
-                 strcmp(c.ppo.group_std_scope, "group") == 0 && c.ppo.max_staleness == 1 &&
+                 strcmp(c.ppo.group_std_scope, "group") == 0 && c.ppo.max_staleness == 1 && c.ppo.micro_batch == 5 &&
                  strcmp(c.ppo.correction, "decoupled") == 0,
           "%s: the algorithm keys (algorithm %s, group_size %d)", what, c.ppo.algorithm, c.ppo.group_size);
     check(t, strcmp(c.trace.file, "none") == 0 && strcmp(c.trace.papi_events, "PAPI_TOT_INS, PAPI_TOT_CYC") == 0,

@@ -223,6 +223,11 @@ const DeckKey deck_keys[] = {
      "synchronous (each step generates its batch, then scores and trains it); K >= 1: actor.gen generates the "
      "batches of steps k+1 .. k+K while step k scores and trains, so generation overlaps the rest where actor.gen "
      "has ranks of its own (docs/ASYNC.md)"},
+    {"ppo", "micro_batch", DECK_T_INT, 0, "0", GE(0), LE(65536), NULL, F_INT(ppo.micro_batch),
+     "rows per forward pass of the scoring model-stages (actor.inf, ref.inf, critic.inf, reward.inf): each replica "
+     "scores its rows in chunks of this many, so their activation memory is that of micro_batch rows; the same "
+     "bits for any value (each row's result does not depend on the rows beside it); 0 = all of a replica's rows "
+     "at once"},
     {"ppo", "correction", DECK_T_CHOICE, 0, "auto", NONE, NONE, "auto|none|decoupled", F_STR(ppo.correction),
      "off-policy correction of the policy loss: decoupled = AReaL's decoupled PPO objective, the ratio clipped "
      "against the proximal policy (actor.inf's scoring with the weights being trained) and each token weighted by "

@@ -44,18 +44,22 @@ void job_weights_changed(Job *j, int id) {
         if (id < 0 || i == id) j->st[i].bf16_fresh = 0;
 }
 
-/* Inference of one EMU over its replica's rows; the leader's rows land in
- * out (Bg, T), zero elsewhere, summed over ranks afterwards. */
+/* Inference of one EMU over its replica's rows, in chunks of the rows its model holds ([ppo] micro_batch); the
+ * leader's rows land in out (Bg, T), zero elsewhere, summed over ranks afterwards. */
 static void infer_stage(Job *j, int id, float *out, int values) {
     Stage *s = &j->st[id];
     const Rollout *G = &j->G;
     if (!s->member) return;
-    int row0 = s->d * s->B;
+    int row0 = s->d * s->B, chunk, Tmax;
+    job_stage_capacity(j, id, s->dp, &chunk, &Tmax);
     float *rows = (float *)j->scratch;
     counters_stage_begin(id);
     job_stage_bf16_refresh(j, id);
-    if (values) ppo_infer_values(&s->model, G, row0, s->B, rows);
-    else ppo_infer_logp(&s->model, G, row0, s->B, rows);
+    for (int c = 0; c < s->B; c += chunk) {
+        int n = NR_MIN(chunk, s->B - c);
+        if (values) ppo_infer_values(&s->model, G, row0 + c, n, rows + (size_t)c * G->T);
+        else ppo_infer_logp(&s->model, G, row0 + c, n, rows + (size_t)c * G->T);
+    }
     counters_stage_end(id);
     if (s->leader) memcpy(out + (size_t)row0 * G->T, rows, (size_t)s->B * G->T * sizeof(float));
 }

@@ -17,6 +17,10 @@
 #   build/venv-torch/bin/pip install torch --index-url https://download.pytorch.org/whl/cpu
 #   build/venv-torch/bin/pip install transformers "trl==1.16.*"
 set -euo pipefail
+case ${1:-} in -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0;; esac
+for a in "${1:-2}" "${2:-3}"; do
+  [[ $a =~ ^[1-9][0-9]*$ ]] || { echo "trl_peer: ROUNDS and STEPS are counts of 1 or more, not '$a' (--help)" >&2; exit 2; }
+done
 cd "$(dirname "$0")/../.."
 rounds=${1:-2}
 steps=${2:-3}

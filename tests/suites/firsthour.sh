@@ -39,7 +39,8 @@ PROGRAMS=(
   "bin/nereus-ckpt loss" "bin/nereus-trace" "bin/nereus-trace summary" "bin/nereus-trace compare"
   "bin/nereus-task-tokens" "bin/nereus-tok" "bin/nereus-tok encode" "tests/run.sh" "tests/bench/run.sh"
   "jobs/local.sh" "tools/behaviour-snapshot" "tools/get-smollm2" "tools/grpo-vs-ppo" "tools/plot-trace"
-  "tools/reward-per-token" "tools/spot-trace" "tools/study-tables" "tools/window-noise")
+  "tools/reward-per-token" "tools/spot-trace" "tools/study-tables" "tools/window-noise" "tools/eval-hf"
+  "tests/bench/trl_peer.sh")
 export PROGRAMS_LIST=$(printf '%s\n' "${PROGRAMS[@]}")
 help_all() {
   local d=$W/help p rc bad=0

@@ -34,16 +34,30 @@ while IFS='|' read -r name np plan; do feeds grpo-equiv-1rank "grpo-equiv-$name"
 feeds grpo-equiv-tp2-dp2-run grpo-restart-r2
 feeds grpo-equiv-1rank grpo-restart-r2
 t grpo-equiv-1rank 300 $L -np 1 bin/nereus inputs/grpo-tiny.deck $EQ --set ppo.steps=5 --set run.log_every=5 --set trace.file=none
+# the same run with its scoring model-stages fed 5 rows a pass ([ppo] micro_batch; 64 rows: 12 chunks of 5 and one
+# of 4, their activations sized for 5): the same bits, the verification block identical but for its times
+feeds grpo-equiv-1rank grpo-micro-batch-same
+feeds grpo-micro-batch-run grpo-micro-batch-same
+t grpo-micro-batch-run 300 $L -np 1 bin/nereus inputs/grpo-tiny.deck $EQ --set ppo.steps=5 --set run.log_every=5 \
+  --set trace.file=none --set ppo.micro_batch=5
+if want grpo-micro-batch-same; then
+  if diff <(grep '^verify\.' "$LOG/grpo-equiv-1rank.log" | grep -v '_s: ') \
+          <(grep '^verify\.' "$LOG/grpo-micro-batch-run.log" | grep -v '_s: ') > "$LOG/grpo-micro-batch-same.log" &&
+     grep -q '^verify.status: pass' "$LOG/grpo-micro-batch-run.log"; then
+    result grpo-micro-batch-same 0 0 "micro_batch 5: the verification block of the 1-rank run, bit for bit"
+  else result grpo-micro-batch-same 1 0 "verification blocks differ (log: $LOG/grpo-micro-batch-same.log)"; fi
+fi
 while IFS='|' read -r -u 3 name np plan; do
   feeds "grpo-equiv-$name-run" "grpo-equiv-$name"
   runs "grpo-equiv-$name-run" || want "grpo-equiv-$name" || continue
   deck=$LOG/grpo-equiv-$name.deck
   ckpt=0; [ "$name" = tp2-dp2 ] && ckpt=3 # the restart test's checkpoint, after step 3
+  mb=0; [ "$name" = pp2-tp2-dp2 ] && mb=3 # scoring in chunks of 3 rows through the pipeline and TP groups
   { cat inputs/grpo-tiny.deck; printf '[ckpt]\ndir = %s\nkeep = 5\nevery = %d\n' "$LOG/grpo-ckpt" $ckpt; echo "[plan]"
     echo "$plan" | tr ';' '\n' | sed 's/^ *//'; } > "$deck"
   [ $ckpt = 0 ] || rm -rf "$LOG/grpo-ckpt"
   t "grpo-equiv-$name-run" 300 $L -np "$np" bin/nereus "$deck" $EQ --set ppo.steps=5 --set run.log_every=5 \
-    --set trace.file=none
+    --set trace.file=none --set ppo.micro_batch=$mb
   want "grpo-equiv-$name" || continue
   equiv_result "grpo-equiv-$name" "$LOG/grpo-equiv-1rank.log" "$LOG/grpo-equiv-$name-run.log" "$np ranks" \
     checksum.actor checksum.ref
