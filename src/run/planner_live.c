@@ -568,7 +568,15 @@ int live_decide(LivePlanner *lp, Job *j, const Injector *inj, int step, Trace *t
     if (lp->first_step < 0) lp->first_step = step;
     int pool_changed = update_pool(lp, j, inj, step);
 
-    if (lp->sweep) return sweep_move(lp, j, step, tr, plan_id, plan_text, plan_len, tx_bytes, why, len);
+    if (lp->sweep) { /* each sampled plan runs at the K the model prices it with, as the adaptive policies' do */
+        int rc = sweep_move(lp, j, step, tr, plan_id, plan_text, plan_len, tx_bytes, why, len);
+        if (rc == 0 && cfg->planner.max_staleness >= 0) {
+            StepCost sc = {0};
+            if (j->rank == 0) cost_plan(&lp->cm, &j->plan, n, &lp->w, &sc);
+            apply_staleness(j, step, sc.staleness);
+        }
+        return rc;
+    }
     if (lp->ahead) { /* the move decided at the last boundary: its communicators got ready while that step ran */
         lp->ahead = 0;
         if (adapt_plan_within(&lp->ahead_plan, lp->pool, lp->npool, n)) {
