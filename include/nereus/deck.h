@@ -108,6 +108,10 @@ const char *deck_text(const Deck *d, size_t *len);
  * message, and returns 2. Call it on every rank, like the parse. */
 int deck_error_at(const Deck *d, const char *section_dot_key, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* The same place, "...: warning: <msg>" on stderr (unless quiet), for a setting that runs but does not do what it
+ * is for; stores nothing (deck_last_error stays) and the run goes on. Call it on every rank, like the parse. */
+void deck_warn_at(const Deck *d, const char *section_dot_key, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* Every key with its resolved value, as deck text, each line marked
  * "# (default)", "# line N" or "# command line (--set)" (the option that

@@ -106,15 +106,23 @@ static int deck_override_source(int i) { return -1 - i; }
  * negative line is an override's source (deck_override_source): the
  * message names the option instead, "--set ppo.steps=x: error: MSG".
  * Returns 2. */
+/* "PATH:LINE", "PATH" (line 0) or the override's source (a negative line) into buf */
+static const char *deck_where(const Deck *d, int line, char *buf, size_t len)
+{
+    if (line < 0) snprintf(buf, len, "%s", d->ov_where[-1 - line]);
+    else if (line > 0) snprintf(buf, len, "%s:%d", d->path, line);
+    else snprintf(buf, len, "%s", d->path);
+    return buf;
+}
+
 static int deck_vreport(const Deck *d, int line, const char *note, const char *fmt, va_list ap)
 {
-    char body[2048], at[64] = "";
+    char body[2048], where[1100];
     vsnprintf(body, sizeof body, fmt, ap);
-    const char *where = line < 0 ? d->ov_where[-1 - line] : d->path;
-    if (line > 0) snprintf(at, sizeof at, ":%d", line);
-    int n = snprintf(d->msg, DECK_MSG_MAX, "%s%s: error: %s", where, at, body);
+    deck_where(d, line, where, sizeof where);
+    int n = snprintf(d->msg, DECK_MSG_MAX, "%s: error: %s", where, body);
     if (note && n >= 0 && (size_t)n < DECK_MSG_MAX)
-        snprintf(d->msg + n, DECK_MSG_MAX - (size_t)n, "\n%s%s: note: %s", where, at, note);
+        snprintf(d->msg + n, DECK_MSG_MAX - (size_t)n, "\n%s: note: %s", where, note);
     if (!d->quiet) {
         fprintf(stderr, "%s\n", d->msg);
         fflush(stderr);
@@ -1142,6 +1150,19 @@ int deck_error_at(const Deck *d, const char *section_dot_key, const char *fmt, .
     }
     va_end(ap);
     return rc;
+}
+
+void deck_warn_at(const Deck *d, const char *section_dot_key, const char *fmt, ...)
+{
+    if (!d || d->quiet) return;
+    char body[2048], where[1100];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(body, sizeof body, fmt, ap);
+    va_end(ap);
+    int i = deck_key_find_dotted(section_dot_key);
+    fprintf(stderr, "%s: warning: %s\n", deck_where(d, i >= 0 ? d->key_line[i] : 0, where, sizeof where), body);
+    fflush(stderr);
 }
 
 /* ---- the resolved deck as text ---------------------------------------------- */

@@ -560,6 +560,17 @@ static void apply_staleness(Job *j, int step, int64_t K) {
     j->staleness = (int)K;
 }
 
+/* collective: the plan in force priced on rank 0 (its prediction into *pred there, where pred is not NULL), and
+   its K made the job's where the planner chooses K ([planner] max_staleness ≥ 0) */
+static void price_in_force(LivePlanner *lp, Job *j, int step, int n, double *pred) {
+    StepCost sc = {.staleness = j->staleness};
+    if (j->rank == 0) {
+        double p = cost_plan(&lp->cm, &j->plan, n, &lp->w, &sc);
+        if (pred) *pred = p;
+    }
+    if (j->cfg->planner.max_staleness >= 0) apply_staleness(j, step, sc.staleness);
+}
+
 int live_decide(LivePlanner *lp, Job *j, const Injector *inj, int step, Trace *tr, int *plan_id, char *plan_text,
                 size_t plan_len, double *tx_bytes, char *why, size_t len) {
     if (!lp->on) return 0;
@@ -570,11 +581,7 @@ int live_decide(LivePlanner *lp, Job *j, const Injector *inj, int step, Trace *t
 
     if (lp->sweep) { /* each sampled plan runs at the K the model prices it with, as the adaptive policies' do */
         int rc = sweep_move(lp, j, step, tr, plan_id, plan_text, plan_len, tx_bytes, why, len);
-        if (rc == 0 && cfg->planner.max_staleness >= 0) {
-            StepCost sc = {0};
-            if (j->rank == 0) cost_plan(&lp->cm, &j->plan, n, &lp->w, &sc);
-            apply_staleness(j, step, sc.staleness);
-        }
+        if (rc == 0) price_in_force(lp, j, step, n, NULL);
         return rc;
     }
     if (lp->ahead) { /* the move decided at the last boundary: its communicators got ready while that step ran */
@@ -679,13 +686,7 @@ int live_decide(LivePlanner *lp, Job *j, const Injector *inj, int step, Trace *t
         return nr_fail(why, len, "before step %d: ranks left the pool and no plan without them %s", step,
                        hdr[1] ? "fits" : "was found");
     }
-    int64_t K = j->staleness;
-    if (j->rank == 0) { /* the prediction for the plan the next step runs under, and its K */
-        StepCost sc;
-        lp->pred_s = cost_plan(&lp->cm, &j->plan, n, &lp->w, &sc);
-        K = sc.staleness;
-    }
-    if (cfg->planner.max_staleness >= 0) apply_staleness(j, step, K);
+    price_in_force(lp, j, step, n, &lp->pred_s); /* the prediction for the plan the next step runs under, and its K */
     return 0;
 }
 

@@ -273,10 +273,10 @@ static int run_select_backend(RunCtx *r) {
 
 /* [ppo] max_staleness >= 1 on a plan where actor.gen shares ranks with a model-stage that scores or trains: the
    batches are still generated ahead (and corrected), but on the shared ranks generation and the rest run one after
-   another, so nothing overlaps (docs/ASYNC.md). Rank 0 warns at the key's line; the run goes on. */
+   another, so nothing overlaps (docs/ASYNC.md). A warning at the key's line; the run goes on. */
 static void warn_staleness(const RunCtx *r) {
     const PlanConfig *p = &r->job.plan;
-    if (r->cfg->ppo.max_staleness < 1 || nr_rank() != 0) return;
+    if (r->cfg->ppo.max_staleness < 1) return;
     char with[256] = "";
     for (int s = 0; s < PLAN_NSTAGES; s++) {
         if (s == PLAN_ACTOR_GEN || !plan_stage_present(p, s) || !job_stage_holds_model(&r->job, s) ||
@@ -286,13 +286,11 @@ static void warn_staleness(const RunCtx *r) {
         snprintf(with + l, sizeof with - l, "%s%s", l ? ", " : "", plan_stage_name(s));
     }
     if (!with[0]) return;
-    int line = deck_line(r->deck, "ppo.max_staleness");
-    char at[64] = "";
-    if (line > 0) snprintf(at, sizeof at, ":%d", line);
-    nr_log("%s%s: warning: [ppo] max_staleness = %d, but actor.gen shares ranks with %s under this plan: there "
-           "generation and the rest run one after another, so nothing overlaps; the batches are still generated "
-           "%d step(s) ahead and corrected (docs/ASYNC.md). Give actor.gen ranks of its own to gain from it\n",
-           line > 0 ? deck_path(r->deck) : "--set", at, r->cfg->ppo.max_staleness, with, r->cfg->ppo.max_staleness);
+    deck_warn_at(r->deck, "ppo.max_staleness",
+                 "[ppo] max_staleness = %d, but actor.gen shares ranks with %s under this plan: there generation and "
+                 "the rest run one after another, so nothing overlaps; the batches are still generated %d step(s) "
+                 "ahead and corrected (docs/ASYNC.md). Give actor.gen ranks of its own to gain from it",
+                 r->cfg->ppo.max_staleness, with, r->cfg->ppo.max_staleness);
 }
 
 /* policy = sweep needs its PPO steps: returns 2 with a message at the line otherwise. */
@@ -1187,8 +1185,6 @@ static void run_print_fingerprints(const RunCtx *r, const RunFingerprints *fp) {
     }
 }
 
-/* collective over nr_world(): the trace closed with the run's status, then the verification block
- * (stable numbers only, no times, one per line). Returns the exit status: 0 (pass) or 1. */
 /* collective over nr_world(): each rank's peak resident memory (getrusage's maxrss over the process's life),
  * printed by rank 0, rank by rank, with the largest (not in the verification block: it varies by a few pages
  * between two runs of the same deck) */
@@ -1209,6 +1205,8 @@ static void run_peak_memory(void) {
     free(all);
 }
 
+/* collective over nr_world(): the trace closed with the run's status, then the verification block
+ * (stable numbers only, no times, one per line). Returns the exit status: 0 (pass) or 1. */
 static int run_verify(RunCtx *r) {
     const Config *cfg = r->cfg;
     int n = r->done_steps;
