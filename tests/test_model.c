@@ -73,6 +73,47 @@ static void gradcheck(const GPTConfig *cfg, const char *what, float noise) {
     gpt_free(&m);
 }
 
+/* gpt_forward_logprob (the LM head at the target positions only) against gpt_forward + gpt_logprob: the same
+ * log-probs and entropies bit for bit, gradients equal up to the order of the head's sums; targets in two runs
+ * in one row, none in another, all of a third */
+static void packed_head(const GPTConfig *cfg, const char *what) {
+    enum { B = 3, T = 7 };
+    GPT m;
+    gpt_build(&m, cfg, backend_cpu(), B, T, 1, 5, 0.3f);
+    int tok[B * T], tg[B * T];
+    float wl[B * T], we[B * T], lp[2][B * T], en[2][B * T];
+    for (int i = 0; i < B * T; i++) {
+        int b = i / T, t = i % T;
+        tok[i] = rng_below(2, RNG_TEST, 7, i, cfg->V);
+        int on = (b == 0 && t >= 1 && t <= 3) || (b == 0 && t == 5) || b == 2;
+        tg[i] = on ? rng_below(2, RNG_TEST, 8, i, cfg->V) : -1;
+        wl[i] = on ? rng_normal(2, RNG_TEST, 9, i) : 0.0f;
+        we[i] = on ? 0.1f * rng_normal(2, RNG_TEST, 10, i) : 0.0f;
+    }
+    float *g = nr_xmalloc(m.nparams * sizeof(float));
+    double dmax = 0, gmax = 0;
+    for (int k = 0; k < 2; k++) {
+        gpt_zero_grad(&m);
+        if (k == 0) {
+            gpt_forward(&m, tok, B, T, 1, 0);
+            gpt_logprob(&m, tg, lp[k], en[k]);
+        } else {
+            gpt_forward_logprob(&m, tok, tg, B, T, lp[k], en[k]);
+        }
+        gpt_backward(&m, wl, we, NULL);
+        for (size_t i = 0; i < m.nparams; i++) {
+            if (k == 0) g[i] = m.grads[i], gmax = fmax(gmax, fabs(g[i]));
+            else dmax = fmax(dmax, fabs((double)m.grads[i] - g[i]));
+        }
+    }
+    CHECK(memcmp(lp[0], lp[1], sizeof lp[0]) == 0 && memcmp(en[0], en[1], sizeof en[0]) == 0,
+          "%spacked head: log-probs and entropies bit-identical to the dense head's", what);
+    CHECK(dmax <= 1e-5 * gmax, "%spacked head: gradients within %.1e of the dense head's (largest %.2e)", what, dmax,
+          gmax);
+    free(g);
+    gpt_free(&m);
+}
+
 static void test_gradcheck(int value_head) {
     GPTConfig c = {.V = 11, .maxT = 8, .L = 2, .C = 12, .NH = 3, .value_head = value_head};
     gradcheck(&c, value_head ? "critic" : "actor", 0.05f);
@@ -229,6 +270,7 @@ static void test_llama(void) {
         snprintf(what, sizeof what, "%s: ", llama_names[k]);
         c = llama_variant(k);
         kv_cache(&c, what, 0.3f, 0.1f);
+        packed_head(&c, what);
         c.value_head = 1;
         gradcheck(&c, llama_names[k], 0.1f);
     }
@@ -341,7 +383,7 @@ static void behaviour_logp(GPTConfig c, const char *what) {
         gpt_gen_bf16(&m, 0);
         ppo_generate(&a, &m, &cfg, &ts, step);
         rollout_finish(&a);
-        ppo_infer_logp(&m, &a, 0, a.B, inf);
+        ppo_infer_stage_rows(&m, &a, 0, a.B, a.B, 0, inf);
         int d;
         gap += masked_gap(&a, a.logp_gen, inf, &d), nd += d;
         gpt_gen_bf16(&m, 1); /* the bf16 copy: generation and the scoring forward read it */
@@ -352,10 +394,10 @@ static void behaviour_logp(GPTConfig c, const char *what) {
             for (int t = 0; t < a.P + a.resp_len[i]; t++) same = same && a.tokens[i * a.Tcap + t] == b.tokens[i * b.Tcap + t];
         }
         rollout_finish(&a);
-        ppo_infer_logp(&m, &a, 0, a.B, inf);
+        ppo_infer_stage_rows(&m, &a, 0, a.B, a.B, 0, inf);
         gap16 += masked_gap(&a, a.logp_gen, inf, &d), nd16 += d;
         gpt_gen_bf16(&m, 0); /* the fp32 model on the bf16 model's tokens */
-        ppo_infer_logp(&m, &a, 0, a.B, f32);
+        ppo_infer_stage_rows(&m, &a, 0, a.B, a.B, 0, f32);
         gap_dtype += masked_gap(&a, a.logp_gen, f32, &d);
     }
     CHECK(nd == 0 && gap == 0, "%sfp32: generation's behaviour log-probs = the scoring forward's (%d differ)", what, nd);
@@ -402,6 +444,8 @@ int main(int argc, char **argv) {
     test_behaviour_logp();
     test_gradcheck(0);
     test_gradcheck(1);
+    GPTConfig c2 = {.V = 11, .maxT = 8, .L = 2, .C = 12, .NH = 3};
+    packed_head(&c2, "gpt-2: ");
     test_llama();
     int rc = CHECK_DONE();
     MPI_Finalize();

@@ -97,7 +97,7 @@ typedef struct PpoConfig {
     float clip_high;         /* [ppo] clip_high: upper ratio clip for A > 0 (DAPO's clip-higher); 0 = clip */
     float tis_cap;           /* [ppo] tis_cap: truncated importance weight cap on the policy loss; 0 = off */
     int max_staleness;       /* [ppo] max_staleness: K, the most weight versions a trained sample may lag (0 = synchronous) */
-    int micro_batch;         /* [ppo] micro_batch: rows per forward pass of a scoring model-stage (0 = all of a replica's) */
+    int micro_batch;         /* [ppo] micro_batch: rows per forward pass of any model-stage but actor.gen (0 = all of a replica's) */
     char algorithm[8];       /* [ppo] algorithm: ppo | grpo */
     char credit[12];         /* [ppo] credit: outcome | process: the task reward per response or per position (12 bytes
                                 with micro_batch's 4: PpoConfig stays a multiple of 8, so Config has no hole the key

@@ -72,8 +72,10 @@
  *
  * Memory: one allocation each for parameters, gradients, AdamW m, AdamW v
  * (the last three only for trainable models), forward activations sized for
- * (Bmax, Tmax), one layer of backward scratch, and the KV cache. Nothing is
- * allocated in the step loop.
+ * (Bmax, Tmax) — every layer's for a trainable model, whose backward reads
+ * them, one layer's otherwise (GPT.La: inference and generation overwrite
+ * them layer by layer) — one layer of backward scratch, and the KV cache.
+ * Nothing is allocated in the step loop.
  */
 #ifndef NEREUS_MODEL_H
 #define NEREUS_MODEL_H
@@ -210,7 +212,7 @@ typedef struct GPTActs {
     /* L here is this stage's layers L/pp; lnf, its statistics and logits exist
      * on the last stage only (NULL elsewhere) */
     float *encoded;   /* (B, T, C) the stage's input: the embeddings, or the previous stage's output */
-    float *ln1;       /* (L, B, T, C) */
+    float *ln1;       /* (La, B, T, C): La = L for a trainable model, 1 otherwise (GPT.La) */
     float *ln1_mean, *ln1_rstd;   /* (L, B, T) */
     float *qkv;       /* (L, B, T, 3Cl) this rank's heads: [q | k | v] (NHl, hs) each */
     float *atty;      /* (L, B, T, Cl) */
@@ -225,6 +227,7 @@ typedef struct GPTActs {
     float *fcproj;    /* (L, B, T, C) summed over the TP group */
     float *residual3; /* (L, B, T, C) */
     float *lnf;       /* (B, T, C) */
+    float *lnf_pk;    /* (B·T, C) the lnf rows of the log-prob positions, packed (gpt_forward_logprob) */
     float *lnf_mean, *lnf_rstd;   /* (B, T) */
     float *logits;    /* (B, T, V): logits, then probs after gpt_logprob */
     float *values;    /* (B, T) value head output (on every stage after a forward with values) */
@@ -260,6 +263,10 @@ typedef struct GPT {
     int hs, NKVl;          /* the head width, this rank's key/value heads (GPT-2: NHl) */
     int C3, F;             /* this rank's packed q|k|v row width and MLP hidden width (GPT-2: 3Cl, 4Cl) */
     int Ll, l0;            /* this stage's layers L/pp, the first of them pp_rank·L/pp */
+    int La;                /* layers of forward activations kept: Ll for a trainable model (its backward reads
+                              them all), 1 otherwise (each layer overwrites the last's; gpt_act_layer) */
+    int kv_slot;           /* during a prefill: the cache slot its first row fills, layer by layer as the
+                              forward runs; −1 otherwise */
     int first, last;       /* this rank is on the first / last pipeline stage (both when pp = 1) */
     int nmb;               /* microbatches of the last forward */
     const Backend *be;
@@ -277,7 +284,7 @@ typedef struct GPT {
     int Bmax, Tmax;        /* activation capacity */
     int B, T;              /* shape of the last forward */
     int *tokens;           /* (Bmax, Tmax) host copy of the last forward's tokens */
-    int *targets;          /* (Bmax, Tmax) targets of the last gpt_logprob (−1 = skip) */
+    int *targets;          /* (Bmax, Tmax) targets of the last gpt_logprob (−1 = skip); packed after gpt_forward_logprob */
     GPTActs a;
     GPTGradScratch s;
     float *acts_mem, *scratch_mem;
@@ -295,6 +302,11 @@ typedef struct GPT {
     float *inv_freq;          /* (hs/2) RoPE inverse frequencies (Llama family; rope.h) */
     float *zero_pos;          /* (Tmax, C) zeros: the position embedding encoder_forward adds (Llama family) */
     float *logp, *ent;        /* (Bmax, Tmax) outputs of gpt_logprob */
+    float *logp_pk, *ent_pk;  /* (Bmax·Tmax) gpt_forward_logprob's, packed: one a log-prob position */
+    int pk_on;                /* the last forward computed the LM head at the log-prob positions only */
+    int pk_n, pk_nrun;        /* ... their count, and their runs of consecutive positions */
+    int *pk_run;              /* (3·Bmax·Tmax) host: each run's first position, length and packed index */
+    float *pk_host;           /* (Bmax·Tmax) host staging of packed dlogp and dent */
     float *dlogp, *dent;      /* (Bmax, Tmax) inputs of gpt_backward */
     float *decode_mem;
     float *pp_host;           /* (2, Bmax·Tmax·C) host staging of the PP sends [0] and receives
@@ -435,6 +447,12 @@ void gpt_forward(GPT *m, const int *tokens, int B, int T, int want_logits, int w
  * (may be NULL), also left in m->logp, m->ent on every rank. Turns the
  * logits into probs in place. */
 void gpt_logprob(GPT *m, const int *targets, float *logp, float *ent);
+/* gpt_forward with logits and gpt_logprob in one, the LM head (and its log-softmax) computed only at the
+ * positions with a target (≥ 0): each position's log-prob and entropy the same bits as the two calls give
+ * (every kernel gives a row the same bits whatever rows share its call), the head's cost and memory traffic
+ * those of the target positions alone. m->logp, m->ent dense as after gpt_logprob (0 at skipped positions);
+ * the logits are packed (not (B, T, V)); gpt_backward takes dlogp and dent dense as usual. */
+void gpt_forward_logprob(GPT *m, const int *tokens, const int *targets, int B, int T, float *logp, float *ent);
 
 /* collective over m->sh.tp_comm, m->sh.pp_comm and m->sh.embd_comm
  * Backward of a scalar loss given dloss/dlogp (B,T), dloss/dent (B,T) (may be

@@ -101,10 +101,17 @@ int ppo_min_response(const Config *cfg, int step);
 /* gen without the KV cache (full forward per token): the baseline that the
  * cached path must reproduce exactly, and a benchmark. */
 void ppo_generate_nocache(Rollout *r, GPT *actor, const Config *cfg, const TaskSet *ts, int step);
-/* inf, one model over rows [row0, row0 + n) of a finished rollout: the
- * log-probs of the sampled tokens (out (n, T)) or the values (out (n, T)). */
-void ppo_infer_logp(GPT *m, const Rollout *r, int row0, int n, float *out);
-void ppo_infer_values(GPT *m, const Rollout *r, int row0, int n, float *out);
+/* inf, one model over rows [row0, row0 + n) of a finished rollout: the log-probs of the sampled tokens
+ * (values 0) or the values (values 1) into out (n, T), 0 past each row's end. The rows go longest first in
+ * forward passes of `chunk` rows, each pass over the positions of its longest row: the same bits as one pass
+ * over all rows at T (a row's result depends on neither the rows beside it nor the positions after its end). */
+void ppo_infer_stage_rows(GPT *m, const Rollout *r, int row0, int n, int chunk, int values, float *out);
+/* the positions a row's scoring and training need: its prompt and response (at least one token) */
+int rollout_row_len(const Rollout *r, int b);
+/* rows[0..n) ordered longest first, ties by row */
+void rollout_rows_by_len(const Rollout *r, int *rows, int n);
+/* the longest of rows[0..n) */
+int rollout_rows_len(const Rollout *r, const int *rows, int n);
 /* From logp_old, logp_ref, values (and rm_values when have_rm): rule and
  * network scores, per-token KL-penalised rewards, GAE advantages, returns.
  * Pure: every rank holding the rollout computes the same numbers. */

@@ -224,10 +224,11 @@ const DeckKey deck_keys[] = {
      "batches of steps k+1 .. k+K while step k scores and trains, so generation overlaps the rest where actor.gen "
      "has ranks of its own (docs/ASYNC.md)"},
     {"ppo", "micro_batch", DECK_T_INT, 0, "0", GE(0), LE(65536), NULL, F_INT(ppo.micro_batch),
-     "rows per forward pass of the scoring model-stages (actor.inf, ref.inf, critic.inf, reward.inf): each replica "
-     "scores its rows in chunks of this many, so their activation memory is that of micro_batch rows; the same "
-     "bits for any value (each row's result does not depend on the rows beside it); 0 = all of a replica's rows "
-     "at once"},
+     "rows per forward pass of every model-stage but actor.gen, so its activation memory is that of micro_batch "
+     "rows: the scoring stages (actor.inf, ref.inf, critic.inf, reward.inf) score a replica's rows in chunks of "
+     "this many, the same bits for any value (a row's result does not depend on the rows beside it); the training "
+     "stages (and the SFT warm-start) take a minibatch's rows in passes of this many and add their gradients up "
+     "(gradient accumulation: the same update up to the order of the sums); 0 = all of a replica's rows at once"},
     {"ppo", "correction", DECK_T_CHOICE, 0, "auto", NONE, NONE, "auto|none|decoupled", F_STR(ppo.correction),
      "off-policy correction of the policy loss: decoupled = AReaL's decoupled PPO objective, the ratio clipped "
      "against the proximal policy (actor.inf's scoring with the weights being trained) and each token weighted by "

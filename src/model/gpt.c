@@ -147,8 +147,8 @@ static void gpt_set_dims(GPT *m, const GPTConfig *cfg, int tp) {
 
 static size_t gpt_carve_acts(GPT *m, Carve *cv) {
     const GPTConfig *c = &m->cfg;
-    /* L: this stage's layers */
-    size_t B = (size_t)m->Bmax, T = (size_t)m->Tmax, L = (size_t)m->Ll, C = (size_t)c->C;
+    /* L: the layers whose activations are kept (this stage's, or one for a model that runs no backward) */
+    size_t B = (size_t)m->Bmax, T = (size_t)m->Tmax, L = (size_t)m->La, C = (size_t)c->C;
     size_t Cl = (size_t)m->Cl, NH = (size_t)m->NHl, V = (size_t)c->V, BT = B * T;
     GPTActs *a = &m->a;
     a->encoded = carve(cv, BT * C);
@@ -170,6 +170,7 @@ static size_t gpt_carve_acts(GPT *m, Carve *cv) {
     a->residual3 = carve(cv, L * BT * C);
     /* the head activations live on the last stage only */
     a->lnf = m->last ? carve(cv, BT * C) : NULL;
+    a->lnf_pk = m->last ? carve(cv, BT * C) : NULL;
     a->lnf_mean = m->last ? carve(cv, BT) : NULL;
     a->lnf_rstd = m->last ? carve(cv, BT) : NULL;
     a->logits = m->last ? carve(cv, BT * V) : NULL;
@@ -225,6 +226,8 @@ static size_t gpt_carve_decode(GPT *m, Carve *cv) {
     m->d_rstd = carve(cv, B);
     m->logp = carve(cv, BT);
     m->ent = carve(cv, BT);
+    m->logp_pk = carve(cv, BT);
+    m->ent_pk = carve(cv, BT);
     m->dlogp = carve(cv, BT);
     m->dent = carve(cv, BT);
     if (gpt_is_llama(&m->cfg)) {
@@ -297,6 +300,7 @@ size_t gpt_shard_bytes(const GPTConfig *cfg, int tp, int pp, int pp_rank, int Bm
     m->sh.pp = pp;
     gpt_set_dims(m, cfg, tp);
     m->Ll = cfg->L / pp;
+    m->La = trainable ? m->Ll : 1;
     m->last = pp_rank == pp - 1;
     TensorInfo t[GPT_NUM_TENSORS];
     int nt;
@@ -418,6 +422,8 @@ static void gpt_alloc_shard(GPT *m, const GPTConfig *cfg, const GPTShard *sh, co
     }
     gpt_set_dims(m, cfg, sh->tp);
     m->Ll = cfg->L / m->sh.pp;
+    m->La = trainable ? m->Ll : 1;
+    m->kv_slot = -1;
     m->l0 = m->sh.pp_rank * m->Ll;
     m->first = m->sh.pp_rank == 0;
     m->last = m->sh.pp_rank == m->sh.pp - 1;
@@ -473,6 +479,9 @@ static void gpt_alloc_work(GPT *m, int grads_uninit) {
     if (gpt_is_llama(cfg)) llama_rope_init(m);
     m->tokens = be->alloc((size_t)Bmax * (size_t)Tmax * sizeof(int));
     m->targets = be->alloc((size_t)Bmax * (size_t)Tmax * sizeof(int));
+    m->pk_run = nr_xmalloc(3 * (size_t)Bmax * (size_t)Tmax * sizeof(int));
+    m->pk_host = nr_xmalloc((size_t)Bmax * (size_t)Tmax * sizeof(float));
+    m->pk_on = 0;
     if (m->sh.pp > 1) {
         if (!backend_host_memory(be)) m->pp_host = nr_xmalloc(2 * gpt_pp_slot(m) * sizeof(float));
         m->pp_req = nr_xmalloc(2 * (size_t)Bmax * sizeof(MPI_Request));
@@ -534,6 +543,11 @@ void gpt_shed(GPT *m) {
     be->free(m->targets);
     free(m->pp_host);
     free(m->pp_req);
+    free(m->pk_run);
+    free(m->pk_host);
+    m->pk_run = NULL;
+    m->pk_host = NULL;
+    m->pk_on = 0;
     m->grads = m->acts_mem = m->scratch_mem = m->kcache = m->vcache = m->decode_mem = m->pp_host = NULL;
     m->tokens = m->targets = NULL;
     m->pp_req = NULL;
@@ -591,15 +605,18 @@ static void gpt_layer_forward(GPT *m, int l, int r0, int n) {
     size_t rF = (size_t)r0 * T * F, rT = (size_t)r0 * T, nTC = (size_t)nT * C;
     size_t attsz = (size_t)B * NH * T * T, ratt = (size_t)r0 * NH * T * T;
     GPTActs *a = &m->a;
-    float *res = (l == 0 ? a->encoded : a->residual3 + (size_t)(l - 1) * BTC) + rC;
-    float *ln1 = a->ln1 + l * BTC + rC, *qkv = a->qkv + l * BTCl * 3 + 3 * rCl, *atty = a->atty + l * BTCl + rCl;
-    float *preatt = a->preatt + l * attsz + ratt, *att = a->att + l * attsz + ratt;
-    float *attproj = a->attproj + l * BTC + rC, *res2 = a->residual2 + l * BTC + rC;
-    float *ln2 = a->ln2 + l * BTC + rC, *fch = a->fch + (size_t)l * BT * F + rF;
-    float *fchg = a->fch_gelu + (size_t)l * BT * F + rF;
-    float *fcproj = a->fcproj + l * BTC + rC, *res3 = a->residual3 + l * BTC + rC;
-    float *l1m = a->ln1_mean + (size_t)l * BT + rT, *l1r = a->ln1_rstd + (size_t)l * BT + rT;
-    float *l2m = a->ln2_mean + (size_t)l * BT + rT, *l2r = a->ln2_rstd + (size_t)l * BT + rT;
+    /* k: the activation block of layer l; with one block, the layer's input residual3 is overwritten by
+       its output, read last in the attention's residual add */
+    size_t k = gpt_act_layer(m, l), kp = gpt_act_layer(m, l - 1);
+    float *res = (l == 0 ? a->encoded : a->residual3 + kp * BTC) + rC;
+    float *ln1 = a->ln1 + k * BTC + rC, *qkv = a->qkv + k * BTCl * 3 + 3 * rCl, *atty = a->atty + k * BTCl + rCl;
+    float *preatt = a->preatt + k * attsz + ratt, *att = a->att + k * attsz + ratt;
+    float *attproj = a->attproj + k * BTC + rC, *res2 = a->residual2 + k * BTC + rC;
+    float *ln2 = a->ln2 + k * BTC + rC, *fch = a->fch + k * BT * F + rF;
+    float *fchg = a->fch_gelu + k * BT * F + rF;
+    float *fcproj = a->fcproj + k * BTC + rC, *res3 = a->residual3 + k * BTC + rC;
+    float *l1m = a->ln1_mean + k * BT + rT, *l1r = a->ln1_rstd + k * BT + rT;
+    float *l2m = a->ln2_mean + k * BT + rT, *l2r = a->ln2_rstd + k * BT + rT;
     be->layernorm_forward(ln1, l1m, l1r, res, m->p[GPT_LN1W] + l * C, m->p[GPT_LN1B] + l * C, nT, C);
     /* column-parallel: this rank's heads of q, k, v */
     gpt_forward_mm(m, qkv, ln1, m->p[GPT_QKVW] + (size_t)l * 3 * Cl * C, m->p[GPT_QKVB] + l * 3 * Cl, nT, C, 3 * Cl);
@@ -630,7 +647,45 @@ static void gpt_layer_forward(GPT *m, int l, int r0, int n) {
  * waiting, so that it starts the next microbatch while the next stage works
  * on this one; the last stage applies lnf and the heads per microbatch.
  * With pp = 1 and one microbatch this is the unpipelined forward, op for op. */
+static void gpt_forward_impl(GPT *m, const int *tokens, int B, int T, int want_logits, int want_values,
+                             int packed);
+
 void gpt_forward(GPT *m, const int *tokens, int B, int T, int want_logits, int want_values) {
+    gpt_forward_impl(m, tokens, B, T, want_logits, want_values, 0);
+}
+
+/* the runs of consecutive log-prob positions with [rT, rT + nT) (a microbatch's): the first run's index
+ * into m->pk_run and their count; their packed rows are consecutive, from the first run's */
+static int gpt_pk_runs(const GPT *m, size_t rT, size_t nT, int *nrun) {
+    int i0 = -1;
+    *nrun = 0;
+    for (int i = 0; i < m->pk_nrun; i++) {
+        size_t pos = (size_t)m->pk_run[3 * i];
+        if (pos < rT || pos >= rT + nT) continue;
+        if (i0 < 0) i0 = i;
+        (*nrun)++;
+    }
+    return i0;
+}
+
+/* the LM head of a microbatch's positions [rT, rT + nT) at its log-prob positions: their lnf rows packed into
+ * lnf_pk, the logits into the packed rows of a->logits */
+static void gpt_head_packed(GPT *m, size_t rT, size_t nT) {
+    const Backend *be = m->be;
+    size_t C = (size_t)m->cfg.C, V = (size_t)m->cfg.V;
+    int nrun, i0 = gpt_pk_runs(m, rT, nT, &nrun);
+    if (nrun == 0) return;
+    size_t k0 = (size_t)m->pk_run[3 * i0 + 2], k = 0;
+    for (int i = i0; i < i0 + nrun; i++) {
+        const int *r = m->pk_run + 3 * i;
+        be->copy(m->a.lnf_pk + (size_t)r[2] * C, m->a.lnf + (size_t)r[0] * C, (size_t)r[1] * C * sizeof(float));
+        k += (size_t)r[1];
+    }
+    gpt_forward_mm(m, m->a.logits + k0 * V, m->a.lnf_pk + k0 * C, gpt_head(m), NULL, (int)k, (int)C, (int)V);
+}
+
+static void gpt_forward_impl(GPT *m, const int *tokens, int B, int T, int want_logits, int want_values,
+                             int packed) {
     const Backend *be = m->be;
     const GPTConfig *c = &m->cfg;
     if (B > m->Bmax || T > m->Tmax || B < 1 || T < 1)
@@ -640,11 +695,12 @@ void gpt_forward(GPT *m, const int *tokens, int B, int T, int want_logits, int w
     size_t BTC = (size_t)BT * C;
     m->B = B;
     m->T = T;
+    m->pk_on = packed;
     int nmb = m->nmb = gpt_microbatches(m, B);
     be->upload(m->tokens, tokens, (size_t)BT * sizeof(int));
     GPTActs *a = &m->a;
     MPI_Request *rin = m->pp_req, *rout = m->pp_req ? m->pp_req + m->Bmax : NULL;
-    float *out = a->residual3 + (size_t)(Ll - 1) * BTC; /* this stage's output (B, T, C) */
+    float *out = a->residual3 + gpt_act_layer(m, Ll - 1) * BTC; /* this stage's output (B, T, C) */
     if (!m->first)
         for (int k = 0; k < nmb; k++) {
             int r0, n;
@@ -664,7 +720,10 @@ void gpt_forward(GPT *m, const int *tokens, int B, int T, int want_logits, int w
             gpt_pp_recv_done(m, a->encoded, rC, nT * C);
         }
         if (m->sh.pp > 1) gpt_pp_watch(m, m->last ? NULL : rout, k, m->first ? NULL : rin, nmb);
-        for (int l = 0; l < Ll; l++) (llama ? llama_layer_forward : gpt_layer_forward)(m, l, r0, n);
+        for (int l = 0; l < Ll; l++) {
+            (llama ? llama_layer_forward : gpt_layer_forward)(m, l, r0, n);
+            if (m->kv_slot >= 0) gpt_prefill_fill_layer(m, l, r0, n);
+        }
         gpt_pp_watch(m, NULL, 0, NULL, 0);
         if (!m->last) {
             rout[k] = gpt_pp_isend(m, out, rC, nT * C, m->sh.pp_rank + 1, k);
@@ -675,8 +734,8 @@ void gpt_forward(GPT *m, const int *tokens, int B, int T, int want_logits, int w
         else
             be->layernorm_forward(a->lnf + rC, a->lnf_mean + rT, a->lnf_rstd + rT, out + rC, m->p[GPT_LNFW],
                                   m->p[GPT_LNFB], (int)nT, C);
-        if (want_logits)
-            gpt_forward_mm(m, a->logits + rT * V, a->lnf + rC, gpt_head(m), NULL, (int)nT, C, V);
+        if (want_logits && packed) gpt_head_packed(m, rT, nT);
+        else if (want_logits) gpt_forward_mm(m, a->logits + rT * V, a->lnf + rC, gpt_head(m), NULL, (int)nT, C, V);
         if (want_values)
             gpt_forward_mm(m, a->values + rT, a->lnf + rC, m->p[GPT_VHW], m->p[GPT_VHB], (int)nT, C, 1);
     }
@@ -699,7 +758,85 @@ void gpt_logprob(GPT *m, const int *targets, float *logp, float *ent) {
     if (ent) be->download(ent, m->ent, (size_t)BT * sizeof(float));
 }
 
+/* the runs of target positions of targets (BT, host) into m->pk_run, the packed targets into m->targets */
+static void gpt_pack_targets(GPT *m, const int *targets, int BT, int T) {
+    int *pk = (int *)m->pk_host, n = 0; /* the packed targets, staged in the host buffer (as wide as an int) */
+    m->pk_nrun = 0;
+    for (int t = 0; t < BT; t++) {
+        if (targets[t] < 0) continue;
+        int *r = m->pk_run + 3 * (m->pk_nrun - 1);
+        if (m->pk_nrun > 0 && r[0] + r[1] == t && t % T != 0) r[1]++; /* extends the run within its row */
+        else {
+            r = m->pk_run + 3 * m->pk_nrun++;
+            r[0] = t, r[1] = 1, r[2] = n;
+        }
+        pk[n++] = targets[t];
+    }
+    m->pk_n = n;
+    m->be->upload(m->targets, pk, (size_t)n * sizeof(int));
+}
+
+/* a packed (pk_n) array into its dense (BT) places, 0 elsewhere (backend memory) */
+static void gpt_unpack(GPT *m, float *dense, const float *packed, size_t BT) {
+    m->be->zero(dense, BT * sizeof(float));
+    for (int i = 0; i < m->pk_nrun; i++) {
+        const int *r = m->pk_run + 3 * i;
+        m->be->copy(dense + r[0], packed + r[2], (size_t)r[1] * sizeof(float));
+    }
+}
+
+void gpt_forward_logprob(GPT *m, const int *tokens, const int *targets, int B, int T, float *logp, float *ent) {
+    const Backend *be = m->be;
+    size_t BT = (size_t)B * T;
+    if (B > m->Bmax || T > m->Tmax || B < 1 || T < 1)
+        nr_fatal("gpt_forward_logprob: batch (%d, %d) outside capacity (%d, %d)", B, T, m->Bmax, m->Tmax);
+    gpt_pack_targets(m, targets, (int)BT, T);
+    gpt_forward_impl(m, tokens, B, T, 1, 0, 1);
+    if (m->last) {
+        if (m->pk_n > 0)
+            be->logprob_forward(m->a.logits, m->logp_pk, m->ent_pk, m->a.logits, m->targets, m->pk_n,
+                                gpt_real_vocab(&m->cfg), m->cfg.V);
+        gpt_unpack(m, m->logp, m->logp_pk, BT);
+        gpt_unpack(m, m->ent, m->ent_pk, BT);
+    }
+    gpt_pp_bcast(m, m->logp, BT);
+    gpt_pp_bcast(m, m->ent, BT);
+    if (logp) be->download(logp, m->logp, BT * sizeof(float));
+    if (ent) be->download(ent, m->ent, BT * sizeof(float));
+}
+
 /* ---- backward ---------------------------------------------------------- */
+
+/* host (BT) values at the packed positions into dst (pk_n, backend memory) */
+static void gpt_pack_host(GPT *m, float *dst, const float *host) {
+    for (int i = 0; i < m->pk_nrun; i++) {
+        const int *r = m->pk_run + 3 * i;
+        memcpy(m->pk_host + r[2], host + r[0], (size_t)r[1] * sizeof(float));
+    }
+    m->be->upload(dst, m->pk_host, (size_t)m->pk_n * sizeof(float));
+}
+
+/* the packed head's backward for a microbatch's positions [rT, rT + nT): its log-softmax and LM head over the
+ * packed rows (dlogits over the packed logits), d lnf (s->dln as packed scratch) into the rows of dlnf (the
+ * microbatch's, zero on entry) */
+static void gpt_head_backward_packed(GPT *m, float *dlnf, size_t rT, size_t nT, int with_dent) {
+    const Backend *be = m->be;
+    size_t C = (size_t)m->cfg.C, V = (size_t)m->cfg.V;
+    int nrun, i0 = gpt_pk_runs(m, rT, nT, &nrun);
+    if (nrun == 0) return;
+    size_t k0 = (size_t)m->pk_run[3 * i0 + 2], k = 0;
+    for (int i = i0; i < i0 + nrun; i++) k += (size_t)m->pk_run[3 * i + 1];
+    float *dlogits = m->s.dlogits + k0 * V, *dpk = m->s.dln + k0 * C;
+    be->logprob_backward(dlogits, m->dlogp + k0, with_dent ? m->dent + k0 : NULL, m->a.logits + k0 * V,
+                         m->ent_pk + k0, m->targets + k0, (int)k, gpt_real_vocab(&m->cfg), (int)V);
+    be->zero(dpk, k * C * sizeof(float));
+    be->matmul_backward(dpk, gpt_head_grad(m), NULL, dlogits, m->a.lnf_pk + k0 * C, gpt_head(m), (int)k, (int)C,
+                        (int)V);
+    for (int i = i0; i < i0 + nrun; i++) {
+        const int *r = m->pk_run + 3 * i;
+        be->copy(dlnf + ((size_t)r[0] - rT) * C, m->s.dln + (size_t)r[2] * C, (size_t)r[1] * C * sizeof(float));
+    }
+}
 
 /* collective over m->sh.tp_comm: local layer l backward on rows [r0, r0 + n).
  * On entry the rows' slice of s->dresidual is d residual3[l], on return d of
@@ -779,7 +916,10 @@ void gpt_backward(GPT *m, const float *dlogp, const float *dent, const float *dv
     float *dlnf = s->dtmp;
     MPI_Request *rin = m->pp_req, *rout = m->pp_req ? m->pp_req + m->Bmax : NULL;
     if (m->last) {
-        if (dlogp) {
+        if (dlogp && m->pk_on) { /* the packed head: dlogp and dent at its positions */
+            gpt_pack_host(m, m->dlogp, dlogp);
+            if (dent) gpt_pack_host(m, m->dent, dent);
+        } else if (dlogp) {
             be->upload(m->dlogp, dlogp, (size_t)BT * sizeof(float));
             if (dent) be->upload(m->dent, dent, (size_t)BT * sizeof(float));
         }
@@ -802,7 +942,9 @@ void gpt_backward(GPT *m, const float *dlogp, const float *dent, const float *dv
         size_t rC = (size_t)r0 * T * C, rT = (size_t)r0 * T, nT = (size_t)n * T;
         if (m->last) {
             be->zero(dlnf, nT * C * sizeof(float));
-            if (dlogp) {
+            if (dlogp && m->pk_on) {
+                gpt_head_backward_packed(m, dlnf, rT, nT, dent != NULL);
+            } else if (dlogp) {
                 be->logprob_backward(s->dlogits + rT * V, m->dlogp + rT, dent ? m->dent + rT : NULL,
                                      a->logits + rT * V, m->ent + rT, m->targets + rT, (int)nT,
                                      gpt_real_vocab(c), V);
@@ -878,17 +1020,21 @@ static size_t gpt_kv_layer(const GPT *m) {
     return (size_t)m->Bmax * (size_t)m->NKVl * (size_t)m->Tmax * (size_t)m->hs;
 }
 
+void gpt_prefill_fill_layer(GPT *m, int l, int r0, int n) {
+    size_t slot = (size_t)m->NKVl * m->Tmax * m->hs; /* one sequence's cache in a layer */
+    size_t at = (size_t)l * gpt_kv_layer(m) + ((size_t)m->kv_slot + (size_t)r0) * slot;
+    const float *qkv = m->a.qkv + (gpt_act_layer(m, l) * m->B + (size_t)r0) * m->T * m->C3;
+    m->be->kv_fill(m->kcache + at, m->vcache + at, qkv, n, m->T, m->Tmax, m->Cl, m->NHl, m->NKVl);
+}
+
 /* collective over m->sh.tp_comm */
 void gpt_prefill(GPT *m, const int *tokens, int B, int P, float *logits_out) {
     const Backend *be = m->be;
     const GPTConfig *c = &m->cfg;
-    int Cl = m->Cl;
     if (m->sh.pp > 1) nr_fatal("gpt_prefill: pipelined generation is not supported; give actor.gen pp = 1");
+    m->kv_slot = 0;
     gpt_forward(m, tokens, B, P, 0, 0);
-    size_t BTC3 = (size_t)B * P * m->C3;
-    for (int l = 0; l < c->L; l++)
-        be->kv_fill(m->kcache + l * gpt_kv_layer(m), m->vcache + l * gpt_kv_layer(m), m->a.qkv + l * BTC3,
-                    B, P, m->Tmax, Cl, m->NHl, m->NKVl);
+    m->kv_slot = -1;
     gpt_logits_last(m, B, P);
     if (logits_out) be->download(logits_out, m->d_logits, (size_t)B * c->V * sizeof(float));
 }
@@ -927,14 +1073,12 @@ void gpt_prefill_rows(GPT *m, const int *tokens, int ld, const int *len, int B, 
     int C = c->C;
     if (m->sh.pp > 1) nr_fatal("gpt_prefill: pipelined generation is not supported; give actor.gen pp = 1");
     if (B > m->Bmax) nr_fatal("gpt_prefill_rows: %d rows beyond capacity %d", B, m->Bmax);
-    size_t slot = (size_t)m->NKVl * m->Tmax * m->hs; /* one sequence's cache in a layer */
     for (int b = 0; b < B; b++) {
         int P = len[b];
         if (P < 1 || P > m->Tmax) nr_fatal("gpt_prefill_rows: row %d's %d tokens outside [1, %d]", b, P, m->Tmax);
+        m->kv_slot = b;
         gpt_forward(m, tokens + (size_t)b * ld, 1, P, 0, 0);
-        for (int l = 0; l < c->L; l++)
-            be->kv_fill(m->kcache + l * gpt_kv_layer(m) + b * slot, m->vcache + l * gpt_kv_layer(m) + b * slot,
-                        m->a.qkv + (size_t)l * P * m->C3, 1, P, m->Tmax, m->Cl, m->NHl, m->NKVl);
+        m->kv_slot = -1;
         be->copy(m->d_ln + (size_t)b * C, m->a.lnf + (size_t)(P - 1) * C, (size_t)C * sizeof(float));
     }
     gpt_head_decode(m, B);

@@ -63,7 +63,7 @@ static void llama_unpack_qkv_grad(GPT *m, int l) {
     }
 }
 
-/* one layer's activations at rows [r0, r0 + n) of the (B, T) batch (the arrays are (L, B, T, ·) blocks) */
+/* one layer's activations at rows [r0, r0 + n) of the (B, T) batch (the arrays are (La, B, T, ·) blocks) */
 typedef struct LlamaActs {
     float *res, *ln1, *rstd1, *qkv, *qkv_raw, *qk_rstd, *atty, *att, *preatt, *attproj;
     float *res2, *ln2, *rstd2, *fch, *fchg, *fcproj, *res3;
@@ -74,23 +74,24 @@ static LlamaActs llama_acts(const GPT *m, int l, int r0) {
     size_t BT = (size_t)m->B * m->T, rT = (size_t)r0 * m->T, C = (size_t)m->cfg.C, C3 = (size_t)m->C3;
     size_t Cq = (size_t)m->Cl, F = (size_t)m->F, NQK = (size_t)(m->NHl + m->NKVl);
     size_t attsz = (size_t)m->B * m->NHl * m->T * m->T, ratt = (size_t)r0 * m->NHl * m->T * m->T;
-    size_t lC = l * BT * C + rT * C, lT = l * BT + rT;
+    size_t k = gpt_act_layer(m, l); /* the layer's activation block (one for a model without backward) */
+    size_t lC = k * BT * C + rT * C, lT = k * BT + rT;
     LlamaActs x;
-    x.res = (l == 0 ? a->encoded : a->residual3 + (size_t)(l - 1) * BT * C) + rT * C;
+    x.res = (l == 0 ? a->encoded : a->residual3 + gpt_act_layer(m, l - 1) * BT * C) + rT * C;
     x.ln1 = a->ln1 + lC;
     x.rstd1 = a->ln1_rstd + lT;
-    x.qkv = a->qkv + l * BT * C3 + rT * C3;
-    x.qkv_raw = a->qkv_raw ? a->qkv_raw + l * BT * C3 + rT * C3 : NULL;
-    x.qk_rstd = a->qk_rstd ? a->qk_rstd + l * BT * NQK + rT * NQK : NULL;
-    x.atty = a->atty + l * BT * Cq + rT * Cq;
-    x.preatt = a->preatt + l * attsz + ratt;
-    x.att = a->att + l * attsz + ratt;
+    x.qkv = a->qkv + k * BT * C3 + rT * C3;
+    x.qkv_raw = a->qkv_raw ? a->qkv_raw + k * BT * C3 + rT * C3 : NULL;
+    x.qk_rstd = a->qk_rstd ? a->qk_rstd + k * BT * NQK + rT * NQK : NULL;
+    x.atty = a->atty + k * BT * Cq + rT * Cq;
+    x.preatt = a->preatt + k * attsz + ratt;
+    x.att = a->att + k * attsz + ratt;
     x.attproj = a->attproj + lC;
     x.res2 = a->residual2 + lC;
     x.ln2 = a->ln2 + lC;
     x.rstd2 = a->ln2_rstd + lT;
-    x.fch = a->fch + l * BT * 2 * F + rT * 2 * F;
-    x.fchg = a->fch_gelu + l * BT * F + rT * F;
+    x.fch = a->fch + k * BT * 2 * F + rT * 2 * F;
+    x.fchg = a->fch_gelu + k * BT * F + rT * F;
     x.fcproj = a->fcproj + lC;
     x.res3 = a->residual3 + lC;
     return x;

@@ -69,8 +69,6 @@ void tx_stage_capacity(const TxPricer *p, int id, int dp, int *Bmax, int *Tmax) 
     const Config *cfg = p->cfg;
     *Bmax = cfg->ppo.batch / dp;
     *Tmax = p->Tgen;
-    if (id != PLAN_ACTOR_GEN && !plan_stage_is_train(id) && cfg->ppo.micro_batch > 0) /* scored in chunks */
-        *Bmax = NR_MIN(*Bmax, cfg->ppo.micro_batch);
     if (plan_stage_is_train(id)) {
         *Bmax = cfg->ppo.minibatch / dp;
         if (id == PLAN_ACTOR_TRAIN && cfg->sft.steps > 0) { /* the SFT warm-start trains actor.train too */
@@ -78,6 +76,8 @@ void tx_stage_capacity(const TxPricer *p, int id, int dp, int *Bmax, int *Tmax) 
             *Tmax = NR_MAX(*Tmax, p->Tsft);
         }
     }
+    /* scored in chunks, and trained in passes whose gradients add up */
+    if (id != PLAN_ACTOR_GEN && cfg->ppo.micro_batch > 0) *Bmax = NR_MIN(*Bmax, cfg->ppo.micro_batch);
 }
 
 int tx_stage_holds_model(const TxPricer *p, int id) {

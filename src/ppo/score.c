@@ -36,15 +36,61 @@ void rollout_finish(Rollout *r) {
     }
 }
 
-void ppo_infer_logp(GPT *m, const Rollout *r, int row0, int n, float *out) {
-    size_t o = (size_t)row0 * r->T;
-    gpt_forward(m, r->seq + o, n, r->T, 1, 0);
-    gpt_logprob(m, r->targets + o, out, NULL);
+int rollout_row_len(const Rollout *r, int b) { return r->plen[b] + NR_MAX(r->resp_len[b], 1); }
+
+void rollout_rows_by_len(const Rollout *r, int *rows, int n) {
+    for (int i = 1; i < n; i++) { /* insertion sort: a replica's rows, a few hundred at most */
+        int x = rows[i], lx = rollout_row_len(r, x), k = i;
+        for (; k > 0; k--) {
+            int y = rows[k - 1], ly = rollout_row_len(r, y);
+            if (ly > lx || (ly == lx && y < x)) break;
+            rows[k] = y;
+        }
+        rows[k] = x;
+    }
 }
 
-void ppo_infer_values(GPT *m, const Rollout *r, int row0, int n, float *out) {
-    gpt_forward(m, r->seq + (size_t)row0 * r->T, n, r->T, 0, 1);
-    m->be->download(out, m->a.values, (size_t)n * r->T * sizeof(float));
+int rollout_rows_len(const Rollout *r, const int *rows, int n) {
+    int T = 1;
+    for (int i = 0; i < n; i++) T = NR_MAX(T, rollout_row_len(r, rows[i]));
+    return T;
+}
+
+/* One forward of a model over the rollout's rows rows[0..n), each cut to the longest of them (Tc positions:
+ * causal attention makes a position's result independent of those after it, and every kernel gives a row the
+ * same bits whatever rows share its call), its log-probs or values scattered back to their rows of out
+ * (out_row0 the row of out[0], rows r->T apart; 0 beyond Tc). */
+static void infer_rows(GPT *m, const Rollout *r, const int *rows, int n, int values, float *out, int out_row0) {
+    int T = r->T, Tc = rollout_rows_len(r, rows, n);
+    size_t nTc = (size_t)n * Tc;
+    int *tok = nr_xmalloc(nTc * sizeof(int)), *tg = nr_xmalloc(nTc * sizeof(int));
+    float *res = nr_xmalloc(nTc * sizeof(float));
+    for (int i = 0; i < n; i++) {
+        memcpy(tok + (size_t)i * Tc, r->seq + (size_t)rows[i] * T, (size_t)Tc * sizeof(int));
+        memcpy(tg + (size_t)i * Tc, r->targets + (size_t)rows[i] * T, (size_t)Tc * sizeof(int));
+    }
+    if (values) {
+        gpt_forward(m, tok, n, Tc, 0, 1);
+        m->be->download(res, m->a.values, nTc * sizeof(float));
+    } else {
+        gpt_forward_logprob(m, tok, tg, n, Tc, res, NULL);
+    }
+    for (int i = 0; i < n; i++) {
+        float *o = out + (size_t)(rows[i] - out_row0) * T;
+        memcpy(o, res + (size_t)i * Tc, (size_t)Tc * sizeof(float));
+        memset(o + Tc, 0, (size_t)(T - Tc) * sizeof(float));
+    }
+    free(tok);
+    free(tg);
+    free(res);
+}
+
+void ppo_infer_stage_rows(GPT *m, const Rollout *r, int row0, int n, int chunk, int values, float *out) {
+    int *rows = nr_xmalloc((size_t)n * sizeof(int));
+    for (int i = 0; i < n; i++) rows[i] = row0 + i;
+    rollout_rows_by_len(r, rows, n);
+    for (int c = 0; c < n; c += chunk) infer_rows(m, r, rows + c, NR_MIN(chunk, n - c), values, out, row0);
+    free(rows);
 }
 
 /* [ppo] credit = process: the task reward's per-position credits of every row, credit (B, S) and the step

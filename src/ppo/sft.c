@@ -97,18 +97,22 @@ float sft_step(SftData *d, GPT *actor, const Config *cfg, const TaskSet *ts, int
     }
     if (d->use_tokens) sft_fill_tokens(d, B, b0, nb, step);
     else sft_fill_task(d, ts, B, b0, nb, step);
-    size_t n = (size_t)nb * T;
+    /* in passes of [ppo] micro_batch rows, their gradients added up */
+    int chunk = cfg->ppo.micro_batch > 0 ? NR_MIN(nb, cfg->ppo.micro_batch) : nb;
     gpt_zero_grad(actor);
-    gpt_forward(actor, d->tokens, nb, T, 1, 0);
-    gpt_logprob(actor, d->targets, d->logp, NULL);
     double loss = 0;
-    for (size_t k = 0; k < n; k++) {
-        int v = d->targets[k] >= 0;
-        loss -= v ? d->logp[k] : 0.0;
-        d->dlogp[k] = v ? (float)(-1.0 / ntok) : 0.0f; /* d(mean CE)/d logp */
+    for (int r0 = 0; r0 < nb; r0 += chunk) {
+        int n = NR_MIN(chunk, nb - r0);
+        size_t o = (size_t)r0 * T;
+        gpt_forward_logprob(actor, d->tokens + o, d->targets + o, n, T, d->logp + o, NULL);
+        for (size_t k = o; k < o + (size_t)n * T; k++) {
+            int v = d->targets[k] >= 0;
+            loss -= v ? d->logp[k] : 0.0;
+            d->dlogp[k] = v ? (float)(-1.0 / ntok) : 0.0f; /* d(mean CE)/d logp */
+        }
+        gpt_backward(actor, d->dlogp + o, NULL, NULL);
     }
     loss /= ntok;
-    gpt_backward(actor, d->dlogp, NULL, NULL);
     if (sh->grad_sync) sh->grad_sync(actor, sh->ctx);
     const OptimConfig *oc = &cfg->optim;
     gpt_update(actor, cfg->sft.lr, oc->beta1, oc->beta2, oc->eps, oc->weight_decay, oc->max_grad_norm);

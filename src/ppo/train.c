@@ -49,12 +49,15 @@ static void mb_free(Minibatch *mb) {
     for (size_t i = 0; i < sizeof d / sizeof d[0]; i++) mb->be->free(d[i]);
 }
 
-/* rows idx[0..n) of the rollout into the minibatch; w = mask / ntok, where
- * ntok counts the response tokens of the whole minibatch (all replicas) */
-static void mb_gather(Minibatch *mb, const Rollout *r, const int *idx, double ntok) {
-    size_t row = (size_t)r->T;
+/* rows idx[0..n) of the rollout into the minibatch, each cut to its first T positions (the longest row's:
+ * rollout_rows_len); w = mask / ntok, where ntok counts the response tokens of the whole minibatch (all
+ * replicas) */
+static void mb_gather(Minibatch *mb, const Rollout *r, const int *idx, int n, int T, double ntok) {
+    size_t row = (size_t)T;
+    mb->n = n;
+    mb->T = T;
     for (int i = 0; i < mb->n; i++) {
-        size_t s = (size_t)idx[i] * row, d = (size_t)i * row;
+        size_t s = (size_t)idx[i] * (size_t)r->T, d = (size_t)i * row;
         memcpy(mb->tokens + d, r->seq + s, row * sizeof(int));
         memcpy(mb->targets + d, r->targets + s, row * sizeof(int));
         memcpy(mb->logp_old + d, r->logp_old + s, row * sizeof(float));
@@ -107,17 +110,14 @@ static void tis_weights(Minibatch *mb, float cap, double tis[2]) {
     mb->be->upload(mb->d_w, mb->w_pg, N * sizeof(float));
 }
 
-/* One actor update on the gathered minibatch; returns the loss share and
- * adds this replica's shares of entropy, clip fraction, approx KL and the TIS weights. */
-static float actor_minibatch(GPT *m, Minibatch *mb, const Config *cfg, int step, double *ent, double *cf,
-                             double *akl, double *k3, double tis[2]) {
+/* The actor's forward and backward over the gathered rows, its gradient added to the model's; returns their
+ * loss share and adds their shares of entropy, clip fraction and approx KL. poison: the INJECTED fault. */
+static float actor_rows(GPT *m, Minibatch *mb, const Config *cfg, int poison, double *ent, double *cf,
+                        double *akl, double *k3) {
     const PpoConfig *pc = &cfg->ppo;
     const Backend *be = m->be;
     int N = mb->n * mb->T;
-    float cap = ppo_tis_cap(cfg);
-    if (cap > 0.0f) tis_weights(mb, cap, tis);
-    gpt_forward(m, mb->tokens, mb->n, mb->T, 1, 0);
-    gpt_logprob(m, mb->targets, NULL, mb->ent); /* log-probs stay in m->logp */
+    gpt_forward_logprob(m, mb->tokens, mb->targets, mb->n, mb->T, NULL, mb->ent); /* log-probs stay in m->logp */
     float sc[3];
     /* the ratio clipped to [1 − clip, 1 + clip_high]; clip_high 0 means clip on both sides */
     be->ppo_policy_loss(mb->d_scalars + 0, mb->d_dlogp, mb->d_scalars + 1, mb->d_scalars + 2, m->logp,
@@ -128,8 +128,8 @@ static float actor_minibatch(GPT *m, Minibatch *mb, const Config *cfg, int step,
         be->download(mb->logp, m->logp, (size_t)N * sizeof(float));
         *k3 += grpo_kl_k3(mb->logp, mb->logp_ref, mb->w, N, pc->kl_loss_coef, mb->dlogp);
     }
-    /* clipfrac and approx_kl come normalised by this slice's weight: scale
-     * them back so the replicas' shares add up */
+    /* clipfrac and approx_kl come normalised by these rows' weight: scale
+     * them back so the shares add up */
     double wsum = 0, e = 0;
     for (int k = 0; k < N; k++) {
         wsum += mb->w[k];
@@ -140,7 +140,7 @@ static float actor_minibatch(GPT *m, Minibatch *mb, const Config *cfg, int step,
     *cf += sc[1] * wsum;
     *akl += sc[2] * wsum;
     float loss = sc[0]; /* the surrogate alone; the entropy bonus is reported beside it */
-    if (cfg->inject.nan_loss_step == step) { /* INJECTED fault (deck [inject]): poison loss and gradient alike */
+    if (poison) { /* INJECTED fault (deck [inject]): poison loss and gradient alike */
         loss = NAN;
         mb->dlogp[0] = NAN;
     }
@@ -148,7 +148,7 @@ static float actor_minibatch(GPT *m, Minibatch *mb, const Config *cfg, int step,
     return loss;
 }
 
-static float critic_minibatch(GPT *m, Minibatch *mb, const Config *cfg) {
+static float critic_rows(GPT *m, Minibatch *mb, const Config *cfg) {
     const Backend *be = m->be;
     int N = mb->n * mb->T;
     gpt_forward(m, mb->tokens, mb->n, mb->T, 0, 1);
@@ -161,14 +161,38 @@ static float critic_minibatch(GPT *m, Minibatch *mb, const Config *cfg) {
     return vloss;
 }
 
+/* One update's gradient over this replica's rows idx[0..nl) of the minibatch (ntok: the whole minibatch's
+ * response tokens), longest first in passes of `chunk` rows ([ppo] micro_batch), each gathered over its
+ * longest row's positions; the passes' gradients add up (the losses are weighted sums over the minibatch's
+ * tokens, so their shares add too). Returns the loss share. */
+static float minibatch_grad(int which, GPT *m, Minibatch *mb, const Rollout *r, const int *idx, int nl,
+                            double ntok, const Config *cfg, int step, int chunk, double *ent, double *cf,
+                            double *akl, double *k3, double tis[2]) {
+    float cap = ppo_tis_cap(cfg), loss = 0.0f;
+    int *rows = nr_xmalloc((size_t)nl * sizeof(int));
+    memcpy(rows, idx, (size_t)nl * sizeof(int));
+    rollout_rows_by_len(r, rows, nl);
+    gpt_zero_grad(m);
+    for (int r0 = 0; r0 < nl; r0 += chunk) {
+        int n = NR_MIN(chunk, nl - r0);
+        mb_gather(mb, r, rows + r0, n, rollout_rows_len(r, rows + r0, n), ntok);
+        if (which == PPO_ACTOR && cap > 0.0f) tis_weights(mb, cap, tis);
+        int poison = cfg->inject.nan_loss_step == step && r0 == 0;
+        loss += which == PPO_ACTOR ? actor_rows(m, mb, cfg, poison, ent, cf, akl, k3) : critic_rows(m, mb, cfg);
+    }
+    free(rows);
+    return loss;
+}
+
 void ppo_train_model(int which, GPT *m, const Rollout *r, const Config *cfg, int step, const ReplicaShare *sh,
                      StepStats *st) {
     const PpoConfig *pc = &cfg->ppo;
     const OptimConfig *oc = &cfg->optim;
     int B = r->B, T = r->T, n = pc->minibatch, nl = n / sh->dp;
+    int chunk = pc->micro_batch > 0 ? NR_MIN(nl, pc->micro_batch) : nl; /* rows per forward and backward */
     float lr = which == PPO_ACTOR ? pc->actor_lr : pc->critic_lr;
     Minibatch mb;
-    mb_alloc(&mb, nl, T, m->be);
+    mb_alloc(&mb, chunk, T, m->be);
     int *perm = nr_xmalloc((size_t)B * sizeof(int));
     double loss_sum = 0, ent = 0, cf = 0, akl = 0, k3 = 0, gn_sum = 0, tis[2] = {0, 0};
     int updates = 0, finite = 1;
@@ -178,10 +202,8 @@ void ppo_train_model(int which, GPT *m, const Rollout *r, const Config *cfg, int
             double ntok = 0; /* the whole minibatch's response tokens */
             for (int i = 0; i < n; i++)
                 for (int t = 0; t < T; t++) ntok += r->mask[(size_t)perm[s0 + i] * T + t];
-            mb_gather(&mb, r, perm + s0 + sh->d * nl, ntok);
-            gpt_zero_grad(m);
-            float loss = which == PPO_ACTOR ? actor_minibatch(m, &mb, cfg, step, &ent, &cf, &akl, &k3, tis)
-                                            : critic_minibatch(m, &mb, cfg);
+            float loss = minibatch_grad(which, m, &mb, r, perm + s0 + sh->d * nl, nl, ntok, cfg, step, chunk, &ent,
+                                        &cf, &akl, &k3, tis);
             if (sh->grad_sync) sh->grad_sync(m, sh->ctx);
             /* the norm is taken after the sum over replicas, so every replica sees the same one;
              * a non-finite loss anywhere makes it non-finite everywhere */

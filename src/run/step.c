@@ -44,8 +44,8 @@ void job_weights_changed(Job *j, int id) {
         if (id < 0 || i == id) j->st[i].bf16_fresh = 0;
 }
 
-/* Inference of one EMU over its replica's rows, in chunks of the rows its model holds ([ppo] micro_batch); the
- * leader's rows land in out (Bg, T), zero elsewhere, summed over ranks afterwards. */
+/* Inference of one EMU over its replica's rows, in chunks of the rows its model holds ([ppo] micro_batch), each
+ * over its rows' positions; the leader's rows land in out (Bg, T), zero elsewhere, summed over ranks afterwards. */
 static void infer_stage(Job *j, int id, float *out, int values) {
     Stage *s = &j->st[id];
     const Rollout *G = &j->G;
@@ -55,11 +55,7 @@ static void infer_stage(Job *j, int id, float *out, int values) {
     float *rows = (float *)j->scratch;
     counters_stage_begin(id);
     job_stage_bf16_refresh(j, id);
-    for (int c = 0; c < s->B; c += chunk) {
-        int n = NR_MIN(chunk, s->B - c);
-        if (values) ppo_infer_values(&s->model, G, row0 + c, n, rows + (size_t)c * G->T);
-        else ppo_infer_logp(&s->model, G, row0 + c, n, rows + (size_t)c * G->T);
-    }
+    ppo_infer_stage_rows(&s->model, G, row0, s->B, chunk, values, rows);
     counters_stage_end(id);
     if (s->leader) memcpy(out + (size_t)row0 * G->T, rows, (size_t)s->B * G->T * sizeof(float));
 }
