@@ -193,7 +193,8 @@ BENCH_BIN := $(patsubst tests/bench/%.c,build/bench/%,$(wildcard tests/bench/*.c
 # the CPU emulation of the CUDA kernels: build/tests/gpu/emu/parity-emulated (CUEMU_BIN)
 include tests/gpu/emu/emu.mk
 
-.PHONY: all build tests benches emulator deps deps-ft ft ft-if-present run test test-slurm fuzz bench bench-torch clean found smollm2
+.PHONY: all build tests benches emulator deps deps-ft ft ft-if-present run test test-slurm fuzz bench bench-torch clean found smollm2 \
+	smollm2-run
 .SECONDARY:
 all: found bin/nereus $(TOOLS)
 tests: found $(TEST_BIN)
@@ -306,6 +307,11 @@ deps-ft:
 # (only when missing; tools/get-smollm2 says how; tests/suites/gguf.sh uses it)
 smollm2: bin/nereus-ckpt
 	@tools/get-smollm2 build/smollm2
+
+# GRPO on the imported model, 2 ranks (README, "A real model")
+smollm2-run: deps
+	@$(MAKE) --no-print-directory all smollm2
+	jobs/local.sh -np 2 bin/nereus inputs/smollm2-grpo.deck --set trace.overwrite=true
 
 NP ?= 1
 run: deps
