@@ -10,7 +10,7 @@ t gguf-dequant 120 build/tests/test_gguf
 # make smollm2 (a download the first time, nothing after): under CI=true a failed download fails the test,
 # elsewhere (no network) the SmolLM2 tests are skipped
 feeds gguf-smollm2 gguf-smollm2-dequant gguf-smollm2-loss gguf-smollm2-greedy gguf-smollm2-tokenizer gguf-smollm2-tok-gguf \
-  gguf-smollm2-tok-ckpt gguf-smollm2-grpo-step
+  gguf-smollm2-tok-ckpt gguf-smollm2-grpo-step gguf-smollm2-grpo-np2
 smollm2_ok=0
 if runs gguf-smollm2; then
   timed secs make -s -C "$(dirname "$(readlink -f tools)")" smollm2 >"$LOG/gguf-smollm2.log" 2>&1
@@ -62,6 +62,9 @@ export -f loss_close greedy_same tokenizer_carried tok_from; export G SM SMCK LO
 # max_seq 256 of the file's 8,192) takes the checkpoint, and a pretrained model runs the text path end to end
 smollm2_check gguf-smollm2-grpo-step 300 $L -np 1 bin/nereus inputs/smollm2-grpo.deck --set ppo.steps=1 --set ppo.batch=4 --set model.gen_dtype=bf16 \
   --set ppo.minibatch=4 --set ppo.max_response=8 --set data.eval_size=2 --set trace.file=none
+# the same on 2 ranks, 2 steps of 2 prompts x 4 (the deck's plan: every stage over both ranks, dp 2)
+smollm2_check gguf-smollm2-grpo-np2 300 $L -np 2 bin/nereus inputs/smollm2-grpo.deck --set ppo.steps=2 \
+  --set ppo.batch=8 --set ppo.minibatch=8 --set ppo.max_response=8 --set data.eval_size=2 --set trace.file=none
 smollm2_check gguf-smollm2-tok-gguf 120 bash -c "tok_from $SM/SmolLM2-135M-Instruct.Q4_1.gguf gguf"
 smollm2_check gguf-smollm2-tok-ckpt 120 bash -c "tok_from $SMCK ckpt"
 smollm2_check gguf-smollm2-loss 300 bash -c loss_close
