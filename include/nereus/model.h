@@ -265,8 +265,6 @@ typedef struct GPT {
     int Ll, l0;            /* this stage's layers L/pp, the first of them pp_rank·L/pp */
     int La;                /* layers of forward activations kept: Ll for a trainable model (its backward reads
                               them all), 1 otherwise (each layer overwrites the last's; gpt_act_layer) */
-    int kv_slot;           /* during a prefill: the cache slot its first row fills, layer by layer as the
-                              forward runs; −1 otherwise */
     int first, last;       /* this rank is on the first / last pipeline stage (both when pp = 1) */
     int nmb;               /* microbatches of the last forward */
     const Backend *be;

@@ -423,7 +423,6 @@ static void gpt_alloc_shard(GPT *m, const GPTConfig *cfg, const GPTShard *sh, co
     gpt_set_dims(m, cfg, sh->tp);
     m->Ll = cfg->L / m->sh.pp;
     m->La = trainable ? m->Ll : 1;
-    m->kv_slot = -1;
     m->l0 = m->sh.pp_rank * m->Ll;
     m->first = m->sh.pp_rank == 0;
     m->last = m->sh.pp_rank == m->sh.pp - 1;
@@ -648,11 +647,14 @@ static void gpt_layer_forward(GPT *m, int l, int r0, int n) {
  * on this one; the last stage applies lnf and the heads per microbatch.
  * With pp = 1 and one microbatch this is the unpipelined forward, op for op. */
 static void gpt_forward_impl(GPT *m, const int *tokens, int B, int T, int want_logits, int want_values,
-                             int packed);
+                             const int *pack_targets, int kv_slot);
 
 void gpt_forward(GPT *m, const int *tokens, int B, int T, int want_logits, int want_values) {
-    gpt_forward_impl(m, tokens, B, T, want_logits, want_values, 0);
+    gpt_forward_impl(m, tokens, B, T, want_logits, want_values, NULL, -1);
 }
+
+static void gpt_pack_targets(GPT *m, const int *targets, int BT, int T);
+static void gpt_prefill_fill_layer(GPT *m, int l, int r0, int n, int kv_slot);
 
 /* the runs of consecutive log-prob positions with [rT, rT + nT) (a microbatch's): the first run's index
  * into m->pk_run and their count; their packed rows are consecutive, from the first run's */
@@ -684,8 +686,10 @@ static void gpt_head_packed(GPT *m, size_t rT, size_t nT) {
     gpt_forward_mm(m, m->a.logits + k0 * V, m->a.lnf_pk + k0 * C, gpt_head(m), NULL, (int)k, (int)C, (int)V);
 }
 
+/* gpt_forward; pack_targets (host, (B, T), or NULL): the LM head at their target positions only
+ * (gpt_forward_logprob); kv_slot >= 0: a prefill, each layer's keys and values into the cache from that slot on */
 static void gpt_forward_impl(GPT *m, const int *tokens, int B, int T, int want_logits, int want_values,
-                             int packed) {
+                             const int *pack_targets, int kv_slot) {
     const Backend *be = m->be;
     const GPTConfig *c = &m->cfg;
     if (B > m->Bmax || T > m->Tmax || B < 1 || T < 1)
@@ -695,7 +699,8 @@ static void gpt_forward_impl(GPT *m, const int *tokens, int B, int T, int want_l
     size_t BTC = (size_t)BT * C;
     m->B = B;
     m->T = T;
-    m->pk_on = packed;
+    m->pk_on = pack_targets != NULL;
+    if (m->pk_on) gpt_pack_targets(m, pack_targets, BT, T);
     int nmb = m->nmb = gpt_microbatches(m, B);
     be->upload(m->tokens, tokens, (size_t)BT * sizeof(int));
     GPTActs *a = &m->a;
@@ -722,7 +727,7 @@ static void gpt_forward_impl(GPT *m, const int *tokens, int B, int T, int want_l
         if (m->sh.pp > 1) gpt_pp_watch(m, m->last ? NULL : rout, k, m->first ? NULL : rin, nmb);
         for (int l = 0; l < Ll; l++) {
             (llama ? llama_layer_forward : gpt_layer_forward)(m, l, r0, n);
-            if (m->kv_slot >= 0) gpt_prefill_fill_layer(m, l, r0, n);
+            if (kv_slot >= 0) gpt_prefill_fill_layer(m, l, r0, n, kv_slot);
         }
         gpt_pp_watch(m, NULL, 0, NULL, 0);
         if (!m->last) {
@@ -734,7 +739,7 @@ static void gpt_forward_impl(GPT *m, const int *tokens, int B, int T, int want_l
         else
             be->layernorm_forward(a->lnf + rC, a->lnf_mean + rT, a->lnf_rstd + rT, out + rC, m->p[GPT_LNFW],
                                   m->p[GPT_LNFB], (int)nT, C);
-        if (want_logits && packed) gpt_head_packed(m, rT, nT);
+        if (want_logits && m->pk_on) gpt_head_packed(m, rT, nT);
         else if (want_logits) gpt_forward_mm(m, a->logits + rT * V, a->lnf + rC, gpt_head(m), NULL, (int)nT, C, V);
         if (want_values)
             gpt_forward_mm(m, a->values + rT, a->lnf + rC, m->p[GPT_VHW], m->p[GPT_VHB], (int)nT, C, 1);
@@ -788,10 +793,7 @@ static void gpt_unpack(GPT *m, float *dense, const float *packed, size_t BT) {
 void gpt_forward_logprob(GPT *m, const int *tokens, const int *targets, int B, int T, float *logp, float *ent) {
     const Backend *be = m->be;
     size_t BT = (size_t)B * T;
-    if (B > m->Bmax || T > m->Tmax || B < 1 || T < 1)
-        nr_fatal("gpt_forward_logprob: batch (%d, %d) outside capacity (%d, %d)", B, T, m->Bmax, m->Tmax);
-    gpt_pack_targets(m, targets, (int)BT, T);
-    gpt_forward_impl(m, tokens, B, T, 1, 0, 1);
+    gpt_forward_impl(m, tokens, B, T, 1, 0, targets, -1);
     if (m->last) {
         if (m->pk_n > 0)
             be->logprob_forward(m->a.logits, m->logp_pk, m->ent_pk, m->a.logits, m->targets, m->pk_n,
@@ -1020,9 +1022,10 @@ static size_t gpt_kv_layer(const GPT *m) {
     return (size_t)m->Bmax * (size_t)m->NKVl * (size_t)m->Tmax * (size_t)m->hs;
 }
 
-void gpt_prefill_fill_layer(GPT *m, int l, int r0, int n) {
+/* during a prefill: layer l's keys and values of rows [r0, r0 + n) into the cache, row 0 at slot kv_slot */
+static void gpt_prefill_fill_layer(GPT *m, int l, int r0, int n, int kv_slot) {
     size_t slot = (size_t)m->NKVl * m->Tmax * m->hs; /* one sequence's cache in a layer */
-    size_t at = (size_t)l * gpt_kv_layer(m) + ((size_t)m->kv_slot + (size_t)r0) * slot;
+    size_t at = (size_t)l * gpt_kv_layer(m) + ((size_t)kv_slot + (size_t)r0) * slot;
     const float *qkv = m->a.qkv + (gpt_act_layer(m, l) * m->B + (size_t)r0) * m->T * m->C3;
     m->be->kv_fill(m->kcache + at, m->vcache + at, qkv, n, m->T, m->Tmax, m->Cl, m->NHl, m->NKVl);
 }
@@ -1032,9 +1035,7 @@ void gpt_prefill(GPT *m, const int *tokens, int B, int P, float *logits_out) {
     const Backend *be = m->be;
     const GPTConfig *c = &m->cfg;
     if (m->sh.pp > 1) nr_fatal("gpt_prefill: pipelined generation is not supported; give actor.gen pp = 1");
-    m->kv_slot = 0;
-    gpt_forward(m, tokens, B, P, 0, 0);
-    m->kv_slot = -1;
+    gpt_forward_impl(m, tokens, B, P, 0, 0, NULL, 0);
     gpt_logits_last(m, B, P);
     if (logits_out) be->download(logits_out, m->d_logits, (size_t)B * c->V * sizeof(float));
 }
@@ -1076,9 +1077,7 @@ void gpt_prefill_rows(GPT *m, const int *tokens, int ld, const int *len, int B, 
     for (int b = 0; b < B; b++) {
         int P = len[b];
         if (P < 1 || P > m->Tmax) nr_fatal("gpt_prefill_rows: row %d's %d tokens outside [1, %d]", b, P, m->Tmax);
-        m->kv_slot = b;
-        gpt_forward(m, tokens + (size_t)b * ld, 1, P, 0, 0);
-        m->kv_slot = -1;
+        gpt_forward_impl(m, tokens + (size_t)b * ld, 1, P, 0, 0, NULL, b);
         be->copy(m->d_ln + (size_t)b * C, m->a.lnf + (size_t)(P - 1) * C, (size_t)C * sizeof(float));
     }
     gpt_head_decode(m, B);

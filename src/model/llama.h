@@ -9,8 +9,6 @@
 
 /* the activation block that layer l's forward writes: l where every layer's is kept, else the one block */
 static inline size_t gpt_act_layer(const GPT *m, int l) { return m->La > 1 ? (size_t)l : 0; }
-/* gpt.c: during a prefill (m->kv_slot >= 0), layer l's keys and values of rows [r0, r0 + n) into the cache */
-void gpt_prefill_fill_layer(GPT *m, int l, int r0, int n);
 
 /* RoPE inverse frequencies (hs/2) of the config into m->inv_freq (backend memory) */
 void llama_rope_init(GPT *m);

@@ -97,8 +97,8 @@ float sft_step(SftData *d, GPT *actor, const Config *cfg, const TaskSet *ts, int
     }
     if (d->use_tokens) sft_fill_tokens(d, B, b0, nb, step);
     else sft_fill_task(d, ts, B, b0, nb, step);
-    /* in passes of [ppo] micro_batch rows, their gradients added up */
-    int chunk = cfg->ppo.micro_batch > 0 ? NR_MIN(nb, cfg->ppo.micro_batch) : nb;
+    /* in passes of the rows the model holds ([ppo] micro_batch bounds them), their gradients added up */
+    int chunk = NR_MIN(nb, actor->Bmax);
     gpt_zero_grad(actor);
     double loss = 0;
     for (int r0 = 0; r0 < nb; r0 += chunk) {

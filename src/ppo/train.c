@@ -189,7 +189,7 @@ void ppo_train_model(int which, GPT *m, const Rollout *r, const Config *cfg, int
     const PpoConfig *pc = &cfg->ppo;
     const OptimConfig *oc = &cfg->optim;
     int B = r->B, T = r->T, n = pc->minibatch, nl = n / sh->dp;
-    int chunk = pc->micro_batch > 0 ? NR_MIN(nl, pc->micro_batch) : nl; /* rows per forward and backward */
+    int chunk = NR_MIN(nl, m->Bmax); /* rows a pass: what the model holds ([ppo] micro_batch bounds it) */
     float lr = which == PPO_ACTOR ? pc->actor_lr : pc->critic_lr;
     Minibatch mb;
     mb_alloc(&mb, chunk, T, m->be);
