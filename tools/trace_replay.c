@@ -289,7 +289,19 @@ typedef struct RunState {
     int ahead;               /* a move decided at the row before waits for this one (AdaptDecision.ahead) */
     PlanConfig ahead_plan;   /* where it goes */
     double ahead_C;          /* its predicted seconds (the move's own) */
+    const Table *tx;         /* the recorded /transitions, and the next of its rows not yet in px.calib */
+    size_t txi;
 } RunState;
+
+/* the recorded transitions into px.calib: those before `step`, and the one at `step` to plan `to` where to >= 0
+   (a move decided a step ahead runs, and calibrates, before that step's decision: live_decide) */
+static void calib_through(RunState *st, int64_t step, int to) {
+    for (; st->txi < st->tx->n; st->txi++) {
+        int64_t s = (int64_t)table_num(st->tx, TRANSITIONS(step), st->txi);
+        if (s > step || (s == step && (int)table_num(st->tx, TRANSITIONS(to_plan), st->txi) != to)) break;
+        calib_add_row(&st->px.calib, st->tx, st->txi);
+    }
+}
 
 /* the run moves to next (its cost added by the caller) */
 static void run_move(Run *u, RunState *st, const PlanConfig *next) {
@@ -342,6 +354,7 @@ static int run_row(const Replay *r, const AdaptConfig *ac, const SigRow *x, Cost
         if (adapt_plan_within(&st->ahead_plan, x->pool, x->npool, r->n)) {
             run_move(u, st, &st->ahead_plan);
             u->tx_s += st->ahead_C;
+            calib_through(st, x->step, st->pid);
         } else {
             adapt_revert(st->ad, &st->cur);
         }
@@ -384,7 +397,8 @@ void replay_run(const Replay *r, int policy, double gamma, double threshold, con
     u->plan_at = calloc(r->nrow + 1, sizeof *u->plan_at);
     u->plans = calloc(r->nrow + 2, sizeof *u->plans);
     RunState st = {r->plan0, r->plan0, r->nrow ? r->row[0].plan_id : 0, 0, r->n, {0}, calloc(1, sizeof *st.ad),
-                   calloc(1, sizeof *st.d), r->px, malloc(sizeof *st.kept_at), 0, r->plan0, 0};
+                   calloc(1, sizeof *st.d), r->px, malloc(sizeof *st.kept_at), 0, r->plan0, 0,
+                   &r->tf->t[TRACE_TRANSITIONS], 0};
     u->plans[0] = st.cur;
     u->nplans = 1;
     st.px.kept = calloc(1, sizeof *st.px.kept); /* the communicators this run keeps, as the job kept them */
@@ -394,14 +408,11 @@ void replay_run(const Replay *r, int policy, double gamma, double threshold, con
         return;
     }
     *st.kept_at = st.cur;
-    const Table *txt = &r->tf->t[TRACE_TRANSITIONS];
-    size_t txi = 0;
     AdaptConfig ac = {policy, gamma, threshold, (int)pa->every_k, (int)pa->steps_total, r->n, tx_price,
                       (void *)&st.px, tx_price_setup}; /* as the run (unless it ran with NEREUS_TX_PREBUILD=0) */
     for (size_t k = 0; k < r->nrow; k++) {
         const SigRow *x = &r->row[k];
-        for (; txi < txt->n && (int64_t)table_num(txt, TRANSITIONS(step), txi) < x->step; txi++)
-            calib_add_row(&st.px.calib, txt, txi);
+        calib_through(&st, x->step, -1);
         CostModel cm;
         Workload w;
         replay_model(r, x, &cm, &w);
