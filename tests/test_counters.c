@@ -73,9 +73,12 @@ int main(void) {
     inject_begin_step(&in, 3, NULL); /* the slowdown over */
     double again = median_probe(be);
     inject_free(&in);
-    CHECK(slowed / before > 3 && slowed / before < 6,
-          "an INJECTED 4x slowdown reads %.2fx in the probe (%.1f against %.1f us)", slowed / before, slowed * 1e6,
-          before * 1e6);
+    /* against the faster of the unslowed readings: a core shared with another process can slow one of them
+       (the slowed reading 3.00x its `before`, 4.18x its `again`, with a build beside it) */
+    double base = fmin(before, again);
+    CHECK(slowed / base > 3 && slowed / base < 6,
+          "an INJECTED 4x slowdown reads %.2fx in the probe (%.1f against %.1f us, the faster unslowed reading)",
+          slowed / base, slowed * 1e6, base * 1e6);
     CHECK(after_work < 0.5 * 0.06 && whole > 0.06,
           "20 ms of work before the probe is not in it: it read %.1f us while the call took %.1f ms of CPU (the "
           "hook's 60 ms for the work before it included)", after_work * 1e6, whole * 1e3);

@@ -204,6 +204,7 @@ typedef struct DataConfig {
     char answer_key[64];       /* [data] answer_key: the key of each line's answer */
     char tokenizer[CFG_STR];   /* [data] tokenizer: HF directory, GGUF file or checkpoint ("" = [model] init_from) */
     char system[1024];         /* [data] system: the system prompt ("" = the template's own default, if any) */
+    char eval_responses[CFG_STR]; /* [eval] responses: JSONL of each evaluation's per-prompt responses ("" = none) */
 } DataConfig;
 
 /* [trace]: the run's HDF5 trace (trace.h, docs/TRACE.md) and its counters. */

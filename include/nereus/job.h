@@ -198,8 +198,9 @@ float job_sft_step(Job *j, SftData *sd, int step);
  * times[4] = gen, inf, train, sync. Returns 0, or 1 when a loss or gradient
  * norm was not finite (on every rank alike). */
 int job_step(Job *j, int step, StepStats *st, double times[4]);
-/* collective over world: greedy responses of actor.gen to the held-out prompts, their sums on every rank */
-EvalStats job_eval_greedy(Job *j, const TaskSet *held_out);
+/* collective over world: greedy responses of actor.gen to the held-out prompts, their sums on every rank;
+ * with rows (zeroed, rows->n the prompts evaluated), each prompt's row on every rank too */
+EvalStats job_eval_greedy(Job *j, const TaskSet *held_out, EvalRows *rows);
 
 /* ---- checkpoints of the whole job (src/run/resume.c) ---- */
 /* collective over world: [ckpt] dir exists (rank 0 creates it: its last

@@ -143,8 +143,15 @@ typedef struct EvalStats {
     double n, reward, correct, formatted, len; /* rows; sums of their reward, right answers, answers the rule
                                                   found, response lengths */
 } EvalStats;
+/* Each evaluated prompt's row (where asked for): EVAL_ROW_HEAD numbers (the prompt's item, its score, right,
+ * answer found, response length) then maxr response ids, at the row's place in the evaluation (0..n) */
+#define EVAL_ROW_HEAD 5
+typedef struct EvalRows {
+    int n, maxr; /* rows, response ids each at most */
+    double *v;   /* (n * (EVAL_ROW_HEAD + maxr)) zero where no row was evaluated */
+} EvalRows;
 void ppo_eval_greedy(GPT *actor, const Config *cfg, const TaskSet *ts, int B, int Bg, int b0, int nbatches,
-                     uint64_t limit, EvalStats *sum);
+                     uint64_t limit, EvalStats *sum, EvalRows *rows);
 
 /* ---- pure pieces (unit-tested) ---- */
 /* GAE over one sequence of n response positions: rewards r, values v; the

@@ -362,6 +362,11 @@ const DeckKey deck_keys[] = {
     {"eval", "prompts", DECK_T_INT, 0, "256", GE(1), LE(65536), NULL, F_INT(data.eval_prompts),
      "held-out prompts of the digit tasks per evaluation, greedily decoded in batches of [ppo] batch (a text run "
      "evaluates [data] eval, cut by eval_size)"},
+    {"eval", "responses", DECK_T_STRING, 0, "", NONE, NONE, NULL, F_STR(data.eval_responses),
+     "a text run's JSONL file of every evaluation's greedy responses, a line per held-out prompt (step, line, "
+     "ids, response, answer, score, right), written by rank 0 after each evaluation (tools/eval-compare reads "
+     "it beside tools/eval-hf --out); a file an earlier run left is refused unless the run restarts (--restart: "
+     "appended); \"\" = none"},
     {"data", "train", DECK_T_STRING, 0, "", NONE, NONE, NULL, F_STR(data.train),
      "JSONL file of training prompts, one JSON object a line (docs/TEXT.md, \"Prompt datasets\"); each prompt is "
      "formatted with the chat template, tokenized once, and dropped (counted) when longer than [model] max_seq - "

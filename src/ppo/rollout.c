@@ -224,8 +224,17 @@ void ppo_generate_nocache(Rollout *r, GPT *actor, const Config *cfg, const TaskS
     free(dense);
 }
 
+/* row b of r (scored s) into rows at its place in the evaluation */
+static void eval_row_put(EvalRows *rows, uint64_t at, const Rollout *r, int b, float s, int right, int found) {
+    double *v = rows->v + at * (uint64_t)(EVAL_ROW_HEAD + rows->maxr);
+    int n = NR_MIN(r->resp_len[b], rows->maxr);
+    const int *resp = r->tokens + (size_t)b * (size_t)r->Tcap + r->plen[b];
+    v[0] = r->kind[b], v[1] = s, v[2] = right, v[3] = found, v[4] = n;
+    for (int i = 0; i < n; i++) v[EVAL_ROW_HEAD + i] = resp[i];
+}
+
 void ppo_eval_greedy(GPT *actor, const Config *cfg, const TaskSet *ts, int B, int Bg, int b0, int nbatches,
-                     uint64_t limit, EvalStats *sum) {
+                     uint64_t limit, EvalStats *sum, EvalRows *rows) {
     Config ec = *cfg;
     ec.ppo.batch = B;
     ec.ppo.temperature = 0.0f;
@@ -244,8 +253,11 @@ void ppo_eval_greedy(GPT *actor, const Config *cfg, const TaskSet *ts, int B, in
         for (int b = 0; b < B; b++) {
             if (k * (uint64_t)Bg + (uint64_t)(b0 + b) >= limit) continue;
             int right = 0, found = 0;
-            sum->reward += rollout_row_reward(&r, r.tokens, (size_t)r.Tcap, b, &right, &found);
+            float s = rollout_row_reward(&r, r.tokens, (size_t)r.Tcap, b, &right, &found);
+            sum->reward += s;
             sum->n += 1, sum->correct += right, sum->formatted += found, sum->len += r.resp_len[b];
+            uint64_t at = k * (uint64_t)Bg + (uint64_t)(b0 + b);
+            if (rows && at < (uint64_t)rows->n) eval_row_put(rows, at, &r, b, s, right, found);
         }
     }
     rollout_free(&r);

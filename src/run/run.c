@@ -6,6 +6,7 @@
  * phases made. */
 #include "nereus/run.h"
 
+#include <limits.h>
 #include <math.h>
 #include <mpi.h>
 #include <signal.h>
@@ -177,6 +178,7 @@ typedef struct RunCtx {
     LivePlanner lp;
     char *deck_text;              /* the resolved deck (malloc'd) */
     Trace *tr;                    /* NULL: none, or closed with the run's status */
+    FILE *eval_out;               /* rank 0: [eval] responses (NULL: none) */
     char plan_text[4096];         /* the plan in force, as printed */
     int plan_id;                  /* its number in the trace */
     /* restart */
@@ -244,6 +246,7 @@ static void run_release(RunCtx *r) {
     free(r->deck_text);
     if (r->have_lp) live_free(&r->lp);
     if (r->have_inj) inject_free(&r->inj);
+    if (r->eval_out) fclose(r->eval_out);
     if (r->have_job) job_free(&r->job);
     promptdata_free(&r->pd);
     free(r->ftcfg);
@@ -508,6 +511,7 @@ static int run_open_outputs(RunCtx *r) {
                     "run's, or a later one; this run's checkpoint rotation leaves it, but restart = latest would "
                     "take it", cfg->ckpt.dir, cfg->run.name, (long long)newest, (long long)r->start_step);
     }
+    if (run_eval_responses_open(cfg, r->deck, r->pd.on, r->restarted, NULL) != 0) return 2; /* before the trace */
     TraceJob tj = {cfg, r->deck_text, r->plan_text, r->be, r->job.ac, r->job.cc, r->job.have_rm, r->start_step};
     const char *tkey = "";
     int rc = 0;
@@ -515,7 +519,7 @@ static int run_open_outputs(RunCtx *r) {
     if (rc) return deck_error_at(r->deck, tkey, "%s", r->why);
     live_trace_start(&r->lp, &r->job, r->tr);
     run_write_deck(r);
-    return 0;
+    return run_eval_responses_open(cfg, r->deck, r->pd.on, r->restarted, &r->eval_out);
 }
 
 /* collective over nr_world(): the SFT steps from sft_done on, each logged; a non-finite loss or a stop
@@ -570,7 +574,16 @@ static int run_sft(RunCtx *r) {
 /* collective over nr_world(): greedy responses to the held-out prompts after `done` PPO steps: the /eval
  * row of the trace; returns the mean reward, keeps the accuracy for the verification block */
 static double run_eval(RunCtx *r, int64_t done) {
-    EvalStats s = job_eval_greedy(&r->job, &r->held_out);
+    EvalRows rows = {0, 0, NULL}, *want = NULL;
+    if (r->cfg->data.eval_responses[0] && r->held_out.text) {
+        rows.n = NR_MIN(r->held_out.text->ps->n, INT_MAX / 2);
+        rows.maxr = r->cfg->ppo.max_response;
+        rows.v = nr_xcalloc((size_t)rows.n * (EVAL_ROW_HEAD + rows.maxr), sizeof *rows.v);
+        want = &rows;
+    }
+    EvalStats s = job_eval_greedy(&r->job, &r->held_out, want);
+    if (want && r->eval_out) run_eval_responses_write(r->eval_out, &r->held_out, &rows, done);
+    free(rows.v);
     double n = s.n > 0 ? s.n : 1;
     TraceEvalRow row = {done, (int32_t)s.n, s.correct / n, s.reward / n, s.formatted / n, s.len / n};
     trace_eval(r->tr, &row);

@@ -219,7 +219,7 @@ float job_sft_step(Job *j, SftData *sd, int step) {
     return loss >= 1e300 ? NAN : (float)loss;
 }
 
-EvalStats job_eval_greedy(Job *j, const TaskSet *held_out) {
+EvalStats job_eval_greedy(Job *j, const TaskSet *held_out, EvalRows *rows) {
     Stage *g = &j->st[PLAN_ACTOR_GEN];
     int Bg = j->cfg->ppo.batch, nb = NR_MAX(1, j->cfg->data.eval_prompts / Bg);
     uint64_t limit = UINT64_MAX;
@@ -231,9 +231,11 @@ EvalStats job_eval_greedy(Job *j, const TaskSet *held_out) {
     memset(&sum, 0, sizeof sum);
     if (g->member) {
         job_stage_bf16_refresh(j, PLAN_ACTOR_GEN);
-        ppo_eval_greedy(&g->model, j->cfg, held_out, g->B, Bg, g->d * g->B, nb, limit, &sum);
+        ppo_eval_greedy(&g->model, j->cfg, held_out, g->B, Bg, g->d * g->B, nb, limit, &sum, g->leader ? rows : NULL);
         if (!g->leader) memset(&sum, 0, sizeof sum);
     }
     comm_allreduce_sum_f64(j->world, &sum.n, sizeof sum / sizeof(double)); /* EvalStats: doubles only */
+    /* each row from its replica's leader, zero elsewhere */
+    if (rows) comm_allreduce_sum_f64(j->world, rows->v, (size_t)rows->n * (EVAL_ROW_HEAD + rows->maxr));
     return sum;
 }

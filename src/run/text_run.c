@@ -5,9 +5,12 @@
  * cannot take yet, each refused at its line. */
 #include "text_int.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include <cjson/cJSON.h>
 #include "nereus/comm.h"
 #include "nereus/util.h"
 
@@ -96,4 +99,58 @@ void run_sample_line(const Rollout *G, char *ex, size_t n) {
     ex[o++] = '"';
     ex[o] = 0;
     free(text);
+}
+
+/* [eval] responses (text_int.h) */
+int run_eval_responses_open(const Config *cfg, const Deck *deck, int text, int restarted, FILE **out) {
+    const char *path = cfg->data.eval_responses;
+    if (out) *out = NULL;
+    if (!path[0]) return 0;
+    if (!text)
+        return deck_error_at(deck, "eval.responses", "[eval] responses writes a text run's responses: it needs "
+                             "[data] train (and eval); this deck runs the digit tasks");
+    char why[512] = "";
+    int bad = 0;
+    if (nr_rank() == 0) {
+        if (!out && !restarted && access(path, F_OK) == 0)
+            bad = 1, snprintf(why, sizeof why, "%s exists (an earlier run's responses): not overwritten; name "
+                              "another (--set eval.responses=NEW.jsonl) or remove it", path);
+        else if (out && !(*out = fopen(path, restarted ? "a" : "w")))
+            bad = 1, snprintf(why, sizeof why, "%s: cannot open for writing: %s", path, strerror(errno));
+    }
+    comm_bcast(nr_world(), &bad, sizeof bad, 0);
+    comm_bcast(nr_world(), why, sizeof why, 0);
+    return bad ? deck_error_at(deck, "eval.responses", "%s", why) : 0;
+}
+
+/* one evaluated prompt as a JSON line: the PPO steps done, its line in the eval file, the response's ids and
+   text, the reference answer, the score and whether it is right */
+static void eval_response_line(FILE *f, const TaskSet *held_out, const double *v, int64_t step) {
+    const PromptSet *ps = held_out->text->ps;
+    int item = (int)v[0], n = (int)v[4];
+    int *ids = nr_xmalloc(sizeof *ids * (size_t)(n > 0 ? n : 1));
+    for (int i = 0; i < n; i++) ids[i] = (int)v[EVAL_ROW_HEAD + i];
+    size_t nt = 0;
+    char *text = task_text_decode(held_out, ids, n, &nt);
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "step", (double)step);
+    cJSON_AddNumberToObject(o, "line", ps->line[item]);
+    cJSON_AddItemToObject(o, "ids", cJSON_CreateIntArray(ids, n));
+    cJSON_AddStringToObject(o, "response", text);
+    cJSON_AddStringToObject(o, "answer", ps->answer[item]);
+    cJSON_AddNumberToObject(o, "score", v[1]);
+    cJSON_AddBoolToObject(o, "right", v[2] != 0);
+    char *line = cJSON_PrintUnformatted(o);
+    if (!line) nr_fatal("eval responses: out of memory");
+    fprintf(f, "%s\n", line);
+    cJSON_free(line);
+    cJSON_Delete(o);
+    free(text);
+    free(ids);
+}
+
+void run_eval_responses_write(FILE *f, const TaskSet *held_out, const EvalRows *rows, int64_t step) {
+    for (int i = 0; i < rows->n; i++)
+        eval_response_line(f, held_out, rows->v + (size_t)i * (EVAL_ROW_HEAD + rows->maxr), step);
+    if (fflush(f) != 0) nr_warn("[eval] responses: write failed: %s", strerror(errno));
 }

@@ -44,9 +44,13 @@ done 3<<< "$TEXT_PLANS"
 
 # GRPO on text, groups of 4, on 1 rank and under tp2-dp2 on 4
 G="--set ppo.algorithm=grpo --set ppo.group_size=4"
-feeds text-grpo-1rank text-grpo-tp2-dp2 text-grpo-runs
-feeds text-grpo-tp2-dp2-run text-grpo-tp2-dp2
-t text-grpo-1rank 300 $L -np 1 bin/nereus inputs/text-tiny.deck $TX $G --set eval.every=2 --set trace.samples=2
+feeds text-grpo-1rank text-grpo-tp2-dp2 text-grpo-runs text-eval-responses
+feeds text-grpo-tp2-dp2-run text-grpo-tp2-dp2 text-eval-responses
+ER1=$LOG/text-grpo-1rank.responses.jsonl ER4=$LOG/text-grpo-tp2-dp2.responses.jsonl
+runs text-grpo-1rank && rm -f "$ER1"
+runs text-grpo-tp2-dp2-run && rm -f "$ER4"
+t text-grpo-1rank 300 $L -np 1 bin/nereus inputs/text-tiny.deck $TX $G --set eval.every=2 --set trace.samples=2 \
+  --set eval.responses="$ER1"
 if want text-grpo-runs; then # GRPO with an evaluation after step 1 and samples at steps 0 and 2
   f=$LOG/text-grpo-1rank.log
   if [ "$(verify "$f" status)" = pass ] && [ "$(verify "$f" algorithm)" = "grpo (group_size 4)" ] &&
@@ -56,9 +60,26 @@ if want text-grpo-runs; then # GRPO with an evaluation after step 1 and samples 
   else result text-grpo-runs 1 0 "status '$(verify "$f" status)', or no grpo, evaluation or samples"; fi
 fi
 runs text-grpo-tp2-dp2-run && text_deck "$LOG/text-grpo.deck" "actor.gen = tp2 dp2 @0-3; actor.inf = tp2 dp2 @0-3; ref.inf = pp2 dp2 @0-3; actor.train = tp2 dp2 @0-3; reward.inf = @0"
-t text-grpo-tp2-dp2-run 300 $L -np 4 bin/nereus "$LOG/text-grpo.deck" $TX $G
+t text-grpo-tp2-dp2-run 300 $L -np 4 bin/nereus "$LOG/text-grpo.deck" $TX $G --set eval.responses="$ER4"
 want text-grpo-tp2-dp2 && equiv_result text-grpo-tp2-dp2 "$LOG/text-grpo-1rank.log" "$LOG/text-grpo-tp2-dp2-run.log" \
   "4 ranks, grpo" checksum.actor checksum.ref
+# [eval] responses: a line per held-out prompt per evaluation (1 rank: before PPO, after 2 steps, after
+# PPO), their right answers the run's verify.eval.accuracy; on 4 ranks (actor.gen dp2: each replica's rows
+# gathered) the last evaluation's responses the same, prompt by prompt (tools/eval-compare)
+if want text-eval-responses; then
+  f=$LOG/text-grpo-1rank.log why=""
+  read -r lines evals acc <<<"$(python3 -c '
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+last = max(r["step"] for r in rows)
+at = [r for r in rows if r["step"] == last]
+print(len(rows), len({r["step"] for r in rows}), "%.6f" % (sum(r["right"] for r in at) / len(at)))' "$ER1" 2>&1)"
+  [ "$evals" = 3 ] && [ $((lines % 3)) = 0 ] || why="$why $ER1: $lines lines in '$evals' evaluations (want 3 alike);"
+  [ "$acc" = "$(verify "$f" eval.accuracy)" ] || why="$why its last accuracy $acc, the run's $(verify "$f" eval.accuracy);"
+  cmp=$(tools/eval-compare "$ER1" "$ER4" --min 1 2>&1) || why="$why $cmp;"
+  if [ -z "$why" ]; then result text-eval-responses 0 0 "$lines lines, 3 evaluations; 4 ranks: ${cmp#eval-compare: }"
+  else result text-eval-responses 1 0 "$why"; fi
+fi
 
 # a checkpoint at step 2 of 4 written on 1 rank, restarted under dp2 on 2 ranks: steps 2-3 as uninterrupted
 TK=$LOG/text-ck; mkdir -p "$TK"
