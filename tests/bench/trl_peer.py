@@ -4,6 +4,7 @@
 
   trl_peer.py HF_DIR TRAIN.jsonl OUT_DIR --steps N --prompts P --group G --max-new N --lr X --beta X
               --clip X [--system TEXT] [--rule RULE] [--format-reward X] [--seed S] [--threads T]
+              [--save-every K]
 
 The same workload as the deck's: P prompts a step from TRAIN.jsonl (its "question" as the user turn of a
 chat, with the system turn --system), G completions each, at most --max-new new tokens, temperature 1,
@@ -13,7 +14,8 @@ normalised by the batch's tokens (loss_type dapo, as Nereus' GRPO), group-std ad
 coefficient --beta, clip --clip, AdamW with Nereus' defaults (betas 0.9 / 0.95, eps 1e-5, no weight
 decay, gradient norm clipped to 1), a constant learning rate, fp32 on the CPU with --threads threads.
 
-Writes OUT_DIR/final (the trained model, for tools/eval-hf) and prints one line a step and a summary:
+Writes OUT_DIR/final (the trained model, for tools/eval-hf), with --save-every K also OUT_DIR/step-N every K
+steps (the learning curve, tests/bench/trl_learn.sh), and prints one line a step and a summary:
 
   trl step K: S s, T tokens (prompt + completion), R tokens/s, reward M
   trl.step_s: MEDIAN   trl.tokens_per_s: ...   trl.peak_rss_mib: ...   trl.steps: N
@@ -83,6 +85,7 @@ def main():
     ap.add_argument("--format-reward", type=float, default=0.0)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--save-every", type=int, default=0)
     args = ap.parse_args()
     here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -116,6 +119,10 @@ def main():
 
         def on_step_end(self, a, state, control, **kw):
             times.append(time.time() - Clock.t0)
+            if args.save_every > 0 and state.global_step % args.save_every == 0 and state.global_step < args.steps:
+                d = os.path.join(args.out, "step-%d" % state.global_step)
+                kw["model"].save_pretrained(d)
+                tok.save_pretrained(d)
 
         def on_log(self, a, state, control, logs=None, **kw):
             if logs and "num_tokens" in logs:
