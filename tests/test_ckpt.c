@@ -309,7 +309,7 @@ int main(int argc, char **argv) {
         CkptModel cm[NENT];
         layout_build(s, &wl, 1);
         entries(s, cm, &wl);
-        CkptMeta meta = {42, 7, 1234, "[model]\nn_layer = 4\n", "actor.train = tp2 pp2\n", 0, NULL, 0};
+        CkptMeta meta = {42, 7, 1234, "[model]\nn_layer = 4\n", "actor.train = tp2 pp2\n", 0, NULL, 0, NULL};
         char why[1024] = "";
         ckpt_set_io_limit(pass ? 4096 : 0);
         int rc = ckpt_write(pass ? chunked : file, MPI_COMM_WORLD, &meta, cm, NENT, why, sizeof why);

@@ -317,6 +317,7 @@ static const char FULL[] =
     "[eval]\n"
     "every = 10\n"
     "prompts = 96\n"
+    "responses = r.jsonl\n"
     "[trace]\n"
     "samples = 5\n"
     "[model]\n"
@@ -1016,7 +1017,7 @@ static void table_checks(Tally *t)
         }
         l = nl ? nl + 1 : l + ll;
     }
-    check(t, rows == 183 && broken == 0, "reference: %d key rows, %d with a stray '|'", rows, broken);
+    check(t, rows == 184 && broken == 0, "reference: %d key rows, %d with a stray '|'", rows, broken);
     check(t, buf && strstr(buf, "| `value_clip` | float | `0.2` | > 0 and ≤ 1000000 |"), "bounds print as written (1000000)");
     check(t, buf && strstr(buf, "## [switch]") && strstr(buf, "## [transition]") &&
                  strstr(buf, "| `step` | int | `-1` | ≥ -1 | before PPO step N (0-based") &&

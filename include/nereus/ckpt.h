@@ -54,6 +54,7 @@ typedef struct CkptMeta {
     const int32_t *queue;  /* the rollouts generated and not yet trained (rollq_pack's words; docs/ASYNC.md): write:
                               rank 0's (NULL: none); read: a malloc'd copy on every rank (NULL: the file has none) */
     int64_t queue_words;
+    const struct TokSpec *tok; /* write: the run's tokenizer, as /tokenizer (NULL: none); read: not filled */
 } CkptMeta;
 
 /* collective over comm. Writes path + ".tmp" and renames it to path once the complete flag is written

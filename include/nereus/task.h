@@ -31,6 +31,7 @@ typedef struct TextTask {
     const struct Tokenizer *tk;    /* decodes the responses */
     RewardSpec spec;               /* [reward] rule, task, format_reward */
     int stop[2];                   /* a response ends at either: end of turn, end of text */
+    const struct TokSpec *tok;     /* the tokenizer's definition: a run's checkpoints carry it (export-hf) */
 } TextTask;
 
 typedef struct TaskSet {

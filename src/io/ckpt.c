@@ -796,8 +796,10 @@ fail:
     return -1;
 }
 
-/* rank 0, serially: the checksums, then the complete flag last; fsync; rename */
-static int write_finish(H5Err *e, const char *tmp, const char *path, const Name *nm, int nn, const uint64_t *sums) {
+/* rank 0, serially: the checksums, the run's tokenizer (tok; NULL: none), then the complete flag last; fsync;
+   rename */
+static int write_finish(H5Err *e, const char *tmp, const char *path, const Name *nm, int nn, const uint64_t *sums,
+                        const TokSpec *tok) {
     hid_t f = -1, g = -1, d = -1;
     hid_t fapl = serial_fapl();
     f = H5Fopen(tmp, H5F_ACC_RDWR, fapl);
@@ -814,6 +816,7 @@ static int write_finish(H5Err *e, const char *tmp, const char *path, const Name 
                 H5Dclose(d);
                 d = -1;
             }
+    if (tok && ckpt_tok_put(e, f, tok)) goto fail;
     h5Check(e, H5Fflush(f, H5F_SCOPE_GLOBAL));
     h5Check(e, g = H5Gopen2(f, "/meta", H5P_DEFAULT));
     if (put_i32(e, g, "complete", 1)) goto fail;
@@ -907,7 +910,7 @@ int ckpt_write(const char *path, MPI_Comm comm, const CkptMeta *meta, const Ckpt
     lrc = 0;
     if (me == 0) {
         e.path = path;
-        lrc = write_finish(&e, tmp, path, nm, nn, sums);
+        lrc = write_finish(&e, tmp, path, nm, nn, sums, meta->tok);
     }
     free(sums);
     if (agree(comm, lrc, msg, sizeof msg)) goto out;

@@ -79,25 +79,33 @@ static int put_attrs(H5Err *e, hid_t g, const TokSpec *s) {
     return 0;
 }
 
+int ckpt_tok_put(H5Err *e, hid_t f, const TokSpec *s) {
+    hid_t g = -1;
+    if (h5_exists(f, "/tokenizer")) h5Check(e, H5Ldelete(f, "/tokenizer", H5P_DEFAULT));
+    h5Check(e, g = H5Gcreate2(f, "/tokenizer", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+    if (put_attrs(e, g, s) || put_strs(e, g, "tokens", s->tokens, s->n_vocab) ||
+        put_strs(e, g, "merges", s->merges, s->n_merges) ||
+        put_blob(e, g, "token_type", H5T_STD_I32LE, H5T_NATIVE_INT, (hsize_t)s->n_vocab, s->token_type,
+                 (size_t)s->n_vocab * sizeof(int)) ||
+        (s->chat_template && h5_dset_put_str(e, g, "chat_template", s->chat_template)))
+        goto fail;
+    H5Gclose(g);
+    return 0;
+fail:
+    if (g >= 0) H5Gclose(g);
+    return -1;
+}
+
 int ckpt_write_tokspec(const char *path, const TokSpec *s, char *why, size_t len) {
     H5Err e = {path, why, len};
     why[0] = 0;
     h5_quiet();
-    hid_t f = -1, g = -1;
+    hid_t f = -1;
     h5Check(&e, f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT));
-    if (h5_exists(f, "/tokenizer")) h5Check(&e, H5Ldelete(f, "/tokenizer", H5P_DEFAULT));
-    h5Check(&e, g = H5Gcreate2(f, "/tokenizer", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
-    if (put_attrs(&e, g, s) || put_strs(&e, g, "tokens", s->tokens, s->n_vocab) ||
-        put_strs(&e, g, "merges", s->merges, s->n_merges) ||
-        put_blob(&e, g, "token_type", H5T_STD_I32LE, H5T_NATIVE_INT, (hsize_t)s->n_vocab, s->token_type,
-                 (size_t)s->n_vocab * sizeof(int)) ||
-        (s->chat_template && h5_dset_put_str(&e, g, "chat_template", s->chat_template)))
-        goto fail;
-    H5Gclose(g);
+    if (ckpt_tok_put(&e, f, s)) goto fail;
     h5Check(&e, H5Fclose(f));
     return 0;
 fail:
-    if (g >= 0) H5Gclose(g);
     if (f >= 0) H5Fclose(f);
     return -1;
 }

@@ -53,5 +53,8 @@ int h5_dset_get_str(H5Err *e, hid_t loc, const char *name, char **out);
 
 /* ckpt_tok.c: "tokenizer: N tokens, pre NAME" of the file's /tokenizer group into buf; -1 when it has none */
 int ckpt_tok_summary(hid_t f, char *buf, size_t n);
+/* ckpt_tok.c: s as the open file's /tokenizer group (one there replaced); 0, or -1 with e's message */
+struct TokSpec;
+int ckpt_tok_put(H5Err *e, hid_t f, const struct TokSpec *s);
 
 #endif

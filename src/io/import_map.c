@@ -8,7 +8,6 @@
 
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "nereus/backend.h"
 #include "nereus/ckpt.h"
@@ -52,19 +51,11 @@ int import_write_ckpt(const char *out_path, const GPTConfig *c, const float *ful
     GPT m;
     gpt_build(&m, c, backend_cpu(), 1, 1, 0, 0, 0.02f);
     gpt_import_logical(&m, GPT_BUF_PARAMS, full);
-    char plan[4096 + 64], part[4096 + 8];
+    char plan[4096 + 64];
     snprintf(plan, sizeof plan, "imported from %s (1 process)\n", source);
-    snprintf(part, sizeof part, "%s%s", out_path, tok ? ".part" : "");
-    CkptMeta meta = {0, 0, 0, "", plan, 0, NULL, 0};
+    CkptMeta meta = {0, 0, 0, "", plan, 0, NULL, 0, tok}; /* the tokenizer written before the file is complete */
     CkptModel ms[2] = {{"actor", c, &m, 1, 0}, {"ref", c, &m, 1, 0}};
-    int rc = ckpt_write(part, MPI_COMM_SELF, &meta, ms, 2, why, len);
+    int rc = ckpt_write(out_path, MPI_COMM_SELF, &meta, ms, 2, why, len);
     gpt_free(&m);
-    if (rc || !tok) return rc;
-    rc = ckpt_write_tokspec(part, tok, why, len);
-    if (!rc && rename(part, out_path) != 0) {
-        snprintf(why, len, "%s: cannot rename %s to it", out_path, part);
-        rc = -1;
-    }
-    if (rc) unlink(part);
     return rc;
 }

@@ -112,7 +112,7 @@ int ckpt_import_llmc(const char *llmc_path, const char *out_path, char *why, siz
     free(full);
     char plan[256];
     snprintf(plan, sizeof plan, "imported from llm.c checkpoint %s (1 process)\n", llmc_path);
-    CkptMeta meta = {0, 0, 0, "", plan, 0, NULL, 0};
+    CkptMeta meta = {0, 0, 0, "", plan, 0, NULL, 0, NULL};
     CkptModel ms[2] = {{"actor", &c, &m, 1, 0}, {"ref", &c, &m, 1, 0}};
     int rc = ckpt_write(out_path, MPI_COMM_SELF, &meta, ms, 2, why, len);
     gpt_free(&m);

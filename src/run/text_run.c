@@ -66,7 +66,7 @@ int run_text_open(PromptData *pd, TextTask *train, TextTask *eval, const Config 
         if ((rc = check_directions(&pd->train, cfg->data.train, deck))) return rc;
         if ((rc = check_directions(&pd->eval, cfg->data.eval, deck))) return rc;
     }
-    *train = (TextTask){&pd->train, pd->tk, spec, {0, 0}};
+    *train = (TextTask){&pd->train, pd->tk, spec, {0, 0}, &pd->spec};
     if ((rc = text_stops(pd, train->stop, deck))) return rc;
     *eval = *train;
     if (pd->eval.n > 0) eval->ps = &pd->eval; /* held out; without [data] eval, the training prompts */

@@ -90,7 +90,7 @@ int main(int argc, char **argv) {
     actor.adam_t = critic.adam_t = 7;
     CkptModel cm[2] = {{.name = "actor", .cfg = &ac, .m = &actor, .canonical = 1, .adam = 1},
                        {.name = "critic", .cfg = &cc, .m = &critic, .canonical = 1, .adam = 1}};
-    CkptMeta meta = {7, 0, 1234, "# bench", "tp2 pp2", 0, NULL, 0};
+    CkptMeta meta = {7, 0, 1234, "# bench", "tp2 pp2", 0, NULL, 0, NULL};
     double bytes = 3.0 * 4.0 * (double)(gpt_logical_numel(&ac) + gpt_logical_numel(&cc)); /* params, m, v */
     char path[1024], plain[1024], why[1024];
     snprintf(path, sizeof path, "%s/bench_ckpt.h5", argv[2]);

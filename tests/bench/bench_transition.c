@@ -438,7 +438,7 @@ int main(int argc, char **argv) {
             comm_barrier(MPI_COMM_WORLD);
             double t0 = nr_now();
             CkptModel cm = {"actor", &cfg, a2.e.pos >= 0 ? &a2.m : NULL, a2.e.pos >= 0 && a2.e.coord.d == 0, 1};
-            CkptMeta meta = {0, 0, 7, "", "", 0, NULL, 0};
+            CkptMeta meta = {0, 0, 7, "", "", 0, NULL, 0, NULL};
             char why[512];
             if (ckpt_write(path, MPI_COMM_WORLD, &meta, &cm, 1, why, sizeof why)) nr_fatal("bench: %s", why);
             nb2.s = B;

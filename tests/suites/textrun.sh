@@ -99,6 +99,19 @@ if want text-restart-same-run; then
   if [ -z "$why" ]; then result text-restart-same-run 0 0 "1 rank -> dp2 on 2 from step 2: steps 2-3 reward and KL as uninterrupted, checksums within $worst"
   else result text-restart-same-run 1 0 "$why"; fi
 fi
+# a text run's checkpoint carries its tokenizer (/tokenizer): export-hf writes tokenizer.json beside the weights,
+# and that directory encodes tests/text/data's corpus and chat prompts to SmolLM2's own ids (HF tokenizers')
+feeds text-ckpt-write text-ckpt-export-tokenizer
+if want text-ckpt-export-tokenizer; then
+  d=$LOG/text-ckpt-hf why=""
+  rm -rf "$d"
+  bin/nereus-ckpt export-hf "$TK/a/text-tiny_step000002.h5" "$d" >"$LOG/text-ckpt-export-tokenizer.log" 2>&1 || why="export-hf failed;"
+  [ -f "$d/tokenizer.json" ] && [ -f "$d/tokenizer_config.json" ] || why="$why no tokenizer.json or tokenizer_config.json;"
+  bin/nereus-tok encode "$d" <tests/text/data/corpus.jsonl | cmp -s - tests/text/data/smollm2.ids || why="$why corpus ids differ;"
+  bin/nereus-tok encode --chat "$d" <tests/text/data/chat.jsonl | cmp -s - tests/text/data/smollm2.chat.ids || why="$why chat ids differ;"
+  if [ -z "$why" ]; then result text-ckpt-export-tokenizer 0 0 "tokenizer.json written; corpus and chat prompts encode to SmolLM2's ids"
+  else result text-ckpt-export-tokenizer 1 0 "$why (log: $LOG/text-ckpt-export-tokenizer.log)"; fi
+fi
 
 # what a text deck cannot take, refused at its line
 bad text-sft-refused 'sft\.steps=5: error: \[sft\] steps = 5: SFT on \[data\] prompts is not built' \
