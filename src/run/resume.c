@@ -118,8 +118,8 @@ int job_checkpoint(Job *j, int64_t step, int64_t sft_done, const char *deck_text
     int n = job_ckpt_models(j, cm);
     int32_t *queue = NULL; /* the batches generated ahead and not trained yet (rank 0 has them) */
     size_t qn = rollq_pack(j, step, &queue);
-    CkptMeta meta = {step,  sft_done,        cfg->run.seed, deck_text, plan_text, job_data_hash(j), queue, (int64_t)qn,
-                     j->ts.text ? j->ts.text->tok : NULL};
+    CkptMeta meta = {step, sft_done, cfg->run.seed, deck_text, plan_text, job_data_hash(j), queue, (int64_t)qn,
+                     j->ts.text ? j->ts.text->tok : NULL}; /* a text run's tokenizer: export-hf writes it */
     int rc = ckpt_write(path_out, j->world, &meta, cm, n, why, why_len);
     free(queue);
     if (rc != 0) return -1;

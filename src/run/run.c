@@ -6,7 +6,6 @@
  * phases made. */
 #include "nereus/run.h"
 
-#include <limits.h>
 #include <math.h>
 #include <mpi.h>
 #include <signal.h>
@@ -576,7 +575,7 @@ static int run_sft(RunCtx *r) {
 static double run_eval(RunCtx *r, int64_t done) {
     EvalRows rows = {0, 0, NULL}, *want = NULL;
     if (r->cfg->data.eval_responses[0] && r->held_out.text) {
-        rows.n = NR_MIN(r->held_out.text->ps->n, INT_MAX / 2);
+        rows.n = r->held_out.text->ps->n; /* job_eval_greedy evaluates every eval prompt once */
         rows.maxr = r->cfg->ppo.max_response;
         rows.v = nr_xcalloc((size_t)rows.n * (EVAL_ROW_HEAD + rows.maxr), sizeof *rows.v);
         want = &rows;
