@@ -121,6 +121,13 @@ void job_stage_model(Job *j, Stage *s, int filled) {
         gpt_build_shard_dest(&s->model, critic ? &j->cc : &j->ac, &sh, j->be, Bmax, Tmax, train, filled);
         return;
     }
+    if (cfg->model.init_from[0] && !critic && i != PLAN_REWARD_INF) {
+        /* the actor's stages and the ref under [model] init_from: its file (or a restart's checkpoint, which
+           wins) writes every parameter before any read, so they start zero rather than from a draw that is
+           overwritten (4 copies of SmolLM2-135M: 23 s of normal draws) */
+        gpt_build_shard_empty(&s->model, &j->ac, &sh, j->be, Bmax, Tmax, train);
+        return;
+    }
     /* same seed for every stage of a model: they start equal; the critic
      * and reward heads get their own */
     uint64_t seed = (uint64_t)cfg->run.seed;
