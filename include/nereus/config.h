@@ -232,6 +232,9 @@ typedef struct SimulateConfig {
     double tx_factor_min, tx_factor_max; /* [simulate] tx_factor_min, _max: a move's realised cost over its price */
     double warmup;             /* [simulate] warmup: extra fraction of the first step after a move */
     double network_gbs;        /* [simulate] network_gbs: the network's bandwidth per GPU, GB/s (0: the network's own) */
+    double fail_rate;          /* [simulate] fail_rate: MODELLED failures per GPU-hour (0: none) */
+    double repair_s;           /* [simulate] repair_s: seconds a failed GPU's node stays out of the pool */
+    double detect_s;           /* [simulate] detect_s: seconds from a failure to the survivors' shrunk world */
     int gpus;                  /* [simulate] gpus (required in a simulation deck) */
     int ranks_per_node;        /* [simulate] ranks_per_node: 4 | 8 */
     int steps;                 /* [simulate] steps */
@@ -244,8 +247,11 @@ typedef struct SimulateConfig {
     int keep_comms;            /* [simulate] keep_comms: communicator sets kept for reuse ([transition] keep_comms) */
     int seeds;                 /* [simulate] seeds: 0 = the exact simulator's table; N = the study over N paired seeds */
     int first_seed;            /* [simulate] first_seed: the study's first seed */
+    int fail_seed;             /* [simulate] fail_seed: the failure process's seed */
+    int fail_ckpt_every;       /* [simulate] fail_ckpt_every: steps between the restart baseline's checkpoints */
+    int fail_study;            /* [simulate] fail_study: runs of payback with one failure each (0: none) */
     char gpu[16];              /* [simulate] gpu: h100 | h200 | a100 */
-    char network[12];          /* [simulate] network: infiniband | slingshot */
+    char network[16];          /* [simulate] network: infiniband | slingshot */
     char study[8];             /* [simulate] study: full | core (the study's policies: every variant, or the baselines,
                                   payback, payback-inf and the oracle) */
     char actor[32];            /* [simulate] actor: a modelled shape (planner.h) */

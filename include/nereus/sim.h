@@ -85,6 +85,23 @@ double sim_plan_error(const SimNoise *n, unsigned long long plan);
 double sim_step_noise(const SimNoise *n, unsigned long long plan, int step, int stage);
 double sim_move_factor(const SimNoise *n, unsigned long long from, unsigned long long to, int step);
 
+/* MODELLED unexpected failures (issue 46; docs/PLANNER.md, "Failures"): a Poisson process over the job's GPU-hours
+ * (rate failures per GPU-hour, seeded: every policy meets the same failures while its run takes the same time), or,
+ * for the failure study, one failure halfway through step at_step. A failure takes its GPU's node out of the pool
+ * (the pool's last node: the modelled ranks are interchangeable) for repair_s, and the step it hits is lost up to
+ * that point. Two recoveries are priced on the same run: in place (ULFM: detect_s to the survivors' world, then the
+ * move the policy makes for the smaller pool, which streams the lost state from DP replicas) and checkpoint-and-
+ * restart (the work since the last checkpoint, one every ckpt_every steps, and sim_ckpt_restart_s in place of
+ * that move). */
+typedef struct SimFailures {
+    double rate;            /* failures per GPU-hour (0: none) */
+    unsigned long long seed;
+    double repair_s;        /* a failed node's seconds out of the pool */
+    double detect_s;        /* a failure to the survivors' shrunk world */
+    int ckpt_every;         /* steps between the restart baseline's checkpoints */
+    int at_step;            /* >= 0: exactly one failure, halfway through this step; -1: the Poisson process */
+} SimFailures;
+
 typedef struct SimScenario {
     char name[64];
     CostModel truth;        /* the modelled cluster and models, with the TRUE efficiencies */
@@ -101,6 +118,7 @@ typedef struct SimScenario {
                                for them: adapt.h, "Moves that wait a step"); 0, the default: a move the plan in
                                force can wait for may wait one step, its set-up running beside it */
     SimNoise noise;         /* zeroed: none */
+    SimFailures fail;       /* rate 0 and at_step -1: none */
     int nevents;
     SimEvent ev[SIM_MAX_EVENTS]; /* sorted by step */
 } SimScenario;
@@ -144,6 +162,14 @@ typedef struct SimResult {
     int staleness;          /* the K of the last step */
     int gen_ranks, ranks;   /* the last step's plan: actor.gen's ranks, and the ranks it uses in all */
     double phase[4];        /* the last step's phases on the true cluster: gen, scoring, training, sync (s) */
+    /* MODELLED failures (SimFailures): how many; recovered in place, the detection and the interrupted steps' lost
+       parts (in total_s) and the moves they forced (in transition_s too); recovered by checkpoint-and-restart
+       instead, the lost parts, the work since each last checkpoint and the restarts (not in total_s: the
+       counterfactual, in place of fail_lost_s and fail_move_s); each also as GPU-hours (seconds x the job's GPUs) */
+    int failures;
+    double fail_exposure_gpu_h; /* the GPU-hours the Poisson process ran over (the plans' GPUs x the steps' time) */
+    double fail_lost_s, fail_move_s, restart_lost_s;
+    double fail_gpu_h, restart_gpu_h;
 } SimResult;
 
 /* Published moves priced (issue #34). The engine's price of a → b as the simulator charges it (sim.c:
@@ -171,6 +197,16 @@ int sim_run(const SimScenario *sc, int policy, SimResult *res, char *why, size_t
  * spread over the OpenMP threads; the table and sim.POLICY.METRIC lines on stdout. Returns 0, or 1 when payback
  * could not run a seed to its end. */
 int sim_study(const SimScenario *sc, int seed0, int nseeds, int core);
+/* MODELLED failures (src/run/simfail.c; SimFailures): the header lines that say how they are priced; a policy's
+ * sim.POLICY.fail_* lines; its mean step had every failure been recovered by checkpoint-and-restart; and the
+ * failure study: payback n times with one failure each, halfway through steps spread evenly over the run, the
+ * recovery's seconds and GPU-hours both ways, and at sc->fail.rate what that is a day on the scenario's GPUs.
+ * The study returns 0, or 1 when a run could not finish. */
+void sim_fail_header(const SimScenario *sc);
+void sim_fail_lines(const char *policy, const SimResult *r, int steps);
+void sim_fail_table(const SimResult *r, int n, int steps); /* r[0..n): the policy table's results (SIM_*) */
+double sim_restart_mean_step_s(const SimResult *r, int steps);
+int sim_fail_study(const SimScenario *sc, int n);
 /* The same for a policy variant (sim_run is this with the scenario's γ and no variant). */
 int sim_run_as(const SimScenario *sc, const SimPolicy *sp, SimResult *res, char *why, size_t len);
 

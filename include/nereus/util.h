@@ -82,6 +82,7 @@ enum {
     RNG_SHUFFLE = 4,   /* minibatch order: (step, epoch) */
     RNG_SFT = 5,       /* SFT demonstrations: (global sample index, draw) */
     RNG_DATA = 6,      /* prompt-dataset order: (epoch, Feistel round and half) */
+    RNG_FAIL = 7,      /* the simulator's MODELLED failures: (draw, 0) */
     RNG_TEST = 99
 };
 uint64_t rng_u64(uint64_t seed, uint64_t stream, uint64_t a, uint64_t b);

@@ -229,6 +229,7 @@ int sim_fits(const SimScenario *sc, char *why, size_t len) {
  * noise model needs (sim.h, SimNoise): whether the next step is the first after a move (its warm-up), the
  * plan in force's last fresh measured / predicted ratios, and the measure-and-revert guard's probation. */
 #define SIM_RATIOS 4
+#define SIM_MAX_DOWN 64
 typedef struct SimLoop {
     const SimScenario *sc;
     const SimPolicy *sp;
@@ -261,6 +262,13 @@ typedef struct SimLoop {
     int nratio, rnext;
     int probation, guard_pool, nfresh; /* the guard: on probation, the pool then, fresh steps measured */
     double guard_ratio, fresh[16];
+    /* MODELLED failures (SimFailures) */
+    double exposure, next_fail;  /* the GPU-hours the job has run, and the next Poisson failure's place in them */
+    uint64_t fail_draws;         /* the failure process's draws made */
+    double since_ckpt;           /* true seconds of the steps since the restart baseline's last checkpoint */
+    int down;                    /* failed nodes out of the pool */
+    double up_at[SIM_MAX_DOWN];  /* when each comes back, in the run's true seconds (oldest first) */
+    int move_due;                /* the next step's move (if any) is a failure's */
 } SimLoop;
 
 static double median_of(const double *v, int n) {
@@ -614,6 +622,82 @@ static void debug_decision(SimLoop *L, int step, const AdaptDecision *d) {
     }
 }
 
+/* the run's true seconds so far: its steps, its moves and, recovered in place, what its failures lost */
+static double run_now(const SimLoop *L) { return L->res->total_s + L->res->transition_s + L->res->fail_lost_s; }
+
+/* the place of the Poisson process's next failure in the job's GPU-hours: an exponential gap of mean 1 / rate */
+static void draw_failure(SimLoop *L) {
+    const SimFailures *f = &L->sc->fail;
+    double u = (double)(rng_u64(f->seed, RNG_FAIL, L->fail_draws++, 0) >> 11) * 0x1p-53;
+    L->next_fail += -log1p(-u) / f->rate;
+}
+
+/* the scenario's pool with the failed nodes out (its last ones), those repaired by now back in; at least a node */
+static int fail_pool(SimLoop *L, int pool) {
+    double now = run_now(L);
+    int k = 0;
+    while (k < L->down && L->up_at[k] <= now) k++;
+    memmove(L->up_at, L->up_at + k, (size_t)(L->down - k) * sizeof *L->up_at);
+    L->down -= k;
+    int rpn = L->sc->truth.hw.ranks_per_node, left = pool - L->down * rpn;
+    return left >= rpn ? left : pool < rpn ? pool : rpn;
+}
+
+/* A failed node the plan in force uses, where the pool has a node the plan does not use: that node takes the failed
+   one's place (the modelled ranks are interchangeable: it takes its ranks' names, and the pool loses its last node)
+   and the failed node's state streams to it from replicas. Its price: the move from the plan to the plan with the
+   plan's last node on the pool's last one (its data and new communicators), counted as a move and the failure's.
+   Returns 0, or −1 when the plan uses the pool's last node (the policy's own move for the smaller pool then). */
+static int fail_replace(SimLoop *L, const PlanConfig *cur) {
+    int rpn = L->sc->truth.hw.ranks_per_node, top = -1, spare = L->o.npool - rpn;
+    for (int s = 0; s < PLAN_NSTAGES; s++)
+        for (int i = 0; i < cur->stage[s].nranks; i++) top = cur->stage[s].ranks[i] > top ? cur->stage[s].ranks[i] : top;
+    int node = top / rpn * rpn;
+    if (top < 0 || node >= spare) return -1;
+    PlanConfig *to = L->guard_old; /* scratch: a probation's old plan is not needed past a failure */
+    L->probation = 0;
+    *to = *cur;
+    for (int s = 0; s < PLAN_NSTAGES; s++)
+        for (int i = 0; i < to->stage[s].nranks; i++)
+            if (to->stage[s].ranks[i] >= node && to->stage[s].ranks[i] < node + rpn) to->stage[s].ranks[i] += spare - node;
+    double m = transition_s(&L->run, cur, to);
+    L->res->transitions++;
+    L->res->transition_s += m;
+    L->res->fail_move_s += m;
+    L->res->fail_gpu_h += m * L->o.npool / 3600;
+    return 0;
+}
+
+/* The failures during step `step` (T true seconds; the plan's GPUs exposed, each a node it uses), each priced both
+   ways (SimResult) and a node out of the pool for repair_s; then the restart baseline's checkpoint clock */
+static void fail_during(SimLoop *L, int step, double T) {
+    const SimFailures *f = &L->sc->fail;
+    const PlanConfig *cur = L->pending ? L->pend_from : &L->ad.cur;
+    SimResult *res = L->res;
+    int n = L->o.npool, k = 0;
+    double at[8]; /* where in the step, as fractions of it */
+    if (f->at_step == step) at[k++] = 0.5;
+    if (f->at_step < 0 && f->rate > 0) {
+        double e = T * res->ranks / 3600.0, from = L->exposure;
+        L->exposure += e;
+        res->fail_exposure_gpu_h = L->exposure;
+        for (; L->next_fail <= L->exposure; draw_failure(L))
+            if (k < 8) at[k++] = (L->next_fail - from) / e; /* more in one step: the step is lost once */
+    }
+    for (int i = 0; i < k; i++) {
+        double lost = at[i] * T, inplace = f->detect_s + lost;
+        double redo = lost + L->since_ckpt + sim_ckpt_restart_s(L->sc, n, NULL);
+        res->failures++;
+        res->fail_lost_s += inplace;
+        res->fail_gpu_h += inplace * n / 3600;
+        res->restart_lost_s += redo;
+        res->restart_gpu_h += redo * n / 3600;
+        if (fail_replace(L, cur) != 0) L->move_due = 1;
+        if (L->down < SIM_MAX_DOWN) L->up_at[L->down++] = run_now(L) + f->repair_s;
+    }
+    L->since_ckpt = (step + 1) % f->ckpt_every == 0 ? 0 : L->since_ckpt + T;
+}
+
 /* one step: the decision, its move, the step realised; returns 0, or −1 with why */
 static int sim_one_step(SimLoop *L, int step, char *why, size_t len) {
     const SimScenario *sc = L->sc;
@@ -621,7 +705,8 @@ static int sim_one_step(SimLoop *L, int step, char *why, size_t len) {
     L->w.resp_max = L->sw.resp_len;
     set_len(sc, &L->w, L->sw.resp_len);
     L->o.resp_len = L->w.resp_len;
-    L->o.npool = pool_at(sc, step, L->slow);
+    double moved_before = L->res->transition_s;
+    L->o.npool = fail_pool(L, pool_at(sc, step, L->slow));
     if (L->pending) { /* the move decided at the last boundary, its communicators built while that step ran */
         L->pending = 0;
         if (adapt_plan_within(&L->ad.cur, L->o.pool, L->o.npool, sc->gpus)) {
@@ -659,12 +744,19 @@ static int sim_one_step(SimLoop *L, int step, char *why, size_t len) {
             L->res->refused++;
         }
     }
+    if (L->move_due) { /* the move for the pool a failure shrank: in place, the lost state from replicas */
+        L->move_due = 0;
+        double m = L->res->transition_s - moved_before;
+        L->res->fail_move_s += m;
+        L->res->fail_gpu_h += m * L->o.npool / 3600;
+    }
     /* the communicators the job keeps now: those of the plan it runs */
     plan_kept_follow(L->run.kept, sc->keep_comms, L->kept_at, L->pending ? L->pend_from : &L->ad.cur);
     double T = realise_step(L, step, why, len);
     if (T < 0) return -1;
     L->last_T = T;
     L->res->total_s += T;
+    fail_during(L, step, T);
     int fresh = !L->warm;
     L->warm = 0;
     if (L->probation && fresh) guard_check(L, step, T);
@@ -712,6 +804,7 @@ int sim_run_as(const SimScenario *sc, const SimPolicy *sp, SimResult *res, char 
         if (sp->wide) L->ad.v.wide = sp->wide > 0;
         *L->kept_at = L->ad.cur;
         L->ref_pool = L->o.npool; /* the fixed baselines': the pool they last chose for */
+        if (sc->fail.rate > 0 && sc->fail.at_step < 0) draw_failure(L);
         for (int step = 0; step < sc->steps && rc == 0; step++) rc = sim_one_step(L, step, why, len);
         res->failed = rc != 0;
         free(L->run.kept);
@@ -721,7 +814,7 @@ int sim_run_as(const SimScenario *sc, const SimPolicy *sp, SimResult *res, char 
     cost_work_free(L->cw);
     free(L);
     res->planner_s = nr_now() - tp0;
-    res->total_s += res->transition_s;
+    res->total_s += res->transition_s + res->fail_lost_s;
     res->mean_step_s = res->total_s / sc->steps;
     return rc;
 }

@@ -143,6 +143,11 @@ static int scenario_of(const Config *cfg, const Deck *deck, SimScenario *sc) {
     if (m->seeds > 0) /* the study: the MODELLED noise (sim.h, SimNoise) */
         sc->noise = (SimNoise){1, (unsigned long long)m->first_seed, m->model_error, m->step_noise, m->tx_factor_min,
                                m->tx_factor_max, m->warmup, cfg->planner.guard_margin, cfg->planner.guard_steps};
+    sc->fail = (SimFailures){m->fail_rate, (unsigned long long)m->fail_seed, m->repair_s, m->detect_s,
+                             m->fail_ckpt_every, -1};
+    if (m->fail_study > 0 && m->seeds > 0)
+        return deck_error_at(deck, "simulate.fail_study", "fail_study and seeds (the admission study) are two "
+                             "studies: set one of them");
     if (m->availability[0]) {
         int rc = read_availability(deck, m->availability, m->gpus, sc);
         if (rc) return rc;
@@ -240,7 +245,9 @@ int run_simulation(const Config *cfg, const Deck *deck, int rank) {
                "training) + the rollout's transfer + the sync (docs/PLANNER.md, \"Asynchronous plans\")\n",
                sc.truth.staleness_fixed ? "every plan runs with the deck's K ([ppo] max_staleness)"
                                         : "the planner chooses K with the split of ranks ([planner] max_staleness)");
+    if (sc.fail.rate > 0 || m->fail_study > 0) sim_fail_header(&sc);
     if (m->seeds > 0) return sim_study(&sc, m->first_seed, m->seeds, strcmp(m->study, "core") == 0);
+    if (m->fail_study > 0) return sim_fail_study(&sc, m->fail_study);
     sim_table_legend();
     printf("\n%-10s %12s %10s %12s %10s %8s %10s\n", "policy", "mean step s", "vs static", "transitions", "share %",
            "refused", "planner s");
@@ -261,6 +268,7 @@ int run_simulation(const Config *cfg, const Deck *deck, int rank) {
         printf("%-10s %12.3f %10s %12d %10.4f %8d %10.2f\n", sim_policy_name(p), r[p].mean_step_s, vs,
                r[p].transitions, 100.0 * r[p].transition_s / r[p].total_s, r[p].refused, r[p].planner_s);
     }
+    if (sc.fail.rate > 0) sim_fail_table(r, SIM_NTABLE, sc.steps);
     printf("\n");
     for (int p = 0; p < SIM_NTABLE; p++) {
         printf("sim.%s.failed: %d\n", sim_policy_name(p), r[p].failed);
@@ -272,6 +280,7 @@ int run_simulation(const Config *cfg, const Deck *deck, int rank) {
         printf("sim.%s.transition_s: %.4f\n", sim_policy_name(p), r[p].transition_s);
         printf("sim.%s.moves_ahead: %d\n", sim_policy_name(p), r[p].moves_ahead);
         printf("sim.%s.setup_hidden_s: %.4f\n", sim_policy_name(p), r[p].setup_hidden_s);
+        if (sc.fail.rate > 0) sim_fail_lines(sim_policy_name(p), &r[p], sc.steps);
         /* mean step against the static plan and admit-every-gain of the same run, % lower (negative: slower) */
         if (!r[SIM_STATIC].failed)
             printf("sim.%s.vs_static_pct: %.4f\n", sim_policy_name(p),

@@ -55,6 +55,34 @@ if want sim-moves-ahead; then
     result sim-moves-ahead 0 0 "1,024 GPUs, payback: moves $a s in all ($n a step late; $(simv "$f" payback.transitions) moves), $b s with every set-up in its move ($(simv "$g" payback.transitions)); mean step $m s against $m0; the 25 s goal $goal"
   else result sim-moves-ahead 1 0 "moves '$a' s ($n a step late) against '$b' ($n0); mean step '$m' against '$m0'"; fi
 fi
+# MODELLED failures (docs/PLANNER.md, "Failures"): the failure study on 4 runs of inputs/sim/fail-1024.deck (one
+# failure each, Llama 3's rate): every run met its failure; in place it costs at least the detection and less than
+# checkpoint-and-restart, which costs at least its restart; the day's count is rate x GPUs x 24. Then the Poisson
+# process on growth-64 at 0.1 a GPU-hour (repair at once): each policy's count within 4 standard deviations of
+# rate x its exposure, and its mean step recovered by restarts longer than in place
+feeds sim-fail-1024 sim-fail-study
+t sim-fail-1024 120 bin/nereus --simulate inputs/sim/fail-1024.deck --set simulate.fail_study=4
+if want sim-fail-study; then
+  f=$LOG/sim-fail-1024.log
+  if [ "$(verify "$f" status)" = pass ] && [ "$(simv "$f" fail.runs)" = 4 ] && [ "$(grep -c '^ *[0-9]* .*[0-9]$' "$f")" -ge 4 ] &&
+     awk -v i="$(simv "$f" fail.inplace_s_min)" -v im="$(simv "$f" fail.inplace_s_max)" -v r="$(simv "$f" fail.restart_s_min)" \
+         -v d="$(simv "$f" fail.per_day)" -v x="$(simv "$f" fail.restart_over_inplace)" \
+         'BEGIN{exit !(i >= 1 && r >= 77 && im < r && x > 1 && d > 0.4841 && d < 0.4842)}'; then
+    result sim-fail-study 0 0 "1,024 GPUs: a failure costs $(simv "$f" fail.inplace_gpu_h) GPU-hours in place, $(simv "$f" fail.restart_gpu_h) by checkpoint-and-restart ($(simv "$f" fail.restart_over_inplace)x; 4 runs)"
+  else result sim-fail-study 1 0 "in place '$(simv "$f" fail.inplace_s_min)' .. '$(simv "$f" fail.inplace_s_max)' s, restart from '$(simv "$f" fail.restart_s_min)' s, a day '$(simv "$f" fail.per_day)'"; fi
+fi
+feeds sim-fail-64 sim-fail-poisson
+t sim-fail-64 120 bin/nereus --simulate inputs/sim/growth-64.deck --set simulate.fail_rate=0.1 --set simulate.repair_s=0
+if want sim-fail-poisson; then
+  f=$LOG/sim-fail-64.log ok=0 msg=""
+  for p in static verl openrlhf admit-all every-k payback; do
+    n=$(simv "$f" $p.failures) e=$(simv "$f" $p.fail_exposure_gpu_h) m=$(simv "$f" $p.mean_step_s) r=$(simv "$f" $p.fail_restart_mean_step_s)
+    awk -v n="$n" -v e="$e" -v m="$m" -v r="$r" 'BEGIN{x = 0.1 * e; d = n - x; exit !(n != "" && n >= 1 && d * d <= 16 * x && r > m)}' && ok=$((ok + 1))
+    msg="$msg $p $n/$e"
+  done
+  if [ "$(verify "$f" status)" = pass ] && [ $ok = 6 ]; then result sim-fail-poisson 0 0 "failures / GPU-hours:$msg"
+  else result sim-fail-poisson 1 0 "$ok of 6 policies within 4 sd of 0.1 x exposure with restart slower:$msg"; fi
+fi
 # asynchronous rollouts (docs/PLANNER.md, "Asynchronous plans"): on both async decks the planner, free to choose
 # K <= 2 with the split of ranks, chooses K = 1 with actor.gen on ranks of its own, and its plan's mean step is
 # shorter than the best synchronous plan's and the fixed 50/50 split's (K = 1), all three over the same trace
