@@ -216,6 +216,8 @@ typedef struct RunCtx {
     } snap;
     Config *ftcfg;
     int recoveries;
+    int ranks_lost;               /* ranks that died, over every recovery */
+    double recovery_s;            /* the longest recovery: detection on rank 0 to the rebuilt job (s) */
     int64_t next_step;            /* the step the PPO loop starts at: start_step, after a recovery the snapshot's */
     int64_t leave_at;             /* ≥ 0: ranks told to leave (SIGUSR2) leave before this step (run_leave) */
     int ranks_left;               /* ranks that left with notice */
@@ -837,6 +839,7 @@ static int run_recover(RunCtx *r, FtFailure *f) {
         return -1;
     }
     r->recoveries++;
+    r->ranks_lost += f->nfailed;
     return run_rebuild(r, f, 0);
 }
 
@@ -956,10 +959,12 @@ static int run_rebuild(RunCtx *r, FtFailure *f, int planned) {
     if (planned)
         nr_log("ft: rebuilt in %.3f s: %s, %lld PPO steps done; going on from step %lld on %d rank(s) under the "
                "plan:\n%s", dt, used, (long long)step, (long long)step, r->world, r->plan_text);
-    else
+    else {
+        r->recovery_s = fmax(r->recovery_s, dt + f->shrink_s);
         nr_log("ft: recovered in %.3f s after the shrink (%.3f s from detection on rank 0): %s, %lld PPO steps done; "
                "redoing from step %lld on %d rank(s) under the plan:\n%s", dt, dt + f->shrink_s, used, (long long)step,
                (long long)step, r->world, r->plan_text);
+    }
     if (r->lp.on) nr_log("ft: the planner places its own plan for the %d survivors before the next step\n", r->world);
     return 0;
 }
@@ -1262,7 +1267,11 @@ static int run_verify(RunCtx *r) {
         nr_log("verify.transition_sets_prebuilt: %d\n", r->job.tx_sets_prebuilt);
     }
     if (r->restarted) nr_log("verify.restart_step: %lld\n", (long long)r->start_step);
-    if (r->recoveries) nr_log("verify.ft_recoveries: %d\n", r->recoveries); /* ranks died and the run went on */
+    if (r->recoveries) { /* ranks died and the run went on: how often, how many, the longest recovery (s) */
+        nr_log("verify.ft_recoveries: %d\n", r->recoveries);
+        nr_log("verify.ranks_lost: %d\n", r->ranks_lost);
+        nr_log("verify.recovery_s: %.3f\n", r->recovery_s);
+    }
     if (r->ranks_left) nr_log("verify.ft_ranks_left: %d\n", r->ranks_left); /* ranks left with notice (SIGUSR2) */
     if (r->stop_sig) nr_log("verify.stopped_at_step: %lld\n", (long long)r->final_step);
     if (n > 0) run_print_rewards(r, n);

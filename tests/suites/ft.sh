@@ -43,9 +43,10 @@ else
     t_seen=$(sed -n 's/^ft: FAILURE: .* at \([0-9.]*\) (epoch s).*/\1/p' "$LOG/ft-kill.log" | head -1)
     if [ -z "$t_kill" ]; then result ft-kill 1 0 "the run ended before rank 2 could be killed"
     elif [ $rc = 0 ] && [ "$(verify "$LOG/ft-kill.log" status)" = pass ] && [ "$(verify "$LOG/ft-kill.log" ft_recoveries)" = 1 ] &&
+       [ "$(verify "$LOG/ft-kill.log" ranks_lost)" = 1 ] && [ -n "$(verify "$LOG/ft-kill.log" recovery_s)" ] &&
        grep -aq '^ft: FAILURE: rank(s) 2 of 4 died' "$LOG/ft-kill.log" && [ "$(verify "$LOG/ft-kill.log" ppo_steps)" = 30 ] &&
        grep -aq '^ft: recovered .*kill_step000010.h5, 10 PPO steps done; redoing from step 10 on 3 rank(s)' "$LOG/ft-kill.log"; then
-      result ft-kill 0 "$secs" "rank 2 of 4 killed in step 12 (before step 15's checkpoint); seen $(ms_between "$t_kill" "$t_seen") ms later; 3 survivors redid steps 10-29 from step 10's checkpoint and passed"
+      result ft-kill 0 "$secs" "rank 2 of 4 killed in step 12 (before step 15's checkpoint); seen $(ms_between "$t_kill" "$t_seen") ms later; recovered in $(verify "$LOG/ft-kill.log" recovery_s) s; 3 survivors redid steps 10-29 from step 10's checkpoint and passed"
     else result ft-kill 1 "$secs" "exit $rc; see the log: no pass, or no recovery said"; fi
   fi
   if want ft-kill-trace; then
@@ -111,6 +112,7 @@ else
     secs=$(echo "$(date +%s.%N) - $t0" | bc)
     g=$LOG/ft-kill-twice-grpo.log
     if [ -n "$k1" ] && [ -n "$k2" ] && [ $rc = 0 ] && [ "$(verify "$g" status)" = pass ] && [ "$(verify "$g" ft_recoveries)" = 2 ] &&
+       [ "$(verify "$g" ranks_lost)" = 2 ] &&
        grep -aq '^ft: FAILURE: rank(s) 1 of 4 died' "$g" && grep -aq '^ft: FAILURE: rank(s) 2 (launched as 3) of 3 died' "$g" &&
        grep -aq 'redoing from step 15 on 2 rank(s)' "$g" && [ "$(verify "$g" ppo_steps)" = 24 ]; then
       result ft-kill-twice-grpo 0 "$secs" "GRPO: rank 1 killed, then the rank launched as 3: 4 -> 3 -> 2 ranks, back to steps 5 and 15, pass"
