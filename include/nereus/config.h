@@ -133,8 +133,11 @@ typedef struct InjectConfig {
     int join_step;           /* [inject] join_step: they join again before this step (−1 = never) */
     int slow_period;         /* [inject] slow_period: slow for this many steps, then not for slow_off, over and over (0: steady) */
     int slow_off;            /* [inject] slow_off: the steps at full speed between (0: slow_period) */
+    int die_rank;            /* [inject] die_rank: this rank (as launched) SIGKILLs itself (−1 = never) */
+    int die_step;            /* [inject] die_step: ... in this PPO step or after, as die_phase begins */
     char slow_ranks[CFG_STR];  /* [inject] slow_ranks: comma list of ranks and A-B ranges ("" = none) */
     char leave_ranks[CFG_STR]; /* [inject] leave_ranks: the same */
+    char die_phase[12];      /* [inject] die_phase: gen | inf | train | sync | transition | ckpt */
 } InjectConfig;
 
 /* [planner]: the live planner on rank 0 (adapt.h; src/run/adapt_live.c). */

@@ -48,4 +48,10 @@ void inject_begin_step(Injector *in, int step, const PlanConfig *plan);
 /* 1: rank is in the pool at step */
 int inject_in_pool(const Injector *in, int rank, int step);
 
+/* INJECTED death ([inject] die_rank, die_step, die_phase): where a step's phases begin (job_step, job_transition,
+ * job_checkpoint) the rank named, in die_step (the step inject_begin_step began last) or after, says so on stderr
+ * and SIGKILLs itself: a real process death at a chosen point, for the recovery tests */
+enum { INJECT_GEN, INJECT_INF, INJECT_TRAIN, INJECT_SYNC, INJECT_TRANSITION, INJECT_CKPT, INJECT_NPHASES };
+void inject_phase(int phase);
+
 #endif

@@ -1,6 +1,7 @@
 /* inject.c — the INJECTED slowdown and pool changes (inject.h). */
 #include "nereus/inject.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,38 @@ static int parse_ranks(const char *list, int world, unsigned char *in, char *why
         in[r] = 1;
     }
     return s.nranks;
+}
+
+/* INJECTED death: the rank (as launched), the step from which, the phase (INJECT_*; −1: never); cur_step: the step
+   inject_begin_step began last */
+static const char *const die_phases[INJECT_NPHASES] = {"gen", "inf", "train", "sync", "transition", "ckpt"};
+static int die_rank = -1, die_step, die_phase = -1, cur_step = -1;
+
+static int die_init(const Config *cfg, char *why, size_t len) {
+    const InjectConfig *c = &cfg->inject;
+    int launched = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &launched);
+    if (c->die_rank >= launched)
+        return nr_fail(why, len, "[inject] die_rank = %d: the job was launched with %d rank(s) (0 .. %d)", c->die_rank,
+                       launched, launched - 1);
+    if (c->die_rank >= 0 && c->die_step >= cfg->ppo.steps)
+        return nr_fail(why, len, "[inject] die_step = %d: the run has %d PPO steps (0 .. %d)", c->die_step,
+                       cfg->ppo.steps, cfg->ppo.steps - 1);
+    die_rank = c->die_rank, die_step = c->die_step, die_phase = -1;
+    for (int p = 0; p < INJECT_NPHASES && die_rank >= 0; p++)
+        if (strcmp(c->die_phase, die_phases[p]) == 0) die_phase = p;
+    return 0;
+}
+
+void inject_phase(int phase) {
+    if (die_rank < 0 || phase != die_phase || cur_step < die_step) return;
+    int me = -1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    if (me != die_rank) return;
+    fprintf(stderr, "nereus: INJECTED death ([inject] die_rank): rank %d (as launched) SIGKILLs itself in step %d, "
+            "as %s begins\n", me, cur_step, die_phases[phase]);
+    fflush(stderr);
+    raise(SIGKILL);
 }
 
 int inject_init(Injector *in, const Config *cfg, int world, int rank, const char **key, char *why, size_t len) {
@@ -70,6 +103,8 @@ int inject_init(Injector *in, const Config *cfg, int world, int rank, const char
     if (c->resp_len_to > cfg->ppo.max_response || c->resp_len_from > cfg->ppo.max_response)
         return nr_fail(why, len, "[inject] resp_len_from = %d / resp_len_to = %d: at most [ppo] max_response = %d",
                        c->resp_len_from, c->resp_len_to, cfg->ppo.max_response);
+    *key = "inject.die_rank";
+    if (die_init(cfg, why, len) != 0) return -1;
     *key = "";
     comm_set_setup_inject(c->comm_setup_s);
     return 0;
@@ -190,6 +225,7 @@ static int spell_starts(const InjectConfig *c, int step) {
 
 void inject_begin_step(Injector *in, int step, const PlanConfig *plan) {
     const InjectConfig *c = &in->cfg->inject;
+    cur_step = step;
     /* busiest: chosen at slow_step; where the slowdown comes and goes, again at the start of every slow spell
        (the slowdown follows the work: a plan that moved off the last spell's rank meets the next one) */
     if (in->busiest && c->slow_step >= 0 && step >= c->slow_step && plan &&

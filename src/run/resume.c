@@ -17,6 +17,7 @@
 #include "nereus/ckpt.h"
 #include "nereus/comm.h"
 #include "nereus/dataset.h"
+#include "nereus/inject.h"
 #include "nereus/job.h"
 #include "nereus/plan.h"
 #include "nereus/util.h"
@@ -112,6 +113,7 @@ int job_ckpt_dir(Job *j, char *why, size_t why_len) {
 int job_checkpoint(Job *j, int64_t step, int64_t sft_done, const char *deck_text, const char *plan_text,
                    char *path_out, size_t path_len, char *why, size_t why_len) {
     const Config *cfg = j->cfg;
+    inject_phase(INJECT_CKPT);
     if (job_ckpt_dir(j, why, why_len) != 0) return -1;
     ckpt_name(j, step, path_out, path_len);
     CkptModel cm[8];

@@ -15,6 +15,7 @@
 #include "nereus/comm.h"
 #include "nereus/counters.h"
 #include "nereus/dataset.h"
+#include "nereus/inject.h"
 #include "nereus/job.h"
 #include "nereus/plan.h"
 #include "nereus/rollq.h"
@@ -115,6 +116,7 @@ int job_step(Job *j, int step, StepStats *st, double times[4]) {
     double t0 = nr_now();
     counters_step_begin(); /* per model-stage timers and counters (the trace's; no-ops without one) */
     /* gen: this step's batch if not generated yet, then those ahead (they overlap what follows) */
+    inject_phase(INJECT_GEN);
     step_generate(j, step);
     int64_t version = -1;
     if (q->needer && (version = rollq_install(j, step)) < 0)
@@ -124,6 +126,7 @@ int job_step(Job *j, int step, StepStats *st, double times[4]) {
     /* inf: the consumers score the batch */
     StepStats adv;
     memset(&adv, 0, sizeof adv);
+    inject_phase(INJECT_INF);
     if (q->consumer) step_score(j, &adv);
     double t2 = nr_now();
     /* train */
@@ -131,6 +134,7 @@ int job_step(Job *j, int step, StepStats *st, double times[4]) {
     memset(&sa, 0, sizeof sa);
     memset(&sc, 0, sizeof sc);
     sa.finite = sc.finite = 1;
+    inject_phase(INJECT_TRAIN);
     if (S[PLAN_ACTOR_TRAIN].member) {
         ReplicaShare sh = stage_share(&S[PLAN_ACTOR_TRAIN]);
         counters_stage_begin(PLAN_ACTOR_TRAIN);
@@ -183,6 +187,7 @@ int job_step(Job *j, int step, StepStats *st, double times[4]) {
      * trained models to the stages that generate and score with them */
     double t4 = t3;
     if (st->finite) {
+        inject_phase(INJECT_SYNC);
         if (strcmp(cfg->transition.sync, "broadcast") == 0) { /* the baseline: every rank gets the whole models */
             int actor_dst[2] = {PLAN_ACTOR_GEN, PLAN_ACTOR_INF}, critic_dst[1] = {PLAN_CRITIC_INF};
             job_sync(j, PLAN_ACTOR_TRAIN, actor_dst, 2);

@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "nereus/comm.h"
+#include "nereus/inject.h"
 #include "nereus/job.h"
 #include "nereus/trace.h"
 #include "nereus/tx_exec.h"
@@ -245,6 +246,7 @@ int job_prepare_comms(Job *j, const PlanConfig *np) {
 int job_transition(Job *j, const PlanConfig *np, int verify, JobTxReport *rep, char *why, size_t len) {
     double t0 = nr_now();
     memset(rep, 0, sizeof *rep);
+    inject_phase(INJECT_TRANSITION);
     verify = verify || j->cfg->transition.verify;
     TxChange ch[PLAN_NSTAGES];
     int nch = tx_changes(&j->px, &j->plan, np, ch), nprep = 0;

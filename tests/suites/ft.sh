@@ -29,7 +29,8 @@ ms_between() { echo "($2 - $1) * 1000" | bc | cut -d. -f1; }
 feeds ft-kill ft-kill-trace ft-same-as-resumed
 feeds ft-resumed ft-same-as-resumed
 if [ -n "$ulfm" ]; then
-  for n in ft-kill ft-kill-trace ft-same-as-resumed ft-kill-rank0-in-ckpt ft-kill-twice-grpo ft-leave-notice; do want $n && result $n 77 0 "$ulfm"; done
+  for n in ft-kill ft-kill-trace ft-same-as-resumed ft-kill-rank0-in-ckpt ft-kill-twice-grpo ft-leave-notice \
+           ft-die-gen ft-die-inf ft-die-train ft-die-sync ft-die-ckpt ft-die-transition; do want $n && result $n 77 0 "$ulfm"; done
 else
   if runs ft-kill; then
     ftdeck "$F/kill.deck" kill 30 5
@@ -118,6 +119,26 @@ else
       result ft-kill-twice-grpo 0 "$secs" "GRPO: rank 1 killed, then the rank launched as 3: 4 -> 3 -> 2 ranks, back to steps 5 and 15, pass"
     else result ft-kill-twice-grpo 1 "$secs" "exit $rc; kills '$k1' '$k2'"; fi
   fi
+  # --- an INJECTED death in each phase of a step ([inject] die_rank, die_step, die_phase: the rank SIGKILLs itself
+  # as the phase begins) on inputs/elastic4.deck (4 ranks, DP replicas; 12 steps, checkpoints at 5 and 10), rank 0
+  # among them: every step of the deck counted once, verify.ranks_lost 1, the recovery time (verify.recovery_s)
+  for c in "gen 1" "inf 2" "train 0" "sync 3" "ckpt 1" "transition 2"; do
+    set -- $c
+    want ft-die-$1 || continue
+    d=$F/die-$1.deck
+    { sed "s#^dir = elastic4-ckpt#dir = $F/die-$1#; s/^name = elastic4/name = die-$1/" inputs/elastic4.deck
+      [ "$1" = transition ] && printf '[switch]\nstep = 8\nactor.gen = dp4 @ 3,2,1,0\nactor.inf = tp4 @ 0-3\nref.inf = dp2 @ 0-1\ncritic.inf = pp2 @ 2-3\nactor.train = tp2 pp2 @ 1,0,3,2\ncritic.train = dp4 @ 0-3\nreward.inf = @ 3\n'
+    } > "$d"
+    rm -rf "$F/die-$1"
+    g=$LOG/ft-die-$1.log
+    timed secs timeout 120 $L --ft -np 4 bin/nereus-ft "$d" --set ppo.steps=12 --set inject.die_rank=$2 \
+      --set inject.die_step=7 --set inject.die_phase=$1 --set trace.file=none >"$g" 2>&1
+    if [ $rc = 0 ] && [ "$(verify "$g" status)" = pass ] && [ "$(verify "$g" ppo_steps)" = 12 ] &&
+       [ "$(verify "$g" ranks_lost)" = 1 ] && grep -aq "INJECTED death.*rank $2 (as launched) SIGKILLs itself in step [0-9]*, as $1 begins" "$g" &&
+       grep -aq "^ft: FAILURE: rank(s) $2 of 4 died" "$g"; then
+      result ft-die-$1 0 "$secs" "rank $2 died as $1 began (step $(sed -n 's/.*SIGKILLs itself in step \([0-9]*\).*/\1/p' "$g")); recovered in $(verify "$g" recovery_s) s, 12 steps counted once, pass"
+    else result ft-die-$1 1 "$secs" "exit $rc, status '$(verify "$g" status)', ranks_lost '$(verify "$g" ranks_lost)'"; fi
+  done
   # --- leaving with notice: SIGUSR2 to rank 0's PID during step 12: a checkpoint at the next step boundary, rank 0
   # leaves (its trace closed complete), the other 3 go on from that checkpoint with no step redone (a new trace)
   if want ft-leave-notice; then
