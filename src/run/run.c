@@ -512,7 +512,7 @@ static int run_open_outputs(RunCtx *r) {
                     "run's, or a later one; this run's checkpoint rotation leaves it, but restart = latest would "
                     "take it", cfg->ckpt.dir, cfg->run.name, (long long)newest, (long long)r->start_step);
     }
-    if (run_eval_responses_open(cfg, r->deck, r->pd.on, r->restarted, NULL) != 0) return 2; /* before the trace */
+    if (run_eval_responses_check(cfg, r->deck, r->pd.on, r->restarted) != 0) return 2; /* before the trace */
     TraceJob tj = {cfg, r->deck_text, r->plan_text, r->be, r->job.ac, r->job.cc, r->job.have_rm, r->start_step};
     const char *tkey = "";
     int rc = 0;
@@ -520,7 +520,7 @@ static int run_open_outputs(RunCtx *r) {
     if (rc) return deck_error_at(r->deck, tkey, "%s", r->why);
     live_trace_start(&r->lp, &r->job, r->tr);
     run_write_deck(r);
-    return run_eval_responses_open(cfg, r->deck, r->pd.on, r->restarted, &r->eval_out);
+    return run_eval_responses_open(cfg, r->deck, r->restarted, &r->eval_out);
 }
 
 /* collective over nr_world(): the SFT steps from sft_done on, each logged; a non-finite loss or a stop

@@ -20,11 +20,13 @@ int run_text_open(PromptData *pd, TextTask *train, TextTask *eval, const Config 
    whole sequence, or a text task's response decoded as one JSON-escaped line; cut with "..." */
 void run_sample_line(const Rollout *G, char *ex, size_t n);
 
-/* collective over nr_world(): [eval] responses checked (out NULL: before anything is written) or opened on
- * rank 0 (*out; NULL elsewhere and without the key): refused (2, reported at the key) where the run has no
- * text data, where the file exists and the run does not restart (a restart appends), or where it cannot be
- * opened for writing. Returns 0 or 2. */
-int run_eval_responses_open(const Config *cfg, const Deck *deck, int text, int restarted, FILE **out);
+/* collective over nr_world(), before anything is written: [eval] responses refused (2, reported at the key)
+ * where the run has no text data, or where the file exists and the run does not restart (a restart appends).
+ * Returns 0 or 2. */
+int run_eval_responses_check(const Config *cfg, const Deck *deck, int text, int restarted);
+/* collective over nr_world(): the file opened on rank 0 (*out; NULL elsewhere and without the key), appended to
+ * by a restart; refused (2, reported at the key) where it cannot be opened for writing. Returns 0 or 2. */
+int run_eval_responses_open(const Config *cfg, const Deck *deck, int restarted, FILE **out);
 
 /* rank 0: an evaluation's rows (job_eval_greedy) after `step` PPO steps, a JSON line each, into f, flushed */
 void run_eval_responses_write(FILE *f, const TaskSet *held_out, const EvalRows *rows, int64_t step);

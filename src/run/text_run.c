@@ -101,26 +101,37 @@ void run_sample_line(const Rollout *G, char *ex, size_t n) {
     free(text);
 }
 
+/* collective over nr_world(): rank 0's verdict on [eval] responses (why: what is wrong) to every rank; 2 at the
+   key when it is bad, else 0 */
+static int eval_responses_verdict(const Deck *deck, int bad, char *why, size_t len) {
+    comm_bcast(nr_world(), &bad, sizeof bad, 0);
+    comm_bcast(nr_world(), why, len, 0);
+    return bad ? deck_error_at(deck, "eval.responses", "%s", why) : 0;
+}
+
 /* [eval] responses (text_int.h) */
-int run_eval_responses_open(const Config *cfg, const Deck *deck, int text, int restarted, FILE **out) {
+int run_eval_responses_check(const Config *cfg, const Deck *deck, int text, int restarted) {
     const char *path = cfg->data.eval_responses;
-    if (out) *out = NULL;
     if (!path[0]) return 0;
     if (!text)
         return deck_error_at(deck, "eval.responses", "[eval] responses writes a text run's responses: it needs "
                              "[data] train (and eval); this deck runs the digit tasks");
     char why[512] = "";
-    int bad = 0;
-    if (nr_rank() == 0) {
-        if (!out && !restarted && access(path, F_OK) == 0)
-            bad = 1, snprintf(why, sizeof why, "%s exists (an earlier run's responses): not overwritten; name "
-                              "another (--set eval.responses=NEW.jsonl) or remove it", path);
-        else if (out && !(*out = fopen(path, restarted ? "a" : "w")))
-            bad = 1, snprintf(why, sizeof why, "%s: cannot open for writing: %s", path, strerror(errno));
-    }
-    comm_bcast(nr_world(), &bad, sizeof bad, 0);
-    comm_bcast(nr_world(), why, sizeof why, 0);
-    return bad ? deck_error_at(deck, "eval.responses", "%s", why) : 0;
+    int bad = nr_rank() == 0 && !restarted && access(path, F_OK) == 0;
+    if (bad)
+        snprintf(why, sizeof why, "%s exists (an earlier run's responses): not overwritten; name another "
+                 "(--set eval.responses=NEW.jsonl) or remove it", path);
+    return eval_responses_verdict(deck, bad, why, sizeof why);
+}
+
+int run_eval_responses_open(const Config *cfg, const Deck *deck, int restarted, FILE **out) {
+    const char *path = cfg->data.eval_responses;
+    *out = NULL;
+    if (!path[0]) return 0;
+    char why[512] = "";
+    int bad = nr_rank() == 0 && !(*out = fopen(path, restarted ? "a" : "w"));
+    if (bad) snprintf(why, sizeof why, "%s: cannot open for writing: %s", path, strerror(errno));
+    return eval_responses_verdict(deck, bad, why, sizeof why);
 }
 
 /* one evaluated prompt as a JSON line: the PPO steps done, its line in the eval file, the response's ids and

@@ -91,6 +91,16 @@ for l in open(sys.argv[1]):
   else result text-eval-responses 1 0 "$why"; fi
 fi
 
+# [eval] responses refused before the run (exit 2 at the key): an earlier run's file is not overwritten, a file
+# that cannot be opened, a deck of the digit tasks (no text to write)
+feeds text-grpo-1rank text-eval-responses-exists
+bad text-eval-responses-exists "eval.responses.*exists \(an earlier run's responses\): not overwritten" \
+  $L -np 1 bin/nereus inputs/text-tiny.deck $TX --set ppo.steps=1 --set eval.responses="$ER1"
+bad text-eval-responses-unwritable 'eval.responses.*cannot open for writing' $L -np 1 bin/nereus inputs/text-tiny.deck \
+  $TX --set ppo.steps=1 --set eval.responses="$LOG/no-such-dir/r.jsonl"
+bad text-eval-responses-digits "eval.responses.*needs \[data\] train" $L -np 1 bin/nereus inputs/tiny.deck \
+  --set ppo.steps=1 --set trace.file=none --set eval.responses="$LOG/digits.jsonl"
+
 # a checkpoint at step 2 of 4 written on 1 rank, restarted under dp2 on 2 ranks: steps 2-3 as uninterrupted
 TK=$LOG/text-ck; mkdir -p "$TK"
 feeds text-ckpt-write text-restart-same-run
