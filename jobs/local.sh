@@ -72,7 +72,9 @@ if [ $ft = 1 ]; then
          "complete checkpoint stays: --restart latest goes on from it" >&2
     exit 1
   fi
-  if [ "$rc" = 0 ] && [ -n "$status" ]; then rc=$status; fi
+  # the file is the job's own word once rank 0 finished: processes spawned to replace ranks ([elastic] respawn)
+  # leave as the survivors do, without MPI_Finalize (docs/ELASTIC.md), which mpirun counts as an improper exit
+  if [ -n "$status" ]; then rc=$status; fi
   exit "$rc"
 fi
 export OMPI_MCA_btl_vader_single_copy_mechanism=none

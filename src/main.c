@@ -109,6 +109,7 @@ int main(int argc, char **argv) {
     mpiCheck(MPI_Init(&argc, &argv));
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    ft_set_command(argc, argv); /* what a replacement runs ([elastic] respawn) */
     if (ft_init() != 0) { /* fault tolerance asked of a build without ULFM (said on stderr) */
         return ft_finalize(2);
     }
@@ -161,7 +162,7 @@ int main(int argc, char **argv) {
         free(ov);
         return ft_finalize(rc);
     }
-    if (rc == 0) rc = resolve_plan(&cfg, deck);
+    if (rc == 0 && !ft_joined()) rc = resolve_plan(&cfg, deck); /* a replacement takes the survivors' plan */
     if (rc == 0) rc = run_job(&cfg, deck, deck_path);
     deck_free(deck);
     deck_plan_file_free(&pf);

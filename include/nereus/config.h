@@ -167,6 +167,11 @@ typedef struct CkptConfig {
     int overwrite;           /* [ckpt] overwrite: bool, a fresh run may write over an earlier run's checkpoints */
 } CkptConfig;
 
+/* [elastic]: ranks that join the job while it runs (under ULFM: docs/ELASTIC.md) */
+typedef struct ElasticConfig {
+    int respawn;             /* [elastic] respawn: bool, spawn replacements for ranks that died or left */
+} ElasticConfig;
+
 /* [switch]: one change of plan during the run. The plan is kept as the deck
  * gave it (not resolved): the job resolves it against itself at the switch,
  * so that an infeasible plan is refused then and the run goes on under the
@@ -278,6 +283,7 @@ typedef struct Config {
     InjectConfig inject;
     PlannerConfig planner;
     CkptConfig ckpt;
+    ElasticConfig elastic;   /* [elastic] */
     PlanConfig plan;         /* [plan] default and one key per model-stage (plan.h) */
     SwitchConfig sw;         /* [switch] (`switch` is a C keyword) */
     DataConfig data;         /* [data] and [eval] (two ints, then strings of sizes that are multiples of 4) */

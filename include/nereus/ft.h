@@ -53,6 +53,8 @@ typedef struct FtFailure {
     int launched[64];   /* the same ranks in MPI_COMM_WORLD (differ from failed[] once a world was shrunk) */
     int old_size, old_rank, new_size, new_rank;
     double shrink_s;    /* from detection to the shrunk world on this rank */
+    int joined;         /* processes spawned to replace them, in the world after new_size counts them (ft_spawn) */
+    double spawn_s;     /* their spawn and the merge of the worlds */
 } FtFailure;
 
 /* Collective over MPI_COMM_WORLD, right after MPI_Init: decides ft_on() and
@@ -100,6 +102,18 @@ int ft_leave_requested(void);
 int ft_split_leavers(int leave, FtFailure *f, char *why, size_t len);
 /* A leaving rank: flushes stdout and stderr and _exit(0)s (MPI_Finalize would wait for the ranks that go on). */
 void ft_leave_exit(void) __attribute__((noreturn));
+
+/* Joining ([elastic] respawn). ft_set_command: main, before ft_init, the command a replacement runs (this
+ * program, its arguments). ft_spawn: collective over nr_world() (the survivors, after ft_shrink or
+ * ft_split_leavers): n new processes of that command (MPI_Comm_spawn, in this directory), their world merged
+ * with this one after it (MPI_Intercomm_merge); the merged world becomes nr_world(), f's new_size, new_rank,
+ * joined and spawn_s say so. Returns 0, or −1 with why (the world stays the survivors'). In a spawned process
+ * ft_init merges with the spawners at once and ft_joined() is 1; nr_world() is the spawned processes' own world
+ * (their set-up) until ft_join_world() makes the merged one nr_world(). */
+void ft_set_command(int argc, char **argv);
+int ft_spawn(int n, FtFailure *f, char *why, size_t len);
+int ft_joined(void);
+void ft_join_world(void);
 
 /* Leaves the process with status rc: after a recovered failure, through
  * _exit(rc) once stdout and stderr are flushed, since MPI_Finalize may hang

@@ -57,6 +57,10 @@ int trace_path(const Config *cfg, int64_t start_step, char *buf, size_t len);
  * "trace.papi_events"), the same on every rank, when the file cannot be
  * created or the event list is bad. */
 Trace *trace_open(MPI_Comm world, const TraceJob *job, int *rc, const char **key, char *why, size_t len);
+/* collective over `own` (the processes spawned to join a run, before they join it: ft.h): their counters, and
+ * a trace that is not rank 0's (it writes nothing), to take part in the traced run's collective calls. NULL when
+ * the counters cannot start (the run's ranks started them: not expected) */
+Trace *trace_join(MPI_Comm own, const Config *cfg);
 
 /* One PPO step as run.c saw it (rank 0's numbers; stage times already max over ranks). */
 typedef struct TraceStep {

@@ -34,6 +34,8 @@ void nr_set_mpi_fail_hook(void (*hook)(int err, const char *call, const char *fi
 int nr_rank(void);            /* rank in the job's world, nr_world() of comm.h (0 before MPI_Init) */
 /* printf on rank 0 only (stdout), flushed */
 void nr_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* 1: nr_log says nothing on this process (a process spawned to join a job, during its own set-up) */
+void nr_set_quiet(int q);
 /* warning on any rank (stderr), prefixed with the rank */
 void nr_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* The order-free checksum of n floats that stand at logical indices k0 ..

@@ -335,6 +335,8 @@ const DeckKey deck_keys[] = {
                    "colocated / disaggregated = take them from that default plan"),
 
     /* [switch]: a second plan, with the same keys, and the step it starts at */
+    {"elastic", "respawn", DECK_T_BOOL, 0, "false", NONE, NONE, NULL, F_INT(elastic.respawn),
+     "under fault tolerance (bin/nereus-ft, jobs/local.sh --ft): after ranks die or leave with notice, spawn as many new processes (MPI_Comm_spawn) as the job was launched with less the ranks left; they join the survivors' world, load the checkpoint the others go on from, and the planner places the job on all of them (docs/ELASTIC.md); false = go on with the survivors"},
     {"switch", "step", DECK_T_INT, 0, "-1", GE(-1), NONE, NULL, F_INT(sw.step),
      "before PPO step N (0-based, the same step numbering as checkpoints: step N is the (N+1)-th PPO step) switch to the plan in this section; -1 = no switch"},
     DECK_PLAN_ROWS("switch", sw.plan,
@@ -487,7 +489,7 @@ const DeckKey deck_keys[] = {
 const size_t deck_nkeys = sizeof deck_keys / sizeof deck_keys[0];
 
 const char *const deck_sections[] = {"run",    "model", "task",   "optim", "sft",    "ppo",
-                                     "reward", "inject", "planner", "ckpt", "plan",  "switch", "transition", "data", "eval", "trace",
+                                     "reward", "inject", "planner", "ckpt", "elastic", "plan",  "switch", "transition", "data", "eval", "trace",
                                      "simulate"};
 const size_t deck_nsections = sizeof deck_sections / sizeof deck_sections[0];
 

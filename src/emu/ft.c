@@ -22,11 +22,25 @@ static jmp_buf env;
 static volatile int armed;
 static FtFailure *cur;
 
+static char **spawn_argv;     /* the command a replacement runs: this program's arguments (ft_set_command) */
+static char spawn_prog[4096];
+static int joiner;            /* this process was spawned to replace ranks (ft_init) */
+__attribute__((unused)) static MPI_Comm joined = MPI_COMM_NULL; /* its world merged with the spawners' */
+
 static volatile sig_atomic_t leave_signal;
 __attribute__((unused)) static void on_leave_signal(int sig) { leave_signal = sig; }
 int ft_leave_requested(void) { return leave_signal != 0; }
 
 int ft_on(void) { return on; }
+int ft_joined(void) { return joiner; }
+
+void ft_set_command(int argc, char **argv) {
+    ssize_t n = readlink("/proc/self/exe", spawn_prog, sizeof spawn_prog - 1); /* the program, by its path */
+    if (n > 0) spawn_prog[n] = 0;
+    else snprintf(spawn_prog, sizeof spawn_prog, "%s", argc > 0 ? argv[0] : "");
+    spawn_argv = nr_xcalloc((size_t)(argc > 0 ? argc : 1), sizeof *spawn_argv);
+    for (int i = 1; i < argc; i++) spawn_argv[i - 1] = argv[i];
+}
 int ft_built(void) { return NEREUS_ULFM; }
 int ft_recovered(void) { return recovered; }
 
@@ -162,8 +176,23 @@ void ft_revoke(MPI_Comm c) {
     if (on && c != MPI_COMM_NULL) MPIX_Comm_revoke(c); /* an already revoked one answers an error: nothing to do */
 }
 
+/* a spawned replacement: merged with its spawners at once (they wait in the merge); its own world for its set-up */
+static int init_joiner(MPI_Comm parent) {
+    MPI_Comm_set_errhandler(parent, MPI_ERRORS_RETURN);
+    if (MPI_Intercomm_merge(parent, 1, &joined) != MPI_SUCCESS) {
+        fprintf(stderr, "nereus: a spawned replacement could not merge with the job's world: exiting\n");
+        return 2;
+    }
+    MPI_Comm_set_errhandler(joined, MPI_ERRORS_RETURN);
+    joiner = 1;
+    return 0;
+}
+
 int ft_init(void) {
-    if (!ft_asked()) {
+    MPI_Comm parent = MPI_COMM_NULL;
+    MPI_Comm_get_parent(&parent);
+    if (parent != MPI_COMM_NULL && init_joiner(parent) != 0) return 2;
+    if (!ft_asked() && !joiner) {
         int r = 0;
         MPI_Comm_rank(MPI_COMM_WORLD, &r);
         if (r == 0)
@@ -181,6 +210,45 @@ int ft_init(void) {
     sa.sa_handler = on_leave_signal;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGUSR2, &sa, NULL);
+    recovered = joiner; /* a joiner's job had a failure or a leave: it leaves as the survivors do (ft_finalize) */
+    return 0;
+}
+
+void ft_join_world(void) {
+    if (!joiner) return;
+    world = joined;
+    nr_set_world(joined);
+}
+
+int ft_spawn(int n, FtFailure *f, char *why, size_t len) {
+    double t0 = nr_now();
+    MPI_Info info;
+    MPI_Info_create(&info);
+    char cwd[4096];
+    if (getcwd(cwd, sizeof cwd)) MPI_Info_set(info, "wdir", cwd);
+    MPI_Info_set(info, "PMIX_MAPBY", "slot:OVERSUBSCRIBE"); /* beside the job's ranks where the slots are taken */
+    int *errs = nr_xcalloc((size_t)n, sizeof *errs);
+    MPI_Comm inter = MPI_COMM_NULL, merged = MPI_COMM_NULL;
+    int rc = MPI_Comm_spawn(spawn_prog, spawn_argv, n, info, 0, world, &inter, errs);
+    MPI_Info_free(&info);
+    for (int i = 0; rc == MPI_SUCCESS && i < n; i++) rc = errs[i];
+    free(errs);
+    if (rc != MPI_SUCCESS) {
+        char s[MPI_MAX_ERROR_STRING];
+        int k = 0;
+        MPI_Error_string(rc, s, &k);
+        return nr_fail(why, len, "MPI_Comm_spawn of %d process(es) of %s failed: %s", n, spawn_prog, s);
+    }
+    MPI_Comm_set_errhandler(inter, MPI_ERRORS_RETURN);
+    if ((rc = MPI_Intercomm_merge(inter, 0, &merged)) != MPI_SUCCESS)
+        return nr_fail(why, len, "MPI_Intercomm_merge with the %d spawned process(es) failed (error %d)", n, rc);
+    MPI_Comm_set_errhandler(merged, MPI_ERRORS_RETURN);
+    world = merged;
+    nr_set_world(merged);
+    MPI_Comm_size(merged, &f->new_size);
+    MPI_Comm_rank(merged, &f->new_rank);
+    f->joined = n;
+    f->spawn_s = nr_now() - t0;
     return 0;
 }
 
@@ -235,6 +303,13 @@ int ft_shrink(FtFailure *f, char *why, size_t len) {
     return -1;
 }
 
+void ft_join_world(void) {}
+
+int ft_spawn(int n, FtFailure *f, char *why, size_t len) {
+    (void)n, (void)f;
+    return nr_fail(why, len, "this build has no ULFM");
+}
+
 #endif
 
 int ft_split_leavers(int leave, FtFailure *f, char *why, size_t len) {
@@ -270,6 +345,19 @@ void ft_leave_exit(void) {
     _exit(0);
 }
 
+/* Before a recovered process _exits: every rank of the world agrees (MPIX_Comm_agree, which completes despite
+   failures), so none leaves while another still waits in the run's last collectives: ULFM reports a rank gone
+   mid-collective as failed there, though it sent its part (a rank ahead by the whole verification block ended a
+   peer's MPI_Allreduce with MPI_ERR_PROC_FAILED) */
+static void last_agree(void) {
+#if NEREUS_ULFM
+    if (on && world != MPI_COMM_NULL) {
+        int flag = 1;
+        MPIX_Comm_agree(world, &flag);
+    }
+#endif
+}
+
 int ft_finalize(int rc) {
     /* NEREUS_EXIT_FILE (jobs/local.sh --ft): the exit status, by rank 0 of the world that finished. mpirun --with-ft
        ulfm answers 0 for a job whose ranks all died of signals; the file tells such a job from one that ran */
@@ -284,6 +372,7 @@ int ft_finalize(int rc) {
     if (recovered) {
         fflush(stdout);
         fflush(stderr);
+        last_agree();
         _exit(rc);
     }
     MPI_Finalize();

@@ -217,6 +217,8 @@ typedef struct RunCtx {
     Config *ftcfg;
     int recoveries;
     int ranks_lost;               /* ranks that died, over every recovery */
+    int ranks_joined;             /* processes spawned to replace ranks ([elastic] respawn), over every recovery */
+    int launched;                 /* the ranks the job was launched with: what respawn brings it back to */
     double recovery_s;            /* the longest recovery: detection on rank 0 to the rebuilt job (s) */
     int64_t next_step;            /* the step the PPO loop starts at: start_step, after a recovery the snapshot's */
     int64_t leave_at;             /* ≥ 0: ranks told to leave (SIGUSR2) leave before this step (run_leave) */
@@ -233,6 +235,7 @@ static void run_ctx_init(RunCtx *r, const Config *cfg, const Deck *deck, const c
     r->tok_hash = 0xcbf29ce484222325ULL;
     r->snap.step = -1;
     r->leave_at = -1;
+    r->launched = r->world;
 }
 
 /* collective over nr_world(): the one cleanup path, for a run that ends at any phase */
@@ -372,6 +375,10 @@ static int run_check_job(RunCtx *r) {
                              "[planner] policy = %s and [switch] step = %d both change the plan during the run; "
                              "use one (policy = off for the [switch])",
                              cfg->planner.policy, cfg->sw.step);
+    if (cfg->elastic.respawn && !ft_on())
+        return deck_error_at(deck, "elastic.respawn", "[elastic] respawn = true replaces ranks that die or leave, "
+                             "which needs fault tolerance: run bin/nereus-ft under jobs/local.sh --ft (make ft), or "
+                             "set respawn = false");
     rc = check_sweep_steps(cfg, deck);
     if (rc == 0) rc = run_check_restart(r);
     if (rc == 0 && !cfg->run.restart[0]) rc = run_check_switch(r); /* a restart: once its step is known */
@@ -619,6 +626,19 @@ static void run_samples(RunCtx *r, int step) {
 /* collective over nr_world(): every stage starts from the (warm-started) actor — gen, inf and ref take it
  * whole, the critic and reward network take it as their trunk — unless a restart loaded them all and no SFT
  * step ran since; then the greedy evaluation before PPO. */
+/* the per-step and per-rank records of the PPO steps (for the job's largest world: the launched one) */
+static void run_alloc_steps(RunCtx *r) {
+    size_t steps = (size_t)r->cfg->ppo.steps + 1, ranks = (size_t)NR_MAX(r->world, r->launched) + 1;
+    r->rewards = nr_xcalloc(steps, sizeof(double));
+    r->kls = nr_xcalloc(steps, sizeof(double));
+    r->gaps = nr_xcalloc(steps, sizeof(double));
+    r->genkls = nr_xcalloc(steps, sizeof(double));
+    free(r->busy);
+    free(r->idle);
+    r->busy = nr_xcalloc(ranks, sizeof(double));
+    r->idle = nr_xcalloc(ranks, sizeof(double));
+}
+
 static void run_start_ppo(RunCtx *r) {
     const Config *cfg = r->cfg;
     if (!r->restarted || r->sft_ran || r->partial) {
@@ -638,14 +658,7 @@ static void run_start_ppo(RunCtx *r) {
         else
             nr_log("reward: rule-based task reward (%s), partial credit per position\n", cfg->task.names);
     }
-    r->rewards = nr_xcalloc((size_t)cfg->ppo.steps + 1, sizeof(double));
-    r->kls = nr_xcalloc((size_t)cfg->ppo.steps + 1, sizeof(double));
-    r->gaps = nr_xcalloc((size_t)cfg->ppo.steps + 1, sizeof(double));
-    r->genkls = nr_xcalloc((size_t)cfg->ppo.steps + 1, sizeof(double));
-    free(r->busy);
-    free(r->idle);
-    r->busy = nr_xcalloc((size_t)r->world + 1, sizeof(double));
-    r->idle = nr_xcalloc((size_t)r->world + 1, sizeof(double));
+    run_alloc_steps(r);
 }
 
 /* collective over nr_world(), before PPO step `step`: the live planner's decision and the deck's
@@ -830,8 +843,49 @@ static int run_snap_agree(RunCtx *r) {
 
 static int run_rebuild(RunCtx *r, FtFailure *f, int planned);
 
-/* collective over the survivors, after ft_try ended the steps: shrink the world, then run_rebuild. Returns 0, or
- * −1 when the run must stop (r->stop says why). */
+/* collective over the survivors' world, with [elastic] respawn: as many new processes as the job was launched
+ * with less the ranks left, spawned and merged into the world after them (ft_spawn); they take part in
+ * run_rebuild from run_join. A spawn that fails leaves the survivors to go on alone, which the output says. */
+static void run_respawn(RunCtx *r, FtFailure *f) {
+    int n = r->launched - f->new_size;
+    if (!r->cfg->elastic.respawn || n <= 0) return;
+    char why[512];
+    if (ft_spawn(n, f, why, sizeof why) != 0) {
+        nr_log("ft: [elastic] respawn: %s; the %d rank(s) go on alone\n", why, f->new_size);
+        return;
+    }
+    r->ranks_joined += n;
+    nr_log("ft: [elastic] respawn: %d new process(es) spawned and joined in %.3f s: %d rank(s)\n", n, f->spawn_s,
+           f->new_size);
+}
+
+/* What the survivors tell the processes that join them (rank 0's account, broadcast over the joined world). */
+typedef struct JoinNews {
+    FtFailure f;
+    int planned, launched, ranks_lost, ranks_joined, ranks_left, recoveries, traced;
+} JoinNews;
+
+/* collective over the joined world where processes joined (f->joined): the survivors' rank 0 says what
+ * happened; a joiner takes it (its own rank kept) */
+static void run_join_news(RunCtx *r, FtFailure *f, int *planned) {
+    JoinNews m = {*f, *planned, r->launched, r->ranks_lost, r->ranks_joined, r->ranks_left, r->recoveries,
+                  r->tr != NULL};
+    comm_bcast(nr_world(), &m, sizeof m, 0);
+    if (!ft_joined() || r->have_job) return;
+    int me = comm_rank(nr_world());
+    *f = m.f;
+    f->new_rank = me, f->old_rank = -1;
+    *planned = m.planned;
+    r->launched = m.launched, r->ranks_lost = m.ranks_lost, r->ranks_joined = m.ranks_joined;
+    r->ranks_left = m.ranks_left, r->recoveries = m.recoveries;
+    if (!m.traced) {
+        trace_close(r->tr, MPI_COMM_NULL, NULL, 0, 0);
+        r->tr = NULL;
+    }
+}
+
+/* collective over the survivors, after ft_try ended the steps: shrink the world, the replacements ([elastic]
+ * respawn), then run_rebuild. Returns 0, or −1 when the run must stop (r->stop says why). */
 static int run_recover(RunCtx *r, FtFailure *f) {
     char why[512];
     if (ft_shrink(f, why, sizeof why) != 0) {
@@ -840,6 +894,9 @@ static int run_recover(RunCtx *r, FtFailure *f) {
     }
     r->recoveries++;
     r->ranks_lost += f->nfailed;
+    run_respawn(r, f);
+    int planned = 0;
+    if (f->joined) run_join_news(r, f, &planned);
     return run_rebuild(r, f, 0);
 }
 
@@ -870,15 +927,16 @@ static int run_rebuild(RunCtx *r, FtFailure *f, int planned) {
     run_ranks_text(f, failed, sizeof failed);
     int rank0_died = f->nfailed > 0 && f->failed[0] == 0;
     const char *gone = planned ? "left" : "died";
+    int stayed = f->new_size - f->joined;
     if (planned)
         nr_log("ft: rank(s) %s of %d left with notice (%s); %d rank(s) go on\n", failed, f->old_size, f->where,
-               f->new_size);
+               stayed);
     else
         nr_log("ft: FAILURE: rank(s) %s of %d died; seen here as %s at %.6f (epoch s); the survivors agreed and "
                "shrank to %d rank(s) in %.3f s (this rank, old %d, is rank %d)\n", failed, f->old_size, f->where,
-               f->epoch_detect, f->new_size, f->shrink_s, f->old_rank, f->new_rank);
-    /* the old job goes without MPI; the trace stays with its writer when it survived (as rank 0) */
-    job_abandon(&r->job);
+               f->epoch_detect, stayed, f->shrink_s, f->old_rank, f->new_rank);
+    /* the old job goes without MPI (a joiner has none); the trace stays with its writer when it survived */
+    if (r->have_job) job_abandon(&r->job);
     r->have_job = 0;
     if (r->have_lp) live_free(&r->lp);
     r->have_lp = 0;
@@ -951,9 +1009,11 @@ static int run_rebuild(RunCtx *r, FtFailure *f, int planned) {
         live_trace_start(&r->lp, &r->job, r->tr);
     }
     trace_drift(r->tr, step, planned ? "rank_left" : "rank_failed", (double)f->nfailed, NAN);
+    if (f->joined) trace_drift(r->tr, step, "rank_joined", (double)f->joined, NAN);
     char src[1400];
-    snprintf(src, sizeof src, "recovery: rank(s) %s of %d %s (%s); %d survivor(s) from %s", failed, f->old_size,
-             planned ? "left with notice" : "died", f->where, r->world, used);
+    snprintf(src, sizeof src, "recovery: rank(s) %s of %d %s (%s); %d survivor(s)%s from %s", failed, f->old_size,
+             planned ? "left with notice" : "died", f->where, stayed,
+             f->joined ? " and the process(es) spawned to replace them ([elastic] respawn)" : "", used);
     trace_plan(r->tr, ++r->plan_id, step, r->plan_text, src, NAN, NAN);
     double dt = nr_now() - t0;
     if (planned)
@@ -1047,6 +1107,9 @@ static int run_leave(RunCtx *r) {
     }
     snprintf(f.where, sizeof f.where, "SIGUSR2, before step %lld", (long long)step);
     r->ranks_left += f.nfailed;
+    run_respawn(r, &f);
+    int planned = 1;
+    if (f.joined) run_join_news(r, &f, &planned);
     return run_rebuild(r, &f, 1);
 }
 
@@ -1076,6 +1139,9 @@ static void run_ppo_steps(void *ctx) {
 /* collective over nr_world(): the PPO steps (unless SFT stopped the run), then the greedy evaluation after
  * them when they all ran. Under ULFM (ft_on) the steps run under a recovery point: when ranks die, the
  * survivors go back to the newest checkpoint (run_recover) and go on from there, as often as it happens. */
+static void run_ppo_loop(RunCtx *r);
+static void run_ppo_end(RunCtx *r, double run0);
+
 static void run_ppo(RunCtx *r) {
     const Config *cfg = r->cfg;
     if (cfg->ppo.steps <= 0 || r->status != 0 || r->stop_sig) return;
@@ -1085,6 +1151,13 @@ static void run_ppo(RunCtx *r) {
         ft_set_revoke(run_revoke, r);
         run_ft_start(r);
     }
+    run_ppo_loop(r);
+    run_ppo_end(r, run0);
+}
+
+/* collective over nr_world(): the PPO steps from r->next_step, each recovery point's failure recovered and each
+ * leave with notice carried out, until the last step or a stop */
+static void run_ppo_loop(RunCtx *r) {
     for (;;) {
         FtFailure f;
         if (r->status != 0) break;
@@ -1099,7 +1172,11 @@ static void run_ppo(RunCtx *r) {
             break;
         }
     }
-    cfg = r->cfg; /* the survivors' after a recovery */
+}
+
+/* collective over nr_world(): after the PPO steps, their report and the evaluation after them */
+static void run_ppo_end(RunCtx *r, double run0) {
+    const Config *cfg = r->cfg; /* the survivors' after a recovery */
     r->ppo_s = nr_now() - run0;
     inject_begin_step(&r->inj, -1, NULL); /* no injected slowdown past the PPO steps */
     live_report(&r->lp);
@@ -1272,6 +1349,7 @@ static int run_verify(RunCtx *r) {
         nr_log("verify.ranks_lost: %d\n", r->ranks_lost);
         nr_log("verify.recovery_s: %.3f\n", r->recovery_s);
     }
+    if (r->ranks_joined) nr_log("verify.ranks_joined: %d\n", r->ranks_joined); /* spawned replacements */
     if (r->ranks_left) nr_log("verify.ft_ranks_left: %d\n", r->ranks_left); /* ranks left with notice (SIGUSR2) */
     if (r->stop_sig) nr_log("verify.stopped_at_step: %lld\n", (long long)r->final_step);
     if (n > 0) run_print_rewards(r, n);
@@ -1285,9 +1363,46 @@ static int run_verify(RunCtx *r) {
     return pass ? 0 : 1;
 }
 
+/* A process spawned to replace ranks ([elastic] respawn; ft_joined): its own set-up among the processes spawned
+ * with it (the backend, the tasks, the text data, the deck's text, the trace's counters), then, in the world
+ * joined with the survivors, what happened (run_join_news), the rebuild with them (run_rebuild: the survivors'
+ * plan and checkpoint) and the PPO steps from where they go on, to the end of the run as theirs. Returns as
+ * run_job. */
+static int run_join(RunCtx *r) {
+    nr_set_quiet(1); /* its set-up says nothing: the job's rank 0 speaks for it */
+    int rc = run_select_backend(r);
+    if (rc == 0) rc = run_check_job(r);
+    if (rc) return rc; /* the same deck as the survivors': refused there too, before any of them ran */
+    r->deck_text = deck_resolved_text(r->deck, r->cfg);
+    job_install_signals();
+    if (strcmp(r->cfg->trace.file, "none") != 0) r->tr = trace_join(nr_world(), r->cfg);
+    ft_join_world();
+    nr_set_quiet(0);
+    r->world = comm_size(nr_world());
+    FtFailure f;
+    memset(&f, 0, sizeof f);
+    int planned = 0;
+    run_join_news(r, &f, &planned);
+    run_alloc_steps(r);
+    r->snap.step = INT64_MAX; /* none of its own: the survivors' is taken (run_snap_agree) */
+    ft_set_revoke(run_revoke, r);
+    double run0 = nr_now();
+    if (run_rebuild(r, &f, planned) != 0) r->status = 1;
+    else run_ppo_loop(r);
+    run_ppo_end(r, run0);
+    run_finish(r);
+    return run_verify(r);
+}
+
 int run_job(const Config *cfg, const Deck *deck, const char *deck_path) {
     RunCtx *r = nr_xcalloc(1, sizeof *r);
     run_ctx_init(r, cfg, deck, deck_path);
+    if (ft_joined()) {
+        int rc = run_join(r);
+        run_release(r);
+        free(r);
+        return rc;
+    }
     int rc = run_select_backend(r);
     if (rc == 0) rc = run_check_job(r);
     if (rc == 0) rc = run_build(r);

@@ -55,8 +55,11 @@ void nr_mpi_fail(int err, const char *call, const char *file, int line) {
     nr_fatal_at(file, line, "%s failed: %s", call, s);
 }
 
+static int quiet;
+void nr_set_quiet(int q) { quiet = q; }
+
 void nr_log(const char *fmt, ...) {
-    if (nr_rank() != 0) return;
+    if (nr_rank() != 0 || quiet) return;
     va_list ap;
     va_start(ap, fmt);
     vfprintf(stdout, fmt, ap);

@@ -30,7 +30,7 @@ feeds ft-kill ft-kill-trace ft-same-as-resumed
 feeds ft-resumed ft-same-as-resumed
 if [ -n "$ulfm" ]; then
   for n in ft-kill ft-kill-trace ft-same-as-resumed ft-kill-rank0-in-ckpt ft-kill-twice-grpo ft-leave-notice \
-           ft-die-gen ft-die-inf ft-die-train ft-die-sync ft-die-ckpt ft-die-transition; do want $n && result $n 77 0 "$ulfm"; done
+           ft-die-gen ft-die-inf ft-die-train ft-die-sync ft-die-ckpt ft-die-transition ft-respawn-die ft-respawn-leave; do want $n && result $n 77 0 "$ulfm"; done
 else
   if runs ft-kill; then
     ftdeck "$F/kill.deck" kill 30 5
@@ -139,6 +139,48 @@ else
       result ft-die-$1 0 "$secs" "rank $2 died as $1 began (step $(sed -n 's/.*SIGKILLs itself in step \([0-9]*\).*/\1/p' "$g")); recovered in $(verify "$g" recovery_s) s, 12 steps counted once, pass"
     else result ft-die-$1 1 "$secs" "exit $rc, status '$(verify "$g" status)', ranks_lost '$(verify "$g" ranks_lost)'"; fi
   done
+  # --- [elastic] respawn on inputs/elastic4.deck: rank 0 dies as training begins in step 7, and (another run)
+  # rank 1 is sent SIGUSR2 during step 8: each time one process is spawned and joins the survivors, the job goes
+  # on from the checkpoint on 4 ranks again and passes with every step counted once; the trace's plan row names
+  # the replacement
+  if want ft-respawn-die; then
+    d=$F/rs-die.deck
+    sed "s#^dir = elastic4-ckpt#dir = $F/rs-die#; s/^name = elastic4/name = rs-die/" inputs/elastic4.deck > "$d"
+    rm -rf "$F/rs-die" rs-die*.trace.h5
+    g=$LOG/ft-respawn-die.log
+    timed secs timeout 120 $L --ft -np 4 bin/nereus-ft "$d" --set ppo.steps=12 --set elastic.respawn=true \
+      --set inject.die_rank=0 --set inject.die_step=7 --set inject.die_phase=train >"$g" 2>&1
+    if [ $rc = 0 ] && [ "$(verify "$g" status)" = pass ] && [ "$(verify "$g" ppo_steps)" = 12 ] &&
+       [ "$(verify "$g" ranks_lost)" = 1 ] && [ "$(verify "$g" ranks_joined)" = 1 ] &&
+       grep -aq '^ft: \[elastic\] respawn: 1 new process(es) spawned and joined in [0-9.]* s: 4 rank(s)' "$g" &&
+       grep -aq '^ft: recovered .* redoing from step 5 on 4 rank(s)' "$g" &&
+       bin/nereus-trace plans rs-die_step000005.trace.h5 2>/dev/null | grep -q 'spawned to replace them'; then
+      result ft-respawn-die 0 "$secs" "rank 0 died as train began in step 7; $(sed -n 's/^ft: \[elastic\] respawn: 1 new process(es) spawned and joined in \([0-9.]*\) s.*/\1/p' "$g") s to spawn and join one; back to step 5 on 4 ranks, pass"
+    else result ft-respawn-die 1 "$secs" "exit $rc, status '$(verify "$g" status)', joined '$(verify "$g" ranks_joined)'"; fi
+  fi
+  if want ft-respawn-leave; then
+    d=$F/rs-lv.deck
+    sed "s#^dir = elastic4-ckpt#dir = $F/rs-lv#; s/^name = elastic4/name = rs-lv/" inputs/elastic4.deck > "$d"
+    rm -rf "$F/rs-lv" rs-lv*.trace.h5
+    g=$LOG/ft-respawn-leave.log
+    t0=$(date +%s.%N)
+    timeout 120 $L --ft -np 4 bin/nereus-ft "$d" --set elastic.respawn=true >"$g" 2>&1 &
+    bg=$!
+    sent=""
+    if wait_for "$g" '^step +8 '; then
+      for p in $(pgrep -f "bin/nereus-ft $d"); do
+        tr '\0' '\n' </proc/"$p"/environ 2>/dev/null | grep -qx OMPI_COMM_WORLD_RANK=1 && kill -USR2 "$p" && sent=1
+      done
+    fi
+    wait $bg; rc=$?
+    secs=$(echo "$(date +%s.%N) - $t0" | bc)
+    if [ -n "$sent" ] && [ $rc = 0 ] && [ "$(verify "$g" status)" = pass ] && [ "$(verify "$g" ppo_steps)" = 20 ] &&
+       [ "$(verify "$g" ft_ranks_left)" = 1 ] && [ "$(verify "$g" ranks_joined)" = 1 ] &&
+       grep -aq '^ft: rank(s) 1 of 4 left with notice .* 3 rank(s) go on' "$g" && grep -aq 'going on from step [0-9]* on 4 rank(s)' "$g" &&
+       bin/nereus-trace plans rs-lv.trace.h5 2>/dev/null | grep -q 'left with notice.*spawned to replace them'; then
+      result ft-respawn-leave 0 "$secs" "rank 1 left with notice, one process spawned in its place: 4 -> 3 -> 4 ranks at that boundary, 20 steps once, pass"
+    else result ft-respawn-leave 1 "$secs" "signal sent '$sent', exit $rc, status '$(verify "$g" status)', joined '$(verify "$g" ranks_joined)'"; fi
+  fi
   # --- leaving with notice: SIGUSR2 to rank 0's PID during step 12: a checkpoint at the next step boundary, rank 0
   # leaves (its trace closed complete), the other 3 go on from that checkpoint with no step redone (a new trace)
   if want ft-leave-notice; then
