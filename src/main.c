@@ -98,6 +98,7 @@ static int parse_args(int argc, char **argv, int rank, const char **deck_path, c
 static int resolve_plan(Config *cfg, const Deck *deck) {
     int world = 1;
     mpiCheck(MPI_Comm_size(MPI_COMM_WORLD, &world));
+    if (ft_joined()) world = ft_joined_size(); /* a replacement: the job it joins */
     PlanLimits lim = job_plan_limits(cfg, world);
     PlanError perr;
     if (plan_resolve(&cfg->plan, &lim, &perr) != 0) return deck_error_at(deck, perr.key, "%s", perr.msg);
@@ -162,7 +163,7 @@ int main(int argc, char **argv) {
         free(ov);
         return ft_finalize(rc);
     }
-    if (rc == 0 && !ft_joined()) rc = resolve_plan(&cfg, deck); /* a replacement takes the survivors' plan */
+    if (rc == 0) rc = resolve_plan(&cfg, deck);
     if (rc == 0) rc = run_job(&cfg, deck, deck_path);
     deck_free(deck);
     deck_plan_file_free(&pf);

@@ -170,6 +170,7 @@ typedef struct CkptConfig {
 /* [elastic]: ranks that join the job while it runs (under ULFM: docs/ELASTIC.md) */
 typedef struct ElasticConfig {
     int respawn;             /* [elastic] respawn: bool, spawn replacements for ranks that died or left */
+    int grow_to;             /* [elastic] grow_to: grow the job to this many ranks at checkpoints (0 = off) */
 } ElasticConfig;
 
 /* [switch]: one change of plan during the run. The plan is kept as the deck

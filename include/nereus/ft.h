@@ -113,6 +113,7 @@ void ft_leave_exit(void) __attribute__((noreturn));
 void ft_set_command(int argc, char **argv);
 int ft_spawn(int n, FtFailure *f, char *why, size_t len);
 int ft_joined(void);
+int ft_joined_size(void); /* the merged world's size in a spawned process (0 elsewhere) */
 void ft_join_world(void);
 
 /* Leaves the process with status rc: after a recovered failure, through

@@ -337,6 +337,8 @@ const DeckKey deck_keys[] = {
     /* [switch]: a second plan, with the same keys, and the step it starts at */
     {"elastic", "respawn", DECK_T_BOOL, 0, "false", NONE, NONE, NULL, F_INT(elastic.respawn),
      "under fault tolerance (bin/nereus-ft, jobs/local.sh --ft): after ranks die or leave with notice, spawn as many new processes (MPI_Comm_spawn) as the job was launched with less the ranks left; they join the survivors' world, load the checkpoint the others go on from, and the planner places the job on all of them (docs/ELASTIC.md); false = go on with the survivors"},
+    {"elastic", "grow_to", DECK_T_INT, 0, "0", GE(0), LE(PLAN_MAX_RANKS), NULL, F_INT(elastic.grow_to),
+     "under fault tolerance: at each scheduled checkpoint while the job has fewer ranks, spawn processes up to this many (MPI_Comm_spawn, where the launcher's slots allow); they join, the job is rebuilt on all of them from that checkpoint and the planner places it (docs/ELASTIC.md); after it respawn brings the job back to this size; 0 = off"},
     {"switch", "step", DECK_T_INT, 0, "-1", GE(-1), NONE, NULL, F_INT(sw.step),
      "before PPO step N (0-based, the same step numbering as checkpoints: step N is the (N+1)-th PPO step) switch to the plan in this section; -1 = no switch"},
     DECK_PLAN_ROWS("switch", sw.plan,

@@ -34,6 +34,12 @@ int ft_leave_requested(void) { return leave_signal != 0; }
 int ft_on(void) { return on; }
 int ft_joined(void) { return joiner; }
 
+int ft_joined_size(void) {
+    int n = 0;
+    if (joiner) MPI_Comm_size(joined, &n);
+    return n;
+}
+
 void ft_set_command(int argc, char **argv) {
     ssize_t n = readlink("/proc/self/exe", spawn_prog, sizeof spawn_prog - 1); /* the program, by its path */
     if (n > 0) spawn_prog[n] = 0;
@@ -249,6 +255,7 @@ int ft_spawn(int n, FtFailure *f, char *why, size_t len) {
     MPI_Comm_rank(merged, &f->new_rank);
     f->joined = n;
     f->spawn_s = nr_now() - t0;
+    recovered = 1; /* with processes that leave by _exit beside it, this one leaves the same way (ft_finalize) */
     return 0;
 }
 

@@ -222,6 +222,7 @@ typedef struct RunCtx {
     double recovery_s;            /* the longest recovery: detection on rank 0 to the rebuilt job (s) */
     int64_t next_step;            /* the step the PPO loop starts at: start_step, after a recovery the snapshot's */
     int64_t leave_at;             /* ≥ 0: ranks told to leave (SIGUSR2) leave before this step (run_leave) */
+    int64_t grow_at;              /* ≥ 0: the job grows ([elastic] grow_to) before this step (run_grow) */
     int ranks_left;               /* ranks that left with notice */
 } RunCtx;
 
@@ -234,7 +235,7 @@ static void run_ctx_init(RunCtx *r, const Config *cfg, const Deck *deck, const c
     r->last_ckpt = -1;
     r->tok_hash = 0xcbf29ce484222325ULL;
     r->snap.step = -1;
-    r->leave_at = -1;
+    r->leave_at = r->grow_at = -1;
     r->launched = r->world;
 }
 
@@ -379,6 +380,13 @@ static int run_check_job(RunCtx *r) {
         return deck_error_at(deck, "elastic.respawn", "[elastic] respawn = true replaces ranks that die or leave, "
                              "which needs fault tolerance: run bin/nereus-ft under jobs/local.sh --ft (make ft), or "
                              "set respawn = false");
+    if (cfg->elastic.grow_to > r->world && !ft_on())
+        return deck_error_at(deck, "elastic.grow_to", "[elastic] grow_to = %d spawns ranks into the running job, "
+                             "which needs fault tolerance: run bin/nereus-ft under jobs/local.sh --ft (make ft), or "
+                             "launch %d rank(s)", cfg->elastic.grow_to, cfg->elastic.grow_to);
+    if (cfg->elastic.grow_to > r->world && cfg->ckpt.every <= 0)
+        return deck_error_at(deck, "elastic.grow_to", "[elastic] grow_to = %d grows the job at its scheduled "
+                             "checkpoints, and [ckpt] every = 0 schedules none", cfg->elastic.grow_to);
     rc = check_sweep_steps(cfg, deck);
     if (rc == 0) rc = run_check_restart(r);
     if (rc == 0 && !cfg->run.restart[0]) rc = run_check_switch(r); /* a restart: once its step is known */
@@ -916,8 +924,8 @@ static void run_ranks_text(const FtFailure *f, char *out, size_t len) {
     if (k + 2 < len) snprintf(out + k, len - k, ")");
 }
 
-/* collective over the ranks that go on (nr_world(), already the new world), after ranks died (planned = 0) or left
- * with notice (planned = 1): drop the old job, build the job on the plan for the ranks left, load the newest
+/* collective over the ranks that go on (nr_world(), already the new world), after ranks died (planned = 0), left
+ * with notice (planned = 1) or joined to grow the job (planned = 2, [elastic] grow_to): drop the old job, build the job on the plan for the ranks left, load the newest
  * checkpoint into it and roll the run's numbers back to it; the loop then goes on (redoes the steps) from there.
  * Returns 0, or −1 when the run must stop (r->stop says why). */
 static int run_rebuild(RunCtx *r, FtFailure *f, int planned) {
@@ -926,9 +934,11 @@ static int run_rebuild(RunCtx *r, FtFailure *f, int planned) {
     char failed[400];
     run_ranks_text(f, failed, sizeof failed);
     int rank0_died = f->nfailed > 0 && f->failed[0] == 0;
-    const char *gone = planned ? "left" : "died";
+    const char *gone = planned == 2 ? "joined" : planned ? "left" : "died";
     int stayed = f->new_size - f->joined;
-    if (planned)
+    if (planned == 2)
+        nr_log("ft: the job grows from %d to %d rank(s) (%s)\n", stayed, f->new_size, f->where);
+    else if (planned)
         nr_log("ft: rank(s) %s of %d left with notice (%s); %d rank(s) go on\n", failed, f->old_size, f->where,
                stayed);
     else
@@ -1008,12 +1018,16 @@ static int run_rebuild(RunCtx *r, FtFailure *f, int planned) {
         if (rc) nr_log("ft: no trace after the recovery: %s\n", why);
         live_trace_start(&r->lp, &r->job, r->tr);
     }
-    trace_drift(r->tr, step, planned ? "rank_left" : "rank_failed", (double)f->nfailed, NAN);
+    if (planned != 2) trace_drift(r->tr, step, planned ? "rank_left" : "rank_failed", (double)f->nfailed, NAN);
     if (f->joined) trace_drift(r->tr, step, "rank_joined", (double)f->joined, NAN);
     char src[1400];
-    snprintf(src, sizeof src, "recovery: rank(s) %s of %d %s (%s); %d survivor(s)%s from %s", failed, f->old_size,
-             planned ? "left with notice" : "died", f->where, stayed,
-             f->joined ? " and the process(es) spawned to replace them ([elastic] respawn)" : "", used);
+    if (planned == 2)
+        snprintf(src, sizeof src, "growth: %d rank(s) and %d process(es) spawned (%s) from %s", stayed, f->joined,
+                 f->where, used);
+    else
+        snprintf(src, sizeof src, "recovery: rank(s) %s of %d %s (%s); %d survivor(s)%s from %s", failed, f->old_size,
+                 planned ? "left with notice" : "died", f->where, stayed,
+                 f->joined ? " and the process(es) spawned to replace them ([elastic] respawn)" : "", used);
     trace_plan(r->tr, ++r->plan_id, step, r->plan_text, src, NAN, NAN);
     double dt = nr_now() - t0;
     if (planned)
@@ -1025,13 +1039,13 @@ static int run_rebuild(RunCtx *r, FtFailure *f, int planned) {
                "redoing from step %lld on %d rank(s) under the plan:\n%s", dt, dt + f->shrink_s, used, (long long)step,
                (long long)step, r->world, r->plan_text);
     }
-    if (r->lp.on) nr_log("ft: the planner places its own plan for the %d survivors before the next step\n", r->world);
+    if (r->lp.on) nr_log("ft: the planner places its own plan for the %d rank(s) before the next step\n", r->world);
     return 0;
 }
 
 /* collective over nr_world(), after PPO step `step`: the scheduled checkpoint, and one at a stop signal
  * (SIGTERM, SIGUSR1). Returns 0 to go on, 1 to stop (a signal: r->stop_sig), −1 when the checkpoint failed, 2 when
- * ranks leave with notice here (under ULFM: r->leave_at). */
+ * ranks leave with notice here or the job grows from this checkpoint (under ULFM: r->leave_at, r->grow_at). */
 static int run_step_boundary(RunCtx *r, int step) {
     const Config *cfg = r->cfg;
     if (ft_on() && step + 1 < cfg->ppo.steps) { /* ranks told to leave (SIGUSR2) leave here: run_leave */
@@ -1055,6 +1069,10 @@ static int run_step_boundary(RunCtx *r, int step) {
     r->last_ckpt = step + 1;
     run_snap(r, step + 1, path);
     nr_log("ckpt: %s\n", path);
+    if (!r->stop_sig && cfg->elastic.grow_to > r->world && step + 1 < cfg->ppo.steps) {
+        r->grow_at = step + 1; /* from this checkpoint on more ranks: run_grow */
+        return 2;
+    }
     if (!r->stop_sig) return 0;
     snprintf(r->stop_ckpt, sizeof r->stop_ckpt, "%s", path);
     return 1;
@@ -1113,6 +1131,40 @@ static int run_leave(RunCtx *r) {
     return run_rebuild(r, &f, 1);
 }
 
+/* collective over nr_world(), at the step boundary r->grow_at, right after its checkpoint ([elastic] grow_to):
+ * processes spawned up to grow_to join, and every rank rebuilds the job on all of them from that checkpoint with
+ * no step redone. Where the spawn fails (no slot free) the job goes on as it is and tries again at the next
+ * checkpoint. Returns 0, or −1 when the run must stop (r->stop says why). */
+static int run_grow(RunCtx *r) {
+    int64_t step = r->grow_at, n = r->cfg->elastic.grow_to - r->world;
+    r->grow_at = -1;
+    FtFailure f;
+    memset(&f, 0, sizeof f);
+    f.old_size = f.new_size = r->world;
+    f.old_rank = f.new_rank = comm_rank(nr_world());
+    f.t_detect = nr_now();
+    snprintf(f.where, sizeof f.where, "[elastic] grow_to = %d, before step %lld", r->cfg->elastic.grow_to,
+             (long long)step);
+    char why[512];
+    if (ft_spawn((int)n, &f, why, sizeof why) != 0) {
+        nr_log("ft: [elastic] grow_to: %s; the job goes on on %d rank(s) and tries again at the next checkpoint\n",
+               why, r->world);
+        return 0;
+    }
+    r->ranks_joined += (int)n;
+    r->launched = NR_MAX(r->launched, f.new_size); /* respawn brings the job back to its grown size */
+    double *busy = nr_xcalloc((size_t)f.new_size + 1, sizeof *busy), *idle = nr_xcalloc((size_t)f.new_size + 1, sizeof *idle);
+    memcpy(busy, r->busy, ((size_t)r->world + 1) * sizeof *busy);
+    memcpy(idle, r->idle, ((size_t)r->world + 1) * sizeof *idle);
+    free(r->busy), free(r->idle);
+    r->busy = busy, r->idle = idle;
+    nr_log("ft: [elastic] grow_to: %lld new process(es) spawned and joined in %.3f s: %d rank(s)\n", (long long)n,
+           f.spawn_s, f.new_size);
+    int planned = 2;
+    run_join_news(r, &f, &planned);
+    return run_rebuild(r, &f, 2);
+}
+
 /* the PPO steps from r->start_step (run_ppo; under ULFM inside its recovery point, ft_try) */
 static void run_ppo_steps(void *ctx) {
     RunCtx *r = ctx;
@@ -1162,8 +1214,8 @@ static void run_ppo_loop(RunCtx *r) {
         FtFailure f;
         if (r->status != 0) break;
         if (ft_try(run_ppo_steps, r, &f) == 0) {
-            if (r->leave_at < 0) break;
-            if (run_leave(r) != 0) r->status = 1;
+            if (r->leave_at < 0 && r->grow_at < 0) break;
+            if ((r->leave_at >= 0 ? run_leave(r) : run_grow(r)) != 0) r->status = 1;
             if (r->status != 0 || r->stop_sig) break;
             continue;
         }
@@ -1370,6 +1422,7 @@ static int run_verify(RunCtx *r) {
  * run_job. */
 static int run_join(RunCtx *r) {
     nr_set_quiet(1); /* its set-up says nothing: the job's rank 0 speaks for it */
+    r->world = ft_joined_size(); /* the checks of the deck against the job it joins */
     int rc = run_select_backend(r);
     if (rc == 0) rc = run_check_job(r);
     if (rc) return rc; /* the same deck as the survivors': refused there too, before any of them ran */

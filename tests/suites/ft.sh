@@ -30,7 +30,7 @@ feeds ft-kill ft-kill-trace ft-same-as-resumed
 feeds ft-resumed ft-same-as-resumed
 if [ -n "$ulfm" ]; then
   for n in ft-kill ft-kill-trace ft-same-as-resumed ft-kill-rank0-in-ckpt ft-kill-twice-grpo ft-leave-notice \
-           ft-die-gen ft-die-inf ft-die-train ft-die-sync ft-die-ckpt ft-die-transition ft-respawn-die ft-respawn-leave; do want $n && result $n 77 0 "$ulfm"; done
+           ft-die-gen ft-die-inf ft-die-train ft-die-sync ft-die-ckpt ft-die-transition ft-respawn-die ft-respawn-leave ft-grow; do want $n && result $n 77 0 "$ulfm"; done
 else
   if runs ft-kill; then
     ftdeck "$F/kill.deck" kill 30 5
@@ -180,6 +180,22 @@ else
        bin/nereus-trace plans rs-lv.trace.h5 2>/dev/null | grep -q 'left with notice.*spawned to replace them'; then
       result ft-respawn-leave 0 "$secs" "rank 1 left with notice, one process spawned in its place: 4 -> 3 -> 4 ranks at that boundary, 20 steps once, pass"
     else result ft-respawn-leave 1 "$secs" "signal sent '$sent', exit $rc, status '$(verify "$g" status)', joined '$(verify "$g" ranks_joined)'"; fi
+  fi
+  # --- [elastic] grow_to: the tiny deck launched on 2 ranks with grow_to = 4 and the live planner: at step 5's
+  # checkpoint two processes join, the job is rebuilt on 4 ranks from it (no step redone) and the planner moves
+  # it to a plan of its own for the 4; the trace has the growth's plan row and the planner's after it
+  if want ft-grow; then
+    rm -rf "$F/grow" grow*.trace.h5
+    g=$LOG/ft-grow.log
+    timed secs timeout 120 $L --ft -np 2 bin/nereus-ft inputs/tiny.deck --set run.name=grow --set ppo.steps=16 \
+      --set ckpt.every=5 --set ckpt.dir="$F/grow" --set elastic.grow_to=4 --set planner.policy=payback >"$g" 2>&1
+    pl=$(bin/nereus-trace plans grow.trace.h5 2>/dev/null | grep '^plan')
+    if [ $rc = 0 ] && [ "$(verify "$g" status)" = pass ] && [ "$(verify "$g" ppo_steps)" = 16 ] &&
+       [ "$(verify "$g" ranks_joined)" = 2 ] && grep -aq '^ft: the job grows from 2 to 4 rank(s)' "$g" &&
+       grep -aq 'going on from step 5 on 4 rank(s)' "$g" && grep -q 'from step 5 (growth: 2 rank(s) and 2 process(es) spawned' <<<"$pl" &&
+       awk '/from step 5 \(growth/{g=1; next} g && /\(planner payback\)/{p=1} END{exit !p}' <<<"$pl"; then
+      result ft-grow 0 "$secs" "2 -> 4 ranks at step 5's checkpoint ($(sed -n 's/^ft: \[elastic\] grow_to: 2 new process(es) spawned and joined in \([0-9.]*\) s.*/\1/p' "$g") s to spawn and join), then the planner's plan for 4; 16 steps once, pass"
+    else result ft-grow 1 "$secs" "exit $rc, status '$(verify "$g" status)', joined '$(verify "$g" ranks_joined)'"; fi
   fi
   # --- leaving with notice: SIGUSR2 to rank 0's PID during step 12: a checkpoint at the next step boundary, rank 0
   # leaves (its trace closed complete), the other 3 go on from that checkpoint with no step redone (a new trace)
