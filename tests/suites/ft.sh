@@ -30,7 +30,7 @@ feeds ft-kill ft-kill-trace ft-same-as-resumed
 feeds ft-resumed ft-same-as-resumed
 if [ -n "$ulfm" ]; then
   for n in ft-kill ft-kill-trace ft-same-as-resumed ft-kill-rank0-in-ckpt ft-kill-twice-grpo ft-leave-notice \
-           ft-die-gen ft-die-inf ft-die-train ft-die-sync ft-die-ckpt ft-die-transition ft-respawn-die ft-respawn-leave ft-grow; do want $n && result $n 77 0 "$ulfm"; done
+           ft-die-gen ft-die-inf ft-die-train ft-die-sync ft-die-ckpt ft-die-transition ft-respawn-die ft-respawn-leave ft-grow ft-no-leftovers; do want $n && result $n 77 0 "$ulfm"; done
 else
   if runs ft-kill; then
     ftdeck "$F/kill.deck" kill 30 5
@@ -221,6 +221,13 @@ else
        bin/nereus-trace plans "$(printf 'lv_step%06d.trace.h5' "$at")" 2>/dev/null | grep -q 'recovery: rank(s) 0 of 4 left with notice'; then
       result ft-leave-notice 0 "$secs" "rank 0 left before step $at (checkpoint there), 3 ranks went on with no step redone; its trace complete, a new one from step $at"
     else result ft-leave-notice 1 "$secs" "exit $rc, $n step lines, left before step '$at'"; fi
+  fi
+  # --- after every kill, leave, spawn and growth above: no process of theirs left running (each run's program
+  # names a deck under $F, or the tiny deck with run.name=grow; the spawned processes run the same command)
+  if want ft-no-leftovers; then
+    left=$(pgrep -fa "bin/nereus-ft ($F/|inputs/tiny.deck --set run.name=grow)" | grep -v pgrep || true)
+    if [ -z "$left" ]; then result ft-no-leftovers 0 0 "no process of the fault-tolerance runs left"
+    else result ft-no-leftovers 1 0 "left running: $(echo "$left" | cut -c1-120 | tr '\n' ';')"; fi
   fi
 fi
 
