@@ -87,7 +87,7 @@ double sim_move_factor(const SimNoise *n, unsigned long long from, unsigned long
 
 /* MODELLED unexpected failures (issue 46; docs/PLANNER.md, "Failures"): a Poisson process over the job's GPU-hours
  * (rate failures per GPU-hour, seeded: every policy meets the same failures while its run takes the same time), or,
- * for the failure study, one failure halfway through step at_step. A failure takes its GPU's node out of the pool
+ * for the failure study, one failure halfway through step at_step (single). Zeroed: none. A failure takes its GPU's node out of the pool
  * (the pool's last node: the modelled ranks are interchangeable) for repair_s, and the step it hits is lost up to
  * that point. Two recoveries are priced on the same run: in place (ULFM: detect_s to the survivors' world, then the
  * move the policy makes for the smaller pool, which streams the lost state from DP replicas) and checkpoint-and-
@@ -98,8 +98,9 @@ typedef struct SimFailures {
     unsigned long long seed;
     double repair_s;        /* a failed node's seconds out of the pool */
     double detect_s;        /* a failure to the survivors' shrunk world */
-    int ckpt_every;         /* steps between the restart baseline's checkpoints */
-    int at_step;            /* >= 0: exactly one failure, halfway through this step; -1: the Poisson process */
+    int ckpt_every;         /* steps between the restart baseline's checkpoints (0: none, the run's start) */
+    int single;             /* 1: exactly one failure, halfway through step at_step; 0: the Poisson process */
+    int at_step;
 } SimFailures;
 
 typedef struct SimScenario {

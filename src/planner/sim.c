@@ -676,8 +676,8 @@ static void fail_during(SimLoop *L, int step, double T) {
     SimResult *res = L->res;
     int n = L->o.npool, k = 0;
     double at[8]; /* where in the step, as fractions of it */
-    if (f->at_step == step) at[k++] = 0.5;
-    if (f->at_step < 0 && f->rate > 0) {
+    if (f->single && f->at_step == step) at[k++] = 0.5;
+    if (!f->single && f->rate > 0) {
         double e = T * res->ranks / 3600.0, from = L->exposure;
         L->exposure += e;
         res->fail_exposure_gpu_h = L->exposure;
@@ -695,7 +695,7 @@ static void fail_during(SimLoop *L, int step, double T) {
         if (fail_replace(L, cur) != 0) L->move_due = 1;
         if (L->down < SIM_MAX_DOWN) L->up_at[L->down++] = run_now(L) + f->repair_s;
     }
-    L->since_ckpt = (step + 1) % f->ckpt_every == 0 ? 0 : L->since_ckpt + T;
+    L->since_ckpt = f->ckpt_every > 0 && (step + 1) % f->ckpt_every == 0 ? 0 : L->since_ckpt + T;
 }
 
 /* one step: the decision, its move, the step realised; returns 0, or −1 with why */
@@ -804,7 +804,7 @@ int sim_run_as(const SimScenario *sc, const SimPolicy *sp, SimResult *res, char 
         if (sp->wide) L->ad.v.wide = sp->wide > 0;
         *L->kept_at = L->ad.cur;
         L->ref_pool = L->o.npool; /* the fixed baselines': the pool they last chose for */
-        if (sc->fail.rate > 0 && sc->fail.at_step < 0) draw_failure(L);
+        if (sc->fail.rate > 0 && !sc->fail.single) draw_failure(L);
         for (int step = 0; step < sc->steps && rc == 0; step++) rc = sim_one_step(L, step, why, len);
         res->failed = rc != 0;
         free(L->run.kept);

@@ -39,10 +39,8 @@ static int die_rank = -1, die_step, die_phase = -1, cur_step = -1;
 
 static int die_init(const Config *cfg, char *why, size_t len) {
     const InjectConfig *c = &cfg->inject;
-    if (ft_joined()) { /* a replacement ([elastic] respawn): its MPI_COMM_WORLD is not the launched one */
-        die_rank = -1;
-        return 0;
-    }
+    die_rank = -1;
+    if (c->die_rank < 0 || ft_joined()) return 0; /* a replacement ([elastic] respawn): not the launched world */
     int launched = 1;
     MPI_Comm_size(MPI_COMM_WORLD, &launched);
     if (c->die_rank >= launched)

@@ -80,7 +80,7 @@ int sim_fail_study(const SimScenario *sc0, int n) {
     SimResult base, r;
     char why[512];
     int rc = 0;
-    sc->fail.at_step = -1;
+    sc->fail.single = 0;
     if (sim_run_as(sc, &sp, &base, why, sizeof why) != 0) {
         printf("failure study: payback cannot run the scenario without failures: %s\n", why);
         rc = 1;
@@ -91,6 +91,7 @@ int sim_fail_study(const SimScenario *sc0, int n) {
     printf("%6s %12s %12s %12s %14s %14s\n", "step", "in place s", "its move s", "restart s",
            "in place GPU-h", "restart GPU-h");
     for (int i = 0; i < n && rc == 0; i++) {
+        sc->fail.single = 1;
         sc->fail.at_step = (int)((i + 0.5) * sc->steps / n);
         if (sim_run_as(sc, &sp, &r, why, sizeof why) != 0 || r.failures != 1) {
             printf("failure study: the run failing at step %d did not finish: %s\n", sc->fail.at_step,

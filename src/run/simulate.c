@@ -144,7 +144,7 @@ static int scenario_of(const Config *cfg, const Deck *deck, SimScenario *sc) {
         sc->noise = (SimNoise){1, (unsigned long long)m->first_seed, m->model_error, m->step_noise, m->tx_factor_min,
                                m->tx_factor_max, m->warmup, cfg->planner.guard_margin, cfg->planner.guard_steps};
     sc->fail = (SimFailures){m->fail_rate, (unsigned long long)m->fail_seed, m->repair_s, m->detect_s,
-                             m->fail_ckpt_every, -1};
+                             m->fail_ckpt_every, 0, 0};
     if (m->fail_study > 0 && m->seeds > 0)
         return deck_error_at(deck, "simulate.fail_study", "fail_study and seeds (the admission study) are two "
                              "studies: set one of them");
