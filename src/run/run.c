@@ -631,12 +631,11 @@ static void run_samples(RunCtx *r, int step) {
     }
 }
 
-/* collective over nr_world(): every stage starts from the (warm-started) actor — gen, inf and ref take it
- * whole, the critic and reward network take it as their trunk — unless a restart loaded them all and no SFT
- * step ran since; then the greedy evaluation before PPO. */
-/* the per-step and per-rank records of the PPO steps (for the job's largest world: the launched one) */
+/* the per-step and per-rank records of the PPO steps, the latter for the job's largest world (the launched one,
+   or [elastic] grow_to's) */
 static void run_alloc_steps(RunCtx *r) {
-    size_t steps = (size_t)r->cfg->ppo.steps + 1, ranks = (size_t)NR_MAX(r->world, r->launched) + 1;
+    size_t steps = (size_t)r->cfg->ppo.steps + 1;
+    size_t ranks = (size_t)NR_MAX(NR_MAX(r->world, r->launched), r->cfg->elastic.grow_to) + 1;
     r->rewards = nr_xcalloc(steps, sizeof(double));
     r->kls = nr_xcalloc(steps, sizeof(double));
     r->gaps = nr_xcalloc(steps, sizeof(double));
@@ -647,6 +646,9 @@ static void run_alloc_steps(RunCtx *r) {
     r->idle = nr_xcalloc(ranks, sizeof(double));
 }
 
+/* collective over nr_world(): every stage starts from the (warm-started) actor — gen, inf and ref take it
+ * whole, the critic and reward network take it as their trunk — unless a restart loaded them all and no SFT
+ * step ran since; then the greedy evaluation before PPO. */
 static void run_start_ppo(RunCtx *r) {
     const Config *cfg = r->cfg;
     if (!r->restarted || r->sft_ran || r->partial) {
@@ -849,7 +851,11 @@ static int run_snap_agree(RunCtx *r) {
     return 0;
 }
 
-static int run_rebuild(RunCtx *r, FtFailure *f, int planned);
+/* why run_rebuild rebuilds the job: ranks died, ranks left with notice (SIGUSR2), or processes joined to grow it
+   ([elastic] grow_to) */
+typedef enum { REBUILD_DIED, REBUILD_LEFT, REBUILD_GREW } RebuildWhy;
+
+static int run_rebuild(RunCtx *r, FtFailure *f, RebuildWhy why);
 
 /* collective over the survivors' world, with [elastic] respawn: as many new processes as the job was launched
  * with less the ranks left, spawned and merged into the world after them (ft_spawn); they take part in
@@ -870,20 +876,21 @@ static void run_respawn(RunCtx *r, FtFailure *f) {
 /* What the survivors tell the processes that join them (rank 0's account, broadcast over the joined world). */
 typedef struct JoinNews {
     FtFailure f;
-    int planned, launched, ranks_lost, ranks_joined, ranks_left, recoveries, traced;
+    RebuildWhy why;
+    int launched, ranks_lost, ranks_joined, ranks_left, recoveries, traced;
 } JoinNews;
 
 /* collective over the joined world where processes joined (f->joined): the survivors' rank 0 says what
  * happened; a joiner takes it (its own rank kept) */
-static void run_join_news(RunCtx *r, FtFailure *f, int *planned) {
-    JoinNews m = {*f, *planned, r->launched, r->ranks_lost, r->ranks_joined, r->ranks_left, r->recoveries,
+static void run_join_news(RunCtx *r, FtFailure *f, RebuildWhy *why) {
+    JoinNews m = {*f, *why, r->launched, r->ranks_lost, r->ranks_joined, r->ranks_left, r->recoveries,
                   r->tr != NULL};
     comm_bcast(nr_world(), &m, sizeof m, 0);
     if (!ft_joined() || r->have_job) return;
     int me = comm_rank(nr_world());
     *f = m.f;
     f->new_rank = me, f->old_rank = -1;
-    *planned = m.planned;
+    *why = m.why;
     r->launched = m.launched, r->ranks_lost = m.ranks_lost, r->ranks_joined = m.ranks_joined;
     r->ranks_left = m.ranks_left, r->recoveries = m.recoveries;
     if (!m.traced) {
@@ -892,8 +899,16 @@ static void run_join_news(RunCtx *r, FtFailure *f, int *planned) {
     }
 }
 
-/* collective over the survivors, after ft_try ended the steps: shrink the world, the replacements ([elastic]
- * respawn), then run_rebuild. Returns 0, or −1 when the run must stop (r->stop says why). */
+/* collective over the survivors' world after ranks died or left: the replacements ([elastic] respawn), what
+ * happened told to them, then run_rebuild with them. Returns as run_rebuild. */
+static int run_respawn_rebuild(RunCtx *r, FtFailure *f, RebuildWhy why) {
+    run_respawn(r, f);
+    if (f->joined) run_join_news(r, f, &why);
+    return run_rebuild(r, f, why);
+}
+
+/* collective over the survivors, after ft_try ended the steps: shrink the world, then run_respawn_rebuild.
+ * Returns 0, or −1 when the run must stop (r->stop says why). */
 static int run_recover(RunCtx *r, FtFailure *f) {
     char why[512];
     if (ft_shrink(f, why, sizeof why) != 0) {
@@ -902,10 +917,7 @@ static int run_recover(RunCtx *r, FtFailure *f) {
     }
     r->recoveries++;
     r->ranks_lost += f->nfailed;
-    run_respawn(r, f);
-    int planned = 0;
-    if (f->joined) run_join_news(r, f, &planned);
-    return run_rebuild(r, f, 0);
+    return run_respawn_rebuild(r, f, REBUILD_DIED);
 }
 
 /* "2,5" of f's failed (or left) ranks in the world they left, and " (launched as 3,7)" where those are not their
@@ -924,21 +936,21 @@ static void run_ranks_text(const FtFailure *f, char *out, size_t len) {
     if (k + 2 < len) snprintf(out + k, len - k, ")");
 }
 
-/* collective over the ranks that go on (nr_world(), already the new world), after ranks died (planned = 0), left
- * with notice (planned = 1) or joined to grow the job (planned = 2, [elastic] grow_to): drop the old job, build the job on the plan for the ranks left, load the newest
+/* collective over the ranks that go on (nr_world(), already the new world), after ranks died, left with notice or
+ * joined (RebuildWhy): drop the old job, build the job on the plan for the ranks there now, load the newest
  * checkpoint into it and roll the run's numbers back to it; the loop then goes on (redoes the steps) from there.
  * Returns 0, or −1 when the run must stop (r->stop says why). */
-static int run_rebuild(RunCtx *r, FtFailure *f, int planned) {
+static int run_rebuild(RunCtx *r, FtFailure *f, RebuildWhy kind) {
     char why[512];
     double t0 = nr_now();
     char failed[400];
     run_ranks_text(f, failed, sizeof failed);
     int rank0_died = f->nfailed > 0 && f->failed[0] == 0;
-    const char *gone = planned == 2 ? "joined" : planned ? "left" : "died";
+    const char *gone = kind == REBUILD_GREW ? "joined" : kind == REBUILD_LEFT ? "left" : "died";
     int stayed = f->new_size - f->joined;
-    if (planned == 2)
+    if (kind == REBUILD_GREW)
         nr_log("ft: the job grows from %d to %d rank(s) (%s)\n", stayed, f->new_size, f->where);
-    else if (planned)
+    else if (kind == REBUILD_LEFT)
         nr_log("ft: rank(s) %s of %d left with notice (%s); %d rank(s) go on\n", failed, f->old_size, f->where,
                stayed);
     else
@@ -1018,19 +1030,20 @@ static int run_rebuild(RunCtx *r, FtFailure *f, int planned) {
         if (rc) nr_log("ft: no trace after the recovery: %s\n", why);
         live_trace_start(&r->lp, &r->job, r->tr);
     }
-    if (planned != 2) trace_drift(r->tr, step, planned ? "rank_left" : "rank_failed", (double)f->nfailed, NAN);
+    if (kind != REBUILD_GREW)
+        trace_drift(r->tr, step, kind == REBUILD_LEFT ? "rank_left" : "rank_failed", (double)f->nfailed, NAN);
     if (f->joined) trace_drift(r->tr, step, "rank_joined", (double)f->joined, NAN);
     char src[1400];
-    if (planned == 2)
+    if (kind == REBUILD_GREW)
         snprintf(src, sizeof src, "growth: %d rank(s) and %d process(es) spawned (%s) from %s", stayed, f->joined,
                  f->where, used);
     else
         snprintf(src, sizeof src, "recovery: rank(s) %s of %d %s (%s); %d survivor(s)%s from %s", failed, f->old_size,
-                 planned ? "left with notice" : "died", f->where, stayed,
+                 kind == REBUILD_LEFT ? "left with notice" : "died", f->where, stayed,
                  f->joined ? " and the process(es) spawned to replace them ([elastic] respawn)" : "", used);
     trace_plan(r->tr, ++r->plan_id, step, r->plan_text, src, NAN, NAN);
     double dt = nr_now() - t0;
-    if (planned)
+    if (kind != REBUILD_DIED) /* left or grew: no step redone */
         nr_log("ft: rebuilt in %.3f s: %s, %lld PPO steps done; going on from step %lld on %d rank(s) under the "
                "plan:\n%s", dt, used, (long long)step, (long long)step, r->world, r->plan_text);
     else {
@@ -1125,10 +1138,7 @@ static int run_leave(RunCtx *r) {
     }
     snprintf(f.where, sizeof f.where, "SIGUSR2, before step %lld", (long long)step);
     r->ranks_left += f.nfailed;
-    run_respawn(r, &f);
-    int planned = 1;
-    if (f.joined) run_join_news(r, &f, &planned);
-    return run_rebuild(r, &f, 1);
+    return run_respawn_rebuild(r, &f, REBUILD_LEFT);
 }
 
 /* collective over nr_world(), at the step boundary r->grow_at, right after its checkpoint ([elastic] grow_to):
@@ -1153,16 +1163,11 @@ static int run_grow(RunCtx *r) {
     }
     r->ranks_joined += (int)n;
     r->launched = NR_MAX(r->launched, f.new_size); /* respawn brings the job back to its grown size */
-    double *busy = nr_xcalloc((size_t)f.new_size + 1, sizeof *busy), *idle = nr_xcalloc((size_t)f.new_size + 1, sizeof *idle);
-    memcpy(busy, r->busy, ((size_t)r->world + 1) * sizeof *busy);
-    memcpy(idle, r->idle, ((size_t)r->world + 1) * sizeof *idle);
-    free(r->busy), free(r->idle);
-    r->busy = busy, r->idle = idle;
     nr_log("ft: [elastic] grow_to: %lld new process(es) spawned and joined in %.3f s: %d rank(s)\n", (long long)n,
            f.spawn_s, f.new_size);
-    int planned = 2;
-    run_join_news(r, &f, &planned);
-    return run_rebuild(r, &f, 2);
+    RebuildWhy grew = REBUILD_GREW;
+    run_join_news(r, &f, &grew);
+    return run_rebuild(r, &f, grew);
 }
 
 /* the PPO steps from r->start_step (run_ppo; under ULFM inside its recovery point, ft_try) */
@@ -1434,13 +1439,13 @@ static int run_join(RunCtx *r) {
     r->world = comm_size(nr_world());
     FtFailure f;
     memset(&f, 0, sizeof f);
-    int planned = 0;
-    run_join_news(r, &f, &planned);
+    RebuildWhy why = REBUILD_DIED; /* the survivors' rank 0 says which (run_join_news) */
+    run_join_news(r, &f, &why);
     run_alloc_steps(r);
     r->snap.step = INT64_MAX; /* none of its own: the survivors' is taken (run_snap_agree) */
     ft_set_revoke(run_revoke, r);
     double run0 = nr_now();
-    if (run_rebuild(r, &f, planned) != 0) r->status = 1;
+    if (run_rebuild(r, &f, why) != 0) r->status = 1;
     else run_ppo_loop(r);
     run_ppo_end(r, run0);
     run_finish(r);

@@ -10,17 +10,18 @@ ftdeck() {
   { sed "/^\[ppo\]/,/^\[/ s/^steps = 10\$/steps = $3/; s/^name = restart\$/name = $2/" tests/decks/restart.deck
     printf '[ckpt]\nevery = %s\nkeep = 20\ndir = %s\n' "$4" "$F/$2"; } > "$1"
 }
-# kill_rank DECK RANK: SIGKILL the process of that rank of the run of DECK (found by its path and its
-# OMPI_COMM_WORLD_RANK); prints the time of the kill (seconds since 1970)
-kill_rank() {
+# signal_rank SIG DECK RANK: send SIG to the process of that rank of the run of DECK (found by its path and its
+# OMPI_COMM_WORLD_RANK); prints the time it was sent (seconds since 1970); 1 when there is no such process
+signal_rank() {
   local p
-  for p in $(pgrep -f "bin/nereus(-ft)? $1"); do
-    if tr '\0' '\n' </proc/"$p"/environ 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$2"; then
-      date +%s.%N; kill -KILL "$p"; return 0
+  for p in $(pgrep -f "bin/nereus(-ft)? $2"); do
+    if tr '\0' '\n' </proc/"$p"/environ 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$3"; then
+      date +%s.%N; kill -"$1" "$p"; return 0
     fi
   done
   return 1
 }
+kill_rank() { signal_rank KILL "$@"; } # kill_rank DECK RANK: SIGKILL
 # wait_for FILE REGEX: until FILE has a line matching REGEX (30 s at most)
 wait_for() { local i; for i in $(seq 1 3000); do grep -aqE "$2" "$1" 2>/dev/null && return 0; sleep 0.01; done; return 1; }
 ms_between() { echo "($2 - $1) * 1000" | bc | cut -d. -f1; }
@@ -167,11 +168,7 @@ else
     timeout 120 $L --ft -np 4 bin/nereus-ft "$d" --set elastic.respawn=true >"$g" 2>&1 &
     bg=$!
     sent=""
-    if wait_for "$g" '^step +8 '; then
-      for p in $(pgrep -f "bin/nereus-ft $d"); do
-        tr '\0' '\n' </proc/"$p"/environ 2>/dev/null | grep -qx OMPI_COMM_WORLD_RANK=1 && kill -USR2 "$p" && sent=1
-      done
-    fi
+    wait_for "$g" '^step +8 ' && signal_rank USR2 "$d" 1 >/dev/null && sent=1
     wait $bg; rc=$?
     secs=$(echo "$(date +%s.%N) - $t0" | bc)
     if [ -n "$sent" ] && [ $rc = 0 ] && [ "$(verify "$g" status)" = pass ] && [ "$(verify "$g" ppo_steps)" = 20 ] &&
@@ -206,11 +203,7 @@ else
     timeout 120 $L --ft -np 4 bin/nereus-ft "$F/lv.deck" >"$LOG/ft-leave-notice.log" 2>&1 &
     bg=$!
     sent=""
-    if wait_for "$LOG/ft-leave-notice.log" '^step +11 '; then
-      for p in $(pgrep -f "bin/nereus-ft $F/lv.deck"); do
-        tr '\0' '\n' </proc/"$p"/environ 2>/dev/null | grep -qx OMPI_COMM_WORLD_RANK=0 && kill -USR2 "$p" && sent=1
-      done
-    fi
+    wait_for "$LOG/ft-leave-notice.log" '^step +11 ' && signal_rank USR2 "$F/lv.deck" 0 >/dev/null && sent=1
     wait $bg; rc=$?
     secs=$(echo "$(date +%s.%N) - $t0" | bc)
     at=$(sed -n 's/^ft: rank(s) 0 of 4 left with notice (SIGUSR2, before step \([0-9]*\)); 3 rank(s) go on$/\1/p' "$LOG/ft-leave-notice.log")
