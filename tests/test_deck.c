@@ -328,7 +328,10 @@ static const char FULL[] =
     "score_dtype = bf16\n"
     "[elastic]\n"
     "respawn = true\n"
-    "grow_to = 8\n";
+    "grow_to = 8\n"
+    "in_memory = false\n"
+    "buddy = true\n"
+    "buddy_every = 3\n";
 
 static void good_full(Tally *t, const char *text, const char *what)
 {
@@ -403,6 +406,10 @@ static void good_full(Tally *t, const char *text, const char *what)
                  strcmp(c.ppo.group_std_scope, "group") == 0 && c.ppo.max_staleness == 1 && c.ppo.micro_batch == 5 &&
                  strcmp(c.ppo.correction, "decoupled") == 0,
           "%s: the algorithm keys (algorithm %s, group_size %d)", what, c.ppo.algorithm, c.ppo.group_size);
+    check(t, c.elastic.respawn == 1 && c.elastic.grow_to == 8 && c.elastic.in_memory == 0 && c.elastic.buddy == 1 &&
+                 c.elastic.buddy_every == 3,
+          "%s: elastic values (in_memory %d, buddy %d, buddy_every %d)", what, c.elastic.in_memory, c.elastic.buddy,
+          c.elastic.buddy_every);
     check(t, strcmp(c.trace.file, "none") == 0 && strcmp(c.trace.papi_events, "PAPI_TOT_INS, PAPI_TOT_CYC") == 0,
           "%s: trace values (file '%s', papi_events '%s')", what, c.trace.file, c.trace.papi_events);
     check(t, deck_line(d, "switch.step") == 85 && deck_line(d, "switch.actor.gen") == 87 &&
@@ -1024,7 +1031,7 @@ static void table_checks(Tally *t)
         }
         l = nl ? nl + 1 : l + ll;
     }
-    check(t, rows == 195 && broken == 0, "reference: %d key rows, %d with a stray '|'", rows, broken);
+    check(t, rows == 198 && broken == 0, "reference: %d key rows, %d with a stray '|'", rows, broken);
     check(t, buf && strstr(buf, "| `value_clip` | float | `0.2` | > 0 and ≤ 1000000 |"), "bounds print as written (1000000)");
     check(t, buf && strstr(buf, "## [switch]") && strstr(buf, "## [transition]") &&
                  strstr(buf, "| `step` | int | `-1` | ≥ -1 | before PPO step N (0-based") &&

@@ -171,6 +171,9 @@ typedef struct CkptConfig {
 typedef struct ElasticConfig {
     int respawn;             /* [elastic] respawn: bool, spawn replacements for ranks that died or left */
     int grow_to;             /* [elastic] grow_to: grow the job to this many ranks at checkpoints (0 = off) */
+    int in_memory;           /* [elastic] in_memory: bool, recover from the shards' copies in memory (memrec.h) */
+    int buddy;               /* [elastic] buddy: bool, a copy of each shard no other rank holds on its buddy rank */
+    int buddy_every;         /* [elastic] buddy_every: the copies in memory are taken every this many steps */
 } ElasticConfig;
 
 /* [switch]: one change of plan during the run. The plan is kept as the deck

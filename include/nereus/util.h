@@ -131,6 +131,7 @@ const char *nr_bytes_str(double bytes, char *buf, size_t len);
 void nr_heap_keep(void);
 void *nr_xmalloc(size_t bytes);   /* aborts with the size on failure */
 void *nr_xcalloc(size_t n, size_t size);
+void *nr_xrealloc(void *p, size_t bytes); /* realloc, aborting with the size on failure */
 
 /* a whole text file of at most max bytes, NUL-terminated, its length in *n; NULL with why (src/util/textfile.c) */
 char *nr_read_text(const char *path, size_t max, size_t *n, char *why, size_t len);

@@ -121,11 +121,12 @@ void job_stage_model(Job *j, Stage *s, int filled) {
         gpt_build_shard_dest(&s->model, critic ? &j->cc : &j->ac, &sh, j->be, Bmax, Tmax, train, filled);
         return;
     }
-    if (cfg->model.init_from[0] && !critic && i != PLAN_REWARD_INF) {
+    if (j->build_empty || (cfg->model.init_from[0] && !critic && i != PLAN_REWARD_INF)) {
         /* the actor's stages and the ref under [model] init_from: its file (or a restart's checkpoint, which
            wins) writes every parameter before any read, so they start zero rather than from a draw that is
-           overwritten (4 copies of SmolLM2-135M: 23 s of normal draws) */
-        gpt_build_shard_empty(&s->model, &j->ac, &sh, j->be, Bmax, Tmax, train);
+           overwritten (4 copies of SmolLM2-135M: 23 s of normal draws); every stage of a job built to be filled
+           from memory (job_build_on) */
+        gpt_build_shard_empty(&s->model, critic ? &j->cc : &j->ac, &sh, j->be, Bmax, Tmax, train);
         return;
     }
     /* same seed for every stage of a model: they start equal; the critic
@@ -144,7 +145,13 @@ void job_stage_model(Job *j, Stage *s, int filled) {
 }
 
 void job_build(Job *j, MPI_Comm world, const Config *cfg, const Backend *be, const TaskSet *ts) {
+    job_build_on(j, world, cfg, be, ts, &cfg->plan, 0);
+}
+
+void job_build_on(Job *j, MPI_Comm world, const Config *cfg, const Backend *be, const TaskSet *ts,
+                  const PlanConfig *plan, int empty) {
     memset(j, 0, sizeof *j);
+    j->build_empty = empty;
     j->world = world;
     MPI_Comm_rank(world, &j->rank);
     MPI_Comm_size(world, &j->size);
@@ -171,7 +178,7 @@ void job_build(Job *j, MPI_Comm world, const Config *cfg, const Backend *be, con
     j->n_critic = gpt_logical_numel(&j->cc);
     j->window = job_window();
     j->win = nr_xmalloc(NR_MIN(j->n_critic, j->window) * sizeof(float));
-    j->plan = cfg->plan;
+    j->plan = *plan;
     MPI_Comm_dup(world, &j->xcomm);
     j->staleness = cfg->ppo.max_staleness;
     rollq_init(j);
@@ -186,6 +193,7 @@ void job_build(Job *j, MPI_Comm world, const Config *cfg, const Backend *be, con
     rollout_alloc(&j->G, cfg, ts, be, Bg, Bg, 0);
     if (g->member) rollout_alloc(&j->L, cfg, ts, be, g->B, Bg, g->d * g->B);
     j->scratch = nr_xcalloc((size_t)Bg * j->G.Tcap * 2 + 2 * (size_t)Bg, sizeof(double));
+    j->build_empty = 0;
 }
 
 void job_free(Job *j) {

@@ -29,6 +29,7 @@
 #include "nereus/job.h"
 #include "nereus/plan.h"
 #include "nereus/planner_live.h"
+#include "nereus/memrec.h"
 #include "nereus/recover.h"
 #include "nereus/text.h"
 #include "nereus/trace.h"
@@ -214,6 +215,9 @@ typedef struct RunCtx {
         double sync_time, transition_bytes;
         char path[JOB_PATH_MAX];
     } snap;
+    struct RunSnap msnap;         /* the run's numbers at the step the copies in memory hold (mc.step) */
+    MemCopies mc;                 /* the shards' copies in memory ([elastic] in_memory; memrec.h) */
+    int recovered_memory, recovered_ckpt; /* recoveries from the copies in memory, from a checkpoint */
     Config *ftcfg;
     int recoveries;
     int ranks_lost;               /* ranks that died, over every recovery */
@@ -234,7 +238,7 @@ static void run_ctx_init(RunCtx *r, const Config *cfg, const Deck *deck, const c
     r->sft_first = r->sft_last = r->eval_after = NAN;
     r->last_ckpt = -1;
     r->tok_hash = 0xcbf29ce484222325ULL;
-    r->snap.step = -1;
+    r->snap.step = r->msnap.step = r->mc.step = -1;
     r->leave_at = r->grow_at = -1;
     r->launched = r->world;
 }
@@ -254,6 +258,7 @@ static void run_release(RunCtx *r) {
     if (r->eval_out) fclose(r->eval_out);
     if (r->have_job) job_free(&r->job);
     promptdata_free(&r->pd);
+    mem_copies_clear(&r->mc);
     free(r->ftcfg);
 }
 
@@ -802,15 +807,44 @@ static int run_ppo_step(RunCtx *r, int step) {
 
 /* ---- ranks that die (ft.h, recover.h; docs/ELASTIC.md) ------------------------------------------ */
 
+/* local: the run's numbers now, at the start of step `step`, into *s (path: the checkpoint of that step, or ""
+   for the copies in memory) */
+static void run_snap_to(RunCtx *r, struct RunSnap *s, int64_t step, const char *path) {
+    s->step = step;
+    s->done_steps = r->done_steps;
+    s->transitions = r->transitions;
+    s->tok_hash = r->tok_hash;
+    s->sync_time = r->sync_time;
+    s->transition_bytes = r->transition_bytes;
+    snprintf(s->path, sizeof s->path, "%s", path);
+}
+
 /* local: the run's numbers at the checkpoint of step `step` (path), which a recovery goes back to */
-static void run_snap(RunCtx *r, int64_t step, const char *path) {
-    r->snap.step = step;
-    r->snap.done_steps = r->done_steps;
-    r->snap.transitions = r->transitions;
-    r->snap.tok_hash = r->tok_hash;
-    r->snap.sync_time = r->sync_time;
-    r->snap.transition_bytes = r->transition_bytes;
-    snprintf(r->snap.path, sizeof r->snap.path, "%s", path);
+static void run_snap(RunCtx *r, int64_t step, const char *path) { run_snap_to(r, &r->snap, step, path); }
+
+/* local: the run goes back to the numbers of s (the steps after it are redone) */
+static void run_snap_restore(RunCtx *r, const struct RunSnap *s) {
+    r->done_steps = s->done_steps;
+    r->transitions = s->transitions;
+    r->tok_hash = s->tok_hash;
+    r->sync_time = s->sync_time;
+    r->transition_bytes = s->transition_bytes;
+}
+
+/* under ULFM with [elastic] in_memory, at the start of PPO step `step` (collective with [elastic] buddy, else
+ * local): the shards' copies in memory a recovery goes back to (memrec.h), at the first step after a start or a
+ * recovery and every buddy_every steps. None while batches generated ahead wait ([ppo] max_staleness): the
+ * queue is not copied. */
+static void run_mem_copies(RunCtx *r, int step) {
+    const Config *cfg = r->cfg;
+    if (!ft_on() || !cfg->elastic.in_memory) return;
+    if (step != r->next_step && step % cfg->elastic.buddy_every != 0) return;
+    if (r->job.staleness > 0 || r->job.rq.gen_next > step) {
+        r->mc.step = -1;
+        return;
+    }
+    mem_copies_take(&r->mc, &r->job, step, cfg->elastic.buddy);
+    run_snap_to(r, &r->msnap, step, "");
 }
 
 /* local: ft_shrink's first act: every communicator of the job revoked */
@@ -821,7 +855,8 @@ static void run_revoke(void *ctx) { job_revoke(&((RunCtx *)ctx)->job); }
 static void run_ft_start(RunCtx *r) {
     const Config *cfg = r->cfg;
     if (cfg->ckpt.every <= 0) {
-        nr_log("ft: [ckpt] every = 0: no checkpoint to go back to; a rank that dies stops the run\n");
+        nr_log("ft: [ckpt] every = 0: no checkpoint to go back to; a rank that dies %s\n", cfg->elastic.in_memory ?
+               "is recovered from the copies in memory where they hold every shard, else stops the run" : "stops the run");
         return;
     }
     char path[JOB_PATH_MAX];
@@ -835,7 +870,8 @@ static void run_ft_start(RunCtx *r) {
         return;
     }
     run_snap(r, r->start_step, path);
-    nr_log("ft: fault tolerance on (ULFM): a rank that dies is recovered from the newest checkpoint, now %s\n", path);
+    nr_log("ft: fault tolerance on (ULFM): a rank that dies is recovered %sfrom the newest checkpoint, now %s\n",
+           cfg->elastic.in_memory ? "from the shards' copies in memory where they hold every shard, else " : "", path);
 }
 
 /* collective over nr_world(): the survivors agree on the snapshot to go back to (the oldest any of them holds:
@@ -936,16 +972,87 @@ static void run_ranks_text(const FtFailure *f, char *out, size_t len) {
     if (k + 2 < len) snprintf(out + k, len - k, ")");
 }
 
+#define MIB (1024.0 * 1024.0)
+
+/* collective over the ranks that go on, after ranks died ([elastic] in_memory): the job rebuilt from the
+ * survivors' copies in memory (memrec.h): built empty on the replicas the copies make, filled from them, moved
+ * by the transition engine to the survivors' plan nc->plan, the generation and scoring copies made by the
+ * weight sync; the run's numbers back at the copies' step (*step). Returns 0 with `used` saying from what, or 1
+ * (said) when the copies cannot: the caller reads the checkpoint. */
+static int run_rebuild_memory(RunCtx *r, const Config *nc, int joined, int64_t *step, char *used, size_t len) {
+    if (!nc->elastic.in_memory) return 1;
+    char why[1024], how[600];
+    PlanConfig R;
+    int pick[PLAN_NSTAGES];
+    int64_t s = mem_agree_step(&r->mc, nr_world(), joined, why, sizeof why);
+    if (s < 0 || mem_recover_plan(&r->mc, nr_world(), &nc->plan, nc->ppo.batch, nc->ppo.minibatch, &R, pick, how,
+                                  sizeof how, why, sizeof why) != 0) {
+        nr_log("ft: state in memory: %s%s; from the newest checkpoint instead\n", why,
+               s >= 0 && !nc->elastic.buddy ? " ([elastic] buddy = yes keeps a copy of such a shard on another rank)" : "");
+        mem_copies_clear(&r->mc);
+        return 1;
+    }
+    job_build_on(&r->job, nr_world(), nc, r->be, &r->ts, &R, 1);
+    r->have_job = 1;
+    int64_t bad = mem_recover_fill(&r->mc, &r->job, pick, why, sizeof why) != 0;
+    if (bad) nr_warn("ft: %s", why);
+    comm_allreduce_max_i64(nr_world(), &bad, 1);
+    JobTxReport rep;
+    memset(&rep, 0, sizeof rep);
+    int rc = bad ? -1 : job_transition(&r->job, &nc->plan, 0, &rep, why, sizeof why);
+    mem_copies_clear(&r->mc); /* they name the old world's ranks; the next step takes new ones */
+    if (rc != 0) {
+        nr_log("ft: state in memory: %s; from the newest checkpoint instead\n",
+               bad ? "a copy did not fit its shard (stderr says where)" : why);
+        job_free(&r->job);
+        r->have_job = 0;
+        return 1;
+    }
+    job_sync_engine(&r->job);
+    *step = s;
+    comm_bcast(nr_world(), &r->msnap, sizeof r->msnap, 0); /* the lowest survivor's numbers, to joined processes too */
+    run_snap_restore(r, &r->msnap);
+    snprintf(used, len, "the copies in memory of the start of step %lld (%s; %.2f MiB moved onto the survivors' "
+             "plan; no checkpoint read)", (long long)s, how, rep.bytes_moved / MIB);
+    r->recovered_memory++;
+    return 0;
+}
+
+/* collective over the ranks that go on: the job built on nc's plan and loaded from the newest checkpoint (the
+ * survivors agree on it: run_snap_agree), the run's numbers back at it (*step). Returns 0 with `used` the file,
+ * or −1 when the run must stop (r->stop says why). */
+static int run_rebuild_checkpoint(RunCtx *r, const Config *nc, const char *failed, const char *gone, int64_t *step,
+                                  char *used, size_t len) {
+    char why[512];
+    if (run_snap_agree(r) != 0) {
+        run_stop(r->stop, "rank(s) %s %s before any checkpoint this run could go back to ([ckpt] every); "
+                 "stopping the run", failed, gone);
+        return -1;
+    }
+    job_build(&r->job, nr_world(), nc, r->be, &r->ts);
+    r->have_job = 1;
+    int64_t sft = 0;
+    int partial = 0;
+    if (job_restart(&r->job, r->snap.path, step, &sft, &partial, used, len, why, sizeof why) != 0) {
+        run_stop(r->stop, "rank(s) %s %s and the ranks left cannot load %s: %s", failed, gone, r->snap.path, why);
+        return -1;
+    }
+    run_snap_restore(r, &r->snap);
+    r->last_ckpt = *step;
+    return 0;
+}
+
 /* collective over the ranks that go on (nr_world(), already the new world), after ranks died, left with notice or
- * joined (RebuildWhy): drop the old job, build the job on the plan for the ranks there now, load the newest
- * checkpoint into it and roll the run's numbers back to it; the loop then goes on (redoes the steps) from there.
+ * joined (RebuildWhy): drop the old job, build the job on the plan for the ranks there now and put the state in:
+ * after a death from the copies in memory where they hold every shard (run_rebuild_memory), else from the newest
+ * checkpoint, the run's numbers rolled back to it; the loop then goes on (redoes the steps) from there.
  * Returns 0, or −1 when the run must stop (r->stop says why). */
 static int run_rebuild(RunCtx *r, FtFailure *f, RebuildWhy kind) {
     char why[512];
     double t0 = nr_now();
     char failed[400];
     run_ranks_text(f, failed, sizeof failed);
-    int rank0_died = f->nfailed > 0 && f->failed[0] == 0;
+    int rank0_died = f->nfailed > 0 && f->failed[0] == 0, joined = !r->have_job;
     const char *gone = kind == REBUILD_GREW ? "joined" : kind == REBUILD_LEFT ? "left" : "died";
     int stayed = f->new_size - f->joined;
     if (kind == REBUILD_GREW)
@@ -969,12 +1076,7 @@ static int run_rebuild(RunCtx *r, FtFailure *f, RebuildWhy kind) {
         r->tr = NULL;
     }
     r->world = f->new_size;
-    if (run_snap_agree(r) != 0) {
-        run_stop(r->stop, "rank(s) %s %s before any checkpoint this run could go back to ([ckpt] every); "
-                 "stopping the run", failed, gone);
-        return -1;
-    }
-    /* the survivors' plan, and the job on it */
+    /* the survivors' plan */
     if (!r->ftcfg) r->ftcfg = nr_xmalloc(sizeof *r->ftcfg);
     if (r->ftcfg != r->cfg) *r->ftcfg = *r->cfg;
     Config *nc = r->ftcfg;
@@ -999,27 +1101,20 @@ static int run_rebuild(RunCtx *r, FtFailure *f, RebuildWhy kind) {
             nr_fatal("inject_init on the survivors: %s", why);
     }
     r->have_inj = 1;
-    job_build(&r->job, nr_world(), nc, r->be, &r->ts);
-    r->have_job = 1;
+    /* the state: from memory, or from the newest checkpoint */
+    char used[JOB_PATH_MAX + 800];
+    int64_t step = 0;
+    if (kind != REBUILD_DIED || run_rebuild_memory(r, nc, joined, &step, used, sizeof used) != 0) {
+        mem_copies_clear(&r->mc);
+        if (run_rebuild_checkpoint(r, nc, failed, gone, &step, used, sizeof used) != 0) return -1;
+        r->recovered_ckpt += kind == REBUILD_DIED;
+    }
     live_init(&r->lp, &r->job);
     r->have_lp = 1;
-    /* the newest checkpoint into it; a checkpoint being written when the rank died is deleted whole */
-    char tmp[JOB_PATH_MAX + 64], used[JOB_PATH_MAX];
+    char tmp[JOB_PATH_MAX + 64]; /* a checkpoint being written when the rank died is deleted whole */
     if (job_ckpt_discard_partial(&r->job, tmp, sizeof tmp) > 0)
         nr_log("ft: discarded %s, the checkpoint being written when the rank died (the complete ones stay)\n", tmp);
-    int64_t step = 0, sft = 0;
-    int partial = 0;
-    if (job_restart(&r->job, r->snap.path, &step, &sft, &partial, used, sizeof used, why, sizeof why) != 0) {
-        run_stop(r->stop, "rank(s) %s %s and the ranks left cannot load %s: %s", failed, gone, r->snap.path, why);
-        return -1;
-    }
     r->next_step = step;
-    r->done_steps = r->snap.done_steps;
-    r->transitions = r->snap.transitions;
-    r->tok_hash = r->snap.tok_hash;
-    r->sync_time = r->snap.sync_time;
-    r->transition_bytes = r->snap.transition_bytes;
-    r->last_ckpt = step;
     /* the trace goes on (a new file where rank 0 died with it): the failure, then the survivors' plan */
     plan_format(&r->job.plan, r->plan_text, sizeof r->plan_text);
     if (rank0_died) {
@@ -1033,7 +1128,7 @@ static int run_rebuild(RunCtx *r, FtFailure *f, RebuildWhy kind) {
     if (kind != REBUILD_GREW)
         trace_drift(r->tr, step, kind == REBUILD_LEFT ? "rank_left" : "rank_failed", (double)f->nfailed, NAN);
     if (f->joined) trace_drift(r->tr, step, "rank_joined", (double)f->joined, NAN);
-    char src[1400];
+    char src[2400];
     if (kind == REBUILD_GREW)
         snprintf(src, sizeof src, "growth: %d rank(s) and %d process(es) spawned (%s) from %s", stayed, f->joined,
                  f->where, used);
@@ -1175,6 +1270,7 @@ static void run_ppo_steps(void *ctx) {
     RunCtx *r = ctx;
     for (int step = (int)r->next_step; step < r->cfg->ppo.steps; step++) {
         const Config *cfg = r->cfg;
+        run_mem_copies(r, step);
         inject_begin_step(&r->inj, step, &r->job.plan);
         if (run_change_plan(r, step) != 0 || run_ppo_step(r, step) != 0) {
             r->status = 1;
@@ -1240,6 +1336,10 @@ static void run_ppo_end(RunCtx *r, double run0) {
     nr_log("ppo: %d steps in %.2fs; weight sync (%s) %.3fs in all, %.0f bytes per step\n", r->done_steps, r->ppo_s,
            cfg->transition.sync, r->sync_time, r->sync_bytes);
     run_report_ranks(r);
+    if (r->mc.taken)
+        nr_log("ft: copies in memory ([elastic] in_memory%s): taken %lld time(s), %.3f s in all on rank 0, %.1f MiB "
+               "held there now\n", cfg->elastic.buddy ? ", buddy" : "", (long long)r->mc.taken, r->mc.seconds,
+               r->mc.bytes / MIB);
     if (r->status == 0 && !r->stop_sig) {
         r->eval_after = run_eval(r, r->start_step + r->done_steps);
         nr_log("eval: greedy task reward on held-out prompts: %.4f after PPO (%.4f before)\n", r->eval_after,
@@ -1405,6 +1505,9 @@ static int run_verify(RunCtx *r) {
         nr_log("verify.ft_recoveries: %d\n", r->recoveries);
         nr_log("verify.ranks_lost: %d\n", r->ranks_lost);
         nr_log("verify.recovery_s: %.3f\n", r->recovery_s);
+        /* where the state came from: memory (every recovery from the copies in memory), checkpoint, or both */
+        nr_log("verify.recovered_from: %s\n", !r->recovered_ckpt ? "memory" : !r->recovered_memory ? "checkpoint" :
+               "memory+checkpoint");
     }
     if (r->ranks_joined) nr_log("verify.ranks_joined: %d\n", r->ranks_joined); /* spawned replacements */
     if (r->ranks_left) nr_log("verify.ft_ranks_left: %d\n", r->ranks_left); /* ranks left with notice (SIGUSR2) */

@@ -236,6 +236,12 @@ void *nr_xmalloc(size_t bytes) {
     return p;
 }
 
+void *nr_xrealloc(void *p, size_t bytes) {
+    void *q = realloc(p, bytes ? bytes : 1);
+    if (!q) nr_fatal("out of memory growing a buffer to %zu bytes", bytes);
+    return q;
+}
+
 void *nr_xcalloc(size_t n, size_t size) {
     void *p = calloc(n ? n : 1, size ? size : 1);
     if (!p) nr_fatal("out of memory allocating %zu x %zu bytes", n, size);

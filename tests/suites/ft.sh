@@ -26,12 +26,14 @@ kill_rank() { signal_rank KILL "$@"; } # kill_rank DECK RANK: SIGKILL
 wait_for() { local i; for i in $(seq 1 3000); do grep -aqE "$2" "$1" 2>/dev/null && return 0; sleep 0.01; done; return 1; }
 ms_between() { echo "($2 - $1) * 1000" | bc | cut -d. -f1; }
 
-# --- a rank killed mid-step: rank 2 of 4 while step 12 runs; the survivors go back to step 10's checkpoint
-feeds ft-kill ft-kill-trace ft-same-as-resumed
+# --- a rank killed mid-step: rank 2 of 4 while step 12 runs; the survivors rebuild the job from their copies in
+# memory ([elastic] in_memory) and redo only the interrupted step
+feeds ft-kill ft-kill-trace
+feeds ft-bound ft-same-as-resumed
 feeds ft-resumed ft-same-as-resumed
 if [ -n "$ulfm" ]; then
   for n in ft-kill ft-kill-trace ft-same-as-resumed ft-kill-rank0-in-ckpt ft-kill-twice-grpo ft-leave-notice \
-           ft-die-gen ft-die-inf ft-die-train ft-die-sync ft-die-ckpt ft-die-transition ft-respawn-die ft-respawn-leave ft-grow ft-no-leftovers; do want $n && result $n 77 0 "$ulfm"; done
+           ft-die-gen ft-die-inf ft-die-train ft-die-sync ft-die-ckpt ft-die-transition ft-buddy ft-buddy-no ft-respawn-die ft-respawn-leave ft-grow ft-no-leftovers; do want $n && result $n 77 0 "$ulfm"; done
 else
   if runs ft-kill; then
     ftdeck "$F/kill.deck" kill 30 5
@@ -47,37 +49,49 @@ else
     elif [ $rc = 0 ] && [ "$(verify "$LOG/ft-kill.log" status)" = pass ] && [ "$(verify "$LOG/ft-kill.log" ft_recoveries)" = 1 ] &&
        [ "$(verify "$LOG/ft-kill.log" ranks_lost)" = 1 ] && [ -n "$(verify "$LOG/ft-kill.log" recovery_s)" ] &&
        grep -aq '^ft: FAILURE: rank(s) 2 of 4 died' "$LOG/ft-kill.log" && [ "$(verify "$LOG/ft-kill.log" ppo_steps)" = 30 ] &&
-       grep -aq '^ft: recovered .*kill_step000010.h5, 10 PPO steps done; redoing from step 10 on 3 rank(s)' "$LOG/ft-kill.log"; then
-      result ft-kill 0 "$secs" "rank 2 of 4 killed in step 12 (before step 15's checkpoint); seen $(ms_between "$t_kill" "$t_seen") ms later; recovered in $(verify "$LOG/ft-kill.log" recovery_s) s; 3 survivors redid steps 10-29 from step 10's checkpoint and passed"
+       [ "$(verify "$LOG/ft-kill.log" recovered_from)" = memory ] &&
+       grep -aqE '^ft: recovered .*the copies in memory of the start of step (1[23]) .*no checkpoint read\), \1 PPO steps done; redoing from step \1 on 3 rank\(s\)' "$LOG/ft-kill.log"; then
+      result ft-kill 0 "$secs" "rank 2 of 4 killed after step 11; seen $(ms_between "$t_kill" "$t_seen") ms later; recovered in $(verify "$LOG/ft-kill.log" recovery_s) s from the copies in memory (no checkpoint read); 3 survivors redid the interrupted step $(sed -n 's/.*redoing from step \([0-9]*\) on.*/\1/p' "$LOG/ft-kill.log") and passed"
     else result ft-kill 1 "$secs" "exit $rc; see the log: no pass, or no recovery said"; fi
   fi
   if want ft-kill-trace; then
     bin/nereus-trace plans kill.trace.h5 >"$LOG/ft-kill-trace.log" 2>&1
     bin/nereus-trace csv kill.trace.h5 drift >>"$LOG/ft-kill-trace.log" 2>&1
-    if grep -q '^plan 1: from step 10 (recovery: rank(s) 2 of 4 died' "$LOG/ft-kill-trace.log" &&
+    if grep -qE '^plan 1: from step 1[23] \(recovery: rank\(s\) 2 of 4 died.*copies in memory' "$LOG/ft-kill-trace.log" &&
        grep -q 'rank_failed' "$LOG/ft-kill-trace.log" && grep -q 'status: complete (pass)' "$LOG/ft-kill-trace.log"; then
-      result ft-kill-trace 0 0 "the trace goes on: plan 1 from step 10 says which rank died, a rank_failed drift row"
+      result ft-kill-trace 0 0 "the trace goes on: plan 1 from the redone step says which rank died and that the state came from memory, a rank_failed drift row"
     else result ft-kill-trace 1 0 "no recovery plan or drift row in the trace"; fi
   fi
-  # the same checkpoint resumed by the build without ULFM on 3 ranks under the survivors' plan: the same run
+  # --- a death at a step boundary (rank 2 dies as step 10 begins, right after step 10's checkpoint; INJECTED) recovered
+  # from memory; the same checkpoint resumed by the build without ULFM on 3 ranks under the survivors' plan: the same run
+  if runs ft-bound; then
+    ftdeck "$F/bound.deck" bound 30 5
+    rm -rf "$F/bound"
+    t ft-bound 120 $L --ft -np 4 bin/nereus-ft "$F/bound.deck" --set inject.die_rank=2 --set inject.die_step=10 \
+      --set inject.die_phase=gen --set trace.file=none
+  fi
   if want ft-same-as-resumed; then
-    { sed 's/^name = kill$/name = resumed/; s#^dir = .*#dir = '"$F"'/resumed#' "$F/kill.deck"; printf '[plan]\ndefault = colocated\n'; } >"$F/resumed.deck"
-    t ft-resumed 300 $L -np 3 bin/nereus "$F/resumed.deck" --restart "$F/kill/kill_step000010.h5"
+    { sed 's/^name = bound$/name = resumed/; s#^dir = .*#dir = '"$F"'/resumed#' "$F/bound.deck"; printf '[plan]\ndefault = colocated\n'; } >"$F/resumed.deck"
+    t ft-resumed 300 $L -np 3 bin/nereus "$F/resumed.deck" --restart "$F/bound/bound_step000010.h5"
     why=""
+    [ "$(verify "$LOG/ft-bound.log" recovered_from)" = memory ] || why="not recovered from memory;"
+    grep -aq 'redoing from step 10 on 3 rank(s)' "$LOG/ft-bound.log" || why="$why not back to step 10;"
     for s in $(seq 10 29); do
-      a=$(grep -a "^step *$s |" "$LOG/ft-kill.log" | tail -1 | cut -d'|' -f2,3); b=$(grep "^step *$s |" "$LOG/ft-resumed.log" | cut -d'|' -f2,3)
+      a=$(grep -a "^step *$s |" "$LOG/ft-bound.log" | tail -1 | cut -d'|' -f2,3); b=$(grep "^step *$s |" "$LOG/ft-resumed.log" | cut -d'|' -f2,3)
       [ -n "$a" ] && [ "$a" = "$b" ] || why="$why step $s: '$a' vs '$b';"
     done
     for k in checksum.actor checksum.critic checksum.ref hash.actor hash.critic hash.ref; do
-      [ "$(verify "$LOG/ft-kill.log" $k)" = "$(verify "$LOG/ft-resumed.log" $k)" ] || why="$why verify.$k differs;"
+      [ "$(verify "$LOG/ft-bound.log" $k)" = "$(verify "$LOG/ft-resumed.log" $k)" ] || why="$why verify.$k differs;"
     done
-    if [ -z "$why" ]; then result ft-same-as-resumed 0 0 "steps 10-29 and the final weights (verify.hash, verify.checksum) as a restart from step 10 on 3 ranks"
+    if [ -z "$why" ]; then result ft-same-as-resumed 0 0 "rank 2 died as step 10 began, recovered from memory: steps 10-29, their tokens and the final weights (verify.hash, verify.checksum) as a restart from step 10's checkpoint on 3 ranks"
     else result ft-same-as-resumed 1 0 "$why"; fi
   fi
-  # --- rank 0 killed while it writes step 10's checkpoint (held as .tmp by tests/stall_rename.c): the new rank 0
-  # (old rank 1) deletes the partial file, the survivors go back to step 5 and write a new trace from there
+  # --- rank 0 killed while it writes step 10's checkpoint (held as .tmp by tests/stall_rename.c), with
+  # [elastic] in_memory = false: the new rank 0 (old rank 1) deletes the partial file, the survivors go back to
+  # step 5 and write a new trace from there
   if want ft-kill-rank0-in-ckpt; then
     ftdeck "$F/k0.deck" k0 20 5
+    printf '[elastic]\nin_memory = false\n' >>"$F/k0.deck"
     rm -rf "$F/k0" "$F/k0.stalled" k0*.trace.h5
     t0=$(date +%s.%N)
     NEREUS_STALL_RENAME=k0_step000010 NEREUS_STALL_ONCE="$F/k0.stalled" LD_PRELOAD="$PWD/build/tests/libstall_rename.so" \
@@ -99,7 +113,7 @@ else
     else result ft-kill-rank0-in-ckpt 1 "$secs" "see the log"; fi
   fi
   # --- two failures one after the other, in a GRPO run (no critic): rank 1 killed in step 7, then the rank launched
-  # as 3 (rank 2 of the 3 survivors) in step 17: 4 -> 3 -> 2 ranks, each time back to the newest checkpoint
+  # as 3 (rank 2 of the 3 survivors) in step 17: 4 -> 3 -> 2 ranks, each time rebuilt from the copies in memory
   if want ft-kill-twice-grpo; then
     { sed 's/^name = .*/name = g2/; /^\[ppo\]/,/^\[/ s/^steps = .*/steps = 24/' inputs/grpo-tiny.deck
       printf '[ckpt]\nevery = 5\nkeep = 20\ndir = %s\n' "$F/g2"; } >"$F/g2.deck"
@@ -116,8 +130,9 @@ else
     if [ -n "$k1" ] && [ -n "$k2" ] && [ $rc = 0 ] && [ "$(verify "$g" status)" = pass ] && [ "$(verify "$g" ft_recoveries)" = 2 ] &&
        [ "$(verify "$g" ranks_lost)" = 2 ] &&
        grep -aq '^ft: FAILURE: rank(s) 1 of 4 died' "$g" && grep -aq '^ft: FAILURE: rank(s) 2 (launched as 3) of 3 died' "$g" &&
-       grep -aq 'redoing from step 15 on 2 rank(s)' "$g" && [ "$(verify "$g" ppo_steps)" = 24 ]; then
-      result ft-kill-twice-grpo 0 "$secs" "GRPO: rank 1 killed, then the rank launched as 3: 4 -> 3 -> 2 ranks, back to steps 5 and 15, pass"
+       grep -aqE 'redoing from step 1[78] on 2 rank\(s\)' "$g" && [ "$(verify "$g" ppo_steps)" = 24 ] &&
+       [ "$(verify "$g" recovered_from)" = memory ]; then
+      result ft-kill-twice-grpo 0 "$secs" "GRPO: rank 1 killed, then the rank launched as 3: 4 -> 3 -> 2 ranks, each time the interrupted step redone from the copies in memory, pass"
     else result ft-kill-twice-grpo 1 "$secs" "exit $rc; kills '$k1' '$k2'"; fi
   fi
   # --- an INJECTED death in each phase of a step ([inject] die_rank, die_step, die_phase: the rank SIGKILLs itself
@@ -136,9 +151,36 @@ else
       --set inject.die_step=7 --set inject.die_phase=$1 --set trace.file=none >"$g" 2>&1
     if [ $rc = 0 ] && [ "$(verify "$g" status)" = pass ] && [ "$(verify "$g" ppo_steps)" = 12 ] &&
        [ "$(verify "$g" ranks_lost)" = 1 ] && grep -aq "INJECTED death.*rank $2 (as launched) SIGKILLs itself in step [0-9]*, as $1 begins" "$g" &&
-       grep -aq "^ft: FAILURE: rank(s) $2 of 4 died" "$g"; then
-      result ft-die-$1 0 "$secs" "rank $2 died as $1 began (step $(sed -n 's/.*SIGKILLs itself in step \([0-9]*\).*/\1/p' "$g")); recovered in $(verify "$g" recovery_s) s, 12 steps counted once, pass"
+       grep -aq "^ft: FAILURE: rank(s) $2 of 4 died" "$g" && [ "$(verify "$g" recovered_from)" = memory ] &&
+       grep -aq "redoing from step $(sed -n 's/.*SIGKILLs itself in step \([0-9]*\).*/\1/p' "$g") on 3 rank(s)" "$g"; then
+      result ft-die-$1 0 "$secs" "rank $2 died as $1 began (step $(sed -n 's/.*SIGKILLs itself in step \([0-9]*\).*/\1/p' "$g")); recovered from memory in $(verify "$g" recovery_s) s, only that step redone, 12 steps counted once, pass"
     else result ft-die-$1 1 "$secs" "exit $rc, status '$(verify "$g" status)', ranks_lost '$(verify "$g" ranks_lost)'"; fi
+  done
+  # --- a shard no replica holds: critic.train on rank 1 alone (dp1), rank 1 dies as generation begins in step 7.
+  # With [elastic] buddy = yes its buddy (rank 2) holds a copy: the state comes from memory; with buddy = no from the
+  # checkpoint of step 5, and the output says why
+  for b in yes no; do
+    n=ft-buddy; [ $b = no ] && n=ft-buddy-no
+    want $n || continue
+    d=$F/$n.deck
+    sed "s#^dir = elastic4-ckpt#dir = $F/$n#; s/^name = elastic4/name = $n/; s/^critic.train = .*/critic.train = @1/" inputs/elastic4.deck >"$d"
+    rm -rf "$F/$n"
+    g=$LOG/$n.log
+    timed secs timeout 120 $L --ft -np 4 bin/nereus-ft "$d" --set ppo.steps=12 --set elastic.buddy=$b --set inject.die_rank=1 \
+      --set inject.die_step=7 --set inject.die_phase=gen --set trace.file=none >"$g" 2>&1
+    ok=0
+    if [ $rc = 0 ] && [ "$(verify "$g" status)" = pass ] && [ "$(verify "$g" ppo_steps)" = 12 ]; then
+      if [ $b = yes ]; then
+        [ "$(verify "$g" recovered_from)" = memory ] && grep -aq 'critic.train from 1 replica(s) in memory (1 shard(s) from buddy copies)' "$g" &&
+          grep -aq 'redoing from step 7 on 3 rank(s)' "$g" && ok=1
+      else
+        [ "$(verify "$g" recovered_from)" = checkpoint ] && grep -aq "^ft: state in memory: critic.train's shard (tp 0, pp 0) lived on rank(s) 1 only, and no copy of it is left (\[elastic\] buddy = yes keeps" "$g" &&
+          grep -aq '_step000005.h5, 5 PPO steps done; redoing from step 5' "$g" && ok=1
+      fi
+    fi
+    if [ $ok = 1 ] && [ $b = yes ]; then result $n 0 "$secs" "critic.train's one shard died with rank 1; rebuilt from its buddy copy on another rank, no checkpoint read, step 7 redone, pass"
+    elif [ $ok = 1 ]; then result $n 0 "$secs" "the same with buddy = no: the output names the shard no copy is left of, step 5's checkpoint read, pass"
+    else result $n 1 "$secs" "exit $rc, status '$(verify "$g" status)', recovered_from '$(verify "$g" recovered_from)'"; fi
   done
   # --- [elastic] respawn on inputs/elastic4.deck: rank 0 dies as training begins in step 7, and (another run)
   # rank 1 is sent SIGUSR2 during step 8: each time one process is spawned and joins the survivors, the job goes
@@ -154,9 +196,9 @@ else
     if [ $rc = 0 ] && [ "$(verify "$g" status)" = pass ] && [ "$(verify "$g" ppo_steps)" = 12 ] &&
        [ "$(verify "$g" ranks_lost)" = 1 ] && [ "$(verify "$g" ranks_joined)" = 1 ] &&
        grep -aq '^ft: \[elastic\] respawn: 1 new process(es) spawned and joined in [0-9.]* s: 4 rank(s)' "$g" &&
-       grep -aq '^ft: recovered .* redoing from step 5 on 4 rank(s)' "$g" &&
-       bin/nereus-trace plans rs-die_step000005.trace.h5 2>/dev/null | grep -q 'spawned to replace them'; then
-      result ft-respawn-die 0 "$secs" "rank 0 died as train began in step 7; $(sed -n 's/^ft: \[elastic\] respawn: 1 new process(es) spawned and joined in \([0-9.]*\) s.*/\1/p' "$g") s to spawn and join one; back to step 5 on 4 ranks, pass"
+       grep -aq '^ft: recovered .*copies in memory of the start of step 7 .* redoing from step 7 on 4 rank(s)' "$g" &&
+       bin/nereus-trace plans rs-die_step000007.trace.h5 2>/dev/null | grep -q 'spawned to replace them'; then
+      result ft-respawn-die 0 "$secs" "rank 0 died as train began in step 7; $(sed -n 's/^ft: \[elastic\] respawn: 1 new process(es) spawned and joined in \([0-9.]*\) s.*/\1/p' "$g") s to spawn and join one; step 7 redone from the copies in memory on 4 ranks, pass"
     else result ft-respawn-die 1 "$secs" "exit $rc, status '$(verify "$g" status)', joined '$(verify "$g" ranks_joined)'"; fi
   fi
   if want ft-respawn-leave; then
