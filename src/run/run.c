@@ -228,6 +228,8 @@ typedef struct RunCtx {
     int64_t leave_at;             /* ≥ 0: ranks told to leave (SIGUSR2) leave before this step (run_leave) */
     int64_t grow_at;              /* ≥ 0: the job grows ([elastic] grow_to) before this step (run_grow) */
     int ranks_left;               /* ranks that left with notice */
+    int leave_moved;              /* the last leave moved the leavers' state to the others by a transition and the
+                                     copies in memory hold it (run_leave_move): the rebuild takes them */
 } RunCtx;
 
 static void run_ctx_init(RunCtx *r, const Config *cfg, const Deck *deck, const char *deck_path) {
@@ -913,14 +915,14 @@ static void run_respawn(RunCtx *r, FtFailure *f) {
 typedef struct JoinNews {
     FtFailure f;
     RebuildWhy why;
-    int launched, ranks_lost, ranks_joined, ranks_left, recoveries, traced;
+    int launched, ranks_lost, ranks_joined, ranks_left, recoveries, traced, leave_moved;
 } JoinNews;
 
 /* collective over the joined world where processes joined (f->joined): the survivors' rank 0 says what
  * happened; a joiner takes it (its own rank kept) */
 static void run_join_news(RunCtx *r, FtFailure *f, RebuildWhy *why) {
     JoinNews m = {*f, *why, r->launched, r->ranks_lost, r->ranks_joined, r->ranks_left, r->recoveries,
-                  r->tr != NULL};
+                  r->tr != NULL, r->leave_moved};
     comm_bcast(nr_world(), &m, sizeof m, 0);
     if (!ft_joined() || r->have_job) return;
     int me = comm_rank(nr_world());
@@ -928,7 +930,7 @@ static void run_join_news(RunCtx *r, FtFailure *f, RebuildWhy *why) {
     f->new_rank = me, f->old_rank = -1;
     *why = m.why;
     r->launched = m.launched, r->ranks_lost = m.ranks_lost, r->ranks_joined = m.ranks_joined;
-    r->ranks_left = m.ranks_left, r->recoveries = m.recoveries;
+    r->ranks_left = m.ranks_left, r->recoveries = m.recoveries, r->leave_moved = m.leave_moved;
     if (!m.traced) {
         trace_close(r->tr, MPI_COMM_NULL, NULL, 0, 0);
         r->tr = NULL;
@@ -1014,7 +1016,6 @@ static int run_rebuild_memory(RunCtx *r, const Config *nc, int joined, int64_t *
     run_snap_restore(r, &r->msnap);
     snprintf(used, len, "the copies in memory of the start of step %lld (%s; %.2f MiB moved onto the survivors' "
              "plan; no checkpoint read)", (long long)s, how, rep.bytes_moved / MIB);
-    r->recovered_memory++;
     return 0;
 }
 
@@ -1104,11 +1105,13 @@ static int run_rebuild(RunCtx *r, FtFailure *f, RebuildWhy kind) {
     /* the state: from memory, or from the newest checkpoint */
     char used[JOB_PATH_MAX + 800];
     int64_t step = 0;
-    if (kind != REBUILD_DIED || run_rebuild_memory(r, nc, joined, &step, used, sizeof used) != 0) {
+    int memory = kind == REBUILD_DIED || (kind == REBUILD_LEFT && r->leave_moved);
+    r->leave_moved = 0;
+    if (!memory || run_rebuild_memory(r, nc, joined, &step, used, sizeof used) != 0) {
         mem_copies_clear(&r->mc);
         if (run_rebuild_checkpoint(r, nc, failed, gone, &step, used, sizeof used) != 0) return -1;
         r->recovered_ckpt += kind == REBUILD_DIED;
-    }
+    } else r->recovered_memory += kind == REBUILD_DIED;
     live_init(&r->lp, &r->job);
     r->have_lp = 1;
     char tmp[JOB_PATH_MAX + 64]; /* a checkpoint being written when the rank died is deleted whole */
@@ -1186,10 +1189,51 @@ static int run_step_boundary(RunCtx *r, int step) {
     return 1;
 }
 
+/* collective over nr_world() (every rank alive), at step boundary `step` where the ranks with `me` = 1 leave
+ * ([elastic] in_memory): a planned transition moves the job onto the survivors' plan over the ranks that stay
+ * (their old numbers), so the leavers hold nothing, and every rank copies its shards into memory; the rebuild on
+ * the ranks that stay then takes those copies (run_rebuild_memory), nothing read or redone. Returns 0, or 1 (said)
+ * when it cannot: the caller writes a checkpoint instead. */
+static int run_leave_move(RunCtx *r, int me, int64_t step) {
+    Job *j = &r->job;
+    if (!r->cfg->elastic.in_memory || j->staleness > 0 || j->rq.gen_next > step) return 1;
+    int n = j->size, *leaving = nr_xmalloc((size_t)n * sizeof(int)), *stay = nr_xmalloc((size_t)n * sizeof(int));
+    mpiCheck(MPI_Allgather(&me, 1, MPI_INT, leaving, 1, MPI_INT, nr_world()));
+    int ns = 0;
+    for (int k = 0; k < n; k++)
+        if (!leaving[k]) stay[ns++] = k;
+    PlanConfig ps;
+    char why[512];
+    int rc = job_survivor_plan(r->cfg, ns, &ps, why, sizeof why);
+    for (int i = 0; rc == 0 && i < PLAN_NSTAGES; i++) /* over the ranks that stay, as numbered now */
+        for (int k = 0; k < ps.stage[i].nranks; k++) ps.stage[i].ranks[k] = (int16_t)stay[ps.stage[i].ranks[k]];
+    free(leaving);
+    free(stay);
+    JobTxReport rep;
+    double t0 = nr_now();
+    if (rc == 0) rc = job_transition(j, &ps, 0, &rep, why, sizeof why);
+    if (rc != 0) {
+        nr_log("ft: the leaving ranks' state could not move by a transition (%s); a checkpoint instead\n", why);
+        return 1;
+    }
+    nr_log("ft: before step %lld the job moved onto the %d rank(s) that stay by a planned transition (%.2f MiB in "
+           "%.3f s); the leaving ranks hold nothing now\n", (long long)step, ns, rep.bytes_moved / MIB, rep.measured_s);
+    job_tx_log(&rep, (int)step, t0, r->plan_id, r->plan_id + 1, r->tr);
+    plan_format(&j->plan, r->plan_text, sizeof r->plan_text);
+    trace_plan(r->tr, ++r->plan_id, step, r->plan_text, "leave with notice (SIGUSR2): the job moved off the leaving "
+               "rank(s) before they go", NAN, NAN);
+    r->transitions++;
+    r->transition_bytes += rep.bytes_moved;
+    mem_copies_take(&r->mc, j, step, 0);
+    run_snap_to(r, &r->msnap, step, "");
+    return 0;
+}
+
 /* collective over nr_world(), at the step boundary r->leave_at, where some ranks were told to leave (SIGUSR2):
- * a checkpoint of that step; the leaving ranks exit; the others make a world of their own and go on from the
- * checkpoint on a plan for themselves (run_rebuild), with no step redone. Every rank told to leave: the run stops
- * there as at SIGUSR1. Returns 0, or −1 when the run must stop (r->stop says why). */
+ * the job moves off them by a planned transition (run_leave_move; else a checkpoint of that step); the leaving
+ * ranks exit; the others make a world of their own and go on on a plan for themselves (run_rebuild), with no
+ * step redone. Every rank told to leave: the run stops there as at SIGUSR1, with a checkpoint. Returns 0, or −1
+ * when the run must stop (r->stop says why). */
 static int run_leave(RunCtx *r) {
     const Config *cfg = r->cfg;
     int64_t step = r->leave_at;
@@ -1197,7 +1241,8 @@ static int run_leave(RunCtx *r) {
     int me = ft_leave_requested();
     int64_t n_leave = me;
     comm_allreduce_sum_i64(nr_world(), &n_leave, 1);
-    if (r->last_ckpt != step) {
+    r->leave_moved = n_leave < r->world && run_leave_move(r, me, step) == 0;
+    if (!r->leave_moved && r->last_ckpt != step) {
         char path[JOB_PATH_MAX];
         if (job_checkpoint(&r->job, step, cfg->sft.steps, r->deck_text, r->plan_text, path, sizeof path, r->why,
                            sizeof r->why) != 0) {
@@ -1222,8 +1267,9 @@ static int run_leave(RunCtx *r) {
                  "new trace", (long long)step);
         if (r->tr && r->job.rank == 0) trace_close(r->tr, MPI_COMM_NULL, status, r->done_steps, 0);
         r->tr = r->job.rank == 0 ? NULL : r->tr;
-        fprintf(stderr, "nereus: rank %d: leaving the job with notice (SIGUSR2) before step %lld; checkpoint %s\n",
-                r->job.rank, (long long)step, r->snap.path);
+        fprintf(stderr, "nereus: rank %d: leaving the job with notice (SIGUSR2) before step %lld; %s%s\n", r->job.rank,
+                (long long)step, r->leave_moved ? "its state moved to the ranks that stay" : "checkpoint ",
+                r->leave_moved ? "" : r->snap.path);
         if (ft_split_leavers(1, &f, why, sizeof why) != 0) nr_fatal("leaving: %s", why);
         ft_leave_exit();
     }

@@ -216,7 +216,8 @@ else
     if [ -n "$sent" ] && [ $rc = 0 ] && [ "$(verify "$g" status)" = pass ] && [ "$(verify "$g" ppo_steps)" = 20 ] &&
        [ "$(verify "$g" ft_ranks_left)" = 1 ] && [ "$(verify "$g" ranks_joined)" = 1 ] &&
        grep -aq '^ft: rank(s) 1 of 4 left with notice .* 3 rank(s) go on' "$g" && grep -aq 'going on from step [0-9]* on 4 rank(s)' "$g" &&
-       bin/nereus-trace plans rs-lv.trace.h5 2>/dev/null | grep -q 'left with notice.*spawned to replace them'; then
+       bin/nereus-trace plans rs-lv.trace.h5 2>/dev/null | grep -q 'left with notice.*spawned to replace them' &&
+       bin/nereus-trace plans rs-lv.trace.h5 2>/dev/null | grep -q 'leave with notice (SIGUSR2): the job moved off the leaving rank'; then
       result ft-respawn-leave 0 "$secs" "rank 1 left with notice, one process spawned in its place: 4 -> 3 -> 4 ranks at that boundary, 20 steps once, pass"
     else result ft-respawn-leave 1 "$secs" "signal sent '$sent', exit $rc, status '$(verify "$g" status)', joined '$(verify "$g" ranks_joined)'"; fi
   fi
@@ -252,9 +253,11 @@ else
     n=$(grep -ac '^step ' "$LOG/ft-leave-notice.log")
     if [ -n "$sent" ] && [ $rc = 0 ] && [ "$(verify "$LOG/ft-leave-notice.log" status)" = pass ] && [ -n "$at" ] &&
        [ "$n" = 30 ] && [ "$(verify "$LOG/ft-leave-notice.log" ft_ranks_left)" = 1 ] &&
+       grep -aq "^ft: before step $at the job moved onto the 3 rank(s) that stay by a planned transition" "$LOG/ft-leave-notice.log" &&
+       grep -aq "^ft: rebuilt in .*copies in memory of the start of step $at .*no checkpoint read" "$LOG/ft-leave-notice.log" &&
        bin/nereus-trace summary lv.trace.h5 2>/dev/null | grep -q 'status: complete (rank 0 left with notice (SIGUSR2)' &&
        bin/nereus-trace plans "$(printf 'lv_step%06d.trace.h5' "$at")" 2>/dev/null | grep -q 'recovery: rank(s) 0 of 4 left with notice'; then
-      result ft-leave-notice 0 "$secs" "rank 0 left before step $at (checkpoint there), 3 ranks went on with no step redone; its trace complete, a new one from step $at"
+      result ft-leave-notice 0 "$secs" "rank 0 left before step $at, the job moved off it by a planned transition first; 3 ranks went on with no step redone and no checkpoint read; its trace complete, a new one from step $at"
     else result ft-leave-notice 1 "$secs" "exit $rc, $n step lines, left before step '$at'"; fi
   fi
   # --- after every kill, leave, spawn and growth above: no process of theirs left running (each run's program
