@@ -112,6 +112,10 @@ void ft_leave_exit(void) __attribute__((noreturn));
  * (their set-up) until ft_join_world() makes the merged one nr_world(). */
 void ft_set_command(int argc, char **argv);
 int ft_spawn(int n, FtFailure *f, char *why, size_t len);
+/* Local: 0 when this job's launcher can start processes into it (Open MPI's mpirun / prterun, whose spawns are
+ * placed oversubscribing: a free slot is never needed), or −1 with why when it cannot (a direct launch by srun).
+ * The deck checks it for [elastic] respawn and grow_to before the run starts. */
+int ft_spawn_possible(char *why, size_t len);
 int ft_joined(void);
 int ft_joined_size(void); /* the merged world's size in a spawned process (0 elsewhere) */
 void ft_join_world(void);

@@ -48,6 +48,16 @@ void ft_set_command(int argc, char **argv) {
     for (int i = 1; i < argc; i++) spawn_argv[i - 1] = argv[i];
 }
 int ft_built(void) { return NEREUS_ULFM; }
+
+int ft_spawn_possible(char *why, size_t len) {
+    const char *ns = getenv("PMIX_NAMESPACE"), *step = getenv("SLURM_STEP_ID");
+    int prte = ns && strncmp(ns, "prte", 4) == 0; /* mpirun / prterun: Open MPI's own runtime, which spawns */
+    if (step && !prte)
+        return nr_fail(why, len, "this job was launched by srun (Slurm step %s, PMIx namespace %s), which cannot start "
+                       "processes into a running job (MPI_Comm_spawn needs Open MPI's own runtime); launch with mpirun "
+                       "--with-ft ulfm inside the allocation (jobs/local.sh --ft does)", step, ns ? ns : "none");
+    return 0;
+}
 int ft_recovered(void) { return recovered; }
 
 void ft_set_revoke(void (*fn)(void *ctx), void *ctx) {

@@ -391,6 +391,10 @@ static int run_check_job(RunCtx *r) {
         return deck_error_at(deck, "elastic.grow_to", "[elastic] grow_to = %d spawns ranks into the running job, "
                              "which needs fault tolerance: run bin/nereus-ft under jobs/local.sh --ft (make ft), or "
                              "launch %d rank(s)", cfg->elastic.grow_to, cfg->elastic.grow_to);
+    char sw[400];
+    if ((cfg->elastic.respawn || cfg->elastic.grow_to > r->world) && ft_spawn_possible(sw, sizeof sw) != 0)
+        return deck_error_at(deck, cfg->elastic.respawn ? "elastic.respawn" : "elastic.grow_to", "[elastic] %s spawns "
+                             "processes into the job: %s", cfg->elastic.respawn ? "respawn" : "grow_to", sw);
     if (cfg->elastic.grow_to > r->world && cfg->ckpt.every <= 0)
         return deck_error_at(deck, "elastic.grow_to", "[elastic] grow_to = %d grows the job at its scheduled "
                              "checkpoints, and [ckpt] every = 0 schedules none", cfg->elastic.grow_to);

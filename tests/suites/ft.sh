@@ -33,7 +33,7 @@ feeds ft-bound ft-same-as-resumed
 feeds ft-resumed ft-same-as-resumed
 if [ -n "$ulfm" ]; then
   for n in ft-kill ft-kill-trace ft-same-as-resumed ft-kill-rank0-in-ckpt ft-kill-twice-grpo ft-leave-notice \
-           ft-die-gen ft-die-inf ft-die-train ft-die-sync ft-die-ckpt ft-die-transition ft-buddy ft-buddy-no ft-respawn-die ft-respawn-leave ft-grow ft-no-leftovers; do want $n && result $n 77 0 "$ulfm"; done
+           ft-die-gen ft-die-inf ft-die-train ft-die-sync ft-die-ckpt ft-die-transition ft-buddy ft-buddy-no ft-spawn-srun-refused ft-respawn-die ft-respawn-leave ft-grow ft-no-leftovers; do want $n && result $n 77 0 "$ulfm"; done
 else
   if runs ft-kill; then
     ftdeck "$F/kill.deck" kill 30 5
@@ -182,6 +182,16 @@ else
     elif [ $ok = 1 ]; then result $n 0 "$secs" "the same with buddy = no: the output names the shard no copy is left of, step 5's checkpoint read, pass"
     else result $n 1 "$secs" "exit $rc, status '$(verify "$g" status)', recovered_from '$(verify "$g" recovered_from)'"; fi
   done
+  # --- respawn where the launcher cannot spawn: a direct launch by srun (here: SLURM_STEP_ID set and no mpirun, a
+  # singleton with fault tolerance on) is refused at the key, exit 2, before the run starts
+  if want ft-spawn-srun-refused; then
+    g=$LOG/ft-spawn-srun-refused.log
+    timed secs env SLURM_STEP_ID=7 OMPI_MCA_mpi_ft_enable=1 timeout 60 bin/nereus-ft tests/decks/restart.deck \
+      --set elastic.respawn=true --set trace.file=none --set ckpt.dir="$F/srun" >"$g" 2>&1
+    if [ $rc = 2 ] && grep -aq "elastic.respawn=true: error: \[elastic\] respawn spawns processes into the job: this job was launched by srun" "$g" &&
+       ! grep -aq '^step ' "$g"; then result ft-spawn-srun-refused 0 "$secs" "exit 2 at elastic.respawn: launched by srun, no runtime to spawn with"
+    else result ft-spawn-srun-refused 1 "$secs" "exit $rc"; fi
+  fi
   # --- [elastic] respawn on inputs/elastic4.deck: rank 0 dies as training begins in step 7, and (another run)
   # rank 1 is sent SIGUSR2 during step 8: each time one process is spawned and joins the survivors, the job goes
   # on from the checkpoint on 4 ranks again and passes with every step counted once; the trace's plan row names
