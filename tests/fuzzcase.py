@@ -7,6 +7,7 @@ import random
 import shutil
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 
 
 def start(name, default_seed, more=""):
@@ -39,3 +40,11 @@ def finish(k, work, why, cmd, so, se, what="", prefix=""):
         f.write("%s%s\n--- stdout\n%s\n--- stderr\n%s\n" % (prefix, " ".join(cmd), so[-6000:], se[-4000:]))
     print("FAIL case %d%s: %s; kept in %s" % (k, " (%s)" % what if what else "", why, work))
     return 1
+
+
+def run_all(cases, fn):
+    """[fn(case) for case in cases], FUZZ_JOBS (default 2) at a time: the cases are made first, in order (the
+    generator's draws do not depend on how they run), each runs in its own directory, the results come in order"""
+    jobs = max(1, int(os.environ.get("FUZZ_JOBS", "2")))
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        return list(pool.map(fn, cases))

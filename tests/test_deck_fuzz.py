@@ -77,6 +77,7 @@ def main():
     bases = [(open(os.path.join("tests/decks/fuzz", f)).read(), np) for f, np in BASES]
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
     counts, failures = {"ran": 0, "refused": 0}, 0
+    cases = []
     for k in range(n):
         text, np = rng.choice(bases)
         work = os.path.join(out, "case%d" % k)
@@ -88,14 +89,17 @@ def main():
         nereus = os.path.join(root, "bin/nereus")
         cmd = [nereus, "--simulate", deck] if np == 0 else [nereus, deck] if np == 1 else \
             [os.path.join(root, "jobs/local.sh"), "-np", str(np), nereus, deck]
+        cases.append((k, np, work, cmd))
+
+    def check(case):
+        """(why it failed or None, what it counts as, stdout, stderr)"""
+        k, np, work, cmd = case
         rc, so, se = fuzzcase.run(cmd, work, env, timeout=90)
         if rc == 0 and re.search(r"^verify\.status: (pass|fail)$", so, re.M):
-            why = None
-            counts["ran"] += 1
-        elif rc in (1, 2) and re.search(r"\berror: ", se):
-            why = None
-            counts["refused"] += 1
-        elif rc == "timeout":
+            return None, "ran", so, se
+        if rc in (1, 2) and re.search(r"\berror: ", se):
+            return None, "refused", so, se
+        if rc == "timeout":
             why = "no end within 90 s"
         elif isinstance(rc, int) and rc < 0:
             why = "killed by signal %d" % -rc
@@ -103,6 +107,11 @@ def main():
             why = "exit %d without %s" % (rc, "the verification block" if rc == 0 else "an error message")
         else:
             why = "exit %s" % rc
+        return why, None, so, se
+
+    for (k, np, work, cmd), (why, key, so, se) in zip(cases, fuzzcase.run_all(cases, check)):
+        if key:
+            counts[key] += 1
         failures += fuzzcase.finish(k, work, why, cmd, so, se, what="simulate" if np == 0 else "%d rank(s)" % np)
     print("fuzz: %d mutated decks: %d ran, %d refused with a message, %d failed" %
           (n, counts["ran"], counts["refused"], failures))

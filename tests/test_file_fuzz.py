@@ -146,6 +146,7 @@ def main():
     kinds = os.environ.get("FILE_FUZZ_KINDS", "ckpt,trace,llmc,tokens").split(",")
     if not kinds or any(x not in pristine for x in kinds):
         sys.exit("file fuzz: FILE_FUZZ_KINDS is a comma list of ckpt, trace, llmc, tokens")
+    cases = []
     for k in range(n):
         kind = kinds[k % len(kinds)]
         work = os.path.join(out, "case%d" % k)
@@ -155,7 +156,12 @@ def main():
         data, what = damage(rng, pristine[kind])
         with open(path, "wb") as f:
             f.write(data)
-        why, last = None, ([], "", "")
+        cases.append((k, kind, work, name, path, data, what))
+
+    def check(case):
+        """(why it failed or None, the last command's (cmd, stdout, stderr), the count it adds to)"""
+        k, kind, work, name, path, data, what = case
+        why, last, key = None, ([], "", ""), None
 
         def ends_well(cmd, rc, se):
             """None, or why this command's end is not one of the two allowed"""
@@ -200,7 +206,7 @@ def main():
                 elif not why and sound and rc != 0:
                     why = "verify passed, the restart refused"
             if not why:
-                counts["ckpt sound" if sound else "ckpt refused"] += 1
+                key = "ckpt sound" if sound else "ckpt refused"
         elif kind == "llmc":  # an import either refuses, or keeps the file: exported again, the same bytes
             out_h5, back = os.path.join(work, "imported.h5"), os.path.join(work, "back.bin")
             cmd = [ckpt_tool, "import-llmc", path, out_h5]
@@ -216,7 +222,7 @@ def main():
                     why = "import-llmc took the file, but exporting it again gave %s" % (
                         "exit %s" % rc2 if rc2 != 0 else "other bytes")
             if not why:
-                counts["llmc read" if rc == 0 else "llmc refused"] += 1
+                key = "llmc read" if rc == 0 else "llmc refused"
         elif kind == "tokens":  # the actor's loss on the damaged token file
             cmd = [ckpt_tool, "loss", ckpt, "--tokens", path, "--batch", "4", "--seq", "8"]
             rc, so, se = fuzzcase.run(cmd, work, env, timeout=60)
@@ -224,7 +230,7 @@ def main():
             if not why and rc == 0 and not re.search(r"^loss: [0-9.]+$", so, re.M):
                 why = "loss exit 0 without a finite 'loss: VALUE' line"
             if not why:
-                counts["tokens read" if rc == 0 else "tokens refused"] += 1
+                key = "tokens read" if rc == 0 else "tokens refused"
         else:
             refused = 0
             for sub in TRACE_COMMANDS:
@@ -237,8 +243,13 @@ def main():
                 if why:
                     break
             if not why:
-                counts["trace refused" if refused else "trace read"] += 1
-        failures += fuzzcase.finish(k, work, why, *last, what="%s, %s" % (kind, what))
+                key = "trace refused" if refused else "trace read"
+        return why, last, key
+
+    for case, (why, last, key) in zip(cases, fuzzcase.run_all(cases, check)):
+        if key:
+            counts[key] += 1
+        failures += fuzzcase.finish(case[0], case[2], why, *last, what="%s, %s" % (case[1], case[6]))
     print("file fuzz: %d damaged files: checkpoints %d sound (restart and export identical), %d refused by verify "
           "(every tool ends with a named refusal or the undamaged results); traces %d read, %d refused by some "
           "command; llm.c files %d imported (exported again byte for byte), %d refused; token files %d read, "

@@ -104,30 +104,37 @@ def main():
     n, out, rng = fuzzcase.start("test_sim_fuzz.py", 20261205)
     root = os.getcwd()
     counts, failures = {"ran": 0, "outran": 0, "refused": 0}, 0
+    cases = []
     for k in range(n):
         work = os.path.join(out, "case%d" % k)
         os.makedirs(work)
         path = os.path.join(work, "sim.deck")
         with open(path, "w") as f:
             f.write(deck(rng, work))
-        cmd = [os.path.join(root, "bin/nereus"), "--simulate", path]
+        cases.append((k, work, [os.path.join(root, "bin/nereus"), "--simulate", path]))
+
+    def one(case):
+        """(why it failed or None, what it counts as, stdout, stderr)"""
+        k, work, cmd = case
         rc, so, se = fuzzcase.run(cmd, work)
-        why = None
         if rc == 0:
             why = check(so)
-            counts["ran"] += why is None
-        elif rc == 1 and re.search(r"^sim\.", so, re.M):  # the policies ran and the adaptive ones could not finish
+            return why, "ran" if why is None else None, so, se
+        if rc == 1 and re.search(r"^sim\.", so, re.M):  # the policies ran and the adaptive ones could not finish
             why = check(so) or (None if re.search(r"\berror: the adaptive policies cannot run", se) else
                                 "exit 1 without the error message")
-            counts["outran"] += why is None
-        elif rc == 2 and re.search(r"\berror: ", se):
-            counts["refused"] += 1
-        elif rc == "timeout":
-            why = "no end within 120 s"
-        elif isinstance(rc, int) and rc < 0:
-            why = "killed by signal %d" % -rc
-        else:
-            why = "exit %s without an error message" % rc
+            return why, "outran" if why is None else None, so, se
+        if rc == 2 and re.search(r"\berror: ", se):
+            return None, "refused", so, se
+        if rc == "timeout":
+            return "no end within 120 s", None, so, se
+        if isinstance(rc, int) and rc < 0:
+            return "killed by signal %d" % -rc, None, so, se
+        return "exit %s without an error message" % rc, None, so, se
+
+    for (k, work, cmd), (why, key, so, se) in zip(cases, fuzzcase.run_all(cases, one)):
+        if key:
+            counts[key] += 1
         failures += fuzzcase.finish(k, work, why, cmd, so, se)
     print("sim fuzz: %d random valid simulator decks: %d ran, %d ran until the pool or the lengths outgrew every plan "
           "(exit 1, the reason on stderr), %d refused up front (exit 2), %d failed" %

@@ -102,7 +102,8 @@ typedef struct JobTxReport {
  * stage gradients and AdamW m, v; activations at the stage's capacity) and
  * the job's window of a logical vector (job_window); each node's ranks together against the
  * node's memory (nr_node_memory: physical, or a cgroup's limit where
- * lower). Returns 0, or −1 with why (the fullest node: what its ranks
+ * lower); under fault tolerance with [elastic] in_memory also the copies
+ * of the stateful shards (memrec.h; buddy copies are not counted). Returns 0, or −1 with why (the fullest node: what its ranks
  * need, its largest rank's model-stages, what the node has) — a
  * deck that cannot fit is refused instead of dying in malloc or by the
  * kernel's out-of-memory killer. */

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "nereus/comm.h"
+#include "nereus/ft.h"
 #include "nereus/plan.h"
 #include "nereus/txprice.h"
 #include "nereus/util.h"
@@ -66,6 +67,11 @@ int job_memory_check(MPI_Comm world, const Config *cfg, const TaskSet *ts, char 
         int pos = plan_stage_pos(&cfg->plan.stage[i], rank);
         if (pos < 0) continue;
         stage_b[i] = tx_stage_shard_bytes(&px, i, &cfg->plan.stage[i], pos);
+        const PlanStage *ps = &cfg->plan.stage[i];
+        if (ft_on() && cfg->elastic.in_memory && tx_stage_holds_model(&px, i) &&
+            (plan_stage_is_train(i) || i == PLAN_REF_INF || i == PLAN_REWARD_INF)) /* its copy in memory (memrec.h) */
+            stage_b[i] += (double)gpt_shard_state_bytes(plan_stage_is_critic(i) ? &sh.cc : &sh.ac, ps->tp, ps->pp,
+                                                        pos / (ps->tp * ps->dp), plan_stage_is_train(i));
         mine += stage_b[i];
     }
     /* the node's ranks together against its memory (physical, or a cgroup's limit where lower) */

@@ -62,8 +62,8 @@ export -f loss_close greedy_same tokenizer_carried tok_from; export G SM SMCK LO
 # max_seq 256 of the file's 8,192) takes the checkpoint, and a pretrained model runs the text path end to end
 smollm2_check gguf-smollm2-grpo-step 300 $L -np 1 bin/nereus inputs/smollm2-grpo.deck --set ppo.steps=1 --set ppo.batch=4 --set model.gen_dtype=bf16 \
   --set ppo.minibatch=4 --set ppo.max_response=8 --set data.eval_size=2 --set trace.file=none
-# the same on 2 ranks, 2 steps of a prompt x 4 (the deck's plan: every stage over both ranks, dp 2: 2 rows each)
-smollm2_check gguf-smollm2-grpo-np2 300 $L -np 2 bin/nereus inputs/smollm2-grpo.deck --set ppo.steps=2 \
+# the same on 2 ranks, a step of a prompt x 4 (the deck's plan: every stage over both ranks, dp 2: 2 rows each)
+smollm2_check gguf-smollm2-grpo-np2 300 $L -np 2 bin/nereus inputs/smollm2-grpo.deck --set ppo.steps=1 \
   --set ppo.batch=4 --set ppo.minibatch=4 --set ppo.max_response=8 --set data.eval_size=2 --set trace.file=none
 smollm2_check gguf-smollm2-tok-gguf 120 bash -c "tok_from $SM/SmolLM2-135M-Instruct.Q4_1.gguf gguf"
 smollm2_check gguf-smollm2-tok-ckpt 120 bash -c "tok_from $SMCK ckpt"
