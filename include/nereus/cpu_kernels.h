@@ -30,5 +30,8 @@ int cpu_kernels_runs(CpuKernelPath p);
 int cpu_kernels_set(const char *name, char *why, size_t len);
 /* reads NEREUS_CPU_KERNELS (unset or empty: auto); 0, or -1 with why naming the variable */
 int cpu_kernels_from_env(char *why, size_t len);
+/* 1 with why when OpenBLAS runs kernels older than this CPU's (pre-AVX2 ones on an AVX2 or AVX-512 CPU: it did
+   not recognise the CPU), naming the OPENBLAS_CORETYPE that fits; else 0 */
+int cpu_blas_core_check(char *why, size_t len);
 
 #endif

@@ -273,6 +273,8 @@ static int run_select_backend(RunCtx *r) {
     if (strcmp(r->be->name, "cpu") == 0)
         nr_log("nereus: CPU kernels: %s (NEREUS_CPU_KERNELS=avx512|avx2|portable forces one; the same bits on each)\n",
                cpu_kernels_name(cpu_kernels_path()));
+    char blas[600];
+    if (strcmp(r->be->name, "cpu") == 0 && cpu_blas_core_check(blas, sizeof blas)) nr_log("warning: %s\n", blas);
     r->be->set_threads(cfg->run.blas_threads);
     warn_threads(cfg, r->be);
     if (strcmp(cfg->run.precision, "tf32") == 0) {

@@ -261,6 +261,9 @@ int main(int argc, char **argv) {
     if (tf32) { fprintf(stderr, "bench_step: --tf32 needs the CUDA backend\n"); return 2; }
 #endif
     printf("backend: %s%s\n", bench_be->name, tf32 ? " (TF32)" : "");
+    char blas[600];
+    printf("OpenBLAS kernels: %s%s%s\n", openblas_get_corename(), cpu_blas_core_check(blas, sizeof blas) ? "; warning: " : "",
+           cpu_blas_core_check(blas, sizeof blas) ? blas : "");
     Shape shapes[3] = {
         {"tiny", {.V = TASK_VOCAB, .maxT = 64, .L = 2, .C = 64, .NH = 4}, 4, 64, quick ? 3 : 9},
         {"gpt2-124M", {.V = 50257, .maxT = 64, .L = 12, .C = 768, .NH = 12}, 4, 64, quick ? 1 : 3},
