@@ -132,15 +132,15 @@ static void post_floats(ReqList *q, float *buf, size_t n, int peer, int send, MP
     }
 }
 
-/* the kept copy of (owner, stage), made where there is none */
-static MemCopy *kept_slot(MemCopies *mc, int owner, int stage) {
+/* the index in mc->kept of the copy of (owner, stage), made where there is none (the array may move) */
+static int kept_slot(MemCopies *mc, int owner, int stage) {
     for (int k = 0; k < mc->nkept; k++)
-        if (mc->kept[k].owner == owner && mc->kept[k].stage == stage) return &mc->kept[k];
+        if (mc->kept[k].owner == owner && mc->kept[k].stage == stage) return k;
     mc->kept = nr_xrealloc(mc->kept, (size_t)(mc->nkept + 1) * sizeof *mc->kept);
-    MemCopy *c = &mc->kept[mc->nkept++];
+    MemCopy *c = &mc->kept[mc->nkept];
     memset(c, 0, sizeof *c);
     c->owner = owner, c->stage = stage;
-    return c;
+    return mc->nkept++;
 }
 
 /* drops the kept copies the copies' plan no longer has (another layout) or of a trained stage at another step */
@@ -177,22 +177,23 @@ static void buddy_exchange(MemCopies *mc, Job *j, const int fresh[PLAN_NSTAGES])
     if (to != me) mpiCheck(MPI_Isend(&out, sizeof out, MPI_BYTE, to, TAG_HEAD, j->xcomm, req_next(&q)));
     comm_waitall(q.n, q.r);
     q.n = 0;
-    MemCopy **got = nr_xcalloc((size_t)nsrc * PLAN_NSTAGES + 1, sizeof *got);
+    int *got = nr_xcalloc((size_t)nsrc * PLAN_NSTAGES + 1, sizeof *got); /* indices: kept_slot moves the array */
     for (int s = 0; s < nsrc; s++)
         for (int e = 0; e < in[s].count && e < PLAN_NSTAGES; e++) {
             const BuddyEntry *b = &in[s].e[e];
-            MemCopy *c = kept_slot(mc, src[s], b->stage);
+            int k = kept_slot(mc, src[s], b->stage);
+            MemCopy *c = &mc->kept[k];
             copy_size(c, b->nbufs, (size_t)b->n);
             c->pos = b->pos, c->frozen = b->frozen, c->adam_t = b->adam_t, c->step = -1; /* not whole yet */
             c->layout = mc->plan.stage[b->stage];
-            got[s * PLAN_NSTAGES + e] = c;
+            got[s * PLAN_NSTAGES + e] = k;
             post_floats(&q, c->buf, copy_floats(c), src[s], 0, j->xcomm);
         }
     for (int e = 0; e < out.count && to != me; e++)
         post_floats(&q, mc->own[out.e[e].stage].buf, copy_floats(&mc->own[out.e[e].stage]), to, 1, j->xcomm);
     comm_waitall(q.n, q.r);
     for (int s = 0; s < nsrc; s++)
-        for (int e = 0; e < in[s].count && e < PLAN_NSTAGES; e++) got[s * PLAN_NSTAGES + e]->step = in[s].e[e].step;
+        for (int e = 0; e < in[s].count && e < PLAN_NSTAGES; e++) mc->kept[got[s * PLAN_NSTAGES + e]].step = in[s].e[e].step;
     kept_prune(mc);
     free(got);
     free(q.r);

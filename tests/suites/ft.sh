@@ -156,29 +156,29 @@ else
       result ft-die-$1 0 "$secs" "rank $2 died as $1 began (step $(sed -n 's/.*SIGKILLs itself in step \([0-9]*\).*/\1/p' "$g")); recovered from memory in $(verify "$g" recovery_s) s, only that step redone, 12 steps counted once, pass"
     else result ft-die-$1 1 "$secs" "exit $rc, status '$(verify "$g" status)', ranks_lost '$(verify "$g" ranks_lost)'"; fi
   done
-  # --- a shard no replica holds: critic.train on rank 1 alone (dp1), rank 1 dies as generation begins in step 7.
-  # With [elastic] buddy = yes its buddy (rank 2) holds a copy: the state comes from memory; with buddy = no from the
-  # checkpoint of step 5, and the output says why
+  # --- shards no replica holds: critic.train and a reward network on rank 1 alone (dp1), rank 1 dies as generation
+  # begins in step 7. With [elastic] buddy = yes its buddy (rank 2) holds copies of both: the state comes from memory;
+  # with buddy = no from the checkpoint of step 5, and the output says why
   for b in yes no; do
     n=ft-buddy; [ $b = no ] && n=ft-buddy-no
     want $n || continue
     d=$F/$n.deck
-    sed "s#^dir = elastic4-ckpt#dir = $F/$n#; s/^name = elastic4/name = $n/; s/^critic.train = .*/critic.train = @1/" inputs/elastic4.deck >"$d"
+    sed "s#^dir = elastic4-ckpt#dir = $F/$n#; s/^name = elastic4/name = $n/; s/^critic.train = .*/critic.train = @1/; s/^reward.inf = .*/reward.inf = @1/" inputs/elastic4.deck >"$d"
     rm -rf "$F/$n"
     g=$LOG/$n.log
-    timed secs timeout 120 $L --ft -np 4 bin/nereus-ft "$d" --set ppo.steps=12 --set elastic.buddy=$b --set inject.die_rank=1 \
+    timed secs timeout 120 $L --ft -np 4 bin/nereus-ft "$d" --set ppo.steps=12 --set elastic.buddy=$b --set reward.network=true --set inject.die_rank=1 \
       --set inject.die_step=7 --set inject.die_phase=gen --set trace.file=none >"$g" 2>&1
     ok=0
     if [ $rc = 0 ] && [ "$(verify "$g" status)" = pass ] && [ "$(verify "$g" ppo_steps)" = 12 ]; then
       if [ $b = yes ]; then
-        [ "$(verify "$g" recovered_from)" = memory ] && grep -aq 'critic.train from 1 replica(s) in memory (1 shard(s) from buddy copies)' "$g" &&
+        [ "$(verify "$g" recovered_from)" = memory ] && grep -aq 'critic.train from 1 replica(s) in memory (1 shard(s) from buddy copies), reward.inf from 1 replica(s) in memory (1 shard(s) from buddy copies)' "$g" &&
           grep -aq 'redoing from step 7 on 3 rank(s)' "$g" && ok=1
       else
         [ "$(verify "$g" recovered_from)" = checkpoint ] && grep -aq "^ft: state in memory: critic.train's shard (tp 0, pp 0) lived on rank(s) 1 only, and no copy of it is left (\[elastic\] buddy = yes keeps" "$g" &&
           grep -aq '_step000005.h5, 5 PPO steps done; redoing from step 5' "$g" && ok=1
       fi
     fi
-    if [ $ok = 1 ] && [ $b = yes ]; then result $n 0 "$secs" "critic.train's one shard died with rank 1; rebuilt from its buddy copy on another rank, no checkpoint read, step 7 redone, pass"
+    if [ $ok = 1 ] && [ $b = yes ]; then result $n 0 "$secs" "critic.train's and the reward network's one shards died with rank 1; rebuilt from their buddy copies on another rank, no checkpoint read, step 7 redone, pass"
     elif [ $ok = 1 ]; then result $n 0 "$secs" "the same with buddy = no: the output names the shard no copy is left of, step 5's checkpoint read, pass"
     else result $n 1 "$secs" "exit $rc, status '$(verify "$g" status)', recovered_from '$(verify "$g" recovered_from)'"; fi
   done
