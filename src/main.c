@@ -107,6 +107,7 @@ static int resolve_plan(Config *cfg, const Deck *deck) {
 
 int main(int argc, char **argv) {
     nr_heap_keep();
+    nr_mpi_singleton_isolated();
     mpiCheck(MPI_Init(&argc, &argv));
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "nereus/ckpt.h"
+#include "nereus/util.h"
 
 /* the usage on f; returns 2, the exit status of a bad command line */
 static int usage_to(FILE *f) {
@@ -169,6 +170,7 @@ int main(int argc, char **argv) {
         usage_to(stdout);
         return 0;
     }
+    nr_mpi_singleton_isolated();
     MPI_Init(&argc, &argv); /* one process: the checkpoint code reads over MPI_COMM_SELF */
     int rc = run(argc, argv);
     MPI_Finalize();

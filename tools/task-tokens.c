@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "nereus/task.h"
+#include "nereus/util.h"
 
 /* the usage on f; returns 2, the exit status of a bad command line */
 static int usage_to(FILE *f) {
@@ -55,6 +56,7 @@ int main(int argc, char **argv) {
         i++;
     }
     if (!out) return usage();
+    nr_mpi_singleton_isolated();
     MPI_Init(&argc, &argv); /* the library's logging asks MPI for the rank */
     TaskSet ts;
     char why[512];

@@ -32,6 +32,10 @@ void nr_set_mpi_fail_hook(void (*hook)(int err, const char *call, const char *fi
 
 /* ---- logging --------------------------------------------------------- */
 int nr_rank(void);            /* rank in the job's world, nr_world() of comm.h (0 before MPI_Init) */
+/* before MPI_Init in a program started without a launcher (no mpirun, srun or PMIx rank in the environment): the
+   singleton runs on its own, without the runtime daemon Open MPI 4 starts for it otherwise (0.1 s a start; such a
+   process never spawns: fault tolerance and [elastic] need mpirun) */
+void nr_mpi_singleton_isolated(void);
 /* printf on rank 0 only (stdout), flushed */
 void nr_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* 1: nr_log says nothing on this process (a process spawned to join a job, during its own set-up) */

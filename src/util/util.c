@@ -21,6 +21,13 @@ static MPI_Comm world_comm = MPI_COMM_NULL; /* NULL: MPI_COMM_WORLD */
 MPI_Comm nr_world(void) { return world_comm == MPI_COMM_NULL ? MPI_COMM_WORLD : world_comm; }
 void nr_set_world(MPI_Comm c) { world_comm = c; }
 
+void nr_mpi_singleton_isolated(void) {
+    static const char *launched[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE", NULL};
+    for (int i = 0; launched[i]; i++)
+        if (getenv(launched[i])) return;
+    setenv("OMPI_MCA_ess_singleton_isolated", "1", 0); /* an environment's own setting wins */
+}
+
 int nr_rank(void) {
     int init = 0, fin = 0, r = 0;
     MPI_Initialized(&init);

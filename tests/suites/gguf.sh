@@ -58,10 +58,10 @@ tok_from() {
     bin/nereus-tok encode --chat "$src" <$D/chat.jsonl >"$out.chat" && cmp "$out.chat" $D/smollm2.chat.ids
 }
 export -f loss_close greedy_same tokenizer_carried tok_from; export G SM SMCK LOG # t runs them under timeout, in a bash of its own
-# one GRPO step of inputs/smollm2-grpo.deck on the imported model, small: the deck's [model] (defaults left out,
+# one GRPO step of inputs/smollm2-grpo.deck on the imported model, small (a prompt x 2): the deck's [model] (defaults left out,
 # max_seq 256 of the file's 8,192) takes the checkpoint, and a pretrained model runs the text path end to end
-smollm2_check gguf-smollm2-grpo-step 300 $L -np 1 bin/nereus inputs/smollm2-grpo.deck --set ppo.steps=1 --set ppo.batch=4 --set model.gen_dtype=bf16 \
-  --set ppo.minibatch=4 --set ppo.max_response=8 --set data.eval_size=2 --set trace.file=none
+smollm2_check gguf-smollm2-grpo-step 300 $L -np 1 bin/nereus inputs/smollm2-grpo.deck --set ppo.steps=1 --set ppo.batch=2 --set model.gen_dtype=bf16 \
+  --set ppo.group_size=2 --set ppo.minibatch=2 --set ppo.micro_batch=2 --set ppo.max_response=8 --set data.eval_size=2 --set trace.file=none
 # the same on 2 ranks, a step of a prompt x 4 (the deck's plan: every stage over both ranks, dp 2: 2 rows each)
 smollm2_check gguf-smollm2-grpo-np2 300 $L -np 2 bin/nereus inputs/smollm2-grpo.deck --set ppo.steps=1 \
   --set ppo.batch=4 --set ppo.minibatch=4 --set ppo.max_response=8 --set data.eval_size=2 --set trace.file=none
