@@ -964,6 +964,33 @@ static int run_recover(RunCtx *r, FtFailure *f) {
     return run_respawn_rebuild(r, f, REBUILD_DIED);
 }
 
+/* run_recover under a recovery point of its own (run_recover_all) */
+typedef struct RecoverTry {
+    RunCtx *r;
+    FtFailure f;
+    int rc;
+} RecoverTry;
+
+static void run_recover_step(void *ctx) {
+    RecoverTry *t = ctx;
+    t->rc = run_recover(t->r, &t->f);
+}
+
+/* collective over the survivors, after ft_try ended the steps: run_recover, itself under a recovery point: a rank
+ * that dies while the others recover (ranks of one node dying one after another, seen apart) is recovered in turn,
+ * from what the copies in memory or the checkpoint still hold. Returns as run_recover. */
+static int run_recover_all(RunCtx *r, FtFailure *f) {
+    RecoverTry t = {r, *f, 0};
+    for (int k = 0; k < 64; k++) {
+        FtFailure again;
+        if (ft_try(run_recover_step, &t, &again) == 0) return t.rc;
+        nr_log("ft: another rank failed during the recovery (%s); recovering again\n", again.where);
+        t.f = again;
+    }
+    run_stop(r->stop, "ranks kept failing during the recovery (64 times); stopping the run");
+    return -1;
+}
+
 /* "2,5" of f's failed (or left) ranks in the world they left, and " (launched as 3,7)" where those are not their
  * MPI_COMM_WORLD ranks (a world shrunk before) */
 static void run_ranks_text(const FtFailure *f, char *out, size_t len) {
@@ -1008,8 +1035,8 @@ static int run_rebuild_memory(RunCtx *r, const Config *nc, int joined, int64_t *
     JobTxReport rep;
     memset(&rep, 0, sizeof rep);
     int rc = bad ? -1 : job_transition(&r->job, &nc->plan, 0, &rep, why, sizeof why);
-    mem_copies_clear(&r->mc); /* they name the old world's ranks; the next step takes new ones */
     if (rc != 0) {
+        mem_copies_clear(&r->mc);
         nr_log("ft: state in memory: %s; from the newest checkpoint instead\n",
                bad ? "a copy did not fit its shard (stderr says where)" : why);
         job_free(&r->job);
@@ -1157,6 +1184,8 @@ static int run_rebuild(RunCtx *r, FtFailure *f, RebuildWhy kind) {
                (long long)step, r->world, r->plan_text);
     }
     if (r->lp.on) nr_log("ft: the planner places its own plan for the %d rank(s) before the next step\n", r->world);
+    mem_copies_clear(&r->mc); /* kept until the rebuild is whole (a failure in it goes back to them); the next step
+                                 takes new ones */
     return 0;
 }
 
@@ -1372,7 +1401,7 @@ static void run_ppo_loop(RunCtx *r) {
             if (r->status != 0 || r->stop_sig) break;
             continue;
         }
-        if (run_recover(r, &f) != 0) {
+        if (run_recover_all(r, &f) != 0) {
             r->status = 1;
             break;
         }

@@ -32,7 +32,7 @@ feeds ft-kill ft-kill-trace
 feeds ft-bound ft-same-as-resumed
 feeds ft-resumed ft-same-as-resumed
 if [ -n "$ulfm" ]; then
-  for n in ft-kill ft-kill-trace ft-same-as-resumed ft-kill-rank0-in-ckpt ft-kill-twice-grpo ft-leave-notice \
+  for n in ft-kill ft-kill-trace ft-same-as-resumed ft-kill-rank0-in-ckpt ft-kill-twice-grpo ft-kill-two-at-once ft-leave-notice \
            ft-die-gen ft-die-inf ft-die-train ft-die-sync ft-die-ckpt ft-die-transition ft-buddy ft-buddy-no ft-spawn-srun-refused ft-respawn-die ft-respawn-leave ft-grow ft-no-leftovers; do want $n && result $n 77 0 "$ulfm"; done
 else
   if runs ft-kill; then
@@ -134,6 +134,26 @@ else
        [ "$(verify "$g" recovered_from)" = memory ]; then
       result ft-kill-twice-grpo 0 "$secs" "GRPO: rank 1 killed, then the rank launched as 3: 4 -> 3 -> 2 ranks, each time the interrupted step redone from the copies in memory, pass"
     else result ft-kill-twice-grpo 1 "$secs" "exit $rc; kills '$k1' '$k2'"; fi
+  fi
+  # --- two ranks killed at once (1 and 2 of inputs/elastic4.deck, one rank of each actor.train replica, by their PIDs,
+  # after step 7), as a node's ranks die together: seen apart, the second during the recovery from the first, which
+  # is recovered in turn; the state from the copies in memory (a replica made of rank 0's tp 0 and rank 3's tp 1)
+  if want ft-kill-two-at-once; then
+    d=$F/two.deck
+    sed "s#^dir = elastic4-ckpt#dir = $F/two#; s/^name = elastic4/name = two/" inputs/elastic4.deck >"$d"
+    rm -rf "$F/two"
+    g=$LOG/ft-kill-two-at-once.log
+    t0=$(date +%s.%N)
+    timeout 120 $L --ft -np 4 bin/nereus-ft "$d" --set ppo.steps=30 --set trace.file=none >"$g" 2>&1 &
+    bg=$!
+    k1=""; k2=""
+    wait_for "$g" '^step +7 ' && k1=$(kill_rank "$d" 1) && k2=$(kill_rank "$d" 2)
+    wait $bg; rc=$?
+    secs=$(echo "$(date +%s.%N) - $t0" | bc)
+    if [ -n "$k1" ] && [ -n "$k2" ] && [ $rc = 0 ] && [ "$(verify "$g" status)" = pass ] && [ "$(verify "$g" ranks_lost)" = 2 ] &&
+       [ "$(verify "$g" ppo_steps)" = 30 ] && grep -aqE 'redoing from step [0-9]+ on 2 rank\(s\)' "$g"; then
+      result ft-kill-two-at-once 0 "$secs" "ranks 1 and 2 killed together: $(verify "$g" ft_recoveries) recovery(ies), state from $(verify "$g" recovered_from), 2 ranks finished all 30 steps, pass"
+    else result ft-kill-two-at-once 1 "$secs" "exit $rc; kills '$k1' '$k2', ranks_lost '$(verify "$g" ranks_lost)'"; fi
   fi
   # --- an INJECTED death in each phase of a step ([inject] die_rank, die_step, die_phase: the rank SIGKILLs itself
   # as the phase begins) on inputs/elastic4.deck (4 ranks, DP replicas; 12 steps, checkpoints at 5 and 10), rank 0
