@@ -91,6 +91,9 @@ int plan_stage_is_critic(int id);
 /* 1 for the model-stages of the critic model itself (critic.inf, critic.train): the ones a critic-free
  * algorithm (GRPO) does not have. */
 int plan_stage_is_critic_model(int id);
+/* 1 for the model-stages whose weights a run keeps rather than takes from another stage: the trained ones and the
+ * frozen ref.inf and reward.inf (actor.gen, actor.inf and critic.inf get theirs from the weight sync) */
+int plan_stage_keeps_state(int id);
 /* 1 when model-stage id belongs to the stage set: every one for PPO (no_critic 0), all but the critic's for a
  * critic-free algorithm (no_critic 1: actor.gen, actor.inf, actor.train, ref.inf, reward.inf). */
 int plan_stage_in_set(int id, int no_critic);

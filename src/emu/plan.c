@@ -26,6 +26,7 @@ int plan_stage_find(const char *name, size_t len)
 int plan_stage_is_train(int id) { return id == PLAN_ACTOR_TRAIN || id == PLAN_CRITIC_TRAIN; }
 int plan_stage_is_critic(int id) { return id == PLAN_CRITIC_INF || id == PLAN_CRITIC_TRAIN || id == PLAN_REWARD_INF; }
 int plan_stage_is_critic_model(int id) { return id == PLAN_CRITIC_INF || id == PLAN_CRITIC_TRAIN; }
+int plan_stage_keeps_state(int id) { return plan_stage_is_train(id) || id == PLAN_REF_INF || id == PLAN_REWARD_INF; }
 int plan_stage_in_set(int id, int no_critic) { return id >= 0 && id < PLAN_NSTAGES && !(no_critic && plan_stage_is_critic_model(id)); }
 int plan_stage_count(int no_critic) { return no_critic ? PLAN_NSTAGES - 2 : PLAN_NSTAGES; }
 int plan_no_critic(const PlanConfig *p) { return !plan_stage_present(p, PLAN_CRITIC_INF); }

@@ -68,8 +68,8 @@ int job_memory_check(MPI_Comm world, const Config *cfg, const TaskSet *ts, char 
         if (pos < 0) continue;
         stage_b[i] = tx_stage_shard_bytes(&px, i, &cfg->plan.stage[i], pos);
         const PlanStage *ps = &cfg->plan.stage[i];
-        if (ft_on() && cfg->elastic.in_memory && tx_stage_holds_model(&px, i) &&
-            (plan_stage_is_train(i) || i == PLAN_REF_INF || i == PLAN_REWARD_INF)) /* its copy in memory (memrec.h) */
+        /* and under fault tolerance its copy in memory (memrec.h) */
+        if (ft_on() && cfg->elastic.in_memory && tx_stage_holds_model(&px, i) && plan_stage_keeps_state(i))
             stage_b[i] += (double)gpt_shard_state_bytes(plan_stage_is_critic(i) ? &sh.cc : &sh.ac, ps->tp, ps->pp,
                                                         pos / (ps->tp * ps->dp), plan_stage_is_train(i));
         mine += stage_b[i];
@@ -115,7 +115,8 @@ int job_memory_check(MPI_Comm world, const Config *cfg, const TaskSet *ts, char 
 
 void job_stage_capacity(const Job *j, int id, int dp, int *Bmax, int *Tmax) { tx_stage_capacity(&j->px, id, dp, Bmax, Tmax); }
 
-void job_stage_model(Job *j, Stage *s, int filled) {
+/* job_stage_model, and with empty = 1 the model zeroed rather than drawn from the seed (job_build_on) */
+static void stage_model(Job *j, Stage *s, int filled, int empty) {
     int i = s->id;
     if (!s->member || !job_stage_holds_model(j, i)) return;
     const Config *cfg = j->cfg;
@@ -127,7 +128,7 @@ void job_stage_model(Job *j, Stage *s, int filled) {
         gpt_build_shard_dest(&s->model, critic ? &j->cc : &j->ac, &sh, j->be, Bmax, Tmax, train, filled);
         return;
     }
-    if (j->build_empty || (cfg->model.init_from[0] && !critic && i != PLAN_REWARD_INF)) {
+    if (empty || (cfg->model.init_from[0] && !critic && i != PLAN_REWARD_INF)) {
         /* the actor's stages and the ref under [model] init_from: its file (or a restart's checkpoint, which
            wins) writes every parameter before any read, so they start zero rather than from a draw that is
            overwritten (4 copies of SmolLM2-135M: 23 s of normal draws); every stage of a job built to be filled
@@ -150,6 +151,8 @@ void job_stage_model(Job *j, Stage *s, int filled) {
     }
 }
 
+void job_stage_model(Job *j, Stage *s, int filled) { stage_model(j, s, filled, 0); }
+
 void job_build(Job *j, MPI_Comm world, const Config *cfg, const Backend *be, const TaskSet *ts) {
     job_build_on(j, world, cfg, be, ts, &cfg->plan, 0);
 }
@@ -157,7 +160,6 @@ void job_build(Job *j, MPI_Comm world, const Config *cfg, const Backend *be, con
 void job_build_on(Job *j, MPI_Comm world, const Config *cfg, const Backend *be, const TaskSet *ts,
                   const PlanConfig *plan, int empty) {
     memset(j, 0, sizeof *j);
-    j->build_empty = empty;
     j->world = world;
     MPI_Comm_rank(world, &j->rank);
     MPI_Comm_size(world, &j->size);
@@ -193,13 +195,12 @@ void job_build_on(Job *j, MPI_Comm world, const Config *cfg, const Backend *be, 
         s->id = i;
         emu_build_stage(&s->emu, &j->comms, world, &j->plan, i);
         job_stage_fill(j, s);
-        job_stage_model(j, s, 0);
+        stage_model(j, s, 0, empty);
     }
     Stage *g = &j->st[PLAN_ACTOR_GEN];
     rollout_alloc(&j->G, cfg, ts, be, Bg, Bg, 0);
     if (g->member) rollout_alloc(&j->L, cfg, ts, be, g->B, Bg, g->d * g->B);
     j->scratch = nr_xcalloc((size_t)Bg * j->G.Tcap * 2 + 2 * (size_t)Bg, sizeof(double));
-    j->build_empty = 0;
 }
 
 void job_free(Job *j) {

@@ -16,8 +16,7 @@
 #define DATA_CHUNK ((size_t)1 << 26) /* floats a message at most */
 
 int mem_stage_stateful(const Job *j, int id) {
-    if (!job_stage_holds_model(j, id) || !plan_stage_present(&j->plan, id)) return 0;
-    return plan_stage_is_train(id) || id == PLAN_REF_INF || id == PLAN_REWARD_INF;
+    return plan_stage_keeps_state(id) && job_stage_holds_model(j, id) && plan_stage_present(&j->plan, id);
 }
 
 static void copy_free(MemCopy *c) {
@@ -203,7 +202,6 @@ static void buddy_exchange(MemCopies *mc, Job *j, const int fresh[PLAN_NSTAGES])
 
 void mem_copies_take(MemCopies *mc, Job *j, int64_t step, int buddy) {
     double t0 = nr_now();
-    if (mc->buddy && mc->buddy_world != j->size) mem_copies_clear(mc); /* another world: its copies name its ranks */
     mc->plan = j->plan;
     int fresh[PLAN_NSTAGES] = {0};
     for (int i = 0; i < PLAN_NSTAGES; i++) {
@@ -231,13 +229,17 @@ void mem_copies_take(MemCopies *mc, Job *j, int64_t step, int buddy) {
 
 /* ---- the replicas a recovery builds from ------------------------------------------------------------------ */
 
-/* one replica of stage `id`: for every cell, the first unused candidate (own copies first, then by rank), the
-   cells with the fewest left first; marks the ranks it takes. Returns 0, or −1 (nothing marked) when some cell
-   has none left; *empty_cell then names it. */
-static int one_replica(const PlanStage *o, int id, const MemHold *h, int nh, int *used, int *cell_rank,
-                       int *cell_pos, int *empty_cell) {
-    int tp = o->tp, pp = o->pp, ncell = tp * pp;
-    GridLayout l = {o->tp, o->pp, o->dp};
+/* the (tp, pp) cell of grid position pos of layout o: t + tp · p */
+static int pos_cell(const PlanStage *o, int pos) {
+    GridCoord g = grid_coord((GridLayout){o->tp, o->pp, o->dp}, pos);
+    return g.t + o->tp * g.p;
+}
+
+/* one replica of a stage of ncell cells, from the holdings h whose cell[x] ≥ 0 (the stage's): for every cell, the
+   first unused candidate (own copies first, then by rank), the cells with the fewest left first; marks the ranks
+   it takes and puts the holding each cell takes in hold[c]. Returns 0, or −1 (nothing marked) when some cell has
+   none left; *empty_cell then names it. */
+static int one_replica(int ncell, const MemHold *h, const int *cell, int nh, int *used, int *hold, int *empty_cell) {
     int *done = nr_xcalloc((size_t)ncell, sizeof(int));
     int rc = 0;
     for (int round = 0; round < ncell && rc == 0; round++) {
@@ -245,11 +247,7 @@ static int one_replica(const PlanStage *o, int id, const MemHold *h, int nh, int
         for (int c = 0; c < ncell; c++) { /* the undone cell with the fewest unused candidates */
             if (done[c]) continue;
             int k = 0;
-            for (int x = 0; x < nh; x++) {
-                if (h[x].stage != id || used[h[x].rank]) continue;
-                GridCoord g = grid_coord(l, h[x].pos);
-                k += g.t + tp * g.p == c;
-            }
+            for (int x = 0; x < nh; x++) k += cell[x] == c && !used[h[x].rank];
             if (k < best_n) best = c, best_n = k;
         }
         if (best_n == 0) {
@@ -259,33 +257,28 @@ static int one_replica(const PlanStage *o, int id, const MemHold *h, int nh, int
         }
         int pick = -1;
         for (int x = 0; x < nh; x++) {
-            if (h[x].stage != id || used[h[x].rank]) continue;
-            GridCoord g = grid_coord(l, h[x].pos);
-            if (g.t + tp * g.p != best) continue;
+            if (cell[x] != best || used[h[x].rank]) continue;
             if (pick < 0 || (h[x].own && !h[pick].own) ||
                 (h[x].own == h[pick].own && h[x].rank < h[pick].rank)) pick = x;
         }
         done[best] = 1;
-        cell_rank[best] = h[pick].rank, cell_pos[best] = h[pick].pos;
+        hold[best] = pick;
         used[h[pick].rank] = 1;
     }
     if (rc != 0)
         for (int c = 0; c < ncell; c++)
-            if (done[c]) used[cell_rank[c]] = 0;
+            if (done[c]) used[h[hold[c]].rank] = 0;
     free(done);
     return rc;
 }
 
 /* why: stage id's cell c (old layout o) has no copy left; the ranks that held it */
 static void no_copy_why(const PlanStage *o, int id, int c, char *why, size_t len) {
-    GridLayout l = {o->tp, o->pp, o->dp};
     char ranks[256];
     size_t k = 0;
     ranks[0] = 0;
-    for (int pos = 0; pos < o->tp * o->pp * o->dp && k + 12 < sizeof ranks; pos++) {
-        GridCoord g = grid_coord(l, pos);
-        if (g.t + o->tp * g.p == c) k += (size_t)snprintf(ranks + k, sizeof ranks - k, "%s%d", k ? "," : "", plan_stage_rank(o, pos));
-    }
+    for (int pos = 0; pos < o->tp * o->pp * o->dp && k + 12 < sizeof ranks; pos++)
+        if (pos_cell(o, pos) == c) k += (size_t)snprintf(ranks + k, sizeof ranks - k, "%s%d", k ? "," : "", plan_stage_rank(o, pos));
     snprintf(why, len, "%s's shard (tp %d, pp %d) lived on rank(s) %s only, and no copy of it is left", plan_stage_name(id),
              c % o->tp, c / o->tp, ranks);
 }
@@ -298,15 +291,16 @@ int mem_plan_replicas(const PlanConfig *old, const MemHold *h, int nh, const Pla
         for (int k = 0; k < PLAN_NSTAGES * world; k++) pick[k] = -1;
     size_t hk = 0;
     if (how && how_len) how[0] = 0;
-    int *used = nr_xcalloc((size_t)world, sizeof(int));
+    int *used = nr_xcalloc((size_t)world, sizeof(int)), *cell = nr_xmalloc(((size_t)nh + 1) * sizeof(int));
     int rc = 0;
     for (int id = 0; id < PLAN_NSTAGES && rc == 0; id++) {
         if (!stateful[id]) continue;
         const PlanStage *o = &old->stage[id];
         int ncell = o->tp * o->pp, maxd = world / ncell + 1, nd = 0, empty = -1, bud = 0;
-        int *rk = nr_xmalloc((size_t)maxd * ncell * sizeof(int)), *ps = nr_xmalloc((size_t)maxd * ncell * sizeof(int));
+        for (int x = 0; x < nh; x++) cell[x] = h[x].stage == id ? pos_cell(o, h[x].pos) : -1;
+        int *hold = nr_xmalloc((size_t)maxd * ncell * sizeof(int)); /* replica d, cell c: the holding it takes */
         memset(used, 0, (size_t)world * sizeof(int));
-        while (nd < maxd && one_replica(o, id, h, nh, used, rk + nd * ncell, ps + nd * ncell, &empty) == 0) nd++;
+        while (nd < maxd && one_replica(ncell, h, cell, nh, used, hold + nd * ncell, &empty) == 0) nd++;
         if (nd == 0) {
             no_copy_why(o, id, empty, why, len);
             rc = -1;
@@ -317,23 +311,19 @@ int mem_plan_replicas(const PlanConfig *old, const MemHold *h, int nh, const Pla
         s->src = target->stage[id].src;
         for (int d = 0; d < nd; d++)
             for (int c = 0; c < ncell; c++) {
-                int t = c % o->tp, p = c / o->tp, pos = t + o->tp * (d + nd * p), r = rk[d * ncell + c];
-                s->ranks[pos] = (int16_t)r;
-                if (pick) pick[id * world + r] = ps[d * ncell + c];
-                for (int x = 0; x < nh; x++) /* a buddy's copy taken: said */
-                    if (h[x].rank == r && h[x].stage == id && h[x].pos == ps[d * ncell + c]) {
-                        bud += !h[x].own;
-                        break;
-                    }
+                const MemHold *x = &h[hold[d * ncell + c]];
+                s->ranks[c % o->tp + o->tp * (d + nd * (c / o->tp))] = (int16_t)x->rank;
+                if (pick) pick[id * world + x->rank] = x->pos;
+                bud += !x->own; /* a buddy's copy taken: said */
             }
         if (rc == 0 && how && hk + 80 < how_len) {
             hk += (size_t)snprintf(how + hk, how_len - hk, "%s%s from %d replica(s) in memory", hk ? ", " : "",
                                    plan_stage_name(id), nd);
             if (bud) hk += (size_t)snprintf(how + hk, how_len - hk, " (%d shard(s) from buddy copies)", bud);
         }
-        free(rk);
-        free(ps);
+        free(hold);
     }
+    free(cell);
     free(used);
     return rc;
 }
